@@ -1,0 +1,104 @@
+// BloomFilter: the facade most callers want. It turns items into hashes
+// (funnel), hashes into offsets (strategy), and hands batches of offsets to a
+// BitStore.
+//
+//   auto store = redbloom::Store::Open("file:/var/lib/redbloom");
+//   redbloom::FilterOptions o{.capacity = 1'000'000, .error_rate = 0.01};
+//   auto filter = redbloom::BloomFilter::Create(**store, "orders", o);
+//   (*filter)->Add("ORD-99821");
+//   auto hit = (*filter)->Contains("ORD-99821");   // Result<bool>
+//
+// Guarantees: an item that was added (the call returned OK) is always found.
+// Contains answers true for an item never added with probability about the
+// configured error rate while at most `capacity` items are in the filter;
+// Info() reports the current expected rate. Every batch is validated before
+// any bit is written, and every store failure is returned as an error, never
+// as "absent".
+//
+// Thread safety: all methods may be called concurrently.
+#ifndef REDBLOOM_BLOOM_FILTER_H_
+#define REDBLOOM_BLOOM_FILTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redbloom/filter_config.h"
+#include "redbloom/hash.h"
+#include "redbloom/status.h"
+#include "redbloom/store.h"
+
+namespace redbloom {
+
+struct FilterInfo {
+  std::string name;
+  FilterConfig config;
+  uint64_t bits_set = 0;          // cells currently set
+  uint64_t items_added = 0;       // adds that set at least one new bit
+  uint64_t approximate_items = 0; // Guava's estimate from bits_set (UINT64_MAX if full)
+  double fill_ratio = 0;          // bits_set / bits
+  double current_fpp = 0;         // (bits_set / bits)^k, Guava's expectedFpp()
+};
+
+class BloomFilter {
+ public:
+  BloomFilter(const BloomFilter&) = delete;
+  BloomFilter& operator=(const BloomFilter&) = delete;
+  ~BloomFilter();
+
+  // Creates a filter. If one with identical parameters exists it is opened
+  // and *created (if given) is false; other parameters give kConflict.
+  static Result<std::unique_ptr<BloomFilter>> Create(Store& store, std::string_view name,
+                                                     const FilterOptions& options,
+                                                     bool* created = nullptr);
+  // Opens an existing filter (kNotFound if none), checking its stored config.
+  static Result<std::unique_ptr<BloomFilter>> Open(Store& store, std::string_view name);
+  // Adopts bits that a Java seed service wrote under `name`, recording
+  // `options` for them without changing any bit (Redis stores only).
+  static Result<std::unique_ptr<BloomFilter>> Attach(Store& store, std::string_view name,
+                                                     const FilterOptions& options);
+  static Status Drop(Store& store, std::string_view name);
+
+  const std::string& name() const { return name_; }
+  const FilterConfig& config() const { return config_; }
+
+  // Adds one item; *added (if given) says whether it was new (turned on a bit).
+  Status Add(std::string_view item, bool* added = nullptr);
+  // Adds many items. If `added` is not null it is resized to items.size() and
+  // added[i] is 1 when item i was new. All items are validated first: one bad
+  // item fails the call before anything is written.
+  Status AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added = nullptr);
+  Result<bool> Contains(std::string_view item);
+  // present is resized to items.size(); present[i] is 1 when item i may be present.
+  Status ContainsMany(std::span<const std::string_view> items, std::vector<uint8_t>* present);
+
+  // The same for items already hashed (e.g. through HashObject and a custom
+  // funnel). The encoding of the filter is then the caller's business.
+  Status AddHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* added = nullptr);
+  Status ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present);
+
+  // Hashes and offsets of one item, in the strategy's order.
+  Result<std::vector<uint64_t>> Offsets(std::string_view item) const;
+
+  Status Clear();
+  Result<FilterInfo> Info();
+  Status Flush();
+
+ private:
+  BloomFilter(std::string name, FilterConfig config, std::unique_ptr<BitStore> bits);
+  Status HashAll(std::span<const std::string_view> items, std::vector<Hash128>* hashes) const;
+
+  std::string name_;
+  FilterConfig config_;
+  std::unique_ptr<BitStore> bits_;
+};
+
+// Offsets of `item` under a config, without any store (for `redbloom offsets`).
+Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item);
+
+}  // namespace redbloom
+
+#endif  // REDBLOOM_BLOOM_FILTER_H_

@@ -1,0 +1,136 @@
+// Status and Result<T>: the one error model of redbloom.
+//
+// Every fallible public call returns a Status or a Result<T>. The codes follow
+// abseil's canonical codes, so each carries its retry meaning:
+//   kUnavailable / kDeadlineExceeded  -> transient, retry with backoff;
+//   kInvalidArgument / kConflict ...  -> the request itself is wrong, don't retry.
+// The CLI maps a code to an exit status and the HTTP service to an HTTP status,
+// each in exactly one place (ExitCodeFor / HttpStatusFor).
+//
+// A store failure is always an error. No call ever turns "the store could not
+// be read" into "the item is absent".
+#ifndef REDBLOOM_STATUS_H_
+#define REDBLOOM_STATUS_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace redbloom {
+
+enum class StatusCode : int {
+  kOk = 0,
+  kInvalidArgument,    // bad parameters or input; fix the request
+  kNotFound,           // the filter does not exist
+  kAlreadyExists,      // created before, with identical parameters
+  kConflict,           // exists with other parameters, or a concurrent change won
+  kUnavailable,        // store unreachable or connection lost; retryable
+  kDeadlineExceeded,   // store timed out; retryable
+  kResourceExhausted,  // a size limit was hit
+  kDataLoss,           // a stored filter is corrupt or of a foreign format
+  kUnimplemented,      // not supported by this store or filter kind
+  kInternal,           // a bug, or a store answer we do not understand
+};
+
+// Stable lower-case name of a code ("invalid_argument"), used in JSON errors.
+std::string_view StatusCodeName(StatusCode code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  static Status InvalidArgument(std::string msg) {
+    return {StatusCode::kInvalidArgument, std::move(msg)};
+  }
+  static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
+  static Status AlreadyExists(std::string msg) {
+    return {StatusCode::kAlreadyExists, std::move(msg)};
+  }
+  static Status Conflict(std::string msg) { return {StatusCode::kConflict, std::move(msg)}; }
+  static Status Unavailable(std::string msg) {
+    return {StatusCode::kUnavailable, std::move(msg)};
+  }
+  static Status DeadlineExceeded(std::string msg) {
+    return {StatusCode::kDeadlineExceeded, std::move(msg)};
+  }
+  static Status ResourceExhausted(std::string msg) {
+    return {StatusCode::kResourceExhausted, std::move(msg)};
+  }
+  static Status DataLoss(std::string msg) { return {StatusCode::kDataLoss, std::move(msg)}; }
+  static Status Unimplemented(std::string msg) {
+    return {StatusCode::kUnimplemented, std::move(msg)};
+  }
+  static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // True for errors a caller may retry after a backoff.
+  bool IsTransient() const {
+    return code_ == StatusCode::kUnavailable || code_ == StatusCode::kDeadlineExceeded;
+  }
+
+  // "invalid_argument: capacity must be >= 1"
+  std::string ToString() const;
+
+  // Returns a copy whose message is prefixed with `context: `.
+  Status WithContext(std::string_view context) const;
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+// Either a value or a non-OK Status.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {  // NOLINT
+    if (status_.ok()) status_ = Status::Internal("Result constructed from an OK status");
+  }
+
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+
+ private:
+  std::optional<T> value_;
+  Status status_;
+};
+
+// CLI exit code for a status: 0 ok, 2 invalid input, 3 store or I/O error,
+// 4 not found or exists with other parameters (see README, "Exit codes").
+int ExitCodeFor(const Status& status);
+
+// HTTP status for a status: 400, 404, 409, 413, 503, 504, 500 ...
+int HttpStatusFor(const Status& status);
+
+}  // namespace redbloom
+
+#define REDBLOOM_RETURN_IF_ERROR(expr)           \
+  do {                                           \
+    ::redbloom::Status _rb_status = (expr);      \
+    if (!_rb_status.ok()) return _rb_status;     \
+  } while (0)
+
+#define REDBLOOM_CONCAT_INNER_(a, b) a##b
+#define REDBLOOM_CONCAT_(a, b) REDBLOOM_CONCAT_INNER_(a, b)
+#define REDBLOOM_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                    \
+  if (!tmp.ok()) return tmp.status();                   \
+  lhs = std::move(tmp).value()
+// REDBLOOM_ASSIGN_OR_RETURN(auto x, SomeResultCall());
+#define REDBLOOM_ASSIGN_OR_RETURN(lhs, expr) \
+  REDBLOOM_ASSIGN_OR_RETURN_IMPL_(REDBLOOM_CONCAT_(_rb_result_, __LINE__), lhs, expr)
+
+#endif  // REDBLOOM_STATUS_H_

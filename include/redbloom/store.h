@@ -1,0 +1,125 @@
+// Stores: where filters live. One URL syntax everywhere (library, CLI, service):
+//   mem:                                  in-process, for tests and embedding
+//   file:DIR                              one memory-mapped file per filter (the default)
+//   redis://[user:password@]host[:port][/db][?options]   one Redis server
+//
+// A Store is a namespace of filters: it creates, describes, lists and drops
+// them, and opens a BitStore over one filter's bits. A BitStore is batch-first:
+// it sets or tests the offsets of many items per call, in as few round trips as
+// the medium allows, and reports per item whether it was new / maybe present.
+//
+// Thread safety: Store and BitStore methods may be called concurrently. A
+// Store must outlive the BitStores and BloomFilters opened from it.
+#ifndef REDBLOOM_STORE_H_
+#define REDBLOOM_STORE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redbloom/filter_config.h"
+#include "redbloom/status.h"
+
+namespace redbloom {
+
+// Names are 1..200 bytes of printable ASCII or UTF-8, without whitespace,
+// '/', '\' or a leading '.', and not ending in ":meta". The same rule holds on
+// every store, so a name that works on one works on all.
+inline constexpr size_t kMaxNameBytes = 200;
+Status ValidateFilterName(std::string_view name);
+
+struct StoreOptions {
+  // Redis: time allowed to open a TCP connection (and AUTH/SELECT on it).
+  std::chrono::milliseconds connect_timeout{2000};
+  // Redis: time allowed for one round trip before the call fails with
+  // kDeadlineExceeded. A timed-out connection is closed, never reused.
+  std::chrono::milliseconds command_timeout{5000};
+  // Redis: connections kept for concurrent callers; more callers wait.
+  int pool_size = 8;
+  // Redis: extra attempts, with backoff, for idempotent operations (checks,
+  // reads, and adds, since setting a bit twice is harmless) after a lost
+  // connection. 0 disables retries.
+  int max_retries = 2;
+  // Redis: items per command. Bounds how long one command holds the server
+  // (about 2.5 us per item at k = 7, so 1000 items is ~3 ms).
+  size_t batch_items = 1000;
+};
+
+// The stored state of one filter, beyond its config.
+struct FilterStats {
+  uint64_t bits_set = 0;   // cells that are non-zero
+  uint64_t items_added = 0;  // adds that changed at least one cell
+};
+
+class BitStore {
+ public:
+  BitStore() = default;
+  BitStore(const BitStore&) = delete;
+  BitStore& operator=(const BitStore&) = delete;
+  virtual ~BitStore() = default;
+
+  // How many items one call should carry: the facade slices input by this.
+  virtual size_t preferred_batch() const = 0;
+
+  // `offsets` holds `items` runs of `k` offsets each. Sets them; when
+  // `changed` is not null, changed[i] = 1 if item i turned any bit on (it was
+  // new). The stored item count grows by the number of such items. On error
+  // some items may have been written; none is reported as new.
+  virtual Status Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) = 0;
+  // present[i] = 1 if all k bits of item i are set (it may be present).
+  virtual Status Test(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* present) = 0;
+
+  virtual Result<FilterStats> Stats() = 0;
+  // Clears every bit and the item count.
+  virtual Status Clear() = 0;
+  // Makes written bits durable (msync for files). Redis and memory: no-op.
+  virtual Status Flush() { return Status::Ok(); }
+};
+
+class Store {
+ public:
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  virtual ~Store() = default;
+
+  // Opens a store by URL. Nothing is contacted for mem: and file: beyond
+  // creating the directory; redis:// connects once to fail fast.
+  static Result<std::unique_ptr<Store>> Open(std::string_view url,
+                                             const StoreOptions& options = StoreOptions());
+
+  // The URL, with any password replaced by "***".
+  virtual std::string url() const = 0;
+
+  // Creates a filter, sizing its bits up front. kAlreadyExists if it exists
+  // with the same config (the caller may treat that as success), kConflict if
+  // it exists with another config.
+  virtual Status Create(std::string_view name, const FilterConfig& config) = 0;
+  // Adopts bits written by another program (the Java seed service) by
+  // recording `config` for them, without changing a bit. Stores that cannot
+  // hold foreign bits answer kUnimplemented.
+  virtual Status Attach(std::string_view name, const FilterConfig& config);
+  // kNotFound if there is no such filter; kDataLoss if its stored config is
+  // corrupt or of an unknown format version.
+  virtual Result<FilterConfig> ReadConfig(std::string_view name) = 0;
+  virtual Result<std::vector<std::string>> List() = 0;
+  // kNotFound if there is no such filter.
+  virtual Status Drop(std::string_view name) = 0;
+  // Opens the bits of a filter whose config the caller has read. kConflict if
+  // the stored config no longer matches `config` (dropped and re-created).
+  virtual Result<std::unique_ptr<BitStore>> OpenBits(std::string_view name,
+                                                     const FilterConfig& config) = 0;
+  // OK if the store can be used now (for readiness checks).
+  virtual Status Ping() = 0;
+};
+
+// The store URL the CLI and the service use when none is given:
+// $REDBLOOM_STORE if set, else "file:./redbloom-data".
+std::string DefaultStoreUrl();
+
+}  // namespace redbloom
+
+#endif  // REDBLOOM_STORE_H_

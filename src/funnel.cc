@@ -1,0 +1,119 @@
+#include "redbloom/funnel.h"
+
+#include <charconv>
+
+namespace redbloom {
+
+std::string_view EncodingName(Encoding e) {
+  switch (e) {
+    case Encoding::kUtf8: return "utf8";
+    case Encoding::kUtf8x2: return "utf8x2";
+    case Encoding::kInt32: return "int32";
+    case Encoding::kInt64: return "int64";
+    case Encoding::kBytes: return "bytes";
+  }
+  return "unknown";
+}
+
+Result<Encoding> ParseEncoding(std::string_view name) {
+  for (Encoding e : {Encoding::kUtf8, Encoding::kUtf8x2, Encoding::kInt32, Encoding::kInt64,
+                     Encoding::kBytes}) {
+    if (name == EncodingName(e)) return e;
+  }
+  return Status::InvalidArgument("unknown encoding '" + std::string(name) +
+                                 "' (expected utf8, utf8x2, int32, int64 or bytes)");
+}
+
+bool IsValidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    int n;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (end - p <= n) return false;
+    for (int i = 1; i <= n; ++i) {
+      if ((p[i] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+namespace {
+
+template <typename Int>
+Status ParseDecimal(std::string_view text, Int* out) {
+  const char* b = text.data();
+  const char* e = b + text.size();
+  // Java's Integer.parseInt accepts one leading '+' (but not "+-1").
+  if (b != e && *b == '+' && (e - b == 1 || b[1] != '-')) ++b;
+  auto [ptr, ec] = std::from_chars(b, e, *out, 10);
+  if (text.empty() || ec != std::errc() || ptr != e) {
+    const char* what = sizeof(Int) == 4 ? "int32" : "int64";
+    if (ec == std::errc::result_out_of_range) {
+      return Status::InvalidArgument("item '" + std::string(text) + "' is out of range for " +
+                                     what);
+    }
+    return Status::InvalidArgument("item '" + std::string(text) + "' is not a decimal " + what);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status HashItem(Encoding encoding, std::string_view item, std::string* scratch, Hash128* out) {
+  switch (encoding) {
+    case Encoding::kUtf8:
+      if (!IsValidUtf8(item)) return Status::InvalidArgument("item is not valid UTF-8");
+      *out = Murmur3_128(item);
+      return Status::Ok();
+    case Encoding::kUtf8x2:
+      if (!IsValidUtf8(item)) return Status::InvalidArgument("item is not valid UTF-8");
+      scratch->assign(item);
+      scratch->append(item);
+      *out = Murmur3_128(*scratch);
+      return Status::Ok();
+    case Encoding::kInt32: {
+      int32_t v = 0;
+      REDBLOOM_RETURN_IF_ERROR(ParseDecimal(item, &v));
+      ByteSink sink;
+      sink.PutInt32(v);
+      *out = Murmur3_128(sink.bytes());
+      return Status::Ok();
+    }
+    case Encoding::kInt64: {
+      int64_t v = 0;
+      REDBLOOM_RETURN_IF_ERROR(ParseDecimal(item, &v));
+      ByteSink sink;
+      sink.PutInt64(v);
+      *out = Murmur3_128(sink.bytes());
+      return Status::Ok();
+    }
+    case Encoding::kBytes:
+      *out = Murmur3_128(item);
+      return Status::Ok();
+  }
+  return Status::InvalidArgument("unknown encoding");
+}
+
+}  // namespace redbloom

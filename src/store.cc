@@ -1,0 +1,79 @@
+#include "redbloom/store.h"
+
+#include <cstdlib>
+
+#include "stores.h"
+
+namespace redbloom {
+
+Status ValidateFilterName(std::string_view name) {
+  if (name.empty()) return Status::InvalidArgument("filter name is empty");
+  if (name.size() > kMaxNameBytes) {
+    return Status::InvalidArgument("filter name is longer than " + std::to_string(kMaxNameBytes) +
+                                   " bytes");
+  }
+  if (name.front() == '.') {
+    return Status::InvalidArgument("filter name '" + std::string(name) +
+                                   "' must not start with '.'");
+  }
+  for (unsigned char c : name) {
+    if (c <= 0x20 || c == 0x7f || c == '/' || c == '\\') {
+      return Status::InvalidArgument(
+          "filter name may not contain whitespace, control characters, '/' or '\\'");
+    }
+  }
+  if (!IsValidUtf8(name)) return Status::InvalidArgument("filter name is not valid UTF-8");
+  constexpr std::string_view kMeta = ":meta";
+  if (name.size() >= kMeta.size() && name.substr(name.size() - kMeta.size()) == kMeta) {
+    return Status::InvalidArgument("filter name may not end in ':meta' (reserved for metadata)");
+  }
+  return Status::Ok();
+}
+
+Status Store::Attach(std::string_view name, const FilterConfig& /*config*/) {
+  return Status::Unimplemented("store " + url() + " cannot attach foreign bits to '" +
+                               std::string(name) + "'; use create");
+}
+
+Result<std::unique_ptr<Store>> Store::Open(std::string_view url, const StoreOptions& options) {
+  if (url == "mem:") return internal::NewMemoryStore();
+  if (url.starts_with("file:")) {
+    std::string_view path = url.substr(5);
+    if (path.starts_with("//")) path.remove_prefix(2);  // file:///abs/dir
+    if (path.empty()) return Status::InvalidArgument("store URL 'file:' needs a directory");
+    return internal::NewFileStore(path);
+  }
+  if (url.starts_with("redis://")) return internal::NewRedisStore(url, options);
+  return Status::InvalidArgument("unknown store URL '" + std::string(url) +
+                                 "' (expected mem:, file:DIR or redis://host[:port][/db])");
+}
+
+std::string DefaultStoreUrl() {
+  const char* env = std::getenv("REDBLOOM_STORE");
+  if (env != nullptr && *env != '\0') return env;
+  return "file:./redbloom-data";
+}
+
+namespace internal {
+
+Status NotFoundStatus(std::string_view name) {
+  return Status::NotFound("filter '" + std::string(name) + "' does not exist");
+}
+
+Status ExistsStatus(std::string_view name, const FilterConfig& existing,
+                    const FilterConfig& wanted) {
+  if (existing.SameFilterAs(wanted)) {
+    return Status::AlreadyExists("filter '" + std::string(name) +
+                                 "' already exists with the same parameters");
+  }
+  return Status::Conflict("filter '" + std::string(name) + "' exists with other parameters: " +
+                          existing.ToString() + " (asked for " + wanted.ToString() + ")");
+}
+
+Status ConfigChangedStatus(std::string_view name) {
+  return Status::Conflict("filter '" + std::string(name) +
+                          "' was dropped or re-created with other parameters");
+}
+
+}  // namespace internal
+}  // namespace redbloom

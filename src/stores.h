@@ -1,0 +1,26 @@
+// Constructors of the concrete stores, and helpers they share. Internal.
+#ifndef REDBLOOM_SRC_STORES_H_
+#define REDBLOOM_SRC_STORES_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "redbloom/store.h"
+
+namespace redbloom::internal {
+
+std::unique_ptr<Store> NewMemoryStore();
+Result<std::unique_ptr<Store>> NewFileStore(std::string_view dir);
+Result<std::unique_ptr<Store>> NewRedisStore(std::string_view url, const StoreOptions& options);
+
+Status NotFoundStatus(std::string_view name);
+// kAlreadyExists when `existing` equals `wanted`, else kConflict naming both.
+Status ExistsStatus(std::string_view name, const FilterConfig& existing,
+                    const FilterConfig& wanted);
+// The stored filter changed between ReadConfig and OpenBits.
+Status ConfigChangedStatus(std::string_view name);
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_STORES_H_
