@@ -1,0 +1,45 @@
+// Starts a real redis-server on a free loopback port for a test, and stops it.
+#ifndef REDBLOOM_TESTS_REDIS_SERVER_H_
+#define REDBLOOM_TESTS_REDIS_SERVER_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace redbloom::testing {
+
+class RedisServer {
+ public:
+  // `extra_args` are passed to redis-server (e.g. {"--requirepass", "s3cret"}).
+  explicit RedisServer(std::vector<std::string> extra_args = {});
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+  ~RedisServer();
+
+  // Starts redis-server (from $REDIS_SERVER or PATH) and waits until it
+  // answers PING. Throws std::runtime_error if it cannot.
+  void Start();
+  // Kills the server (SIGKILL when `hard`, else SHUTDOWN NOSAVE) and waits.
+  void Stop(bool hard = false);
+  void Restart() {
+    Stop();
+    Start();
+  }
+  bool running() const { return pid_ > 0; }
+  int port() const { return port_; }
+  // "redis://127.0.0.1:PORT"
+  std::string url() const;
+  // Runs redis-cli against this server and returns its stdout.
+  std::string Cli(const std::vector<std::string>& args) const;
+
+ private:
+  std::vector<std::string> extra_args_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string dir_;
+};
+
+}  // namespace redbloom::testing
+
+#endif  // REDBLOOM_TESTS_REDIS_SERVER_H_
