@@ -79,15 +79,14 @@ void EncodeHeader(const FilterConfig& c, uint8_t* h) {
 }
 
 Result<FilterConfig> DecodeHeader(const uint8_t* h, uint64_t file_size, const std::string& path) {
-  auto corrupt = [&](const std::string& why) {
-    return Status::DataLoss(path + ": " + why);
-  };
+  auto corrupt = [&](const std::string& why) { return Status::DataLoss(path + ": " + why); };
   if (file_size < kHeaderBytes) return corrupt("file is too short to be a redbloom filter");
   if (std::memcmp(h, kMagic, 8) != 0) return corrupt("not a redbloom filter file (bad magic)");
   const uint32_t version = static_cast<uint32_t>(GetLE(h + 8, 4));
   if (version != kFormatVersion) {
-    return corrupt("format version " + std::to_string(version) + " is not supported (this build reads version " +
-                   std::to_string(kFormatVersion) + ")");
+    return corrupt("format version " + std::to_string(version) +
+                   " is not supported (this build reads version " + std::to_string(kFormatVersion) +
+                   ")");
   }
   if (GetLE(h + 60, 4) != HeaderCrc(h)) return corrupt("header checksum mismatch");
   if (GetLE(h + 12, 4) != kHeaderBytes) return corrupt("unexpected header size");
@@ -292,7 +291,7 @@ class FileStore final : public Store {
   }
 
   Result<FilterConfig> ReadHeader(int fd, const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
     std::vector<uint8_t> header(kHeaderBytes, 0);
     REDBLOOM_RETURN_IF_ERROR(ReadFully(fd, header.data(), header.size(), path));
@@ -320,9 +319,10 @@ Result<std::unique_ptr<Store>> NewFileStore(std::string_view dir_view) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return IoError("cannot create store directory", dir, errno);
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) return IoError("cannot open store directory", dir, errno);
-  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("store path " + dir + " is not a directory");
+  if (!S_ISDIR(st.st_mode))
+    return Status::InvalidArgument("store path " + dir + " is not a directory");
   return std::unique_ptr<Store>(std::make_unique<FileStore>(std::move(dir)));
 }
 

@@ -7,7 +7,8 @@ namespace redbloom {
 
 std::string_view FilterKindName(FilterKind kind) {
   switch (kind) {
-    case FilterKind::kPlain: return "plain";
+    case FilterKind::kPlain:
+      return "plain";
   }
   return "unknown";
 }

@@ -6,18 +6,23 @@ namespace redbloom {
 
 std::string_view EncodingName(Encoding e) {
   switch (e) {
-    case Encoding::kUtf8: return "utf8";
-    case Encoding::kUtf8x2: return "utf8x2";
-    case Encoding::kInt32: return "int32";
-    case Encoding::kInt64: return "int64";
-    case Encoding::kBytes: return "bytes";
+    case Encoding::kUtf8:
+      return "utf8";
+    case Encoding::kUtf8x2:
+      return "utf8x2";
+    case Encoding::kInt32:
+      return "int32";
+    case Encoding::kInt64:
+      return "int64";
+    case Encoding::kBytes:
+      return "bytes";
   }
   return "unknown";
 }
 
 Result<Encoding> ParseEncoding(std::string_view name) {
-  for (Encoding e : {Encoding::kUtf8, Encoding::kUtf8x2, Encoding::kInt32, Encoding::kInt64,
-                     Encoding::kBytes}) {
+  for (Encoding e :
+       {Encoding::kUtf8, Encoding::kUtf8x2, Encoding::kInt32, Encoding::kInt64, Encoding::kBytes}) {
     if (name == EncodingName(e)) return e;
   }
   return Status::InvalidArgument("unknown encoding '" + std::string(name) +

@@ -6,8 +6,10 @@ namespace redbloom {
 
 std::string_view StrategyName(Strategy s) {
   switch (s) {
-    case Strategy::kSeed: return "seed";
-    case Strategy::kGuava64: return "guava64";
+    case Strategy::kSeed:
+      return "seed";
+    case Strategy::kGuava64:
+      return "guava64";
   }
   return "unknown";
 }
@@ -21,8 +23,10 @@ Result<Strategy> ParseStrategy(std::string_view name) {
 
 Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate) {
   switch (s) {
-    case Strategy::kSeed: return SeedGeometry(capacity, error_rate);
-    case Strategy::kGuava64: return Guava64Geometry(capacity, error_rate);
+    case Strategy::kSeed:
+      return SeedGeometry(capacity, error_rate);
+    case Strategy::kGuava64:
+      return Guava64Geometry(capacity, error_rate);
   }
   return Status::InvalidArgument("unknown strategy");
 }
@@ -55,8 +59,12 @@ void Guava64Offsets(const Hash128& hash, const Geometry& g, uint64_t* out) {
 
 void ComputeOffsets(Strategy s, const Hash128& hash, const Geometry& geometry, uint64_t* out) {
   switch (s) {
-    case Strategy::kSeed: SeedOffsets(hash, geometry, out); return;
-    case Strategy::kGuava64: Guava64Offsets(hash, geometry, out); return;
+    case Strategy::kSeed:
+      SeedOffsets(hash, geometry, out);
+      return;
+    case Strategy::kGuava64:
+      Guava64Offsets(hash, geometry, out);
+      return;
   }
 }
 

@@ -75,7 +75,8 @@ Result<FilterStats> WordBitStore::Stats() {
   FilterStats stats;
   const uint64_t n = words();
   for (uint64_t w = 0; w < n; ++w) {
-    stats.bits_set += std::popcount(std::atomic_ref<uint64_t>(words_[w]).load(std::memory_order_relaxed));
+    stats.bits_set +=
+        std::popcount(std::atomic_ref<uint64_t>(words_[w]).load(std::memory_order_relaxed));
   }
   stats.items_added = std::atomic_ref<uint64_t>(*count_).load(std::memory_order_relaxed);
   return stats;

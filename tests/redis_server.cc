@@ -14,8 +14,7 @@
 
 namespace redbloom::testing {
 
-RedisServer::RedisServer(std::vector<std::string> extra_args)
-    : extra_args_(std::move(extra_args)) {
+RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
   std::string tmpl = std::filesystem::temp_directory_path().string() + "/redbloom-redis-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -34,12 +33,23 @@ void RedisServer::Start() {
   if (pid_ > 0) return;
   const char* env = std::getenv("REDIS_SERVER");
   std::string binary = env != nullptr ? env : "redis-server";
-  std::vector<std::string> args = {binary,       "--port",       std::to_string(port_),
-                                   "--bind",     "127.0.0.1",    "--save",
-                                   "",           "--appendonly", "no",
-                                   "--dir",      dir_,           "--daemonize",
-                                   "no",         "--loglevel",   "warning",
-                                   "--logfile",  dir_ + "/redis.log"};
+  std::vector<std::string> args = {binary,
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--dir",
+                                   dir_,
+                                   "--daemonize",
+                                   "no",
+                                   "--loglevel",
+                                   "warning",
+                                   "--logfile",
+                                   dir_ + "/redis.log"};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -60,8 +70,8 @@ void RedisServer::Start() {
                                "/redis.log)");
     }
     // redis-cli PING answers "NOAUTH" under requirepass, which still means "up".
-    const std::string out = RunCommand({"/usr/bin/env", "redis-cli", "-p", std::to_string(port_),
-                                        "PING"}).out;
+    const std::string out =
+        RunCommand({"/usr/bin/env", "redis-cli", "-p", std::to_string(port_), "PING"}).out;
     if (out.find("PONG") != std::string::npos || out.find("NOAUTH") != std::string::npos) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

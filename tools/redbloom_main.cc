@@ -1,1 +1,401 @@
-int main(){}
+// redbloom: the command-line front end. It uses the public library API only.
+//
+// Its text interface is a contract scripts rely on (README, "CLI"):
+//   add/check print one line per item, "1<TAB>item" or "0<TAB>item";
+//   exit codes: 0 ok (check: all present), 1 check found an absent item,
+//   2 invalid arguments or input, 3 store or I/O error, 4 filter not found or
+//   exists with other parameters.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/filter_config.h"
+#include "redbloom/store.h"
+
+namespace redbloom::cli {
+namespace {
+
+constexpr int kExitAbsent = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitIo = 3;
+
+// Items are read and written in chunks of this many, so a file of any size
+// streams through bounded memory while each chunk is still one batch.
+constexpr size_t kChunkItems = 65536;
+
+int Fail(const Status& s) {
+  std::cerr << "redbloom: error: " << s.message() << " [" << StatusCodeName(s.code()) << "]\n";
+  return ExitCodeFor(s);
+}
+
+// Options shared by the commands that size a filter.
+struct SizingFlags {
+  std::string capacity;
+  std::string error;
+  std::string strategy = "guava64";
+  std::string encoding = "utf8";
+
+  void AddTo(CLI::App* cmd, std::string_view default_strategy) {
+    strategy = std::string(default_strategy);
+    cmd->add_option("--capacity,-n", capacity,
+                    "Expected number of distinct items (e.g. 1000000 or 1e6)")
+        ->required();
+    cmd->add_option("--error,-p", error, "Target false-positive rate, strictly between 0 and 1")
+        ->required();
+    cmd->add_option(
+           "--strategy", strategy,
+           "Index strategy: guava64 (Guava BloomFilter's) or seed (the Java blog helper's)")
+        ->capture_default_str();
+    cmd->add_option("--encoding", encoding, "Item encoding: utf8, utf8x2, int32, int64 or bytes")
+        ->capture_default_str();
+  }
+
+  Result<FilterOptions> Parse() const {
+    FilterOptions o;
+    auto n = ParseUint64(capacity);
+    if (!n.ok()) return n.status().WithContext("--capacity");
+    auto p = ParseDouble(error);
+    if (!p.ok()) return p.status().WithContext("--error");
+    REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(strategy));
+    REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(encoding));
+    o.capacity = *n;
+    o.error_rate = *p;
+    return o;
+  }
+};
+
+// Items from the command line, then from --file (a path, or - for stdin),
+// one per line. A trailing "\r" is dropped (as Java's readLine does), so
+// files written on Windows give the same items; an empty line is the empty
+// string item.
+class ItemSource {
+ public:
+  ItemSource(const std::vector<std::string>& args, const std::string& file)
+      : args_(args), file_(file) {}
+
+  Status Open() {
+    if (args_.empty() && file_.empty()) {
+      return Status::InvalidArgument("no items: give them as arguments or with --file PATH|-");
+    }
+    if (!file_.empty() && file_ != "-") {
+      stream_.open(file_, std::ios::binary);
+      if (!stream_) return Status::Unavailable("cannot open " + file_);
+    }
+    return Status::Ok();
+  }
+
+  // Fills `out` with up to kChunkItems items; false when nothing is left.
+  Result<bool> Next(std::vector<std::string>* out) {
+    out->clear();
+    while (next_arg_ < args_.size() && out->size() < kChunkItems)
+      out->push_back(args_[next_arg_++]);
+    if (file_.empty()) return !out->empty();
+    std::istream& in = file_ == "-" ? std::cin : stream_;
+    std::string line;
+    while (out->size() < kChunkItems && std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      out->push_back(std::move(line));
+    }
+    if (in.bad()) return Status::Unavailable("read error on " + (file_ == "-" ? "stdin" : file_));
+    return !out->empty();
+  }
+
+ private:
+  const std::vector<std::string>& args_;
+  const std::string& file_;
+  std::ifstream stream_;
+  size_t next_arg_ = 0;
+};
+
+struct Context {
+  std::string store_url;
+  std::unique_ptr<Store> store;
+
+  Status OpenStore() {
+    auto s = Store::Open(store_url);
+    if (!s.ok()) return s.status();
+    store = std::move(s).value();
+    return Status::Ok();
+  }
+};
+
+std::string Yes(bool b) { return b ? "yes" : "no"; }
+
+nlohmann::ordered_json InfoJson(const FilterInfo& info, const std::string& store_url) {
+  const FilterConfig& c = info.config;
+  nlohmann::ordered_json j;
+  j["name"] = info.name;
+  j["store"] = store_url;
+  j["kind"] = FilterKindName(c.kind);
+  j["strategy"] = StrategyName(c.strategy);
+  j["encoding"] = EncodingName(c.encoding);
+  j["capacity"] = c.capacity;
+  j["error_rate"] = c.error_rate;
+  j["bits"] = c.geometry.bits;
+  j["hashes"] = c.geometry.hashes;
+  j["capped"] = c.geometry.capped;
+  j["bits_set"] = info.bits_set;
+  j["items_added"] = info.items_added;
+  if (info.approximate_items == UINT64_MAX) {
+    j["approximate_items"] = nullptr;  // every bit set: the estimate is unbounded
+  } else {
+    j["approximate_items"] = info.approximate_items;
+  }
+  j["fill_ratio"] = info.fill_ratio;
+  j["current_fpp"] = info.current_fpp;
+  return j;
+}
+
+void PrintInfoText(const FilterInfo& info, const std::string& store_url) {
+  const FilterConfig& c = info.config;
+  std::cout << "name:              " << info.name << "\n"
+            << "store:             " << store_url << "\n"
+            << "kind:              " << FilterKindName(c.kind) << "\n"
+            << "strategy:          " << StrategyName(c.strategy) << "\n"
+            << "encoding:          " << EncodingName(c.encoding) << "\n"
+            << "capacity:          " << c.capacity << "\n"
+            << "error_rate:        " << FormatDouble(c.error_rate) << "\n"
+            << "bits:              " << c.geometry.bits << "\n"
+            << "hashes:            " << c.geometry.hashes << "\n"
+            << "capped:            " << Yes(c.geometry.capped);
+  if (c.geometry.capped) {
+    std::cout << " (Java's (int) cast saturated the size at 2^31-1 bits; the real error rate at "
+                 "capacity is higher than asked)";
+  }
+  std::cout << "\n"
+            << "bits_set:          " << info.bits_set << "\n"
+            << "items_added:       " << info.items_added << "\n"
+            << "approximate_items: "
+            << (info.approximate_items == UINT64_MAX ? std::string("unbounded (every bit is set)")
+                                                     : std::to_string(info.approximate_items))
+            << "\n"
+            << "fill_ratio:        " << FormatDouble(info.fill_ratio) << "\n"
+            << "current_fpp:       " << FormatDouble(info.current_fpp) << "\n";
+}
+
+int RunCreate(Context& ctx, const std::string& name, const SizingFlags& flags, bool attach) {
+  auto options = flags.Parse();
+  if (!options.ok()) return Fail(options.status());
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  bool created = false;
+  auto filter = attach ? BloomFilter::Attach(*ctx.store, name, *options)
+                       : BloomFilter::Create(*ctx.store, name, *options, &created);
+  if (!filter.ok()) return Fail(filter.status());
+  const FilterConfig& c = (*filter)->config();
+  const char* verb = attach ? "attached" : (created ? "created" : "exists (same parameters)");
+  std::cerr << verb << " " << name << ": " << c.ToString() << "\n";
+  if (c.geometry.capped) {
+    std::cerr << "note: the size was capped at 2^31-1 bits, as the Java helper's (int) cast does; "
+                 "the error rate at capacity will be above "
+              << FormatDouble(c.error_rate) << "\n";
+  }
+  return 0;
+}
+
+// add and check share everything but the call and the meaning of "0".
+int RunItems(Context& ctx, const std::string& name, const std::vector<std::string>& args,
+             const std::string& file, bool quiet, bool is_check) {
+  ItemSource source(args, file);
+  if (Status s = source.Open(); !s.ok()) return Fail(s);
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  auto filter = BloomFilter::Open(*ctx.store, name);
+  if (!filter.ok()) return Fail(filter.status());
+
+  std::vector<std::string> chunk;
+  std::vector<std::string_view> views;
+  std::vector<uint8_t> answers;
+  uint64_t done = 0;
+  bool any_absent = false;
+  std::string out;
+  while (true) {
+    auto more = source.Next(&chunk);
+    if (!more.ok()) return Fail(more.status());
+    if (!*more) break;
+    views.assign(chunk.begin(), chunk.end());
+    Status s =
+        is_check ? (*filter)->ContainsMany(views, &answers) : (*filter)->AddMany(views, &answers);
+    if (!s.ok()) {
+      if (!is_check && done > 0) {
+        std::cerr << "redbloom: the first " << done
+                  << " items were added; nothing after them was (adding again is harmless)\n";
+      }
+      return Fail(s.WithContext(s.code() == StatusCode::kInvalidArgument
+                                    ? "input near item " + std::to_string(done + 1)
+                                    : std::string(is_check ? "check" : "add")));
+    }
+    if (!quiet) {
+      out.clear();
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        out += answers[i] ? "1\t" : "0\t";
+        out += chunk[i];
+        out += '\n';
+      }
+      std::cout << out;
+    }
+    for (uint8_t a : answers) any_absent |= (a == 0);
+    done += chunk.size();
+  }
+  if (!is_check) {
+    if (Status s = (*filter)->Flush(); !s.ok()) return Fail(s);
+  }
+  std::cout.flush();
+  if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
+  return is_check && any_absent ? kExitAbsent : 0;
+}
+
+int RunInfo(Context& ctx, const std::string& name, bool json) {
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  auto filter = BloomFilter::Open(*ctx.store, name);
+  if (!filter.ok()) return Fail(filter.status());
+  auto info = (*filter)->Info();
+  if (!info.ok()) return Fail(info.status());
+  if (json) {
+    std::cout << InfoJson(*info, ctx.store->url()).dump(2) << "\n";
+  } else {
+    PrintInfoText(*info, ctx.store->url());
+  }
+  return 0;
+}
+
+int RunList(Context& ctx) {
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  auto names = ctx.store->List();
+  if (!names.ok()) return Fail(names.status());
+  for (const auto& n : *names) std::cout << n << "\n";
+  return 0;
+}
+
+int RunDrop(Context& ctx, const std::string& name) {
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  if (Status s = BloomFilter::Drop(*ctx.store, name); !s.ok()) return Fail(s);
+  std::cerr << "dropped " << name << "\n";
+  return 0;
+}
+
+int RunOffsets(const SizingFlags& flags, const std::vector<std::string>& items) {
+  auto options = flags.Parse();
+  if (!options.ok()) return Fail(options.status());
+  auto config = MakeConfig(*options);
+  if (!config.ok()) return Fail(config.status());
+  std::string out;
+  for (const auto& item : items) {
+    auto offsets = ItemOffsets(*config, item);
+    if (!offsets.ok()) return Fail(offsets.status());
+    for (size_t i = 0; i < offsets->size(); ++i) {
+      if (i > 0) out += ' ';
+      out += std::to_string((*offsets)[i]);
+    }
+    out += '\n';
+  }
+  std::cout << out;
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "redbloom: Bloom filters in memory, in local files or in plain Redis, byte-compatible with "
+      "Guava and the Java Redis helper.\n"
+      "Exit codes: 0 ok (check: all present), 1 check found an absent item, 2 invalid arguments "
+      "or input, 3 store or I/O error, 4 filter not found or exists with other parameters.",
+      "redbloom"};
+  app.set_version_flag("--version", "redbloom 0.1.0");
+  app.require_subcommand(1);
+  app.fallthrough();
+  Context ctx;
+  ctx.store_url = DefaultStoreUrl();
+  app.add_option("--store,-s", ctx.store_url,
+                 "Store URL: file:DIR, mem:, or redis://[user:password@]host[:port][/db] "
+                 "(default $REDBLOOM_STORE, else file:./redbloom-data)");
+
+  std::string name;
+  std::vector<std::string> items;
+  std::string file;
+  bool quiet = false;
+  bool json = false;
+  SizingFlags create_flags, attach_flags, offsets_flags;
+
+  auto* create =
+      app.add_subcommand("create", "Create a filter sized for --capacity items at --error");
+  create->add_option("NAME", name, "Filter name")->required();
+  create_flags.AddTo(create, "guava64");
+
+  auto* attach = app.add_subcommand(
+      "attach",
+      "Adopt a bitmap a Java service already writes (Redis), recording its parameters without "
+      "changing a bit");
+  attach->add_option("NAME", name, "Filter name: exactly the Redis key the Java service uses")
+      ->required();
+  attach_flags.AddTo(attach, "seed");
+
+  auto add_item_flags = [&](CLI::App* cmd) {
+    cmd->add_option("NAME", name, "Filter name")->required();
+    cmd->add_option("ITEM", items, "Items (or use --file)");
+    cmd->add_option("--file,-f", file, "Read one item per line from PATH, or - for stdin");
+    cmd->add_flag("--quiet,-q", quiet, "Print nothing; only the exit code tells");
+  };
+  auto* add = app.add_subcommand(
+      "add", "Add items; prints 1<TAB>item if it was new, 0<TAB>item if it may have been there");
+  add_item_flags(add);
+  auto* check = app.add_subcommand(
+      "check",
+      "Check items; prints 1<TAB>item if it may be present, 0<TAB>item if it is surely absent; "
+      "exit 1 if any is absent");
+  add_item_flags(check);
+
+  auto* info = app.add_subcommand("info", "Show a filter's parameters and fill");
+  info->add_option("NAME", name, "Filter name")->required();
+  info->add_flag("--json", json, "Print JSON");
+
+  auto* list = app.add_subcommand("list", "List filters in the store");
+  auto* drop = app.add_subcommand("drop", "Delete a filter and its bits");
+  drop->add_option("NAME", name, "Filter name")->required();
+
+  auto* offsets = app.add_subcommand(
+      "offsets", "Print each item's bit offsets, in the strategy's order, one line per item");
+  offsets_flags.AddTo(offsets, "guava64");
+  offsets->add_option("ITEM", items, "Items")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "redbloom: error: " << e.what() << "\n"
+              << "Run with --help for usage.\n";
+    return kExitUsage;
+  }
+
+  if (*create) return RunCreate(ctx, name, create_flags, /*attach=*/false);
+  if (*attach) return RunCreate(ctx, name, attach_flags, /*attach=*/true);
+  if (*add) return RunItems(ctx, name, items, file, quiet, /*is_check=*/false);
+  if (*check) return RunItems(ctx, name, items, file, quiet, /*is_check=*/true);
+  if (*info) return RunInfo(ctx, name, json);
+  if (*list) return RunList(ctx);
+  if (*drop) return RunDrop(ctx, name);
+  if (*offsets) return RunOffsets(offsets_flags, items);
+  return kExitUsage;
+}
+
+}  // namespace
+}  // namespace redbloom::cli
+
+int main(int argc, char** argv) {
+  try {
+    return redbloom::cli::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "redbloom: internal error: " << e.what() << "\n";
+    return redbloom::cli::kExitIo;
+  }
+}

@@ -36,11 +36,11 @@ namespace redbloom {
 struct FilterInfo {
   std::string name;
   FilterConfig config;
-  uint64_t bits_set = 0;          // cells currently set
-  uint64_t items_added = 0;       // adds that set at least one new bit
-  uint64_t approximate_items = 0; // Guava's estimate from bits_set (UINT64_MAX if full)
-  double fill_ratio = 0;          // bits_set / bits
-  double current_fpp = 0;         // (bits_set / bits)^k, Guava's expectedFpp()
+  uint64_t bits_set = 0;           // cells currently set
+  uint64_t items_added = 0;        // adds that set at least one new bit
+  uint64_t approximate_items = 0;  // Guava's estimate from bits_set (UINT64_MAX if full)
+  double fill_ratio = 0;           // bits_set / bits
+  double current_fpp = 0;          // (bits_set / bits)^k, Guava's expectedFpp()
 };
 
 class BloomFilter {

@@ -24,8 +24,8 @@ std::string_view FilterKindName(FilterKind kind);  // "plain"
 Result<FilterKind> ParseFilterKind(std::string_view name);
 
 struct FilterOptions {
-  uint64_t capacity = 0;   // n, expected number of distinct items (>= 1)
-  double error_rate = 0;   // p, target false-positive rate at n items, in (0, 1)
+  uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
+  double error_rate = 0;  // p, target false-positive rate at n items, in (0, 1)
   Strategy strategy = Strategy::kGuava64;
   Encoding encoding = Encoding::kUtf8;
   FilterKind kind = FilterKind::kPlain;

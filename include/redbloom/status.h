@@ -50,9 +50,7 @@ class [[nodiscard]] Status {
     return {StatusCode::kAlreadyExists, std::move(msg)};
   }
   static Status Conflict(std::string msg) { return {StatusCode::kConflict, std::move(msg)}; }
-  static Status Unavailable(std::string msg) {
-    return {StatusCode::kUnavailable, std::move(msg)};
-  }
+  static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
   static Status DeadlineExceeded(std::string msg) {
     return {StatusCode::kDeadlineExceeded, std::move(msg)};
   }
@@ -88,7 +86,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Status::Internal("Result constructed from an OK status");
   }
@@ -117,10 +115,10 @@ int HttpStatusFor(const Status& status);
 
 }  // namespace redbloom
 
-#define REDBLOOM_RETURN_IF_ERROR(expr)           \
-  do {                                           \
-    ::redbloom::Status _rb_status = (expr);      \
-    if (!_rb_status.ok()) return _rb_status;     \
+#define REDBLOOM_RETURN_IF_ERROR(expr)       \
+  do {                                       \
+    ::redbloom::Status _rb_status = (expr);  \
+    if (!_rb_status.ok()) return _rb_status; \
   } while (0)
 
 #define REDBLOOM_CONCAT_INNER_(a, b) a##b

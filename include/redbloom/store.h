@@ -50,7 +50,7 @@ struct StoreOptions {
 
 // The stored state of one filter, beyond its config.
 struct FilterStats {
-  uint64_t bits_set = 0;   // cells that are non-zero
+  uint64_t bits_set = 0;     // cells that are non-zero
   uint64_t items_added = 0;  // adds that changed at least one cell
 };
 
