@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,9 +45,13 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
   for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
 
+  // A child that exits before reading all its input must not kill the test
+  // with SIGPIPE; the write then fails with EPIPE, which is handled below.
+  ::signal(SIGPIPE, SIG_IGN);
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);

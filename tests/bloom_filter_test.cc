@@ -1,0 +1,157 @@
+#include "redbloom/bloom_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace redbloom {
+namespace {
+
+std::string Key(int i) { return "ORD-" + std::to_string(i); }
+
+class BloomFilterTest : public ::testing::TestWithParam<std::tuple<std::string, Strategy>> {
+ protected:
+  void SetUp() override {
+    const auto& kind = std::get<0>(GetParam());
+    auto s = Store::Open(kind == "file" ? "file:" + dir_.path() : "mem:");
+    ASSERT_TRUE(s.ok());
+    store_ = std::move(s).value();
+  }
+  std::unique_ptr<BloomFilter> Make(const std::string& name, uint64_t n, double p) {
+    auto f = BloomFilter::Create(
+        *store_, name,
+        FilterOptions{.capacity = n, .error_rate = p, .strategy = std::get<1>(GetParam())});
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    return f.ok() ? std::move(f).value() : nullptr;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+// Fills filters of several sizes to capacity, then checks that every added
+// key is found and that the false-positive rate on at least 10x as many fresh
+// keys is within 1.5x the configured rate.
+TEST_P(BloomFilterTest, NoFalseNegativesAndFppWithinBoundsAcrossSizes) {
+  for (uint64_t n : {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 50000ULL}) {
+    for (double p : {0.1, 0.01, 0.001}) {
+      auto f = Make("f" + std::to_string(n) + "-" + std::to_string(p), n, p);
+      ASSERT_NE(f, nullptr);
+      std::vector<std::string> added;
+      for (uint64_t i = 0; i < n; ++i) added.push_back(Key(static_cast<int>(i)));
+      std::vector<std::string_view> views(added.begin(), added.end());
+      ASSERT_TRUE(f->AddMany(views).ok());
+      std::vector<uint8_t> present;
+      ASSERT_TRUE(f->ContainsMany(views, &present).ok());
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(present[i], 1) << "key " << added[i] << " n " << n;
+
+      const int probes = static_cast<int>(std::max<uint64_t>(20000, 10 * n));
+      std::vector<std::string> fresh;
+      for (int i = 0; i < probes; ++i) fresh.push_back("absent-" + std::to_string(i));
+      std::vector<std::string_view> fresh_views(fresh.begin(), fresh.end());
+      ASSERT_TRUE(f->ContainsMany(fresh_views, &present).ok());
+      int fp = 0;
+      for (uint8_t b : present) fp += b;
+      const double rate = static_cast<double>(fp) / probes;
+      // Tiny filters are coarse: at n = 1 a guava64 filter is 64 bits, and the
+      // k offsets of double hashing form one arithmetic progression mod m, so
+      // whole probe sets collide far more often than (x/m)^k predicts (Guava
+      // measures the same; the interop test compares answers one by one).
+      // From n = 100 on, the rate must be within 1.5x of p plus 4 sigma.
+      if (n >= 100) {
+        EXPECT_LE(rate, 1.5 * p + 4 * std::sqrt(p / probes)) << "n " << n << " p " << p;
+      }
+    }
+  }
+}
+
+TEST_P(BloomFilterTest, AddSaysWhetherTheItemWasNew) {
+  auto f = Make("f", 1000, 0.01);
+  bool added = false;
+  ASSERT_TRUE(f->Add("ORD-99821", &added).ok());
+  EXPECT_TRUE(added);
+  ASSERT_TRUE(f->Add("ORD-99821", &added).ok());
+  EXPECT_FALSE(added);
+  EXPECT_TRUE(*f->Contains("ORD-99821"));
+  EXPECT_EQ(f->Info()->items_added, 1u);
+}
+
+TEST_P(BloomFilterTest, ABadItemFailsTheBatchBeforeAnyWrite) {
+  auto f = BloomFilter::Create(*store_, "ints",
+                               FilterOptions{.capacity = 100,
+                                             .error_rate = 0.01,
+                                             .strategy = std::get<1>(GetParam()),
+                                             .encoding = Encoding::kInt64});
+  ASSERT_TRUE(f.ok());
+  std::vector<std::string_view> items = {"1", "2", "three", "4"};
+  std::vector<uint8_t> added;
+  const Status s = (*f)->AddMany(items, &added);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("item 3"), std::string::npos) << s.message();
+  EXPECT_EQ((*f)->Info()->bits_set, 0u);
+  EXPECT_FALSE(*(*f)->Contains("1"));
+}
+
+TEST_P(BloomFilterTest, InfoReportsFillAndEstimates) {
+  auto f = Make("f", 10000, 0.01);
+  std::vector<std::string> items;
+  for (int i = 0; i < 5000; ++i) items.push_back(Key(i));
+  std::vector<std::string_view> views(items.begin(), items.end());
+  ASSERT_TRUE(f->AddMany(views).ok());
+  auto info = f->Info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_NEAR(static_cast<double>(info->approximate_items), 5000, 250);
+  EXPECT_GE(info->items_added, 4990u);  // a few adds may find all bits already set
+  EXPECT_LE(info->items_added, 5000u);
+  EXPECT_GT(info->current_fpp, 0.0);
+  EXPECT_LT(info->current_fpp, 0.01);
+  ASSERT_TRUE(f->Clear().ok());
+  EXPECT_EQ(f->Info()->bits_set, 0u);
+  EXPECT_FALSE(*f->Contains(Key(1)));
+}
+
+TEST_P(BloomFilterTest, CreateOpenConflictDrop) {
+  bool created = false;
+  auto a =
+      BloomFilter::Create(*store_, "x", FilterOptions{.capacity = 10, .error_rate = 0.1}, &created);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(created);
+  auto b =
+      BloomFilter::Create(*store_, "x", FilterOptions{.capacity = 10, .error_rate = 0.1}, &created);
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(created);
+  EXPECT_EQ(BloomFilter::Create(*store_, "x", FilterOptions{.capacity = 11, .error_rate = 0.1})
+                .status()
+                .code(),
+            StatusCode::kConflict);
+  EXPECT_EQ(BloomFilter::Create(*store_, "y", FilterOptions{.capacity = 0, .error_rate = 0.1})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->ReadConfig("y").status().code(), StatusCode::kNotFound)
+      << "an invalid create must not leave anything behind";
+  ASSERT_TRUE(BloomFilter::Drop(*store_, "x").ok());
+  EXPECT_EQ(BloomFilter::Open(*store_, "x").status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(BloomFilterTest, AttachIsOnlyForStoresWithForeignBits) {
+  EXPECT_EQ(BloomFilter::Attach(*store_, "j", FilterOptions{.capacity = 10, .error_rate = 0.1})
+                .status()
+                .code(),
+            StatusCode::kUnimplemented);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BloomFilterTest,
+                         ::testing::Combine(::testing::Values("mem", "file"),
+                                            ::testing::Values(Strategy::kSeed, Strategy::kGuava64)),
+                         [](const auto& param_info) {
+                           return std::get<0>(param_info.param) + "_" +
+                                  std::string(StrategyName(std::get<1>(param_info.param)));
+                         });
+
+}  // namespace
+}  // namespace redbloom

@@ -1,0 +1,11 @@
+# Core library and CLI tests: no server or JVM needed.
+redbloom_add_test(hash_test hash_test.cc LABELS core)
+redbloom_add_test(sizing_test sizing_test.cc LABELS core)
+redbloom_add_test(strategy_test strategy_test.cc LABELS core)
+redbloom_add_test(funnel_test funnel_test.cc LABELS core)
+redbloom_add_test(store_test store_test.cc LABELS core)
+redbloom_add_test(file_store_test file_store_test.cc LABELS core LIBS ZLIB::ZLIB)
+redbloom_add_test(bloom_filter_test bloom_filter_test.cc LABELS core)
+if(TARGET redbloom_cli)
+  redbloom_add_test(cli_test cli_test.cc LABELS core LIBS nlohmann_json::nlohmann_json)
+endif()

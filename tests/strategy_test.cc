@@ -1,0 +1,82 @@
+#include "redbloom/strategy.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace redbloom {
+namespace {
+
+// Direct transcription of the posts' Java loop with Java int semantics spelled
+// out (two's complement wrap via int64 arithmetic and masking), as an
+// independent oracle for the unsigned implementation.
+std::vector<uint64_t> JavaSeedLoop(uint64_t hash64, int32_t k, int32_t m) {
+  auto to_int = [](int64_t v) {
+    v &= 0xffffffffLL;
+    return static_cast<int32_t>(v >= 0x80000000LL ? v - 0x100000000LL : v);
+  };
+  const int32_t hash1 = to_int(static_cast<int64_t>(hash64 & 0xffffffffULL));
+  const int32_t hash2 = to_int(static_cast<int64_t>(hash64 >> 32));
+  std::vector<uint64_t> out;
+  for (int32_t i = 1; i <= k; ++i) {
+    int32_t next = to_int(static_cast<int64_t>(hash1) + static_cast<int64_t>(i) * hash2);
+    if (next < 0) next = ~next;
+    out.push_back(static_cast<uint64_t>(next % m));
+  }
+  return out;
+}
+
+TEST(StrategyTest, SeedMatchesJavaIntArithmetic) {
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  for (int trial = 0; trial < 20000; ++trial) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const Hash128 h{x, ~x};
+    for (auto [n, p] :
+         {std::pair{100ULL, 0.01}, {1000ULL, 0.01}, {1000000ULL, 0.001}, {300000000ULL, 0.01}}) {
+      auto g = SeedGeometry(n, p);
+      ASSERT_TRUE(g.ok());
+      std::vector<uint64_t> got(g->hashes);
+      ComputeOffsets(Strategy::kSeed, h, *g, got.data());
+      ASSERT_EQ(got,
+                JavaSeedLoop(x, static_cast<int32_t>(g->hashes), static_cast<int32_t>(g->bits)))
+          << "hash " << x << " n " << n;
+    }
+  }
+}
+
+TEST(StrategyTest, OffsetsStayInRange) {
+  uint64_t x = 1;
+  for (Strategy s : {Strategy::kSeed, Strategy::kGuava64}) {
+    auto g = GeometryFor(s, 777, 0.003);
+    ASSERT_TRUE(g.ok());
+    std::vector<uint64_t> out(g->hashes);
+    for (int i = 0; i < 10000; ++i) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      ComputeOffsets(s, Hash128{x, x * 31 + 7}, *g, out.data());
+      for (uint64_t o : out) ASSERT_LT(o, g->bits) << StrategyName(s);
+    }
+  }
+}
+
+TEST(StrategyTest, Guava64StepsByH2AndMasksTheSign) {
+  const Geometry g{6400, 3, false};
+  const Hash128 h{0xFFFFFFFFFFFFFFFFULL, 1};
+  std::vector<uint64_t> out(3);
+  ComputeOffsets(Strategy::kGuava64, h, g, out.data());
+  // c = -1 -> (c & MAX) = 2^63-1; then c = 0; then 1.
+  EXPECT_EQ(out[0], 0x7FFFFFFFFFFFFFFFULL % 6400);
+  EXPECT_EQ(out[1], 0u);
+  EXPECT_EQ(out[2], 1u);
+}
+
+TEST(StrategyTest, ParseNames) {
+  EXPECT_EQ(*ParseStrategy("seed"), Strategy::kSeed);
+  EXPECT_EQ(*ParseStrategy("guava64"), Strategy::kGuava64);
+  EXPECT_EQ(ParseStrategy("murmur").status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace redbloom
