@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages redbloom needs to build, test and run.
+# Only what is missing is installed; run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  # build
+  g++ cmake ninja-build pkg-config make
+  # libraries
+  libhiredis-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
+  # Java interop: javac and Debian's Guava
+  openjdk-17-jdk-headless libguava-java
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; else
+    echo "install-deps: missing ${missing[*]}; run as root to install them" >&2
+    exit 1
+  fi
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The redis-server package starts a system instance where systemd runs; the
+# tests start their own servers on free ports, so it is not needed here.

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: once in a normal
+# build, then again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Redis tests start their own redis-server on loopback ports; interop tests run
+# real Java against Debian's Guava. `.ci/run` calls this script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+bash scripts/install-deps.sh
+
+echo "== format check (.clang-format)"
+files=$(git ls-files '*.cc' '*.h')
+if ! clang-format --dry-run --Werror $files; then
+  echo "test: files above are not formatted; run: clang-format -i \$(git ls-files '*.cc' '*.h')" >&2
+  exit 1
+fi
+
+jobs=$(nproc)
+echo "== build (RelWithDebInfo)"
+bash scripts/build.sh build
+echo "== tests"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+echo "== build (ASan + UBSan)"
+bash scripts/build.sh build-asan -DREDBLOOM_SANITIZE=address,undefined -DREDBLOOM_BUILD_BENCH=OFF
+echo "== tests under ASan + UBSan"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j"$jobs")
+
+echo "== all tests passed in $(( $(date +%s) - start )) s"
