@@ -1,0 +1,292 @@
+#include "config.h"
+
+#include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "redbloom/store.h"
+
+namespace redbloom::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Status Invalid(std::string_view key, std::string_view what) {
+  return Status::InvalidArgument("config \"" + std::string(key) + "\": " + std::string(what));
+}
+
+Status GetString(const Json& v, std::string_view key, std::string* out) {
+  if (!v.is_string()) return Invalid(key, "must be a string");
+  *out = v.get<std::string>();
+  return Status::Ok();
+}
+
+Status GetBool(const Json& v, std::string_view key, bool* out) {
+  if (!v.is_boolean()) return Invalid(key, "must be true or false");
+  *out = v.get<bool>();
+  return Status::Ok();
+}
+
+template <typename T>
+Status GetInt(const Json& v, std::string_view key, int64_t lo, int64_t hi, T* out) {
+  if (!v.is_number_integer()) return Invalid(key, "must be an integer");
+  const int64_t x =
+      v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX ? INT64_MAX : v.get<int64_t>();
+  if (x < lo || x > hi) {
+    return Invalid(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  }
+  *out = static_cast<T>(x);
+  return Status::Ok();
+}
+
+Status ValidateToken(const std::string& token, std::string_view source) {
+  if (token.size() > 4096) {
+    return Status::InvalidArgument("token from " + std::string(source) + " is over 4096 bytes");
+  }
+  for (unsigned char c : token) {
+    if (c <= 0x20 || c >= 0x7f) {
+      return Status::InvalidArgument("token from " + std::string(source) +
+                                     " must be printable ASCII without spaces");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadSmallFile(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument("cannot read " + std::string(what) + " " + path);
+  std::string data;
+  data.resize(kMaxConfigFileBytes + 1);
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<size_t>(in.gcount()));
+  if (data.size() > kMaxConfigFileBytes) {
+    return Status::InvalidArgument(std::string(what) + " " + path + " is larger than " +
+                                   std::to_string(kMaxConfigFileBytes) + " bytes");
+  }
+  return data;
+}
+
+// The revalidation interval when the config does not set one: a file store's
+// check is one small local read (~3 us), cheap enough for every request; a
+// network store's is a round trip, so it is done at most once a second.
+std::chrono::milliseconds DefaultRevalidate(std::string_view store_url) {
+  if (store_url.starts_with("file:") || store_url == "mem:") return std::chrono::milliseconds(0);
+  return std::chrono::milliseconds(1000);
+}
+
+}  // namespace
+
+Status ParseListen(std::string_view listen, std::string* host, int* port) {
+  const auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument("listen address '" + std::string(listen) + "' " +
+                                   std::string(why) + " (expected HOST:PORT or [IPv6]:PORT)");
+  };
+  std::string_view h;
+  std::string_view p;
+  if (listen.starts_with("[")) {
+    const size_t close = listen.find(']');
+    if (close == std::string_view::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+      return bad("is malformed");
+    }
+    h = listen.substr(1, close - 1);
+    p = listen.substr(close + 2);
+  } else {
+    const size_t colon = listen.rfind(':');
+    if (colon == std::string_view::npos) return bad("has no port");
+    h = listen.substr(0, colon);
+    p = listen.substr(colon + 1);
+    if (h.find(':') != std::string_view::npos) return bad("has an IPv6 host without brackets");
+  }
+  if (h.empty()) return bad("has no host");
+  int v = -1;
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+  if (p.empty() || ec != std::errc() || ptr != p.data() + p.size() || v < 0 || v > 65535) {
+    return bad("has an invalid port");
+  }
+  *host = std::string(h);
+  *port = v;
+  return Status::Ok();
+}
+
+Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    return Status::InvalidArgument(std::string("config file is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return Status::InvalidArgument("config file must hold a JSON object");
+  std::string token_file;
+  bool has_token = false;
+  for (const auto& [key, v] : j.items()) {
+    HttpOptions& h = c->http;
+    ServiceOptions& s = c->service;
+    Status st;
+    if (key == "listen") {
+      st = GetString(v, key, &c->listen);
+      c->listen_source = "config";
+    } else if (key == "store") {
+      st = GetString(v, key, &c->store);
+      c->store_source = "config";
+    } else if (key == "token") {
+      st = GetString(v, key, &h.token);
+      c->token_source = "config";
+      has_token = true;
+    } else if (key == "token_file") {
+      st = GetString(v, key, &token_file);
+    } else if (key == "access_log") {
+      st = GetString(v, key, &c->access_log);
+    } else if (key == "log_items") {
+      st = GetBool(v, key, &h.log_items);
+    } else if (key == "public_metrics") {
+      st = GetBool(v, key, &h.public_metrics);
+    } else if (key == "threads") {
+      st = GetInt(v, key, 1, 1024, &h.threads);
+    } else if (key == "keep_alive_timeout_s") {
+      st = GetInt(v, key, 1, 3600, &h.keep_alive_timeout_s);
+    } else if (key == "keep_alive_max_requests") {
+      st = GetInt(v, key, 1, 1000000, &h.keep_alive_max_requests);
+    } else if (key == "read_timeout_s") {
+      st = GetInt(v, key, 1, 3600, &h.read_timeout_s);
+    } else if (key == "write_timeout_s") {
+      st = GetInt(v, key, 1, 3600, &h.write_timeout_s);
+    } else if (key == "max_body_bytes") {
+      st = GetInt(v, key, 1024, int64_t{1} << 30, &h.max_body_bytes);
+    } else if (key == "max_items") {
+      st = GetInt(v, key, 1, 10000000, &s.limits.max_items);
+    } else if (key == "max_item_bytes") {
+      st = GetInt(v, key, 1, 1 << 20, &s.limits.max_item_bytes);
+    } else if (key == "filter_revalidate_ms") {
+      int64_t ms = 0;
+      st = GetInt(v, key, 0, 3600000, &ms);
+      c->filter_revalidate_ms = ms;
+    } else if (key == "filter_cache_size") {
+      st = GetInt(v, key, 1, 1000000, &s.filter_cache_size);
+    } else if (key == "store_connect_timeout_ms") {
+      int64_t ms = 0;
+      st = GetInt(v, key, 1, 600000, &ms);
+      s.store_options.connect_timeout = std::chrono::milliseconds(ms);
+    } else if (key == "store_command_timeout_ms") {
+      int64_t ms = 0;
+      st = GetInt(v, key, 1, 600000, &ms);
+      s.store_options.command_timeout = std::chrono::milliseconds(ms);
+    } else if (key == "store_pool_size") {
+      st = GetInt(v, key, 1, 1024, &s.store_options.pool_size);
+    } else if (key == "store_max_retries") {
+      st = GetInt(v, key, 0, 100, &s.store_options.max_retries);
+    } else if (key == "store_batch_items") {
+      st = GetInt(v, key, 1, 1000000, &s.store_options.batch_items);
+    } else {
+      st = Status::InvalidArgument("config file has an unknown key \"" + key +
+                                   "\" (see docs/http-api.md, \"Config file\")");
+    }
+    REDBLOOM_RETURN_IF_ERROR(st);
+  }
+  if (!token_file.empty()) {
+    if (has_token) return Status::InvalidArgument("config sets both \"token\" and \"token_file\"");
+    REDBLOOM_ASSIGN_OR_RETURN(std::string token, ReadSmallFile(token_file, "token file"));
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
+                              token.back() == '\t')) {
+      token.pop_back();
+    }
+    if (token.empty()) return Status::InvalidArgument("token file " + token_file + " is empty");
+    c->http.token = std::move(token);
+    c->token_source = "config";
+  }
+  return Status::Ok();
+}
+
+Result<ServerConfig> ResolveConfig(const Flags& flags,
+                                   const std::function<const char*(const char*)>& getenv) {
+  ServerConfig c;
+  if (flags.config) {
+    REDBLOOM_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(*flags.config, "config file"));
+    REDBLOOM_RETURN_IF_ERROR(ApplyConfigJson(text, &c).WithContext(*flags.config));
+    c.config_file = *flags.config;
+  }
+  const auto env = [&](const char* name) -> std::optional<std::string> {
+    const char* v = getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+  };
+  if (auto v = env("REDBLOOMD_LISTEN")) {
+    c.listen = *v;
+    c.listen_source = "env";
+  }
+  if (auto v = env("REDBLOOM_STORE")) {
+    c.store = *v;
+    c.store_source = "env";
+  }
+  if (auto v = env("REDBLOOMD_TOKEN")) {
+    c.http.token = *v;
+    c.token_source = "env";
+  }
+  if (flags.listen) {
+    c.listen = *flags.listen;
+    c.listen_source = "flag";
+  }
+  if (flags.store) {
+    c.store = *flags.store;
+    c.store_source = "flag";
+  }
+  if (flags.token) {
+    c.http.token = *flags.token;  // an explicit empty token turns auth off
+    c.token_source = "flag";
+  }
+  if (c.store.empty()) c.store = DefaultStoreUrl();
+  REDBLOOM_RETURN_IF_ERROR(ValidateToken(c.http.token, c.token_source));
+  REDBLOOM_RETURN_IF_ERROR(ParseListen(c.listen, &c.http.host, &c.http.port));
+  c.service.store_url = c.store;
+  c.service.revalidate_after = c.filter_revalidate_ms
+                                   ? std::chrono::milliseconds(*c.filter_revalidate_ms)
+                                   : DefaultRevalidate(c.store);
+  return c;
+}
+
+std::string RedactUrl(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);
+  const size_t start = scheme + 3;
+  const size_t at = url.find('@', start);
+  const size_t slash = url.find('/', start);
+  if (at == std::string_view::npos || (slash != std::string_view::npos && slash < at)) {
+    return std::string(url);
+  }
+  const size_t colon = url.find(':', start);
+  const size_t secret = colon != std::string_view::npos && colon < at ? colon + 1 : start;
+  return std::string(url.substr(0, secret)) + "***" + std::string(url.substr(at));
+}
+
+std::string ConfigToJson(const ServerConfig& c) {
+  Json j;
+  j["listen"] = c.http.host.find(':') != std::string::npos
+                    ? "[" + c.http.host + "]:" + std::to_string(c.http.port)
+                    : c.http.host + ":" + std::to_string(c.http.port);
+  j["store"] = RedactUrl(c.store);
+  j["token"] = c.http.token.empty() ? "" : "***";
+  j["sources"] = {
+      {"listen", c.listen_source}, {"store", c.store_source}, {"token", c.token_source}};
+  j["config_file"] = c.config_file;
+  j["access_log"] = c.access_log;
+  j["log_items"] = c.http.log_items;
+  j["public_metrics"] = c.http.public_metrics;
+  j["threads"] = c.http.threads;
+  j["keep_alive_timeout_s"] = c.http.keep_alive_timeout_s;
+  j["keep_alive_max_requests"] = c.http.keep_alive_max_requests;
+  j["read_timeout_s"] = c.http.read_timeout_s;
+  j["write_timeout_s"] = c.http.write_timeout_s;
+  j["max_body_bytes"] = c.http.max_body_bytes;
+  j["max_items"] = c.service.limits.max_items;
+  j["max_item_bytes"] = c.service.limits.max_item_bytes;
+  j["filter_revalidate_ms"] = c.service.revalidate_after.count();
+  j["filter_cache_size"] = c.service.filter_cache_size;
+  j["store_connect_timeout_ms"] = c.service.store_options.connect_timeout.count();
+  j["store_command_timeout_ms"] = c.service.store_options.command_timeout.count();
+  j["store_pool_size"] = c.service.store_options.pool_size;
+  j["store_max_retries"] = c.service.store_options.max_retries;
+  j["store_batch_items"] = c.service.store_options.batch_items;
+  return j.dump(2, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace redbloom::server

@@ -1,0 +1,66 @@
+// redbloomd configuration: command-line flags, environment, a JSON config
+// file and defaults, in that order of precedence (documented in
+// docs/http-api.md, "Running").
+#ifndef REDBLOOM_SERVER_CONFIG_H_
+#define REDBLOOM_SERVER_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "http_server.h"
+#include "redbloom/status.h"
+#include "service.h"
+
+namespace redbloom::server {
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:8080";
+  std::string store;  // resolved; never empty after ResolveConfig
+  std::string access_log = "-";
+  HttpOptions http;                             // host/port/token filled from listen/token
+  ServiceOptions service;                       // store_url filled from store
+  std::optional<int64_t> filter_revalidate_ms;  // unset: depends on the store (see config.cc)
+  std::string config_file;                      // "" if none was read
+  // Where each of listen/store/token came from: "flag", "env", "config", "default".
+  std::string listen_source = "default";
+  std::string store_source = "default";
+  std::string token_source = "default";
+};
+
+// Values given on the command line (unset when absent).
+struct Flags {
+  std::optional<std::string> listen;
+  std::optional<std::string> store;
+  std::optional<std::string> token;
+  std::optional<std::string> config;
+};
+
+// Largest config file read; it holds a few dozen settings.
+inline constexpr size_t kMaxConfigFileBytes = 64 * 1024;
+
+// Splits "HOST:PORT" or "[IPv6]:PORT"; port 0 asks for any free port.
+Status ParseListen(std::string_view listen, std::string* host, int* port);
+
+// Applies a JSON config file's settings to `config` (kInvalidArgument for an
+// unknown key, a wrong type or a value out of range).
+Status ApplyConfigJson(std::string_view json, ServerConfig* config);
+
+// Builds the configuration: flag > environment (REDBLOOMD_LISTEN,
+// REDBLOOM_STORE, REDBLOOMD_TOKEN) > config file > default. `getenv` is
+// injectable for tests.
+Result<ServerConfig> ResolveConfig(const Flags& flags,
+                                   const std::function<const char*(const char*)>& getenv);
+
+// `url` with any password replaced by "***" (redis://user:***@host).
+std::string RedactUrl(std::string_view url);
+
+// The effective configuration as JSON, with the token and any store password
+// replaced by "***".
+std::string ConfigToJson(const ServerConfig& config);
+
+}  // namespace redbloom::server
+
+#endif  // REDBLOOM_SERVER_CONFIG_H_

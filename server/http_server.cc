@@ -1,0 +1,619 @@
+#include "http_server.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <exception>
+
+#include "redbloom/store.h"
+
+namespace redbloom::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using httplib::Request;
+using httplib::Response;
+using HandlerResponse = httplib::Server::HandlerResponse;
+
+struct Target {
+  Route route = Route::kUnmatched;
+  std::string name;  // decoded
+  std::string item;  // decoded
+};
+
+// What the pre-routing step learned about the request being served on this
+// thread. httplib runs pre-routing, the handler and the logger of one
+// request on one thread, one request at a time, so a thread_local carries
+// the parsed target and the start time between them.
+struct RequestContext {
+  bool active = false;
+  Clock::time_point start;
+  Target target;
+};
+thread_local RequestContext t_ctx;
+
+constexpr std::string_view kFiltersPrefix = "/v1/filters";
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Routes on the raw target rather than httplib's decoded path, so that an
+// item may contain an encoded '/' (%2F) and a name is decoded exactly once.
+Status ParseTarget(std::string_view target, Target* t) {
+  *t = Target();
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/healthz") {
+    t->route = Route::kHealthz;
+  } else if (path == "/readyz") {
+    t->route = Route::kReadyz;
+  } else if (path == "/metrics") {
+    t->route = Route::kMetrics;
+  } else if (path == kFiltersPrefix) {
+    t->route = Route::kFilters;
+  } else if (path.starts_with(kFiltersPrefix) && path.size() > kFiltersPrefix.size() &&
+             path[kFiltersPrefix.size()] == '/') {
+    std::string_view rest = path.substr(kFiltersPrefix.size() + 1);
+    const size_t slash = rest.find('/');
+    const std::string_view name = rest.substr(0, slash);
+    if (name.empty()) return Status::Ok();  // "/v1/filters/" and "/v1/filters//x" are unmatched
+    std::string_view item;
+    if (slash == std::string_view::npos) {
+      t->route = Route::kFilter;
+    } else {
+      const std::string_view sub = rest.substr(slash + 1);
+      if (sub == "items") {
+        t->route = Route::kItems;
+      } else if (sub == "check") {
+        t->route = Route::kCheck;
+      } else if (sub.starts_with("items/")) {
+        // Everything after "items/" is the item, so an unencoded '/' is kept.
+        t->route = Route::kItem;
+        item = sub.substr(6);
+      } else {
+        return Status::Ok();
+      }
+    }
+    Result<std::string> decoded = PercentDecode(name);
+    if (!decoded.ok()) return decoded.status().WithContext("filter name");
+    t->name = std::move(decoded).value();
+    if (t->route == Route::kItem) {
+      decoded = PercentDecode(item);
+      if (!decoded.ok()) return decoded.status().WithContext("item");
+      t->item = std::move(decoded).value();
+    }
+  }
+  return Status::Ok();
+}
+
+// Methods each route answers; HEAD goes wherever GET does (httplib answers it
+// with the GET handler, without a body).
+std::string_view AllowedMethods(Route route) {
+  switch (route) {
+    case Route::kHealthz:
+    case Route::kReadyz:
+    case Route::kMetrics:
+    case Route::kFilters:
+    case Route::kItem:
+      return "GET, HEAD";
+    case Route::kFilter:
+      return "GET, HEAD, PUT, DELETE";
+    case Route::kItems:
+    case Route::kCheck:
+      return "POST";
+    case Route::kUnmatched:
+      return "";
+  }
+  return "";
+}
+
+bool MethodAllowed(Route route, std::string_view method) {
+  if (method == "HEAD") method = "GET";
+  const std::string_view allowed = AllowedMethods(route);
+  size_t pos = 0;
+  while (pos < allowed.size()) {
+    size_t end = allowed.find(", ", pos);
+    if (end == std::string_view::npos) end = allowed.size();
+    if (allowed.substr(pos, end - pos) == method) return true;
+    pos = end + 2;
+  }
+  return false;
+}
+
+bool RouteHasName(Route route) {
+  return route == Route::kFilter || route == Route::kItems || route == Route::kCheck ||
+         route == Route::kItem;
+}
+
+// A JSON content type, or none (then the body is taken as JSON). Form
+// encodings are refused early because httplib would parse them as forms,
+// with an 8 KiB limit of its own, and the result would be a baffling error.
+bool AcceptableContentType(std::string_view ct) {
+  ct = Trim(ct.substr(0, ct.find(';')));
+  if (ct.empty()) return true;
+  if (EqualsIgnoreCase(ct, "application/json")) return true;
+  return ct.size() > 5 && EqualsIgnoreCase(ct.substr(ct.size() - 5), "+json") &&
+         EqualsIgnoreCase(ct.substr(0, 12), "application/");
+}
+
+void Apply(Reply reply, Response& res) {
+  res.status = reply.status;
+  res.body = std::move(reply.body);
+  res.set_header("Content-Type", reply.content_type);
+  for (auto& [k, v] : reply.headers) res.set_header(k, v);
+}
+
+std::string DefaultErrorCode(int status) {
+  switch (status) {
+    case 400:
+      return "invalid_argument";
+    case 401:
+      return "unauthenticated";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 413:
+    case 414:
+    case 431:
+      return "resource_exhausted";
+    case 415:
+      return "unsupported_media_type";
+    case 503:
+      return "unavailable";
+    default:
+      return status >= 500 ? "internal" : "invalid_argument";
+  }
+}
+
+std::string DefaultErrorMessage(int status, size_t max_body) {
+  switch (status) {
+    case 400:
+      return "malformed HTTP request";
+    case 404:
+      return "no such route";
+    case 413:
+      return "request body is larger than " + std::to_string(max_body) + " bytes";
+    case 414:
+      return "request target is longer than " + std::to_string(CPPHTTPLIB_REQUEST_URI_MAX_LENGTH) +
+             " bytes";
+    case 431:
+      return "request headers are too large";
+    default:
+      return "HTTP " + std::to_string(status);
+  }
+}
+
+// The target as logged: printable ASCII only, bounded, and with the item of
+// a single-item path redacted unless asked otherwise.
+std::string LoggedTarget(const Request& req, bool redact_item) {
+  std::string_view target = req.target;
+  std::string_view suffix;
+  if (redact_item) {
+    const size_t items = target.find("/items/", kFiltersPrefix.size() + 1);
+    if (items != std::string_view::npos) {
+      target = target.substr(0, items + 7);
+      suffix = "<redacted>";
+    }
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  constexpr size_t kMaxLogged = 1024;
+  for (unsigned char c : target.substr(0, kMaxLogged)) {
+    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      out.append("\\x");
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (target.size() > kMaxLogged) out.append("...");
+  out.append(suffix);
+  return out;
+}
+
+std::string UtcTimestamp() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms.count()));
+  return buf;
+}
+
+}  // namespace
+
+bool TokenMatches(std::string_view presented, std::string_view expected) {
+  // Every byte of the expected token is folded in whatever the input, and
+  // volatile keeps the compiler from stopping at the first difference.
+  volatile unsigned char diff = presented.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const unsigned char p =
+        presented.empty() ? 0 : static_cast<unsigned char>(presented[i % presented.size()]);
+    diff = diff | (p ^ static_cast<unsigned char>(expected[i]));
+  }
+  return diff == 0 && !expected.empty();
+}
+
+Result<std::string> PercentDecode(std::string_view s) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    if (i + 2 >= s.size()) {
+      return Status::InvalidArgument("truncated percent-escape in the path");
+    }
+    const int hi = hex(s[i + 1]);
+    const int lo = hex(s[i + 2]);
+    if (hi < 0 || lo < 0) {
+      return Status::InvalidArgument("invalid percent-escape '" + std::string(s.substr(i, 3)) +
+                                     "' in the path (write '%' as %25)");
+    }
+    out.push_back(static_cast<char>((hi << 4) | lo));
+    i += 2;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// AccessLog
+
+AccessLog::~AccessLog() {
+  if (owned_ && fd_ >= 0) ::close(fd_);
+}
+
+Status AccessLog::Open(const std::string& target) {
+  std::lock_guard lock(mu_);
+  if (owned_ && fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  owned_ = false;
+  path_.clear();
+  if (target == "off") return Status::Ok();
+  if (target == "-" || target.empty()) {
+    fd_ = STDERR_FILENO;
+    return Status::Ok();
+  }
+  const int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    return Status::Unavailable("cannot open access log " + target + ": " + std::strerror(errno));
+  }
+  fd_ = fd;
+  owned_ = true;
+  path_ = target;
+  return Status::Ok();
+}
+
+Status AccessLog::Reopen() {
+  std::lock_guard lock(mu_);
+  if (!owned_) return Status::Ok();
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    // Keep logging to the old file rather than losing lines.
+    return Status::Unavailable("cannot reopen access log " + path_ + ": " + std::strerror(errno));
+  }
+  ::close(fd_);
+  fd_ = fd;
+  return Status::Ok();
+}
+
+void AccessLog::Write(std::string_view line) {
+  std::lock_guard lock(mu_);
+  if (fd_ < 0) return;
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t w = ::write(fd_, line.data() + done, line.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // a full disk must not fail requests
+    done += static_cast<size_t>(w);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// HttpServer
+
+HttpServer::HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpOptions options)
+    : service_(service),
+      metrics_(metrics),
+      log_(log),
+      options_(std::move(options)),
+      server_(std::make_unique<httplib::Server>()) {
+  Install();
+}
+
+HttpServer::~HttpServer() = default;
+
+Status HttpServer::Bind() {
+  const std::string where = options_.host + ":" + std::to_string(options_.port);
+  errno = 0;
+  if (options_.port == 0) {
+    const int port = server_->bind_to_any_port(options_.host);
+    if (port < 0) {
+      return Status::Unavailable("cannot listen on " + where + ": " + std::strerror(errno));
+    }
+    port_ = port;
+  } else {
+    if (!server_->bind_to_port(options_.host, options_.port)) {
+      return Status::Unavailable("cannot listen on " + where + ": " + std::strerror(errno));
+    }
+    port_ = options_.port;
+  }
+  return Status::Ok();
+}
+
+void HttpServer::Run() { server_->listen_after_bind(); }
+
+void HttpServer::Stop() { server_->stop(); }
+
+void HttpServer::Install() {
+  httplib::Server& s = *server_;
+  // Responses are written as headers then body; without TCP_NODELAY, Nagle
+  // holds the body until the client's delayed ACK (40 ms on Linux).
+  s.set_tcp_nodelay(true);
+  s.set_keep_alive_max_count(static_cast<size_t>(options_.keep_alive_max_requests));
+  s.set_keep_alive_timeout(options_.keep_alive_timeout_s);
+  s.set_read_timeout(options_.read_timeout_s);
+  s.set_write_timeout(options_.write_timeout_s);
+  s.set_payload_max_length(options_.max_body_bytes);
+  const int threads = options_.threads;
+  // httplib takes ownership of the queue it gets from this factory.
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+
+  s.set_pre_routing_handler([this](const Request& req, Response& res) {
+    RequestContext& ctx = t_ctx;
+    if (ctx.active) metrics_->RequestFinished();  // never logged; keep the gauge true
+    ctx.active = true;
+    ctx.start = Clock::now();
+    metrics_->RequestStarted();
+
+    uint64_t content_length = 0;
+    const std::string cl = req.get_header_value("Content-Length");
+    if (!cl.empty()) {
+      auto [ptr, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), content_length);
+      if (ec != std::errc() || ptr != cl.data() + cl.size()) content_length = UINT64_MAX;
+    }
+    const bool has_body = content_length > 0 || req.has_header("Transfer-Encoding");
+    // An answer given before the body is read leaves the body unread on the
+    // connection; closing it keeps the next request from parsing body bytes.
+    const auto answer = [&](Reply reply) {
+      if (has_body) reply.headers.emplace_back("Connection", "close");
+      Apply(std::move(reply), res);
+      return HandlerResponse::Handled;
+    };
+
+    Target& t = ctx.target;
+    const Status parsed = ParseTarget(req.target, &t);
+    const bool open_route = t.route == Route::kHealthz || t.route == Route::kReadyz ||
+                            (t.route == Route::kMetrics && options_.public_metrics);
+    if (!options_.token.empty() && !open_route) {
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string_view sv = auth;
+      const bool ok = sv.size() > 7 && EqualsIgnoreCase(sv.substr(0, 7), "Bearer ") &&
+                      TokenMatches(Trim(sv.substr(7)), options_.token);
+      if (!ok) {
+        Reply r = ErrorReply(
+            401, "unauthenticated",
+            auth.empty() ? "missing Authorization: Bearer <token>" : "invalid bearer token");
+        r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"redbloomd\"");
+        return answer(std::move(r));
+      }
+    }
+    if (!parsed.ok()) return answer(ErrorReply(parsed));
+    if (t.route == Route::kUnmatched) {
+      const std::string_view path = std::string_view(req.target).substr(0, 200);
+      return answer(ErrorReply(404, "not_found", "no route for " + std::string(path)));
+    }
+    if (!MethodAllowed(t.route, req.method)) {
+      Reply r = ErrorReply(
+          405, "method_not_allowed",
+          req.method + " is not allowed here; allowed: " + std::string(AllowedMethods(t.route)));
+      r.headers.emplace_back("Allow", std::string(AllowedMethods(t.route)));
+      return answer(std::move(r));
+    }
+    if (RouteHasName(t.route)) {
+      const Status valid = ValidateFilterName(t.name);
+      if (!valid.ok()) return answer(ErrorReply(valid));
+    }
+    const bool takes_body = req.method == "POST" || req.method == "PUT";
+    if (!takes_body && has_body) {
+      return answer(ErrorReply(400, "invalid_argument", req.method + " requests take no body"));
+    }
+    if (has_body) {
+      if (content_length != 0 && content_length > options_.max_body_bytes) {
+        return answer(ErrorReply(
+            413, "resource_exhausted",
+            "request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes"));
+      }
+      const std::string encoding = req.get_header_value("Content-Encoding");
+      if (!encoding.empty() && !EqualsIgnoreCase(Trim(encoding), "identity")) {
+        // Decompressing would let a small body expand past the limit.
+        return answer(ErrorReply(415, "unsupported_media_type",
+                                 "Content-Encoding " + encoding + " is not accepted"));
+      }
+      if (!AcceptableContentType(req.get_header_value("Content-Type"))) {
+        return answer(
+            ErrorReply(415, "unsupported_media_type",
+                       "send the body as Content-Type: application/json (curl: -H 'Content-Type: "
+                       "application/json'), not " +
+                           req.get_header_value("Content-Type")));
+      }
+    }
+    return HandlerResponse::Unhandled;
+  });
+
+  const auto dispatch = [this](const Request& req, std::string_view body, Response& res) {
+    const RequestContext& ctx = t_ctx;
+    if (!ctx.active) {
+      Apply(ErrorReply(500, "internal", "request reached a handler without routing"), res);
+      return;
+    }
+    const Target& t = ctx.target;
+    const std::string& m = req.method;
+    Reply r;
+    switch (t.route) {
+      case Route::kHealthz:
+        r = service_->Health();
+        break;
+      case Route::kReadyz:
+        r = service_->Ready();
+        break;
+      case Route::kMetrics:
+        r = service_->MetricsText();
+        break;
+      case Route::kFilters:
+        r = service_->ListFilters();
+        break;
+      case Route::kFilter:
+        if (m == "PUT") {
+          r = service_->PutFilter(t.name, body);
+        } else if (m == "DELETE") {
+          r = service_->DeleteFilter(t.name);
+        } else {
+          r = service_->GetFilter(t.name);
+        }
+        break;
+      case Route::kItems:
+        r = service_->AddItems(t.name, body);
+        break;
+      case Route::kCheck:
+        r = service_->CheckItems(t.name, body);
+        break;
+      case Route::kItem:
+        r = service_->CheckItem(t.name, t.item);
+        break;
+      case Route::kUnmatched:
+        r = ErrorReply(404, "not_found", "no such route");
+        break;
+    }
+    Apply(std::move(r), res);
+  };
+
+  const auto plain = [dispatch](const Request& req, Response& res) {
+    dispatch(req, req.body, res);
+  };
+  const size_t max_body = options_.max_body_bytes;
+  const auto streamed = [dispatch, max_body](const Request& req, Response& res,
+                                             const httplib::ContentReader& reader) {
+    // Reading through a ContentReader enforces the limit on chunked bodies
+    // too, which httplib's own body reading does not.
+    std::string body;
+    bool too_large = false;
+    const bool ok = reader([&](const char* data, size_t n) {
+      if (body.size() + n > max_body) {
+        too_large = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (!ok) {
+      Reply r =
+          too_large
+              ? ErrorReply(413, "resource_exhausted",
+                           "request body is larger than " + std::to_string(max_body) + " bytes")
+              : ErrorReply(400, "invalid_argument",
+                           "the request body was truncated or could not be read");
+      r.headers.emplace_back("Connection", "close");
+      Apply(std::move(r), res);
+      return;
+    }
+    dispatch(req, body, res);
+  };
+  s.Get(".*", plain);
+  s.Delete(".*", plain);
+  s.Put(".*", plain);
+  s.Post(".*", plain);
+  s.Put(".*", streamed);
+  s.Post(".*", streamed);
+
+  // httplib answers some requests itself (malformed request line, URI too
+  // long, payload too large) with an empty body; give those a JSON body too.
+  s.set_error_handler(
+      httplib::Server::HandlerWithResponse([max_body](const Request&, Response& res) {
+        if (!res.body.empty()) return HandlerResponse::Unhandled;
+        Apply(ErrorReply(res.status, DefaultErrorCode(res.status),
+                         DefaultErrorMessage(res.status, max_body)),
+              res);
+        return HandlerResponse::Handled;
+      }));
+  s.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::fprintf(stderr, "redbloomd: exception while serving %s: %s\n", req.method.c_str(),
+                 what.c_str());
+    Apply(ErrorReply(500, "internal", "internal error: " + what), res);
+  });
+
+  s.set_logger([this](const Request& req, const Response& res) {
+    RequestContext& ctx = t_ctx;
+    std::chrono::nanoseconds latency{0};
+    Route route = Route::kUnmatched;
+    if (ctx.active) {
+      latency = Clock::now() - ctx.start;
+      route = ctx.target.route;
+      metrics_->RecordRequest(route, req.method, res.status, latency);
+      metrics_->RequestFinished();
+      ctx.active = false;
+    } else {
+      metrics_->CountRequest(route, req.method, res.status);
+    }
+    if (!log_->enabled()) return;
+    char tail[96];
+    std::snprintf(tail, sizeof(tail), "\" %d %zu %.3fms\n", res.status, res.body.size(),
+                  std::chrono::duration<double, std::milli>(latency).count());
+    std::string line = UtcTimestamp();
+    line.append(" ")
+        .append(req.remote_addr)
+        .append(":")
+        .append(std::to_string(req.remote_port))
+        .append(" \"")
+        .append(req.method)
+        .append(" ")
+        .append(LoggedTarget(req, route == Route::kItem && !options_.log_items))
+        .append(" ")
+        .append(req.version)
+        .append(tail);
+    log_->Write(line);
+  });
+}
+
+}  // namespace redbloom::server

@@ -1,0 +1,107 @@
+// HTTP front of redbloomd on cpp-httplib: routing on the raw request target,
+// bearer-token auth, request limits, JSON error bodies for every failure
+// (including the ones httplib answers itself), access log and metrics.
+//
+// Threading: httplib serves each connection on one pool thread for its whole
+// keep-alive life, so `threads` bounds the concurrently open connections;
+// more connections wait in the accept queue.
+#ifndef REDBLOOM_SERVER_HTTP_SERVER_H_
+#define REDBLOOM_SERVER_HTTP_SERVER_H_
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "metrics.h"
+#include "redbloom/status.h"
+#include "service.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace redbloom::server {
+
+// One line per request, appended with a single write(2) so lines from
+// concurrent requests never interleave.
+class AccessLog {
+ public:
+  AccessLog() = default;
+  AccessLog(const AccessLog&) = delete;
+  AccessLog& operator=(const AccessLog&) = delete;
+  ~AccessLog();
+
+  // "-" is stderr, "off" disables the log, anything else is a file opened
+  // for appending (created 0640).
+  Status Open(const std::string& target);
+  // Reopens the file (after logrotate moved it); a no-op for stderr/off.
+  Status Reopen();
+  bool enabled() const { return fd_ >= 0; }
+  void Write(std::string_view line);
+
+ private:
+  std::mutex mu_;
+  std::string path_;
+  int fd_ = -1;
+  bool owned_ = false;
+};
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0 picks a free port; see HttpServer::port()
+  // Empty disables auth. Otherwise every route but /healthz and /readyz (and
+  // /metrics when public_metrics) needs "Authorization: Bearer <token>".
+  std::string token;
+  bool public_metrics = false;
+  // Largest request body; larger ones get 413 before they are read.
+  size_t max_body_bytes = 16 << 20;
+  int threads = 16;
+  int keep_alive_timeout_s = 5;
+  int keep_alive_max_requests = 1000;
+  int read_timeout_s = 5;
+  int write_timeout_s = 5;
+  // Log single-item paths in full. Off by default: items are often card
+  // numbers, tokens or e-mail addresses.
+  bool log_items = false;
+};
+
+class HttpServer {
+ public:
+  HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpOptions options);
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  ~HttpServer();
+
+  // Binds the listening socket (kUnavailable if the address is taken).
+  Status Bind();
+  int port() const { return port_; }
+  // Serves until Stop(); returns after in-flight requests are answered.
+  void Run();
+  // Stops accepting connections. Idle keep-alive connections are closed
+  // within keep_alive_timeout_s; requests already received are answered.
+  void Stop();
+
+ private:
+  void Install();
+
+  Service* service_;
+  Metrics* metrics_;
+  AccessLog* log_;
+  HttpOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  int port_ = 0;
+};
+
+// Constant-time comparison of a presented token with the expected one: the
+// time depends only on the expected token's length.
+bool TokenMatches(std::string_view presented, std::string_view expected);
+
+// Decodes %XX escapes; '+' stays '+' (it is a plus in a path). Fails on a
+// malformed escape.
+Result<std::string> PercentDecode(std::string_view s);
+
+}  // namespace redbloom::server
+
+#endif  // REDBLOOM_SERVER_HTTP_SERVER_H_

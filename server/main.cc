@@ -1,0 +1,136 @@
+// redbloomd: the redbloom HTTP/JSON service. See docs/http-api.md.
+//
+// Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for invalid flags
+// or config, 3 when the store cannot be opened, the address cannot be bound,
+// or flushing filters at shutdown failed.
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "config.h"
+#include "http_server.h"
+#include "metrics.h"
+#include "service.h"
+
+namespace {
+
+using redbloom::server::AccessLog;
+using redbloom::server::HttpServer;
+using redbloom::server::Metrics;
+using redbloom::server::Service;
+
+void Fail(const std::string& message) { std::fprintf(stderr, "redbloomd: %s\n", message.c_str()); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"redbloomd: HTTP/JSON service for redbloom Bloom filters (docs/http-api.md)"};
+  redbloom::server::Flags flags;
+  app.add_option("--listen", flags.listen,
+                 "HOST:PORT to listen on [env REDBLOOMD_LISTEN, default 127.0.0.1:8080]");
+  app.add_option("--store", flags.store,
+                 "store URL: file:DIR, redis://[user:pass@]host[:port][/db], mem: "
+                 "[env REDBLOOM_STORE, default file:./redbloom-data]");
+  app.add_option("--token", flags.token,
+                 "bearer token required on /v1 and /metrics [env REDBLOOMD_TOKEN; prefer the "
+                 "env or token_file: flags are visible in ps]");
+  app.add_option("--config", flags.config, "JSON config file (docs/http-api.md, \"Config file\")");
+  bool print_config = false;
+  app.add_flag("--print-config", print_config, "print the effective configuration and exit");
+  app.set_version_flag("--version", "redbloomd " REDBLOOM_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  auto config =
+      redbloom::server::ResolveConfig(flags, [](const char* n) { return std::getenv(n); });
+  if (!config.ok()) {
+    Fail(config.status().message());
+    return 2;
+  }
+  if (print_config) {
+    std::printf("%s\n", redbloom::server::ConfigToJson(*config).c_str());
+    return 0;
+  }
+
+  // Signals are taken by one thread with sigwait(), so every other thread
+  // (httplib's pool, the store's) must start with them blocked.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  Metrics metrics;
+  AccessLog access_log;
+  if (auto s = access_log.Open(config->access_log); !s.ok()) {
+    Fail(s.message());
+    return 2;
+  }
+  Service service(config->service, &metrics);
+  if (auto s = service.Start(); !s.ok()) {
+    Fail("cannot open store " + redbloom::server::RedactUrl(config->store) + ": " + s.message());
+    return 3;
+  }
+  HttpServer server(&service, &metrics, &access_log, config->http);
+  if (auto s = server.Bind(); !s.ok()) {
+    Fail(s.message());
+    return 3;
+  }
+
+  const std::string& host = config->http.host;
+  const bool loopback = host == "127.0.0.1" || host == "::1" || host == "localhost";
+  std::fprintf(stderr, "redbloomd %s listening on http://%s%s%s:%d store=%s auth=%s\n",
+               REDBLOOM_VERSION, host.find(':') != std::string::npos ? "[" : "", host.c_str(),
+               host.find(':') != std::string::npos ? "]" : "", server.port(),
+               redbloom::server::RedactUrl(service.store_url()).c_str(),
+               config->http.token.empty() ? "off" : "bearer");
+  if (!loopback && config->http.token.empty()) {
+    Fail(
+        "warning: listening on a non-loopback address without a token; anyone who can reach "
+        "it can add, check and drop filters");
+  }
+
+  std::thread signal_thread([&] {
+    int stops = 0;
+    while (true) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      if (sig == SIGUSR1) return;  // main is done
+      if (sig == SIGHUP) {
+        if (auto s = access_log.Reopen(); !s.ok()) Fail(s.message());
+        continue;
+      }
+      if (++stops == 1) {
+        std::fprintf(stderr, "redbloomd: %s received; finishing in-flight requests\n",
+                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        service.BeginShutdown();
+        server.Stop();
+      } else {
+        // A second signal means "now": make the bits durable and leave.
+        Fail("second signal; flushing and exiting without waiting");
+        const auto s = service.FlushAll();
+        std::_Exit(s.ok() ? 1 : 3);
+      }
+    }
+  });
+
+  server.Run();
+  const auto flushed = service.FlushAll();
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+  if (!flushed.ok()) {
+    Fail(flushed.ToString());
+    return 3;
+  }
+  std::fprintf(stderr, "redbloomd: stopped\n");
+  return 0;
+}

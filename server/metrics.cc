@@ -1,0 +1,190 @@
+#include "metrics.h"
+
+#include <chrono>
+
+#include "redbloom/filter_config.h"
+
+namespace redbloom::server {
+
+std::string_view RouteLabel(Route route) {
+  switch (route) {
+    case Route::kHealthz:
+      return "/healthz";
+    case Route::kReadyz:
+      return "/readyz";
+    case Route::kMetrics:
+      return "/metrics";
+    case Route::kFilters:
+      return "/v1/filters";
+    case Route::kFilter:
+      return "/v1/filters/{name}";
+    case Route::kItems:
+      return "/v1/filters/{name}/items";
+    case Route::kCheck:
+      return "/v1/filters/{name}/check";
+    case Route::kItem:
+      return "/v1/filters/{name}/items/{item}";
+    case Route::kUnmatched:
+      return "unmatched";
+  }
+  return "unmatched";
+}
+
+namespace {
+
+double NowUnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Methods outside this set share one label, so a client inventing methods
+// cannot add series.
+std::string MethodLabel(std::string_view method) {
+  for (std::string_view m : {"GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"}) {
+    if (method == m) return std::string(m);
+  }
+  return "other";
+}
+
+void Line(std::string* out, std::string_view name, std::string_view labels,
+          std::string_view value) {
+  out->append(name);
+  if (!labels.empty()) {
+    out->push_back('{');
+    out->append(labels);
+    out->push_back('}');
+  }
+  out->push_back(' ');
+  out->append(value);
+  out->push_back('\n');
+}
+
+void Header(std::string* out, std::string_view name, std::string_view type, std::string_view help) {
+  out->append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out->append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+}  // namespace
+
+Metrics::Metrics() : start_time_(NowUnixSeconds()) {
+  // Present from the start at 0, so that rate() sees the first error.
+  for (StatusCode code : {StatusCode::kUnavailable, StatusCode::kDeadlineExceeded,
+                          StatusCode::kDataLoss, StatusCode::kInternal}) {
+    store_errors_[code] = 0;
+  }
+}
+
+void Metrics::RecordRequest(Route route, std::string_view method, int status,
+                            std::chrono::nanoseconds latency) {
+  Histogram& h = latency_[static_cast<size_t>(route)];
+  const double seconds = std::chrono::duration<double>(latency).count();
+  size_t bucket = 0;
+  while (bucket < kBuckets.size() && seconds > kBuckets[bucket]) ++bucket;
+  h.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+  h.count.fetch_add(1, std::memory_order_relaxed);
+  h.sum_ns.fetch_add(static_cast<uint64_t>(latency.count() < 0 ? 0 : latency.count()),
+                     std::memory_order_relaxed);
+  CountRequest(route, method, status);
+}
+
+void Metrics::CountRequest(Route route, std::string_view method, int status) {
+  std::lock_guard lock(mu_);
+  ++requests_[{route, MethodLabel(method), status}];
+}
+
+void Metrics::ItemsAdded(uint64_t items, uint64_t new_items) {
+  items_added_.fetch_add(items, std::memory_order_relaxed);
+  items_new_.fetch_add(new_items, std::memory_order_relaxed);
+}
+
+void Metrics::ItemsChecked(uint64_t items, uint64_t present) {
+  items_checked_.fetch_add(items, std::memory_order_relaxed);
+  items_present_.fetch_add(present, std::memory_order_relaxed);
+}
+
+void Metrics::StoreError(StatusCode code) {
+  std::lock_guard lock(mu_);
+  ++store_errors_[code];
+}
+
+std::string Metrics::Render(size_t cache_entries, bool store_open) const {
+  std::string out;
+  out.reserve(16384);
+  const auto u = [](uint64_t v) { return std::to_string(v); };
+
+  Header(&out, "redbloomd_http_requests_total", "counter",
+         "HTTP requests answered, by route template, method and status code.");
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, count] : requests_) {
+      const auto& [route, method, status] = key;
+      std::string labels = "route=\"" + std::string(RouteLabel(route)) + "\",method=\"" + method +
+                           "\",code=\"" + std::to_string(status) + "\"";
+      Line(&out, "redbloomd_http_requests_total", labels, u(count));
+    }
+  }
+
+  Header(&out, "redbloomd_http_request_duration_seconds", "histogram",
+         "Time from reading the request headers to writing the response, by route template.");
+  for (size_t r = 0; r < kRouteCount; ++r) {
+    const Histogram& h = latency_[r];
+    const uint64_t count = h.count.load(std::memory_order_relaxed);
+    if (count == 0) continue;
+    const std::string route = "route=\"" + std::string(RouteLabel(static_cast<Route>(r))) + "\"";
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b <= kBuckets.size(); ++b) {
+      cumulative += h.buckets[b].load(std::memory_order_relaxed);
+      const std::string le(b < kBuckets.size() ? kBucketLabels[b] : "+Inf");
+      Line(&out, "redbloomd_http_request_duration_seconds_bucket", route + ",le=\"" + le + "\"",
+           u(cumulative));
+    }
+    Line(&out, "redbloomd_http_request_duration_seconds_sum", route,
+         FormatDouble(static_cast<double>(h.sum_ns.load(std::memory_order_relaxed)) / 1e9));
+    Line(&out, "redbloomd_http_request_duration_seconds_count", route, u(count));
+  }
+
+  Header(&out, "redbloomd_http_requests_in_flight", "gauge", "Requests being processed now.");
+  Line(&out, "redbloomd_http_requests_in_flight", "",
+       std::to_string(in_flight_.load(std::memory_order_relaxed)));
+
+  Header(&out, "redbloomd_items_added_total", "counter", "Items in successful add requests.");
+  Line(&out, "redbloomd_items_added_total", "", u(items_added_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_items_new_total", "counter",
+         "Added items that were new (turned on at least one bit).");
+  Line(&out, "redbloomd_items_new_total", "", u(items_new_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_items_checked_total", "counter",
+         "Items in successful check requests (batch and single).");
+  Line(&out, "redbloomd_items_checked_total", "",
+       u(items_checked_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_items_present_total", "counter",
+         "Checked items answered as possibly present.");
+  Line(&out, "redbloomd_items_present_total", "",
+       u(items_present_.load(std::memory_order_relaxed)));
+
+  Header(&out, "redbloomd_store_errors_total", "counter",
+         "Store calls that failed because of the store (unreachable, timeout, corrupt data), "
+         "by status code.");
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [code, count] : store_errors_) {
+      Line(&out, "redbloomd_store_errors_total",
+           "code=\"" + std::string(StatusCodeName(code)) + "\"", u(count));
+    }
+  }
+
+  Header(
+      &out, "redbloomd_store_open", "gauge",
+      "1 once the store has been opened (a network store may still be unreachable; see /readyz).");
+  Line(&out, "redbloomd_store_open", "", store_open ? "1" : "0");
+  Header(&out, "redbloomd_filter_handles", "gauge", "Filters with an open, cached handle.");
+  Line(&out, "redbloomd_filter_handles", "", u(cache_entries));
+  Header(&out, "redbloomd_filter_opens_total", "counter",
+         "Filter handles opened (a steady rise means the cache is being invalidated).");
+  Line(&out, "redbloomd_filter_opens_total", "", u(filter_opens_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_build_info", "gauge", "Always 1; the version is a label.");
+  Line(&out, "redbloomd_build_info", "version=\"" REDBLOOM_VERSION "\"", "1");
+  Header(&out, "redbloomd_start_time_seconds", "gauge", "Start time of the process, Unix seconds.");
+  Line(&out, "redbloomd_start_time_seconds", "", FormatDouble(start_time_));
+  return out;
+}
+
+}  // namespace redbloom::server

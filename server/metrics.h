@@ -1,0 +1,93 @@
+// Prometheus metrics of redbloomd, rendered in the text exposition format
+// (version 0.0.4). Labels are bounded: routes are templates
+// ("/v1/filters/{name}/check"), never filter names or items, so a client
+// cannot grow the series count.
+#ifndef REDBLOOM_SERVER_METRICS_H_
+#define REDBLOOM_SERVER_METRICS_H_
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "redbloom/status.h"
+
+namespace redbloom::server {
+
+enum class Route : uint8_t {
+  kHealthz,
+  kReadyz,
+  kMetrics,
+  kFilters,    // /v1/filters
+  kFilter,     // /v1/filters/{name}
+  kItems,      // /v1/filters/{name}/items
+  kCheck,      // /v1/filters/{name}/check
+  kItem,       // /v1/filters/{name}/items/{item}
+  kUnmatched,  // anything else (404)
+};
+inline constexpr size_t kRouteCount = 9;
+
+// The route template, used as the `route` label and in the access log.
+std::string_view RouteLabel(Route route);
+
+class Metrics {
+ public:
+  Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  void RecordRequest(Route route, std::string_view method, int status,
+                     std::chrono::nanoseconds latency);
+  // Counts a request whose start was not seen (httplib rejected it before
+  // routing), without a latency.
+  void CountRequest(Route route, std::string_view method, int status);
+  void RequestStarted() { in_flight_.fetch_add(1, std::memory_order_relaxed); }
+  void RequestFinished() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+  void ItemsAdded(uint64_t items, uint64_t new_items);
+  void ItemsChecked(uint64_t items, uint64_t present);
+  // A store call failed for a reason other than the request itself (the
+  // store was unreachable, timed out, or answered something unexpected).
+  void StoreError(StatusCode code);
+  void FilterOpened() { filter_opens_.fetch_add(1, std::memory_order_relaxed); }
+
+  // `cache_entries`: open filter handles; `store_open`: the store was opened.
+  std::string Render(size_t cache_entries, bool store_open) const;
+
+ private:
+  // Upper bounds in seconds: 50 us (a single check on a file store) to 10 s
+  // (past the default 5 s store timeout).
+  static constexpr std::array<double, 16> kBuckets = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+      0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
+  // The same bounds as `le` labels, written out as Prometheus clients do.
+  static constexpr std::array<std::string_view, 16> kBucketLabels = {
+      "0.00005", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
+      "0.025",   "0.05",   "0.1",     "0.25",   "0.5",   "1",      "2.5",   "10"};
+
+  struct Histogram {
+    std::array<std::atomic<uint64_t>, kBuckets.size() + 1> buckets{};  // last is +Inf
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> sum_ns{0};
+  };
+
+  std::array<Histogram, kRouteCount> latency_;
+  mutable std::mutex mu_;
+  std::map<std::tuple<Route, std::string, int>, uint64_t> requests_;  // guarded by mu_
+  std::map<StatusCode, uint64_t> store_errors_;                       // guarded by mu_
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<uint64_t> items_added_{0};
+  std::atomic<uint64_t> items_new_{0};
+  std::atomic<uint64_t> items_checked_{0};
+  std::atomic<uint64_t> items_present_{0};
+  std::atomic<uint64_t> filter_opens_{0};
+  const double start_time_;
+};
+
+}  // namespace redbloom::server
+
+#endif  // REDBLOOM_SERVER_METRICS_H_

@@ -1,0 +1,469 @@
+#include "service.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "redbloom/filter_config.h"
+
+namespace redbloom::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Serializes with invalid UTF-8 replaced, so that no name or message can make
+// dump() throw.
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Reply JsonReply(int status, const Json& j) {
+  Reply r;
+  r.status = status;
+  r.body = Dump(j);
+  return r;
+}
+
+bool IsIntegerEncoding(Encoding e) { return e == Encoding::kInt32 || e == Encoding::kInt64; }
+
+// Errors that mean the store (not the request) failed.
+bool IsStoreFault(StatusCode code) {
+  return code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
+         code == StatusCode::kDataLoss || code == StatusCode::kInternal;
+}
+
+Json InfoJson(const FilterInfo& info) {
+  const FilterConfig& c = info.config;
+  Json j;
+  j["name"] = info.name;
+  j["kind"] = std::string(FilterKindName(c.kind));
+  j["strategy"] = std::string(StrategyName(c.strategy));
+  j["encoding"] = std::string(EncodingName(c.encoding));
+  j["capacity"] = c.capacity;
+  j["error_rate"] = c.error_rate;
+  j["bits"] = c.geometry.bits;
+  j["hashes"] = c.geometry.hashes;
+  j["capped"] = c.geometry.capped;
+  j["bits_set"] = info.bits_set;
+  j["items_added"] = info.items_added;
+  j["approximate_items"] = info.approximate_items;
+  j["fill_ratio"] = info.fill_ratio;
+  j["current_fpp"] = info.current_fpp;
+  return j;
+}
+
+// `{"<key>":[true,false,...]}`, written directly: for a 1000-item batch this
+// is the whole response and a DOM would cost more than the bits.
+std::string BoolArrayBody(std::string_view key, const std::vector<uint8_t>& values) {
+  std::string out;
+  out.reserve(key.size() + 8 + values.size() * 6);
+  out.append("{\"").append(key).append("\":[");
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i != 0) out.push_back(',');
+    out.append(values[i] != 0 ? "true" : "false");
+  }
+  out.append("]}");
+  return out;
+}
+
+std::string StripJsonExceptionPrefix(std::string what) {
+  // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ..."
+  if (!what.empty() && what.front() == '[') {
+    const size_t end = what.find("] ");
+    if (end != std::string::npos) what.erase(0, end + 2);
+  }
+  return what;
+}
+
+Result<FilterOptions> ParseFilterOptions(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return Status::InvalidArgument(
+        "request body is empty; expected {\"capacity\":N,\"error_rate\":P}");
+  }
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {
+    return Status::InvalidArgument("malformed JSON: " + StripJsonExceptionPrefix(e.what()));
+  }
+  if (!j.is_object()) {
+    return Status::InvalidArgument("the body must be an object {\"capacity\":N,\"error_rate\":P}");
+  }
+  FilterOptions o;
+  bool has_capacity = false;
+  bool has_error_rate = false;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "capacity") {
+      has_capacity = true;
+      if (v.is_number_unsigned()) {
+        o.capacity = v.get<uint64_t>();
+      } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
+                 v.get<double>() >= 0 && v.get<double>() < 1.8e19) {
+        o.capacity = static_cast<uint64_t>(v.get<double>());  // 1e6 is written as a float
+      } else if (v.is_number()) {
+        return Status::InvalidArgument("capacity must be a whole number >= 1, not " + Dump(v));
+      } else {
+        return Status::InvalidArgument("capacity must be a number");
+      }
+    } else if (key == "error_rate") {
+      has_error_rate = true;
+      if (!v.is_number()) return Status::InvalidArgument("error_rate must be a number");
+      o.error_rate = v.get<double>();
+    } else if (key == "strategy" || key == "encoding" || key == "kind") {
+      if (!v.is_string()) return Status::InvalidArgument(key + " must be a string");
+      const std::string s = v.get<std::string>();
+      if (key == "strategy") {
+        REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(s));
+      } else if (key == "encoding") {
+        REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(s));
+      } else {
+        REDBLOOM_ASSIGN_OR_RETURN(o.kind, ParseFilterKind(s));
+      }
+    } else {
+      return Status::InvalidArgument(
+          "unknown field " + Dump(Json(key)) +
+          "; expected capacity, error_rate and optionally strategy, encoding, kind");
+    }
+  }
+  if (!has_capacity) return Status::InvalidArgument("capacity is required");
+  if (!has_error_rate) return Status::InvalidArgument("error_rate is required");
+  return o;
+}
+
+std::string PercentEncodeSegment(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == ':' || c == '@') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Reply ErrorReply(int http_status, std::string_view code, std::string_view message) {
+  Json j;
+  j["error"] = std::string(code);
+  j["message"] = std::string(message);
+  return JsonReply(http_status, j);
+}
+
+Reply ErrorReply(const Status& status) {
+  return ErrorReply(HttpStatusFor(status), StatusCodeName(status.code()), status.message());
+}
+
+// ---------------------------------------------------------------------------
+// FilterCache
+
+FilterCache::FilterCache(std::chrono::milliseconds revalidate_after, size_t max_entries,
+                         Metrics* metrics)
+    : revalidate_after_ns_(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(revalidate_after).count()),
+      max_entries_(max_entries == 0 ? 1 : max_entries),
+      metrics_(metrics) {}
+
+Result<std::shared_ptr<BloomFilter>> FilterCache::Open(Store& store, std::string_view name) {
+  REDBLOOM_ASSIGN_OR_RETURN(std::unique_ptr<BloomFilter> opened, BloomFilter::Open(store, name));
+  metrics_->FilterOpened();
+  std::shared_ptr<BloomFilter> filter = std::move(opened);
+  Put(name, filter);
+  return filter;
+}
+
+Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_view name,
+                                                      bool* cached) {
+  *cached = false;
+  std::shared_ptr<Entry> entry;
+  {
+    std::shared_lock lock(mu_);
+    auto it = entries_.find(name);
+    if (it != entries_.end()) entry = it->second;
+  }
+  if (entry == nullptr) return Open(store, name);
+
+  const int64_t now = SteadyNowNs();
+  if (now - entry->validated_ns.load(std::memory_order_relaxed) >= revalidate_after_ns_) {
+    Result<FilterConfig> stored = store.ReadConfig(name);
+    if (!stored.ok()) {
+      if (stored.status().code() == StatusCode::kNotFound) Evict(name, entry->filter.get());
+      return stored.status();
+    }
+    if (!stored->SameFilterAs(entry->filter->config())) {
+      Evict(name, entry->filter.get());
+      return Open(store, name);
+    }
+    entry->validated_ns.store(now, std::memory_order_relaxed);
+  }
+  *cached = true;
+  return entry->filter;
+}
+
+void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter) {
+  auto entry = std::make_shared<Entry>();
+  entry->filter = std::move(filter);
+  entry->validated_ns.store(SteadyNowNs(), std::memory_order_relaxed);
+  std::unique_lock lock(mu_);
+  auto it = entries_.find(name);
+  if (it != entries_.end()) {
+    it->second = std::move(entry);
+    return;
+  }
+  // Bounded so that a client touching many filters cannot pin a mapping or
+  // connection state for each; any victim is fine, it is reopened on use.
+  if (entries_.size() >= max_entries_) entries_.erase(entries_.begin());
+  entries_.emplace(std::string(name), std::move(entry));
+}
+
+void FilterCache::Evict(std::string_view name, const BloomFilter* only) {
+  std::unique_lock lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return;
+  if (only != nullptr && it->second->filter.get() != only) return;
+  entries_.erase(it);
+}
+
+std::vector<std::shared_ptr<BloomFilter>> FilterCache::Snapshot() const {
+  std::shared_lock lock(mu_);
+  std::vector<std::shared_ptr<BloomFilter>> out;
+  out.reserve(entries_.size());
+  for (const auto& [name, entry] : entries_) out.push_back(entry->filter);
+  return out;
+}
+
+size_t FilterCache::size() const {
+  std::shared_lock lock(mu_);
+  return entries_.size();
+}
+
+void FilterCache::Clear() {
+  std::unique_lock lock(mu_);
+  entries_.clear();
+}
+
+// ---------------------------------------------------------------------------
+// Service
+
+Service::Service(ServiceOptions options, Metrics* metrics)
+    : options_(std::move(options)),
+      metrics_(metrics),
+      cache_(options_.revalidate_after, options_.filter_cache_size, metrics) {}
+
+Service::~Service() {
+  {
+    std::lock_guard lock(retry_mu_);
+    stop_retry_ = true;
+  }
+  retry_cv_.notify_all();
+  if (retry_thread_.joinable()) retry_thread_.join();
+  cache_.Clear();
+}
+
+std::string Service::store_url() const {
+  Store* store = store_.load();
+  return store != nullptr ? store->url() : options_.store_url;
+}
+
+Status Service::Start() {
+  Result<std::unique_ptr<Store>> opened = Store::Open(options_.store_url, options_.store_options);
+  if (opened.ok()) {
+    std::lock_guard lock(store_mu_);
+    owned_store_ = std::move(opened).value();
+    store_.store(owned_store_.get());
+    return Status::Ok();
+  }
+  const bool network = !options_.store_url.starts_with("file:") && options_.store_url != "mem:";
+  if (!network || !opened.status().IsTransient()) return opened.status();
+  {
+    std::lock_guard lock(store_mu_);
+    last_open_error_ = opened.status();
+  }
+  std::fprintf(stderr, "redbloomd: store is not reachable yet (%s); retrying every second\n",
+               opened.status().ToString().c_str());
+  retry_thread_ = std::thread([this] { RetryOpenLoop(); });
+  return Status::Ok();
+}
+
+void Service::RetryOpenLoop() {
+  std::unique_lock lock(retry_mu_);
+  while (!stop_retry_) {
+    retry_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_retry_; });
+    if (stop_retry_) return;
+    lock.unlock();
+    Result<std::unique_ptr<Store>> opened = Store::Open(options_.store_url, options_.store_options);
+    lock.lock();
+    std::lock_guard store_lock(store_mu_);
+    if (opened.ok()) {
+      owned_store_ = std::move(opened).value();
+      store_.store(owned_store_.get());
+      std::fprintf(stderr, "redbloomd: store %s is open\n", owned_store_->url().c_str());
+      return;
+    }
+    last_open_error_ = opened.status();
+  }
+}
+
+Result<Store*> Service::GetStore() const {
+  Store* store = store_.load();
+  if (store != nullptr) return store;
+  std::lock_guard lock(store_mu_);
+  return Status::Unavailable("the store is not open yet: " + last_open_error_.message());
+}
+
+Reply Service::StoreErrorReply(const Status& status) {
+  if (IsStoreFault(status.code())) metrics_->StoreError(status.code());
+  return ErrorReply(status);
+}
+
+template <typename Op>
+Status Service::OnFilter(std::string_view name, Op&& op) {
+  REDBLOOM_ASSIGN_OR_RETURN(Store * store, GetStore());
+  bool cached = false;
+  REDBLOOM_ASSIGN_OR_RETURN(std::shared_ptr<BloomFilter> filter, cache_.Get(*store, name, &cached));
+  Status s = op(*filter);
+  if (cached && (s.code() == StatusCode::kConflict || s.code() == StatusCode::kNotFound)) {
+    cache_.Evict(name, filter.get());
+    REDBLOOM_ASSIGN_OR_RETURN(filter, cache_.Get(*store, name, &cached));
+    s = op(*filter);
+  }
+  return s;
+}
+
+Status Service::FlushAll() {
+  Status first;
+  for (const auto& filter : cache_.Snapshot()) {
+    Status s = filter->Flush();
+    if (!s.ok() && first.ok()) first = s.WithContext("flushing filter '" + filter->name() + "'");
+  }
+  return first;
+}
+
+Reply Service::Health() const { return JsonReply(200, Json{{"status", "ok"}}); }
+
+Reply Service::Ready() {
+  if (shutting_down_.load()) return ErrorReply(503, "unavailable", "shutting down");
+  Result<Store*> store = GetStore();
+  if (!store.ok()) return ErrorReply(store.status());
+  Status s = (*store)->Ping();
+  if (!s.ok()) return StoreErrorReply(s);
+  return JsonReply(200, Json{{"status", "ready"}});
+}
+
+Reply Service::MetricsText() const {
+  Reply r;
+  r.body = metrics_->Render(cache_.size(), store_.load() != nullptr);
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  return r;
+}
+
+Reply Service::ListFilters() {
+  Result<Store*> store = GetStore();
+  if (!store.ok()) return ErrorReply(store.status());
+  Result<std::vector<std::string>> names = (*store)->List();
+  if (!names.ok()) return StoreErrorReply(names.status());
+  return JsonReply(200, Json{{"filters", *names}});
+}
+
+Reply Service::PutFilter(std::string_view name, std::string_view body) {
+  Result<FilterOptions> options = ParseFilterOptions(body);
+  if (!options.ok()) return ErrorReply(options.status());
+  Result<Store*> store = GetStore();
+  if (!store.ok()) return ErrorReply(store.status());
+  bool created = false;
+  Result<std::unique_ptr<BloomFilter>> filter =
+      BloomFilter::Create(**store, name, *options, &created);
+  if (!filter.ok()) return StoreErrorReply(filter.status());
+  std::shared_ptr<BloomFilter> handle = std::move(filter).value();
+  metrics_->FilterOpened();
+  // A new filter replaces whatever handle an earlier filter of this name left.
+  cache_.Put(name, handle);
+  Result<FilterInfo> info = handle->Info();
+  if (!info.ok()) return StoreErrorReply(info.status());
+  Reply r = JsonReply(created ? 201 : 200, InfoJson(*info));
+  if (created) r.headers.emplace_back("Location", "/v1/filters/" + PercentEncodeSegment(name));
+  return r;
+}
+
+Reply Service::GetFilter(std::string_view name) {
+  FilterInfo info;
+  Status s = OnFilter(name, [&](BloomFilter& f) -> Status {
+    REDBLOOM_ASSIGN_OR_RETURN(info, f.Info());
+    return Status::Ok();
+  });
+  if (!s.ok()) return StoreErrorReply(s);
+  return JsonReply(200, InfoJson(info));
+}
+
+Reply Service::DeleteFilter(std::string_view name) {
+  Result<Store*> store = GetStore();
+  if (!store.ok()) return ErrorReply(store.status());
+  cache_.Evict(name);
+  Status s = BloomFilter::Drop(**store, name);
+  // Evict again: a request running during the drop may have reopened it.
+  cache_.Evict(name);
+  if (!s.ok()) return StoreErrorReply(s);
+  return JsonReply(200, Json{{"name", std::string(name)}, {"deleted", true}});
+}
+
+Reply Service::AddItems(std::string_view name, std::string_view body) {
+  ItemsBody items;
+  std::vector<uint8_t> added;
+  Status s = OnFilter(name, [&](BloomFilter& f) -> Status {
+    REDBLOOM_RETURN_IF_ERROR(
+        items.Parse(body, IsIntegerEncoding(f.config().encoding), options_.limits));
+    return f.AddMany(items.items(), &added);
+  });
+  if (!s.ok()) return StoreErrorReply(s);
+  uint64_t new_items = 0;
+  for (uint8_t a : added) new_items += a;
+  metrics_->ItemsAdded(added.size(), new_items);
+  Reply r;
+  r.body = BoolArrayBody("added", added);
+  return r;
+}
+
+Reply Service::CheckItems(std::string_view name, std::string_view body) {
+  ItemsBody items;
+  std::vector<uint8_t> present;
+  Status s = OnFilter(name, [&](BloomFilter& f) -> Status {
+    REDBLOOM_RETURN_IF_ERROR(
+        items.Parse(body, IsIntegerEncoding(f.config().encoding), options_.limits));
+    return f.ContainsMany(items.items(), &present);
+  });
+  if (!s.ok()) return StoreErrorReply(s);
+  uint64_t hits = 0;
+  for (uint8_t p : present) hits += p;
+  metrics_->ItemsChecked(present.size(), hits);
+  Reply r;
+  r.body = BoolArrayBody("present", present);
+  return r;
+}
+
+Reply Service::CheckItem(std::string_view name, std::string_view item) {
+  if (item.size() > options_.limits.max_item_bytes) {
+    return ErrorReply(Status::ResourceExhausted("item is " + std::to_string(item.size()) +
+                                                " bytes; the limit is " +
+                                                std::to_string(options_.limits.max_item_bytes)));
+  }
+  bool present = false;
+  Status s = OnFilter(name, [&](BloomFilter& f) -> Status {
+    REDBLOOM_ASSIGN_OR_RETURN(present, f.Contains(item));
+    return Status::Ok();
+  });
+  if (!s.ok()) return StoreErrorReply(s);
+  metrics_->ItemsChecked(1, present ? 1 : 0);
+  Reply r;
+  r.body = present ? "{\"present\":true}" : "{\"present\":false}";
+  return r;
+}
+
+}  // namespace redbloom::server

@@ -1,0 +1,160 @@
+// The redbloomd API, independent of the HTTP library: each method takes the
+// decoded parts of a request and returns the status, JSON body and headers.
+// HttpServer (http_server.h) does routing, auth, limits on raw HTTP and
+// logging, and calls these.
+//
+// Only the public redbloom API is used. Filter handles are cached per name;
+// see FilterCache for how a filter dropped or re-created elsewhere is noticed.
+#ifndef REDBLOOM_SERVER_SERVICE_H_
+#define REDBLOOM_SERVER_SERVICE_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "items_body.h"
+#include "metrics.h"
+#include "redbloom/bloom_filter.h"
+#include "redbloom/status.h"
+#include "redbloom/store.h"
+
+namespace redbloom::server {
+
+struct Reply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// {"error":"<code>","message":"<message>"} with the given HTTP status.
+Reply ErrorReply(int http_status, std::string_view code, std::string_view message);
+// The same for a Status, with HttpStatusFor(status) and StatusCodeName(code).
+Reply ErrorReply(const Status& status);
+
+// Open filter handles by name.
+//
+// A handle is reused until the store says it is stale. Redis stores check the
+// stored config on use and answer kConflict/kNotFound; the caller then evicts
+// the handle and retries once with a fresh one (Service::OnFilter). A file
+// store's handle maps the file it opened, so a filter dropped and re-created
+// by another process would not be noticed on use: for that, a hit older than
+// `revalidate_after` re-reads the stored config (one small read) and reopens
+// the filter if it changed or vanished.
+class FilterCache {
+ public:
+  FilterCache(std::chrono::milliseconds revalidate_after, size_t max_entries, Metrics* metrics);
+  FilterCache(const FilterCache&) = delete;
+  FilterCache& operator=(const FilterCache&) = delete;
+
+  // The handle for `name`, opened on a miss. *cached says whether it came
+  // from the cache (and so may be stale).
+  Result<std::shared_ptr<BloomFilter>> Get(Store& store, std::string_view name, bool* cached);
+  void Put(std::string_view name, std::shared_ptr<BloomFilter> filter);
+  // Evicts `name`; when `only` is given, only if it is still that handle.
+  void Evict(std::string_view name, const BloomFilter* only = nullptr);
+  std::vector<std::shared_ptr<BloomFilter>> Snapshot() const;
+  size_t size() const;
+  void Clear();
+
+ private:
+  struct Entry {
+    std::shared_ptr<BloomFilter> filter;
+    std::atomic<int64_t> validated_ns{0};  // steady_clock time of the last check
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+
+  Result<std::shared_ptr<BloomFilter>> Open(Store& store, std::string_view name);
+
+  const int64_t revalidate_after_ns_;
+  const size_t max_entries_;
+  Metrics* metrics_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Entry>, Hash, std::equal_to<>> entries_;
+};
+
+struct ServiceOptions {
+  std::string store_url;
+  StoreOptions store_options;
+  ItemLimits limits;
+  // See FilterCache. 0 re-reads the stored config on every request.
+  std::chrono::milliseconds revalidate_after{0};
+  size_t filter_cache_size = 4096;
+};
+
+class Service {
+ public:
+  Service(ServiceOptions options, Metrics* metrics);
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+  ~Service();
+
+  // Opens the store. A network store (redis://) that is unreachable now is
+  // not fatal: the service starts, answers 503, and retries in the background
+  // every second. Any other failure (a malformed URL, an unusable directory)
+  // is returned.
+  Status Start();
+  // From now on /readyz answers 503, so load balancers stop sending traffic
+  // while in-flight requests finish.
+  void BeginShutdown() { shutting_down_.store(true); }
+  // Flushes every open filter (msync for files). Returns the first error.
+  Status FlushAll();
+  std::string store_url() const;
+
+  Reply Health() const;
+  Reply Ready();
+  Reply MetricsText() const;
+  Reply ListFilters();
+  Reply PutFilter(std::string_view name, std::string_view body);
+  Reply GetFilter(std::string_view name);
+  Reply DeleteFilter(std::string_view name);
+  Reply AddItems(std::string_view name, std::string_view body);
+  Reply CheckItems(std::string_view name, std::string_view body);
+  Reply CheckItem(std::string_view name, std::string_view item);
+
+ private:
+  Result<Store*> GetStore() const;
+  // Runs op(filter) on the cached handle; if the store says the handle is
+  // stale (kConflict, kNotFound), evicts it and runs op once more on a fresh
+  // handle. op must be safe to repeat (adds are: a bit set twice is set).
+  template <typename Op>
+  Status OnFilter(std::string_view name, Op&& op);
+  // Error reply for a failed store call, counting it in the metrics when the
+  // store (not the request) is at fault.
+  Reply StoreErrorReply(const Status& status);
+  void RetryOpenLoop();
+
+  ServiceOptions options_;
+  Metrics* metrics_;
+  std::atomic<bool> shutting_down_{false};
+
+  mutable std::mutex store_mu_;
+  std::unique_ptr<Store> owned_store_;  // guarded by store_mu_ until published
+  Status last_open_error_;              // guarded by store_mu_
+  std::atomic<Store*> store_{nullptr};
+
+  // Declared after the store: handles must close before it.
+  FilterCache cache_;
+
+  std::mutex retry_mu_;
+  std::condition_variable retry_cv_;
+  bool stop_retry_ = false;  // guarded by retry_mu_
+  std::thread retry_thread_;
+};
+
+}  // namespace redbloom::server
+
+#endif  // REDBLOOM_SERVER_SERVICE_H_
