@@ -141,6 +141,65 @@ Status BloomFilter::Clear() { return bits_->Clear(); }
 
 Status BloomFilter::Flush() { return bits_->Flush(); }
 
+Status BloomFilter::ReadBitmap(std::string* out) {
+  // 4 MiB per read bounds one Redis command's reply and the time it holds the
+  // server, while keeping round trips few (a 1e7-item filter is 3 reads).
+  constexpr size_t kChunk = 4 << 20;
+  const uint64_t total = config_.data_bytes();
+  out->clear();
+  out->reserve(total);
+  std::string chunk;
+  for (uint64_t offset = 0; offset < total; offset += kChunk) {
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunk, total - offset));
+    REDBLOOM_RETURN_IF_ERROR(bits_->ReadBits(offset, len, &chunk));
+    out->append(chunk);
+    // A bitmap shorter than its config (a Redis key never pre-sized, as the
+    // Java service leaves it) reads as zeros past its end.
+    if (chunk.size() < len) out->append(len - chunk.size(), '\0');
+  }
+  return Status::Ok();
+}
+
+Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
+  if (bitmap.size() != config_.data_bytes()) {
+    return Status::InvalidArgument("bitmap has " + std::to_string(bitmap.size()) +
+                                   " bytes; filter '" + name_ + "' has " +
+                                   std::to_string(config_.data_bytes()));
+  }
+  return bits_->OrBits(bitmap, new_items);
+}
+
+BitmapBuilder::BitmapBuilder(const FilterConfig& config)
+    : config_(config), bitmap_(config.data_bytes(), '\0') {}
+
+Status BitmapBuilder::Add(std::span<const std::string_view> items) {
+  std::vector<Hash128> hashes(items.size());
+  std::string scratch;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Status s = HashItem(config_.encoding, items[i], &scratch, &hashes[i]);
+    if (!s.ok()) return s.WithContext("item " + std::to_string(i + 1));
+  }
+  return AddHashes(hashes);
+}
+
+Status BitmapBuilder::AddHashes(std::span<const Hash128> hashes) {
+  const uint32_t k = config_.geometry.hashes;
+  offsets_.resize(k);
+  auto* bytes = reinterpret_cast<uint8_t*>(bitmap_.data());
+  for (const Hash128& h : hashes) {
+    ComputeOffsets(config_.strategy, h, config_.geometry, offsets_.data());
+    bool fresh = false;
+    for (uint64_t o : offsets_) {
+      const uint8_t mask = static_cast<uint8_t>(0x80u >> (o & 7));
+      fresh |= (bytes[o >> 3] & mask) == 0;
+      bytes[o >> 3] |= mask;
+    }
+    new_items_ += fresh ? 1 : 0;
+  }
+  items_ += hashes.size();
+  return Status::Ok();
+}
+
 Result<FilterInfo> BloomFilter::Info() {
   REDBLOOM_ASSIGN_OR_RETURN(FilterStats stats, bits_->Stats());
   FilterInfo info;

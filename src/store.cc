@@ -30,6 +30,14 @@ Status ValidateFilterName(std::string_view name) {
   return Status::Ok();
 }
 
+Status BitStore::ReadBits(uint64_t /*offset*/, size_t /*len*/, std::string* /*out*/) {
+  return Status::Unimplemented("this store cannot read bits in bulk");
+}
+
+Status BitStore::OrBits(std::string_view /*bitmap*/, uint64_t /*new_items*/) {
+  return Status::Unimplemented("this store cannot write bits in bulk");
+}
+
 Status Store::Attach(std::string_view name, const FilterConfig& /*config*/) {
   return Status::Unimplemented("store " + url() + " cannot attach foreign bits to '" +
                                std::string(name) + "'; use create");

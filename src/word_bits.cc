@@ -1,6 +1,8 @@
 #include "word_bits.h"
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
 #include <string>
 
 namespace redbloom::internal {
@@ -88,6 +90,47 @@ Status WordBitStore::Clear() {
     std::atomic_ref<uint64_t>(words_[w]).store(0, std::memory_order_relaxed);
   }
   std::atomic_ref<uint64_t>(*count_).store(0, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status WordBitStore::ReadBits(uint64_t offset, size_t len, std::string* out) {
+  out->clear();
+  if (offset >= bitmap_bytes()) return Status::Ok();
+  len = static_cast<size_t>(std::min<uint64_t>(len, bitmap_bytes() - offset));
+  out->resize(len);
+  // Word-wise relaxed loads: concurrent adds may or may not be seen, but no
+  // torn word is ever read.
+  for (size_t i = 0; i < len;) {
+    const uint64_t pos = offset + i;
+    const uint64_t w = std::atomic_ref<uint64_t>(words_[pos / 8]).load(std::memory_order_relaxed);
+    for (uint64_t b = pos % 8; b < 8 && i < len; ++b, ++i) {
+      (*out)[i] = static_cast<char>((w >> (8 * b)) & 0xff);
+    }
+  }
+  return Status::Ok();
+}
+
+Status WordBitStore::OrBits(std::string_view bitmap, uint64_t new_items) {
+  if (bitmap.size() > bitmap_bytes()) {
+    return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
+                                   " bytes is larger than the filter's " +
+                                   std::to_string(bitmap_bytes()));
+  }
+  const size_t full_words = bitmap.size() / 8;
+  for (size_t w = 0; w < full_words; ++w) {
+    uint64_t v;
+    std::memcpy(&v, bitmap.data() + 8 * w, 8);  // little-endian load keeps Redis byte order
+    if (v != 0) std::atomic_ref<uint64_t>(words_[w]).fetch_or(v, std::memory_order_relaxed);
+  }
+  if (bitmap.size() % 8 != 0) {
+    uint64_t v = 0;
+    std::memcpy(&v, bitmap.data() + 8 * full_words, bitmap.size() % 8);
+    if (v != 0)
+      std::atomic_ref<uint64_t>(words_[full_words]).fetch_or(v, std::memory_order_relaxed);
+  }
+  if (new_items != 0) {
+    std::atomic_ref<uint64_t>(*count_).fetch_add(new_items, std::memory_order_relaxed);
+  }
   return Status::Ok();
 }
 

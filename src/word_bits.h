@@ -43,9 +43,13 @@ class WordBitStore final : public BitStore {
   Result<FilterStats> Stats() override;
   Status Clear() override;
   Status Flush() override { return flush_ ? flush_() : Status::Ok(); }
+  Status ReadBits(uint64_t offset, size_t len, std::string* out) override;
+  Status OrBits(std::string_view bitmap, uint64_t new_items) override;
 
  private:
   uint64_t words() const { return (bits_ + 63) / 64; }
+  // Bytes of the bitmap as Redis would hold it (the words may pad it).
+  uint64_t bitmap_bytes() const { return (bits_ + 7) / 8; }
 
   uint64_t* words_;
   uint64_t bits_;

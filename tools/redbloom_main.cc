@@ -16,25 +16,30 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/store.h"
 
 namespace redbloom::cli {
-namespace {
-
-constexpr int kExitAbsent = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitIo = 3;
-
-// Items are read and written in chunks of this many, so a file of any size
-// streams through bounded memory while each chunk is still one batch.
-constexpr size_t kChunkItems = 65536;
 
 int Fail(const Status& s) {
   std::cerr << "redbloom: error: " << s.message() << " [" << StatusCodeName(s.code()) << "]\n";
   return ExitCodeFor(s);
 }
+
+Status Context::OpenStore() {
+  auto s = Store::Open(store_url);
+  if (!s.ok()) return s.status();
+  store = std::move(s).value();
+  return Status::Ok();
+}
+
+namespace {
+
+// Items are read and written in chunks of this many, so a file of any size
+// streams through bounded memory while each chunk is still one batch.
+constexpr size_t kChunkItems = 65536;
 
 // Options shared by the commands that size a filter.
 struct SizingFlags {
@@ -113,18 +118,6 @@ class ItemSource {
   const std::string& file_;
   std::ifstream stream_;
   size_t next_arg_ = 0;
-};
-
-struct Context {
-  std::string store_url;
-  std::unique_ptr<Store> store;
-
-  Status OpenStore() {
-    auto s = Store::Open(store_url);
-    if (!s.ok()) return s.status();
-    store = std::move(s).value();
-    return Status::Ok();
-  }
 };
 
 std::string Yes(bool b) { return b ? "yes" : "no"; }
@@ -363,6 +356,8 @@ int Main(int argc, char** argv) {
   offsets_flags.AddTo(offsets, "guava64");
   offsets->add_option("ITEM", items, "Items")->required();
 
+  auto run_bulk = AddBulkCommands(app, ctx);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -385,6 +380,7 @@ int Main(int argc, char** argv) {
   if (*list) return RunList(ctx);
   if (*drop) return RunDrop(ctx, name);
   if (*offsets) return RunOffsets(offsets_flags, items);
+  if (int rc = run_bulk(); rc >= 0) return rc;
   return kExitUsage;
 }
 

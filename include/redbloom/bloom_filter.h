@@ -87,6 +87,12 @@ class BloomFilter {
   Result<FilterInfo> Info();
   Status Flush();
 
+  // The whole bitmap (config().data_bytes() bytes, Redis bit order), read in
+  // bounded chunks. Concurrent adds may or may not be included.
+  Status ReadBitmap(std::string* out);
+  // ORs a bitmap built elsewhere into this filter; never clears a bit.
+  Status OrBitmap(std::string_view bitmap, uint64_t new_items);
+
  private:
   BloomFilter(std::string name, FilterConfig config, std::unique_ptr<BitStore> bits);
   Status HashAll(std::span<const std::string_view> items, std::vector<Hash128>* hashes) const;
@@ -98,6 +104,32 @@ class BloomFilter {
 
 // Offsets of `item` under a config, without any store (for `redbloom offsets`).
 Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item);
+
+// Builds a filter's bitmap in local memory (config.data_bytes() bytes), for
+// bulk loads: hashing millions of items here and writing the result with one
+// OrBitmap() replaces millions of per-item store commands.
+class BitmapBuilder {
+ public:
+  explicit BitmapBuilder(const FilterConfig& config);
+
+  // Validates every item first, then sets their bits; a bad item fails the
+  // call without changing the bitmap.
+  Status Add(std::span<const std::string_view> items);
+  Status AddHashes(std::span<const Hash128> hashes);
+
+  const std::string& bitmap() const { return bitmap_; }
+  // Items that set at least one bit not already set by this builder: the
+  // distinct items of the load, as far as the filter can tell.
+  uint64_t new_items() const { return new_items_; }
+  uint64_t items() const { return items_; }
+
+ private:
+  FilterConfig config_;
+  std::string bitmap_;
+  std::vector<uint64_t> offsets_;
+  uint64_t new_items_ = 0;
+  uint64_t items_ = 0;
+};
 
 }  // namespace redbloom
 

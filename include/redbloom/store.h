@@ -77,6 +77,18 @@ class BitStore {
   virtual Status Clear() = 0;
   // Makes written bits durable (msync for files). Redis and memory: no-op.
   virtual Status Flush() { return Status::Ok(); }
+
+  // Bulk access, for load, import, export and merge. Bytes are in Redis bit
+  // order (bit i in byte i/8, mask 0x80 >> i%8); a filter's bitmap is
+  // config.data_bytes() long.
+  //
+  // Reads bytes [offset, offset + len) of the bitmap into *out (shorter only
+  // if the bitmap ends first).
+  virtual Status ReadBits(uint64_t offset, size_t len, std::string* out);
+  // ORs `bitmap` (at most data_bytes() long, starting at byte 0) into the
+  // filter. Never clears a bit, so it is safe with concurrent writers: each of
+  // their adds survives. The stored item count grows by `new_items`.
+  virtual Status OrBits(std::string_view bitmap, uint64_t new_items);
 };
 
 class Store {

@@ -1,0 +1,66 @@
+// Moving filters in and out: Guava's serialized form, redbloom's own dump, and
+// merging filters of identical geometry.
+//
+// Guava (`BloomFilter.writeTo` / `readFrom`, Guava 31.1):
+//   byte   strategy ordinal (1 = MURMUR128_MITZ_64, our guava64)
+//   byte   k (unsigned)
+//   int32  number of 64-bit words, big-endian
+//   int64  words, big-endian; bit i of the filter is bit (i mod 64) of word i/64.
+// Redis keeps bit i at mask 0x80 >> (i mod 8) of byte i/8, so every word is
+// converted, not copied. Guava files carry neither the capacity, the error
+// rate nor the funnel: the importer supplies them and they are checked against
+// the file's m and k.
+//
+// redbloom dump (format version 1; docs/format.md has the byte layout): the
+// full config and the item count, then the bitmap in chunks, each with its
+// offset, length and CRC-32, then an end marker with the number of chunks.
+// All-zero chunks are skipped, so a sparse filter dumps small. Any store can
+// restore it; a truncated or altered dump is a kDataLoss error and nothing is
+// written.
+#ifndef REDBLOOM_TRANSFER_H_
+#define REDBLOOM_TRANSFER_H_
+
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/store.h"
+
+namespace redbloom {
+
+// Writes `filter` (strategy guava64 only) in Guava's writeTo format.
+Status ExportGuava(BloomFilter& filter, std::ostream& out);
+
+struct GuavaImportOptions {
+  uint64_t capacity = 0;  // n and p the Java side created the filter with
+  double error_rate = 0;
+  Encoding encoding = Encoding::kUtf8;  // the funnel the Java side used
+};
+// Reads a Guava file and ORs its bits into filter `name`, creating it (strategy
+// guava64) if it does not exist. The file's m and k must be what capacity and
+// error rate give. The whole file is validated before anything is written.
+Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
+                                                 std::istream& in,
+                                                 const GuavaImportOptions& options);
+
+// Writes a redbloom dump of `filter`.
+Status ExportDump(BloomFilter& filter, std::ostream& out);
+// Restores a dump into filter `name`: created with the dump's config if it does
+// not exist, else it must have the same config (kConflict otherwise) and the
+// dump's bits are ORed in.
+Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view name,
+                                                std::istream& in);
+
+// ORs the bits of every source into `dest`. All must have the same strategy,
+// encoding, m and k (kInvalidArgument naming the first that differs). A
+// missing dest is created with the first source's config.
+Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources);
+
+}  // namespace redbloom
+
+#endif  // REDBLOOM_TRANSFER_H_

@@ -1,0 +1,361 @@
+// Bulk load, Guava import/export against real Guava, dumps between every pair
+// of stores, and merge.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/transfer.h"
+#include "redis_server.h"
+#include "test_util.h"
+
+namespace redbloom {
+namespace {
+
+using testing::RunCommand;
+
+std::vector<std::string> Items(const std::string& prefix, int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
+  return v;
+}
+
+std::vector<std::string_view> Views(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
+}
+
+std::string Hex(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs GuavaFiles with `items` on stdin (hex for utf8, decimal for int64).
+std::string Java(const std::vector<std::string>& args, const std::vector<std::string>& items,
+                 bool hex) {
+  std::vector<std::string> argv = {JAVA, "-cp", std::string(GUAVA_JAR) + ":" + GUAVA_FILES_CLASSDIR,
+                                   "GuavaFiles"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string input;
+  for (const auto& i : items) input += (hex ? Hex(i) : i) + "\n";
+  auto r = RunCommand(argv, input);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+TEST(BitmapBuilderTest, LoadEqualsPerItemAdds) {
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  const FilterOptions o{.capacity = 20000, .error_rate = 0.01};
+  auto a = BloomFilter::Create(**store, "a", o);
+  auto b = BloomFilter::Create(**store, "b", o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const auto items = Items("ORD-", 20000);
+  ASSERT_TRUE((*a)->AddMany(Views(items)).ok());
+  BitmapBuilder builder((*b)->config());
+  ASSERT_TRUE(builder.Add(Views(items)).ok());
+  ASSERT_TRUE((*b)->OrBitmap(builder.bitmap(), builder.new_items()).ok());
+  std::string bits_a, bits_b;
+  ASSERT_TRUE((*a)->ReadBitmap(&bits_a).ok());
+  ASSERT_TRUE((*b)->ReadBitmap(&bits_b).ok());
+  EXPECT_EQ(bits_a, bits_b);
+  EXPECT_EQ((*a)->Info()->items_added, (*b)->Info()->items_added);
+}
+
+TEST(BitmapBuilderTest, BadItemChangesNothing) {
+  auto config = MakeConfig({.capacity = 100, .error_rate = 0.01, .encoding = Encoding::kInt64});
+  ASSERT_TRUE(config.ok());
+  BitmapBuilder builder(*config);
+  std::vector<std::string_view> items = {"1", "x"};
+  EXPECT_EQ(builder.Add(items).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(builder.bitmap().find_first_not_of('\0'), std::string::npos);
+  EXPECT_EQ(builder.items(), 0u);
+}
+
+class GuavaFormatTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  testing::TempDir dir_;
+};
+
+// A file written by Guava, once imported, gives exactly Guava's mightContain
+// answers (false positives included); exported again, Guava reads it back to
+// the same answers and rewrites it to the same bytes.
+TEST_P(GuavaFormatTest, ImportAndExportMatchGuavaExactly) {
+  const bool ints = GetParam() == "int64";
+  std::vector<std::string> added, probes;
+  for (int i = 0; i < 3000; ++i)
+    added.push_back(ints ? std::to_string(i * 7919LL - 500000)
+                         : "ORD-" + std::to_string(i) + "-ação-订单");
+  for (int i = 0; i < 30000; ++i)
+    probes.push_back(ints ? std::to_string(i * 104729LL + 1) : "never-" + std::to_string(i));
+  probes.insert(probes.end(), added.begin(), added.end());
+
+  const std::string guava_file = dir_.path() + "/java.bf";
+  Java({"write", "3000", "0.03", GetParam(), guava_file}, added, !ints);
+  const std::string java_answers = Java({"query", guava_file, GetParam()}, probes, !ints);
+
+  auto store = Store::Open("file:" + dir_.path() + "/store");
+  ASSERT_TRUE(store.ok());
+  std::ifstream in(guava_file, std::ios::binary);
+  auto filter = ImportGuava(**store, "imported", in,
+                            {.capacity = 3000,
+                             .error_rate = 0.03,
+                             .encoding = ints ? Encoding::kInt64 : Encoding::kUtf8});
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  std::vector<uint8_t> present;
+  ASSERT_TRUE((*filter)->ContainsMany(Views(probes), &present).ok());
+  std::string ours;
+  int false_positives = 0;
+  for (size_t i = 0; i < present.size(); ++i) {
+    ours += present[i] ? "1\n" : "0\n";
+    if (i < 30000) false_positives += present[i];
+  }
+  EXPECT_EQ(ours, java_answers);
+  EXPECT_GT(false_positives, 0) << "the comparison needs false positives to have teeth";
+
+  const std::string exported = dir_.path() + "/ours.bf";
+  {
+    std::ofstream out(exported, std::ios::binary);
+    ASSERT_TRUE(ExportGuava(**filter, out).ok());
+  }
+  EXPECT_EQ(ReadFile(exported), ReadFile(guava_file)) << "export must give Guava's bytes";
+  EXPECT_EQ(Java({"query", exported, GetParam()}, probes, !ints), java_answers);
+  const std::string rewritten = dir_.path() + "/rewritten.bf";
+  Java({"rewrite", exported, GetParam(), rewritten}, {}, !ints);
+  EXPECT_EQ(ReadFile(rewritten), ReadFile(exported));
+}
+
+INSTANTIATE_TEST_SUITE_P(Funnels, GuavaFormatTest, ::testing::Values("utf8", "int64"));
+
+TEST(GuavaFormatErrorsTest, ClearErrorsAndNothingWritten) {
+  testing::TempDir dir;
+  const std::string guava_file = dir.path() + "/java.bf";
+  Java({"write", "1000", "0.01", "utf8", guava_file}, {"a", "b"}, true);
+  const std::string bytes = ReadFile(guava_file);
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  auto import = [&](const std::string& data, uint64_t n) {
+    std::istringstream in(data);
+    return ImportGuava(**store, "g", in, {.capacity = n, .error_rate = 0.01});
+  };
+  EXPECT_EQ(import(bytes, 5000).status().code(), StatusCode::kInvalidArgument)
+      << "m/k must match the given capacity";
+  EXPECT_EQ(import(bytes.substr(0, bytes.size() - 3), 1000).status().code(), StatusCode::kDataLoss);
+  std::string mitz32 = bytes;
+  mitz32[0] = 0;
+  EXPECT_EQ(import(mitz32, 1000).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*store)->ReadConfig("g").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(import(bytes, 1000).ok());
+
+  auto seed = BloomFilter::Create(**store, "seed",
+                                  {.capacity = 10, .error_rate = 0.1, .strategy = Strategy::kSeed});
+  ASSERT_TRUE(seed.ok());
+  std::ostringstream out;
+  EXPECT_EQ(ExportGuava(**seed, out).code(), StatusCode::kInvalidArgument);
+}
+
+// The stores a dump must move between: memory, a file directory, a Redis
+// server, and another Redis server.
+class DumpTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    redis_a_ = new testing::RedisServer();
+    redis_b_ = new testing::RedisServer();
+    redis_a_->Start();
+    redis_b_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete redis_a_;
+    delete redis_b_;
+  }
+  std::vector<std::pair<std::string, std::string>> Urls() {
+    return {{"mem", "mem:"},
+            {"file", "file:" + dir_.path()},
+            {"redis", redis_a_->url()},
+            {"redis2", redis_b_->url() + "/3"}};
+  }
+
+  static testing::RedisServer* redis_a_;
+  static testing::RedisServer* redis_b_;
+  testing::TempDir dir_;
+};
+testing::RedisServer* DumpTest::redis_a_ = nullptr;
+testing::RedisServer* DumpTest::redis_b_ = nullptr;
+
+TEST_F(DumpTest, RoundTripsAcrossEveryPairOfStores) {
+  std::vector<std::pair<std::string, std::unique_ptr<Store>>> stores;
+  for (const auto& [label, url] : Urls()) {
+    auto s = Store::Open(url);
+    ASSERT_TRUE(s.ok()) << label << ": " << s.status().ToString();
+    stores.emplace_back(label, std::move(s).value());
+  }
+  const auto items = Items("ORD-", 5000);
+  for (auto& [src_label, src] : stores) {
+    auto f = BloomFilter::Create(*src, "src",
+                                 {.capacity = 5000,
+                                  .error_rate = 0.01,
+                                  .strategy = Strategy::kSeed,
+                                  .encoding = Encoding::kUtf8x2});
+    ASSERT_TRUE(f.ok()) << src_label << ": " << f.status().ToString();
+    ASSERT_TRUE((*f)->AddMany(Views(items)).ok());
+    std::stringstream dump;
+    ASSERT_TRUE(ExportDump(**f, dump).ok()) << src_label;
+    std::string src_bits;
+    ASSERT_TRUE((*f)->ReadBitmap(&src_bits).ok());
+    for (auto& [dst_label, dst] : stores) {
+      const std::string name = "from-" + src_label;
+      std::stringstream in(dump.str());
+      auto restored = ImportDump(*dst, name, in);
+      ASSERT_TRUE(restored.ok()) << src_label << " -> " << dst_label << ": "
+                                 << restored.status().ToString();
+      EXPECT_EQ((*restored)->config(), (*f)->config());
+      std::string dst_bits;
+      ASSERT_TRUE((*restored)->ReadBitmap(&dst_bits).ok());
+      EXPECT_EQ(dst_bits, src_bits) << src_label << " -> " << dst_label;
+      std::vector<uint8_t> present;
+      ASSERT_TRUE((*restored)->ContainsMany(Views(items), &present).ok());
+      for (size_t i = 0; i < items.size(); ++i) {
+        ASSERT_EQ(present[i], 1) << src_label << " -> " << dst_label << " " << items[i];
+      }
+      EXPECT_EQ((*restored)->Info()->items_added, (*f)->Info()->items_added);
+      ASSERT_TRUE(BloomFilter::Drop(*dst, name).ok());
+    }
+    ASSERT_TRUE(BloomFilter::Drop(*src, "src").ok());
+  }
+}
+
+TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  auto f = BloomFilter::Create(**store, "f", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Add("x").ok());
+  std::stringstream dump;
+  ASSERT_TRUE(ExportDump(**f, dump).ok());
+  const std::string good = dump.str();
+  auto import = [&](const std::string& bytes) {
+    std::istringstream in(bytes);
+    return ImportDump(**store, "copy", in).status();
+  };
+  for (size_t cut : {size_t{5}, size_t{40}, good.size() - 30, good.size() - 1}) {
+    EXPECT_EQ(import(good.substr(0, cut)).code(), StatusCode::kDataLoss) << "cut at " << cut;
+  }
+  for (size_t pos : {size_t{20}, good.size() / 2, good.size() - 10}) {
+    std::string bad = good;
+    bad[pos] ^= 0x40;
+    EXPECT_EQ(import(bad).code(), StatusCode::kDataLoss) << "flip at " << pos;
+  }
+  EXPECT_EQ((*store)->ReadConfig("copy").status().code(), StatusCode::kNotFound);
+  // Restoring onto a filter with other parameters is a conflict.
+  ASSERT_TRUE(BloomFilter::Create(**store, "other", {.capacity = 999, .error_rate = 0.01}).ok());
+  std::istringstream in(good);
+  EXPECT_EQ(ImportDump(**store, "other", in).status().code(), StatusCode::kConflict);
+}
+
+TEST(MergeTest, UnionOfIdenticalGeometryAndClearErrorsOtherwise) {
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  const FilterOptions o{.capacity = 5000, .error_rate = 0.01};
+  auto a = BloomFilter::Create(**store, "a", o);
+  auto b = BloomFilter::Create(**store, "b", o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const auto items_a = Items("a-", 2000), items_b = Items("b-", 2000);
+  ASSERT_TRUE((*a)->AddMany(Views(items_a)).ok());
+  ASSERT_TRUE((*b)->AddMany(Views(items_b)).ok());
+  const std::vector<std::string> sources = {"a", "b"};
+  ASSERT_TRUE(Merge(**store, "ab", sources).ok());
+  auto ab = BloomFilter::Open(**store, "ab");
+  ASSERT_TRUE(ab.ok());
+  std::vector<uint8_t> present;
+  for (const auto* items : {&items_a, &items_b}) {
+    ASSERT_TRUE((*ab)->ContainsMany(Views(*items), &present).ok());
+    for (size_t i = 0; i < items->size(); ++i) ASSERT_EQ(present[i], 1) << (*items)[i];
+  }
+  // Into one of its own sources.
+  ASSERT_TRUE(Merge(**store, "a", std::vector<std::string>{"a", "b"}).ok());
+  ASSERT_TRUE((*a)->ContainsMany(Views(items_b), &present).ok());
+  for (uint8_t p : present) ASSERT_EQ(p, 1);
+
+  ASSERT_TRUE(BloomFilter::Create(**store, "bigger", {.capacity = 6000, .error_rate = 0.01}).ok());
+  ASSERT_TRUE(
+      BloomFilter::Create(**store, "seed",
+                          {.capacity = 5000, .error_rate = 0.01, .strategy = Strategy::kSeed})
+          .ok());
+  ASSERT_TRUE(
+      BloomFilter::Create(**store, "ints",
+                          {.capacity = 5000, .error_rate = 0.01, .encoding = Encoding::kInt32})
+          .ok());
+  for (const char* other : {"bigger", "seed", "ints"}) {
+    const Status s = Merge(**store, "x", std::vector<std::string>{"a", other});
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << other;
+    EXPECT_NE(s.message().find(other), std::string::npos) << s.message();
+  }
+  EXPECT_EQ(Merge(**store, "bigger", std::vector<std::string>{"a"}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(Merge(**store, "x", std::vector<std::string>{"a", "missing"}).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ((*store)->ReadConfig("x").status().code(), StatusCode::kNotFound)
+      << "a failed merge creates nothing";
+}
+
+// The bulk CLI commands, end to end on the file store.
+class BulkCliTest : public ::testing::Test {
+ protected:
+  testing::CommandResult Run(std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path() + "/s"});
+    return RunCommand(args, input);
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(BulkCliTest, LoadImportExportMergeDedup) {
+  ASSERT_EQ(Run({"create", "f", "-n", "50000", "-p", "0.01"}).exit_code, 0);
+  std::string input;
+  for (int i = 0; i < 40000; ++i) input += "ORD-" + std::to_string(i) + "\n";
+  auto load = Run({"load", "f", "--file", "-"}, input);
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  EXPECT_NE(load.err.find("loaded 40000 items"), std::string::npos) << load.err;
+  EXPECT_EQ(Run({"check", "-q", "f", "-f", "-"}, input).exit_code, 0);
+
+  const std::string guava = dir_.path() + "/f.guava", dump = dir_.path() + "/f.dump";
+  ASSERT_EQ(Run({"export", "f", "--format", "guava", "--file", guava}).exit_code, 0);
+  ASSERT_EQ(Run({"export", "f", "--format", "redbloom", "--file", dump}).exit_code, 0);
+  auto imp =
+      Run({"import", "g", "--format", "guava", "--file", guava, "-n", "50000", "-p", "0.01"});
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  EXPECT_EQ(Run({"check", "-q", "g", "-f", "-"}, input).exit_code, 0);
+  ASSERT_EQ(Run({"import", "h", "--format", "redbloom", "--file", dump}).exit_code, 0);
+  EXPECT_EQ(Run({"check", "-q", "h", "-f", "-"}, input).exit_code, 0);
+  EXPECT_EQ(Run({"import", "x", "--format", "guava", "--file", guava}).exit_code, 2)
+      << "guava needs capacity and error";
+  EXPECT_EQ(Run({"import", "x", "--format", "xml", "--file", guava}).exit_code, 2);
+  EXPECT_EQ(Run({"import", "x", "--format", "redbloom", "--file", guava}).exit_code, 3)
+      << "a Guava file is not a dump";
+
+  ASSERT_EQ(Run({"create", "other", "-n", "10", "-p", "0.1"}).exit_code, 0);
+  EXPECT_EQ(Run({"merge", "m", "f", "other"}).exit_code, 2);
+  ASSERT_EQ(Run({"merge", "m", "f", "g"}).exit_code, 0);
+  EXPECT_EQ(Run({"check", "-q", "m", "-f", "-"}, input).exit_code, 0);
+
+  auto dedup = Run({"dedup", "f"}, "ORD-1\nnew-1\nnew-2\nnew-1\nORD-2\n");
+  ASSERT_EQ(dedup.exit_code, 0) << dedup.err;
+  EXPECT_EQ(dedup.out, "new-1\nnew-2\n");
+  EXPECT_EQ(Run({"dedup", "f"}, "new-1\n").out, "");
+  EXPECT_EQ(Run({"load", "missing", "--file", "-"}, "a\n").exit_code, 4);
+}
+
+}  // namespace
+}  // namespace redbloom

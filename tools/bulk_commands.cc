@@ -1,0 +1,398 @@
+// redbloom load, import, export, merge and dedup.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "redbloom/bloom_filter.h"
+#include "redbloom/transfer.h"
+
+namespace redbloom::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reads lines from a file descriptor in batches. In streaming mode a batch
+// ends as soon as no more input is ready, so `tail -f log | redbloom dedup`
+// answers each line as it arrives instead of waiting for a full batch.
+class LineReader {
+ public:
+  explicit LineReader(std::string path) : path_(std::move(path)) {}
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  ~LineReader() {
+    if (fd_ > 0) ::close(fd_);
+  }
+
+  Status Open() {
+    if (path_ == "-") {
+      fd_ = 0;
+    } else {
+      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) return Status::Unavailable("cannot open " + path_ + ": " + std::strerror(errno));
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
+      total_bytes_ = static_cast<uint64_t>(st.st_size);
+    return Status::Ok();
+  }
+
+  // Fills `out` with up to `max` lines; false at end of input.
+  Result<bool> Next(std::vector<std::string>* out, size_t max, bool streaming) {
+    out->clear();
+    while (out->size() < max) {
+      const size_t nl = buf_.find('\n', pos_);
+      if (nl != std::string::npos) {
+        out->emplace_back(buf_, pos_, nl - pos_);
+        if (!out->back().empty() && out->back().back() == '\r') out->back().pop_back();
+        pos_ = nl + 1;
+        continue;
+      }
+      if (eof_) {
+        if (pos_ < buf_.size()) {
+          out->emplace_back(buf_, pos_);
+          if (!out->back().empty() && out->back().back() == '\r') out->back().pop_back();
+          pos_ = buf_.size();
+        }
+        break;
+      }
+      if (streaming && !out->empty() && !InputReady()) break;
+      buf_.erase(0, pos_);
+      pos_ = 0;
+      REDBLOOM_RETURN_IF_ERROR(Fill());
+    }
+    return !out->empty();
+  }
+
+  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t total_bytes() const { return total_bytes_; }  // 0 when unknown (a pipe)
+
+ private:
+  bool InputReady() const {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  }
+
+  Status Fill() {
+    char chunk[1 << 16];
+    while (true) {
+      const ssize_t r = ::read(fd_, chunk, sizeof(chunk));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0)
+        return Status::Unavailable("read error on " + Name() + ": " + std::strerror(errno));
+      if (r == 0) eof_ = true;
+      buf_.append(chunk, static_cast<size_t>(r));
+      bytes_read_ += static_cast<uint64_t>(r);
+      return Status::Ok();
+    }
+  }
+
+  std::string Name() const { return path_ == "-" ? "stdin" : path_; }
+
+  std::string path_;
+  int fd_ = -1;
+  std::string buf_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+  uint64_t bytes_read_ = 0;
+  uint64_t total_bytes_ = 0;
+};
+
+std::string Human(double v) {
+  char buf[32];
+  if (v >= 1e6) {
+    std::snprintf(buf, sizeof(buf), "%.2fM", v / 1e6);
+  } else if (v >= 1e3) {
+    std::snprintf(buf, sizeof(buf), "%.1fk", v / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  }
+  return buf;
+}
+
+// A progress bar on a terminal (items, items/s, and for regular files the
+// share read and an ETA); nothing otherwise, since scripts want a summary.
+class Progress {
+ public:
+  explicit Progress(uint64_t total_bytes)
+      : tty_(::isatty(2) == 1), total_bytes_(total_bytes), start_(Clock::now()) {}
+
+  void Update(uint64_t items, uint64_t bytes, bool force = false) {
+    if (!tty_) return;
+    const auto now = Clock::now();
+    if (!force && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = secs > 0 ? items / secs : 0;
+    std::string line =
+        "\r" + Human(static_cast<double>(items)) + " items, " + Human(rate) + " items/s";
+    if (total_bytes_ > 0) {
+      const double frac = std::min(1.0, static_cast<double>(bytes) / total_bytes_);
+      const int width = 30;
+      const int done = static_cast<int>(frac * width);
+      line = "\r[" + std::string(done, '#') + std::string(width - done, ' ') + "] " +
+             std::to_string(static_cast<int>(frac * 100)) + "% " + line.substr(1);
+      if (frac > 0 && secs > 0.5) {
+        line += ", ETA " + std::to_string(static_cast<int>(secs / frac - secs)) + " s";
+      }
+    }
+    std::cerr << line << "   " << std::flush;
+  }
+  void Message(const std::string& text) {
+    if (tty_) std::cerr << "\r" << text << std::string(20, ' ') << std::flush;
+  }
+  void Done() {
+    if (tty_) std::cerr << "\n";
+  }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  bool tty_;
+  uint64_t total_bytes_;
+  Clock::time_point start_;
+  Clock::time_point last_{};
+};
+
+constexpr size_t kBatch = 65536;
+
+int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
+  LineReader reader(file);
+  if (Status s = reader.Open(); !s.ok()) return Fail(s);
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  auto filter = BloomFilter::Open(*ctx.store, name);
+  if (!filter.ok()) return Fail(filter.status());
+
+  BitmapBuilder builder((*filter)->config());
+  Progress progress(reader.total_bytes());
+  std::vector<std::string> lines;
+  std::vector<std::string_view> views;
+  while (true) {
+    auto more = reader.Next(&lines, kBatch, /*streaming=*/false);
+    if (!more.ok()) return Fail(more.status());
+    if (!*more) break;
+    views.assign(lines.begin(), lines.end());
+    if (Status s = builder.Add(views); !s.ok()) {
+      progress.Done();
+      return Fail(s.WithContext("input near line " + std::to_string(builder.items() + 1) +
+                                "; nothing was written"));
+    }
+    progress.Update(builder.items(), reader.bytes_read());
+  }
+  progress.Update(builder.items(), reader.bytes_read(), /*force=*/true);
+  progress.Message("merging " + Human(static_cast<double>(builder.bitmap().size())) +
+                   "B of bits into " + name + " ...");
+  Status s = (*filter)->OrBitmap(builder.bitmap(), builder.new_items());
+  if (s.ok()) s = (*filter)->Flush();
+  progress.Done();
+  if (!s.ok())
+    return Fail(
+        s.WithContext("nothing or part of the load was written; loading again is harmless"));
+  const double secs = progress.seconds();
+  std::cerr << "loaded " << builder.items() << " items (" << builder.new_items()
+            << " distinct to the filter's eye) into " << name << " in " << FormatDouble(secs)
+            << " s (" << Human(secs > 0 ? builder.items() / secs : 0) << " items/s)\n";
+  return 0;
+}
+
+int RunDedup(Context& ctx, const std::string& name, const std::string& file) {
+  LineReader reader(file);
+  if (Status s = reader.Open(); !s.ok()) return Fail(s);
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  auto filter = BloomFilter::Open(*ctx.store, name);
+  if (!filter.ok()) return Fail(filter.status());
+  std::vector<std::string> lines;
+  std::vector<std::string_view> views;
+  std::vector<uint8_t> added;
+  std::string out;
+  uint64_t seen = 0;
+  while (true) {
+    auto more = reader.Next(&lines, kBatch, /*streaming=*/true);
+    if (!more.ok()) return Fail(more.status());
+    if (!*more) break;
+    views.assign(lines.begin(), lines.end());
+    if (Status s = (*filter)->AddMany(views, &added); !s.ok()) {
+      return Fail(s.WithContext("dedup near line " + std::to_string(seen + 1)));
+    }
+    out.clear();
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (added[i]) {
+        out += lines[i];
+        out += '\n';
+      }
+    }
+    std::cout << out << std::flush;
+    if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
+    seen += lines.size();
+  }
+  if (Status s = (*filter)->Flush(); !s.ok()) return Fail(s);
+  return 0;
+}
+
+Result<std::string> ReadAllInput(const std::string& file) {
+  std::ostringstream buf;
+  if (file == "-") {
+    buf << std::cin.rdbuf();
+    if (std::cin.bad()) return Status::Unavailable("read error on stdin");
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Status::Unavailable("cannot open " + file + ": " + std::strerror(errno));
+    buf << in.rdbuf();
+    if (in.bad()) return Status::Unavailable("read error on " + file);
+  }
+  return buf.str();
+}
+
+int RunImport(Context& ctx, const std::string& name, const std::string& format,
+              const std::string& file, const std::string& encoding, const std::string& capacity,
+              const std::string& error) {
+  if (format != "guava" && format != "redbloom") {
+    return Fail(Status::InvalidArgument("--format must be guava or redbloom"));
+  }
+  GuavaImportOptions options;
+  if (format == "guava") {
+    if (capacity.empty() || error.empty()) {
+      return Fail(Status::InvalidArgument(
+          "--format guava needs --capacity and --error: Guava files do not record them "
+          "(use the expectedInsertions and fpp of BloomFilter.create)"));
+    }
+    auto n = ParseUint64(capacity);
+    if (!n.ok()) return Fail(n.status().WithContext("--capacity"));
+    auto p = ParseDouble(error);
+    if (!p.ok()) return Fail(p.status().WithContext("--error"));
+    auto e = ParseEncoding(encoding);
+    if (!e.ok()) return Fail(e.status());
+    options = {*n, *p, *e};
+  } else if (!capacity.empty() || !error.empty() || encoding != "utf8") {
+    return Fail(
+        Status::InvalidArgument("--capacity, --error and --encoding apply to --format guava; a "
+                                "redbloom dump carries its own"));
+  }
+  auto data = ReadAllInput(file);
+  if (!data.ok()) return Fail(data.status());
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  std::istringstream in(std::move(data).value());
+  auto filter = format == "guava" ? ImportGuava(*ctx.store, name, in, options)
+                                  : ImportDump(*ctx.store, name, in);
+  if (!filter.ok()) return Fail(filter.status().WithContext("import"));
+  std::cerr << "imported into " << name << ": " << (*filter)->config().ToString() << "\n";
+  return 0;
+}
+
+int RunExport(Context& ctx, const std::string& name, const std::string& format,
+              const std::string& file) {
+  if (format != "guava" && format != "redbloom") {
+    return Fail(Status::InvalidArgument("--format must be guava or redbloom"));
+  }
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  auto filter = BloomFilter::Open(*ctx.store, name);
+  if (!filter.ok()) return Fail(filter.status());
+  std::ostringstream buf;
+  Status s = format == "guava" ? ExportGuava(**filter, buf) : ExportDump(**filter, buf);
+  if (!s.ok()) return Fail(s.WithContext("export"));
+  const std::string bytes = std::move(buf).str();
+  if (file == "-") {
+    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::cout.flush();
+    if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
+    return 0;
+  }
+  // Write beside the target and rename, so a failed export never leaves a
+  // half-written file under the name.
+  const std::string tmp = file + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return Fail(Status::Unavailable("cannot write " + tmp + ": " + std::strerror(errno)));
+    }
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Fail(Status::Unavailable("cannot rename to " + file + ": " + std::strerror(errno)));
+  }
+  std::cerr << "exported " << name << " (" << bytes.size() << " bytes, " << format << " format) to "
+            << file << "\n";
+  return 0;
+}
+
+int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::string>& sources) {
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  if (Status s = Merge(*ctx.store, dest, sources); !s.ok()) return Fail(s.WithContext("merge"));
+  std::cerr << "merged " << sources.size() << " filter(s) into " << dest << "\n";
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
+  struct Flags {
+    std::string name, file = "-", format, encoding = "utf8", capacity, error;
+    std::vector<std::string> sources;
+  };
+  auto flags = std::make_shared<Flags>();
+
+  auto* load = app.add_subcommand(
+      "load",
+      "Bulk-load items (one per line): bits are built locally and ORed into the filter in one "
+      "bulk write (on Redis: upload to a temporary key, then BITOP OR). Prints a summary.");
+  load->add_option("NAME", flags->name, "Filter name")->required();
+  load->add_option("--file,-f", flags->file, "PATH, or - for stdin")->required();
+
+  auto* import = app.add_subcommand("import", "Import a Guava writeTo file or a redbloom dump");
+  import->add_option("NAME", flags->name, "Filter name (created if missing)")->required();
+  import->add_option("--format", flags->format, "guava or redbloom")->required();
+  import->add_option("--file,-f", flags->file, "PATH, or - for stdin")->required();
+  import
+      ->add_option("--encoding", flags->encoding,
+                   "guava: the funnel the Java side used (utf8, utf8x2, int32, int64, bytes)")
+      ->capture_default_str();
+  import->add_option("--capacity,-n", flags->capacity,
+                     "guava: BloomFilter.create's expectedInsertions");
+  import->add_option("--error,-p", flags->error, "guava: BloomFilter.create's fpp");
+
+  auto* exp =
+      app.add_subcommand("export", "Export a filter as a Guava writeTo file or a redbloom dump");
+  exp->add_option("NAME", flags->name, "Filter name")->required();
+  exp->add_option("--format", flags->format, "guava (guava64 filters only) or redbloom")
+      ->required();
+  exp->add_option("--file,-f", flags->file, "PATH, or - for stdout")->required();
+
+  auto* merge = app.add_subcommand(
+      "merge",
+      "OR filters of identical geometry into DEST (created like the first SRC if missing)");
+  merge->add_option("DEST", flags->name, "Destination filter")->required();
+  merge->add_option("SRC", flags->sources, "Source filters")->required();
+
+  auto* dedup = app.add_subcommand(
+      "dedup", "Unix filter: print only the input lines not already in the filter, and add them");
+  dedup->add_option("NAME", flags->name, "Filter name")->required();
+  dedup->add_option("--file,-f", flags->file, "PATH, or - for stdin (the default)")
+      ->capture_default_str();
+
+  return [=, &ctx]() -> int {
+    if (*load) return RunLoad(ctx, flags->name, flags->file);
+    if (*import) {
+      return RunImport(ctx, flags->name, flags->format, flags->file, flags->encoding,
+                       flags->capacity, flags->error);
+    }
+    if (*exp) return RunExport(ctx, flags->name, flags->format, flags->file);
+    if (*merge) return RunMerge(ctx, flags->name, flags->sources);
+    if (*dedup) return RunDedup(ctx, flags->name, flags->file);
+    return -1;
+  };
+}
+
+}  // namespace redbloom::cli
