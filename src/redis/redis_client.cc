@@ -1,0 +1,314 @@
+#include "redis/redis_client.h"
+
+#include <poll.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace redbloom::internal {
+namespace {
+
+constexpr std::string_view kAuthFailed = "authentication failed";
+constexpr std::string_view kPermissionDenied = "permission denied";
+
+timeval ToTimeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
+
+}  // namespace
+
+// ---- CommandBuffer ---------------------------------------------------------
+
+void CommandBuffer::Begin(size_t argc) {
+  if (missing_ != 0) miscounted_ = true;
+  missing_ = argc;
+  char tmp[24];
+  auto [end, ec] = std::to_chars(tmp, tmp + sizeof(tmp), argc);
+  buf_.push_back('*');
+  buf_.append(tmp, end);
+  buf_.append("\r\n");
+  ++commands_;
+}
+
+void CommandBuffer::Arg(std::string_view s) {
+  Count(1);
+  char tmp[24];
+  auto [end, ec] = std::to_chars(tmp, tmp + sizeof(tmp), s.size());
+  buf_.push_back('$');
+  buf_.append(tmp, end);
+  buf_.append("\r\n");
+  buf_.append(s);
+  buf_.append("\r\n");
+}
+
+void CommandBuffer::Arg(uint64_t v) {
+  Count(1);
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), v);
+  const size_t n = static_cast<size_t>(end - digits);
+  char head[8] = {'$'};
+  size_t h = 1;
+  if (n >= 10) head[h++] = static_cast<char>('0' + n / 10);
+  head[h++] = static_cast<char>('0' + n % 10);
+  head[h++] = '\r';
+  head[h++] = '\n';
+  buf_.append(head, h);
+  buf_.append(digits, n);
+  buf_.append("\r\n");
+}
+
+void CommandBuffer::Command(std::initializer_list<std::string_view> args) {
+  Begin(args.size());
+  for (std::string_view a : args) Arg(a);
+}
+
+Status CommandBuffer::Validate() const {
+  if (miscounted_ || missing_ != 0) {
+    return Status::Internal("bug: a redis command was built with a wrong argument count");
+  }
+  return Status::Ok();
+}
+
+// ---- Errors ----------------------------------------------------------------
+
+Status TransportStatus(const redisContext* c, int saved_errno, const ServerParams& server) {
+  const std::string where = "redis " + server.display;
+  if (c == nullptr) return Status::ResourceExhausted("cannot allocate a connection to " + where);
+  const std::string text = c->errstr;
+  switch (c->err) {
+    case REDIS_ERR_IO:
+      // hiredis reports an expired SO_RCVTIMEO/SO_SNDTIMEO as an I/O error
+      // with errno EAGAIN.
+      if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
+          text == std::strerror(EAGAIN)) {
+        return Status::DeadlineExceeded(where + " did not answer within " +
+                                        std::to_string(server.command_timeout.count()) +
+                                        " ms (command_timeout_ms)");
+      }
+      return Status::Unavailable("lost connection to " + where + ": " + text);
+    case REDIS_ERR_EOF:
+      return Status::Unavailable(where + " closed the connection");
+    case REDIS_ERR_PROTOCOL:
+      return Status::Internal("protocol error talking to " + where + ": " + text);
+    case REDIS_ERR_OOM:
+      return Status::ResourceExhausted("out of memory reading from " + where);
+    default:
+      return Status::Unavailable("cannot talk to " + where + ": " + text);
+  }
+}
+
+Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
+  const std::string where = "redis " + server.display;
+  const std::string said(text);
+  if (StartsWith(text, "NOAUTH")) {
+    return Status::Unavailable(std::string(kAuthFailed) + " for " + where +
+                               ": the server requires a password (add user:password@ to the "
+                               "URL): " +
+                               said);
+  }
+  if (StartsWith(text, "WRONGPASS") || StartsWith(text, "ERR AUTH") ||
+      StartsWith(text, "ERR invalid password") || StartsWith(text, "ERR Client sent AUTH")) {
+    return Status::Unavailable(std::string(kAuthFailed) + " for " + where + ": " + said);
+  }
+  if (StartsWith(text, "NOPERM")) {
+    return Status::Unavailable(std::string(kPermissionDenied) + " by " + where + ": " + said);
+  }
+  if (StartsWith(text, "LOADING") || StartsWith(text, "BUSY") || StartsWith(text, "MASTERDOWN") ||
+      StartsWith(text, "READONLY") || StartsWith(text, "TRYAGAIN") || StartsWith(text, "MISCONF")) {
+    return Status::Unavailable(where + " cannot serve the command now: " + said);
+  }
+  if (StartsWith(text, "OOM")) return Status::ResourceExhausted(where + ": " + said);
+  if (StartsWith(text, "WRONGTYPE")) return Status::Conflict(where + ": " + said);
+  if (StartsWith(text, "ERR DB index is out of range") ||
+      StartsWith(text, "ERR invalid DB index")) {
+    return Status::InvalidArgument(where + ": database " + std::to_string(server.db) +
+                                   " does not exist: " + said);
+  }
+  return Status::Internal(where + " answered: " + said);
+}
+
+Status WrongTypeStatus(std::string_view key_display, std::string_view type,
+                       std::string_view wanted) {
+  return Status::Conflict("key '" + std::string(key_display) + "' holds a " + std::string(type) +
+                          ", not " + std::string(wanted));
+}
+
+bool IsPermanentFailure(const Status& s) {
+  return s.code() == StatusCode::kUnavailable &&
+         (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied));
+}
+
+std::string_view ReplyText(const redisReply* r) {
+  if (r == nullptr) return {};
+  if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR ||
+      r->type == REDIS_REPLY_STRING) {
+    return std::string_view(r->str, r->len);
+  }
+  return {};
+}
+
+// ---- Connection ------------------------------------------------------------
+
+Result<std::unique_ptr<Connection>> Connection::Open(const ServerParams& server) {
+  errno = 0;
+  ContextPtr ctx(
+      redisConnectWithTimeout(server.host.c_str(), server.port, ToTimeval(server.connect_timeout)));
+  if (ctx == nullptr || ctx->err != 0) {
+    const std::string why = ctx == nullptr ? "out of memory" : ctx->errstr;
+    return Status::Unavailable("cannot connect to redis " + server.display + ": " + why);
+  }
+  // The handshake is part of connecting, so it gets the connect timeout.
+  if (redisSetTimeout(ctx.get(), ToTimeval(server.connect_timeout)) != REDIS_OK) {
+    return TransportStatus(ctx.get(), errno, server);
+  }
+  // Keepalive notices a peer that vanished without a FIN (a dead host).
+  redisEnableKeepAlive(ctx.get());
+  std::unique_ptr<Connection> conn(new Connection(std::move(ctx), &server));
+
+  CommandBuffer hello;
+  if (server.password.has_value()) {
+    if (server.user.empty()) {
+      hello.Command({"AUTH", *server.password});
+    } else {
+      hello.Command({"AUTH", server.user, *server.password});
+    }
+  }
+  if (server.db != 0) hello.Command({"SELECT", std::to_string(server.db)});
+  if (hello.commands() > 0) {
+    REDBLOOM_RETURN_IF_ERROR(conn->Append(hello));
+    for (size_t i = 0; i < hello.commands(); ++i) {
+      Result<ReplyPtr> r = conn->ReadOk();
+      if (!r.ok()) return r.status();
+    }
+  }
+  if (redisSetTimeout(conn->ctx_.get(), ToTimeval(server.command_timeout)) != REDIS_OK) {
+    return conn->Fail(errno);
+  }
+  conn->wrote_ = false;
+  return conn;
+}
+
+Status Connection::Fail(int saved_errno) {
+  broken_ = true;
+  return TransportStatus(ctx_.get(), saved_errno, *server_);
+}
+
+Status Connection::Append(const CommandBuffer& commands) {
+  REDBLOOM_RETURN_IF_ERROR(commands.Validate());
+  if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
+  if (redisAppendFormattedCommand(ctx_.get(), commands.data().data(), commands.data().size()) !=
+      REDIS_OK) {
+    return Fail(errno);
+  }
+  return Status::Ok();
+}
+
+Status Connection::Flush() {
+  if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
+  wrote_ = true;
+  int done = 0;
+  while (done == 0) {
+    errno = 0;
+    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) return Fail(errno);
+  }
+  return Status::Ok();
+}
+
+Result<ReplyPtr> Connection::Read() {
+  if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
+  wrote_ = true;
+  void* raw = nullptr;
+  errno = 0;
+  if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) return Fail(errno);
+  return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+Result<ReplyPtr> Connection::ReadOk() {
+  REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Read());
+  if (r->type == REDIS_REPLY_ERROR) return ReplyErrorStatus(ReplyText(r.get()), *server_);
+  return r;
+}
+
+bool Connection::Settle() {
+  while (owed_replies_ > 0 && !broken_) {
+    // The reply only confirms a best-effort count update; its content,
+    // error or not, changes nothing for the next caller.
+    if (!Read().ok()) break;
+    --owed_replies_;
+  }
+  return !broken_;
+}
+
+bool Connection::LooksClosed() const {
+  pollfd p{ctx_->fd, POLLIN, 0};
+  // An idle connection has nothing to read: readable means EOF, a reset, or
+  // data nobody asked for (e.g. a server that restarted and sent an error).
+  return ::poll(&p, 1, 0) != 0;
+}
+
+// ---- ConnectionPool --------------------------------------------------------
+
+ConnectionPool::ConnectionPool(ServerParams server, int size)
+    : server_(std::move(server)), size_(size < 1 ? 1 : size) {}
+
+ConnectionPool::~ConnectionPool() = default;
+
+Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
+  const auto deadline = std::chrono::steady_clock::now() + server_.command_timeout;
+  std::unique_lock lock(mu_);
+  while (true) {
+    while (!idle_.empty()) {
+      std::unique_ptr<Connection> conn = std::move(idle_.back());
+      idle_.pop_back();
+      lock.unlock();
+      const bool usable = conn->Settle() && !conn->LooksClosed();
+      if (usable) {
+        conn->wrote_ = false;
+        return Lease(this, std::move(conn));
+      }
+      conn.reset();  // closes it
+      lock.lock();
+      --open_;
+    }
+    if (open_ < size_) {
+      ++open_;
+      lock.unlock();
+      Result<std::unique_ptr<Connection>> conn = Connection::Open(server_);
+      if (!conn.ok()) {
+        lock.lock();
+        --open_;
+        returned_.notify_one();
+        return conn.status();
+      }
+      return Lease(this, std::move(conn).value());
+    }
+    if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= size_) {
+      return Status::DeadlineExceeded("all " + std::to_string(size_) + " connections to redis " +
+                                      server_.display + " stayed busy for " +
+                                      std::to_string(server_.command_timeout.count()) +
+                                      " ms (raise pool_size)");
+    }
+  }
+}
+
+void ConnectionPool::Release(std::unique_ptr<Connection> conn) {
+  const bool reusable = !conn->broken();
+  if (!reusable) conn.reset();
+  std::lock_guard lock(mu_);
+  if (reusable) {
+    idle_.push_back(std::move(conn));
+  } else {
+    --open_;
+  }
+  returned_.notify_one();
+}
+
+}  // namespace redbloom::internal

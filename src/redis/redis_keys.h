@@ -1,0 +1,58 @@
+// How a filter name becomes Redis key bytes. Internal; documented in
+// docs/format.md ("Keys").
+//
+// For a filter NAME, with TAG = NAME if NAME contains '{', else "{NAME}":
+//   bitmap   NAME            the bits, SETBIT order (the Java service's key)
+//   meta     TAG:meta        hash of the filter's parameters and item count
+//   scratch  TAG/add         exists only inside an add transaction (below)
+// The braces put all three in one Redis Cluster slot (only the part between
+// the first '{' and the next '}' is hashed), so a future cluster store can
+// keep using MULTI and scripts over them. No filter name contains '/' or ends
+// in ":meta" (ValidateFilterName), so no filter's keys collide with another's
+// meta or scratch key.
+//
+// KeyMode::kJdk applies Java serialization to every key name: the bytes that
+// Spring's default RedisTemplate (JdkSerializationRedisSerializer, i.e.
+// ObjectOutputStream.writeObject(String)) sends for a String key. That is how
+// redbloom reaches bitmaps written through RedisTemplate rather than
+// StringRedisTemplate.
+#ifndef REDBLOOM_SRC_REDIS_REDIS_KEYS_H_
+#define REDBLOOM_SRC_REDIS_REDIS_KEYS_H_
+
+#include <string>
+#include <string_view>
+
+namespace redbloom::internal {
+
+enum class KeyMode {
+  kPlain,  // key bytes are the name's UTF-8 bytes (StringRedisTemplate, redis-cli)
+  kJdk,    // key bytes are the Java serialization of the name as a String
+};
+
+// The bytes of `new ObjectOutputStream(out).writeObject(s)` for the Java
+// String whose UTF-8 encoding is `utf8` (which must be valid UTF-8):
+//   AC ED 00 05          stream magic and version
+//   74 LEN16 MUTF8       TC_STRING, u16 big-endian byte length, modified UTF-8
+// or, when the modified UTF-8 is longer than 65535 bytes,
+//   7C LEN64 MUTF8       TC_LONGSTRING with a u64 big-endian length.
+// Modified UTF-8 (java.io.DataOutput) differs from UTF-8 in two ways: U+0000
+// is C0 80, and a code point above U+FFFF is its UTF-16 surrogate pair, each
+// half encoded as three bytes (six in all, instead of UTF-8's four).
+std::string JdkSerializedString(std::string_view utf8);
+
+struct FilterKeys {
+  std::string bitmap;
+  std::string meta;
+  std::string scratch;
+};
+
+// `name` must have passed ValidateFilterName.
+FilterKeys KeysFor(std::string_view name, KeyMode mode);
+
+// A printable form of key bytes for messages: the name itself in plain mode,
+// "jdk(NAME)" for a Java-serialized key.
+std::string DisplayKey(std::string_view name_or_key_text, KeyMode mode);
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_REDIS_REDIS_KEYS_H_
