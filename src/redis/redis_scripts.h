@@ -83,7 +83,9 @@ inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_META_STATE
     // A scratch key can only survive a failed transaction; never reuse it.
     "redis.call('DEL', KEYS[3])\n"
     "local s = meta_state(KEYS[1])\n"
-    "if s ~= 'ok' then return redis.error_reply('REDBLOOM_' .. string.upper(s)) end\n"
+    "if s ~= 'ok' then\n"
+    "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' filter metadata changed')\n"
+    "end\n"
     "if ARGV[7] ~= '0' then redis.call('HINCRBY', KEYS[1], 'count', ARGV[7]) end\n"
     "if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[3]) end\n"
     "return 1\n";
@@ -110,7 +112,9 @@ inline constexpr std::string_view kAddCount = REDBLOOM_LUA_META_STATE
 // KEYS: meta, bitmap. ARGV: the six expected fields, data_bytes.
 inline constexpr std::string_view kClear = REDBLOOM_LUA_META_STATE
     "local s = meta_state(KEYS[1])\n"
-    "if s ~= 'ok' then return redis.error_reply('REDBLOOM_' .. string.upper(s)) end\n"
+    "if s ~= 'ok' then\n"
+    "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' filter metadata changed')\n"
+    "end\n"
     // UNLINK frees a large string in a background thread instead of blocking
     // the server (a 512 MB string takes ~100 ms to free).
     "redis.call('UNLINK', KEYS[2])\n"

@@ -383,8 +383,9 @@ class RedisBitStore final : public BitStore {
   // or from Redis.
   Status GuardError(const redisReply* r, Connection& c) const {
     const std::string_view text = ReplyText(r);
-    if (text.starts_with("REDBLOOM_GONE")) return Gone();
-    if (text.starts_with("REDBLOOM_CHANGED")) return ConfigChangedStatus(name_);
+    // Redis 7 passes "CODE message" through; older servers may prefix "ERR ".
+    if (text.find("REDBLOOM_GONE") != std::string_view::npos) return Gone();
+    if (text.find("REDBLOOM_CHANGED") != std::string_view::npos) return ConfigChangedStatus(name_);
     return ReplyErrorStatus(text, c.server());
   }
 
@@ -598,7 +599,7 @@ class RedisStore final : public Store {
         if (type != "string") return WrongTypeStatus(DisplayName(name), type);
         return Status::Conflict("key '" + DisplayName(name) +
                                 "' exists without redbloom metadata (written by another program, "
-                                "e.g. a Java service?); adopt it with attach, or delete it");
+                                "e.g. a Java service?); use attach to adopt it, or delete it");
       }
       return MetaWrongType(r.get(), name);
     });

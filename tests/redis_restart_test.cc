@@ -1,0 +1,103 @@
+// A Redis restart in the middle of a load: errors reach the caller, and no
+// acknowledged item is lost.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/store.h"
+#include "redis_server.h"
+
+namespace redbloom {
+namespace {
+
+std::vector<std::string> Batch(size_t b, size_t n) {
+  std::vector<std::string> items;
+  for (size_t i = 0; i < n; ++i)
+    items.push_back("ORD-" + std::to_string(b) + "-" + std::to_string(i));
+  return items;
+}
+
+TEST(RedisRestartTest, ErrorsAreSurfacedAndAcknowledgedItemsSurvive) {
+  // appendfsync always: Redis writes and fsyncs the AOF before it answers, so
+  // an acknowledged add survives even SIGKILL.
+  testing::RedisServer server({"--appendonly", "yes", "--appendfsync", "always"});
+  server.Start();
+  // Few retries with short backoff, so the outage below outlasts them.
+  // batch_items=400 splits each 2000-item AddMany into five pipelined
+  // transactions, so the kill lands with one in flight and one queued.
+  auto store = Store::Open(server.url() + "?max_retries=1&connect_timeout_ms=200&batch_items=400");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  constexpr size_t kBatch = 2000;
+  auto f =
+      BloomFilter::Create(**store, "load", FilterOptions{.capacity = 500'000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+
+  std::atomic<bool> restarted{false};
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    server.Stop(/*hard=*/true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    server.Start();
+    restarted = true;
+  });
+
+  std::vector<size_t> acknowledged;
+  size_t failures = 0;
+  Status last_error;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  size_t b = 0;
+  // Keep loading until the server has come back and taken some more batches.
+  for (size_t after_restart = 0; after_restart < 20 && std::chrono::steady_clock::now() < deadline;
+       ++b) {
+    const auto items = Batch(b, kBatch);
+    std::vector<std::string_view> views(items.begin(), items.end());
+    const Status s = (*f)->AddMany(views);
+    if (s.ok()) {
+      acknowledged.push_back(b);
+    } else {
+      // Meanwhile a check of an acknowledged item answers "present" or fails:
+      // never "absent".
+      if (!acknowledged.empty()) {
+        auto hit = (*f)->Contains(Batch(acknowledged.front(), 1)[0]);
+        EXPECT_TRUE(!hit.ok() || *hit) << "an acknowledged item read as absent";
+      }
+      ++failures;
+      last_error = s;
+      // A store failure is transient or a clear error, never a silent drop.
+      EXPECT_TRUE(s.IsTransient() || s.code() == StatusCode::kNotFound) << s.ToString();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (restarted) ++after_restart;
+  }
+  killer.join();
+  ASSERT_TRUE(restarted);
+  EXPECT_GT(failures, 0u) << "the outage was never reported to the caller";
+  ASSERT_GT(acknowledged.size(), 2u);
+  std::cout << "batches: " << b << ", acknowledged: " << acknowledged.size()
+            << ", failed: " << failures << " (last: " << last_error.ToString() << ")\n";
+
+  // Every acknowledged item is there, read through a brand-new client.
+  auto fresh = Store::Open(server.url());
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  auto g = BloomFilter::Open(**fresh, "load");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  for (size_t a : acknowledged) {
+    const auto items = Batch(a, kBatch);
+    std::vector<std::string_view> views(items.begin(), items.end());
+    std::vector<uint8_t> present;
+    ASSERT_TRUE((*g)->ContainsMany(views, &present).ok());
+    for (size_t i = 0; i < kBatch; ++i) ASSERT_EQ(present[i], 1) << "batch " << a << " item " << i;
+  }
+  // And the old handle works again too.
+  auto hit = (*f)->Contains(Batch(acknowledged.back(), 1)[0]);
+  ASSERT_TRUE(hit.ok()) << hit.status().ToString();
+  EXPECT_TRUE(*hit);
+}
+
+}  // namespace
+}  // namespace redbloom

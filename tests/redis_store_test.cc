@@ -1,0 +1,724 @@
+// The Redis store against a real redis-server started by the test: every
+// library operation, the key layout, and every error a caller can meet.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/store.h"
+#include "redis/redis_keys.h"
+#include "redis/redis_url.h"
+#include "redis_server.h"
+#include "redis_test_raw.h"
+#include "test_util.h"
+
+namespace redbloom {
+namespace {
+
+using testing::RawRedis;
+using testing::RedisServer;
+
+std::unique_ptr<Store> MustOpen(const std::string& url) {
+  auto s = Store::Open(url);
+  EXPECT_TRUE(s.ok()) << url << ": " << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+FilterConfig Config(uint64_t n = 1000, double p = 0.01, Strategy s = Strategy::kGuava64,
+                    Encoding e = Encoding::kUtf8) {
+  auto c = MakeConfig(FilterOptions{.capacity = n, .error_rate = p, .strategy = s, .encoding = e});
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return *c;
+}
+
+FilterOptions Options(uint64_t n = 1000, double p = 0.01, Strategy s = Strategy::kGuava64,
+                      Encoding e = Encoding::kUtf8) {
+  return FilterOptions{.capacity = n, .error_rate = p, .strategy = s, .encoding = e};
+}
+
+// Items valid under `e`, distinct for distinct i; `salt` separates members
+// from non-members.
+std::vector<std::string> Items(Encoding e, size_t count, size_t salt = 0) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t v = salt * 10'000'000 + i;
+    switch (e) {
+      case Encoding::kInt32:
+        out.push_back(std::to_string(static_cast<int32_t>(v * 2654435761u)));
+        break;
+      case Encoding::kInt64:
+        out.push_back(std::to_string(static_cast<int64_t>(v * 0x9E3779B97F4A7C15ull)));
+        break;
+      default:
+        // ASCII, Latin and CJK text, as in the two posts' examples.
+        out.push_back((i % 3 == 0   ? "ORD-"
+                       : i % 3 == 1 ? "pedido-ção-"
+                                    : "订单-") +
+                      std::to_string(v));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string_view> Views(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
+}
+
+class RedisStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer();
+    server_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    raw_ = std::make_unique<RawRedis>(server_->port());
+    raw_->Run({"FLUSHALL"});
+    store_ = MustOpen(server_->url());
+    ASSERT_NE(store_, nullptr);
+  }
+
+  static RedisServer* server_;
+  std::unique_ptr<RawRedis> raw_;
+  std::unique_ptr<Store> store_;
+};
+RedisServer* RedisStoreTest::server_ = nullptr;
+
+TEST_F(RedisStoreTest, CreateWritesMetadataAndPresizesTheBitmap) {
+  const FilterConfig config = Config(5000, 0.001);
+  ASSERT_TRUE(store_->Create("orders", config).ok());
+  // The bitmap is allocated at its final size up front.
+  EXPECT_EQ(raw_->Int({"STRLEN", "orders"}), static_cast<long long>(config.data_bytes()));
+  EXPECT_EQ(raw_->Int({"BITCOUNT", "orders"}), 0);
+  EXPECT_EQ(raw_->Str({"TYPE", "{orders}:meta"}), "hash");
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "format"}), "1");
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "name"}), "orders");
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "strategy"}), "guava64");
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "error_rate"}), "0.001");
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "bits"}), std::to_string(config.geometry.bits));
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "hashes"}), std::to_string(config.geometry.hashes));
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "count"}), "0");
+
+  auto read = store_->ReadConfig("orders");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, config);
+}
+
+TEST_F(RedisStoreTest, CreateIsIdempotentOnlyForIdenticalParameters) {
+  ASSERT_TRUE(store_->Create("f", Config()).ok());
+  EXPECT_EQ(store_->Create("f", Config()).code(), StatusCode::kAlreadyExists);
+  const Status other = store_->Create("f", Config(1000, 0.02));
+  EXPECT_EQ(other.code(), StatusCode::kConflict);
+  EXPECT_NE(other.message().find("error_rate=0.01"), std::string::npos) << other.message();
+  // A second client with other parameters gets the conflict through the facade too.
+  auto store2 = MustOpen(server_->url());
+  bool created = true;
+  auto f = BloomFilter::Create(*store2, "f", Options(), &created);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_FALSE(created);
+  EXPECT_EQ(BloomFilter::Create(*store2, "f", Options(1000, 0.02)).status().code(),
+            StatusCode::kConflict);
+  EXPECT_EQ(BloomFilter::Create(*store2, "f", Options(1000, 0.01, Strategy::kSeed)).status().code(),
+            StatusCode::kConflict);
+}
+
+TEST_F(RedisStoreTest, DifferentErrorRatesRoundTripExactly) {
+  for (double p : {0.1, 0.01, 0.03, 1e-7, 0.123456789012345, 1.0 / 3}) {
+    const std::string name = "p" + FormatDouble(p);
+    ASSERT_TRUE(store_->Create(name, Config(777, p)).ok()) << p;
+    auto read = store_->ReadConfig(name);
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    EXPECT_EQ(read->error_rate, p);
+    EXPECT_EQ(*read, Config(777, p));
+  }
+}
+
+class RedisEncodingTest : public RedisStoreTest,
+                          public ::testing::WithParamInterface<std::tuple<Strategy, Encoding>> {};
+
+// The central guarantee, on every encoding and strategy: every added item is
+// found, each is reported new exactly once, and the false-positive rate
+// stays near its target. batch_items=300 makes 2000 items several pipelined
+// batches, so the window and batch boundaries are exercised too.
+TEST_P(RedisEncodingTest, NoFalseNegativesAndFppWithinBounds) {
+  const auto [strategy, encoding] = GetParam();
+  auto store = MustOpen(server_->url() + "?batch_items=300");
+  constexpr size_t kItems = 2000;
+  constexpr double kP = 0.01;
+  auto f = BloomFilter::Create(*store, "f", Options(kItems, kP, strategy, encoding));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto items = Items(encoding, kItems);
+  std::vector<uint8_t> added;
+  ASSERT_TRUE((*f)->AddMany(Views(items), &added).ok());
+  size_t new_items = 0;
+  for (uint8_t a : added) new_items += a;
+  // A new item can collide with earlier ones on all k bits (probability
+  // about the fill's FPP), so a few may be reported as not new.
+  EXPECT_GT(new_items, kItems * 97 / 100);
+
+  std::vector<uint8_t> present;
+  ASSERT_TRUE((*f)->ContainsMany(Views(items), &present).ok());
+  for (size_t i = 0; i < kItems; ++i) ASSERT_EQ(present[i], 1) << "item " << i << " " << items[i];
+
+  // Adding again changes nothing.
+  ASSERT_TRUE((*f)->AddMany(Views(items), &added).ok());
+  for (size_t i = 0; i < kItems; ++i) ASSERT_EQ(added[i], 0) << "item " << i;
+
+  const auto others = Items(encoding, 20000, /*salt=*/7);
+  ASSERT_TRUE((*f)->ContainsMany(Views(others), &present).ok());
+  size_t false_positives = 0;
+  for (uint8_t p : present) false_positives += p;
+  // Expected ~200 (1%); sd ~14. 2.5x the target fails only if something is wrong.
+  EXPECT_LT(false_positives, 500u);
+
+  auto info = (*f)->Info();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->items_added, new_items);
+  EXPECT_EQ(info->bits_set, static_cast<uint64_t>(raw_->Int({"BITCOUNT", "f"})));
+  EXPECT_NEAR(static_cast<double>(info->approximate_items), kItems, kItems * 0.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, RedisEncodingTest,
+                         ::testing::Combine(::testing::Values(Strategy::kGuava64, Strategy::kSeed),
+                                            ::testing::Values(Encoding::kUtf8, Encoding::kUtf8x2,
+                                                              Encoding::kInt32, Encoding::kInt64,
+                                                              Encoding::kBytes)),
+                         [](const auto& param_info) {
+                           return std::string(StrategyName(std::get<0>(param_info.param))) + "_" +
+                                  std::string(EncodingName(std::get<1>(param_info.param)));
+                         });
+
+// Redis holds exactly the bytes the mem: store holds for the same items: one
+// bit order everywhere, so exports, the Java service and redis-cli agree.
+TEST_F(RedisStoreTest, BitsAreByteIdenticalToTheMemoryStore) {
+  auto mem = MustOpen("mem:");
+  for (Strategy s : {Strategy::kGuava64, Strategy::kSeed}) {
+    const std::string name = std::string("same-") + std::string(StrategyName(s));
+    auto r = BloomFilter::Create(*store_, name, Options(3000, 0.02, s));
+    auto m = BloomFilter::Create(*mem, name, Options(3000, 0.02, s));
+    ASSERT_TRUE(r.ok() && m.ok());
+    const auto items = Items(Encoding::kUtf8, 1500);
+    ASSERT_TRUE((*r)->AddMany(Views(items)).ok());
+    ASSERT_TRUE((*m)->AddMany(Views(items)).ok());
+    std::string mem_bits;
+    ASSERT_TRUE((*m)->ReadBitmap(&mem_bits).ok());
+    EXPECT_EQ(raw_->Str({"GET", name}), mem_bits) << name;
+    // And SETBIT order: GETBIT at an item's offsets reads 1.
+    auto offsets = (*r)->Offsets(items[0]);
+    ASSERT_TRUE(offsets.ok());
+    for (uint64_t o : *offsets) EXPECT_EQ(raw_->Int({"GETBIT", name, std::to_string(o)}), 1);
+  }
+}
+
+TEST_F(RedisStoreTest, AddReportsEachItemNewOnceEvenWithinOneBatch) {
+  auto f = BloomFilter::Create(*store_, "f", Options());
+  ASSERT_TRUE(f.ok());
+  std::vector<std::string_view> items = {"x", "y", "x", "z", "y"};
+  std::vector<uint8_t> added;
+  ASSERT_TRUE((*f)->AddMany(items, &added).ok());
+  EXPECT_EQ(added, (std::vector<uint8_t>{1, 1, 0, 1, 0}));
+  bool was_new = true;
+  ASSERT_TRUE((*f)->Add("x", &was_new).ok());
+  EXPECT_FALSE(was_new);
+  auto info = (*f)->Info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->items_added, 3u);
+  EXPECT_EQ(raw_->Str({"HGET", "{f}:meta", "count"}), "3");
+  auto hit = (*f)->Contains("z");
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(*hit);
+  // The empty batch is a no-op, not an error.
+  ASSERT_TRUE((*f)->AddMany({}, &added).ok());
+  EXPECT_TRUE(added.empty());
+}
+
+TEST_F(RedisStoreTest, ClearKeepsTheFilterAndItsSize) {
+  auto f = BloomFilter::Create(*store_, "f", Options());
+  ASSERT_TRUE(f.ok());
+  const auto items = Items(Encoding::kUtf8, 100);
+  ASSERT_TRUE((*f)->AddMany(Views(items)).ok());
+  ASSERT_GT(raw_->Int({"BITCOUNT", "f"}), 0);
+  ASSERT_TRUE((*f)->Clear().ok());
+  EXPECT_EQ(raw_->Int({"BITCOUNT", "f"}), 0);
+  EXPECT_EQ(raw_->Int({"STRLEN", "f"}), static_cast<long long>(Config().data_bytes()));
+  auto info = (*f)->Info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->items_added, 0u);
+  EXPECT_EQ(info->bits_set, 0u);
+  std::vector<uint8_t> present;
+  ASSERT_TRUE((*f)->ContainsMany(Views(items), &present).ok());
+  for (uint8_t p : present) EXPECT_EQ(p, 0);
+}
+
+TEST_F(RedisStoreTest, ListShowsOnlyThisStoresFiltersAndDropRemovesBothKeys) {
+  ASSERT_TRUE(store_->Create("b", Config()).ok());
+  ASSERT_TRUE(store_->Create("a", Config()).ok());
+  ASSERT_TRUE(store_->Create("{tagged}x", Config()).ok());
+  // Look-alikes that are not redbloom filters of this store.
+  raw_->Run({"HSET", "other:meta", "name", "other"});
+  raw_->Run({"SET", "plain:meta", "x"});
+  raw_->Run({"SETBIT", "bare", "7", "1"});
+  auto jdk = MustOpen(server_->url() + "?keys=jdk");
+  ASSERT_TRUE(jdk->Create("j", Config()).ok());
+
+  auto names = store_->List();
+  ASSERT_TRUE(names.ok()) << names.status().ToString();
+  EXPECT_EQ(*names, (std::vector<std::string>{"a", "b", "{tagged}x"}));
+  auto jdk_names = jdk->List();
+  ASSERT_TRUE(jdk_names.ok());
+  EXPECT_EQ(*jdk_names, (std::vector<std::string>{"j"}));
+
+  ASSERT_TRUE(store_->Drop("a").ok());
+  EXPECT_EQ(raw_->Int({"EXISTS", "a", "{a}:meta"}), 0);
+  ASSERT_TRUE(store_->Drop("{tagged}x").ok());
+  EXPECT_EQ(raw_->Int({"EXISTS", "{tagged}x", "{tagged}x:meta"}), 0);
+  EXPECT_EQ(store_->Drop("a").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->Drop("bare").code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_->Int({"EXISTS", "bare"}), 1);  // not ours: untouched
+  names = store_->List();
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, (std::vector<std::string>{"b"}));
+}
+
+TEST_F(RedisStoreTest, ListPagesThroughManyFilters) {
+  for (int i = 0; i < 1500; ++i) {
+    raw_->Run({"HSET", "{n" + std::to_string(i) + "}:meta", "name", "n" + std::to_string(i)});
+  }
+  auto names = store_->List();
+  ASSERT_TRUE(names.ok()) << names.status().ToString();
+  EXPECT_EQ(names->size(), 1500u);
+}
+
+TEST_F(RedisStoreTest, MissingFilterIsNotFoundEverywhere) {
+  EXPECT_EQ(store_->ReadConfig("nope").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->Drop("nope").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->OpenBits("nope", Config()).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(BloomFilter::Open(*store_, "nope").status().code(), StatusCode::kNotFound);
+  // A bare bitmap is not a filter, but the error says how to adopt it.
+  raw_->Run({"SETBIT", "bare", "100", "1"});
+  const Status s = BloomFilter::Open(*store_, "bare").status();
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("attach"), std::string::npos) << s.message();
+}
+
+// Another client drops or re-creates the filter under an open handle: the
+// handle's adds and checks fail, and nothing is written into the new filter
+// or left behind as a bare key.
+TEST_F(RedisStoreTest, OpenFilterNoticesDropAndRecreate) {
+  auto f = BloomFilter::Create(*store_, "f", Options());
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Add("before").ok());
+  auto other = MustOpen(server_->url());
+
+  ASSERT_TRUE(other->Drop("f").ok());
+  EXPECT_EQ((*f)->Add("after-drop").code(), StatusCode::kNotFound);
+  EXPECT_EQ((*f)->Contains("before").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ((*f)->Info().status().code(), StatusCode::kNotFound);
+  EXPECT_EQ((*f)->Clear().code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_->Int({"EXISTS", "f", "{f}:meta", "{f}/add"}), 0) << "a dropped filter came back";
+
+  ASSERT_TRUE(other->Create("f", Config(1000, 0.05)).ok());
+  EXPECT_EQ((*f)->Add("after-recreate").code(), StatusCode::kConflict);
+  EXPECT_EQ((*f)->Contains("before").status().code(), StatusCode::kConflict);
+  EXPECT_EQ(raw_->Int({"BITCOUNT", "f"}), 0) << "bits written into the re-created filter";
+  EXPECT_EQ(raw_->Int({"EXISTS", "{f}/add"}), 0);
+}
+
+TEST_F(RedisStoreTest, KeyOfTheWrongTypeIsAClearConflict) {
+  raw_->Run({"LPUSH", "lst", "a", "b"});
+  Status s = store_->Create("lst", Config());
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_NE(s.message().find("holds a list, not a bitmap"), std::string::npos) << s.message();
+  s = store_->Attach("lst", Config());
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_NE(s.message().find("holds a list"), std::string::npos) << s.message();
+
+  // The bitmap replaced by a hash behind a filter's back.
+  auto f = BloomFilter::Create(*store_, "f", Options());
+  ASSERT_TRUE(f.ok());
+  raw_->Run({"DEL", "f"});
+  raw_->Run({"HSET", "f", "k", "v"});
+  s = (*f)->Add("x");
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_NE(s.message().find("key 'f' holds a hash, not a bitmap"), std::string::npos)
+      << s.message();
+  EXPECT_EQ((*f)->Contains("x").status().code(), StatusCode::kConflict);
+  EXPECT_EQ((*f)->Info().status().code(), StatusCode::kConflict);
+  // The foreign value survived, and no scratch key is left.
+  EXPECT_EQ(raw_->Str({"HGET", "f", "k"}), "v");
+  EXPECT_EQ(raw_->Int({"EXISTS", "{f}/add"}), 0);
+
+  // Metadata key of the wrong type: a corrupt filter.
+  raw_->Run({"SET", "{m}:meta", "junk"});
+  EXPECT_EQ(store_->ReadConfig("m").status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(store_->Create("m", Config()).code(), StatusCode::kDataLoss);
+}
+
+TEST_F(RedisStoreTest, CorruptOrForeignMetadataIsDataLoss) {
+  struct Case {
+    const char* field;
+    const char* value;
+  };
+  for (const Case& c : {Case{"format", "2"}, Case{"bits", "12345"}, Case{"hashes", "3"},
+                        Case{"strategy", "murmur9"}, Case{"error_rate", "zero"},
+                        Case{"capacity", "-5"}, Case{"capped", "maybe"}, Case{"count", "x"},
+                        Case{"kind", "cuckoo"}, Case{"origin", "martians"}}) {
+    raw_->Run({"FLUSHALL"});
+    ASSERT_TRUE(store_->Create("f", Config()).ok());
+    raw_->Run({"HSET", "{f}:meta", c.field, c.value});
+    const Status s = store_->ReadConfig("f").status();
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << c.field << "=" << c.value << ": " << s.ToString();
+    EXPECT_NE(s.message().find(c.field), std::string::npos) << s.message();
+  }
+  raw_->Run({"FLUSHALL"});
+  ASSERT_TRUE(store_->Create("f", Config()).ok());
+  raw_->Run({"HDEL", "{f}:meta", "hashes"});
+  EXPECT_EQ(store_->ReadConfig("f").status().code(), StatusCode::kDataLoss);
+  // A corrupt filter can still be dropped.
+  EXPECT_TRUE(store_->Drop("f").ok());
+}
+
+// "x" and "{x}" share the metadata key {x}:meta: the stored name tells them apart.
+TEST_F(RedisStoreTest, NamesSharingAMetadataKeyConflict) {
+  ASSERT_TRUE(store_->Create("{x}", Config()).ok());
+  Status s = store_->Create("x", Config());
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_NE(s.message().find("shares its metadata key"), std::string::npos) << s.message();
+  EXPECT_EQ(store_->ReadConfig("x").status().code(), StatusCode::kConflict);
+  EXPECT_EQ(store_->Drop("x").code(), StatusCode::kConflict);
+  EXPECT_TRUE(store_->ReadConfig("{x}").ok());
+}
+
+TEST_F(RedisStoreTest, FiltersBeyondOneKeyAreRejectedBeforeWriting) {
+  auto big = MakeConfig(Options(1'000'000'000, 0.001));
+  ASSERT_TRUE(big.ok());
+  ASSERT_GT(big->geometry.bits, uint64_t{1} << 32);
+  const Status s = store_->Create("big", *big);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("512 MiB"), std::string::npos) << s.message();
+  EXPECT_EQ(store_->Attach("big", *big).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Attach: adopting bits another program wrote.
+
+TEST_F(RedisStoreTest, AttachAdoptsABareBitmapWithoutChangingABit) {
+  const FilterConfig config = Config(1000, 0.01, Strategy::kSeed);
+  // Some other program set bits 3, 77 and 4000 (a shorter string than ours).
+  for (const char* bit : {"3", "77", "4000"}) raw_->Run({"SETBIT", "legacy", bit, "1"});
+  const std::string before = raw_->Str({"GET", "legacy"});
+  ASSERT_LT(before.size(), config.data_bytes());
+
+  ASSERT_TRUE(store_->Attach("legacy", config).ok());
+  const std::string after = raw_->Str({"GET", "legacy"});
+  EXPECT_EQ(after.substr(0, before.size()), before);
+  EXPECT_EQ(after.size(), config.data_bytes()) << "zero-extended to the filter's size";
+  EXPECT_EQ(after.find_first_not_of('\0', before.size()), std::string::npos);
+  EXPECT_EQ(raw_->Str({"HGET", "{legacy}:meta", "origin"}), "attach");
+
+  // Attaching again with the same parameters is fine; other parameters are not.
+  EXPECT_TRUE(store_->Attach("legacy", config).ok());
+  EXPECT_EQ(store_->Attach("legacy", Config(1000, 0.02, Strategy::kSeed)).code(),
+            StatusCode::kConflict);
+  EXPECT_EQ(store_->Create("legacy", config).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(raw_->Str({"GET", "legacy"}), after);
+}
+
+TEST_F(RedisStoreTest, AttachAcceptsAKeyNotWrittenYet) {
+  auto f = BloomFilter::Attach(*store_, "future", Options(500, 0.01, Strategy::kSeed));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->Add("first").ok());
+  auto hit = (*f)->Contains("first");
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(*hit);
+}
+
+TEST_F(RedisStoreTest, AttachRefusesABitmapWrittenWithMoreBits) {
+  const FilterConfig config = Config(1000, 0.01, Strategy::kSeed);
+  raw_->Run({"SETBIT", "wide", std::to_string(config.geometry.bits + 100), "1"});
+  const Status s = store_->Attach("wide", config);
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_NE(s.message().find("more bits"), std::string::npos) << s.message();
+  EXPECT_EQ(raw_->Int({"EXISTS", "{wide}:meta"}), 0);
+}
+
+TEST_F(RedisStoreTest, CreateOverABareBitmapPointsToAttach) {
+  raw_->Run({"SETBIT", "bare", "5", "1"});
+  const Status s = store_->Create("bare", Config());
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_NE(s.message().find("use attach"), std::string::npos) << s.message();
+  EXPECT_EQ(raw_->Int({"GETBIT", "bare", "5"}), 1);
+  EXPECT_EQ(raw_->Int({"STRLEN", "bare"}), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Key modes.
+
+TEST_F(RedisStoreTest, JdkKeysAreJavaSerializedAndSeparateFromPlainKeys) {
+  auto jdk = MustOpen(server_->url() + "?keys=jdk");
+  auto f = BloomFilter::Create(*jdk, "order", Options());
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->Add("ORD-1").ok());
+  const std::string key = internal::JdkSerializedString("order");
+  EXPECT_EQ(raw_->Int({"EXISTS", key}), 1);
+  EXPECT_EQ(raw_->Int({"EXISTS", internal::JdkSerializedString("{order}:meta")}), 1);
+  EXPECT_EQ(raw_->Int({"EXISTS", "order"}), 0);
+  EXPECT_EQ(store_->ReadConfig("order").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_->Int({"STRLEN", key}), static_cast<long long>(Config().data_bytes()));
+  EXPECT_TRUE(jdk->Drop("order").ok());
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
+}
+
+// The Java-side check of these bytes is redis_java_test (ObjectOutputStream
+// itself); this pins the parts of the format that have no Java counterpart
+// in that test's names: the length prefix and the modified UTF-8 of U+0000.
+TEST(RedisKeysTest, JdkSerializationFraming) {
+  const std::string s = internal::JdkSerializedString(std::string("a\0b", 3));
+  ASSERT_EQ(s.size(), 4u + 1 + 2 + 4);
+  EXPECT_EQ(s.substr(0, 4), std::string("\xAC\xED\x00\x05", 4));
+  EXPECT_EQ(s[4], '\x74');
+  EXPECT_EQ(s.substr(5, 2), std::string("\x00\x04", 2));
+  EXPECT_EQ(s.substr(7), std::string("a\xC0\x80"
+                                     "b",
+                                     4));
+  const std::string long_name(70000, 'x');
+  const std::string l = internal::JdkSerializedString(long_name);
+  EXPECT_EQ(l[4], '\x7C');
+  EXPECT_EQ(l.substr(5, 8), std::string("\0\0\0\0\0\x01\x11\x70", 8));
+  EXPECT_EQ(l.size(), 13u + 70000);
+}
+
+TEST(RedisKeysTest, HashTagKeepsAFiltersKeysInOneSlot) {
+  auto k = internal::KeysFor("orders", internal::KeyMode::kPlain);
+  EXPECT_EQ(k.bitmap, "orders");
+  EXPECT_EQ(k.meta, "{orders}:meta");
+  EXPECT_EQ(k.scratch, "{orders}/add");
+  k = internal::KeysFor("{user:1}seen", internal::KeyMode::kPlain);
+  EXPECT_EQ(k.meta, "{user:1}seen:meta");
+  EXPECT_EQ(k.scratch, "{user:1}seen/add");
+}
+
+// ---------------------------------------------------------------------------
+// URLs and connections.
+
+TEST(RedisUrlTest, ParsesEveryPart) {
+  StoreOptions defaults;
+  auto u = internal::ParseRedisUrl(
+      "redis://alice:p%40ss%3Aw@db.example:6380/3?connect_timeout_ms=150&command_timeout_ms=900"
+      "&pool_size=4&max_retries=0&batch_items=64&keys=jdk",
+      defaults);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->host, "db.example");
+  EXPECT_EQ(u->port, 6380);
+  EXPECT_EQ(u->user, "alice");
+  EXPECT_EQ(u->password, "p@ss:w");
+  EXPECT_EQ(u->db, 3);
+  EXPECT_EQ(u->keys, internal::KeyMode::kJdk);
+  EXPECT_EQ(u->options.connect_timeout.count(), 150);
+  EXPECT_EQ(u->options.command_timeout.count(), 900);
+  EXPECT_EQ(u->options.pool_size, 4);
+  EXPECT_EQ(u->options.max_retries, 0);
+  EXPECT_EQ(u->options.batch_items, 64u);
+  EXPECT_EQ(u->Redacted(), "redis://alice:***@db.example:6380/3?keys=jdk");
+
+  u = internal::ParseRedisUrl("redis://:secret@[::1]", defaults);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_EQ(u->port, 6379);
+  EXPECT_TRUE(u->user.empty());
+  EXPECT_EQ(u->password, "secret");
+  EXPECT_EQ(u->Redacted(), "redis://:***@[::1]:6379/0");
+
+  u = internal::ParseRedisUrl("redis://localhost/", defaults);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->db, 0);
+  EXPECT_FALSE(u->password.has_value());
+  EXPECT_EQ(u->options.batch_items, defaults.batch_items);
+}
+
+TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
+  struct Case {
+    const char* url;
+    const char* mentions;
+  };
+  for (const Case& c : {
+           Case{"redis://", "host is missing"},
+           Case{"redis://:6379", "host is missing"},
+           Case{"redis://h:0", "port"},
+           Case{"redis://h:65536", "port"},
+           Case{"redis://h:12ab", "port"},
+           Case{"redis://h:", "empty port"},
+           Case{"redis://h/x", "database"},
+           Case{"redis://h/-1", "database"},
+           Case{"redis://user@h", "password"},
+           Case{"redis://u:@h", "password"},
+           Case{"redis://u:p%4@h", "%-escape"},
+           Case{"redis://u:p%zz@h", "%-escape"},
+           Case{"redis://[::1", "'['"},
+           Case{"redis://h?pool_size=0", "pool_size"},
+           Case{"redis://h?pool_size=many", "pool_size"},
+           Case{"redis://h?timeout=5", "unknown option"},
+           Case{"redis://h?keys=xml", "keys"},
+           Case{"redis://h?batch_items", "no '='"},
+           Case{"redis://h?command_timeout_ms=0", "command_timeout_ms"},
+       }) {
+    auto store = Store::Open(c.url);
+    ASSERT_FALSE(store.ok()) << c.url;
+    EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << c.url;
+    EXPECT_NE(store.status().message().find(c.mentions), std::string::npos)
+        << c.url << ": " << store.status().message();
+  }
+}
+
+TEST(RedisConnectionTest, UnreachableServerFailsFastWithUnavailable) {
+  const int port = testing::FreePort();  // nothing listens there
+  const auto start = std::chrono::steady_clock::now();
+  auto store = Store::Open("redis://127.0.0.1:" + std::to_string(port));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(store.status().message().find("cannot connect"), std::string::npos)
+      << store.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST(RedisConnectionTest, PasswordAuthentication) {
+  RedisServer server({"--requirepass", "s3cret"});
+  server.Start();
+  const std::string host = "127.0.0.1:" + std::to_string(server.port());
+  auto none = Store::Open("redis://" + host);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(none.status().message().find("authentication failed"), std::string::npos)
+      << none.status().message();
+  auto wrong = Store::Open("redis://:nope@" + host);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(wrong.status().message().find("authentication failed"), std::string::npos)
+      << wrong.status().message();
+  auto right = Store::Open("redis://:s3cret@" + host);
+  ASSERT_TRUE(right.ok()) << right.status().ToString();
+  EXPECT_EQ((*right)->url().find("s3cret"), std::string::npos) << (*right)->url();
+  auto f = BloomFilter::Create(**right, "f", Options());
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE((*f)->Add("x").ok());
+}
+
+TEST(RedisConnectionTest, AclUserAuthenticationAndPermissions) {
+  // alice may do everything; bob may only read.
+  RedisServer server({"--user", "alice", "on", ">alice-pw", "~*", "&*", "+@all", "--user", "bob",
+                      "on", ">bob-pw", "~*", "&*", "+@read", "+@connection"});
+  server.Start();
+  const std::string host = "127.0.0.1:" + std::to_string(server.port());
+  auto wrong = Store::Open("redis://alice:bad@" + host);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(wrong.status().message().find("authentication failed"), std::string::npos)
+      << wrong.status().message();
+  auto alice = Store::Open("redis://alice:alice-pw@" + host);
+  ASSERT_TRUE(alice.ok()) << alice.status().ToString();
+  auto f = BloomFilter::Create(**alice, "f", Options());
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->Add("x").ok());
+
+  auto bob = Store::Open("redis://bob:bob-pw@" + host);
+  ASSERT_TRUE(bob.ok()) << bob.status().ToString();
+  const Status denied = (*bob)->Create("g", Config());
+  EXPECT_EQ(denied.code(), StatusCode::kUnavailable);
+  EXPECT_NE(denied.message().find("permission denied"), std::string::npos) << denied.message();
+}
+
+TEST(RedisConnectionTest, SelectsTheDatabaseAndRejectsOneThatDoesNotExist) {
+  RedisServer server;
+  server.Start();
+  auto store = Store::Open(server.url() + "/3");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->Create("in3", Config()).ok());
+  RawRedis raw(server.port());
+  EXPECT_EQ(raw.Int({"EXISTS", "in3"}), 0);
+  raw.Run({"SELECT", "3"});
+  EXPECT_EQ(raw.Int({"EXISTS", "in3"}), 1);
+  auto bad = Store::Open(server.url() + "/99");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().ToString();
+}
+
+TEST_F(RedisStoreTest, SlowServerIsDeadlineExceededAndTheConnectionRecovers) {
+  auto store = MustOpen(server_->url() + "?command_timeout_ms=100");
+  auto f = BloomFilter::Create(*store, "f", Options());
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Add("x").ok());
+  // CLIENT PAUSE holds every client's commands for 600 ms.
+  raw_->Run({"CLIENT", "PAUSE", "600", "ALL"});
+  const Status s = (*f)->Contains("x").status();
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // The timed-out connection was discarded; a fresh one works.
+  auto hit = (*f)->Contains("x");
+  ASSERT_TRUE(hit.ok()) << hit.status().ToString();
+  EXPECT_TRUE(*hit);
+}
+
+TEST_F(RedisStoreTest, PoolServesConcurrentCallers) {
+  auto store = MustOpen(server_->url() + "?pool_size=3&batch_items=100");
+  constexpr int kThreads = 8;
+  constexpr size_t kPerThread = 1000;
+  auto created = BloomFilter::Create(*store, "shared", Options(kThreads * kPerThread, 0.01));
+  ASSERT_TRUE(created.ok());
+  std::atomic<uint64_t> new_items{0};
+  std::vector<std::thread> threads;
+  std::vector<Status> results(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto f = BloomFilter::Open(*store, "shared");
+      if (!f.ok()) {
+        results[t] = f.status();
+        return;
+      }
+      const auto items = Items(Encoding::kUtf8, kPerThread, /*salt=*/t + 1);
+      std::vector<uint8_t> added;
+      results[t] = (*f)->AddMany(Views(items), &added);
+      for (uint8_t a : added) new_items += a;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const Status& s : results) ASSERT_TRUE(s.ok()) << s.ToString();
+  auto f = BloomFilter::Open(*store, "shared");
+  ASSERT_TRUE(f.ok());
+  for (int t = 0; t < kThreads; ++t) {
+    const auto items = Items(Encoding::kUtf8, kPerThread, t + 1);
+    std::vector<uint8_t> present;
+    ASSERT_TRUE((*f)->ContainsMany(Views(items), &present).ok());
+    for (size_t i = 0; i < kPerThread; ++i) ASSERT_EQ(present[i], 1) << t << "/" << i;
+  }
+  auto info = (*f)->Info();
+  ASSERT_TRUE(info.ok());
+  // Adds are atomic per item: concurrent writers never both count one item.
+  EXPECT_EQ(info->items_added, new_items.load());
+  // At most pool_size connections, plus store_'s one and raw_'s.
+  const std::string clients = raw_->Str({"CLIENT", "LIST"});
+  EXPECT_LE(std::count(clients.begin(), clients.end(), '\n'), 3 + 1 + 1) << clients;
+}
+
+TEST_F(RedisStoreTest, ReconnectsAfterTheServerRestarts) {
+  auto f = BloomFilter::Create(*store_, "f", Options());
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Add("x").ok());
+  server_->Restart();  // no persistence here: the data is gone, the store must cope
+  raw_ = std::make_unique<RawRedis>(server_->port());
+  EXPECT_TRUE(store_->Ping().ok());
+  EXPECT_EQ((*f)->Contains("x").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(store_->Create("f", Config()).ok());
+}
+
+}  // namespace
+}  // namespace redbloom
