@@ -61,6 +61,7 @@ awk -F'\t' '
     sub(/_single$/, " (single)", label); sub(/_batch$/, " (batch 1000)", label)
     sub(/_hit/, " hit", label); sub(/_miss/, " miss", label)
     if (op == "murmur3_128") label = "murmur3_128 alone"
+    if (op == "offsets_guava64") label = "guava64 offsets alone"
     rows[++count] = sprintf("%-26s %-4s %-5s %10.1f", label, size, store, $2)
     if (key in guava_ns) {
       rows[count] = rows[count] sprintf(" %10.1f %8.2fx %9.3f%% %9.3f%%", guava_ns[key],

@@ -448,6 +448,13 @@ std::vector<Pair> SizingPairs() {
   for (uint64_t n : ns) {
     for (double p : ps) pairs.push_back({n, p});
   }
+  // m/n ln 2 is exactly 9.5, 10.5 or 4.5 here (found by a search over
+  // n < 2^31), so k depends on Math.round's ties-up rule: 10, 11 and 5, where
+  // ties-down would give 9, 10 and 4, and ties-to-even 10, 10 and 4.
+  pairs.push_back({49'019'591, 0x1.6a09e667f3bcdp-10});
+  pairs.push_back({83'941'632, 0x1.6a09e667f3bd3p-10});
+  pairs.push_back({107'040'591, 0x1.6a09e667f3bccp-11});
+  pairs.push_back({109'536'825, 0x1.6a09e667f3bdp-5});
   // Log-uniform random pairs, so the fractions of m and m/n ln 2 that decide
   // truncation and rounding land everywhere.
   Rng rng(4242);
