@@ -1,3 +1,225 @@
-// Placeholder while the test is being written.
+// Every CLI command on a redis:// store, against a real redis-server: the
+// text contract (1<TAB>item lines, exit codes 0/1/2/3/4) must not depend on
+// where the bits live.
 #include <gtest/gtest.h>
-TEST(Placeholder, Pending) {}
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "redis_server.h"
+#include "redis_test_raw.h"
+#include "test_util.h"
+
+namespace redbloom {
+namespace {
+
+using testing::CommandResult;
+using testing::Lines;
+using testing::RawRedis;
+using testing::RedisServer;
+using testing::RunCommand;
+
+std::vector<std::string> Split(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+class RedisCliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer();
+    server_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    raw_ = std::make_unique<RawRedis>(server_->port());
+    raw_->Run({"FLUSHALL"});
+  }
+
+  CommandResult Run(std::vector<std::string> args, const std::string& input = "",
+                    const std::string& url = "") {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", url.empty() ? server_->url() : url});
+    return RunCommand(args, input);
+  }
+
+  static RedisServer* server_;
+  std::unique_ptr<RawRedis> raw_;
+};
+RedisServer* RedisCliTest::server_ = nullptr;
+
+TEST_F(RedisCliTest, FullLifecycle) {
+  auto create = Run({"create", "orders", "--capacity", "1000", "--error", "0.01"});
+  ASSERT_EQ(create.exit_code, 0) << create.err;
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "bits"}), "9600");  // Guava's m, rounded to 64
+
+  // Same parameters again: fine. Other parameters: exit 4, naming both.
+  EXPECT_EQ(Run({"create", "orders", "--capacity", "1000", "--error", "0.01"}).exit_code, 0);
+  auto conflict = Run({"create", "orders", "--capacity", "1000", "--error", "0.05"});
+  EXPECT_EQ(conflict.exit_code, 4);
+  EXPECT_NE(conflict.err.find("other parameters"), std::string::npos) << conflict.err;
+
+  auto add = Run({"add", "orders", "ORD-1", "ORD-2", "ORD-1"});
+  EXPECT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_EQ(Lines(add.out), (std::vector<std::string>{"1\tORD-1", "1\tORD-2", "0\tORD-1"}));
+  auto add_file = Run({"add", "orders", "--file", "-"}, "ORD-3\nORD-2\n");
+  EXPECT_EQ(add_file.exit_code, 0) << add_file.err;
+  EXPECT_EQ(Lines(add_file.out), (std::vector<std::string>{"1\tORD-3", "0\tORD-2"}));
+  EXPECT_EQ(Run({"add", "--quiet", "orders", "ORD-4"}).out, "");
+
+  auto present = Run({"check", "orders", "ORD-1", "ORD-4"});
+  EXPECT_EQ(present.exit_code, 0) << present.err;
+  EXPECT_EQ(Lines(present.out), (std::vector<std::string>{"1\tORD-1", "1\tORD-4"}));
+  auto absent = Run({"check", "orders", "-f", "-"}, "ORD-3\nORD-404\n");
+  EXPECT_EQ(absent.exit_code, 1);
+  EXPECT_EQ(Lines(absent.out), (std::vector<std::string>{"1\tORD-3", "0\tORD-404"}));
+  auto quiet = Run({"check", "--quiet", "orders", "ORD-404"});
+  EXPECT_EQ(quiet.exit_code, 1);
+  EXPECT_EQ(quiet.out, "");
+
+  auto info = Run({"info", "orders", "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  auto j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j["bits"], 9600);
+  EXPECT_EQ(j["hashes"], 7);
+  EXPECT_EQ(j["items_added"], 4);
+  EXPECT_EQ(j["bits_set"], raw_->Int({"BITCOUNT", "orders"}));
+  EXPECT_EQ(Run({"info", "orders"}).exit_code, 0);
+
+  EXPECT_EQ(Run({"create", "audit", "-n", "50", "-p", "0.1"}).exit_code, 0);
+  auto list = Run({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(Lines(list.out), (std::vector<std::string>{"audit", "orders"}));
+
+  EXPECT_EQ(Run({"drop", "orders"}).exit_code, 0);
+  EXPECT_EQ(raw_->Int({"EXISTS", "orders", "{orders}:meta"}), 0);
+  EXPECT_EQ(Run({"drop", "orders"}).exit_code, 4);
+  auto gone = Run({"check", "orders", "ORD-1"});
+  EXPECT_EQ(gone.exit_code, 4);
+  EXPECT_EQ(gone.out, "") << "a missing filter must not answer 0 (absent)";
+  EXPECT_EQ(Run({"add", "orders", "ORD-1"}).exit_code, 4);
+  EXPECT_EQ(Run({"info", "orders"}).exit_code, 4);
+  EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"audit"}));
+}
+
+// The store comes from $REDBLOOM_STORE when --store is absent.
+TEST_F(RedisCliTest, StoreFromEnvironment) {
+  const std::vector<std::string> env = {"REDBLOOM_STORE=" + server_->url()};
+  auto r = RunCommand({REDBLOOM_CLI_PATH, "create", "envf", "-n", "100", "-p", "0.01"}, "", env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(raw_->Int({"EXISTS", "{envf}:meta"}), 1);
+}
+
+// attach adopts the bits a Java service wrote under its exact key. Here the
+// "service" is emulated with SETBIT at the offsets `redbloom offsets` prints
+// (the real JVM does the same in redis_java_test).
+TEST_F(RedisCliTest, AttachAdoptsBitsWrittenByAnotherProgram) {
+  const std::vector<std::string> params = {"--capacity", "100",  "--error",    "0.01",
+                                           "--strategy", "seed", "--encoding", "utf8x2"};
+  std::vector<std::string> args = {"offsets", "订单-1", "订单-2"};
+  args.insert(args.end(), params.begin(), params.end());
+  auto offsets = Run(args);
+  ASSERT_EQ(offsets.exit_code, 0) << offsets.err;
+  const auto lines = Lines(offsets.out);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& line : lines) {
+    for (const auto& o : Split(line)) raw_->Run({"SETBIT", "order", o, "1"});
+  }
+  const std::string java_bits = raw_->Str({"GET", "order"});
+
+  args = {"attach", "order"};
+  args.insert(args.end(), params.begin(), params.end());
+  auto attach = Run(args);
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  EXPECT_EQ(raw_->Str({"GET", "order"}).substr(0, java_bits.size()), java_bits);
+  auto check = Run({"check", "order", "订单-1", "订单-2"});
+  EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
+
+  // Attaching with parameters other than the recorded ones: exit 4.
+  auto other = Run({"attach", "order", "--capacity", "100", "--error", "0.02", "--strategy", "seed",
+                    "--encoding", "utf8x2"});
+  EXPECT_EQ(other.exit_code, 4);
+  // create over a bare key points to attach.
+  raw_->Run({"SETBIT", "bare", "3", "1"});
+  auto create = Run({"create", "bare", "-n", "100", "-p", "0.01"});
+  EXPECT_EQ(create.exit_code, 4);
+  EXPECT_NE(create.err.find("attach"), std::string::npos) << create.err;
+}
+
+// With ?keys=jdk the CLI reaches keys written by Spring's default RedisTemplate.
+TEST_F(RedisCliTest, JdkSerializedKeys) {
+  const std::string url = server_->url() + "?keys=jdk";
+  auto attach =
+      Run({"attach", "order", "-n", "100", "-p", "0.01", "--encoding", "utf8x2"}, "", url);
+  ASSERT_EQ(attach.exit_code, 0) << attach.err;
+  EXPECT_EQ(Run({"add", "order", "ORD-1"}, "", url).exit_code, 0);
+  EXPECT_EQ(Run({"check", "order", "ORD-1"}, "", url).exit_code, 0);
+  EXPECT_EQ(raw_->Int({"EXISTS", "order"}), 0);
+  EXPECT_EQ(Lines(Run({"list"}, "", url).out), (std::vector<std::string>{"order"}));
+  EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{}));
+}
+
+// The offsets the CLI prints are the bits an add sets in Redis, in SETBIT order.
+TEST_F(RedisCliTest, OffsetsAreTheBitsAddSets) {
+  for (const char* strategy : {"seed", "guava64"}) {
+    raw_->Run({"FLUSHALL"});
+    const std::vector<std::string> params = {"-n", "5000", "-p", "0.001", "--strategy", strategy};
+    std::vector<std::string> args = {"create", "f"};
+    args.insert(args.end(), params.begin(), params.end());
+    ASSERT_EQ(Run(args).exit_code, 0);
+    ASSERT_EQ(Run({"add", "f", "pedido-ção-7"}).exit_code, 0);
+    args = {"offsets", "pedido-ção-7"};
+    args.insert(args.end(), params.begin(), params.end());
+    auto offsets = Run(args);
+    ASSERT_EQ(offsets.exit_code, 0) << offsets.err;
+    const auto bits = Split(offsets.out);
+    ASSERT_EQ(bits.size(), 10u) << offsets.out;  // k = 10 at 0.1%
+    for (const auto& o : bits) EXPECT_EQ(raw_->Int({"GETBIT", "f", o}), 1) << strategy << " " << o;
+    EXPECT_LE(raw_->Int({"BITCOUNT", "f"}), 10);
+  }
+}
+
+TEST_F(RedisCliTest, ErrorsHaveTheirExitCodes) {
+  // Bad URL: 2. Unreachable: 3. Missing filter: 4. Wrong key type: 4.
+  auto bad = Run({"list"}, "", "redis://127.0.0.1:notaport");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("port"), std::string::npos) << bad.err;
+  const std::string nowhere = "redis://127.0.0.1:" + std::to_string(testing::FreePort());
+  auto down = Run({"check", "f", "x"}, "", nowhere);
+  EXPECT_EQ(down.exit_code, 3);
+  EXPECT_EQ(down.out, "");
+  EXPECT_NE(down.err.find("cannot connect"), std::string::npos) << down.err;
+  auto missing = Run({"check", "nope", "x"});
+  EXPECT_EQ(missing.exit_code, 4);
+  EXPECT_NE(missing.err.find("nope"), std::string::npos) << missing.err;
+  raw_->Run({"LPUSH", "lst", "a"});
+  auto wrong = Run({"create", "lst", "-n", "10", "-p", "0.1"});
+  EXPECT_EQ(wrong.exit_code, 4);
+  EXPECT_NE(wrong.err.find("holds a list"), std::string::npos) << wrong.err;
+  auto invalid = Run({"create", "f", "-n", "10", "-p", "1.5"});
+  EXPECT_EQ(invalid.exit_code, 2);
+}
+
+TEST(RedisCliAuthTest, AuthenticationFailureIsAStoreError) {
+  RedisServer server({"--requirepass", "s3cret"});
+  server.Start();
+  const std::string host = "127.0.0.1:" + std::to_string(server.port());
+  auto denied = RunCommand({REDBLOOM_CLI_PATH, "--store", "redis://:hunter2x@" + host, "list"});
+  EXPECT_EQ(denied.exit_code, 3);
+  EXPECT_NE(denied.err.find("authentication failed"), std::string::npos) << denied.err;
+  EXPECT_EQ(denied.err.find("hunter2x"), std::string::npos) << "password leaked: " << denied.err;
+  auto ok = RunCommand({REDBLOOM_CLI_PATH, "--store", "redis://:s3cret@" + host, "create", "f",
+                        "-n", "10", "-p", "0.1"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out.find("s3cret"), std::string::npos) << ok.out;
+}
+
+}  // namespace
+}  // namespace redbloom

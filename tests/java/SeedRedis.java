@@ -179,9 +179,13 @@ public final class SeedRedis {
   }
 
   static String hex(byte[] b) {
-    StringBuilder s = new StringBuilder();
-    for (byte x : b) s.append(String.format("%02x", x & 0xff));
-    return s.toString();
+    final char[] digits = "0123456789abcdef".toCharArray();
+    char[] out = new char[2 * b.length];
+    for (int i = 0; i < b.length; i++) {
+      out[2 * i] = digits[(b[i] >> 4) & 15];
+      out[2 * i + 1] = digits[b[i] & 15];
+    }
+    return new String(out);
   }
 
   public static void main(String[] args) throws Exception {
