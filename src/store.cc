@@ -1,5 +1,6 @@
 #include "redbloom/store.h"
 
+#include <chrono>
 #include <cstdlib>
 
 #include "stores.h"
@@ -30,12 +31,48 @@ Status ValidateFilterName(std::string_view name) {
   return Status::Ok();
 }
 
+Status BitStore::Remove(const uint64_t* /*offsets*/, size_t /*items*/, uint32_t /*k*/,
+                        uint8_t* /*removed*/) {
+  return Status::Unimplemented("this store cannot remove items");
+}
+
+Result<uint64_t> BitStore::ItemCount() {
+  REDBLOOM_ASSIGN_OR_RETURN(FilterStats stats, Stats());
+  return stats.items_added;
+}
+
 Status BitStore::ReadBits(uint64_t /*offset*/, size_t /*len*/, std::string* /*out*/) {
   return Status::Unimplemented("this store cannot read bits in bulk");
 }
 
 Status BitStore::OrBits(std::string_view /*bitmap*/, uint64_t /*new_items*/) {
   return Status::Unimplemented("this store cannot write bits in bulk");
+}
+
+Result<std::unique_ptr<BitStore>> Store::OpenPart(std::string_view name, const FilterConfig&,
+                                                  uint64_t, bool) {
+  return Status::Unimplemented("store " + url() + " does not support scaling or window filters ('" +
+                               std::string(name) + "')");
+}
+
+Result<std::vector<uint64_t>> Store::ListParts(std::string_view name, const FilterConfig&) {
+  return Status::Unimplemented("store " + url() + " does not support scaling or window filters ('" +
+                               std::string(name) + "')");
+}
+
+Result<uint64_t> Store::Layers(std::string_view name, const FilterConfig&) {
+  return Status::Unimplemented("store " + url() + " does not support scaling filters ('" +
+                               std::string(name) + "')");
+}
+
+Result<uint64_t> Store::GrowLayers(std::string_view name, const FilterConfig&, uint64_t) {
+  return Status::Unimplemented("store " + url() + " does not support scaling filters ('" +
+                               std::string(name) + "')");
+}
+
+Status Store::Replace(std::string_view name, std::string_view) {
+  return Status::Unimplemented("store " + url() + " cannot replace filter '" + std::string(name) +
+                               "' atomically");
 }
 
 Status Store::Attach(std::string_view name, const FilterConfig& /*config*/) {
@@ -76,6 +113,21 @@ Status ExistsStatus(std::string_view name, const FilterConfig& existing,
   }
   return Status::Conflict("filter '" + std::string(name) + "' exists with other parameters: " +
                           existing.ToString() + " (asked for " + wanted.ToString() + ")");
+}
+
+uint64_t NowMillis() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+uint64_t PartExpiry(const FilterConfig& config, uint64_t part, uint64_t filter_expires_at_ms) {
+  uint64_t at = 0;
+  if (config.kind == FilterKind::kWindow) at = (part + config.slices + 1) * config.slice_millis();
+  if (filter_expires_at_ms != 0 && (at == 0 || filter_expires_at_ms < at)) {
+    at = filter_expires_at_ms;
+  }
+  return at;
 }
 
 Status ConfigChangedStatus(std::string_view name) {

@@ -21,6 +21,14 @@ Status ExistsStatus(std::string_view name, const FilterConfig& existing,
 // The stored filter changed between ReadConfig and OpenBits.
 Status ConfigChangedStatus(std::string_view name);
 
+// Milliseconds since the Unix epoch, the clock of TTLs and window slices.
+uint64_t NowMillis();
+// When part `part` of a filter may be deleted: a window slice once it has
+// left the window (plus one slice of grace), capped by the filter's own
+// expiry `filter_expires_at_ms` (0 = never). Scaling layers live as long as
+// the filter.
+uint64_t PartExpiry(const FilterConfig& config, uint64_t part, uint64_t filter_expires_at_ms);
+
 }  // namespace redbloom::internal
 
 #endif  // REDBLOOM_SRC_STORES_H_

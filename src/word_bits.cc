@@ -1,9 +1,12 @@
 #include "word_bits.h"
 
+#include <sys/file.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace redbloom::internal {
 namespace {
@@ -12,31 +15,103 @@ namespace {
 // eight items (~56 lines at k = 7) keeps enough misses in flight to hide
 // memory latency without evicting what is about to be used.
 constexpr size_t kPrefetchItems = 8;
+constexpr uint64_t kCounterMax = 15;
 
-Status CheckOffsets(const uint64_t* offsets, size_t n, uint64_t bits) {
+// Counter i: nibble i in Redis order, i.e. byte i/2, high nibble when i is
+// even. Read as a little-endian word, byte b sits at bits 8b..8b+7.
+inline uint64_t CounterWord(uint64_t i) { return i >> 4; }
+inline unsigned CounterShift(uint64_t i) {
+  return static_cast<unsigned>(8 * ((i >> 1) & 7) + ((i & 1) ? 0 : 4));
+}
+
+inline uint64_t LoadCounter(uint64_t* words, uint64_t i) {
+  const uint64_t w =
+      std::atomic_ref<uint64_t>(words[CounterWord(i)]).load(std::memory_order_relaxed);
+  return (w >> CounterShift(i)) & 0xF;
+}
+
+// Adds `delta` (+1 or -1) to counter i unless it is saturated (15) or the
+// result would leave [0, 15]. Returns the value before.
+uint64_t StepCounter(uint64_t* words, uint64_t i, int delta) {
+  std::atomic_ref<uint64_t> word(words[CounterWord(i)]);
+  const unsigned shift = CounterShift(i);
+  uint64_t w = word.load(std::memory_order_relaxed);
+  while (true) {
+    const uint64_t c = (w >> shift) & 0xF;
+    if (c == kCounterMax || (delta < 0 && c == 0)) return c;
+    const uint64_t next = delta > 0 ? w + (uint64_t{1} << shift) : w - (uint64_t{1} << shift);
+    if (word.compare_exchange_weak(w, next, std::memory_order_relaxed)) return c;
+  }
+}
+
+// flock() for the duration of a scope, when there is a file to lock.
+class FileLock {
+ public:
+  explicit FileLock(int fd) : fd_(fd) {
+    if (fd_ >= 0) {
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock() {
+    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Status WordBitStore::CheckLive() const {
+  if (a_.superseded != nullptr &&
+      std::atomic_ref<uint64_t>(*a_.superseded).load(std::memory_order_acquire) != 0) {
+    return Status::Conflict("the filter was replaced by a rebuild; reopen it");
+  }
+  return Status::Ok();
+}
+
+Status WordBitStore::CheckOffsets(const uint64_t* offsets, size_t n) const {
   for (size_t i = 0; i < n; ++i) {
-    if (offsets[i] >= bits) {
-      return Status::InvalidArgument("bit offset " + std::to_string(offsets[i]) +
-                                     " is outside the filter's " + std::to_string(bits) + " bits");
+    if (offsets[i] >= a_.cells) {
+      return Status::InvalidArgument("offset " + std::to_string(offsets[i]) +
+                                     " is outside the filter's " + std::to_string(a_.cells) +
+                                     " cells");
     }
   }
   return Status::Ok();
 }
 
-}  // namespace
+void WordBitStore::AddCount(int64_t delta) {
+  if (delta != 0) {
+    std::atomic_ref<uint64_t>(*a_.count).fetch_add(static_cast<uint64_t>(delta),
+                                                   std::memory_order_relaxed);
+  }
+}
 
 Status WordBitStore::Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) {
-  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items * k, bits_));
-  uint64_t added = 0;
+  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items * k));
+  uint64_t* words = a_.words;
+  const bool counters = a_.cell_bits == 4;
+  int64_t added = 0;
   for (size_t i = 0; i < items; ++i) {
     if (i + kPrefetchItems < items) {
       const uint64_t* ahead = offsets + (i + kPrefetchItems) * k;
-      for (uint32_t j = 0; j < k; ++j) __builtin_prefetch(&words_[WordIndex(ahead[j])], 1);
+      for (uint32_t j = 0; j < k; ++j) {
+        __builtin_prefetch(&words[counters ? CounterWord(ahead[j]) : WordIndex(ahead[j])], 1);
+      }
     }
     const uint64_t* item = offsets + i * k;
     bool was_new = false;
     for (uint32_t j = 0; j < k; ++j) {
-      std::atomic_ref<uint64_t> word(words_[WordIndex(item[j])]);
+      if (counters) {
+        was_new |= StepCounter(words, item[j], +1) == 0;
+        continue;
+      }
+      std::atomic_ref<uint64_t> word(words[WordIndex(item[j])]);
       const uint64_t mask = BitMask(item[j]);
       // Read first: most bits of a filter in use are already set, and a plain
       // load does not take the cache line exclusive the way fetch_or does.
@@ -48,24 +123,30 @@ Status WordBitStore::Add(const uint64_t* offsets, size_t items, uint32_t k, uint
     if (changed != nullptr) changed[i] = was_new ? 1 : 0;
     added += was_new ? 1 : 0;
   }
-  if (added != 0) std::atomic_ref<uint64_t>(*count_).fetch_add(added, std::memory_order_relaxed);
+  AddCount(added);
   return Status::Ok();
 }
 
 Status WordBitStore::Test(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* present) {
-  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items * k, bits_));
+  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items * k));
+  uint64_t* words = a_.words;
+  const bool counters = a_.cell_bits == 4;
   for (size_t i = 0; i < items; ++i) {
     if (i + kPrefetchItems < items) {
       const uint64_t* ahead = offsets + (i + kPrefetchItems) * k;
-      for (uint32_t j = 0; j < k; ++j) __builtin_prefetch(&words_[WordIndex(ahead[j])], 0);
+      for (uint32_t j = 0; j < k; ++j) {
+        __builtin_prefetch(&words[counters ? CounterWord(ahead[j]) : WordIndex(ahead[j])], 0);
+      }
     }
     const uint64_t* item = offsets + i * k;
     uint8_t all = 1;
-    for (uint32_t j = 0; j < k; ++j) {
-      std::atomic_ref<uint64_t> word(words_[WordIndex(item[j])]);
-      if ((word.load(std::memory_order_relaxed) & BitMask(item[j])) == 0) {
-        all = 0;
-        break;
+    for (uint32_t j = 0; j < k && all; ++j) {
+      if (counters) {
+        all = LoadCounter(words, item[j]) != 0;
+      } else {
+        std::atomic_ref<uint64_t> word(words[WordIndex(item[j])]);
+        all = (word.load(std::memory_order_relaxed) & BitMask(item[j])) != 0;
       }
     }
     present[i] = all;
@@ -73,27 +154,82 @@ Status WordBitStore::Test(const uint64_t* offsets, size_t items, uint32_t k, uin
   return Status::Ok();
 }
 
-Result<FilterStats> WordBitStore::Stats() {
-  FilterStats stats;
-  const uint64_t n = words();
-  for (uint64_t w = 0; w < n; ++w) {
-    stats.bits_set +=
-        std::popcount(std::atomic_ref<uint64_t>(words_[w]).load(std::memory_order_relaxed));
+Status WordBitStore::Remove(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* removed) {
+  if (a_.cell_bits != 4) {
+    return Status::Unimplemented(
+        "items can be removed only from counting filters (create with --counting)");
   }
-  stats.items_added = std::atomic_ref<uint64_t>(*count_).load(std::memory_order_relaxed);
-  return stats;
-}
-
-Status WordBitStore::Clear() {
-  const uint64_t n = words();
-  for (uint64_t w = 0; w < n; ++w) {
-    std::atomic_ref<uint64_t>(words_[w]).store(0, std::memory_order_relaxed);
+  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items * k));
+  // Removes are serialised so that two of them can never both see a counter
+  // at 1 and both take it to 0; adds only raise counters, so they need no lock
+  // to keep a remove's "all non-zero" check true until it decrements.
+  std::unique_lock<std::mutex> in_process;
+  if (a_.remove_mutex) in_process = std::unique_lock(*a_.remove_mutex);
+  FileLock across_processes(a_.lock_fd);
+  uint64_t* words = a_.words;
+  int64_t gone = 0;
+  std::vector<uint64_t> item;
+  for (size_t i = 0; i < items; ++i) {
+    item.assign(offsets + i * k, offsets + (i + 1) * k);
+    std::sort(item.begin(), item.end());
+    // An offset that repeats within the item was incremented as many times,
+    // so its counter must hold at least that many (or be saturated).
+    bool all = true;
+    for (size_t j = 0; j < item.size() && all;) {
+      size_t run = 1;
+      while (j + run < item.size() && item[j + run] == item[j]) ++run;
+      const uint64_t c = LoadCounter(words, item[j]);
+      all = c == kCounterMax || c >= run;
+      j += run;
+    }
+    if (all) {
+      for (uint64_t o : item) StepCounter(words, o, -1);
+      ++gone;
+    }
+    if (removed != nullptr) removed[i] = all ? 1 : 0;
   }
-  std::atomic_ref<uint64_t>(*count_).store(0, std::memory_order_relaxed);
+  AddCount(-gone);
   return Status::Ok();
 }
 
+Result<FilterStats> WordBitStore::Stats() {
+  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+  FilterStats stats;
+  const uint64_t n = words();
+  for (uint64_t w = 0; w < n; ++w) {
+    const uint64_t v = std::atomic_ref<uint64_t>(a_.words[w]).load(std::memory_order_relaxed);
+    if (a_.cell_bits == 1) {
+      stats.bits_set += static_cast<uint64_t>(std::popcount(v));
+    } else {
+      // Non-zero nibbles: fold each nibble's bits into its lowest bit.
+      const uint64_t folded = (v | (v >> 1) | (v >> 2) | (v >> 3)) & 0x1111111111111111ULL;
+      stats.bits_set += static_cast<uint64_t>(std::popcount(folded));
+    }
+  }
+  stats.items_added = std::atomic_ref<uint64_t>(*a_.count).load(std::memory_order_relaxed);
+  return stats;
+}
+
+Result<uint64_t> WordBitStore::ItemCount() {
+  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+  return std::atomic_ref<uint64_t>(*a_.count).load(std::memory_order_relaxed);
+}
+
+Status WordBitStore::Clear() {
+  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+  const uint64_t n = words();
+  for (uint64_t w = 0; w < n; ++w) {
+    std::atomic_ref<uint64_t>(a_.words[w]).store(0, std::memory_order_relaxed);
+  }
+  std::atomic_ref<uint64_t>(*a_.count).store(0, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status WordBitStore::Flush() { return a_.flush ? a_.flush() : Status::Ok(); }
+
 Status WordBitStore::ReadBits(uint64_t offset, size_t len, std::string* out) {
+  REDBLOOM_RETURN_IF_ERROR(CheckLive());
   out->clear();
   if (offset >= bitmap_bytes()) return Status::Ok();
   len = static_cast<size_t>(std::min<uint64_t>(len, bitmap_bytes() - offset));
@@ -102,7 +238,7 @@ Status WordBitStore::ReadBits(uint64_t offset, size_t len, std::string* out) {
   // torn word is ever read.
   for (size_t i = 0; i < len;) {
     const uint64_t pos = offset + i;
-    const uint64_t w = std::atomic_ref<uint64_t>(words_[pos / 8]).load(std::memory_order_relaxed);
+    const uint64_t w = std::atomic_ref<uint64_t>(a_.words[pos / 8]).load(std::memory_order_relaxed);
     for (uint64_t b = pos % 8; b < 8 && i < len; ++b, ++i) {
       (*out)[i] = static_cast<char>((w >> (8 * b)) & 0xff);
     }
@@ -111,6 +247,12 @@ Status WordBitStore::ReadBits(uint64_t offset, size_t len, std::string* out) {
 }
 
 Status WordBitStore::OrBits(std::string_view bitmap, uint64_t new_items) {
+  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+  if (a_.cell_bits != 1) {
+    // ORing counters would corrupt them (1 | 2 = 3); counting filters take
+    // their items one by one.
+    return Status::InvalidArgument("bulk bitmaps apply to bit filters, not counting filters");
+  }
   if (bitmap.size() > bitmap_bytes()) {
     return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
                                    " bytes is larger than the filter's " +
@@ -120,17 +262,16 @@ Status WordBitStore::OrBits(std::string_view bitmap, uint64_t new_items) {
   for (size_t w = 0; w < full_words; ++w) {
     uint64_t v;
     std::memcpy(&v, bitmap.data() + 8 * w, 8);  // little-endian load keeps Redis byte order
-    if (v != 0) std::atomic_ref<uint64_t>(words_[w]).fetch_or(v, std::memory_order_relaxed);
+    if (v != 0) std::atomic_ref<uint64_t>(a_.words[w]).fetch_or(v, std::memory_order_relaxed);
   }
   if (bitmap.size() % 8 != 0) {
     uint64_t v = 0;
     std::memcpy(&v, bitmap.data() + 8 * full_words, bitmap.size() % 8);
-    if (v != 0)
-      std::atomic_ref<uint64_t>(words_[full_words]).fetch_or(v, std::memory_order_relaxed);
+    if (v != 0) {
+      std::atomic_ref<uint64_t>(a_.words[full_words]).fetch_or(v, std::memory_order_relaxed);
+    }
   }
-  if (new_items != 0) {
-    std::atomic_ref<uint64_t>(*count_).fetch_add(new_items, std::memory_order_relaxed);
-  }
+  AddCount(static_cast<int64_t>(new_items));
   return Status::Ok();
 }
 

@@ -47,8 +47,8 @@ class FileStoreTest : public ::testing::Test {
               static_cast<std::streamsize>(bytes.size()));
   }
   static void FixCrc(std::vector<uint8_t>& b) {
-    const uint32_t crc = static_cast<uint32_t>(crc32(0L, b.data(), 60));
-    for (int i = 0; i < 4; ++i) b[60 + i] = static_cast<uint8_t>(crc >> (8 * i));
+    const uint32_t crc = static_cast<uint32_t>(crc32(0L, b.data(), 124));
+    for (int i = 0; i < 4; ++i) b[124 + i] = static_cast<uint8_t>(crc >> (8 * i));
   }
   void ExpectDataLoss(const std::string& needle) {
     auto f = BloomFilter::Open(*store_, "f");

@@ -16,12 +16,33 @@
 
 namespace redbloom {
 
+// What a filter can do beyond "add and check", and what it costs.
 enum class FilterKind : uint8_t {
-  kPlain = 0,  // one bit per cell
+  // One bit per cell. About 1.44 * log2(1/p) bits per item (9.6 at 1%).
+  kPlain = 0,
+  // 4-bit saturating counters instead of bits, so items can be removed.
+  // Four times the memory of kPlain (38 bits per item at 1%).
+  kCounting = 1,
+  // A chain of sub-filters (RedisBloom's model): when the newest reaches its
+  // capacity, one with capacity * expansion and half the error rate is added.
+  // The first gets p/2, so the chain's rate stays below p however far it grows.
+  kScaling = 2,
+  // A ring of `slices` sub-filters, one per time slice of window/slices: adds
+  // go to the current slice, checks look at the live ones, old ones expire.
+  // Each slice is sized for capacity/slices items at p/slices.
+  kWindow = 3,
 };
 
-std::string_view FilterKindName(FilterKind kind);  // "plain"
+std::string_view FilterKindName(FilterKind kind);  // "plain", "counting", "scaling", "window"
 Result<FilterKind> ParseFilterKind(std::string_view name);
+
+// Bounds on the kind parameters, checked by MakeConfig.
+inline constexpr double kMaxExpansion = 16;
+inline constexpr uint32_t kMaxSlices = 1024;
+inline constexpr uint64_t kMinSliceMillis = 10;
+// A scaling filter stops growing here (kResourceExhausted): 32 layers at
+// expansion 2 hold 2^32 times the first capacity.
+inline constexpr uint64_t kMaxLayers = 32;
 
 struct FilterOptions {
   uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
@@ -29,6 +50,12 @@ struct FilterOptions {
   Strategy strategy = Strategy::kGuava64;
   Encoding encoding = Encoding::kUtf8;
   FilterKind kind = FilterKind::kPlain;
+  double expansion = 2;        // kScaling: capacity factor from one layer to the next, in [1, 16]
+  uint64_t window_millis = 0;  // kWindow: how far back checks look
+  uint32_t slices = 0;         // kWindow: sub-filters in the window, in [1, 1024]
+  // Any kind: the filter and all its keys/files disappear this many seconds
+  // after creation. 0 = never.
+  uint64_t ttl_seconds = 0;
 };
 
 struct FilterConfig {
@@ -37,16 +64,26 @@ struct FilterConfig {
   Encoding encoding = Encoding::kUtf8;
   uint64_t capacity = 0;
   double error_rate = 0;
-  Geometry geometry;  // derived from the above; stored so a reader can verify it
+  double expansion = 0;        // kScaling only, else 0
+  uint64_t window_millis = 0;  // kWindow only, else 0
+  uint32_t slices = 0;         // kWindow only, else 0
+  uint64_t ttl_seconds = 0;    // as created; not part of the filter's identity
+  // The geometry of the filter's main bit array: the whole filter for plain
+  // and counting kinds, the first layer of a scaling filter, every slice of a
+  // window filter. Derived from the above; stored so a reader can verify it.
+  Geometry geometry;
 
-  // Bits per cell: 1 for plain filters.
-  uint32_t cell_bits() const { return 1; }
+  // Bits per cell: 4 for counting filters, else 1.
+  uint32_t cell_bits() const { return kind == FilterKind::kCounting ? 4 : 1; }
   // Bytes that hold geometry.bits cells, as Redis stores them.
   uint64_t data_bytes() const { return (geometry.bits * cell_bits() + 7) / 8; }
+  // Length of one window slice.
+  uint64_t slice_millis() const { return slices == 0 ? 0 : window_millis / slices; }
 
-  // The parameters that must agree between two clients of one filter.
+  // The parameters that must agree between two clients of one filter: all
+  // but ttl_seconds.
   bool SameFilterAs(const FilterConfig& other) const;
-  // "strategy=guava64 encoding=utf8 capacity=1000 error_rate=0.01 bits=9600 hashes=7"
+  // "kind=plain strategy=guava64 encoding=utf8 capacity=1000 error_rate=0.01 bits=9600 hashes=7"
   std::string ToString() const;
 
   friend bool operator==(const FilterConfig&, const FilterConfig&) = default;
@@ -54,6 +91,20 @@ struct FilterConfig {
 
 // Validates the options and sizes the filter. Nothing is created.
 Result<FilterConfig> MakeConfig(const FilterOptions& options);
+
+// Capacity, error rate and geometry of one part of a filter: layer `part` of
+// a scaling filter (capacity n * expansion^part, error p / 2^(part+1)), or a
+// window slice (every slice alike). Plain and counting filters have part 0
+// only. kResourceExhausted past kMaxLayers.
+struct PartSizing {
+  uint64_t capacity = 0;
+  double error_rate = 0;
+  Geometry geometry;
+};
+Result<PartSizing> SizePart(const FilterConfig& config, uint64_t part);
+
+// "90s", "24h", "500ms", "7d", or a plain number of seconds -> milliseconds.
+Result<uint64_t> ParseDurationMillis(std::string_view text);
 
 // Shortest text that reads back as exactly `v` ("0.01", not "0.0100000000000000002").
 std::string FormatDouble(double v);

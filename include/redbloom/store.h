@@ -71,6 +71,12 @@ class BitStore {
   virtual Status Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) = 0;
   // present[i] = 1 if all k bits of item i are set (it may be present).
   virtual Status Test(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* present) = 0;
+  // Counting filters only. Removes each item whose k counters are all
+  // non-zero, atomically per item: removed[i] = 1 if it was removed. Counters
+  // at their maximum (15) stay there. Other stores: kUnimplemented.
+  virtual Status Remove(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* removed);
+  // The stored item count alone; cheaper than Stats() on Redis.
+  virtual Result<uint64_t> ItemCount();
 
   virtual Result<FilterStats> Stats() = 0;
   // Clears every bit and the item count.
@@ -126,6 +132,35 @@ class Store {
                                                      const FilterConfig& config) = 0;
   // OK if the store can be used now (for readiness checks).
   virtual Status Ping() = 0;
+
+  // Parts: the extra bit arrays of scaling filters (layers 1, 2, ...) and of
+  // window filters (one per time slice, numbered by slice: now / slice length).
+  // Part 0 of a scaling filter is its main array (OpenBits). A part is sized
+  // by SizePart(config, part). A window part expires by itself once its slice
+  // has left the window; every part expires with the filter's TTL.
+  //
+  // Opens a part; with `create`, creates it first if missing (idempotent, safe
+  // when several clients race), else kNotFound if missing.
+  virtual Result<std::unique_ptr<BitStore>> OpenPart(std::string_view name,
+                                                     const FilterConfig& config, uint64_t part,
+                                                     bool create);
+  // The parts that exist (and have not expired), ascending.
+  virtual Result<std::vector<uint64_t>> ListParts(std::string_view name,
+                                                  const FilterConfig& config);
+  // Scaling filters: how many layers the filter has (>= 1).
+  virtual Result<uint64_t> Layers(std::string_view name, const FilterConfig& config);
+  // Scaling filters: creates layer `seen` and raises the layer count from
+  // `seen` to `seen + 1`, unless another client already grew past `seen`;
+  // returns the count after. Two clients that both see a full last layer and
+  // both call this add exactly one layer between them.
+  virtual Result<uint64_t> GrowLayers(std::string_view name, const FilterConfig& config,
+                                      uint64_t seen);
+  // Rebuilds: atomically makes filter `source` the filter called `name`,
+  // replacing what was there, and removes the name `source`. Readers of the
+  // old filter get kConflict on their next call (the facade then reopens), so
+  // every call answers from either the old or the new filter, never neither.
+  // Plain and counting filters only.
+  virtual Status Replace(std::string_view name, std::string_view source);
 };
 
 // The store URL the CLI and the service use when none is given:
