@@ -36,10 +36,12 @@ bool IsStoreFault(StatusCode code) {
          code == StatusCode::kDataLoss || code == StatusCode::kInternal;
 }
 
-Json InfoJson(const FilterInfo& info) {
+// The same fields, in the same order, as `redbloom info --json`.
+Json InfoJson(const FilterInfo& info, const std::string& store_url) {
   const FilterConfig& c = info.config;
   Json j;
   j["name"] = info.name;
+  j["store"] = store_url;
   j["kind"] = std::string(FilterKindName(c.kind));
   j["strategy"] = std::string(StrategyName(c.strategy));
   j["encoding"] = std::string(EncodingName(c.encoding));
@@ -50,7 +52,11 @@ Json InfoJson(const FilterInfo& info) {
   j["capped"] = c.geometry.capped;
   j["bits_set"] = info.bits_set;
   j["items_added"] = info.items_added;
-  j["approximate_items"] = info.approximate_items;
+  if (info.approximate_items == UINT64_MAX) {
+    j["approximate_items"] = nullptr;  // every bit set: the estimate is unbounded
+  } else {
+    j["approximate_items"] = info.approximate_items;
+  }
   j["fill_ratio"] = info.fill_ratio;
   j["current_fpp"] = info.current_fpp;
   return j;
@@ -388,7 +394,7 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   cache_.Put(name, handle);
   Result<FilterInfo> info = handle->Info();
   if (!info.ok()) return StoreErrorReply(info.status());
-  Reply r = JsonReply(created ? 201 : 200, InfoJson(*info));
+  Reply r = JsonReply(created ? 201 : 200, InfoJson(*info, (*store)->url()));
   if (created) r.headers.emplace_back("Location", "/v1/filters/" + PercentEncodeSegment(name));
   return r;
 }
@@ -400,7 +406,7 @@ Reply Service::GetFilter(std::string_view name) {
     return Status::Ok();
   });
   if (!s.ok()) return StoreErrorReply(s);
-  return JsonReply(200, InfoJson(info));
+  return JsonReply(200, InfoJson(info, store_url()));
 }
 
 Reply Service::DeleteFilter(std::string_view name) {

@@ -1,0 +1,613 @@
+// End-to-end tests of redbloomd's API over real HTTP on a loopback port: the
+// real binary, on the file store and on a real redis-server. Every route,
+// every error answer, auth, limits, malformed and truncated bodies.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/filter_config.h"
+#include "redbloom/store.h"
+#include "redis_server.h"
+#include "server_process.h"
+#include "test_util.h"
+
+namespace redbloom::testing {
+namespace {
+
+using nlohmann::json;
+
+enum class StoreKind { kFile, kRedis };
+
+std::string Items(const std::vector<std::string>& items) { return json{{"items", items}}.dump(); }
+
+std::vector<std::string> Numbered(const std::string& prefix, int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
+  return out;
+}
+
+size_t CountTrue(const json& array) {
+  return static_cast<size_t>(std::count(array.begin(), array.end(), true));
+}
+
+class ServerApiTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  static void TearDownTestSuite() { redis_.reset(); }
+
+  void SetUp() override {
+    if (GetParam() == StoreKind::kRedis) {
+      if (redis_ == nullptr) {
+        redis_ = std::make_unique<RedisServer>();
+        redis_->Start();
+      }
+      redis_->Cli({"FLUSHALL"});
+      store_url_ = redis_->url();
+    } else {
+      store_url_ = "file:" + dir_.path() + "/store";
+    }
+  }
+
+  void StartServer(const std::string& config_json = "", const std::string& token = "") {
+    RedbloomdProcess::Options o;
+    o.store = store_url_;
+    o.token = token;
+    o.config_json = config_json;
+    server_ = std::make_unique<RedbloomdProcess>(o);
+    server_->Start();
+    client_ = server_->Client();
+  }
+
+  Answer Do(const std::string& method, const std::string& path, const std::string& body = "",
+            httplib::Headers headers = {}) {
+    return Call(*client_, method, path, body, std::move(headers));
+  }
+
+  void Create(const std::string& name, uint64_t capacity = 10000, double error_rate = 0.01,
+              const std::string& encoding = "utf8") {
+    Answer a =
+        Do("PUT", "/v1/filters/" + name,
+           json{{"capacity", capacity}, {"error_rate", error_rate}, {"encoding", encoding}}.dump());
+    ASSERT_EQ(a.status, 201) << a.body;
+  }
+
+  static std::unique_ptr<RedisServer> redis_;
+  TempDir dir_;
+  std::string store_url_;
+  std::unique_ptr<RedbloomdProcess> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+std::unique_ptr<RedisServer> ServerApiTest::redis_;
+
+TEST_P(ServerApiTest, PutCreatesThenIdenticalIsOkThenOtherParametersConflict) {
+  StartServer();
+  const std::string body = R"({"capacity":1000,"error_rate":0.01,"strategy":"seed"})";
+  Answer created = Do("PUT", "/v1/filters/orders", body);
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.header("Location"), "/v1/filters/orders");
+  // The geometry is the library's, for the same options.
+  auto expected = MakeConfig({.capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kSeed});
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(created.json["bits"], expected->geometry.bits);
+  EXPECT_EQ(created.json["hashes"], expected->geometry.hashes);
+  EXPECT_EQ(created.json["strategy"], "seed");
+
+  Answer again = Do("PUT", "/v1/filters/orders", body);
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.json, created.json);
+
+  Answer other = Do("PUT", "/v1/filters/orders", R"({"capacity":2000,"error_rate":0.01})");
+  EXPECT_EQ(other.status, 409) << other.body;
+  EXPECT_EQ(other.error(), "conflict");
+  EXPECT_NE(other.json["message"].get<std::string>().find("capacity=1000"), std::string::npos);
+
+  // The conflict changed nothing.
+  EXPECT_EQ(Do("GET", "/v1/filters/orders").json["capacity"], 1000);
+}
+
+TEST_P(ServerApiTest, PutRejectsInvalidParametersAndCreatesNothing) {
+  StartServer();
+  const std::vector<std::string> bad = {
+      "",
+      "   ",
+      "{",
+      "[]",
+      R"({"capacity":0,"error_rate":0.01})",
+      R"({"capacity":-5,"error_rate":0.01})",
+      R"({"capacity":1.5,"error_rate":0.01})",
+      R"({"capacity":"1000","error_rate":0.01})",
+      R"({"capacity":1000,"error_rate":0})",
+      R"({"capacity":1000,"error_rate":1})",
+      R"({"capacity":1000,"error_rate":1.5})",
+      R"({"capacity":1000,"error_rate":"0.01"})",
+      R"({"error_rate":0.01})",
+      R"({"capacity":1000})",
+      R"({"capacity":1000,"error_rate":0.01,"strategy":"nope"})",
+      R"({"capacity":1000,"error_rate":0.01,"encoding":"latin1"})",
+      R"({"capacity":1000,"error_rate":0.01,"kind":"cuckoo"})",
+      R"({"capacity":1000,"error_rate":0.01,"colour":"red"})",
+  };
+  for (const std::string& body : bad) {
+    Answer a = Do("PUT", "/v1/filters/orders", body);
+    EXPECT_EQ(a.status, 400) << body << " -> " << a.body;
+    EXPECT_EQ(a.error(), "invalid_argument") << body;
+    EXPECT_FALSE(a.json["message"].get<std::string>().empty()) << body;
+  }
+  EXPECT_EQ(Do("GET", "/v1/filters/orders").status, 404);
+  // 1e6 is a whole number written as a float: accepted.
+  EXPECT_EQ(Do("PUT", "/v1/filters/orders", R"({"capacity":1e6,"error_rate":0.01})").status, 201);
+}
+
+TEST_P(ServerApiTest, GetFilterReportsTheCliInfoFields) {
+  StartServer();
+  Create("orders", 5000, 0.001);
+  Answer added = Do("POST", "/v1/filters/orders/items", Items(Numbered("ORD-", 300)));
+  ASSERT_EQ(added.status, 200) << added.body;
+  Answer info = Do("GET", "/v1/filters/orders");
+  ASSERT_EQ(info.status, 200) << info.body;
+  std::vector<std::string> keys;
+  const auto ordered = nlohmann::ordered_json::parse(info.body);
+  for (const auto& [k, v] : ordered.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"name", "store", "kind", "strategy", "encoding",
+                                            "capacity", "error_rate", "bits", "hashes", "capped",
+                                            "bits_set", "items_added", "approximate_items",
+                                            "fill_ratio", "current_fpp"}));
+  EXPECT_EQ(info.json["name"], "orders");
+  EXPECT_EQ(info.json["error_rate"], 0.001);
+  EXPECT_EQ(info.json["items_added"], CountTrue(added.json["added"]));
+  const double bits = info.json["bits"].get<double>();
+  const double bits_set = info.json["bits_set"].get<double>();
+  EXPECT_GT(bits_set, 0);
+  EXPECT_DOUBLE_EQ(info.json["fill_ratio"].get<double>(), bits_set / bits);
+  EXPECT_NEAR(info.json["approximate_items"].get<double>(), 300, 30);
+  // The same view through the library.
+  auto store = Store::Open(store_url_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto filter = BloomFilter::Open(**store, "orders");
+  ASSERT_TRUE(filter.ok());
+  auto lib = (*filter)->Info();
+  ASSERT_TRUE(lib.ok());
+  EXPECT_EQ(info.json["bits_set"], lib->bits_set);
+  EXPECT_EQ(info.json["store"], (*store)->url());
+#ifdef REDBLOOM_CLI_PATH
+  // And byte for byte what `redbloom info --json` prints.
+  CommandResult cli =
+      RunCommand({REDBLOOM_CLI_PATH, "--store", store_url_, "info", "--json", "orders"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(json::parse(cli.out), info.json);
+#endif
+}
+
+TEST_P(ServerApiTest, ListAndDelete) {
+  StartServer();
+  EXPECT_EQ(Do("GET", "/v1/filters").json, json::parse(R"({"filters":[]})"));
+  for (const char* name : {"b", "a", "c"}) Create(name);
+  Answer list = Do("GET", "/v1/filters");
+  ASSERT_EQ(list.status, 200);
+  std::set<std::string> names(list.json["filters"].begin(), list.json["filters"].end());
+  EXPECT_EQ(names, (std::set<std::string>{"a", "b", "c"}));
+
+  Answer del = Do("DELETE", "/v1/filters/b");
+  EXPECT_EQ(del.status, 200) << del.body;
+  EXPECT_EQ(del.json, json::parse(R"({"name":"b","deleted":true})"));
+  for (const auto& [method, path, body] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"GET", "/v1/filters/b", ""},
+           {"DELETE", "/v1/filters/b", ""},
+           {"POST", "/v1/filters/b/items", Items({"x"})},
+           {"POST", "/v1/filters/b/check", Items({"x"})},
+           {"GET", "/v1/filters/b/items/x", ""}}) {
+    Answer a = Do(method, path, body);
+    EXPECT_EQ(a.status, 404) << method << " " << path << " -> " << a.body;
+    EXPECT_EQ(a.error(), "not_found");
+  }
+  list = Do("GET", "/v1/filters");
+  names = std::set<std::string>(list.json["filters"].begin(), list.json["filters"].end());
+  EXPECT_EQ(names, (std::set<std::string>{"a", "c"}));
+}
+
+TEST_P(ServerApiTest, AddAndCheckBatchesHaveNoFalseNegatives) {
+  StartServer();
+  Create("orders", 10000, 0.01);
+  const auto items = Numbered("ORD-", 2000);
+  Answer first = Do("POST", "/v1/filters/orders/items", Items(items));
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(first.json["added"].size(), items.size());
+  // An item is "not new" only if all its bits were already set: rare at 20% fill.
+  EXPECT_GE(CountTrue(first.json["added"]), items.size() * 98 / 100);
+  Answer second = Do("POST", "/v1/filters/orders/items", Items(items));
+  EXPECT_EQ(CountTrue(second.json["added"]), 0u) << second.body.substr(0, 200);
+
+  Answer present = Do("POST", "/v1/filters/orders/check", Items(items));
+  ASSERT_EQ(present.status, 200);
+  ASSERT_EQ(present.json["present"].size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_EQ(present.json["present"][i], true) << "false negative for " << items[i];
+  }
+  // At 2000 of 10000 items, the expected FPP is about 0.004%; 2% is a loose bound.
+  Answer absent = Do("POST", "/v1/filters/orders/check", Items(Numbered("NEVER-", 2000)));
+  EXPECT_LE(CountTrue(absent.json["present"]), 40u);
+  // Empty batches are fine.
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/check", R"({"items":[]})").json,
+            json::parse(R"({"present":[]})"));
+}
+
+TEST_P(ServerApiTest, SingleItemPathIsPercentDecoded) {
+  StartServer();
+  Create("urls");
+  const std::vector<std::string> items = {"a/b",       "with space", "100%",
+                                          "q?x=1&y=2", "hash#frag",  "plus+sign",
+                                          "€uro",      "",           "https://example.com/p?q=1"};
+  ASSERT_EQ(Do("POST", "/v1/filters/urls/items", Items(items)).status, 200);
+  for (const std::string& item : items) {
+    Answer a = Do("GET", "/v1/filters/urls/items/" + EncodePathSegment(item));
+    EXPECT_EQ(a.status, 200) << item << " -> " << a.body;
+    EXPECT_EQ(a.json, json::parse(R"({"present":true})")) << item;
+  }
+  // An unencoded '/' after items/ is part of the item.
+  EXPECT_EQ(Do("GET", "/v1/filters/urls/items/a/b").json["present"], true);
+  EXPECT_EQ(Do("GET", "/v1/filters/urls/items/a%2Fc").json["present"], false);
+  // '+' is a plus in a path, not a space.
+  EXPECT_EQ(Do("GET", "/v1/filters/urls/items/with+space").json["present"], false);
+  // HEAD answers like GET, without a body.
+  Answer head = Do("HEAD", "/v1/filters/urls/items/a%2Fb");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty());
+}
+
+TEST_P(ServerApiTest, IntegerFiltersTakeJsonIntegersAndDecimalStrings) {
+  StartServer();
+  Create("ids", 1000, 0.01, "int64");
+  Create("small", 1000, 0.01, "int32");
+  Answer added = Do("POST", "/v1/filters/ids/items", R"({"items":[1,"2",-3,9223372036854775807]})");
+  ASSERT_EQ(added.status, 200) << added.body;
+  Answer check = Do("POST", "/v1/filters/ids/check",
+                    R"({"items":["1",2,"-3","9223372036854775807",-9223372036854775808]})");
+  ASSERT_EQ(check.status, 200) << check.body;
+  EXPECT_EQ(check.json["present"], json::parse("[true,true,true,true,false]"));
+  EXPECT_EQ(Do("GET", "/v1/filters/ids/items/-3").json["present"], true);
+
+  for (const char* body : {R"({"items":[1.5]})", R"({"items":["abc"]})", R"({"items":[1e3]})",
+                           R"({"items":["9223372036854775808"]})"}) {
+    Answer a = Do("POST", "/v1/filters/ids/items", body);
+    EXPECT_EQ(a.status, 400) << body << " -> " << a.body;
+  }
+  EXPECT_EQ(Do("POST", "/v1/filters/small/items", R"({"items":[2147483648]})").status, 400);
+  EXPECT_EQ(Do("GET", "/v1/filters/ids/items/abc").status, 400);
+  // A string filter does not guess what a number means.
+  Create("names");
+  Answer a = Do("POST", "/v1/filters/names/items", R"({"items":[1]})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_NE(a.json["message"].get<std::string>().find("string"), std::string::npos) << a.body;
+}
+
+TEST_P(ServerApiTest, RoutingErrorsAreJson) {
+  StartServer();
+  Create("orders");
+  struct Case {
+    std::string method, path, body;
+    int status;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"GET", "/", "", 404, "not_found"},
+      {"GET", "/v1", "", 404, "not_found"},
+      {"GET", "/v1/filters/", "", 404, "not_found"},
+      {"GET", "/v1/filters/orders/other", "", 404, "not_found"},
+      {"GET", "/v2/filters", "", 404, "not_found"},
+      {"PATCH", "/v1/filters/orders", "", 405, "method_not_allowed"},
+      {"POST", "/v1/filters/orders", "{}", 405, "method_not_allowed"},
+      {"DELETE", "/v1/filters", "", 405, "method_not_allowed"},
+      {"GET", "/v1/filters/orders/items", "", 405, "method_not_allowed"},
+      {"PUT", "/v1/filters/orders/check", "{}", 405, "method_not_allowed"},
+      {"POST", "/healthz", "{}", 405, "method_not_allowed"},
+      {"OPTIONS", "/v1/filters", "", 405, "method_not_allowed"},
+      {"GET", "/v1/filters/.hidden", "", 400, "invalid_argument"},
+      {"GET", "/v1/filters/a:meta", "", 400, "invalid_argument"},
+      {"GET", "/v1/filters/a%2Fb", "", 400, "invalid_argument"},
+      {"GET", "/v1/filters/a%20b", "", 400, "invalid_argument"},
+      {"GET", "/v1/filters/" + std::string(201, 'n'), "", 400, "invalid_argument"},
+      {"GET", "/v1/filters/orders/items/%zz", "", 400, "invalid_argument"},
+      {"GET", "/v1/filters/orders/items/%E2", "", 400, "invalid_argument"},  // not UTF-8
+      {"GET", "/v1/filters/orders", "{}", 400, "invalid_argument"},          // body on GET
+      {"DELETE", "/v1/filters/orders", "{}", 400, "invalid_argument"},
+  };
+  for (const Case& c : cases) {
+    Answer a = Do(c.method, c.path, c.body);
+    EXPECT_EQ(a.status, c.status) << c.method << " " << c.path << " -> " << a.body;
+    EXPECT_EQ(a.error(), c.error) << c.method << " " << c.path << " -> " << a.body;
+    if (c.method != "HEAD") {
+      EXPECT_FALSE(a.json["message"].get<std::string>().empty()) << c.method << " " << c.path;
+    }
+    if (c.status == 405) {
+      EXPECT_FALSE(a.header("Allow").empty()) << c.path;
+    }
+  }
+  EXPECT_EQ(Do("PATCH", "/v1/filters/orders").header("Allow"), "GET, HEAD, PUT, DELETE");
+  // The filter survived all of it.
+  EXPECT_EQ(Do("GET", "/v1/filters/orders").status, 200);
+}
+
+TEST_P(ServerApiTest, MalformedBodiesAre400AndAddNothing) {
+  StartServer();
+  Create("orders");
+  const std::vector<std::string> bad = {
+      "",
+      R"({"items":["a")",
+      R"({"items":"a"})",
+      R"({"items":[true]})",
+      R"({"items":[null]})",
+      R"({"items":[["a"]]})",
+      R"({"items":["a",]})",
+      R"({"item":["a"]})",
+      R"({})",
+      R"(["a"])",
+      R"({"items":["a"]} trailing)",
+      R"({"items":["a"],"items":["b"]})",
+      "{\"items\":[\"a\xff\"]}",
+      "{\"items\":[\"a\x01\"]}",
+      R"({"items":["\ud800"]})",
+      R"({'items':['a']})",
+  };
+  for (const std::string& body : bad) {
+    for (const char* route : {"/items", "/check"}) {
+      Answer a = Do("POST", std::string("/v1/filters/orders") + route, body);
+      EXPECT_EQ(a.status, 400) << route << " " << body << " -> " << a.body;
+      EXPECT_EQ(a.error(), "invalid_argument") << body;
+    }
+  }
+  // One bad item fails the whole batch before anything is written.
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/items", R"({"items":["good","a",1]})").status, 400);
+  EXPECT_EQ(Do("GET", "/v1/filters/orders").json["bits_set"], 0);
+  // Other media types and encodings are refused before the body is read.
+  Answer text = Do("POST", "/v1/filters/orders/items", Items({"a"}),
+                   {{"Content-Type", "application/x-www-form-urlencoded"}});
+  EXPECT_EQ(text.status, 415) << text.body;
+  EXPECT_EQ(text.error(), "unsupported_media_type");
+  Answer gz = Do("POST", "/v1/filters/orders/items", Items({"a"}), {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(gz.status, 415) << gz.body;
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/items", Items({"a"}),
+               {{"Content-Type", "application/json; charset=utf-8"}})
+                .status,
+            200);
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/items", Items({"b"}),
+               {{"Content-Type", "application/merge-patch+json"}})
+                .status,
+            200);
+}
+
+TEST_P(ServerApiTest, LimitsAnswer413) {
+  StartServer(R"({"max_body_bytes":2048,"max_items":10,"max_item_bytes":16})");
+  Create("orders");
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/items", Items(Numbered("i", 10))).status, 200);
+  Answer many = Do("POST", "/v1/filters/orders/items", Items(Numbered("i", 11)));
+  EXPECT_EQ(many.status, 413) << many.body;
+  EXPECT_EQ(many.error(), "resource_exhausted");
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/check", Items({std::string(16, 'x')})).status, 200);
+  Answer longer = Do("POST", "/v1/filters/orders/check", Items({std::string(17, 'x')}));
+  EXPECT_EQ(longer.status, 413) << longer.body;
+  EXPECT_EQ(Do("GET", "/v1/filters/orders/items/" + std::string(17, 'x')).status, 413);
+  Answer big = Do("POST", "/v1/filters/orders/check",
+                  Items({std::string(2100, 'x')}));  // body over 2048 bytes
+  EXPECT_EQ(big.status, 413) << big.body;
+  EXPECT_EQ(big.header("Connection"), "close");
+  // A chunked body cannot dodge the limit.
+  const std::string chunk(3000, ' ');
+  char size_hex[16];
+  std::snprintf(size_hex, sizeof(size_hex), "%zx", chunk.size());
+  const std::string raw = RawExchange(
+      server_->port(),
+      "POST /v1/filters/orders/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n" +
+          std::string(size_hex) + "\r\n" + chunk + "\r\n0\r\n\r\n",
+      /*shut_write=*/false, std::chrono::seconds(3));
+  EXPECT_TRUE(raw.starts_with("HTTP/1.1 413")) << raw;
+  EXPECT_NE(raw.find("resource_exhausted"), std::string::npos) << raw;
+  // A chunked body under the limit works.
+  const std::string ok_body = Items({"chunked"});
+  std::snprintf(size_hex, sizeof(size_hex), "%zx", ok_body.size());
+  const std::string ok = RawExchange(
+      server_->port(),
+      "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n" +
+          std::string(size_hex) + "\r\n" + ok_body + "\r\n0\r\n\r\n",
+      false, std::chrono::seconds(3));
+  EXPECT_TRUE(ok.starts_with("HTTP/1.1 200")) << ok;
+  EXPECT_EQ(Do("GET", "/v1/filters/orders/items/chunked").json["present"], true);
+}
+
+TEST_P(ServerApiTest, TruncatedBodiesAreRejectedAndAddNothing) {
+  StartServer(R"({"read_timeout_s":1})");
+  Create("orders");
+  const std::string body = Items({"truncated-item", "another"});
+  const std::string head =
+      "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size() + 100) + "\r\n\r\n";
+  // The client sends less than Content-Length and closes its side.
+  const std::string closed = RawExchange(server_->port(), head + body, /*shut_write=*/true);
+  EXPECT_TRUE(closed.empty() || closed.starts_with("HTTP/1.1 400")) << closed;
+  // The client sends less and waits: the read times out (1 s) with a 400.
+  const std::string waited =
+      RawExchange(server_->port(), head + body, /*shut_write=*/false, std::chrono::seconds(4));
+  EXPECT_TRUE(waited.starts_with("HTTP/1.1 400")) << waited;
+  EXPECT_NE(waited.find("truncated"), std::string::npos) << waited;
+  // Nothing was added, and the server is fine.
+  Answer check = Do("POST", "/v1/filters/orders/check", body);
+  ASSERT_EQ(check.status, 200) << check.body;
+  EXPECT_EQ(check.json["present"], json::parse("[false,false]"));
+  EXPECT_EQ(Do("GET", "/healthz").status, 200);
+}
+
+TEST_P(ServerApiTest, BearerTokenGuardsApiAndMetrics) {
+  const std::string token = "s3cret-Token_1";
+  StartServer("", token);
+  auto anon = server_->Client(/*auth=*/false);
+  EXPECT_EQ(Call(*anon, "GET", "/healthz").status, 200);
+  EXPECT_EQ(Call(*anon, "GET", "/readyz").status, 200);
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"GET", "/metrics"},
+                                                        {"GET", "/v1/filters"},
+                                                        {"PUT", "/v1/filters/x"},
+                                                        {"GET", "/v1/filters/x/items/y"},
+                                                        {"GET", "/nope"}}) {
+    Answer a = Call(*anon, method, path);
+    EXPECT_EQ(a.status, 401) << method << " " << path;
+    EXPECT_EQ(a.error(), "unauthenticated");
+    EXPECT_EQ(a.header("WWW-Authenticate"), "Bearer realm=\"redbloomd\"");
+  }
+  for (const std::string& auth :
+       std::vector<std::string>{"Bearer wrong", "Bearer " + token + "x",
+                                "Bearer " + token.substr(1), "Basic " + token, token, "Bearer"}) {
+    Answer a = Call(*anon, "GET", "/v1/filters", "", {{"Authorization", auth}});
+    EXPECT_EQ(a.status, 401) << auth;
+  }
+  // A rejected request with a body closes the connection: the body was not read.
+  Answer with_body = Call(*anon, "POST", "/v1/filters/x/items", Items({"a"}));
+  EXPECT_EQ(with_body.status, 401);
+  EXPECT_EQ(with_body.header("Connection"), "close");
+  // The right token, with the scheme in any case.
+  EXPECT_EQ(Do("GET", "/v1/filters").status, 200);
+  EXPECT_EQ(Do("GET", "/metrics").status, 200);
+  EXPECT_EQ(Call(*anon, "GET", "/v1/filters", "", {{"Authorization", "bearer " + token}}).status,
+            200);
+  Create("orders");
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/items", Items({"a"})).status, 200);
+}
+
+TEST_P(ServerApiTest, PublicMetricsNeedNoToken) {
+  StartServer(R"({"public_metrics":true})", "tok");
+  auto anon = server_->Client(/*auth=*/false);
+  EXPECT_EQ(Call(*anon, "GET", "/metrics").status, 200);
+  EXPECT_EQ(Call(*anon, "GET", "/v1/filters").status, 401);
+}
+
+// Reads one sample of the Prometheus text, or -1 if absent.
+double Sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+TEST_P(ServerApiTest, MetricsCountRequestsItemsAndLatency) {
+  StartServer();
+  Create("orders");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Do("POST", "/v1/filters/orders/items", Items(Numbered("a", 10))).status, 200);
+  }
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(Do("POST", "/v1/filters/orders/check", Items(Numbered("a", 5))).status, 200);
+  }
+  ASSERT_EQ(Do("GET", "/v1/filters/orders/items/a1").status, 200);
+  ASSERT_EQ(Do("GET", "/v1/filters/orders/items/zzz").status, 200);
+  ASSERT_EQ(Do("GET", "/v1/filters/missing").status, 404);
+  ASSERT_EQ(Do("GET", "/no/such/route").status, 404);
+  Answer m = Do("GET", "/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_TRUE(m.header("Content-Type").starts_with("text/plain; version=0.0.4"))
+      << m.header("Content-Type");
+  const std::string& t = m.body;
+  EXPECT_EQ(Sample(t, R"(redbloomd_http_requests_total{route="/v1/filters/{name}/items",)"
+                      R"(method="POST",code="200"})"),
+            3);
+  EXPECT_EQ(Sample(t, R"(redbloomd_http_requests_total{route="/v1/filters/{name}/check",)"
+                      R"(method="POST",code="200"})"),
+            4);
+  EXPECT_EQ(Sample(t, R"(redbloomd_http_requests_total{route="/v1/filters/{name}",)"
+                      R"(method="GET",code="404"})"),
+            1);
+  EXPECT_EQ(
+      Sample(t, R"(redbloomd_http_requests_total{route="unmatched",method="GET",code="404"})"), 1);
+  EXPECT_EQ(
+      Sample(t,
+             R"(redbloomd_http_request_duration_seconds_count{route="/v1/filters/{name}/check"})"),
+      4);
+  EXPECT_EQ(
+      Sample(
+          t,
+          R"(redbloomd_http_request_duration_seconds_bucket{route="/v1/filters/{name}/check",le="+Inf"})"),
+      4);
+  EXPECT_GT(
+      Sample(t, R"(redbloomd_http_request_duration_seconds_sum{route="/v1/filters/{name}/check"})"),
+      0);
+  EXPECT_EQ(Sample(t, "redbloomd_items_added_total"), 30);
+  EXPECT_EQ(Sample(t, "redbloomd_items_new_total"), 10);
+  EXPECT_EQ(Sample(t, "redbloomd_items_checked_total"), 22);
+  EXPECT_EQ(Sample(t, "redbloomd_items_present_total"), 21);
+  EXPECT_EQ(Sample(t, R"(redbloomd_store_errors_total{code="unavailable"})"), 0);
+  EXPECT_EQ(Sample(t, "redbloomd_http_requests_in_flight"), 1);  // this scrape
+  EXPECT_EQ(Sample(t, "redbloomd_store_open"), 1);
+}
+
+// A filter dropped and re-created by another client (here the library, as
+// the CLI would) must be used with its new geometry, never the cached one.
+// Redis checks the stored config on every call and answers kConflict or
+// kNotFound, so there the cache's retry does the work even with a long
+// revalidation interval. A file store's handle keeps the old file mapped, so
+// it relies on revalidation (0 ms, the default for file stores).
+TEST_P(ServerApiTest, FilterRecreatedElsewhereIsNotWrittenWithStaleGeometry) {
+  StartServer(GetParam() == StoreKind::kRedis ? R"({"filter_revalidate_ms":600000})"
+                                              : R"({"filter_revalidate_ms":0})");
+  Create("orders", 1000, 0.01);
+  ASSERT_EQ(Do("POST", "/v1/filters/orders/items", Items({"before"})).status, 200);
+
+  auto store = Store::Open(store_url_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE(BloomFilter::Drop(**store, "orders").ok());
+  // Dropped elsewhere: 404, not a write into the old bits.
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/items", Items({"x"})).status, 404);
+  EXPECT_EQ(Do("GET", "/v1/filters/orders/items/before").status, 404);
+
+  auto recreated = BloomFilter::Create(**store, "orders", {.capacity = 50000, .error_rate = 0.001});
+  ASSERT_TRUE(recreated.ok());
+  Answer added = Do("POST", "/v1/filters/orders/items", Items({"after"}));
+  ASSERT_EQ(added.status, 200) << added.body;
+  auto seen = (*recreated)->Contains("after");
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE(*seen) << "the add went to the old filter's bits";
+  EXPECT_EQ(Do("GET", "/v1/filters/orders").json["capacity"], 50000);
+  EXPECT_EQ(Do("GET", "/v1/filters/orders/items/before").json["present"], false);
+}
+
+TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
+  const std::string log = dir_.path() + "/access.log";
+  StartServer(json{{"access_log", log}}.dump());
+  Create("orders");
+  ASSERT_EQ(Do("GET", "/v1/filters/orders/items/card-4111111111111111").status, 200);
+  ASSERT_EQ(Do("GET", "/nope").status, 404);
+  ASSERT_EQ(server_->Stop(SIGTERM), 0) << server_->Stderr();
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::vector<std::string> lines = Lines(ss.str());
+  // The readiness probe of the harness, PUT, GET item, GET /nope.
+  ASSERT_GE(lines.size(), 3u) << ss.str();
+  const std::string& put = lines[lines.size() - 3];
+  EXPECT_NE(put.find("\"PUT /v1/filters/orders HTTP/1.1\" 201 "), std::string::npos) << put;
+  EXPECT_TRUE(put.ends_with("ms")) << put;
+  const std::string& item = lines[lines.size() - 2];
+  EXPECT_NE(item.find("\"GET /v1/filters/orders/items/<redacted> HTTP/1.1\" 200 "),
+            std::string::npos)
+      << item;
+  EXPECT_EQ(ss.str().find("4111111111111111"), std::string::npos);
+  EXPECT_NE(lines.back().find("\"GET /nope HTTP/1.1\" 404 "), std::string::npos) << lines.back();
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, ServerApiTest,
+                         ::testing::Values(StoreKind::kFile, StoreKind::kRedis),
+                         [](const ::testing::TestParamInfo<StoreKind>& p) {
+                           return p.param == StoreKind::kFile ? "File" : "Redis";
+                         });
+
+}  // namespace
+}  // namespace redbloom::testing

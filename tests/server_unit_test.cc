@@ -1,0 +1,315 @@
+// Unit tests of redbloomd's pieces that need no socket: the items-body
+// reader (against nlohmann::json as the reference), configuration
+// precedence and validation, path decoding and token comparison.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "http_server.h"
+#include "items_body.h"
+
+namespace redbloom::server {
+namespace {
+
+using nlohmann::json;
+
+ItemLimits Big() { return ItemLimits{.max_items = 1000000, .max_item_bytes = 1 << 20}; }
+
+std::vector<std::string> ParseOk(const std::string& body, bool ints = false) {
+  ItemsBody b;
+  Status s = b.Parse(body, ints, Big());
+  EXPECT_TRUE(s.ok()) << s.ToString() << "\nbody: " << body;
+  return std::vector<std::string>(b.items().begin(), b.items().end());
+}
+
+Status ParseStatus(const std::string& body, bool ints = false, ItemLimits limits = Big()) {
+  ItemsBody b;
+  return b.Parse(body, ints, limits);
+}
+
+TEST(ItemsBodyTest, ReadsStringsWithAndWithoutEscapes) {
+  EXPECT_EQ(ParseOk(R"({"items":[]})"), std::vector<std::string>{});
+  EXPECT_EQ(ParseOk(" \n{ \"items\" : [ \"a\" , \"\" ,\"ORD-99821\" ] }\r\n"),
+            (std::vector<std::string>{"a", "", "ORD-99821"}));
+  EXPECT_EQ(ParseOk(R"({"items":["a\"b","c\\d","\/","\b\f\n\r\t","\u00e9\u20ac","\ud83d\ude00"]})"),
+            (std::vector<std::string>{"a\"b", "c\\d", "/", "\b\f\n\r\t", "é€", "😀"}));
+  // Raw multi-byte UTF-8 around escapes, and long strings that take the
+  // 8-bytes-at-a-time path on both sides of an escape.
+  const std::string long_a(100, 'a');
+  EXPECT_EQ(ParseOk("{\"items\":[\"" + long_a + "é\\n€" + long_a + "\"]}"),
+            (std::vector<std::string>{long_a + "é\n€" + long_a}));
+}
+
+TEST(ItemsBodyTest, IntegersOnlyWhenAllowed) {
+  EXPECT_EQ(ParseOk(R"({"items":[1,-2,0,"3",9223372036854775807]})", true),
+            (std::vector<std::string>{"1", "-2", "0", "3", "9223372036854775807"}));
+  Status s = ParseStatus(R"({"items":[1]})", false);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("item 1"), std::string::npos) << s.message();
+  EXPECT_EQ(ParseStatus(R"({"items":[1.5]})", true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseStatus(R"({"items":[1e3]})", true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseStatus(R"({"items":[01]})", true).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ItemsBodyTest, RejectsWhatJsonRejects) {
+  const std::vector<std::string> bad = {
+      "",
+      "   ",
+      "{",
+      "{\"items\":[\"a\"",
+      "{\"items\":[\"a\",]}",
+      "{\"items\":[,]}",
+      "{\"items\":[\"a\"]",
+      "{\"items\":[\"a\"]} x",
+      "{\"items\":[\"a\"]}{}",
+      "{'items':['a']}",
+      "{items:[\"a\"]}",
+      "{\"items\":[\"a\nb\"]}",     // raw control character
+      "{\"items\":[\"a\\x\"]}",     // bad escape
+      "{\"items\":[\"\\u12\"]}",    // short \u
+      "{\"items\":[\"\\ud800\"]}",  // lone high surrogate
+      "{\"items\":[\"\\udc00\"]}",  // lone low surrogate
+      "{\"items\":[\"\\ud800\\u0041\"]}",
+      "{\"items\":[\"\xff\"]}",          // not UTF-8
+      "{\"items\":[\"\xc0\xaf\"]}",      // overlong
+      "{\"items\":[\"\xed\xa0\x80\"]}",  // UTF-8 encoded surrogate
+      "{\"items\":[\"a\"] \"x\":1}",
+      "{\"items\" [\"a\"]}",
+  };
+  for (const std::string& body : bad) {
+    EXPECT_TRUE(json::accept(body) == false) << "reference accepts: " << body;
+    EXPECT_EQ(ParseStatus(body, true).code(), StatusCode::kInvalidArgument) << body;
+  }
+}
+
+TEST(ItemsBodyTest, RejectsValidJsonOfTheWrongShape) {
+  for (const std::string body :
+       {"{}", R"({"items":"a"})", R"({"items":[true]})", R"({"items":[null]})",
+        R"({"items":[["a"]]})", R"({"items":[{"a":1}]})", R"({"item":["a"]})",
+        R"({"items":["a"],"items":["b"]})", R"({"items":["a"],"extra":1})", R"(["a"])", R"("a")"}) {
+    EXPECT_TRUE(json::accept(body)) << body;
+    EXPECT_EQ(ParseStatus(body, true).code(), StatusCode::kInvalidArgument) << body;
+  }
+}
+
+TEST(ItemsBodyTest, EnforcesLimitsAsResourceExhausted) {
+  ItemLimits limits{.max_items = 3, .max_item_bytes = 5};
+  EXPECT_TRUE(ParseStatus(R"({"items":["a","b","12345"]})", false, limits).ok());
+  EXPECT_EQ(ParseStatus(R"({"items":["a","b","c","d"]})", false, limits).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(ParseStatus(R"({"items":["123456"]})", false, limits).code(),
+            StatusCode::kResourceExhausted);
+  // The limit is on the unescaped item: "\u00e9" is 2 bytes, 6 of them 12.
+  EXPECT_EQ(ParseStatus(R"({"items":["\u00e9\u00e9\u00e9"]})", false, limits).code(),
+            StatusCode::kResourceExhausted);
+}
+
+// Random strings (ASCII, multi-byte, control characters, quotes) serialized by
+// nlohmann must come back byte-identical.
+TEST(ItemsBodyTest, RoundTripsRandomStringsSerializedByReference) {
+  std::mt19937 rng(42);
+  const std::vector<std::string> pieces = {"a",  "Z",    "0",    " ", "\"", "\\", "/",    "\n",
+                                           "\t", "\x01", "\x1f", "é", "€",  "😀",  "ORD-", "\x7f"};
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> items(rng() % 20);
+    for (auto& item : items) {
+      const size_t len = rng() % 40;
+      for (size_t i = 0; i < len; ++i) item += pieces[rng() % pieces.size()];
+    }
+    const std::string body = json{{"items", items}}.dump(round % 2 == 0 ? -1 : 2, ' ',
+                                                         /*ensure_ascii=*/round % 3 == 0);
+    EXPECT_EQ(ParseOk(body), items) << body;
+  }
+}
+
+TEST(ItemsBodyTest, AppendJsonStringIsValidJsonEvenForInvalidUtf8) {
+  for (const std::string& s : {std::string("plain"), std::string("q\"b\\s\n\x01"),
+                               std::string("\xff\xfe bad"), std::string("é€😀")}) {
+    std::string out;
+    AppendJsonString(s, &out);
+    ASSERT_TRUE(json::accept(out)) << out;
+    if (s.find('\xff') == std::string::npos) {
+      EXPECT_EQ(json::parse(out).get<std::string>(), s);
+    }
+  }
+}
+
+TEST(HttpHelpersTest, PercentDecode) {
+  EXPECT_EQ(*PercentDecode("a%2Fb%20c+d%E2%82%AC"), "a/b c+d€");
+  EXPECT_EQ(*PercentDecode("%25"), "%");
+  EXPECT_EQ(*PercentDecode(""), "");
+  for (const char* bad : {"%", "%2", "a%zz", "%g0"}) {
+    EXPECT_EQ(PercentDecode(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(HttpHelpersTest, TokenMatches) {
+  EXPECT_TRUE(TokenMatches("s3cret", "s3cret"));
+  EXPECT_FALSE(TokenMatches("s3cre", "s3cret"));
+  EXPECT_FALSE(TokenMatches("s3cretX", "s3cret"));
+  EXPECT_FALSE(TokenMatches("S3cret", "s3cret"));
+  EXPECT_FALSE(TokenMatches("", "s3cret"));
+  // A prefix repeated to the expected length must not match.
+  EXPECT_FALSE(TokenMatches("s3", "s3s3s3"));
+  EXPECT_FALSE(TokenMatches("", ""));  // an empty expected token never matches
+}
+
+TEST(ConfigTest, ParseListen) {
+  std::string host;
+  int port = -1;
+  ASSERT_TRUE(ParseListen("127.0.0.1:8080", &host, &port).ok());
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 8080);
+  ASSERT_TRUE(ParseListen("[::1]:0", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 0);
+  for (const char* bad :
+       {"8080", ":8080", "host:", "host:70000", "host:-1", "::1:80", "[::1]80", "host:8x"}) {
+    EXPECT_EQ(ParseListen(bad, &host, &port).code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+class FakeEnv {
+ public:
+  explicit FakeEnv(std::map<std::string, std::string> vars) : vars_(std::move(vars)) {}
+  std::function<const char*(const char*)> fn() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars_.find(name);
+      return it == vars_.end() ? nullptr : it->second.c_str();
+    };
+  }
+
+ private:
+  std::map<std::string, std::string> vars_;
+};
+
+TEST(ConfigTest, DefaultsWithoutFlagsEnvOrFile) {
+  FakeEnv env({});
+  auto c = ResolveConfig(Flags{}, env.fn());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->http.host, "127.0.0.1");
+  EXPECT_EQ(c->http.port, 8080);
+  EXPECT_EQ(c->store, DefaultStoreUrl());
+  EXPECT_EQ(c->http.token, "");
+  EXPECT_EQ(c->listen_source, "default");
+  // A file store re-reads the stored config on every request (see FilterCache).
+  EXPECT_EQ(c->service.revalidate_after.count(), 0);
+}
+
+TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
+  ServerConfig c;
+  ASSERT_TRUE(ApplyConfigJson(R"({"listen":"0.0.0.0:9000","store":"mem:","token":"t",
+      "access_log":"off","log_items":true,"public_metrics":true,"threads":4,
+      "keep_alive_timeout_s":2,"keep_alive_max_requests":50,"read_timeout_s":3,
+      "write_timeout_s":4,"max_body_bytes":2048,"max_items":7,"max_item_bytes":9,
+      "filter_revalidate_ms":250,"filter_cache_size":3,"store_connect_timeout_ms":100,
+      "store_command_timeout_ms":200,"store_pool_size":2,"store_max_retries":0,
+      "store_batch_items":10})",
+                              &c)
+                  .ok());
+  EXPECT_EQ(c.listen, "0.0.0.0:9000");
+  EXPECT_EQ(c.store, "mem:");
+  EXPECT_EQ(c.http.token, "t");
+  EXPECT_EQ(c.access_log, "off");
+  EXPECT_TRUE(c.http.log_items);
+  EXPECT_TRUE(c.http.public_metrics);
+  EXPECT_EQ(c.http.threads, 4);
+  EXPECT_EQ(c.http.keep_alive_timeout_s, 2);
+  EXPECT_EQ(c.http.keep_alive_max_requests, 50);
+  EXPECT_EQ(c.http.read_timeout_s, 3);
+  EXPECT_EQ(c.http.write_timeout_s, 4);
+  EXPECT_EQ(c.http.max_body_bytes, 2048u);
+  EXPECT_EQ(c.service.limits.max_items, 7u);
+  EXPECT_EQ(c.service.limits.max_item_bytes, 9u);
+  EXPECT_EQ(c.filter_revalidate_ms, 250);
+  EXPECT_EQ(c.service.filter_cache_size, 3u);
+  EXPECT_EQ(c.service.store_options.connect_timeout.count(), 100);
+  EXPECT_EQ(c.service.store_options.command_timeout.count(), 200);
+  EXPECT_EQ(c.service.store_options.pool_size, 2);
+  EXPECT_EQ(c.service.store_options.max_retries, 0);
+  EXPECT_EQ(c.service.store_options.batch_items, 10u);
+
+  for (const char* bad : {R"({"listn":"x"})", R"({"threads":0})", R"({"threads":"4"})",
+                          R"({"threads":1.5})", R"({"max_body_bytes":10})", R"({"log_items":1})",
+                          R"([1])", R"({"token":5})", R"({"store_pool_size":99999})", "{"}) {
+    ServerConfig d;
+    EXPECT_EQ(ApplyConfigJson(bad, &d).code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ConfigTest, PrecedenceIsFlagThenEnvThenFileThenDefault) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/redbloomd-precedence.json";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(R"({"listen":"127.0.0.1:1111","store":"file:/from-config","token":"from-config"})",
+               f);
+    std::fclose(f);
+  }
+  Flags flags;
+  flags.config = path;
+  {
+    FakeEnv env({});
+    auto c = ResolveConfig(flags, env.fn());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->http.port, 1111);
+    EXPECT_EQ(c->store, "file:/from-config");
+    EXPECT_EQ(c->http.token, "from-config");
+    EXPECT_EQ(c->store_source, "config");
+  }
+  FakeEnv env({{"REDBLOOMD_LISTEN", "127.0.0.1:2222"},
+               {"REDBLOOM_STORE", "redis://127.0.0.1:1"},
+               {"REDBLOOMD_TOKEN", "from-env"}});
+  {
+    auto c = ResolveConfig(flags, env.fn());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->http.port, 2222);
+    EXPECT_EQ(c->store, "redis://127.0.0.1:1");
+    EXPECT_EQ(c->http.token, "from-env");
+    EXPECT_EQ(c->listen_source, "env");
+    // A network store re-reads stored configs at most once a second.
+    EXPECT_EQ(c->service.revalidate_after.count(), 1000);
+  }
+  flags.listen = "127.0.0.1:3333";
+  flags.store = "mem:";
+  flags.token = "";  // an explicit empty flag turns auth off
+  {
+    auto c = ResolveConfig(flags, env.fn());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->http.port, 3333);
+    EXPECT_EQ(c->store, "mem:");
+    EXPECT_EQ(c->http.token, "");
+    EXPECT_EQ(c->token_source, "flag");
+  }
+  std::remove(path.c_str());
+}
+
+TEST(ConfigTest, RejectsBadTokensAndListen) {
+  Flags flags;
+  flags.token = "has space";
+  FakeEnv env({});
+  EXPECT_EQ(ResolveConfig(flags, env.fn()).status().code(), StatusCode::kInvalidArgument);
+  flags.token = std::nullopt;
+  flags.listen = "nope";
+  EXPECT_EQ(ResolveConfig(flags, env.fn()).status().code(), StatusCode::kInvalidArgument);
+  flags.listen = std::nullopt;
+  flags.config = "/nonexistent/redbloomd.json";
+  EXPECT_EQ(ResolveConfig(flags, env.fn()).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigTest, RedactUrlHidesPasswords) {
+  EXPECT_EQ(RedactUrl("redis://user:pw@host:6379/0"), "redis://user:***@host:6379/0");
+  EXPECT_EQ(RedactUrl("redis://:pw@host"), "redis://:***@host");
+  EXPECT_EQ(RedactUrl("redis://pw@host"), "redis://***@host");
+  EXPECT_EQ(RedactUrl("redis://host:6379"), "redis://host:6379");
+  EXPECT_EQ(RedactUrl("file:./data"), "file:./data");
+}
+
+}  // namespace
+}  // namespace redbloom::server
