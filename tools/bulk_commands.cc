@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -335,12 +336,49 @@ int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::strin
   return 0;
 }
 
+int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
+               const std::string& file) {
+  auto options = sizing.Parse();
+  if (!options.ok()) return Fail(options.status());
+  LineReader reader(file);
+  if (Status s = reader.Open(); !s.ok()) return Fail(s);
+  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  // The filter must exist: rebuild replaces, it does not create.
+  if (auto old = ctx.store->ReadConfig(name); !old.ok()) return Fail(old.status());
+  Progress progress(reader.total_bytes());
+  uint64_t items = 0;
+  Status s = BloomFilter::Rebuild(*ctx.store, name, *options, [&](BloomFilter& f) -> Status {
+    const FilterConfig config = f.config();
+    std::optional<BitmapBuilder> builder;
+    if (config.kind == FilterKind::kPlain) builder.emplace(config);
+    std::vector<std::string> lines;
+    std::vector<std::string_view> views;
+    while (true) {
+      REDBLOOM_ASSIGN_OR_RETURN(bool more, reader.Next(&lines, kBatch, /*streaming=*/false));
+      if (!more) break;
+      views.assign(lines.begin(), lines.end());
+      Status add = builder ? builder->Add(views) : f.AddMany(views);
+      if (!add.ok()) return add.WithContext("input near line " + std::to_string(items + 1));
+      items += lines.size();
+      progress.Update(items, reader.bytes_read());
+    }
+    if (builder) return f.OrBitmap(builder->bitmap(), builder->new_items());
+    return Status::Ok();
+  });
+  progress.Done();
+  if (!s.ok()) return Fail(s.WithContext("the old filter is unchanged"));
+  std::cerr << "rebuilt " << name << " from " << items << " items in "
+            << FormatDouble(progress.seconds()) << " s and swapped it in\n";
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   struct Flags {
     std::string name, file = "-", format, encoding = "utf8", capacity, error;
     std::vector<std::string> sources;
+    SizingFlags sizing;
   };
   auto flags = std::make_shared<Flags>();
 
@@ -382,7 +420,18 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   dedup->add_option("--file,-f", flags->file, "PATH, or - for stdin (the default)")
       ->capture_default_str();
 
+  auto* rebuild = app.add_subcommand(
+      "rebuild",
+      "Atomically replace a plain or counting filter with one built from --file, possibly with "
+      "new parameters; readers see the old filter until the swap, then the new one");
+  rebuild->add_option("NAME", flags->name, "Filter name (must exist)")->required();
+  rebuild->add_option("--file,-f", flags->file, "Items, one per line: PATH, or - for stdin")
+      ->required();
+  flags->sizing.AddTo(rebuild, "guava64");
+  rebuild->add_flag("--counting", flags->sizing.counting, "Rebuild as a counting filter");
+
   return [=, &ctx]() -> int {
+    if (*rebuild) return RunRebuild(ctx, flags->name, flags->sizing, flags->file);
     if (*load) return RunLoad(ctx, flags->name, flags->file);
     if (*import) {
       return RunImport(ctx, flags->name, flags->format, flags->file, flags->encoding,

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "redbloom/filter_config.h"
 #include "redbloom/status.h"
 #include "redbloom/store.h"
 
@@ -25,7 +26,96 @@ struct Context {
   Status OpenStore();
 };
 
-// Registers load, import, export, merge and dedup on `app`. Returns a function
+// Options shared by the commands that size a filter.
+struct SizingFlags {
+  std::string capacity;
+  std::string error;
+  std::string strategy = "guava64";
+  std::string encoding = "utf8";
+  // Kinds (create and rebuild only).
+  bool counting = false;
+  bool scaling = false;
+  std::string expansion;
+  std::string window;
+  std::string slices;
+  std::string ttl;
+
+  void AddKindsTo(CLI::App* cmd) {
+    cmd->add_flag("--counting", counting,
+                  "Counting filter: 4-bit counters, so items can be removed (4x the memory)");
+    cmd->add_flag("--scaling", scaling,
+                  "Scaling filter: grows by sub-filters when full, keeping the error rate");
+    cmd->add_option("--expansion", expansion,
+                    "Scaling: capacity factor of each new sub-filter (default 2)");
+    cmd->add_option("--window", window,
+                    "Time-window filter: remember items for this long (e.g. 24h, 90m, 30s)");
+    cmd->add_option("--slices", slices, "Time-window: sub-filters in the window (e.g. 24)");
+    cmd->add_option("--ttl", ttl, "Delete the whole filter this long after creation (e.g. 7d)");
+  }
+
+  void AddTo(CLI::App* cmd, std::string_view default_strategy) {
+    strategy = std::string(default_strategy);
+    cmd->add_option("--capacity,-n", capacity,
+                    "Expected number of distinct items (e.g. 1000000 or 1e6)")
+        ->required();
+    cmd->add_option("--error,-p", error, "Target false-positive rate, strictly between 0 and 1")
+        ->required();
+    cmd->add_option(
+           "--strategy", strategy,
+           "Index strategy: guava64 (Guava BloomFilter's) or seed (the Java blog helper's)")
+        ->capture_default_str();
+    cmd->add_option("--encoding", encoding, "Item encoding: utf8, utf8x2, int32, int64 or bytes")
+        ->capture_default_str();
+  }
+
+  Result<FilterOptions> Parse() const {
+    FilterOptions o;
+    auto n = ParseUint64(capacity);
+    if (!n.ok()) return n.status().WithContext("--capacity");
+    auto p = ParseDouble(error);
+    if (!p.ok()) return p.status().WithContext("--error");
+    REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(strategy));
+    REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(encoding));
+    o.capacity = *n;
+    o.error_rate = *p;
+    const int kinds = (counting ? 1 : 0) + (scaling ? 1 : 0) + (window.empty() ? 0 : 1);
+    if (kinds > 1) {
+      return Status::InvalidArgument("--counting, --scaling and --window exclude each other");
+    }
+    if (counting) o.kind = FilterKind::kCounting;
+    if (scaling) o.kind = FilterKind::kScaling;
+    if (!expansion.empty()) {
+      if (!scaling) return Status::InvalidArgument("--expansion needs --scaling");
+      auto x = ParseDouble(expansion);
+      if (!x.ok()) return x.status().WithContext("--expansion");
+      o.expansion = *x;
+    }
+    if (!window.empty()) {
+      o.kind = FilterKind::kWindow;
+      auto w = ParseDurationMillis(window);
+      if (!w.ok()) return w.status().WithContext("--window");
+      o.window_millis = *w;
+      if (slices.empty()) return Status::InvalidArgument("--window needs --slices");
+    }
+    if (!slices.empty()) {
+      if (window.empty()) return Status::InvalidArgument("--slices needs --window");
+      auto sl = ParseUint64(slices);
+      if (!sl.ok() || *sl > kMaxSlices) {
+        return Status::InvalidArgument("--slices must be a number from 1 to 1024");
+      }
+      o.slices = static_cast<uint32_t>(*sl);
+    }
+    if (!ttl.empty()) {
+      auto t = ParseDurationMillis(ttl);
+      if (!t.ok()) return t.status().WithContext("--ttl");
+      if (*t < 1000) return Status::InvalidArgument("--ttl must be at least 1s");
+      o.ttl_seconds = *t / 1000;
+    }
+    return o;
+  }
+};
+
+// Registers load, import, export, merge, dedup and rebuild on `app`. Returns a function
 // that runs whichever of them was parsed, or -1 if none was.
 std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx);
 

@@ -41,42 +41,6 @@ namespace {
 // streams through bounded memory while each chunk is still one batch.
 constexpr size_t kChunkItems = 65536;
 
-// Options shared by the commands that size a filter.
-struct SizingFlags {
-  std::string capacity;
-  std::string error;
-  std::string strategy = "guava64";
-  std::string encoding = "utf8";
-
-  void AddTo(CLI::App* cmd, std::string_view default_strategy) {
-    strategy = std::string(default_strategy);
-    cmd->add_option("--capacity,-n", capacity,
-                    "Expected number of distinct items (e.g. 1000000 or 1e6)")
-        ->required();
-    cmd->add_option("--error,-p", error, "Target false-positive rate, strictly between 0 and 1")
-        ->required();
-    cmd->add_option(
-           "--strategy", strategy,
-           "Index strategy: guava64 (Guava BloomFilter's) or seed (the Java blog helper's)")
-        ->capture_default_str();
-    cmd->add_option("--encoding", encoding, "Item encoding: utf8, utf8x2, int32, int64 or bytes")
-        ->capture_default_str();
-  }
-
-  Result<FilterOptions> Parse() const {
-    FilterOptions o;
-    auto n = ParseUint64(capacity);
-    if (!n.ok()) return n.status().WithContext("--capacity");
-    auto p = ParseDouble(error);
-    if (!p.ok()) return p.status().WithContext("--error");
-    REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(strategy));
-    REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(encoding));
-    o.capacity = *n;
-    o.error_rate = *p;
-    return o;
-  }
-};
-
 // Items from the command line, then from --file (a path, or - for stdin),
 // one per line. A trailing "\r" is dropped (as Java's readLine does), so
 // files written on Windows give the same items; an empty line is the empty
@@ -135,6 +99,14 @@ nlohmann::ordered_json InfoJson(const FilterInfo& info, const std::string& store
   j["bits"] = c.geometry.bits;
   j["hashes"] = c.geometry.hashes;
   j["capped"] = c.geometry.capped;
+  if (c.kind == FilterKind::kScaling) j["expansion"] = c.expansion;
+  if (c.kind == FilterKind::kWindow) {
+    j["window_ms"] = c.window_millis;
+    j["slices"] = c.slices;
+  }
+  j["ttl_seconds"] = c.ttl_seconds;
+  j["parts"] = info.parts;
+  j["memory_bytes"] = info.memory_bytes;
   j["bits_set"] = info.bits_set;
   j["items_added"] = info.items_added;
   if (info.approximate_items == UINT64_MAX) {
@@ -163,7 +135,17 @@ void PrintInfoText(const FilterInfo& info, const std::string& store_url) {
     std::cout << " (Java's (int) cast saturated the size at 2^31-1 bits; the real error rate at "
                  "capacity is higher than asked)";
   }
-  std::cout << "\n"
+  std::cout << "\n";
+  if (c.kind == FilterKind::kScaling) {
+    std::cout << "expansion:         " << FormatDouble(c.expansion) << "\n"
+              << "layers:            " << info.parts << "\n";
+  }
+  if (c.kind == FilterKind::kWindow) {
+    std::cout << "window:            " << c.window_millis << " ms in " << c.slices << " slices\n"
+              << "live_slices:       " << info.parts << "\n";
+  }
+  if (c.ttl_seconds != 0) std::cout << "ttl:               " << c.ttl_seconds << " s\n";
+  std::cout << "memory_bytes:      " << info.memory_bytes << "\n"
             << "bits_set:          " << info.bits_set << "\n"
             << "items_added:       " << info.items_added << "\n"
             << "approximate_items: "
@@ -193,9 +175,12 @@ int RunCreate(Context& ctx, const std::string& name, const SizingFlags& flags, b
   return 0;
 }
 
-// add and check share everything but the call and the meaning of "0".
+enum class ItemOp { kAdd, kCheck, kRemove };
+
+// add, check and remove share everything but the call and the meaning of "0".
 int RunItems(Context& ctx, const std::string& name, const std::vector<std::string>& args,
-             const std::string& file, bool quiet, bool is_check) {
+             const std::string& file, bool quiet, ItemOp op) {
+  const bool is_check = op == ItemOp::kCheck;
   ItemSource source(args, file);
   if (Status s = source.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
@@ -213,16 +198,21 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
     if (!more.ok()) return Fail(more.status());
     if (!*more) break;
     views.assign(chunk.begin(), chunk.end());
-    Status s =
-        is_check ? (*filter)->ContainsMany(views, &answers) : (*filter)->AddMany(views, &answers);
+    Status s = op == ItemOp::kCheck ? (*filter)->ContainsMany(views, &answers)
+               : op == ItemOp::kAdd ? (*filter)->AddMany(views, &answers)
+                                    : (*filter)->RemoveMany(views, &answers);
     if (!s.ok()) {
-      if (!is_check && done > 0) {
+      if (op == ItemOp::kAdd && done > 0) {
         std::cerr << "redbloom: the first " << done
                   << " items were added; nothing after them was (adding again is harmless)\n";
       }
+      if (op == ItemOp::kRemove && done > 0) {
+        std::cerr << "redbloom: the first " << done << " items were processed\n";
+      }
+      const char* what = op == ItemOp::kCheck ? "check" : op == ItemOp::kAdd ? "add" : "remove";
       return Fail(s.WithContext(s.code() == StatusCode::kInvalidArgument
                                     ? "input near item " + std::to_string(done + 1)
-                                    : std::string(is_check ? "check" : "add")));
+                                    : std::string(what)));
     }
     if (!quiet) {
       out.clear();
@@ -241,7 +231,7 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   }
   std::cout.flush();
   if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
-  return is_check && any_absent ? kExitAbsent : 0;
+  return op != ItemOp::kAdd && any_absent ? kExitAbsent : 0;
 }
 
 int RunInfo(Context& ctx, const std::string& name, bool json) {
@@ -319,6 +309,7 @@ int Main(int argc, char** argv) {
       app.add_subcommand("create", "Create a filter sized for --capacity items at --error");
   create->add_option("NAME", name, "Filter name")->required();
   create_flags.AddTo(create, "guava64");
+  create_flags.AddKindsTo(create);
 
   auto* attach = app.add_subcommand(
       "attach",
@@ -342,6 +333,11 @@ int Main(int argc, char** argv) {
       "Check items; prints 1<TAB>item if it may be present, 0<TAB>item if it is surely absent; "
       "exit 1 if any is absent");
   add_item_flags(check);
+  auto* remove = app.add_subcommand(
+      "remove",
+      "Remove items from a counting filter; prints 1<TAB>item if removed, 0<TAB>item if it was "
+      "not present; exit 1 if any was not");
+  add_item_flags(remove);
 
   auto* info = app.add_subcommand("info", "Show a filter's parameters and fill");
   info->add_option("NAME", name, "Filter name")->required();
@@ -374,8 +370,9 @@ int Main(int argc, char** argv) {
 
   if (*create) return RunCreate(ctx, name, create_flags, /*attach=*/false);
   if (*attach) return RunCreate(ctx, name, attach_flags, /*attach=*/true);
-  if (*add) return RunItems(ctx, name, items, file, quiet, /*is_check=*/false);
-  if (*check) return RunItems(ctx, name, items, file, quiet, /*is_check=*/true);
+  if (*add) return RunItems(ctx, name, items, file, quiet, ItemOp::kAdd);
+  if (*check) return RunItems(ctx, name, items, file, quiet, ItemOp::kCheck);
+  if (*remove) return RunItems(ctx, name, items, file, quiet, ItemOp::kRemove);
   if (*info) return RunInfo(ctx, name, json);
   if (*list) return RunList(ctx);
   if (*drop) return RunDrop(ctx, name);

@@ -15,12 +15,19 @@
 // any bit is written, and every store failure is returned as an error, never
 // as "absent".
 //
-// Thread safety: all methods may be called concurrently.
+// Kinds (FilterOptions::kind): plain; counting (RemoveMany); scaling (grows by
+// layers as it fills); window (forgets items older than its window). The same
+// calls serve every kind.
+//
+// Thread safety: all methods may be called concurrently. The Store must
+// outlive the filter.
 #ifndef REDBLOOM_BLOOM_FILTER_H_
 #define REDBLOOM_BLOOM_FILTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,14 +40,20 @@
 
 namespace redbloom {
 
+// For scaling and window filters every figure sums (or, for the rate,
+// combines) the live parts.
 struct FilterInfo {
   std::string name;
   FilterConfig config;
-  uint64_t bits_set = 0;           // cells currently set
-  uint64_t items_added = 0;        // adds that set at least one new bit
-  uint64_t approximate_items = 0;  // Guava's estimate from bits_set (UINT64_MAX if full)
+  uint64_t parts = 1;              // layers (scaling) or live slices (window); else 1
+  uint64_t bits = 0;               // cells in all parts
+  uint64_t memory_bytes = 0;       // bytes of all parts (cells * cell bits / 8)
+  uint64_t bits_set = 0;           // cells currently non-zero
+  uint64_t items_added = 0;        // adds that set a new cell, minus removes
+  uint64_t approximate_items = 0;  // distinct items, Guava's estimate from the fill
+                                   // (like BF.CARD; UINT64_MAX if a part is full)
   double fill_ratio = 0;           // bits_set / bits
-  double current_fpp = 0;          // (bits_set / bits)^k, Guava's expectedFpp()
+  double current_fpp = 0;          // (fill)^k per part, combined over the parts
 };
 
 class BloomFilter {
@@ -61,9 +74,19 @@ class BloomFilter {
   static Result<std::unique_ptr<BloomFilter>> Attach(Store& store, std::string_view name,
                                                      const FilterOptions& options);
   static Status Drop(Store& store, std::string_view name);
+  // Atomic rebuild (plain and counting filters): creates a replacement with
+  // `options` under the temporary name NAME~rebuild, lets `fill` add its
+  // items, then swaps it in with Store::Replace. Readers of NAME answer from
+  // the old filter until the swap and from the new one after it, never with
+  // an error or a miss caused by the swap. Adds made to the old filter while
+  // `fill` runs are not carried over: feed them to `fill` too (or pause them).
+  static Status Rebuild(Store& store, std::string_view name, const FilterOptions& options,
+                        const std::function<Status(BloomFilter&)>& fill);
 
   const std::string& name() const { return name_; }
-  const FilterConfig& config() const { return config_; }
+  // The config in use. It changes only if the filter is rebuilt with other
+  // parameters while this handle is open (the handle then reopens it).
+  FilterConfig config() const;
 
   // Adds one item; *added (if given) says whether it was new (turned on a bit).
   Status Add(std::string_view item, bool* added = nullptr);
@@ -74,11 +97,18 @@ class BloomFilter {
   Result<bool> Contains(std::string_view item);
   // present is resized to items.size(); present[i] is 1 when item i may be present.
   Status ContainsMany(std::span<const std::string_view> items, std::vector<uint8_t>* present);
+  // Counting filters: removes items whose counters are all non-zero (atomic
+  // per item); removed[i] is 1 when item i was removed. Removing an item that
+  // was never added (a false positive) removes someone else's counts: only
+  // remove what you added. Other kinds: kUnimplemented.
+  Status RemoveMany(std::span<const std::string_view> items, std::vector<uint8_t>* removed);
+  Status Remove(std::string_view item, bool* removed = nullptr);
 
   // The same for items already hashed (e.g. through HashObject and a custom
   // funnel). The encoding of the filter is then the caller's business.
   Status AddHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* added = nullptr);
   Status ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present);
+  Status RemoveHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* removed);
 
   // Hashes and offsets of one item, in the strategy's order.
   Result<std::vector<uint64_t>> Offsets(std::string_view item) const;
@@ -94,12 +124,22 @@ class BloomFilter {
   Status OrBitmap(std::string_view bitmap, uint64_t new_items);
 
  private:
-  BloomFilter(std::string name, FilterConfig config, std::unique_ptr<BitStore> bits);
-  Status HashAll(std::span<const std::string_view> items, std::vector<Hash128>* hashes) const;
+  struct State;
+  BloomFilter(Store& store, std::string name, std::shared_ptr<State> state);
+  static Result<std::shared_ptr<State>> Load(Store& store, std::string_view name);
+  std::shared_ptr<State> state() const;
+  Status HashAll(Encoding encoding, std::span<const std::string_view> items,
+                 std::vector<Hash128>* hashes) const;
+  // Runs `op` on the current state; if the store says the filter changed
+  // under us (a rebuild swapped it), reopens once and runs it again.
+  Status WithReopen(const std::function<Status(State&)>& op);
+  Status ContainsHashesIn(State& state, std::span<const Hash128> hashes,
+                          std::vector<uint8_t>* present);
 
+  Store& store_;
   std::string name_;
-  FilterConfig config_;
-  std::unique_ptr<BitStore> bits_;
+  mutable std::mutex mu_;
+  std::shared_ptr<State> state_;
 };
 
 // Offsets of `item` under a config, without any store (for `redbloom offsets`).
