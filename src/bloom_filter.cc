@@ -269,21 +269,15 @@ Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8
       }
 
       case FilterKind::kWindow: {
+        // Every item goes into the current slice, even one that an older
+        // slice already (maybe falsely) matches: that slice expires first, and
+        // skipping the add would then lose an item seen moments ago. "New"
+        // means: not present in any live slice before this call.
         std::vector<uint8_t> present;
         REDBLOOM_RETURN_IF_ERROR(ContainsHashesIn(st, hashes, &present));
-        std::vector<Hash128> fresh;
-        std::vector<size_t> where;
-        for (size_t i = 0; i < hashes.size(); ++i) {
-          if (!present[i]) {
-            fresh.push_back(hashes[i]);
-            where.push_back(i);
-          }
-        }
-        if (fresh.empty()) return Status::Ok();
         REDBLOOM_ASSIGN_OR_RETURN(auto bits, part(CurrentSlice(c), /*create=*/true));
-        std::vector<uint8_t> fresh_out(fresh.size());
-        REDBLOOM_RETURN_IF_ERROR(AddTo(*bits, c, c.geometry, fresh, fresh_out.data()));
-        for (size_t i = 0; i < fresh.size(); ++i) out[where[i]] = fresh_out[i];
+        REDBLOOM_RETURN_IF_ERROR(AddTo(*bits, c, c.geometry, hashes, out.data()));
+        for (size_t i = 0; i < hashes.size(); ++i) out[i] = present[i] ? 0 : 1;
         return Status::Ok();
       }
     }

@@ -121,7 +121,9 @@ Status WordBitStore::Add(const uint64_t* offsets, size_t items, uint32_t k, uint
       }
     }
     if (changed != nullptr) changed[i] = was_new ? 1 : 0;
-    added += was_new ? 1 : 0;
+    // Counting filters count every add, since each one needs its own remove;
+    // bit filters count the adds that changed something.
+    added += (was_new || counters) ? 1 : 0;
   }
   AddCount(added);
   return Status::Ok();

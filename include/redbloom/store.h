@@ -66,7 +66,8 @@ class BitStore {
 
   // `offsets` holds `items` runs of `k` offsets each. Sets them; when
   // `changed` is not null, changed[i] = 1 if item i turned any bit on (it was
-  // new). The stored item count grows by the number of such items. On error
+  // new). The stored item count grows by the number of such items (counting
+  // filters: by every item, since each add needs its own remove). On error
   // some items may have been written; none is reported as new.
   virtual Status Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) = 0;
   // present[i] = 1 if all k bits of item i are set (it may be present).
