@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <httplib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -384,6 +385,13 @@ void HttpServer::Install() {
   // Responses are written as headers then body; without TCP_NODELAY, Nagle
   // holds the body until the client's delayed ACK (40 ms on Linux).
   s.set_tcp_nodelay(true);
+  // httplib's default is SO_REUSEPORT, which lets a second redbloomd bind the
+  // same port and silently take half the connections (perhaps on another
+  // store). SO_REUSEADDR alone still allows a quick restart over TIME_WAIT.
+  s.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   s.set_keep_alive_max_count(static_cast<size_t>(options_.keep_alive_max_requests));
   s.set_keep_alive_timeout(options_.keep_alive_timeout_s);
   s.set_read_timeout(options_.read_timeout_s);

@@ -6,7 +6,7 @@ if(TARGET redbloomd)
   target_link_libraries(redbloom_server_test_util
     PUBLIC redbloom_test_util redbloomd_core PRIVATE redbloom_warnings)
   target_compile_definitions(redbloom_server_test_util
-    PRIVATE REDBLOOMD_PATH="$<TARGET_FILE:redbloomd>")
+    PUBLIC REDBLOOMD_PATH="$<TARGET_FILE:redbloomd>")
 
   redbloom_add_test(server_unit_test server_unit_test.cc LIBS redbloomd_core LABELS server)
   foreach(t server_api_test server_lifecycle_test server_redis_test)

@@ -32,8 +32,9 @@ RedbloomdProcess::~RedbloomdProcess() {
 void RedbloomdProcess::Start() {
   if (pid_ > 0) throw std::runtime_error("redbloomd already running");
   if (port_ == 0) port_ = FreePort();
-  std::vector<std::string> args = {REDBLOOMD_PATH, "--listen",
-                                   "127.0.0.1:" + std::to_string(port_)};
+  const std::string listen = "127.0.0.1:" + std::to_string(port_);
+  std::vector<std::string> args = {REDBLOOMD_PATH};
+  if (!options_.listen_via_env) args.insert(args.end(), {"--listen", listen});
   if (!options_.store.empty()) args.insert(args.end(), {"--store", options_.store});
   if (!options_.token.empty()) args.insert(args.end(), {"--token", options_.token});
   if (!options_.config_json.empty()) {
@@ -46,6 +47,7 @@ void RedbloomdProcess::Start() {
   std::vector<std::string> envs;
   for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
   envs.insert(envs.end(), options_.env.begin(), options_.env.end());
+  if (options_.listen_via_env) envs.push_back("REDBLOOMD_LISTEN=" + listen);
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -178,25 +180,36 @@ bool ResponseComplete(const std::string& data) {
 
 }  // namespace
 
-std::string RawExchange(int port, const std::string& bytes, bool shut_write,
-                        std::chrono::milliseconds timeout) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
+RawConnection::RawConnection(int port) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::runtime_error("socket failed");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    throw std::runtime_error("connect failed");
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    throw std::runtime_error("connect to port " + std::to_string(port) + " failed");
   }
+}
+
+RawConnection::~RawConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RawConnection::Send(const std::string& bytes) {
   size_t sent = 0;
   while (sent < bytes.size()) {
-    const ssize_t w = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (w <= 0) break;
+    const ssize_t w = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (w <= 0) return;  // the server closed; the caller reads what it said
     sent += static_cast<size_t>(w);
   }
-  if (shut_write) ::shutdown(fd, SHUT_WR);
+}
+
+void RawConnection::ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+
+std::string RawConnection::ReadResponse(std::chrono::milliseconds timeout) {
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   char buf[65536];
@@ -204,15 +217,31 @@ std::string RawExchange(int port, const std::string& bytes, bool shut_write,
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    pollfd p{fd, POLLIN, 0};
+    pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-    const ssize_t r = ::recv(fd, buf, sizeof(buf), 0);
+    const ssize_t r = ::recv(fd_, buf, sizeof(buf), 0);
     if (r <= 0) break;
     out.append(buf, static_cast<size_t>(r));
     if (ResponseComplete(out)) break;
   }
-  ::close(fd);
   return out;
+}
+
+bool Accepting(int port) {
+  try {
+    RawConnection c(port);
+    return true;
+  } catch (const std::runtime_error&) {
+    return false;
+  }
+}
+
+std::string RawExchange(int port, const std::string& bytes, bool shut_write,
+                        std::chrono::milliseconds timeout) {
+  RawConnection c(port);
+  c.Send(bytes);
+  if (shut_write) c.ShutdownWrite();
+  return c.ReadResponse(timeout);
 }
 
 }  // namespace redbloom::testing

@@ -25,6 +25,7 @@ class RedbloomdProcess {
     std::vector<std::string> extra_args;  // more flags
     std::vector<std::string> env;         // "NAME=value" added to the environment
     bool wait_ready = true;               // wait for /healthz before Start() returns
+    bool listen_via_env = false;          // REDBLOOMD_LISTEN instead of --listen
   };
 
   explicit RedbloomdProcess(Options options);
@@ -85,6 +86,28 @@ Answer Call(httplib::Client& client, const std::string& method, const std::strin
 
 // Percent-encodes every byte outside [A-Za-z0-9-._~].
 std::string EncodePathSegment(const std::string& s);
+
+// A raw TCP connection to 127.0.0.1:port, for requests that a client library
+// would not send (truncated bodies, a body sent in two parts).
+class RawConnection {
+ public:
+  explicit RawConnection(int port);  // throws std::runtime_error if refused
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+  ~RawConnection();
+
+  void Send(const std::string& bytes);
+  void ShutdownWrite();
+  // One whole response (headers and Content-Length bytes), or what came
+  // before the server closed or `timeout` passed.
+  std::string ReadResponse(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+ private:
+  int fd_ = -1;
+};
+
+// True if something accepts TCP connections on 127.0.0.1:port.
+bool Accepting(int port);
 
 // Opens a TCP connection to 127.0.0.1:port, sends `bytes`, then (when
 // `shut_write`) half-closes, and returns everything read until the server

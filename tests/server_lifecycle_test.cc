@@ -1,0 +1,205 @@
+// redbloomd as a process: graceful shutdown on SIGTERM/SIGINT, exit codes,
+// configuration precedence as the binary applies it, access-log reopening.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "server_process.h"
+#include "test_util.h"
+
+namespace redbloom::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ServerLifecycleTest : public ::testing::Test {
+ protected:
+  // Children inherit the environment; these would change what they do.
+  void SetUp() override {
+    for (const char* v : {"REDBLOOMD_LISTEN", "REDBLOOM_STORE", "REDBLOOMD_TOKEN"}) ::unsetenv(v);
+  }
+
+  std::string StoreUrl() const { return "file:" + dir_.path() + "/store"; }
+
+  TempDir dir_;
+};
+
+TEST_F(ServerLifecycleTest, SigtermFinishesInFlightRequestsThenExitsZero) {
+  RedbloomdProcess server({.store = StoreUrl()});
+  server.Start();
+  auto client = server.Client();
+  ASSERT_EQ(
+      Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  // A keep-alive connection that has finished one request.
+  httplib::Client keep("127.0.0.1", server.port());
+  keep.set_keep_alive(true);
+  ASSERT_EQ(keep.Get("/readyz")->status, 200);
+
+  // A request whose headers and first half of body have arrived...
+  const std::string body = R"({"items":["in-flight-1","in-flight-2"]})";
+  RawConnection in_flight(server.port());
+  in_flight.Send(
+      "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // ...when SIGTERM arrives.
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(Accepting(server.port())) << "still accepting new connections after SIGTERM";
+  EXPECT_TRUE(server.running());
+
+  // Load balancers polling readiness on a kept-alive connection see 503.
+  auto ready = keep.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 503) << ready->body;
+
+  // The rest of the body arrives and the request completes normally.
+  in_flight.Send(body.substr(10));
+  const std::string response = in_flight.ReadResponse();
+  EXPECT_TRUE(response.starts_with("HTTP/1.1 200")) << response;
+  EXPECT_NE(response.find(R"({"added":[true,true]})"), std::string::npos) << response;
+
+  keep.stop();
+  EXPECT_EQ(server.Wait(), 0) << server.Stderr();
+  EXPECT_NE(server.Stderr().find("stopped"), std::string::npos) << server.Stderr();
+
+  // The adds are there for the next process.
+  RedbloomdProcess again({.store = StoreUrl()});
+  again.Start();
+  auto c2 = again.Client();
+  Answer check = Call(*c2, "POST", "/v1/filters/orders/check", body);
+  EXPECT_EQ(check.json["present"], json::parse("[true,true]")) << check.body;
+  EXPECT_EQ(again.Stop(SIGINT), 0) << again.Stderr();
+}
+
+TEST_F(ServerLifecycleTest, ExitCodes) {
+  const auto run = [](std::vector<std::string> args, std::vector<std::string> env = {}) {
+    args.insert(args.begin(), REDBLOOMD_PATH);
+    return RunCommand(args, "", env);
+  };
+  CommandResult r = run({"--bogus"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run({"--listen", "nohost"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("listen address"), std::string::npos) << r.err;
+
+  const std::string bad_config = dir_.path() + "/bad.json";
+  std::ofstream(bad_config) << R"({"threads": 4, "max_itemz": 5})";
+  r = run({"--config", bad_config});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("max_itemz"), std::string::npos) << r.err;
+  r = run({"--config", dir_.path() + "/missing.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+
+  // A store that cannot be opened: a file where the directory should be.
+  const std::string not_dir = dir_.path() + "/plain-file";
+  std::ofstream(not_dir) << "x";
+  r = run({"--listen", "127.0.0.1:0", "--store", "file:" + not_dir});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  r = run({"--listen", "127.0.0.1:0", "--store", "nosuch://x"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+
+  // An address already in use.
+  RedbloomdProcess first({.store = StoreUrl()});
+  first.Start();
+  r = run({"--listen", "127.0.0.1:" + std::to_string(first.port()), "--store", StoreUrl()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cannot listen"), std::string::npos) << r.err;
+  EXPECT_EQ(first.Stop(SIGTERM), 0);
+
+  r = run({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.out.starts_with("redbloomd ")) << r.out;
+}
+
+TEST_F(ServerLifecycleTest, PrintConfigShowsPrecedenceFlagEnvFileDefault) {
+  const std::string config = dir_.path() + "/redbloomd.json";
+  std::ofstream(config) << R"({"listen":"127.0.0.1:1111","store":"file:/from/config",
+                               "token":"config-token","max_items":123})";
+  const auto effective = [&](std::vector<std::string> args, std::vector<std::string> env) {
+    args.insert(args.begin(), {REDBLOOMD_PATH, "--print-config"});
+    CommandResult r = RunCommand(args, "", env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out);
+  };
+  json c = effective({}, {});
+  EXPECT_EQ(c["listen"], "127.0.0.1:8080");
+  EXPECT_EQ(c["store"], "file:./redbloom-data");
+  EXPECT_EQ(c["token"], "");
+  EXPECT_EQ(c["sources"]["listen"], "default");
+
+  c = effective({"--config", config}, {});
+  EXPECT_EQ(c["listen"], "127.0.0.1:1111");
+  EXPECT_EQ(c["store"], "file:/from/config");
+  EXPECT_EQ(c["token"], "***");  // never printed
+  EXPECT_EQ(c["max_items"], 123);
+  EXPECT_EQ(c["sources"]["token"], "config");
+
+  const std::vector<std::string> env = {"REDBLOOMD_LISTEN=127.0.0.1:2222",
+                                        "REDBLOOM_STORE=redis://u:secret@127.0.0.1:1/0",
+                                        "REDBLOOMD_TOKEN=env-token"};
+  c = effective({"--config", config}, env);
+  EXPECT_EQ(c["listen"], "127.0.0.1:2222");
+  EXPECT_EQ(c["store"], "redis://u:***@127.0.0.1:1/0");
+  EXPECT_EQ(c["sources"]["store"], "env");
+  EXPECT_EQ(c["max_items"], 123);  // the file still applies where nothing overrides it
+
+  c = effective({"--config", config, "--listen", "[::1]:3333", "--store", "mem:", "--token", ""},
+                env);
+  EXPECT_EQ(c["listen"], "[::1]:3333");
+  EXPECT_EQ(c["store"], "mem:");
+  EXPECT_EQ(c["token"], "");
+  EXPECT_EQ(c["sources"]["listen"], "flag");
+}
+
+TEST_F(ServerLifecycleTest, EnvironmentConfiguresTheRunningServer) {
+  // REDBLOOMD_LISTEN, REDBLOOMD_TOKEN and REDBLOOM_STORE from the environment.
+  RedbloomdProcess server({.env = {"REDBLOOM_STORE=" + StoreUrl(), "REDBLOOMD_TOKEN=from-env"},
+                           .listen_via_env = true});
+  server.Start();
+  httplib::Client c("127.0.0.1", server.port());
+  EXPECT_EQ(c.Get("/v1/filters")->status, 401);
+  c.set_bearer_token_auth("from-env");
+  EXPECT_EQ(
+      c.Put("/v1/filters/envf", R"({"capacity":10,"error_rate":0.1})", "application/json")->status,
+      201);
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/store/envf.rbf"));
+}
+
+TEST_F(ServerLifecycleTest, SighupReopensTheAccessLog) {
+  const std::string log = dir_.path() + "/access.log";
+  RedbloomdProcess server({.store = StoreUrl(), .config_json = json{{"access_log", log}}.dump()});
+  server.Start();
+  auto client = server.Client();
+  ASSERT_EQ(Call(*client, "GET", "/v1/filters").status, 200);
+  std::filesystem::rename(log, log + ".1");  // what logrotate does
+  ASSERT_EQ(::kill(server.pid(), SIGHUP), 0);
+  // The reopen is asynchronous; poll until a request lands in the new file.
+  bool reopened = false;
+  for (int i = 0; i < 100 && !reopened; ++i) {
+    ASSERT_EQ(Call(*client, "GET", "/v1/filters?after-rotate").status, 200);
+    reopened = ReadFile(log).find("after-rotate") != std::string::npos;
+    if (!reopened) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(reopened);
+  EXPECT_NE(ReadFile(log + ".1").find("GET /v1/filters HTTP/1.1"), std::string::npos);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
+}  // namespace
+}  // namespace redbloom::testing

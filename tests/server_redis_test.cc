@@ -1,0 +1,137 @@
+// redbloomd on a real redis-server that fails: stopped mid-run (503, never
+// "absent"), then back (recovery without restarting redbloomd), slow (504),
+// and unreachable when redbloomd starts.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <sstream>
+#include <thread>
+
+#include "redis_server.h"
+#include "server_process.h"
+#include "test_util.h"
+
+namespace redbloom::testing {
+namespace {
+
+using nlohmann::json;
+
+double Sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+// Polls `fn` until it returns true or `timeout` passes.
+template <typename Fn>
+bool Eventually(Fn fn, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fn()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
+  RedisServer redis;
+  redis.Start();
+  // Short timeouts keep the outage phase quick; one retry is still allowed.
+  RedbloomdProcess server(
+      {.store = redis.url(),
+       .config_json = R"({"store_connect_timeout_ms":300,"store_command_timeout_ms":500,
+                          "store_max_retries":1})"});
+  server.Start();
+  auto client = server.Client();
+  ASSERT_EQ(
+      Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  const std::string items = R"({"items":["ORD-1","ORD-2","ORD-3"]})";
+  ASSERT_EQ(Call(*client, "POST", "/v1/filters/orders/items", items).status, 200);
+  ASSERT_EQ(Call(*client, "GET", "/readyz").status, 200);
+  // Keep the data across the restart, so recovery can be checked on it.
+  ASSERT_NE(redis.Cli({"SAVE"}).find("OK"), std::string::npos);
+  redis.Stop(/*hard=*/true);
+
+  struct Case {
+    std::string method, path, body;
+  };
+  for (const Case& c :
+       std::vector<Case>{{"POST", "/v1/filters/orders/check", items},
+                         {"GET", "/v1/filters/orders/items/ORD-1", ""},
+                         {"GET", "/v1/filters/orders/items/never-added", ""},
+                         {"POST", "/v1/filters/orders/items", items},
+                         {"GET", "/v1/filters/orders", ""},
+                         {"GET", "/v1/filters", ""},
+                         {"PUT", "/v1/filters/other", R"({"capacity":10,"error_rate":0.1})"},
+                         {"DELETE", "/v1/filters/orders", ""},
+                         {"GET", "/readyz", ""}}) {
+    Answer a = Call(*client, c.method, c.path, c.body);
+    EXPECT_TRUE(a.status == 503 || a.status == 504)
+        << c.method << " " << c.path << " -> " << a.status << " " << a.body;
+    EXPECT_TRUE(a.error() == "unavailable" || a.error() == "deadline_exceeded") << a.body;
+    EXPECT_FALSE(a.json.contains("present")) << "an outage must never read as an answer";
+  }
+  EXPECT_EQ(Call(*client, "GET", "/healthz").status, 200);  // alive, just not ready
+  const std::string metrics = Call(*client, "GET", "/metrics").body;
+  EXPECT_GE(Sample(metrics, R"(redbloomd_store_errors_total{code="unavailable"})") +
+                Sample(metrics, R"(redbloomd_store_errors_total{code="deadline_exceeded"})"),
+            8)
+      << metrics;
+
+  redis.Start();  // same port, same data directory
+  EXPECT_TRUE(Eventually([&] { return Call(*client, "GET", "/readyz").status == 200; }));
+  Answer check = Call(*client, "POST", "/v1/filters/orders/check", items);
+  ASSERT_EQ(check.status, 200) << check.body;
+  EXPECT_EQ(check.json["present"], json::parse("[true,true,true]"));
+  EXPECT_EQ(Call(*client, "POST", "/v1/filters/orders/items", R"({"items":["ORD-4"]})").status,
+            200);
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters/orders/items/ORD-4").json["present"], true);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
+TEST(ServerRedisTest, SlowRedisGives504) {
+  RedisServer redis({"--enable-debug-command", "yes"});
+  redis.Start();
+  RedbloomdProcess server(
+      {.store = redis.url(),
+       .config_json = R"({"store_command_timeout_ms":300,"store_max_retries":0})"});
+  server.Start();
+  auto client = server.Client();
+  ASSERT_EQ(
+      Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  std::thread sleeper([&] { redis.Cli({"DEBUG", "SLEEP", "1.5"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Answer a = Call(*client, "POST", "/v1/filters/orders/check", R"({"items":["x"]})");
+  sleeper.join();
+  EXPECT_EQ(a.status, 504) << a.body;
+  EXPECT_EQ(a.error(), "deadline_exceeded") << a.body;
+  // Redis is responsive again: so is the service.
+  EXPECT_TRUE(Eventually([&] {
+    return Call(*client, "POST", "/v1/filters/orders/check", R"({"items":["x"]})").status == 200;
+  }));
+}
+
+TEST(ServerRedisTest, UnreachableAtStartThenServesOnceRedisIsUp) {
+  RedisServer redis;  // port chosen, not started yet
+  RedbloomdProcess server({.store = redis.url()});
+  server.Start();  // /healthz answers although the store is down
+  auto client = server.Client();
+  Answer ready = Call(*client, "GET", "/readyz");
+  EXPECT_EQ(ready.status, 503) << ready.body;
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters").status, 503);
+  EXPECT_NE(server.Stderr().find("not reachable yet"), std::string::npos) << server.Stderr();
+
+  redis.Start();
+  EXPECT_TRUE(Eventually([&] { return Call(*client, "GET", "/readyz").status == 200; }));
+  EXPECT_EQ(Call(*client, "PUT", "/v1/filters/late", R"({"capacity":10,"error_rate":0.1})").status,
+            201);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
+}  // namespace
+}  // namespace redbloom::testing
