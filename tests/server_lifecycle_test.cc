@@ -37,7 +37,7 @@ class ServerLifecycleTest : public ::testing::Test {
 };
 
 TEST_F(ServerLifecycleTest, SigtermFinishesInFlightRequestsThenExitsZero) {
-  RedbloomdProcess server({.store = StoreUrl()});
+  RedbloomdProcess server(StoreUrl());
   server.Start();
   auto client = server.Client();
   ASSERT_EQ(
@@ -78,7 +78,7 @@ TEST_F(ServerLifecycleTest, SigtermFinishesInFlightRequestsThenExitsZero) {
   EXPECT_NE(server.Stderr().find("stopped"), std::string::npos) << server.Stderr();
 
   // The adds are there for the next process.
-  RedbloomdProcess again({.store = StoreUrl()});
+  RedbloomdProcess again(StoreUrl());
   again.Start();
   auto c2 = again.Client();
   Answer check = Call(*c2, "POST", "/v1/filters/orders/check", body);
@@ -114,7 +114,7 @@ TEST_F(ServerLifecycleTest, ExitCodes) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
 
   // An address already in use.
-  RedbloomdProcess first({.store = StoreUrl()});
+  RedbloomdProcess first(StoreUrl());
   first.Start();
   r = run({"--listen", "127.0.0.1:" + std::to_string(first.port()), "--store", StoreUrl()});
   EXPECT_EQ(r.exit_code, 3) << r.err;
@@ -168,8 +168,10 @@ TEST_F(ServerLifecycleTest, PrintConfigShowsPrecedenceFlagEnvFileDefault) {
 
 TEST_F(ServerLifecycleTest, EnvironmentConfiguresTheRunningServer) {
   // REDBLOOMD_LISTEN, REDBLOOMD_TOKEN and REDBLOOM_STORE from the environment.
-  RedbloomdProcess server({.env = {"REDBLOOM_STORE=" + StoreUrl(), "REDBLOOMD_TOKEN=from-env"},
-                           .listen_via_env = true});
+  RedbloomdProcess::Options options;
+  options.env = {"REDBLOOM_STORE=" + StoreUrl(), "REDBLOOMD_TOKEN=from-env"};
+  options.listen_via_env = true;
+  RedbloomdProcess server(options);
   server.Start();
   httplib::Client c("127.0.0.1", server.port());
   EXPECT_EQ(c.Get("/v1/filters")->status, 401);
@@ -183,7 +185,7 @@ TEST_F(ServerLifecycleTest, EnvironmentConfiguresTheRunningServer) {
 
 TEST_F(ServerLifecycleTest, SighupReopensTheAccessLog) {
   const std::string log = dir_.path() + "/access.log";
-  RedbloomdProcess server({.store = StoreUrl(), .config_json = json{{"access_log", log}}.dump()});
+  RedbloomdProcess server(StoreUrl(), json{{"access_log", log}}.dump());
   server.Start();
   auto client = server.Client();
   ASSERT_EQ(Call(*client, "GET", "/v1/filters").status, 200);

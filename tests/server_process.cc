@@ -21,6 +21,11 @@ namespace redbloom::testing {
 
 RedbloomdProcess::RedbloomdProcess(Options options) : options_(std::move(options)) {}
 
+RedbloomdProcess::RedbloomdProcess(std::string store, std::string config_json) {
+  options_.store = std::move(store);
+  options_.config_json = std::move(config_json);
+}
+
 RedbloomdProcess::~RedbloomdProcess() {
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);

@@ -29,6 +29,8 @@ class RedbloomdProcess {
   };
 
   explicit RedbloomdProcess(Options options);
+  // The common case: a store URL and optionally a config file's JSON.
+  RedbloomdProcess(std::string store, std::string config_json = "");
   RedbloomdProcess(const RedbloomdProcess&) = delete;
   RedbloomdProcess& operator=(const RedbloomdProcess&) = delete;
   ~RedbloomdProcess();  // SIGKILL if still running

@@ -40,10 +40,9 @@ TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
   RedisServer redis;
   redis.Start();
   // Short timeouts keep the outage phase quick; one retry is still allowed.
-  RedbloomdProcess server(
-      {.store = redis.url(),
-       .config_json = R"({"store_connect_timeout_ms":300,"store_command_timeout_ms":500,
-                          "store_max_retries":1})"});
+  RedbloomdProcess server(redis.url(),
+                          R"({"store_connect_timeout_ms":300,"store_command_timeout_ms":500,
+                          "store_max_retries":1})");
   server.Start();
   auto client = server.Client();
   ASSERT_EQ(
@@ -96,9 +95,7 @@ TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
 TEST(ServerRedisTest, SlowRedisGives504) {
   RedisServer redis({"--enable-debug-command", "yes"});
   redis.Start();
-  RedbloomdProcess server(
-      {.store = redis.url(),
-       .config_json = R"({"store_command_timeout_ms":300,"store_max_retries":0})"});
+  RedbloomdProcess server(redis.url(), R"({"store_command_timeout_ms":300,"store_max_retries":0})");
   server.Start();
   auto client = server.Client();
   ASSERT_EQ(
@@ -118,7 +115,7 @@ TEST(ServerRedisTest, SlowRedisGives504) {
 
 TEST(ServerRedisTest, UnreachableAtStartThenServesOnceRedisIsUp) {
   RedisServer redis;  // port chosen, not started yet
-  RedbloomdProcess server({.store = redis.url()});
+  RedbloomdProcess server(redis.url());
   server.Start();  // /healthz answers although the store is down
   auto client = server.Client();
   Answer ready = Call(*client, "GET", "/readyz");
