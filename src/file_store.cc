@@ -146,17 +146,7 @@ Result<FileHeader> DecodeHeader(const uint8_t* h, uint64_t file_size, const std:
   f.data_bytes = GetLE(h + 48, 8);
   // The geometry is derived data: recomputing it catches a header written by
   // a build whose sizing differs from ours.
-  FilterOptions o;
-  o.kind = c.kind;
-  o.strategy = c.strategy;
-  o.encoding = c.encoding;
-  o.capacity = c.capacity;
-  o.error_rate = c.error_rate;
-  o.ttl_seconds = c.ttl_seconds;
-  if (c.kind == FilterKind::kScaling) o.expansion = c.expansion;
-  o.window_millis = c.window_millis;
-  o.slices = c.slices;
-  auto expected = MakeConfig(o);
+  auto expected = MakeConfig(OptionsOf(c));
   if (!expected.ok() || !(*expected == c)) {
     return corrupt("stored geometry does not match its capacity and error rate");
   }
@@ -237,6 +227,16 @@ void SyncDir(const std::string& dir) {
     ::fsync(fd);
     ::close(fd);
   }
+}
+
+// Opens a filter's file: kNotFound if it does not exist.
+Result<int> OpenFile(std::string_view name, const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFoundStatus(name);
+    return IoError("cannot open", path, errno);
+  }
+  return fd;
 }
 
 bool Expired(uint64_t expires_at_ms) { return expires_at_ms != 0 && NowMillis() >= expires_at_ms; }
@@ -479,11 +479,7 @@ class FileStore final : public Store {
   // as not found.
   Result<FileHeader> ReadMain(std::string_view name) {
     const std::string path = PathOf(name);
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return NotFoundStatus(name);
-      return IoError("cannot open", path, errno);
-    }
+    REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDONLY));
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
     if (Expired(f.expires_at_ms)) {
@@ -510,11 +506,7 @@ class FileStore final : public Store {
   Result<std::shared_ptr<Mapping>> MapHeader(std::string_view name, const FilterConfig& config) {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
     const std::string path = PathOf(name);
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return NotFoundStatus(name);
-      return IoError("cannot open", path, errno);
-    }
+    REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDWR));
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
     if (!f.config.SameFilterAs(config)) return ConfigChangedStatus(name);
@@ -528,11 +520,7 @@ class FileStore final : public Store {
 
   Result<std::unique_ptr<BitStore>> OpenArray(std::string_view name, const std::string& path,
                                               const FilterConfig& config, uint64_t part) {
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return NotFoundStatus(name);
-      return IoError("cannot open", path, errno);
-    }
+    REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDWR));
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
     if (!f.config.SameFilterAs(config) || f.part != part) return ConfigChangedStatus(name);

@@ -112,6 +112,20 @@ std::string FilterConfig::ToString() const {
   return s;
 }
 
+FilterOptions OptionsOf(const FilterConfig& c) {
+  FilterOptions o;
+  o.capacity = c.capacity;
+  o.error_rate = c.error_rate;
+  o.strategy = c.strategy;
+  o.encoding = c.encoding;
+  o.kind = c.kind;
+  if (c.kind == FilterKind::kScaling) o.expansion = c.expansion;
+  o.window_millis = c.window_millis;
+  o.slices = c.slices;
+  o.ttl_seconds = c.ttl_seconds;
+  return o;
+}
+
 Result<FilterConfig> MakeConfig(const FilterOptions& options) {
   REDBLOOM_RETURN_IF_ERROR(ValidateCapacityAndErrorRate(options.capacity, options.error_rate));
   FilterConfig c;

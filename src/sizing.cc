@@ -4,22 +4,39 @@
 #include <limits>
 #include <string>
 
+#if REDBLOOM_HAVE_QUADMATH
+#include <quadmath.h>
+#endif
+
 namespace redbloom {
+
+double JavaLog(double x) {
+#if REDBLOOM_HAVE_QUADMATH
+  // log in 113-bit precision, rounded once to double: the correctly rounded
+  // result except when the true value lies within ~2^-60 ulp of a midpoint.
+  return static_cast<double>(logq(static_cast<__float128>(x)));
+#else
+  // 64-bit-mantissa log rounded to double: correctly rounded but for about
+  // one value in 2^11.
+  return static_cast<double>(std::log(static_cast<long double>(x)));
+#endif
+}
+
 namespace {
 
 // Java evaluates Math.log(2) * Math.log(2) in double; so do we.
-double Ln2Squared() { return std::log(2.0) * std::log(2.0); }
+double Ln2Squared() { return JavaLog(2.0) * JavaLog(2.0); }
 
 // -n * Math.log(p) / (Math.log(2) * Math.log(2)), with Java's `long` negation
 // of n first, exactly as both helpers write it.
 double RawBits(uint64_t n, double p) {
   const double neg_n = -static_cast<double>(static_cast<int64_t>(n));
-  return neg_n * std::log(p) / Ln2Squared();
+  return neg_n * JavaLog(p) / Ln2Squared();
 }
 
 // max(1, (int) Math.round((double) m / n * Math.log(2)))
 Result<uint32_t> OptimalHashes(uint64_t n, int64_t m) {
-  const double v = static_cast<double>(m) / static_cast<double>(n) * std::log(2.0);
+  const double v = static_cast<double>(m) / static_cast<double>(n) * JavaLog(2.0);
   // (int) of a long keeps its low 32 bits; for every valid (n, p) the value
   // is below 2^11, so this only matters for the range check below.
   const int64_t k = std::max<int64_t>(1, static_cast<int32_t>(JavaMathRound(v)));

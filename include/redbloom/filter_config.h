@@ -91,6 +91,9 @@ struct FilterConfig {
 
 // Validates the options and sizes the filter. Nothing is created.
 Result<FilterConfig> MakeConfig(const FilterOptions& options);
+// The options a config was made from: MakeConfig(OptionsOf(c)) == c for every
+// valid config, which is how stores verify a config they read back.
+FilterOptions OptionsOf(const FilterConfig& config);
 
 // Capacity, error rate and geometry of one part of a filter: layer `part` of
 // a scaling filter (capacity n * expansion^part, error p / 2^(part+1)), or a
