@@ -137,6 +137,10 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
       st = GetString(v, key, &token_file);
     } else if (key == "access_log") {
       st = GetString(v, key, &c->access_log);
+    } else if (key == "access_log_flush_ms") {
+      int64_t ms = 0;
+      st = GetInt(v, key, 0, 10000, &ms);
+      c->access_log_flush = std::chrono::milliseconds(ms);
     } else if (key == "log_items") {
       st = GetBool(v, key, &h.log_items);
     } else if (key == "public_metrics") {
@@ -269,6 +273,7 @@ std::string ConfigToJson(const ServerConfig& c) {
       {"listen", c.listen_source}, {"store", c.store_source}, {"token", c.token_source}};
   j["config_file"] = c.config_file;
   j["access_log"] = c.access_log;
+  j["access_log_flush_ms"] = c.access_log_flush.count();
   j["log_items"] = c.http.log_items;
   j["public_metrics"] = c.http.public_metrics;
   j["threads"] = c.http.threads;

@@ -4,6 +4,7 @@
 #ifndef REDBLOOM_SERVER_CONFIG_H_
 #define REDBLOOM_SERVER_CONFIG_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -20,6 +21,7 @@ struct ServerConfig {
   std::string listen = "127.0.0.1:8080";
   std::string store;  // resolved; never empty after ResolveConfig
   std::string access_log = "-";
+  std::chrono::milliseconds access_log_flush{100};
   HttpOptions http;                             // host/port/token filled from listen/token
   ServiceOptions service;                       // store_url filled from store
   std::optional<int64_t> filter_revalidate_ms;  // unset: depends on the store (see config.cc)

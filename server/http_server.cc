@@ -292,59 +292,6 @@ Result<std::string> PercentDecode(std::string_view s) {
 }
 
 // ---------------------------------------------------------------------------
-// AccessLog
-
-AccessLog::~AccessLog() {
-  if (owned_ && fd_ >= 0) ::close(fd_);
-}
-
-Status AccessLog::Open(const std::string& target) {
-  std::lock_guard lock(mu_);
-  if (owned_ && fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  owned_ = false;
-  path_.clear();
-  if (target == "off") return Status::Ok();
-  if (target == "-" || target.empty()) {
-    fd_ = STDERR_FILENO;
-    return Status::Ok();
-  }
-  const int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) {
-    return Status::Unavailable("cannot open access log " + target + ": " + std::strerror(errno));
-  }
-  fd_ = fd;
-  owned_ = true;
-  path_ = target;
-  return Status::Ok();
-}
-
-Status AccessLog::Reopen() {
-  std::lock_guard lock(mu_);
-  if (!owned_) return Status::Ok();
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) {
-    // Keep logging to the old file rather than losing lines.
-    return Status::Unavailable("cannot reopen access log " + path_ + ": " + std::strerror(errno));
-  }
-  ::close(fd_);
-  fd_ = fd;
-  return Status::Ok();
-}
-
-void AccessLog::Write(std::string_view line) {
-  std::lock_guard lock(mu_);
-  if (fd_ < 0) return;
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t w = ::write(fd_, line.data() + done, line.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;  // a full disk must not fail requests
-    done += static_cast<size_t>(w);
-  }
-}
-
-// ---------------------------------------------------------------------------
 // HttpServer
 
 HttpServer::HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpOptions options)

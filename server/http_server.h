@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "access_log.h"
 #include "metrics.h"
 #include "redbloom/status.h"
 #include "service.h"
@@ -23,30 +24,6 @@ class Server;
 }  // namespace httplib
 
 namespace redbloom::server {
-
-// One line per request, appended with a single write(2) so lines from
-// concurrent requests never interleave.
-class AccessLog {
- public:
-  AccessLog() = default;
-  AccessLog(const AccessLog&) = delete;
-  AccessLog& operator=(const AccessLog&) = delete;
-  ~AccessLog();
-
-  // "-" is stderr, "off" disables the log, anything else is a file opened
-  // for appending (created 0640).
-  Status Open(const std::string& target);
-  // Reopens the file (after logrotate moved it); a no-op for stderr/off.
-  Status Reopen();
-  bool enabled() const { return fd_ >= 0; }
-  void Write(std::string_view line);
-
- private:
-  std::mutex mu_;
-  std::string path_;
-  int fd_ = -1;
-  bool owned_ = false;
-};
 
 struct HttpOptions {
   std::string host = "127.0.0.1";

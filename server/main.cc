@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
 
   Metrics metrics;
   AccessLog access_log;
-  if (auto s = access_log.Open(config->access_log); !s.ok()) {
+  if (auto s = access_log.Open(config->access_log, config->access_log_flush); !s.ok()) {
     Fail(s.message());
     return 2;
   }
@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
         // A second signal means "now": make the bits durable and leave.
         Fail("second signal; flushing and exiting without waiting");
         const auto s = service.FlushAll();
+        access_log.Flush();
         std::_Exit(s.ok() ? 1 : 3);
       }
     }
@@ -125,6 +126,7 @@ int main(int argc, char** argv) {
 
   server.Run();
   const auto flushed = service.FlushAll();
+  access_log.Flush();
   pthread_kill(signal_thread.native_handle(), SIGUSR1);
   signal_thread.join();
   if (!flushed.ok()) {

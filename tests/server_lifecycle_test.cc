@@ -193,7 +193,7 @@ TEST_F(ServerLifecycleTest, SighupReopensTheAccessLog) {
   ASSERT_EQ(::kill(server.pid(), SIGHUP), 0);
   // The reopen is asynchronous; poll until a request lands in the new file.
   bool reopened = false;
-  for (int i = 0; i < 100 && !reopened; ++i) {
+  for (int i = 0; i < 300 && !reopened; ++i) {
     ASSERT_EQ(Call(*client, "GET", "/v1/filters?after-rotate").status, 200);
     reopened = ReadFile(log).find("after-rotate") != std::string::npos;
     if (!reopened) std::this_thread::sleep_for(std::chrono::milliseconds(10));

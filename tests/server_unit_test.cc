@@ -204,7 +204,7 @@ TEST(ConfigTest, DefaultsWithoutFlagsEnvOrFile) {
 TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
   ServerConfig c;
   ASSERT_TRUE(ApplyConfigJson(R"({"listen":"0.0.0.0:9000","store":"mem:","token":"t",
-      "access_log":"off","log_items":true,"public_metrics":true,"threads":4,
+      "access_log":"off","access_log_flush_ms":0,"log_items":true,"public_metrics":true,"threads":4,
       "keep_alive_timeout_s":2,"keep_alive_max_requests":50,"read_timeout_s":3,
       "write_timeout_s":4,"max_body_bytes":2048,"max_items":7,"max_item_bytes":9,
       "filter_revalidate_ms":250,"filter_cache_size":3,"store_connect_timeout_ms":100,
@@ -216,6 +216,7 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
   EXPECT_EQ(c.store, "mem:");
   EXPECT_EQ(c.http.token, "t");
   EXPECT_EQ(c.access_log, "off");
+  EXPECT_EQ(c.access_log_flush.count(), 0);
   EXPECT_TRUE(c.http.log_items);
   EXPECT_TRUE(c.http.public_metrics);
   EXPECT_EQ(c.http.threads, 4);
