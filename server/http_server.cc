@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -87,6 +88,8 @@ Status ParseTarget(std::string_view target, Target* t) {
         t->route = Route::kItems;
       } else if (sub == "check") {
         t->route = Route::kCheck;
+      } else if (sub == "remove") {
+        t->route = Route::kRemove;
       } else if (sub.starts_with("items/")) {
         // Everything after "items/" is the item, so an unencoded '/' is kept.
         t->route = Route::kItem;
@@ -121,6 +124,7 @@ std::string_view AllowedMethods(Route route) {
       return "GET, HEAD, PUT, DELETE";
     case Route::kItems:
     case Route::kCheck:
+    case Route::kRemove:
       return "POST";
     case Route::kUnmatched:
       return "";
@@ -143,7 +147,7 @@ bool MethodAllowed(Route route, std::string_view method) {
 
 bool RouteHasName(Route route) {
   return route == Route::kFilter || route == Route::kItems || route == Route::kCheck ||
-         route == Route::kItem;
+         route == Route::kItem || route == Route::kRemove;
 }
 
 // A JSON content type, or none (then the body is taken as JSON). Form
@@ -470,6 +474,9 @@ void HttpServer::Install() {
       case Route::kItem:
         r = service_->CheckItem(t.name, t.item);
         break;
+      case Route::kRemove:
+        r = service_->RemoveItems(t.name, body);
+        break;
       case Route::kUnmatched:
         r = ErrorReply(404, "not_found", "no such route");
         break;
@@ -486,6 +493,7 @@ void HttpServer::Install() {
     // Reading through a ContentReader enforces the limit on chunked bodies
     // too, which httplib's own body reading does not.
     std::string body;
+    body.reserve(std::min<uint64_t>(req.get_header_value<uint64_t>("Content-Length"), max_body));
     bool too_large = false;
     const bool ok = reader([&](const char* data, size_t n) {
       if (body.size() + n > max_body) {

@@ -24,6 +24,8 @@ std::string_view RouteLabel(Route route) {
       return "/v1/filters/{name}/check";
     case Route::kItem:
       return "/v1/filters/{name}/items/{item}";
+    case Route::kRemove:
+      return "/v1/filters/{name}/remove";
     case Route::kUnmatched:
       return "unmatched";
   }
@@ -159,6 +161,10 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
          "Checked items answered as possibly present.");
   Line(&out, "redbloomd_items_present_total", "",
        u(items_present_.load(std::memory_order_relaxed)));
+
+  Header(&out, "redbloomd_items_removed_total", "counter", "Items removed from counting filters.");
+  Line(&out, "redbloomd_items_removed_total", "",
+       u(items_removed_.load(std::memory_order_relaxed)));
 
   Header(&out, "redbloomd_store_errors_total", "counter",
          "Store calls that failed because of the store (unreachable, timeout, corrupt data), "

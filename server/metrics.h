@@ -28,9 +28,10 @@ enum class Route : uint8_t {
   kItems,      // /v1/filters/{name}/items
   kCheck,      // /v1/filters/{name}/check
   kItem,       // /v1/filters/{name}/items/{item}
+  kRemove,     // /v1/filters/{name}/remove
   kUnmatched,  // anything else (404)
 };
-inline constexpr size_t kRouteCount = 9;
+inline constexpr size_t kRouteCount = 10;
 
 // The route template, used as the `route` label and in the access log.
 std::string_view RouteLabel(Route route);
@@ -50,6 +51,9 @@ class Metrics {
   void RequestFinished() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
   void ItemsAdded(uint64_t items, uint64_t new_items);
   void ItemsChecked(uint64_t items, uint64_t present);
+  void ItemsRemoved(uint64_t removed) {
+    items_removed_.fetch_add(removed, std::memory_order_relaxed);
+  }
   // A store call failed for a reason other than the request itself (the
   // store was unreachable, timed out, or answered something unexpected).
   void StoreError(StatusCode code);
@@ -84,6 +88,7 @@ class Metrics {
   std::atomic<uint64_t> items_new_{0};
   std::atomic<uint64_t> items_checked_{0};
   std::atomic<uint64_t> items_present_{0};
+  std::atomic<uint64_t> items_removed_{0};
   std::atomic<uint64_t> filter_opens_{0};
   const double start_time_;
 };

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "redbloom/filter_config.h"
@@ -36,7 +37,8 @@ bool IsStoreFault(StatusCode code) {
          code == StatusCode::kDataLoss || code == StatusCode::kInternal;
 }
 
-// The same fields, in the same order, as `redbloom info --json`.
+// The same fields, in the same order, as `redbloom info --json`
+// (tools/redbloom_main.cc); server_api_test compares the two.
 Json InfoJson(const FilterInfo& info, const std::string& store_url) {
   const FilterConfig& c = info.config;
   Json j;
@@ -50,6 +52,14 @@ Json InfoJson(const FilterInfo& info, const std::string& store_url) {
   j["bits"] = c.geometry.bits;
   j["hashes"] = c.geometry.hashes;
   j["capped"] = c.geometry.capped;
+  if (c.kind == FilterKind::kScaling) j["expansion"] = c.expansion;
+  if (c.kind == FilterKind::kWindow) {
+    j["window_ms"] = c.window_millis;
+    j["slices"] = c.slices;
+  }
+  j["ttl_seconds"] = c.ttl_seconds;
+  j["parts"] = info.parts;
+  j["memory_bytes"] = info.memory_bytes;
   j["bits_set"] = info.bits_set;
   j["items_added"] = info.items_added;
   if (info.approximate_items == UINT64_MAX) {
@@ -65,14 +75,24 @@ Json InfoJson(const FilterInfo& info, const std::string& store_url) {
 // `{"<key>":[true,false,...]}`, written directly: for a 1000-item batch this
 // is the whole response and a DOM would cost more than the bits.
 std::string BoolArrayBody(std::string_view key, const std::vector<uint8_t>& values) {
-  std::string out;
-  out.reserve(key.size() + 8 + values.size() * 6);
-  out.append("{\"").append(key).append("\":[");
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i != 0) out.push_back(',');
-    out.append(values[i] != 0 ? "true" : "false");
-  }
-  out.append("]}");
+  size_t trues = 0;
+  for (uint8_t v : values) trues += v != 0 ? 1 : 0;
+  // {"key":[ + "true," or "false," per value (the last comma becomes "]") + }
+  const size_t size =
+      key.size() + 5 + trues * 5 + (values.size() - trues) * 6 + (values.empty() ? 2 : 1);
+  std::string out(size, '\0');
+  char* p = out.data();
+  const auto put = [&p](std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  };
+  put("{\"");
+  put(key);
+  put("\":[");
+  for (uint8_t v : values) put(v != 0 ? "true," : "false,");
+  if (!values.empty()) --p;  // drop the last comma
+  put("]}");
+  out.resize(static_cast<size_t>(p - out.data()));
   return out;
 }
 
@@ -119,6 +139,22 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
       has_error_rate = true;
       if (!v.is_number()) return Status::InvalidArgument("error_rate must be a number");
       o.error_rate = v.get<double>();
+    } else if (key == "expansion") {
+      if (!v.is_number()) return Status::InvalidArgument("expansion must be a number");
+      o.expansion = v.get<double>();
+    } else if (key == "window_ms" || key == "slices" || key == "ttl_seconds") {
+      if (!v.is_number_unsigned()) {
+        return Status::InvalidArgument(key + " must be a whole number >= 0");
+      }
+      const uint64_t x = v.get<uint64_t>();
+      if (key == "window_ms") {
+        o.window_millis = x;
+      } else if (key == "ttl_seconds") {
+        o.ttl_seconds = x;
+      } else {
+        if (x > UINT32_MAX) return Status::InvalidArgument("slices is too large");
+        o.slices = static_cast<uint32_t>(x);
+      }
     } else if (key == "strategy" || key == "encoding" || key == "kind") {
       if (!v.is_string()) return Status::InvalidArgument(key + " must be a string");
       const std::string s = v.get<std::string>();
@@ -132,7 +168,8 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
     } else {
       return Status::InvalidArgument(
           "unknown field " + Dump(Json(key)) +
-          "; expected capacity, error_rate and optionally strategy, encoding, kind");
+          "; expected capacity, error_rate and optionally strategy, encoding, kind, expansion, "
+          "window_ms, slices, ttl_seconds");
     }
   }
   if (!has_capacity) return Status::InvalidArgument("capacity is required");
@@ -451,6 +488,23 @@ Reply Service::CheckItems(std::string_view name, std::string_view body) {
   metrics_->ItemsChecked(present.size(), hits);
   Reply r;
   r.body = BoolArrayBody("present", present);
+  return r;
+}
+
+Reply Service::RemoveItems(std::string_view name, std::string_view body) {
+  ItemsBody items;
+  std::vector<uint8_t> removed;
+  Status s = OnFilter(name, [&](BloomFilter& f) -> Status {
+    REDBLOOM_RETURN_IF_ERROR(
+        items.Parse(body, IsIntegerEncoding(f.config().encoding), options_.limits));
+    return f.RemoveMany(items.items(), &removed);
+  });
+  if (!s.ok()) return StoreErrorReply(s);
+  uint64_t count = 0;
+  for (uint8_t r : removed) count += r;
+  metrics_->ItemsRemoved(count);
+  Reply r;
+  r.body = BoolArrayBody("removed", removed);
   return r;
 }
 

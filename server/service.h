@@ -123,6 +123,8 @@ class Service {
   Reply DeleteFilter(std::string_view name);
   Reply AddItems(std::string_view name, std::string_view body);
   Reply CheckItems(std::string_view name, std::string_view body);
+  // Counting filters only (other kinds: 501 unimplemented).
+  Reply RemoveItems(std::string_view name, std::string_view body);
   Reply CheckItem(std::string_view name, std::string_view item);
 
  private:

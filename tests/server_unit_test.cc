@@ -80,6 +80,12 @@ TEST(ItemsBodyTest, RejectsWhatJsonRejects) {
       "{\"items\":[\"\xed\xa0\x80\"]}",  // UTF-8 encoded surrogate
       "{\"items\":[\"a\"] \"x\":1}",
       "{\"items\" [\"a\"]}",
+      // The same faults past the first 16 bytes of a string (the vector scan).
+      "{\"items\":[\"0123456789abcdefghij\x01\"]}",
+      "{\"items\":[\"0123456789abcdefghij\xff\"]}",
+      "{\"items\":[\"0123456789abcdefghij\xc3\"]}",
+      "{\"items\":[\"0123456789abcdefghij\\q\"]}",
+      "{\"items\":[\"0123456789abcdefghij",
   };
   for (const std::string& body : bad) {
     EXPECT_TRUE(json::accept(body) == false) << "reference accepts: " << body;
