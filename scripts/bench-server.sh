@@ -94,6 +94,10 @@ parse_wrk() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+hz=$(getconf CLK_TCK)
+# utime + stime of a process, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 # run_store LABEL URL CONFIG_JSON: appends rows to $tmp/rows.tsv
 run_store() {
   local label=$1 url=$2 config=$3
@@ -116,6 +120,7 @@ run_store() {
   wrk -t1 -c"$conns" -d1s -s "$tmp/batch.lua" "$base/v1/filters/bench/check" >/dev/null  # warm-up
 
   : >"$tmp/m.tsv"
+  : >"$tmp/cpu.txt"
   for r in $(seq "$reps"); do
     echo "   run $r/$reps"
     read -r rps p50 p99 err < <(wrk -t1 -c"$conns" -d"${duration}s" --latency \
@@ -126,16 +131,31 @@ run_store() {
       -s "$tmp/batch.lua" "$base/v1/filters/bench/check" | parse_wrk)
     [ "$err" = 0 ] || { echo "bench-server: $err failed batches" >&2; exit 1; }
     printf 'batch\thttp_c1\t%s\t%s\t%s\n' "$rps" "$p50" "$p99" >>"$tmp/m.tsv"
+    local cpu0 cpu1
+    cpu0=$(cpu_ticks "$pid")
     read -r rps p50 p99 err < <(wrk -t1 -c"$conns" -d"${duration}s" --latency \
       -s "$tmp/batch.lua" "$base/v1/filters/bench/check" | parse_wrk)
+    cpu1=$(cpu_ticks "$pid")
     [ "$err" = 0 ] || { echo "bench-server: $err failed batches" >&2; exit 1; }
     printf 'batch\thttp_c%s\t%s\t%s\t%s\n' "$conns" "$rps" "$p50" "$p99" >>"$tmp/m.tsv"
+    # redbloomd's own CPU time per batch (user + system), without wrk's.
+    awk -v d="$((cpu1 - cpu0))" -v hz="$hz" -v rps="$rps" -v s="$duration" \
+      'BEGIN { printf "%.1f\n", d / hz * 1e6 / (rps * s) }' >>"$tmp/cpu.txt"
     "$driver" measure --store "$url" --seconds "$duration" |
       awk -F'\t' '{ split($1, w, "_"); printf "%s\t%s\t%s\t%s\t%s\n", w[2], w[1], $3, $4, $5 }' \
         >>"$tmp/m.tsv"
   done
   kill -TERM "$pid"
   wait "$pid" || true
+
+  # The server's CPU per batch against the library's time per batch: the
+  # overhead without the client's share of the cores.
+  local cpu lib_us
+  cpu=$(median <"$tmp/cpu.txt")
+  lib_us=$(awk -F'\t' '$1 == "batch" && $2 == "library"' "$tmp/m.tsv" | cut -f3 | median |
+    awk '{ printf "%.1f", 1e6 / $1 }')
+  printf '%s\t%s\t%s\t%s\n' "$label" "$cpu" "$lib_us" \
+    "$(awk -v a="$cpu" -v b="$lib_us" 'BEGIN { printf "%.2f", a / b }')" >>"$tmp/cpu_rows.tsv"
 
   # Medians per (workload, path); ratio = library ops/s / path ops/s.
   for workload in single batch; do
@@ -157,6 +177,7 @@ run_store() {
 
 base_config='"access_log":"'$tmp'/access.log","threads":'$threads
 : >"$tmp/rows.tsv"
+: >"$tmp/cpu_rows.tsv"
 for store in $stores; do
   case $store in
     file)
@@ -208,3 +229,8 @@ awk -F'\t' -v conns="$conns" '
              (verdict[s] < 2 ? "met" : "NOT met")
     }
   }' "$tmp/rows.tsv"
+echo
+echo "== redbloomd CPU per 1000-item batch (user+system, wrk -c$conns run) vs the library's time per batch"
+awk -F'\t' '
+  BEGIN { printf "%-13s %18s %18s %7s\n", "store", "redbloomd CPU us", "library us", "ratio" }
+  { printf "%-13s %18s %18s %7s\n", $1, $2, $3, $4 }' "$tmp/cpu_rows.tsv"
