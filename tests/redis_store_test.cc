@@ -16,6 +16,7 @@
 #include "redis/redis_url.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
+#include "stores.h"
 #include "test_util.h"
 
 namespace redbloom {
@@ -310,27 +311,41 @@ TEST_F(RedisStoreTest, MissingFilterIsNotFoundEverywhere) {
   EXPECT_NE(s.message().find("attach"), std::string::npos) << s.message();
 }
 
-// Another client drops or re-creates the filter under an open handle: the
-// handle's adds and checks fail, and nothing is written into the new filter
-// or left behind as a bare key.
-TEST_F(RedisStoreTest, OpenFilterNoticesDropAndRecreate) {
-  auto f = BloomFilter::Create(*store_, "f", Options());
-  ASSERT_TRUE(f.ok());
-  ASSERT_TRUE((*f)->Add("before").ok());
+// Another client drops or re-creates the filter under open bits: their adds
+// and checks fail, and nothing is written into the new filter or left behind
+// as a bare key. (The BloomFilter facade then reopens by name and follows
+// the new filter; the store's guard is what keeps the old bits out of it.)
+TEST_F(RedisStoreTest, OpenBitsNoticeDropAndRecreate) {
+  const FilterConfig config = Config();
+  ASSERT_TRUE(store_->Create("f", config).ok());
+  auto bits = store_->OpenBits("f", config);
+  ASSERT_TRUE(bits.ok()) << bits.status().ToString();
+  auto offsets = ItemOffsets(config, "x");
+  ASSERT_TRUE(offsets.ok());
+  const uint32_t k = config.geometry.hashes;
+  uint8_t flag = 0;
+  ASSERT_TRUE((*bits)->Add(offsets->data(), 1, k, &flag).ok());
   auto other = MustOpen(server_->url());
 
   ASSERT_TRUE(other->Drop("f").ok());
-  EXPECT_EQ((*f)->Add("after-drop").code(), StatusCode::kNotFound);
-  EXPECT_EQ((*f)->Contains("before").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ((*f)->Info().status().code(), StatusCode::kNotFound);
-  EXPECT_EQ((*f)->Clear().code(), StatusCode::kNotFound);
+  EXPECT_EQ((*bits)->Add(offsets->data(), 1, k, &flag).code(), StatusCode::kNotFound);
+  EXPECT_EQ((*bits)->Test(offsets->data(), 1, k, &flag).code(), StatusCode::kNotFound);
+  EXPECT_EQ((*bits)->Stats().status().code(), StatusCode::kNotFound);
+  EXPECT_EQ((*bits)->Clear().code(), StatusCode::kNotFound);
   EXPECT_EQ(raw_->Int({"EXISTS", "f", "{f}:meta", "{f}/add"}), 0) << "a dropped filter came back";
 
   ASSERT_TRUE(other->Create("f", Config(1000, 0.05)).ok());
-  EXPECT_EQ((*f)->Add("after-recreate").code(), StatusCode::kConflict);
-  EXPECT_EQ((*f)->Contains("before").status().code(), StatusCode::kConflict);
+  EXPECT_EQ((*bits)->Add(offsets->data(), 1, k, &flag).code(), StatusCode::kConflict);
+  EXPECT_EQ((*bits)->Test(offsets->data(), 1, k, &flag).code(), StatusCode::kConflict);
   EXPECT_EQ(raw_->Int({"BITCOUNT", "f"}), 0) << "bits written into the re-created filter";
   EXPECT_EQ(raw_->Int({"EXISTS", "{f}/add"}), 0);
+
+  // The facade, by name, follows the filter that now has the name.
+  auto f = BloomFilter::Open(*store_, "f");
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(other->Drop("f").ok());
+  EXPECT_EQ((*f)->Add("after-drop").code(), StatusCode::kNotFound);
+  EXPECT_EQ((*f)->Contains("x").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(RedisStoreTest, KeyOfTheWrongTypeIsAClearConflict) {
@@ -407,6 +422,106 @@ TEST_F(RedisStoreTest, FiltersBeyondOneKeyAreRejectedBeforeWriting) {
   EXPECT_NE(s.message().find("512 MiB"), std::string::npos) << s.message();
   EXPECT_EQ(store_->Attach("big", *big).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Bulk access (load, export, merge) and the other filter kinds, as laid out in
+// Redis. kinds_test runs the kinds' behaviour on every store; these check the
+// Redis keys behind them.
+
+TEST_F(RedisStoreTest, BulkReadAndOrWorkInPiecesAndLeaveNoUpload) {
+  // 4e7 items at 1%: a 46 MiB bitmap, so reads and uploads take many 4 MiB pieces.
+  auto f = BloomFilter::Create(*store_, "big", Options(40'000'000, 0.01));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->AddMany(Views(Items(Encoding::kUtf8, 100))).ok());
+  BitmapBuilder builder((*f)->config());
+  const auto loaded = Items(Encoding::kUtf8, 5000, /*salt=*/3);
+  ASSERT_TRUE(builder.Add(Views(loaded)).ok());
+  ASSERT_TRUE((*f)->OrBitmap(builder.bitmap(), builder.new_items()).ok());
+  std::vector<uint8_t> present;
+  ASSERT_TRUE((*f)->ContainsMany(Views(loaded), &present).ok());
+  for (size_t i = 0; i < loaded.size(); ++i) ASSERT_EQ(present[i], 1) << loaded[i];
+  // The earlier adds survived the OR.
+  ASSERT_TRUE((*f)->ContainsMany(Views(Items(Encoding::kUtf8, 100)), &present).ok());
+  for (uint8_t p : present) EXPECT_EQ(p, 1);
+  std::string read;
+  ASSERT_TRUE((*f)->ReadBitmap(&read).ok());
+  EXPECT_EQ(read, raw_->Str({"GET", "big"}));
+  EXPECT_EQ(raw_->Str({"HGET", "{big}:meta", "count"}), std::to_string(100 + builder.new_items()));
+  EXPECT_EQ(raw_->Run({"KEYS", "*tmp*"})->elements, 0u) << "an upload was left behind";
+
+  // An OR into a filter dropped meanwhile fails and leaves nothing.
+  auto bits = store_->OpenBits("big", (*f)->config());
+  ASSERT_TRUE(bits.ok());
+  ASSERT_TRUE(store_->Drop("big").ok());
+  EXPECT_EQ((*bits)->OrBits(builder.bitmap(), 1).code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
+}
+
+TEST_F(RedisStoreTest, KindsKeepAllTheirKeysUnderOneTagAndDropRemovesThem) {
+  FilterOptions scaling = Options(100, 0.01);
+  scaling.kind = FilterKind::kScaling;
+  auto s = BloomFilter::Create(*store_, "grow", scaling);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->AddMany(Views(Items(Encoding::kUtf8, 700))).ok());
+  auto info = (*s)->Info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_GE(info->parts, 3u);
+  EXPECT_EQ(raw_->Str({"HGET", "{grow}:meta", "layers"}), std::to_string(info->parts));
+  EXPECT_EQ(raw_->Int({"EXISTS", "{grow}/part/1", "{grow}/part/2"}), 2);
+  EXPECT_EQ(raw_->Str({"TYPE", "{grow}/parts"}), "hash");
+
+  FilterOptions counting = Options(1000, 0.01);
+  counting.kind = FilterKind::kCounting;
+  auto c = BloomFilter::Create(*store_, "cnt", counting);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // Four bits per counter, as BITFIELD u4 #i addresses them.
+  EXPECT_EQ(raw_->Int({"STRLEN", "cnt"}), static_cast<long long>((*c)->config().data_bytes()));
+  EXPECT_EQ((*c)->config().data_bytes(), (*c)->config().geometry.bits / 2);
+  ASSERT_TRUE((*c)->Add("x").ok());
+  auto offsets = (*c)->Offsets("x");
+  ASSERT_TRUE(offsets.ok());
+  const auto counter =
+      raw_->Run({"BITFIELD", "cnt", "GET", "u4", "#" + std::to_string((*offsets)[0])});
+  EXPECT_GE(counter->element[0]->integer, 1);
+
+  ASSERT_TRUE(store_->Drop("grow").ok());
+  ASSERT_TRUE(store_->Drop("cnt").ok());
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), 0) << raw_->Run({"KEYS", "*"})->elements << " keys left";
+}
+
+TEST_F(RedisStoreTest, TtlAndWindowSlicesAreRedisExpiries) {
+  FilterOptions ttl = Options();
+  ttl.ttl_seconds = 3600;
+  auto f = BloomFilter::Create(*store_, "short", ttl);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (const char* key : {"short", "{short}:meta"}) {
+    const long long pttl = raw_->Int({"PTTL", key});
+    EXPECT_GT(pttl, 3'500'000) << key;
+    EXPECT_LE(pttl, 3'600'000) << key;
+  }
+  // Clearing re-creates the bitmap with the same expiry.
+  ASSERT_TRUE((*f)->Add("x").ok());
+  ASSERT_TRUE((*f)->Clear().ok());
+  EXPECT_GT(raw_->Int({"PTTL", "short"}), 3'500'000);
+
+  FilterOptions window = Options(1000, 0.01);
+  window.kind = FilterKind::kWindow;
+  window.window_millis = 60'000;
+  window.slices = 6;
+  auto w = BloomFilter::Create(*store_, "recent", window);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(raw_->Int({"EXISTS", "recent"}), 0) << "a window filter has no main bitmap";
+  const uint64_t before = internal::NowMillis() / 10'000;
+  ASSERT_TRUE((*w)->Add("x").ok());
+  // The add went to the slice of its moment (10 s slices; allow a boundary).
+  std::string key = "{recent}/part/" + std::to_string(before);
+  if (raw_->Int({"EXISTS", key}) == 0) key = "{recent}/part/" + std::to_string(before + 1);
+  ASSERT_EQ(raw_->Int({"EXISTS", key}), 1) << key;
+  // A slice lives for the window plus one slice after its own end: <= 80 s.
+  const long long pttl = raw_->Int({"PTTL", key});
+  EXPECT_GT(pttl, 60'000);
+  EXPECT_LE(pttl, 80'000);
 }
 
 // ---------------------------------------------------------------------------

@@ -64,6 +64,13 @@ void CommandBuffer::Arg(uint64_t v) {
   buf_.append("\r\n");
 }
 
+void CommandBuffer::Arg(char prefix, uint64_t v) {
+  char digits[24];
+  digits[0] = prefix;
+  auto [end, ec] = std::to_chars(digits + 1, digits + sizeof(digits), v);
+  Arg(std::string_view(digits, static_cast<size_t>(end - digits)));
+}
+
 void CommandBuffer::Command(std::initializer_list<std::string_view> args) {
   Begin(args.size());
   for (std::string_view a : args) Arg(a);

@@ -48,6 +48,9 @@ class CommandBuffer {
   void Begin(size_t argc);
   void Arg(std::string_view s);
   void Arg(uint64_t v);
+  // One argument: `prefix` then the decimal digits of v ("#42" for BITFIELD's
+  // type-width-scaled offsets).
+  void Arg(char prefix, uint64_t v);
   // Appends `args` pre-encoded RESP arguments (e.g. "$3\r\nSET\r\n", 1)
   // verbatim.
   void Raw(std::string_view resp, size_t args) {

@@ -74,16 +74,32 @@ std::string JdkSerializedString(std::string_view utf8) {
   return out;
 }
 
+namespace {
+
+std::string Tag(std::string_view name) {
+  return name.find('{') != std::string_view::npos ? std::string(name)
+                                                  : "{" + std::string(name) + "}";
+}
+
+std::string Encode(std::string key, KeyMode mode) {
+  return mode == KeyMode::kJdk ? JdkSerializedString(key) : key;
+}
+
+}  // namespace
+
 FilterKeys KeysFor(std::string_view name, KeyMode mode) {
-  const std::string tag =
-      name.find('{') != std::string_view::npos ? std::string(name) : "{" + std::string(name) + "}";
-  FilterKeys keys{std::string(name), tag + ":meta", tag + "/add"};
-  if (mode == KeyMode::kJdk) {
-    keys.bitmap = JdkSerializedString(keys.bitmap);
-    keys.meta = JdkSerializedString(keys.meta);
-    keys.scratch = JdkSerializedString(keys.scratch);
-  }
-  return keys;
+  const std::string tag = Tag(name);
+  return {Encode(std::string(name), mode), Encode(tag + ":meta", mode), Encode(tag + "/add", mode),
+          Encode(tag + "/parts", mode)};
+}
+
+PartKeys PartKeysFor(std::string_view name, KeyMode mode, uint64_t part) {
+  const std::string base = Tag(name) + "/part/" + std::to_string(part);
+  return {Encode(base, mode), Encode(base + "/add", mode)};
+}
+
+std::string TempKeyFor(std::string_view name, KeyMode mode, std::string_view suffix) {
+  return Encode(Tag(name) + "/tmp/" + std::string(suffix), mode);
 }
 
 std::string DisplayKey(std::string_view text, KeyMode mode) {

@@ -2,9 +2,14 @@
 // docs/format.md ("Keys").
 //
 // For a filter NAME, with TAG = NAME if NAME contains '{', else "{NAME}":
-//   bitmap   NAME            the bits, SETBIT order (the Java service's key)
-//   meta     TAG:meta        hash of the filter's parameters and item count
-//   scratch  TAG/add         exists only inside an add transaction (below)
+//   bitmap   NAME              the bits, SETBIT order (the Java service's key)
+//   meta     TAG:meta          hash of the filter's parameters and item count
+//   scratch  TAG/add           exists only inside an add transaction
+//   parts    TAG/parts         hash: part number -> item count, for scaling
+//                              layers and window slices
+//   part P   TAG/part/P        the bits of part P (layer or time slice)
+//            TAG/part/P/add    its add transaction's scratch key
+//   upload   TAG/tmp/RANDOM    a bulk load's bits before they are ORed in
 // The braces put all three in one Redis Cluster slot (only the part between
 // the first '{' and the next '}' is hashed), so a future cluster store can
 // keep using MULTI and scripts over them. No filter name contains '/' or ends
@@ -19,6 +24,7 @@
 #ifndef REDBLOOM_SRC_REDIS_REDIS_KEYS_H_
 #define REDBLOOM_SRC_REDIS_REDIS_KEYS_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -44,10 +50,20 @@ struct FilterKeys {
   std::string bitmap;
   std::string meta;
   std::string scratch;
+  std::string parts;
 };
 
 // `name` must have passed ValidateFilterName.
 FilterKeys KeysFor(std::string_view name, KeyMode mode);
+
+struct PartKeys {
+  std::string bitmap;
+  std::string scratch;
+};
+PartKeys PartKeysFor(std::string_view name, KeyMode mode, uint64_t part);
+
+// TAG/tmp/SUFFIX: a bulk load's upload, ORed into the bitmap, then deleted.
+std::string TempKeyFor(std::string_view name, KeyMode mode, std::string_view suffix);
 
 // A printable form of key bytes for messages: the name itself in plain mode,
 // "jdk(NAME)" for a Java-serialized key.

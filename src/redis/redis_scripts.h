@@ -2,15 +2,16 @@
 // is documented in docs/format.md.
 //
 // Scripts are sent with EVAL, not EVALSHA: Redis caches a script by the SHA1
-// of its text either way, EVAL costs under a microsecond more for these few
+// of its text either way, EVAL costs about a microsecond more for these few
 // hundred bytes, and it can never fail with NOSCRIPT after a restart or a
 // SCRIPT FLUSH (which inside MULTI would let the add transaction's BITFIELD
 // run without its guard).
 //
-// Every script that touches bits first checks the metadata hash against the
-// six fields the client expects (format, strategy, encoding, bits, hashes,
-// name), passed as ARGV[1..6]; a filter dropped or re-created with other
+// Every script that touches cells first checks the metadata hash against the
+// seven fields the client expects (format, kind, strategy, encoding, bits,
+// hashes, name), passed as ARGV[1..7]: a filter dropped or re-created with other
 // parameters by another client is then an error, never a silent write.
+// Numbers travel as decimal strings; "0" means "none" for expiry times.
 #ifndef REDBLOOM_SRC_REDIS_REDIS_SCRIPTS_H_
 #define REDBLOOM_SRC_REDIS_REDIS_SCRIPTS_H_
 
@@ -18,20 +19,24 @@
 
 namespace redbloom::internal::scripts {
 
-// Shared prologue: meta_state(meta_key) returns 'ok', 'gone' or 'changed'.
-// pcall, because HMGET on a key of another type raises, and a guard that
-// raised would leave its transaction's later commands unguarded.
-#define REDBLOOM_LUA_META_STATE                                                       \
-  "local function meta_state(key)\n"                                                  \
-  "  local m = redis.pcall('HMGET', key, 'format', 'strategy', 'encoding', 'bits',\n" \
-  "                        'hashes', 'name')\n"                                       \
-  "  if type(m) ~= 'table' or m.err then return 'changed' end\n"                      \
-  "  if not m[1] then return 'gone' end\n"                                            \
-  "  for i = 1, 6 do if m[i] ~= ARGV[i] then return 'changed' end end\n"              \
-  "  return 'ok'\n"                                                                   \
+// Shared prologue. meta_state(key) returns 'ok', 'gone' or 'changed'; pcall,
+// because HMGET on a key of another type raises, and a guard that raised
+// would leave the rest of its transaction unguarded. fail(state) is the
+// error reply the client maps to kNotFound / kConflict.
+#define REDBLOOM_LUA_PROLOGUE                                                                  \
+  "local function meta_state(key)\n"                                                           \
+  "  local m = redis.pcall('HMGET', key, 'format', 'kind', 'strategy', 'encoding',\n"          \
+  "                        'bits', 'hashes', 'name')\n"                                        \
+  "  if type(m) ~= 'table' or m.err then return 'changed' end\n"                               \
+  "  if not m[1] then return 'gone' end\n"                                                     \
+  "  for i = 1, 7 do if m[i] ~= ARGV[i] then return 'changed' end end\n"                       \
+  "  return 'ok'\n"                                                                            \
+  "end\n"                                                                                      \
+  "local function fail(s)\n"                                                                   \
+  "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' filter metadata changed')\n" \
   "end\n"
 
-// KEYS: meta, bitmap. ARGV: data_bytes, then field, value pairs.
+// KEYS: meta, bitmap. ARGV: main_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
 // exists without metadata; {3, type} the meta key is not a hash.
 inline constexpr std::string_view kCreate =
@@ -43,12 +48,18 @@ inline constexpr std::string_view kCreate =
     // Size the bitmap before writing the metadata: if the allocation fails
     // (maxmemory), the script stops with nothing written (scripts do not roll
     // back). Writing its last byte makes Redis allocate the string once, at
-    // its final size, instead of growing it by doubling as bits arrive.
-    "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\\0')\n"
-    "redis.call('HSET', KEYS[1], unpack(ARGV, 2))\n"
+    // its final size, instead of growing it by doubling as bits arrive. A
+    // window filter has no main bitmap (main_bytes 0).
+    "local bytes = tonumber(ARGV[1])\n"
+    "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
+    "if ARGV[2] ~= '0' then\n"
+    "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    "  if bytes > 0 then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end\n"
+    "end\n"
     "return {0}\n";
 
-// KEYS: meta, bitmap. ARGV: data_bytes, then field, value pairs.
+// KEYS: meta, bitmap. ARGV: data_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} attached; {1, HGETALL} metadata exists; {2, type} the bitmap is
 // not a string; {3, type} the meta key is not a hash; {4, length} the bitmap
 // is longer than data_bytes (written with a larger m).
@@ -64,79 +75,230 @@ inline constexpr std::string_view kAttach =
     // Zero-extension only: bytes past the end of a string already read as 0
     // bits, so no bit changes; it just saves Redis growing the string later.
     "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
-    "redis.call('HSET', KEYS[1], unpack(ARGV, 2))\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
+    "if ARGV[2] ~= '0' then\n"
+    "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
+    "end\n"
     "return {0}\n";
 
 // The add transaction is
 //   MULTI; EVAL kAddGuard; BITFIELD scratch SET u1 o 1 ...; EVAL kAddCommit; EXEC
+// (counting filters: BITFIELD scratch OVERFLOW SAT INCRBY u4 #o 1 ...).
 // The guard moves the bitmap to the scratch key only if the metadata matches;
 // BITFIELD then writes the scratch key, and the commit moves it back. If the
 // metadata does not match, the bitmap stays where it is, BITFIELD writes a
-// throwaway scratch key, and the commit deletes it: no bit of a dropped or
+// throwaway scratch key, and the commit deletes it: no cell of a dropped or
 // re-created filter is touched. Running BITFIELD as a plain command, not from
 // Lua, keeps its cost at ~2.3 us per item (k = 7) instead of ~4.9 us (see
-// bench/redis_bench.cc); RENAME is O(1), so the guard costs a few us per
-// batch, not per item.
+// bench/redis_bench.cc); RENAME is O(1), so guard and commit cost ~15 us per
+// transaction, not per item. RENAME keeps the key's TTL.
 //
-// KEYS: meta, bitmap, scratch. ARGV: the six expected fields, count delta.
-inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_META_STATE
+// KEYS: meta, bitmap, scratch, count hash. ARGV: the seven expected fields,
+// count delta, count field.
+inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
     // A scratch key can only survive a failed transaction; never reuse it.
     "redis.call('DEL', KEYS[3])\n"
     "local s = meta_state(KEYS[1])\n"
-    "if s ~= 'ok' then\n"
-    "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' filter metadata changed')\n"
-    "end\n"
-    "if ARGV[7] ~= '0' then redis.call('HINCRBY', KEYS[1], 'count', ARGV[7]) end\n"
+    "if s ~= 'ok' then return fail(s) end\n"
+    "if ARGV[8] ~= '0' then redis.call('HINCRBY', KEYS[4], ARGV[9], ARGV[8]) end\n"
     "if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[3]) end\n"
     "return 1\n";
 
-// KEYS: meta, bitmap, scratch. ARGV: the six expected fields.
-// Returns 1 if the bits were committed, 0 if they were thrown away.
-inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_META_STATE
+// KEYS: meta, bitmap, scratch. ARGV: the seven expected fields, expires_at_ms.
+// Returns 1 if the cells were committed, 0 if they were thrown away.
+inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
     // The guard ran in this same transaction and saw the same metadata; the
     // bitmap key is absent exactly when the guard moved it (or there was none).
     "if meta_state(KEYS[1]) == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 then\n"
-    "  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('RENAME', KEYS[3], KEYS[2]) end\n"
+    "  if redis.call('EXISTS', KEYS[3]) == 1 then\n"
+    "    redis.call('RENAME', KEYS[3], KEYS[2])\n"
+    // A bitmap BITFIELD created (none existed) has no TTL yet.
+    "    if ARGV[8] ~= '0' and redis.call('PTTL', KEYS[2]) == -1 then\n"
+    "      redis.call('PEXPIREAT', KEYS[2], ARGV[8])\n"
+    "    end\n"
+    "  end\n"
     "  return 1\n"
     "end\n"
     "redis.call('DEL', KEYS[3])\n"
     "return 0\n";
 
-// KEYS: meta. ARGV: the six expected fields, count delta. The count update
-// of an add's last batch, sent without waiting for the answer.
-inline constexpr std::string_view kAddCount = REDBLOOM_LUA_META_STATE
+// KEYS: meta, count hash. ARGV: the seven expected fields, count delta, count
+// field. The count update of an add's last batch, sent without waiting.
+inline constexpr std::string_view kAddCount = REDBLOOM_LUA_PROLOGUE
     "if meta_state(KEYS[1]) ~= 'ok' then return 0 end\n"
-    "redis.call('HINCRBY', KEYS[1], 'count', ARGV[7])\n"
+    "redis.call('HINCRBY', KEYS[2], ARGV[9], ARGV[8])\n"
     "return 1\n";
 
-// KEYS: meta, bitmap. ARGV: the six expected fields, data_bytes.
-inline constexpr std::string_view kClear = REDBLOOM_LUA_META_STATE
+// KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, data_bytes,
+// expires_at_ms, count field.
+inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1])\n"
-    "if s ~= 'ok' then\n"
-    "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' filter metadata changed')\n"
-    "end\n"
+    "if s ~= 'ok' then return fail(s) end\n"
     // UNLINK frees a large string in a background thread instead of blocking
     // the server (a 512 MB string takes ~100 ms to free).
     "redis.call('UNLINK', KEYS[2])\n"
-    "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[7]) - 1, '\\0')\n"
-    "redis.call('HSET', KEYS[1], 'count', '0')\n"
+    "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[8]) - 1, '\\0')\n"
+    "if ARGV[9] ~= '0' then redis.call('PEXPIREAT', KEYS[2], ARGV[9]) end\n"
+    "redis.call('HSET', KEYS[3], ARGV[10], '0')\n"
     "return 1\n";
 
-// KEYS: meta, bitmap. ARGV: name.
+// Counting filters. KEYS: meta, bitmap, count hash. ARGV: the seven expected
+// fields, count field, k, then k counter indexes per item. Removes each item
+// whose counters are all non-zero (an index that repeats within the item
+// needs as many), decrementing every counter below 15; a saturated counter
+// may hold more adds than 15, so it is never decremented. Atomic: the whole
+// batch runs as one script. Returns one '0'/'1' per item.
+inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
+    "local s = meta_state(KEYS[1])\n"
+    "if s ~= 'ok' then return fail(s) end\n"
+    "local k = tonumber(ARGV[9])\n"
+    "local n = (#ARGV - 9) / k\n"
+    "local out, removed = {}, 0\n"
+    "for i = 0, n - 1 do\n"
+    "  local ops, need = {}, {}\n"
+    "  for j = 1, k do\n"
+    "    local o = ARGV[9 + i * k + j]\n"
+    "    ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u4'; ops[#ops + 1] = '#' .. o\n"
+    "    need[o] = (need[o] or 0) + 1\n"
+    "  end\n"
+    "  local v = redis.call('BITFIELD', KEYS[2], unpack(ops))\n"
+    "  local value, all = {}, true\n"
+    "  for j = 1, k do value[ARGV[9 + i * k + j]] = v[j] end\n"
+    "  for o, c in pairs(need) do\n"
+    "    if value[o] ~= 15 and value[o] < c then all = false end\n"
+    "  end\n"
+    "  if all then\n"
+    "    local dec = {'OVERFLOW', 'SAT'}\n"
+    "    for j = 1, k do\n"
+    "      local o = ARGV[9 + i * k + j]\n"
+    "      if value[o] < 15 then\n"
+    "        dec[#dec + 1] = 'INCRBY'; dec[#dec + 1] = 'u4'; dec[#dec + 1] = '#' .. o\n"
+    "        dec[#dec + 1] = '-1'\n"
+    "      end\n"
+    "    end\n"
+    "    if #dec > 2 then redis.call('BITFIELD', KEYS[2], unpack(dec)) end\n"
+    "    removed = removed + 1\n"
+    "    out[#out + 1] = '1'\n"
+    "  else\n"
+    "    out[#out + 1] = '0'\n"
+    "  end\n"
+    "end\n"
+    "if removed > 0 then redis.call('HINCRBY', KEYS[3], ARGV[8], -removed) end\n"
+    "return table.concat(out)\n";
+
+// Creates part P (a window slice) unless it exists. KEYS: meta, part bitmap,
+// parts hash. ARGV: the seven expected fields, P, part bytes, part
+// expires_at_ms, filter expires_at_ms.
+inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE
+    "local s = meta_state(KEYS[1])\n"
+    "if s ~= 'ok' then return fail(s) end\n"
+    "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+    "  redis.call('SETRANGE', KEYS[2], tonumber(ARGV[9]) - 1, '\\0')\n"
+    "  if ARGV[10] ~= '0' then redis.call('PEXPIREAT', KEYS[2], ARGV[10]) end\n"
+    "end\n"
+    "redis.call('HSETNX', KEYS[3], ARGV[8], '0')\n"
+    "if ARGV[11] ~= '0' then redis.call('PEXPIREAT', KEYS[3], ARGV[11]) end\n"
+    "return 1\n";
+
+// Scaling filters: adds layer `seen` unless another client already did.
+// KEYS: meta, the new layer's bitmap, parts hash. ARGV: the seven expected
+// fields, seen, layer bytes, filter expires_at_ms. Returns the layer count.
+inline constexpr std::string_view kGrow = REDBLOOM_LUA_PROLOGUE
+    "local s = meta_state(KEYS[1])\n"
+    "if s ~= 'ok' then return fail(s) end\n"
+    "local layers = tonumber(redis.call('HGET', KEYS[1], 'layers'))\n"
+    "if not layers then return redis.error_reply('REDBLOOM_CORRUPT layers field') end\n"
+    "if layers == tonumber(ARGV[8]) then\n"
+    "  if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+    "    redis.call('SETRANGE', KEYS[2], tonumber(ARGV[9]) - 1, '\\0')\n"
+    "  end\n"
+    "  redis.call('HSETNX', KEYS[3], ARGV[8], '0')\n"
+    "  if ARGV[10] ~= '0' then\n"
+    "    redis.call('PEXPIREAT', KEYS[2], ARGV[10])\n"
+    "    redis.call('PEXPIREAT', KEYS[3], ARGV[10])\n"
+    "  end\n"
+    "  layers = layers + 1\n"
+    "  redis.call('HSET', KEYS[1], 'layers', layers)\n"
+    "end\n"
+    "return layers\n";
+
+// Forgets parts whose keys expired. KEYS: parts hash, then one part bitmap
+// per ARGV part number.
+inline constexpr std::string_view kPruneParts =
+    "for i = 1, #ARGV do\n"
+    "  if redis.call('EXISTS', KEYS[i + 1]) == 0 then redis.call('HDEL', KEYS[1], ARGV[i]) end\n"
+    "end\n"
+    "return 1\n";
+
+// Shared by drop and replace: true if the parts hash KEYS[parts_at] lists
+// exactly the part numbers ARGV[first..]. The client passes the part keys it
+// derived from the list it read; if a part appeared since, it reads again.
+#define REDBLOOM_LUA_SAME_PARTS                             \
+  "local function same_parts(parts_key, first)\n"           \
+  "  local have = redis.call('HKEYS', parts_key)\n"         \
+  "  if #have ~= #ARGV - first + 1 then return false end\n" \
+  "  local want = {}\n"                                     \
+  "  for i = first, #ARGV do want[ARGV[i]] = true end\n"    \
+  "  for _, p in ipairs(have) do\n"                         \
+  "    if not want[p] then return false end\n"              \
+  "  end\n"                                                 \
+  "  return true\n"                                         \
+  "end\n"
+
+// KEYS: meta, bitmap, parts hash, part bitmaps... ARGV: name, part numbers...
 // Returns {1} dropped; {0} no metadata; {-1, other_name} the metadata belongs
-// to another filter sharing the meta key ("x" and "{x}"); {3, type} the meta
-// key is not a hash.
-inline constexpr std::string_view kDrop =
+// to another filter sharing the meta key ("x" and "{x}"); {2} the parts
+// changed, read them again; {3, type} the meta key is not a hash.
+inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'none' then return {0} end\n"
     "if mt ~= 'hash' then return {3, mt} end\n"
     "local n = redis.call('HGET', KEYS[1], 'name')\n"
     // Metadata without a name is corrupt; dropping it must still be possible.
     "if n and n ~= ARGV[1] then return {-1, n} end\n"
-    "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
+    "if not same_parts(KEYS[3], 2) then return {2} end\n"
+    "redis.call('UNLINK', unpack(KEYS))\n"
     "return {1}\n";
 
-#undef REDBLOOM_LUA_META_STATE
+// Rebuilds: makes filter SOURCE the filter NAME in one step. KEYS: name meta,
+// name bitmap, name parts hash, source meta, source bitmap, then the part
+// bitmaps of the filter being replaced. ARGV: name, source, its part
+// numbers... Returns {1} done; {0} no source; {2} parts changed, read again.
+inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS
+    "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
+    "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
+    "if not same_parts(KEYS[3], 3) then return {2} end\n"
+    "for i = 6, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"
+    "redis.call('UNLINK', KEYS[3])\n"
+    "if redis.call('EXISTS', KEYS[5]) == 1 then\n"
+    "  redis.call('RENAME', KEYS[5], KEYS[2])\n"
+    "else\n"
+    "  redis.call('UNLINK', KEYS[2])\n"
+    "end\n"
+    "redis.call('RENAME', KEYS[4], KEYS[1])\n"
+    "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"
+    "return {1}\n";
+
+// KEYS: meta, source bitmap (uploaded), bitmap, count hash. ARGV: the seven
+// expected fields, new items, count field. ORs the uploaded bits in and
+// deletes them: a bulk load never clears a bit, so concurrent adds survive.
+inline constexpr std::string_view kOrBits = REDBLOOM_LUA_PROLOGUE
+    "local s = meta_state(KEYS[1])\n"
+    "if s ~= 'ok' then redis.call('UNLINK', KEYS[2]) return fail(s) end\n"
+    "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
+    // BITOP stores a new value, which drops the key's TTL: put it back.
+    "  local ttl = redis.call('PTTL', KEYS[3])\n"
+    "  local r = redis.pcall('BITOP', 'OR', KEYS[3], KEYS[3], KEYS[2])\n"
+    "  redis.call('UNLINK', KEYS[2])\n"
+    "  if type(r) == 'table' and r.err then return r end\n"
+    "  if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end\n"
+    "end\n"
+    "if ARGV[8] ~= '0' then redis.call('HINCRBY', KEYS[4], ARGV[9], ARGV[8]) end\n"
+    "return 1\n";
+
+#undef REDBLOOM_LUA_PROLOGUE
+#undef REDBLOOM_LUA_SAME_PARTS
 
 }  // namespace redbloom::internal::scripts
 
