@@ -1,0 +1,420 @@
+// Redis benchmark (issue #3): add and check items/s through redbloom's Redis
+// store with batches of 1, 100 and 1000, against the same server in the same
+// run as
+//   (a) the seed's way: k blocking SETBIT / GETBIT round trips per item, as
+//       the blog posts' Spring RedisService does (hiredis here, so the client
+//       is not what is slow);
+//   (b) pipelined SETBIT / GETBIT: every offset of 1000 items in one write;
+//   (c) with --module-url, RedisBloom's BF.MADD / BF.MEXISTS, 1000 per command.
+// Every approach uses the seed strategy's offsets (k = 7, m = 9585058 for
+// 1e6 items at 1%), so (a) is bit for bit what the Java service does.
+//
+// Per row: items/s and us/item (median of --reps), the redis-server CPU per
+// item (INFO CPU used_cpu_user + used_cpu_sys, delta over the run) and this
+// process's CPU per item, and the speed-up over the seed's way. Before any
+// figure is printed, every approach's filter is checked for false negatives.
+//
+//   redis_bench --url redis://127.0.0.1:6379 [--module-url URL] [--reps 3]
+// scripts/bench-redis.sh starts the servers and runs this.
+#include <hiredis/hiredis.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/store.h"
+#include "redis/redis_client.h"
+#include "redis/redis_url.h"
+
+namespace redbloom {
+namespace {
+
+#ifdef __OPTIMIZE__
+constexpr bool kOptimized = true;
+#else
+constexpr bool kOptimized = false;
+#endif
+
+constexpr uint64_t kCapacity = 1'000'000;
+constexpr double kErrorRate = 0.01;
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "redis_bench: %s\n", message.c_str());
+  std::exit(1);
+}
+
+void Check(const Status& s, const std::string& what) {
+  if (!s.ok()) Die(what + ": " + s.ToString());
+}
+
+std::vector<std::string> Items(const std::string& prefix, uint64_t first, uint64_t count) {
+  std::vector<std::string> out;
+  out.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) out.push_back(prefix + std::to_string(first + i));
+  return out;
+}
+
+std::vector<std::string_view> Views(const std::vector<std::string>& v, size_t from, size_t n) {
+  return {v.begin() + static_cast<ptrdiff_t>(from), v.begin() + static_cast<ptrdiff_t>(from + n)};
+}
+
+// A raw hiredis connection for the baselines and for INFO.
+class Raw {
+ public:
+  explicit Raw(const std::string& url) {
+    auto u = internal::ParseRedisUrl(url, StoreOptions());
+    if (!u.ok()) Die(u.status().ToString());
+    ctx_.reset(redisConnect(u->host.c_str(), u->port));
+    if (ctx_ == nullptr || ctx_->err != 0) Die("cannot connect to " + url);
+    if (u->password.has_value()) {
+      Command(u->user.empty() ? std::vector<std::string>{"AUTH", *u->password}
+                              : std::vector<std::string>{"AUTH", u->user, *u->password});
+    }
+  }
+
+  internal::ReplyPtr Command(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data()));
+    if (r == nullptr) Die(std::string("redis: ") + ctx_->errstr);
+    if (r->type == REDIS_REPLY_ERROR) Die(args[0] + ": " + r->str);
+    return internal::ReplyPtr(r);
+  }
+  void Append(const internal::CommandBuffer& cmd) {
+    if (redisAppendFormattedCommand(ctx_.get(), cmd.data().data(), cmd.data().size()) != REDIS_OK) {
+      Die("append failed");
+    }
+  }
+  internal::ReplyPtr Read() {
+    void* r = nullptr;
+    if (redisGetReply(ctx_.get(), &r) != REDIS_OK || r == nullptr) Die(ctx_->errstr);
+    auto reply = internal::ReplyPtr(static_cast<redisReply*>(r));
+    if (reply->type == REDIS_REPLY_ERROR) Die(std::string("redis: ") + reply->str);
+    return reply;
+  }
+
+  // used_cpu_user + used_cpu_sys of the server, in seconds.
+  double ServerCpu() {
+    auto r = Command({"INFO", "CPU"});
+    const std::string info(r->str, r->len);
+    auto field = [&](const char* name) {
+      const size_t at = info.find(name);
+      if (at == std::string::npos) Die(std::string("INFO CPU lacks ") + name);
+      return std::strtod(info.c_str() + at + std::strlen(name) + 1, nullptr);
+    };
+    return field("used_cpu_user") + field("used_cpu_sys");
+  }
+
+ private:
+  std::unique_ptr<redisContext, internal::ContextDeleter> ctx_;
+};
+
+double ProcessCpu() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+struct Sample {
+  double items_per_s = 0;
+  double server_us = 0;  // per item
+  double client_us = 0;  // per item
+};
+
+// Times `run(items)`, which must process exactly `items` items.
+Sample Measure(Raw& info, uint64_t items, const std::function<void()>& run) {
+  const double s0 = info.ServerCpu();
+  const double c0 = ProcessCpu();
+  const auto t0 = std::chrono::steady_clock::now();
+  run();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double c1 = ProcessCpu();
+  const double s1 = info.ServerCpu();
+  return {static_cast<double>(items) / wall, (s1 - s0) * 1e6 / static_cast<double>(items),
+          (c1 - c0) * 1e6 / static_cast<double>(items)};
+}
+
+struct Row {
+  std::string op, approach;
+  size_t batch;
+  std::vector<Sample> samples;
+
+  Sample Median() const {
+    auto med = [&](auto field) {
+      std::vector<double> v;
+      for (const auto& s : samples) v.push_back(s.*field);
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    return {med(&Sample::items_per_s), med(&Sample::server_us), med(&Sample::client_us)};
+  }
+};
+
+struct Args {
+  std::string url;
+  std::string module_url;
+  int reps = 3;
+  double scale = 1.0;  // multiplies item counts (0.1 for a smoke run)
+};
+
+Args ParseArgs(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Die(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--url") {
+      a.url = value();
+    } else if (arg == "--module-url") {
+      a.module_url = value();
+    } else if (arg == "--reps") {
+      a.reps = std::max(1, std::atoi(value().c_str()));
+    } else if (arg == "--scale") {
+      a.scale = std::atof(value().c_str());
+    } else {
+      Die("unknown argument " + arg +
+          " (usage: redis_bench --url URL [--module-url URL] [--reps N] [--scale X])");
+    }
+  }
+  if (a.url.empty()) Die("--url is required");
+  return a;
+}
+
+class Bench {
+ public:
+  explicit Bench(Args args) : args_(std::move(args)), raw_(args_.url) {
+    auto store = Store::Open(args_.url);
+    Check(store.status(), "open " + args_.url);
+    store_ = std::move(store).value();
+    options_ = FilterOptions{.capacity = kCapacity,
+                             .error_rate = kErrorRate,
+                             .strategy = Strategy::kSeed,
+                             .encoding = Encoding::kUtf8};
+    auto config = MakeConfig(options_);
+    Check(config.status(), "config");
+    config_ = *config;
+    raw_.Command({"FLUSHALL"});
+  }
+
+  void Run() {
+    std::printf("redis_bench: %s, seed strategy, n=%llu p=%g: m=%llu bits, k=%u; %d reps\n",
+                args_.url.c_str(), static_cast<unsigned long long>(kCapacity), kErrorRate,
+                static_cast<unsigned long long>(config_.geometry.bits), config_.geometry.hashes,
+                args_.reps);
+    RunSeedWay();
+    RunPipelined();
+    for (size_t batch : {size_t{1}, size_t{100}, size_t{1000}}) RunLibrary(batch);
+    if (!args_.module_url.empty()) RunRedisBloom();
+    Print();
+  }
+
+ private:
+  uint64_t Count(uint64_t n) const {
+    return std::max<uint64_t>(1000, static_cast<uint64_t>(static_cast<double>(n) * args_.scale));
+  }
+
+  // Offsets of items[from, from+n), seed strategy, k per item.
+  std::vector<uint64_t> Offsets(const std::vector<std::string>& items) const {
+    std::vector<uint64_t> out;
+    out.reserve(items.size() * config_.geometry.hashes);
+    for (const auto& item : items) {
+      auto o = ItemOffsets(config_, item);
+      Check(o.status(), "offsets");
+      out.insert(out.end(), o->begin(), o->end());
+    }
+    return out;
+  }
+
+  Row& NewRow(const std::string& op, const std::string& approach, size_t batch) {
+    rows_.push_back({op, approach, batch, {}});
+    return rows_.back();
+  }
+
+  // (a) The posts' RedisService: one blocking SETBIT per offset, one GETBIT
+  // per offset until a 0 (all k for an item that is present).
+  void RunSeedWay() {
+    const uint64_t n = Count(2000);
+    const uint32_t k = config_.geometry.hashes;
+    Row* add = &NewRow("add", "seed's way: k SETBIT round trips", 1);
+    Row* check = &NewRow("check", "seed's way: k GETBIT round trips", 1);
+    for (int rep = 0; rep < args_.reps; ++rep) {
+      const auto items = Items("ORD-seed-" + std::to_string(rep) + "-", 0, n);
+      const auto offsets = Offsets(items);
+      add->samples.push_back(Measure(raw_, n, [&] {
+        for (uint64_t o : offsets) raw_.Command({"SETBIT", "seedway", std::to_string(o), "1"});
+      }));
+      uint64_t found = 0;
+      check->samples.push_back(Measure(raw_, n, [&] {
+        for (uint64_t i = 0; i < n; ++i) {
+          bool all = true;
+          for (uint32_t j = 0; j < k && all; ++j) {
+            all =
+                raw_.Command({"GETBIT", "seedway", std::to_string(offsets[i * k + j])})->integer ==
+                1;
+          }
+          found += all ? 1 : 0;
+        }
+      }));
+      if (found != n) Die("seed's way lost items");
+    }
+  }
+
+  // (b) Every SETBIT/GETBIT of 1000 items in one write, replies read after.
+  void RunPipelined() {
+    const uint64_t n = Count(100'000);
+    constexpr size_t kBatch = 1000;
+    Row* add = &NewRow("add", "pipelined SETBIT", kBatch);
+    Row* check = &NewRow("check", "pipelined GETBIT", kBatch);
+    for (int rep = 0; rep < args_.reps; ++rep) {
+      const auto items = Items("ORD-pipe-" + std::to_string(rep) + "-", 0, n);
+      const auto offsets = Offsets(items);
+      auto run = [&](const char* command, bool set) {
+        uint64_t ones = 0;
+        internal::CommandBuffer cmd;
+        for (size_t start = 0; start < offsets.size(); start += kBatch * config_.geometry.hashes) {
+          const size_t end = std::min(offsets.size(), start + kBatch * config_.geometry.hashes);
+          cmd.Clear();
+          for (size_t i = start; i < end; ++i) {
+            cmd.Begin(set ? 4 : 3);
+            cmd.Arg(command);
+            cmd.Arg("pipelined");
+            cmd.Arg(offsets[i]);
+            if (set) cmd.Arg("1");
+          }
+          raw_.Append(cmd);
+          for (size_t i = start; i < end; ++i) ones += raw_.Read()->integer == 1 ? 1 : 0;
+        }
+        return ones;
+      };
+      add->samples.push_back(Measure(raw_, n, [&] { run("SETBIT", true); }));
+      uint64_t ones = 0;
+      check->samples.push_back(Measure(raw_, n, [&] { ones = run("GETBIT", false); }));
+      if (ones != offsets.size()) Die("pipelined GETBIT lost bits");
+    }
+  }
+
+  void RunLibrary(size_t batch) {
+    // About a second per run on loopback: batch 1 is one round trip per item.
+    const uint64_t n = Count(batch == 1 ? 5000 : batch == 100 ? 100'000 : 300'000);
+    const std::string name = "lib" + std::to_string(batch);
+    auto filter = BloomFilter::Create(*store_, name, options_);
+    Check(filter.status(), "create " + name);
+    Row* add = &NewRow("add", "redbloom", batch);
+    Row* check = &NewRow("check", "redbloom", batch);
+    std::vector<uint8_t> flags;
+    for (int rep = 0; rep < args_.reps; ++rep) {
+      const auto items = Items("ORD-lib-" + std::to_string(rep) + "-", 0, n);
+      add->samples.push_back(Measure(raw_, n, [&] {
+        for (size_t i = 0; i < n; i += batch) {
+          Check((*filter)->AddMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags), "add");
+        }
+      }));
+      uint64_t found = 0;
+      check->samples.push_back(Measure(raw_, n, [&] {
+        for (size_t i = 0; i < n; i += batch) {
+          Check((*filter)->ContainsMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags),
+                "check");
+          for (uint8_t f : flags) found += f;
+        }
+      }));
+      if (found != n) Die("redbloom lost items (batch " + std::to_string(batch) + ")");
+    }
+  }
+
+  // (c) RedisBloom's BF.MADD / BF.MEXISTS: hashing and bits on the server.
+  void RunRedisBloom() {
+    Raw module(args_.module_url);
+    module.Command({"FLUSHALL"});
+    module.Command({"BF.RESERVE", "rb", std::to_string(kErrorRate), std::to_string(kCapacity)});
+    const uint64_t n = Count(300'000);
+    constexpr size_t kBatch = 1000;
+    Row* add = &NewRow("add", "RedisBloom BF.MADD", kBatch);
+    Row* check = &NewRow("check", "RedisBloom BF.MEXISTS", kBatch);
+    for (int rep = 0; rep < args_.reps; ++rep) {
+      const auto items = Items("ORD-rb-" + std::to_string(rep) + "-", 0, n);
+      auto run = [&](const char* command) {
+        uint64_t ones = 0;
+        internal::CommandBuffer cmd;
+        for (size_t start = 0; start < n; start += kBatch) {
+          const size_t end = std::min<size_t>(n, start + kBatch);
+          cmd.Clear();
+          cmd.Begin(2 + end - start);
+          cmd.Arg(command);
+          cmd.Arg("rb");
+          for (size_t i = start; i < end; ++i) cmd.Arg(items[i]);
+          module.Append(cmd);
+          auto r = module.Read();
+          for (size_t i = 0; i < r->elements; ++i) ones += r->element[i]->integer == 1 ? 1 : 0;
+        }
+        return ones;
+      };
+      add->samples.push_back(Measure(module, n, [&] { run("BF.MADD"); }));
+      uint64_t found = 0;
+      check->samples.push_back(Measure(module, n, [&] { found = run("BF.MEXISTS"); }));
+      if (found != n) Die("RedisBloom lost items");
+    }
+  }
+
+  void Print() const {
+    double seed_add = 0, seed_check = 0;
+    for (const Row& r : rows_) {
+      if (r.approach.starts_with("seed's way")) {
+        (r.op == "add" ? seed_add : seed_check) = r.Median().items_per_s;
+      }
+    }
+    std::printf("\n%-6s %-36s %6s %12s %10s %12s %12s %9s\n", "op", "approach", "batch", "items/s",
+                "us/item", "server us", "client us", "vs seed");
+    for (const std::string op : {"add", "check"}) {
+      for (const Row& r : rows_) {
+        if (r.op != op) continue;
+        const Sample m = r.Median();
+        const double seed = op == "add" ? seed_add : seed_check;
+        std::printf("%-6s %-36s %6zu %12.0f %10.2f %12.2f %12.2f %8.1fx\n", r.op.c_str(),
+                    r.approach.c_str(), r.batch, m.items_per_s, 1e6 / m.items_per_s, m.server_us,
+                    m.client_us, m.items_per_s / seed);
+      }
+    }
+    std::printf(
+        "\nitems/s and us/item: wall clock, median of %d; server us: redis-server CPU per item "
+        "(INFO CPU); client us: this process's CPU per item (hashing included for redbloom).\n",
+        args_.reps);
+  }
+
+  Args args_;
+  Raw raw_;
+  std::unique_ptr<Store> store_;
+  FilterOptions options_;
+  FilterConfig config_;
+  std::deque<Row> rows_;  // stable addresses: rows are filled after later ones are added
+};
+
+}  // namespace
+}  // namespace redbloom
+
+int main(int argc, char** argv) {
+  if (!redbloom::kOptimized) {
+    redbloom::Die(
+        "built without optimisation; its figures would mean nothing "
+        "(use scripts/bench-redis.sh, which builds -O3)");
+  }
+  redbloom::Bench bench(redbloom::ParseArgs(argc, argv));
+  bench.Run();
+  return 0;
+}
