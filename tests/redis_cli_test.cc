@@ -207,6 +207,66 @@ TEST_F(RedisCliTest, ErrorsHaveTheirExitCodes) {
   EXPECT_EQ(invalid.exit_code, 2);
 }
 
+// The bulk and kind commands on Redis: load, export/import, merge, dedup,
+// remove, rebuild, and info for a scaling filter.
+TEST_F(RedisCliTest, BulkAndKindCommands) {
+  std::string ids;
+  for (int i = 0; i < 3000; ++i) ids += "ORD-" + std::to_string(i) + "\n";
+  ASSERT_EQ(Run({"create", "ids", "-n", "10000", "-p", "0.01"}).exit_code, 0);
+  auto load = Run({"load", "ids", "--file", "-"}, ids);
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  auto check = Run({"check", "--quiet", "ids", "--file", "-"}, ids);
+  EXPECT_EQ(check.exit_code, 0) << "a loaded item is missing";
+  EXPECT_EQ(raw_->Run({"KEYS", "*tmp*"})->elements, 0u);
+
+  // Export from Redis, import into another name, same bytes.
+  testing::TempDir dir;
+  const std::string dump = dir.path() + "/ids.dump";
+  ASSERT_EQ(Run({"export", "ids", "--format", "redbloom", "--file", dump}).exit_code, 0);
+  auto import = Run({"import", "copy", "--format", "redbloom", "--file", dump});
+  ASSERT_EQ(import.exit_code, 0) << import.err;
+  EXPECT_EQ(raw_->Str({"GET", "copy"}), raw_->Str({"GET", "ids"}));
+
+  // Merge: the union of two filters of one geometry.
+  ASSERT_EQ(Run({"create", "more", "-n", "10000", "-p", "0.01"}).exit_code, 0);
+  ASSERT_EQ(Run({"add", "--quiet", "more", "EXTRA-1"}).exit_code, 0);
+  auto merge = Run({"merge", "all", "ids", "more"});
+  ASSERT_EQ(merge.exit_code, 0) << merge.err;
+  EXPECT_EQ(Run({"check", "--quiet", "all", "ORD-7", "EXTRA-1"}).exit_code, 0);
+  ASSERT_EQ(Run({"create", "odd", "-n", "50", "-p", "0.01"}).exit_code, 0);
+  EXPECT_NE(Run({"merge", "all", "odd"}).exit_code, 0);
+
+  // dedup prints only what the filter had not seen, and remembers it.
+  auto dedup = Run({"dedup", "ids"}, "ORD-1\nNEW-1\nNEW-1\nORD-2\n");
+  ASSERT_EQ(dedup.exit_code, 0) << dedup.err;
+  EXPECT_EQ(Lines(dedup.out), (std::vector<std::string>{"NEW-1"}));
+
+  // Counting filters remove.
+  ASSERT_EQ(Run({"create", "cnt", "-n", "100", "-p", "0.01", "--counting"}).exit_code, 0);
+  ASSERT_EQ(Run({"add", "--quiet", "cnt", "a", "b"}).exit_code, 0);
+  auto remove = Run({"remove", "cnt", "a", "zzz"});
+  EXPECT_EQ(remove.exit_code, 1);
+  EXPECT_EQ(Lines(remove.out), (std::vector<std::string>{"1\ta", "0\tzzz"}));
+  EXPECT_EQ(Lines(Run({"check", "cnt", "a", "b"}).out), (std::vector<std::string>{"0\ta", "1\tb"}));
+
+  // rebuild swaps in a filter with new parameters.
+  auto rebuild = Run({"rebuild", "ids", "-n", "20000", "-p", "0.001", "--file", "-"}, "R-1\nR-2\n");
+  ASSERT_EQ(rebuild.exit_code, 0) << rebuild.err;
+  EXPECT_EQ(Run({"check", "--quiet", "ids", "R-1", "R-2"}).exit_code, 0);
+  EXPECT_EQ(raw_->Str({"HGET", "{ids}:meta", "capacity"}), "20000");
+  EXPECT_EQ(raw_->Int({"EXISTS", "{ids~rebuild}:meta"}), 0);
+
+  // A scaling filter grows into parts; info reports them.
+  ASSERT_EQ(Run({"create", "grow", "-n", "100", "-p", "0.01", "--scaling"}).exit_code, 0);
+  ASSERT_EQ(Run({"add", "--quiet", "grow", "--file", "-"}, ids).exit_code, 0);
+  auto info = Run({"info", "grow", "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_GE(nlohmann::json::parse(info.out)["parts"].get<int>(), 4) << info.out;
+  EXPECT_EQ(Run({"check", "--quiet", "grow", "--file", "-"}, ids).exit_code, 0);
+  ASSERT_EQ(Run({"drop", "grow"}).exit_code, 0);
+  EXPECT_EQ(raw_->Run({"KEYS", "{grow}*"})->elements, 0u);
+}
+
 TEST(RedisCliAuthTest, AuthenticationFailureIsAStoreError) {
   RedisServer server({"--requirepass", "s3cret"});
   server.Start();
