@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
@@ -598,8 +599,21 @@ TEST_P(ServerApiTest, MetricsCountRequestsItemsAndLatency) {
   ASSERT_EQ(Do("GET", "/v1/filters/orders/items/zzz").status, 200);
   ASSERT_EQ(Do("GET", "/v1/filters/missing").status, 404);
   ASSERT_EQ(Do("GET", "/no/such/route").status, 404);
-  Answer m = Do("GET", "/metrics");
-  ASSERT_EQ(m.status, 200);
+  // A request is counted when its response has been written, just after the
+  // client has it: scrape until the last one shows (in-flight back to 1,
+  // this scrape).
+  Answer m;
+  for (int i = 0; i < 200; ++i) {
+    m = Do("GET", "/metrics");
+    ASSERT_EQ(m.status, 200);
+    if (Sample(m.body, "redbloomd_http_requests_in_flight") == 1 &&
+        Sample(m.body,
+               R"(redbloomd_http_requests_total{route="unmatched",method="GET",code="404"})") ==
+            1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_TRUE(m.header("Content-Type").starts_with("text/plain; version=0.0.4"))
       << m.header("Content-Type");
   const std::string& t = m.body;
