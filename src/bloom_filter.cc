@@ -1,6 +1,7 @@
 #include "redbloom/bloom_filter.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -33,13 +34,21 @@ Status ForEachSlice(const FilterConfig& config, const Geometry& geometry, size_t
   if (hashes.empty()) return Status::Ok();
   const uint32_t k = geometry.hashes;
   batch = std::max<size_t>(1, std::min(batch, hashes.size()));
-  std::vector<uint64_t> offsets(batch * k);
+  // Small calls (single items above all) use the stack: a heap allocation
+  // costs about as much as the bit lookups of one item.
+  std::array<uint64_t, 4 * kMaxHashes> inline_offsets;
+  std::vector<uint64_t> heap_offsets;
+  uint64_t* offsets = inline_offsets.data();
+  if (batch * k > inline_offsets.size()) {
+    heap_offsets.resize(batch * k);
+    offsets = heap_offsets.data();
+  }
   for (size_t start = 0; start < hashes.size(); start += batch) {
     const size_t n = std::min(batch, hashes.size() - start);
     for (size_t i = 0; i < n; ++i) {
       ComputeOffsets(config.strategy, hashes[start + i], geometry, &offsets[i * k]);
     }
-    REDBLOOM_RETURN_IF_ERROR(op(offsets.data(), n, k, out == nullptr ? nullptr : out + start));
+    REDBLOOM_RETURN_IF_ERROR(op(offsets, n, k, out == nullptr ? nullptr : out + start));
   }
   return Status::Ok();
 }
@@ -136,7 +145,8 @@ std::shared_ptr<BloomFilter::State> BloomFilter::state() const {
 
 FilterConfig BloomFilter::config() const { return state()->config; }
 
-Status BloomFilter::WithReopen(const std::function<Status(State&)>& op) {
+template <typename Op>
+Status BloomFilter::WithReopen(Op&& op) {
   std::shared_ptr<State> current = state();
   Status s = op(*current);
   if (s.code() != StatusCode::kConflict) return s;
@@ -177,9 +187,15 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
 }
 
 Result<bool> BloomFilter::Contains(std::string_view item) {
-  std::vector<uint8_t> present;
-  REDBLOOM_RETURN_IF_ERROR(ContainsMany(std::span<const std::string_view>(&item, 1), &present));
-  return present[0] != 0;
+  Hash128 hash;
+  std::string scratch;
+  REDBLOOM_RETURN_IF_ERROR(HashItem(config().encoding, item, &scratch, &hash));
+  uint8_t present = 0;
+  REDBLOOM_RETURN_IF_ERROR(WithReopen([&](State& st) {
+    present = 0;
+    return ContainsHashesIn(st, std::span<const Hash128>(&hash, 1), &present);
+  }));
+  return present != 0;
 }
 
 Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
@@ -239,8 +255,8 @@ Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8
         // RedisBloom's model: an item already in any layer is not added
         // again; the rest go to the newest layer, which grows a successor
         // once it holds its capacity.
-        std::vector<uint8_t> present;
-        REDBLOOM_RETURN_IF_ERROR(ContainsHashesIn(st, hashes, &present));
+        std::vector<uint8_t> present(hashes.size(), 0);
+        REDBLOOM_RETURN_IF_ERROR(ContainsHashesIn(st, hashes, present.data()));
         std::vector<size_t> todo;
         for (size_t i = 0; i < hashes.size(); ++i) {
           if (!present[i]) todo.push_back(i);
@@ -273,8 +289,8 @@ Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8
         // slice already (maybe falsely) matches: that slice expires first, and
         // skipping the add would then lose an item seen moments ago. "New"
         // means: not present in any live slice before this call.
-        std::vector<uint8_t> present;
-        REDBLOOM_RETURN_IF_ERROR(ContainsHashesIn(st, hashes, &present));
+        std::vector<uint8_t> present(hashes.size(), 0);
+        REDBLOOM_RETURN_IF_ERROR(ContainsHashesIn(st, hashes, present.data()));
         REDBLOOM_ASSIGN_OR_RETURN(auto bits, part(CurrentSlice(c), /*create=*/true));
         REDBLOOM_RETURN_IF_ERROR(AddTo(*bits, c, c.geometry, hashes, out.data()));
         for (size_t i = 0; i < hashes.size(); ++i) out[i] = present[i] ? 0 : 1;
@@ -294,14 +310,12 @@ Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8
   return s;
 }
 
-Status BloomFilter::ContainsHashesIn(State& st, std::span<const Hash128> hashes,
-                                     std::vector<uint8_t>* present) {
+Status BloomFilter::ContainsHashesIn(State& st, std::span<const Hash128> hashes, uint8_t* present) {
   const FilterConfig& c = st.config;
-  present->assign(hashes.size(), 0);
   switch (c.kind) {
     case FilterKind::kPlain:
     case FilterKind::kCounting:
-      return TestIn(*st.main, c, c.geometry, hashes, present->data());
+      return TestIn(*st.main, c, c.geometry, hashes, present);
     case FilterKind::kScaling:
     case FilterKind::kWindow: {
       std::vector<uint64_t> parts;
@@ -336,7 +350,7 @@ Status BloomFilter::ContainsHashesIn(State& st, std::span<const Hash128> hashes,
         size_t kept = 0;
         for (size_t i = 0; i < todo.size(); ++i) {
           if (hit[i]) {
-            (*present)[where[i]] = 1;
+            present[where[i]] = 1;
           } else {
             todo[kept] = todo[i];
             where[kept] = where[i];
@@ -353,8 +367,11 @@ Status BloomFilter::ContainsHashesIn(State& st, std::span<const Hash128> hashes,
 }
 
 Status BloomFilter::ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present) {
-  std::vector<uint8_t> out;
-  Status s = WithReopen([&](State& st) { return ContainsHashesIn(st, hashes, &out); });
+  std::vector<uint8_t> out(hashes.size());
+  Status s = WithReopen([&](State& st) {
+    std::fill(out.begin(), out.end(), 0);
+    return ContainsHashesIn(st, hashes, out.data());
+  });
   if (!s.ok()) {
     present->clear();  // never leave half an answer that reads as "absent"
     return s;

@@ -132,9 +132,10 @@ class BloomFilter {
                  std::vector<Hash128>* hashes) const;
   // Runs `op` on the current state; if the store says the filter changed
   // under us (a rebuild swapped it), reopens once and runs it again.
-  Status WithReopen(const std::function<Status(State&)>& op);
-  Status ContainsHashesIn(State& state, std::span<const Hash128> hashes,
-                          std::vector<uint8_t>* present);
+  template <typename Op>
+  Status WithReopen(Op&& op);
+  // present must hold hashes.size() zeros; hits are set to 1.
+  Status ContainsHashesIn(State& state, std::span<const Hash128> hashes, uint8_t* present);
 
   Store& store_;
   std::string name_;
