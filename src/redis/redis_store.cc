@@ -642,10 +642,9 @@ class RedisBitStore final : public BitStore {
   // An error reply from a command on the cells' key.
   Status BitmapError(Connection& c, const redisReply* r) const {
     if (ReplyText(r).find("WRONGTYPE") != std::string_view::npos) {
-      return WrongTypeStatus(
-          DisplayKey(cells_.bitmap == KeysFor(name_, shared_->keys).bitmap ? name_ : cells_.display,
-                     shared_->keys),
-          KeyType(c, cells_.bitmap));
+      const bool main = cells_.bitmap == KeysFor(name_, shared_->keys).bitmap;
+      return WrongTypeStatus(main ? DisplayKey(name_, shared_->keys) : "of " + cells_.display,
+                             KeyType(c, cells_.bitmap));
     }
     return ReplyErrorStatus(ReplyText(r), c.server());
   }
