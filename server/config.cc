@@ -70,8 +70,11 @@ Result<std::string> ReadSmallFile(const std::string& path, std::string_view what
 // The revalidation interval when the config does not set one: a file store's
 // check is one small local read (~3 us), cheap enough for every request; a
 // network store's is a round trip, so it is done at most once a second.
-std::chrono::milliseconds DefaultRevalidate(std::string_view store_url) {
-  if (store_url.starts_with("file:") || store_url == "mem:") return std::chrono::milliseconds(0);
+// Every store now tells an open handle when its filter was dropped, replaced
+// or re-created (Redis checks the metadata on each call; file and memory
+// stores flag the retired file or buffer), and the handle reopens by itself.
+// The periodic re-read is a second line of defence, cheap at once a second.
+std::chrono::milliseconds DefaultRevalidate(std::string_view /*store_url*/) {
   return std::chrono::milliseconds(1000);
 }
 

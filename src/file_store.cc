@@ -411,15 +411,8 @@ class FileStore final : public Store {
       return IoError("cannot rename", PathOf(source), errno);
     }
     SyncDir(dir_);
-    if (old_fd >= 0) {
-      // Handles still mapping the old file now learn it was replaced.
-      void* base = ::mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, old_fd, 0);
-      if (base != MAP_FAILED) {
-        auto* flag = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + kSupersededOffset);
-        std::atomic_ref<uint64_t>(*flag).store(1, std::memory_order_release);
-        ::munmap(base, kHeaderBytes);
-      }
-    }
+    // Handles still mapping the old file now learn it was replaced.
+    if (old_fd >= 0) FlagReplaced(old_fd);
     return Status::Ok();
   }
 
@@ -492,14 +485,45 @@ class FileStore final : public Store {
 
   Status Remove(std::string_view name) {
     const std::string path = PathOf(name);
-    if (::unlink(path.c_str()) != 0) {
-      if (errno == ENOENT) return NotFoundStatus(name);
-      return IoError("cannot remove", path, errno);
+    if (Status s = UnlinkAndFlag(path); !s.ok()) {
+      return s.code() == StatusCode::kNotFound ? NotFoundStatus(name) : s;
+    }
+    const std::string parts = PartsDir(name);
+    if (DIR* d = ::opendir(parts.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        if (std::string_view(e->d_name).ends_with(kSuffix)) {
+          (void)UnlinkAndFlag(parts + "/" + e->d_name);
+        }
+      }
+      ::closedir(d);
     }
     std::error_code ec;
-    std::filesystem::remove_all(PartsDir(name), ec);
+    std::filesystem::remove_all(parts, ec);
     SyncDir(dir_);
     return Status::Ok();
+  }
+
+  // Unlinks a filter file, then sets its replaced flag through a descriptor
+  // opened before the unlink: handles in any process that still map the file
+  // answer kConflict from then on, and reopen (finding no filter, or the one
+  // created since), instead of working on a file nobody else can see.
+  static Status UnlinkAndFlag(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    FdCloser closer(fd);
+    if (::unlink(path.c_str()) != 0) {
+      if (errno == ENOENT) return Status::NotFound(path);
+      return IoError("cannot remove", path, errno);
+    }
+    if (fd >= 0) FlagReplaced(fd);
+    return Status::Ok();
+  }
+
+  static void FlagReplaced(int fd) {
+    void* base = ::mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) return;
+    auto* flag = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + kSupersededOffset);
+    std::atomic_ref<uint64_t>(*flag).store(1, std::memory_order_release);
+    ::munmap(base, kHeaderBytes);
   }
 
   // Maps the first page of the main file, for the layer counter.

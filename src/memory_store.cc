@@ -91,7 +91,8 @@ class MemoryStore final : public Store {
   Status Drop(std::string_view name) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
     std::lock_guard lock(mu_);
-    REDBLOOM_RETURN_IF_ERROR(Find(name).status());
+    REDBLOOM_ASSIGN_OR_RETURN(auto filter, Find(name));
+    Retire(*filter);
     filters_.erase(filters_.find(name));
     return Status::Ok();
   }
@@ -181,9 +182,7 @@ class MemoryStore final : public Store {
       return Status::InvalidArgument("only plain and counting filters can be replaced");
     }
     auto old = filters_.find(name);
-    if (old != filters_.end() && old->second->main) {
-      std::atomic_ref<uint64_t>(old->second->main->superseded).store(1, std::memory_order_release);
-    }
+    if (old != filters_.end()) Retire(*old->second);
     filters_.insert_or_assign(std::string(name), replacement);
     filters_.erase(filters_.find(source));
     return Status::Ok();
@@ -201,6 +200,16 @@ class MemoryStore final : public Store {
       return NotFoundStatus(name);
     }
     return it->second;
+  }
+
+  // Open handles of a dropped or replaced filter answer kConflict from now on
+  // (and the facade reopens), instead of working on orphaned memory.
+  static void Retire(MemFilter& filter) {
+    auto flag = [](MemArray& a) {
+      std::atomic_ref<uint64_t>(a.superseded).store(1, std::memory_order_release);
+    };
+    if (filter.main) flag(*filter.main);
+    for (auto& [part, array] : filter.parts) flag(*array);
   }
 
   static std::unique_ptr<BitStore> Wrap(const std::shared_ptr<MemFilter>& filter,

@@ -82,6 +82,25 @@ TEST_P(StoreTest, OpenBitsNoticesARecreatedFilter) {
   EXPECT_EQ(store_->OpenBits("f", Config()).status().code(), StatusCode::kConflict);
 }
 
+// A handle must never keep working on a filter that was dropped: it reports
+// the filter gone, or follows the filter re-created under the name.
+TEST_P(StoreTest, OpenHandlesFollowDropAndRecreate) {
+  auto stale = BloomFilter::Create(*store_, "f", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_TRUE(stale.ok());
+  ASSERT_TRUE((*stale)->Add("before").ok());
+  ASSERT_TRUE(store_->Drop("f").ok());
+  auto gone = (*stale)->Contains("before");
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound) << "a dropped filter is an error";
+  EXPECT_EQ((*stale)->Add("x").code(), StatusCode::kNotFound);
+
+  // Re-created with identical parameters: the old handle now writes to it.
+  auto fresh = BloomFilter::Create(*store_, "f", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE((*stale)->Add("after").ok());
+  EXPECT_TRUE(*(*fresh)->Contains("after"));
+  EXPECT_FALSE(*(*fresh)->Contains("before"));
+}
+
 TEST_P(StoreTest, AddReportsNewItemsAndCountsThem) {
   ASSERT_TRUE(store_->Create("f", Config()).ok());
   auto bits = store_->OpenBits("f", Config());
