@@ -118,8 +118,9 @@ std::string_view AllowedMethods(Route route) {
     case Route::kReadyz:
     case Route::kMetrics:
     case Route::kFilters:
-    case Route::kItem:
       return "GET, HEAD";
+    case Route::kItem:
+      return "GET, HEAD, DELETE";  // DELETE: remove from a counting filter
     case Route::kFilter:
       return "GET, HEAD, PUT, DELETE";
     case Route::kItems:
@@ -472,7 +473,8 @@ void HttpServer::Install() {
         r = service_->CheckItems(t.name, body);
         break;
       case Route::kItem:
-        r = service_->CheckItem(t.name, t.item);
+        r = m == "DELETE" ? service_->RemoveItem(t.name, t.item)
+                          : service_->CheckItem(t.name, t.item);
         break;
       case Route::kRemove:
         r = service_->RemoveItems(t.name, body);

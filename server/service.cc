@@ -508,12 +508,17 @@ Reply Service::RemoveItems(std::string_view name, std::string_view body) {
   return r;
 }
 
-Reply Service::CheckItem(std::string_view name, std::string_view item) {
+Status Service::CheckItemSize(std::string_view item) const {
   if (item.size() > options_.limits.max_item_bytes) {
-    return ErrorReply(Status::ResourceExhausted("item is " + std::to_string(item.size()) +
-                                                " bytes; the limit is " +
-                                                std::to_string(options_.limits.max_item_bytes)));
+    return Status::ResourceExhausted("item is " + std::to_string(item.size()) +
+                                     " bytes; the limit is " +
+                                     std::to_string(options_.limits.max_item_bytes));
   }
+  return Status::Ok();
+}
+
+Reply Service::CheckItem(std::string_view name, std::string_view item) {
+  if (Status s = CheckItemSize(item); !s.ok()) return ErrorReply(s);
   bool present = false;
   Status s = OnFilter(name, [&](BloomFilter& f) -> Status {
     REDBLOOM_ASSIGN_OR_RETURN(present, f.Contains(item));
@@ -523,6 +528,17 @@ Reply Service::CheckItem(std::string_view name, std::string_view item) {
   metrics_->ItemsChecked(1, present ? 1 : 0);
   Reply r;
   r.body = present ? "{\"present\":true}" : "{\"present\":false}";
+  return r;
+}
+
+Reply Service::RemoveItem(std::string_view name, std::string_view item) {
+  if (Status s = CheckItemSize(item); !s.ok()) return ErrorReply(s);
+  bool removed = false;
+  Status s = OnFilter(name, [&](BloomFilter& f) { return f.Remove(item, &removed); });
+  if (!s.ok()) return StoreErrorReply(s);
+  metrics_->ItemsRemoved(removed ? 1 : 0);
+  Reply r;
+  r.body = removed ? "{\"removed\":true}" : "{\"removed\":false}";
   return r;
 }
 

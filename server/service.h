@@ -126,8 +126,11 @@ class Service {
   // Counting filters only (other kinds: 501 unimplemented).
   Reply RemoveItems(std::string_view name, std::string_view body);
   Reply CheckItem(std::string_view name, std::string_view item);
+  // DELETE /v1/filters/{name}/items/{item}: {"removed":bool} (counting filters).
+  Reply RemoveItem(std::string_view name, std::string_view item);
 
  private:
+  Status CheckItemSize(std::string_view item) const;
   Result<Store*> GetStore() const;
   // Runs op(filter) on the cached handle; if the store says the handle is
   // stale (kConflict, kNotFound), evicts it and runs op once more on a fresh
