@@ -1,0 +1,5 @@
+# Bulk-load benchmark (issue #5). scripts/bench-bulk.sh builds it in a Release
+# tree, starts redis-server (and RedisBloom if $REDISBLOOM_MODULE is set) and
+# runs it.
+add_executable(bulk_bench bulk_bench.cc)
+target_link_libraries(bulk_bench PRIVATE redbloom::redbloom PkgConfig::HIREDIS redbloom_warnings)
