@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "frontend/info_json.h"
 #include "redbloom/filter_config.h"
 
 namespace redbloom::server {
@@ -35,41 +36,6 @@ bool IsIntegerEncoding(Encoding e) { return e == Encoding::kInt32 || e == Encodi
 bool IsStoreFault(StatusCode code) {
   return code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
          code == StatusCode::kDataLoss || code == StatusCode::kInternal;
-}
-
-// The same fields, in the same order, as `redbloom info --json`
-// (tools/redbloom_main.cc); server_api_test compares the two.
-Json InfoJson(const FilterInfo& info, const std::string& store_url) {
-  const FilterConfig& c = info.config;
-  Json j;
-  j["name"] = info.name;
-  j["store"] = store_url;
-  j["kind"] = std::string(FilterKindName(c.kind));
-  j["strategy"] = std::string(StrategyName(c.strategy));
-  j["encoding"] = std::string(EncodingName(c.encoding));
-  j["capacity"] = c.capacity;
-  j["error_rate"] = c.error_rate;
-  j["bits"] = c.geometry.bits;
-  j["hashes"] = c.geometry.hashes;
-  j["capped"] = c.geometry.capped;
-  if (c.kind == FilterKind::kScaling) j["expansion"] = c.expansion;
-  if (c.kind == FilterKind::kWindow) {
-    j["window_ms"] = c.window_millis;
-    j["slices"] = c.slices;
-  }
-  j["ttl_seconds"] = c.ttl_seconds;
-  j["parts"] = info.parts;
-  j["memory_bytes"] = info.memory_bytes;
-  j["bits_set"] = info.bits_set;
-  j["items_added"] = info.items_added;
-  if (info.approximate_items == UINT64_MAX) {
-    j["approximate_items"] = nullptr;  // every bit set: the estimate is unbounded
-  } else {
-    j["approximate_items"] = info.approximate_items;
-  }
-  j["fill_ratio"] = info.fill_ratio;
-  j["current_fpp"] = info.current_fpp;
-  return j;
 }
 
 // `{"<key>":[true,false,...]}`, written directly: for a 1000-item batch this
@@ -431,7 +397,7 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   cache_.Put(name, handle);
   Result<FilterInfo> info = handle->Info();
   if (!info.ok()) return StoreErrorReply(info.status());
-  Reply r = JsonReply(created ? 201 : 200, InfoJson(*info, (*store)->url()));
+  Reply r = JsonReply(created ? 201 : 200, frontend::InfoJson(*info, (*store)->url()));
   if (created) r.headers.emplace_back("Location", "/v1/filters/" + PercentEncodeSegment(name));
   return r;
 }
@@ -443,7 +409,7 @@ Reply Service::GetFilter(std::string_view name) {
     return Status::Ok();
   });
   if (!s.ok()) return StoreErrorReply(s);
-  return JsonReply(200, InfoJson(info, store_url()));
+  return JsonReply(200, frontend::InfoJson(info, store_url()));
 }
 
 Reply Service::DeleteFilter(std::string_view name) {
