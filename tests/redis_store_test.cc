@@ -242,6 +242,25 @@ TEST_F(RedisStoreTest, AddReportsEachItemNewOnceEvenWithinOneBatch) {
   EXPECT_TRUE(added.empty());
 }
 
+// The count of a handle's last add rides with its next command; closing the
+// handle sends it.
+TEST_F(RedisStoreTest, CountReachesRedisWhenTheHandleCloses) {
+  {
+    auto f = BloomFilter::Create(*store_, "f", Options());
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*f)->AddMany(Views(Items(Encoding::kUtf8, 40))).ok());
+    auto info = (*f)->Info();
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->items_added, 40u);  // pending adds included
+  }
+  EXPECT_EQ(raw_->Str({"HGET", "{f}:meta", "count"}), "40");
+  auto g = BloomFilter::Open(*store_, "f");
+  ASSERT_TRUE(g.ok());
+  auto info = (*g)->Info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->items_added, 40u);
+}
+
 TEST_F(RedisStoreTest, ClearKeepsTheFilterAndItsSize) {
   auto f = BloomFilter::Create(*store_, "f", Options());
   ASSERT_TRUE(f.ok());

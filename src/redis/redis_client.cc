@@ -217,6 +217,14 @@ Status Connection::Append(const CommandBuffer& commands) {
   return Status::Ok();
 }
 
+Status Connection::AppendRaw(std::string_view bytes) {
+  if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
+  if (redisAppendFormattedCommand(ctx_.get(), bytes.data(), bytes.size()) != REDIS_OK) {
+    return Fail(errno);
+  }
+  return Status::Ok();
+}
+
 Status Connection::Flush() {
   if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
   wrote_ = true;
@@ -243,16 +251,6 @@ Result<ReplyPtr> Connection::ReadOk() {
   return r;
 }
 
-bool Connection::Settle() {
-  while (owed_replies_ > 0 && !broken_) {
-    // The reply only confirms a best-effort count update; its content,
-    // error or not, changes nothing for the next caller.
-    if (!Read().ok()) break;
-    --owed_replies_;
-  }
-  return !broken_;
-}
-
 bool Connection::LooksClosed() const {
   pollfd p{ctx_->fd, POLLIN, 0};
   // An idle connection has nothing to read: readable means EOF, a reset, or
@@ -275,7 +273,7 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
       idle_.pop_back();
       lock.unlock();
-      const bool usable = conn->Settle() && !conn->LooksClosed();
+      const bool usable = !conn->LooksClosed();
       if (usable) {
         conn->wrote_ = false;
         return Lease(this, std::move(conn));

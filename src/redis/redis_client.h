@@ -125,13 +125,16 @@ class Connection {
 
   // Queues encoded commands; they go out with the next Flush() or Read().
   Status Append(const CommandBuffer& commands);
+  // Queues raw protocol bytes, which may end in the middle of a command (the
+  // caller completes it with later calls before reading any reply).
+  Status AppendRaw(std::string_view bytes);
   // Writes everything queued.
   Status Flush();
   // Reads the next reply (writing anything queued first). A reply of type
   // REDIS_REPLY_ERROR is a reply, not a failure; a transport failure marks the
   // connection broken, and it is then never reused.
   Result<ReplyPtr> Read();
-  // Reads one reply and fails unless it is not an error.
+  // Reads one reply; an error reply becomes its Status (ReplyErrorStatus).
   Result<ReplyPtr> ReadOk();
 
   bool broken() const { return broken_; }
@@ -141,16 +144,10 @@ class Connection {
   bool wrote() const { return wrote_; }
   const ServerParams& server() const { return *server_; }
 
-  // Replies of fire-and-forget commands (see ConnectionPool::Release) that
-  // must be read and dropped before the connection serves another caller.
-  void OweReply() { ++owed_replies_; }
-
  private:
   friend class ConnectionPool;
   Connection(ContextPtr ctx, const ServerParams* server) : ctx_(std::move(ctx)), server_(server) {}
   Status Fail(int saved_errno);
-  // Reads owed replies; false if the connection turned out broken.
-  bool Settle();
   // True if the server has closed the connection (or sent something nobody
   // asked for) while it sat idle.
   bool LooksClosed() const;
@@ -159,7 +156,6 @@ class Connection {
   const ServerParams* server_;
   bool broken_ = false;
   bool wrote_ = false;
-  int owed_replies_ = 0;
 };
 
 class ConnectionPool {

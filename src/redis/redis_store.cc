@@ -9,7 +9,9 @@
 // long add or check keeps the next batch in flight while it reads the
 // previous answer.
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <charconv>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -38,24 +40,17 @@ constexpr std::string_view kOne = "$1\r\n1\r\n";
 // The facade hands us this many batches at once so that a long add can keep
 // one batch in flight while the previous answer is read (window of 2).
 constexpr size_t kBatchesPerCall = 64;
-// A call of n <= batch_items items is still sent as up to four transactions
-// of at least this many items, so that the client builds (and parses) one
-// while the server executes the other: at 1000 items and k = 7 the client
-// spends ~0.5 us per item and the server ~2.3 us, and overlapping them cut
-// the wall time per item by ~15% (bench/redis_bench.cc). Below ~250 items the
-// ~15 us fixed cost of a guarded add transaction would eat the gain.
-constexpr size_t kMinOverlapChunk = 250;
+// A call is sent in transactions of batch_items, not smaller ones to overlap
+// client and server work within a call: on this kind of machine every extra
+// round of reads and writes costs redis-server ~10-25 us of system time, and
+// splitting 1000 items into 4 transactions raised the server's CPU per item
+// from ~2.2 to ~2.7 us while saving the client ~0.3 us, a net loss once the
+// server is the bottleneck (measured with bench/redis_bench.cc).
 // Bulk reads and uploads move at most this much per command, so one command
 // holds the server for a few milliseconds, not the ~1 s a 512 MB value takes.
 constexpr size_t kBulkChunk = 4 << 20;
 // A bulk load's upload deletes itself after an hour if its client died.
 constexpr std::string_view kUploadTtlMillis = "3600000";
-
-// Items per transaction for a call of `items` items.
-size_t ChunkFor(size_t items, size_t batch_items) {
-  const size_t quarter = (items + 3) / 4;
-  return std::min(batch_items, std::max(quarter, std::min(kMinOverlapChunk, items)));
-}
 
 // The seven metadata fields every cell operation checks (the scripts'
 // meta_state and the HMGET of a check), in this order.
@@ -116,7 +111,7 @@ bool IsArray(const redisReply* r, size_t min_elements) {
 struct StoredMeta {
   std::string name;
   FilterConfig config;
-  uint64_t count = 0;
+  int64_t count = 0;           // may be briefly negative (see RedisBitStore::ParseCount)
   uint64_t expires_at_ms = 0;  // 0: never
 };
 
@@ -179,7 +174,11 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t bits, number("bits"));
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t hashes, number("hashes"));
   REDBLOOM_ASSIGN_OR_RETURN(std::string capped, get("capped"));
-  REDBLOOM_ASSIGN_OR_RETURN(meta.count, number("count"));
+  REDBLOOM_ASSIGN_OR_RETURN(std::string count, get("count"));
+  if (auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), meta.count);
+      count.empty() || ec != std::errc() || end != count.data() + count.size()) {
+    return corrupt("field 'count' = '" + count + "' is not a count");
+  }
   REDBLOOM_ASSIGN_OR_RETURN(double expansion, real("expansion"));
   REDBLOOM_ASSIGN_OR_RETURN(o.window_millis, number("window_ms"));
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t slices, number("slices"));
@@ -319,6 +318,41 @@ Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued) {
   return exec;
 }
 
+// Writes a command to the connection while it is still being built, every
+// kStreamBytes. redis-server parses what has arrived (one object allocated
+// per argument: most of its work for a BITFIELD of 28000 arguments) while the
+// client formats the rest, so the two overlap without splitting the batch
+// into more transactions, each of which costs the server another round of
+// reads and writes.
+class Streamer {
+ public:
+  static constexpr size_t kStreamBytes = 64 << 10;
+
+  Streamer(Connection& c, CommandBuffer& cmd) : c_(c), cmd_(cmd) {}
+
+  Status MaybePush() { return cmd_.data().size() - sent_ >= kStreamBytes ? Push() : Status::Ok(); }
+  // Sends the rest. A command built with a wrong argument count (a bug) has
+  // been partly sent already: the connection is closed, never reused.
+  Status Finish() {
+    if (Status s = cmd_.Validate(); !s.ok()) {
+      c_.MarkBroken();
+      return s;
+    }
+    return Push();
+  }
+
+ private:
+  Status Push() {
+    REDBLOOM_RETURN_IF_ERROR(c_.AppendRaw(std::string_view(cmd_.data()).substr(sent_)));
+    sent_ = cmd_.data().size();
+    return c_.Flush();
+  }
+
+  Connection& c_;
+  CommandBuffer& cmd_;
+  size_t sent_ = 0;
+};
+
 // Non-zero 4-bit counters in `bytes`: each nibble's bits folded into its low bit.
 uint64_t NonZeroNibbles(std::string_view bytes) {
   uint64_t n = 0;
@@ -361,10 +395,27 @@ class RedisBitStore final : public BitStore {
   // Counting filters are not retried: a second increment would be a second add.
   Status Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) override {
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items, k));
+    if (items == 0) return Status::Ok();
     size_t done = 0;
-    uint64_t uncounted = 0;  // added items whose count update has not been sent
-    return shared_->Run(/*idempotent=*/!cells_.counting(), [&](Connection& c) {
+    // Added items whose count update has not been sent: the last call's, and
+    // then each batch's until the next batch's guard carries it.
+    uint64_t uncounted = pending_.exchange(0);
+    Status s = shared_->Run(/*idempotent=*/!cells_.counting(), [&](Connection& c) {
       return AddFrom(c, offsets, items, k, changed, &done, &uncounted);
+    });
+    pending_ += uncounted;
+    return s;
+  }
+
+  // The count of the last add is still pending: it rides with the next add
+  // (no extra command, no extra server wake-up per add). Sent now, best effort.
+  ~RedisBitStore() override {
+    const uint64_t uncounted = pending_.exchange(0);
+    if (uncounted == 0) return;
+    (void)shared_->Run(/*idempotent=*/false, [&](Connection& c) -> Status {
+      CommandBuffer cmd;
+      AppendCount(&cmd, uncounted);
+      return Call(c, cmd).status();
     });
   }
 
@@ -385,6 +436,17 @@ class RedisBitStore final : public BitStore {
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items, k));
     if (items == 0) return Status::Ok();
     return shared_->Run(/*idempotent=*/false, [&](Connection& c) -> Status {
+      // Pending adds are counted first, so the removes below never take the
+      // stored count under what this handle added.
+      if (const uint64_t uncounted = pending_.exchange(0); uncounted != 0) {
+        CommandBuffer count;
+        AppendCount(&count, uncounted);
+        Status s = Call(c, count).status();
+        if (!s.ok()) {
+          pending_ += uncounted;
+          return s;
+        }
+      }
       // One script per batch: the server runs ~2 commands per item in Lua.
       const size_t batch = shared_->options.batch_items;
       for (size_t first = 0; first < items; first += batch) {
@@ -486,6 +548,7 @@ class RedisBitStore final : public BitStore {
       REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
       if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, r.get());
+      pending_ = 0;
       return Status::Ok();
     });
   }
@@ -527,7 +590,9 @@ class RedisBitStore final : public BitStore {
                                      " bytes is larger than the filter's " +
                                      std::to_string(cells_.data_bytes()));
     }
-    return shared_->Run(/*idempotent=*/true, [&](Connection& c) -> Status {
+    // Pending adds are counted along with the load.
+    const uint64_t uncounted = pending_.exchange(0);
+    Status status = shared_->Run(/*idempotent=*/true, [&](Connection& c) -> Status {
       thread_local std::mt19937_64 rng(std::random_device{}());
       char suffix[17];
       std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
@@ -568,13 +633,15 @@ class RedisBitStore final : public BitStore {
       cmd.Arg(cells_.bitmap);
       cmd.Arg(cells_.count_hash);
       for (const auto& v : checked_) cmd.Arg(v);
-      cmd.Arg(new_items);
+      cmd.Arg(new_items + uncounted);
       cmd.Arg(cells_.count_field);
       REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
       if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, r.get());
       return Status::Ok();
     });
+    if (!status.ok()) pending_ += uncounted;
+    return status;
   }
 
  private:
@@ -615,14 +682,20 @@ class RedisBitStore final : public BitStore {
     return Status::Ok();
   }
 
+  // The stored count plus this handle's pending adds. The stored value can
+  // be briefly negative: a remove here may land before another client's
+  // pending count of the add it undoes; it reads as 0 then.
   Result<uint64_t> ParseCount(const redisReply* r) const {
-    if (r->type == REDIS_REPLY_NIL) return uint64_t{0};  // a part whose count was never set
-    Result<uint64_t> v = ParseUint64(ReplyText(r));
-    if (!v.ok()) {
-      // HINCRBY of removes can only take it below 0 if something else wrote it.
-      return Status::DataLoss(cells_.display + ": corrupt item count '" + ReplyString(r) + "'");
+    int64_t stored = 0;
+    if (r->type != REDIS_REPLY_NIL) {  // nil: a part whose count was never set
+      const std::string_view text = ReplyText(r);
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), stored);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+        return Status::DataLoss(cells_.display + ": corrupt item count '" + ReplyString(r) + "'");
+      }
     }
-    return *v;
+    const int64_t total = stored + static_cast<int64_t>(pending_.load());
+    return static_cast<uint64_t>(std::max<int64_t>(0, total));
   }
 
   Status Gone() const {
@@ -649,9 +722,31 @@ class RedisBitStore final : public BitStore {
     return ReplyErrorStatus(ReplyText(r), c.server());
   }
 
-  void BuildAdd(CommandBuffer* cmd, const uint64_t* offsets, size_t n, uint32_t k,
-                uint64_t count_delta) const {
+  // A batch whose answer has not been read yet.
+  struct InFlight {
+    size_t first;  // its first item
+    size_t n;      // its number of items
+  };
+
+  // EVAL of the count-only script, adding `delta` to the item count.
+  void AppendCount(CommandBuffer* cmd, uint64_t delta) const {
+    cmd->Begin(3 + 2 + kChecked + 2);
+    cmd->Arg("EVAL");
+    cmd->Arg(scripts::kAddCount);
+    cmd->Arg("2");
+    cmd->Arg(meta_key_);
+    cmd->Arg(cells_.count_hash);
+    for (const auto& v : checked_) cmd->Arg(v);
+    cmd->Arg(delta);
+    cmd->Arg(cells_.count_field);
+  }
+
+  // Builds and sends one add transaction, streaming it (see Streamer).
+  // `offsets` holds the batch's `count` offsets.
+  Status SendAdd(Connection& c, CommandBuffer* cmd, const uint64_t* offsets, size_t count,
+                 uint64_t count_delta) const {
     cmd->Clear();
+    Streamer stream(c, *cmd);
     cmd->Command({"MULTI"});
     // EVAL guard 4 meta bitmap scratch count_hash <checked> delta field
     cmd->Begin(3 + 4 + kChecked + 2);
@@ -667,24 +762,26 @@ class RedisBitStore final : public BitStore {
     cmd->Arg(cells_.count_field);
     if (cells_.counting()) {
       // SAT: a counter stops at 15 instead of wrapping to 0 (a false negative).
-      cmd->Begin(4 + 4 * n * k);
+      cmd->Begin(4 + 4 * count);
       cmd->Arg("BITFIELD");
       cmd->Arg(cells_.scratch);
       cmd->Arg("OVERFLOW");
       cmd->Arg("SAT");
-      for (size_t i = 0; i < n * k; ++i) {
+      for (size_t i = 0; i < count; ++i) {
         cmd->Raw(kIncrU4, 2);
         cmd->Arg('#', offsets[i]);
         cmd->Raw(kOne, 1);
+        if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
       }
     } else {
-      cmd->Begin(2 + 4 * n * k);
+      cmd->Begin(2 + 4 * count);
       cmd->Arg("BITFIELD");
       cmd->Arg(cells_.scratch);
-      for (size_t i = 0; i < n * k; ++i) {
+      for (size_t i = 0; i < count; ++i) {
         cmd->Raw(kSetU1, 2);
         cmd->Arg(offsets[i]);
         cmd->Raw(kOne, 1);
+        if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
       }
     }
     cmd->Begin(3 + 3 + kChecked + 1);
@@ -697,64 +794,46 @@ class RedisBitStore final : public BitStore {
     for (const auto& v : checked_) cmd->Arg(v);
     cmd->Arg(cells_.expires_at_ms);
     cmd->Command({"EXEC"});
+    return stream.Finish();
   }
 
   // Adds items [*done, items) on one connection, advancing *done past every
   // batch whose answer was read.
   Status AddFrom(Connection& c, const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed,
                  size_t* done, uint64_t* uncounted) {
-    const size_t batch = ChunkFor(items - *done, shared_->options.batch_items);
-    CommandBuffer buffers[2];
-    std::deque<std::pair<size_t, size_t>> in_flight;  // (first item, items)
+    const size_t batch = shared_->options.batch_items;
+    CommandBuffer cmd;  // hiredis copies each command, so one buffer serves all
+    std::deque<InFlight> in_flight;
     size_t next = *done;
     auto send = [&]() -> Status {
       const size_t n = std::min(batch, items - next);
-      CommandBuffer& cmd = buffers[in_flight.size() % 2];
+      InFlight f{next, n};
       // The count of earlier batches rides along with this one's guard. If
       // this transaction's answer is lost but it ran, a retry sends that
       // count again: the one way the count can over-count.
-      BuildAdd(&cmd, offsets + next * k, n, k, *uncounted);
+      const uint64_t delta = *uncounted;
       *uncounted = 0;
-      REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-      in_flight.emplace_back(next, n);
+      REDBLOOM_RETURN_IF_ERROR(SendAdd(c, &cmd, offsets + next * k, n * k, delta));
+      in_flight.push_back(std::move(f));
       next += n;
       return Status::Ok();
     };
     while (next < items && in_flight.size() < 2) REDBLOOM_RETURN_IF_ERROR(send());
     while (!in_flight.empty()) {
-      const auto [first, n] = in_flight.front();
+      const InFlight f = std::move(in_flight.front());
       in_flight.pop_front();
-      Status s = ReadAddReply(c, first, n, k, changed, uncounted);
+      Status s = ReadAddReply(c, f, k, changed, uncounted);
       if (!s.ok()) {
         Drain(c, in_flight.size() * 5);
         return s;
       }
-      *done = first + n;
+      *done = f.first + f.n;
       if (next < items) REDBLOOM_RETURN_IF_ERROR(send());
-    }
-    if (*uncounted > 0) {
-      // The last batch's count goes out without waiting for its answer: one
-      // round trip saved per call (half the latency of a single-item add).
-      // The pool reads the answer before lending the connection again.
-      CommandBuffer cmd;
-      cmd.Begin(3 + 2 + kChecked + 2);
-      cmd.Arg("EVAL");
-      cmd.Arg(scripts::kAddCount);
-      cmd.Arg("2");
-      cmd.Arg(meta_key_);
-      cmd.Arg(cells_.count_hash);
-      for (const auto& v : checked_) cmd.Arg(v);
-      cmd.Arg(*uncounted);
-      cmd.Arg(cells_.count_field);
-      if (c.Append(cmd).ok() && c.Flush().ok()) {
-        c.OweReply();
-        *uncounted = 0;
-      }
     }
     return Status::Ok();
   }
 
-  Status ReadAddReply(Connection& c, size_t first, size_t n, uint32_t k, uint8_t* changed,
+  Status ReadAddReply(Connection& c, const InFlight& f, uint32_t k, uint8_t* changed,
                       uint64_t* uncounted) {
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 3));
     const redisReply* guard = exec->element[0];
@@ -765,15 +844,17 @@ class RedisBitStore final : public BitStore {
     if (commit->type != REDIS_REPLY_INTEGER || commit->integer != 1) {
       return Unexpected("the add transaction's commit", commit);
     }
-    if (!IsArray(cells, n * k)) return Unexpected("BITFIELD", cells);
+    if (!IsArray(cells, f.n * k)) return Unexpected("BITFIELD", cells);
     // BITFIELD SET answers each bit's previous value, INCRBY each counter's
-    // new one: an item is new when it turned at least one cell on.
+    // new one: an item is new when it turned at least one cell on. The ops
+    // run in item order, so of two items sharing a bit the earlier one sees
+    // it unset: "new" is as if the items were added one by one.
     const long long fresh = cells_.counting() ? 1 : 0;
     uint64_t added = 0;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < f.n; ++i) {
       bool was_new = false;
       for (uint32_t j = 0; j < k; ++j) was_new |= cells->element[i * k + j]->integer == fresh;
-      if (changed != nullptr) changed[first + i] = was_new ? 1 : 0;
+      if (changed != nullptr) changed[f.first + i] = was_new ? 1 : 0;
       // Counting filters count every add, since each needs its own remove.
       added += (was_new || cells_.counting()) ? 1 : 0;
     }
@@ -783,14 +864,15 @@ class RedisBitStore final : public BitStore {
 
   Status TestFrom(Connection& c, const uint64_t* offsets, size_t items, uint32_t k,
                   uint8_t* present, size_t* done) {
-    const size_t batch = ChunkFor(items - *done, shared_->options.batch_items);
-    CommandBuffer buffers[2];
-    std::deque<std::pair<size_t, size_t>> in_flight;
+    const size_t batch = shared_->options.batch_items;
+    CommandBuffer cmd;  // hiredis copies each command, so one buffer serves all
+    std::deque<InFlight> in_flight;
     size_t next = *done;
     auto send = [&]() -> Status {
       const size_t n = std::min(batch, items - next);
-      CommandBuffer& cmd = buffers[in_flight.size() % 2];
+      InFlight f{next, n};
       cmd.Clear();
+      Streamer stream(c, cmd);
       // MULTI makes the cells and the metadata one snapshot: a filter dropped
       // or re-created in between cannot pass the check with the old cells.
       // MULTI, BITFIELD_RO and HMGET are all allowed on read-only replicas.
@@ -807,39 +889,40 @@ class RedisBitStore final : public BitStore {
           cmd.Raw(kGetU1, 2);
           cmd.Arg(o[i]);
         }
+        if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
       }
       AppendMetaCheck(&cmd);
       cmd.Command({"EXEC"});
-      REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-      in_flight.emplace_back(next, n);
+      REDBLOOM_RETURN_IF_ERROR(stream.Finish());
+      in_flight.push_back(std::move(f));
       next += n;
       return Status::Ok();
     };
     while (next < items && in_flight.size() < 2) REDBLOOM_RETURN_IF_ERROR(send());
     while (!in_flight.empty()) {
-      const auto [first, n] = in_flight.front();
+      const InFlight f = std::move(in_flight.front());
       in_flight.pop_front();
-      Status s = ReadTestReply(c, first, n, k, present);
+      Status s = ReadTestReply(c, f, k, present);
       if (!s.ok()) {
         Drain(c, in_flight.size() * 4);
         return s;
       }
-      *done = first + n;
+      *done = f.first + f.n;
       if (next < items) REDBLOOM_RETURN_IF_ERROR(send());
     }
     return Status::Ok();
   }
 
-  Status ReadTestReply(Connection& c, size_t first, size_t n, uint32_t k, uint8_t* present) {
+  Status ReadTestReply(Connection& c, const InFlight& f, uint32_t k, uint8_t* present) {
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2));
     REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
     const redisReply* cells = exec->element[0];
     if (cells->type == REDIS_REPLY_ERROR) return BitmapError(c, cells);
-    if (!IsArray(cells, n * k)) return Unexpected("BITFIELD_RO", cells);
-    for (size_t i = 0; i < n; ++i) {
+    if (!IsArray(cells, f.n * k)) return Unexpected("BITFIELD_RO", cells);
+    for (size_t i = 0; i < f.n; ++i) {
       uint8_t all = 1;
       for (uint32_t j = 0; j < k; ++j) all &= cells->element[i * k + j]->integer != 0 ? 1 : 0;
-      present[first + i] = all;
+      present[f.first + i] = all;
     }
     return Status::Ok();
   }
@@ -849,6 +932,7 @@ class RedisBitStore final : public BitStore {
   const std::string meta_key_;
   const std::vector<std::string> checked_;
   const Cells cells_;
+  std::atomic<uint64_t> pending_{0};  // added items not yet in the stored count
 };
 
 class RedisStore final : public Store {
