@@ -251,6 +251,16 @@ Result<ReplyPtr> Connection::ReadOk() {
   return r;
 }
 
+bool Connection::Settle() {
+  while (owed_replies_ > 0 && !broken_) {
+    // The reply only confirms a best-effort count update; its content,
+    // error or not, changes nothing for the next caller.
+    if (!Read().ok()) break;
+    --owed_replies_;
+  }
+  return !broken_;
+}
+
 bool Connection::LooksClosed() const {
   pollfd p{ctx_->fd, POLLIN, 0};
   // An idle connection has nothing to read: readable means EOF, a reset, or
@@ -273,7 +283,7 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
       idle_.pop_back();
       lock.unlock();
-      const bool usable = !conn->LooksClosed();
+      const bool usable = conn->Settle() && !conn->LooksClosed();
       if (usable) {
         conn->wrote_ = false;
         return Lease(this, std::move(conn));

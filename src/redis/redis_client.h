@@ -144,10 +144,17 @@ class Connection {
   bool wrote() const { return wrote_; }
   const ServerParams& server() const { return *server_; }
 
+  // Counts the reply of a command sent without waiting for it (an add's
+  // count update); the pool reads and drops it before lending the
+  // connection again, usually without waiting since it has arrived by then.
+  void OweReply() { ++owed_replies_; }
+
  private:
   friend class ConnectionPool;
   Connection(ContextPtr ctx, const ServerParams* server) : ctx_(std::move(ctx)), server_(server) {}
   Status Fail(int saved_errno);
+  // Reads owed replies; false if the connection turned out broken.
+  bool Settle();
   // True if the server has closed the connection (or sent something nobody
   // asked for) while it sat idle.
   bool LooksClosed() const;
@@ -156,6 +163,7 @@ class Connection {
   const ServerParams* server_;
   bool broken_ = false;
   bool wrote_ = false;
+  int owed_replies_ = 0;
 };
 
 class ConnectionPool {

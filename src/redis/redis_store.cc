@@ -401,14 +401,27 @@ class RedisBitStore final : public BitStore {
     // then each batch's until the next batch's guard carries it.
     uint64_t uncounted = pending_.exchange(0);
     Status s = shared_->Run(/*idempotent=*/!cells_.counting(), [&](Connection& c) {
-      return AddFrom(c, offsets, items, k, changed, &done, &uncounted);
+      Status added = AddFrom(c, offsets, items, k, changed, &done, &uncounted);
+      if (added.ok() && uncounted != 0) {
+        // The last batch's count goes out at once, without waiting for its
+        // answer (the pool reads it later): other clients see the count as
+        // soon as the add returns, at the price of one more small command
+        // per call (~10-25 us of server time here; nothing at batch 1000).
+        CommandBuffer cmd;
+        AppendCount(&cmd, uncounted);
+        if (c.Append(cmd).ok() && c.Flush().ok()) {
+          c.OweReply();
+          uncounted = 0;
+        }
+      }
+      return added;
     });
+    // What could not be sent rides with this handle's next command.
     pending_ += uncounted;
     return s;
   }
 
-  // The count of the last add is still pending: it rides with the next add
-  // (no extra command, no extra server wake-up per add). Sent now, best effort.
+  // A count that could not be sent is sent now, best effort.
   ~RedisBitStore() override {
     const uint64_t uncounted = pending_.exchange(0);
     if (uncounted == 0) return;
