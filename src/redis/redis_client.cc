@@ -239,10 +239,16 @@ Status Connection::Flush() {
 Result<ReplyPtr> Connection::Read() {
   if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
   wrote_ = true;
-  void* raw = nullptr;
-  errno = 0;
-  if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) return Fail(errno);
-  return ReplyPtr(static_cast<redisReply*>(raw));
+  for (;;) {
+    void* raw = nullptr;
+    errno = 0;
+    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) return Fail(errno);
+    ReplyPtr reply(static_cast<redisReply*>(raw));
+    // Owed replies come first in the stream; they confirm best-effort count
+    // updates, so their content, error or not, changes nothing here.
+    if (owed_replies_ == 0) return reply;
+    --owed_replies_;
+  }
 }
 
 Result<ReplyPtr> Connection::ReadOk() {
@@ -252,10 +258,18 @@ Result<ReplyPtr> Connection::ReadOk() {
 }
 
 bool Connection::Settle() {
+  // Reads owed replies that have already arrived, without waiting for the
+  // others: those are read (and dropped) by the next Read, after the next
+  // command is already on its way, so an owed reply never costs a round trip.
   while (owed_replies_ > 0 && !broken_) {
-    // The reply only confirms a best-effort count update; its content,
-    // error or not, changes nothing for the next caller.
-    if (!Read().ok()) break;
+    pollfd p{ctx_->fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) break;
+    void* raw = nullptr;
+    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) {
+      broken_ = true;
+      break;
+    }
+    freeReplyObject(raw);
     --owed_replies_;
   }
   return !broken_;
@@ -283,7 +297,9 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
       idle_.pop_back();
       lock.unlock();
-      const bool usable = conn->Settle() && !conn->LooksClosed();
+      // A connection still owed a reply was in use a moment ago; readable
+      // means that reply, not a closed socket.
+      const bool usable = conn->Settle() && (conn->owed_replies_ > 0 || !conn->LooksClosed());
       if (usable) {
         conn->wrote_ = false;
         return Lease(this, std::move(conn));

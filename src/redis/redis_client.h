@@ -145,15 +145,14 @@ class Connection {
   const ServerParams& server() const { return *server_; }
 
   // Counts the reply of a command sent without waiting for it (an add's
-  // count update); the pool reads and drops it before lending the
-  // connection again, usually without waiting since it has arrived by then.
+  // count update); the next Read drops it, so it never costs a round trip.
   void OweReply() { ++owed_replies_; }
 
  private:
   friend class ConnectionPool;
   Connection(ContextPtr ctx, const ServerParams* server) : ctx_(std::move(ctx)), server_(server) {}
   Status Fail(int saved_errno);
-  // Reads owed replies; false if the connection turned out broken.
+  // Reads owed replies that have arrived; false if the connection broke.
   bool Settle();
   // True if the server has closed the connection (or sent something nobody
   // asked for) while it sat idle.
