@@ -45,7 +45,9 @@ constexpr size_t kBatchesPerCall = 64;
 // round of reads and writes costs redis-server ~10-25 us of system time, and
 // splitting 1000 items into 4 transactions raised the server's CPU per item
 // from ~2.2 to ~2.7 us while saving the client ~0.3 us, a net loss once the
-// server is the bottleneck (measured with bench/redis_bench.cc).
+// server is the bottleneck (measured with bench/redis_bench.cc). Streaming a
+// transaction while it is built (Streamer) overlaps them without that cost.
+//
 // Bulk reads and uploads move at most this much per command, so one command
 // holds the server for a few milliseconds, not the ~1 s a 512 MB value takes.
 constexpr size_t kBulkChunk = 4 << 20;
