@@ -196,32 +196,39 @@ int Measure(const Args& a) {
     if (present[i] == 0) Die("false negative for " + items[i]);
   }
 
-  Print("library_batch", a.threads, Run(a.threads, a.seconds, [&] {
-          std::vector<uint8_t> p;
-          Check(filter.ContainsMany(views, &p), "check");
-        }),
+  Print("library_batch", a.threads,
+        Run(a.threads, a.seconds,
+            [&] {
+              std::vector<uint8_t> p;
+              Check(filter.ContainsMany(views, &p), "check");
+            }),
         kBatch);
 
   redbloom::server::Metrics metrics;
   redbloom::server::ServiceOptions options;
   options.store_url = a.store;
   // The service's default for this store, as redbloomd would run it.
-  options.revalidate_after = a.store.starts_with("file:") ? std::chrono::milliseconds(0)
-                                                          : std::chrono::milliseconds(1000);
+  options.revalidate_after =
+      a.store.starts_with("file:") ? std::chrono::milliseconds(0) : std::chrono::milliseconds(1000);
   redbloom::server::Service service(options, &metrics);
   Check(service.Start(), "start service");
-  Print("service_batch", a.threads, Run(a.threads, a.seconds, [&] {
-          auto r = service.CheckItems(a.filter, body);
-          if (r.status != 200) Die("service answered " + std::to_string(r.status) + ": " + r.body);
-        }),
+  Print("service_batch", a.threads,
+        Run(a.threads, a.seconds,
+            [&] {
+              auto r = service.CheckItems(a.filter, body);
+              if (r.status != 200)
+                Die("service answered " + std::to_string(r.status) + ": " + r.body);
+            }),
         kBatch);
 
   std::atomic<uint64_t> next{0};
-  Print("library_single", a.threads, Run(a.threads, a.seconds, [&] {
-          const uint64_t i = next.fetch_add(1, std::memory_order_relaxed) % views.size();
-          auto hit = filter.Contains(views[i]);
-          Check(hit.status(), "contains");
-        }),
+  Print("library_single", a.threads,
+        Run(a.threads, a.seconds,
+            [&] {
+              const uint64_t i = next.fetch_add(1, std::memory_order_relaxed) % views.size();
+              auto hit = filter.Contains(views[i]);
+              Check(hit.status(), "contains");
+            }),
         1);
   return 0;
 }
