@@ -280,21 +280,27 @@ inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS
     "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"
     "return {1}\n";
 
-// KEYS: meta, source bitmap (uploaded), bitmap, count hash. ARGV: the seven
-// expected fields, new items, count field. ORs the uploaded bits in and
-// deletes them: a bulk load never clears a bit, so concurrent adds survive.
-inline constexpr std::string_view kOrBits = REDBLOOM_LUA_PROLOGUE
+// KEYS: meta, uploaded piece, bitmap, count hash, scratch. ARGV: the seven
+// expected fields, byte offset of the piece, new items, count field.
+// ORs one uploaded piece of a bulk load into bytes [offset, offset + len) of
+// the bitmap: the current range is copied to the scratch key, BITOP ORs the
+// piece into it, and SETRANGE writes it back, all inside one script, so no
+// add can land in between and a bulk load never clears a bit. Each call costs
+// O(piece), not O(filter): a 512 MB filter loads as many short scripts, with
+// other clients served between them. SETRANGE keeps the key's TTL.
+inline constexpr std::string_view kOrRange = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1])\n"
     "if s ~= 'ok' then redis.call('UNLINK', KEYS[2]) return fail(s) end\n"
-    "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
-    // BITOP stores a new value, which drops the key's TTL: put it back.
-    "  local ttl = redis.call('PTTL', KEYS[3])\n"
-    "  local r = redis.pcall('BITOP', 'OR', KEYS[3], KEYS[3], KEYS[2])\n"
-    "  redis.call('UNLINK', KEYS[2])\n"
-    "  if type(r) == 'table' and r.err then return r end\n"
-    "  if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end\n"
+    "local len = redis.call('STRLEN', KEYS[2])\n"
+    "if len > 0 then\n"
+    "  local off = tonumber(ARGV[8])\n"
+    "  redis.call('SET', KEYS[5], redis.call('GETRANGE', KEYS[3], off, off + len - 1))\n"
+    "  local r = redis.pcall('BITOP', 'OR', KEYS[5], KEYS[5], KEYS[2])\n"
+    "  if type(r) == 'table' and r.err then redis.call('UNLINK', KEYS[2], KEYS[5]) return r end\n"
+    "  redis.call('SETRANGE', KEYS[3], off, redis.call('GET', KEYS[5]))\n"
+    "  redis.call('UNLINK', KEYS[2], KEYS[5])\n"
     "end\n"
-    "if ARGV[8] ~= '0' then redis.call('HINCRBY', KEYS[4], ARGV[9], ARGV[8]) end\n"
+    "if ARGV[9] ~= '0' then redis.call('HINCRBY', KEYS[4], ARGV[10], ARGV[9]) end\n"
     "return 1\n";
 
 #undef REDBLOOM_LUA_PROLOGUE

@@ -53,6 +53,10 @@ constexpr size_t kBatchesPerCall = 64;
 constexpr size_t kBulkChunk = 4 << 20;
 // A bulk load's upload deletes itself after an hour if its client died.
 constexpr std::string_view kUploadTtlMillis = "3600000";
+// Bytes of a bulk load merged per script: about a millisecond of server time
+// (copy out, BITOP, copy back), so a load of any size never holds the server
+// for long.
+constexpr size_t kMergeChunk = 1 << 20;
 
 // The seven metadata fields every cell operation checks (the scripts'
 // meta_state and the HMGET of a check), in this order.
@@ -612,47 +616,53 @@ class RedisBitStore final : public BitStore {
       char suffix[17];
       std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
       const std::string upload = TempKeyFor(name_, shared_->keys, suffix);
+      const std::string scratch = upload + ":or";
+      // Non-zero pieces only; the item count rides with the last one.
+      std::vector<size_t> pieces;
+      for (size_t offset = 0; offset < bitmap.size(); offset += kMergeChunk) {
+        const std::string_view piece = bitmap.substr(offset, kMergeChunk);
+        if (piece.find_first_not_of('\0') != std::string_view::npos) pieces.push_back(offset);
+      }
+      const uint64_t count = new_items + uncounted;
+      if (pieces.empty() && count == 0) return Status::Ok();
+      if (pieces.empty()) pieces.push_back(bitmap.size());  // only the count to add
       size_t in_flight = 0;
-      bool expiry_set = false;
-      for (size_t offset = 0; offset < bitmap.size(); offset += kBulkChunk) {
-        const std::string_view piece = bitmap.substr(offset, kBulkChunk);
-        if (piece.find_first_not_of('\0') == std::string_view::npos) continue;
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        const size_t offset = pieces[i];
+        const bool last = i + 1 == pieces.size();
         CommandBuffer cmd;
-        cmd.Begin(4);
-        cmd.Arg("SETRANGE");
-        cmd.Arg(upload);
-        cmd.Arg(offset);
-        cmd.Arg(piece);
-        size_t replies = 1;
-        if (!expiry_set) {
-          cmd.Command({"PEXPIRE", upload, kUploadTtlMillis});
-          expiry_set = true;
-          ++replies;
+        if (offset < bitmap.size()) {
+          // The upload expires by itself should this client die before the
+          // script deletes it.
+          cmd.Command({"SET", upload, bitmap.substr(offset, kMergeChunk), "PX", kUploadTtlMillis});
         }
+        cmd.Begin(3 + 5 + kChecked + 3);
+        cmd.Arg("EVAL");
+        cmd.Arg(scripts::kOrRange);
+        cmd.Arg("5");
+        cmd.Arg(meta_key_);
+        cmd.Arg(upload);
+        cmd.Arg(cells_.bitmap);
+        cmd.Arg(cells_.count_hash);
+        cmd.Arg(scratch);
+        for (const auto& v : checked_) cmd.Arg(v);
+        cmd.Arg(static_cast<uint64_t>(offset));
+        cmd.Arg(last ? count : uint64_t{0});
+        cmd.Arg(cells_.count_field);
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-        in_flight += replies;
-        // Keep about two pieces in flight.
-        while (in_flight > 2) {
-          REDBLOOM_RETURN_IF_ERROR(c.ReadOk().status());
+        in_flight += offset < bitmap.size() ? 2 : 1;
+        // Keep about two pieces in flight: the next upload travels while the
+        // server merges the previous one.
+        while (in_flight > 4 || (last && in_flight > 0)) {
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+          if (r->type == REDIS_REPLY_ERROR) {
+            const Status err = ScriptError(c, r.get());
+            Drain(c, in_flight - 1);
+            return err;
+          }
           --in_flight;
         }
       }
-      for (; in_flight > 0; --in_flight) REDBLOOM_RETURN_IF_ERROR(c.ReadOk().status());
-      CommandBuffer cmd;
-      cmd.Begin(3 + 4 + kChecked + 2);
-      cmd.Arg("EVAL");
-      cmd.Arg(scripts::kOrBits);
-      cmd.Arg("4");
-      cmd.Arg(meta_key_);
-      cmd.Arg(upload);
-      cmd.Arg(cells_.bitmap);
-      cmd.Arg(cells_.count_hash);
-      for (const auto& v : checked_) cmd.Arg(v);
-      cmd.Arg(new_items + uncounted);
-      cmd.Arg(cells_.count_field);
-      REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
-      if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, r.get());
       return Status::Ok();
     });
     if (!status.ok()) pending_ += uncounted;
