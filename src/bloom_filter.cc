@@ -471,10 +471,10 @@ Status BloomFilter::ReadBitmap(std::string* out) {
 Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
   return WithReopen([&](State& st) -> Status {
     const FilterConfig& c = st.config;
-    if (c.kind != FilterKind::kPlain) {
-      return Status::InvalidArgument("filter '" + name_ + "' is a " +
-                                     std::string(FilterKindName(c.kind)) +
-                                     " filter; bulk loads and merges apply to plain filters");
+    if (c.kind != FilterKind::kPlain && c.kind != FilterKind::kCounting) {
+      return Status::InvalidArgument(
+          "filter '" + name_ + "' is a " + std::string(FilterKindName(c.kind)) +
+          " filter; bulk loads, imports and merges apply to plain and counting filters");
     }
     if (bitmap.size() != c.data_bytes()) {
       return Status::InvalidArgument("bitmap has " + std::to_string(bitmap.size()) +
@@ -499,9 +499,29 @@ Status BitmapBuilder::Add(std::span<const std::string_view> items) {
 }
 
 Status BitmapBuilder::AddHashes(std::span<const Hash128> hashes) {
+  if (config_.kind != FilterKind::kPlain && config_.kind != FilterKind::kCounting) {
+    return Status::InvalidArgument("a " + std::string(FilterKindName(config_.kind)) +
+                                   " filter has several bit arrays; bulk bitmaps are built for "
+                                   "plain and counting filters");
+  }
   const uint32_t k = config_.geometry.hashes;
   offsets_.resize(k);
   auto* bytes = reinterpret_cast<uint8_t*>(bitmap_.data());
+  if (config_.kind == FilterKind::kCounting) {
+    // Counter i is nibble i in Redis order: byte i/2, high nibble when even.
+    // Every add counts, as a counting filter's adds do: each needs a remove.
+    for (const Hash128& h : hashes) {
+      ComputeOffsets(config_.strategy, h, config_.geometry, offsets_.data());
+      for (uint64_t o : offsets_) {
+        const unsigned shift = (o & 1) ? 0 : 4;
+        uint8_t& byte = bytes[o >> 1];
+        if (((byte >> shift) & 0xF) != 0xF) byte = static_cast<uint8_t>(byte + (1u << shift));
+      }
+    }
+    new_items_ += hashes.size();
+    items_ += hashes.size();
+    return Status::Ok();
+  }
   for (const Hash128& h : hashes) {
     ComputeOffsets(config_.strategy, h, config_.geometry, offsets_.data());
     bool fresh = false;

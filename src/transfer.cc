@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -71,6 +72,22 @@ void GuavaWordToRedisBytes(uint64_t w, char* bytes) {
     bytes[b] = static_cast<char>(Reverse(static_cast<uint8_t>(w >> (8 * b))));
 }
 
+// Kinds whose cells are one bitmap, which dumps and merges move. Scaling and
+// window filters are several bitmaps, created and expired as they go.
+bool HasOneBitmap(FilterKind kind) {
+  return kind == FilterKind::kPlain || kind == FilterKind::kCounting;
+}
+
+// Adds the 4-bit counters of `from` to those of *to, saturating at 15.
+void AddCounters(std::string_view from, std::string* to) {
+  for (size_t i = 0; i < to->size() && i < from.size(); ++i) {
+    const auto a = static_cast<uint8_t>(from[i]), b = static_cast<uint8_t>((*to)[i]);
+    const unsigned hi = std::min(15u, unsigned{a} / 16 + unsigned{b} / 16);
+    const unsigned lo = std::min(15u, unsigned{a} % 16 + unsigned{b} % 16);
+    (*to)[i] = static_cast<char>(hi << 4 | lo);
+  }
+}
+
 // The header of a dump: the config and the count, as "key=value" lines.
 std::string EncodeDumpHeader(const FilterConfig& c, uint64_t items_added) {
   std::string h;
@@ -135,6 +152,10 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
   FilterOptions o;
   auto k = ParseFilterKind(kind);
   if (!k.ok()) return corrupt(k.status());
+  if (!HasOneBitmap(*k)) {
+    return Status::InvalidArgument("the dump holds a " + kind +
+                                   " filter; dumps hold plain and counting filters only");
+  }
   auto st = ParseStrategy(strategy);
   if (!st.ok()) return corrupt(st.status());
   auto en = ParseEncoding(encoding);
@@ -374,6 +395,11 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
     filters.push_back(std::move(f).value());
   }
   const FilterConfig& first = filters.front()->config();
+  if (!HasOneBitmap(first.kind)) {
+    return Status::InvalidArgument("cannot merge '" + sources[0] + "': it is a " +
+                                   std::string(FilterKindName(first.kind)) +
+                                   " filter; merges apply to plain and counting filters");
+  }
   auto same_geometry = [&](const FilterConfig& c) {
     return c.kind == first.kind && c.strategy == first.strategy && c.encoding == first.encoding &&
            c.geometry.bits == first.geometry.bits && c.geometry.hashes == first.geometry.hashes;
@@ -404,13 +430,21 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
     return existing.status();
   }
 
+  // Sources are combined here first, then merged into dest in one call: bits
+  // are ORed, counters added (see BitStore::OrBits).
   std::string merged(first.data_bytes(), '\0');
   std::string bits;
   uint64_t items = 0;
   for (auto& f : filters) {
-    if (f->name() == dest) continue;  // its bits are already there
+    if (f->name() == dest) continue;  // its cells are already there
     REDBLOOM_RETURN_IF_ERROR(f->ReadBitmap(&bits));
-    for (size_t i = 0; i < merged.size(); ++i) merged[i] = static_cast<char>(merged[i] | bits[i]);
+    if (first.kind == FilterKind::kCounting) {
+      AddCounters(bits, &merged);
+    } else {
+      for (size_t i = 0; i < merged.size(); ++i) {
+        merged[i] = static_cast<char>(merged[i] | bits[i]);
+      }
+    }
     REDBLOOM_ASSIGN_OR_RETURN(FilterInfo info, f->Info());
     items += info.items_added;
   }

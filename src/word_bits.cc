@@ -44,6 +44,20 @@ uint64_t StepCounter(uint64_t* words, uint64_t i, int delta) {
   }
 }
 
+// Adds the sixteen 4-bit counters of `b` to those of `a`, each saturating at
+// 15, without carries between counters: the low three bits of each counter
+// add without overflowing it, and the top bit and the carry out of the
+// counter come from a full adder over the three top bits.
+uint64_t SaturatingNibbleAdd(uint64_t a, uint64_t b) {
+  constexpr uint64_t kLow = 0x7777777777777777ULL;
+  constexpr uint64_t kHigh = 0x8888888888888888ULL;
+  const uint64_t low = (a & kLow) + (b & kLow);
+  const uint64_t ha = a & kHigh, hb = b & kHigh, hl = low & kHigh;
+  const uint64_t sum = (low & kLow) | (ha ^ hb ^ hl);
+  const uint64_t overflow = ((ha & hb) | (ha & hl) | (hb & hl)) >> 3;  // bit 0 of each counter
+  return sum | overflow * 0xF;
+}
+
 // flock() for the duration of a scope, when there is a file to lock.
 class FileLock {
  public:
@@ -250,28 +264,36 @@ Status WordBitStore::ReadBits(uint64_t offset, size_t len, std::string* out) {
 
 Status WordBitStore::OrBits(std::string_view bitmap, uint64_t new_items) {
   REDBLOOM_RETURN_IF_ERROR(CheckLive());
-  if (a_.cell_bits != 1) {
-    // ORing counters would corrupt them (1 | 2 = 3); counting filters take
-    // their items one by one.
-    return Status::InvalidArgument("bulk bitmaps apply to bit filters, not counting filters");
-  }
   if (bitmap.size() > bitmap_bytes()) {
     return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
                                    " bytes is larger than the filter's " +
                                    std::to_string(bitmap_bytes()));
   }
+  const bool counters = a_.cell_bits == 4;
+  // Whole words, then the tail zero-padded: little-endian loads keep the
+  // Redis byte order of the words.
+  auto merge = [&](uint64_t w, uint64_t v) {
+    if (v == 0) return;
+    std::atomic_ref<uint64_t> word(a_.words[w]);
+    if (!counters) {
+      word.fetch_or(v, std::memory_order_relaxed);
+      return;
+    }
+    uint64_t cur = word.load(std::memory_order_relaxed);
+    while (
+        !word.compare_exchange_weak(cur, SaturatingNibbleAdd(cur, v), std::memory_order_relaxed)) {
+    }
+  };
   const size_t full_words = bitmap.size() / 8;
   for (size_t w = 0; w < full_words; ++w) {
     uint64_t v;
-    std::memcpy(&v, bitmap.data() + 8 * w, 8);  // little-endian load keeps Redis byte order
-    if (v != 0) std::atomic_ref<uint64_t>(a_.words[w]).fetch_or(v, std::memory_order_relaxed);
+    std::memcpy(&v, bitmap.data() + 8 * w, 8);
+    merge(w, v);
   }
   if (bitmap.size() % 8 != 0) {
     uint64_t v = 0;
     std::memcpy(&v, bitmap.data() + 8 * full_words, bitmap.size() % 8);
-    if (v != 0) {
-      std::atomic_ref<uint64_t>(a_.words[full_words]).fetch_or(v, std::memory_order_relaxed);
-    }
+    merge(full_words, v);
   }
   AddCount(static_cast<int64_t>(new_items));
   return Status::Ok();

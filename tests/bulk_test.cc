@@ -1,9 +1,12 @@
 // Bulk load, Guava import/export against real Guava, dumps between every pair
 // of stores, and merge.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -301,6 +304,145 @@ TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
   ASSERT_TRUE(BloomFilter::Create(**store, "other", {.capacity = 999, .error_rate = 0.01}).ok());
   std::istringstream in(good);
   EXPECT_EQ(ImportDump(**store, "other", in).status().code(), StatusCode::kConflict);
+}
+
+// Counting filters merge by adding counters, saturating at 15, on every store
+// (word CAS loops for mem and file, a Lua script on Redis). Random counter
+// bytes, merged twice, must read back as the byte-wise saturating sum.
+TEST_F(DumpTest, CountersMergeBySaturatingAddition) {
+  std::mt19937_64 rng(42);
+  const FilterOptions o{.capacity = 20000, .error_rate = 0.01, .kind = FilterKind::kCounting};
+  for (const auto& [label, url] : Urls()) {
+    auto store = Store::Open(url);
+    ASSERT_TRUE(store.ok()) << label;
+    auto f = BloomFilter::Create(**store, "cnt", o);
+    ASSERT_TRUE(f.ok()) << label << ": " << f.status().ToString();
+    const size_t bytes = (*f)->config().data_bytes();
+    ASSERT_GT(bytes, size_t{64 << 10}) << "spans several Redis merge pieces (16 KiB)";
+    std::string a(bytes, '\0'), b(bytes, '\0'), expected(bytes, '\0');
+    for (size_t i = 0; i < bytes; ++i) {
+      a[i] = static_cast<char>(rng());
+      b[i] = static_cast<char>(rng());
+      if (i % 7 == 0) a[i] = 0;  // some bytes untouched by the first merge
+      const auto x = static_cast<uint8_t>(a[i]), y = static_cast<uint8_t>(b[i]);
+      expected[i] =
+          static_cast<char>(std::min(15, x / 16 + y / 16) * 16 + std::min(15, x % 16 + y % 16));
+    }
+    ASSERT_TRUE((*f)->OrBitmap(a, 3).ok()) << label;
+    ASSERT_TRUE((*f)->OrBitmap(b, 4).ok()) << label;
+    std::string got;
+    ASSERT_TRUE((*f)->ReadBitmap(&got).ok()) << label;
+    ASSERT_EQ(got.size(), expected.size()) << label;
+    for (size_t i = 0; i < bytes; ++i) {
+      ASSERT_EQ(static_cast<int>(static_cast<uint8_t>(got[i])),
+                static_cast<int>(static_cast<uint8_t>(expected[i])))
+          << label << ": byte " << i;
+    }
+    EXPECT_EQ((*f)->Info()->items_added, 7u) << label;
+    ASSERT_TRUE(BloomFilter::Drop(**store, "cnt").ok());
+  }
+}
+
+// A counting filter's dump carries its counters: restored anywhere, an item
+// added twice needs two removes, and merging two counting filters sums them.
+TEST_F(DumpTest, CountingFiltersDumpAndMergeWithTheirCounts) {
+  const FilterOptions o{.capacity = 5000, .error_rate = 0.01, .kind = FilterKind::kCounting};
+  const auto once = Items("once-", 1000), twice = Items("twice-", 1000);
+  for (const auto& [src_label, src_url] : Urls()) {
+    auto src = Store::Open(src_url);
+    ASSERT_TRUE(src.ok());
+    auto f = BloomFilter::Create(**src, "src", o);
+    ASSERT_TRUE(f.ok()) << src_label << ": " << f.status().ToString();
+    ASSERT_TRUE((*f)->AddMany(Views(once)).ok());
+    ASSERT_TRUE((*f)->AddMany(Views(twice)).ok());
+    ASSERT_TRUE((*f)->AddMany(Views(twice)).ok());
+    std::stringstream dump;
+    ASSERT_TRUE(ExportDump(**f, dump).ok()) << src_label;
+    for (const auto& [dst_label, dst_url] : Urls()) {
+      const std::string where = src_label + " -> " + dst_label;
+      auto dst = Store::Open(dst_url);
+      ASSERT_TRUE(dst.ok());
+      std::stringstream in(dump.str());
+      auto r = ImportDump(**dst, "copy", in);
+      ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
+      EXPECT_EQ((*r)->config(), (*f)->config()) << where;
+      EXPECT_EQ((*r)->Info()->items_added, 3000u) << where;
+      std::vector<uint8_t> removed;
+      ASSERT_TRUE((*r)->RemoveMany(Views(once), &removed).ok()) << where;
+      ASSERT_TRUE((*r)->RemoveMany(Views(twice), &removed).ok()) << where;
+      std::vector<uint8_t> present;
+      ASSERT_TRUE((*r)->ContainsMany(Views(twice), &present).ok());
+      for (size_t i = 0; i < twice.size(); ++i) {
+        ASSERT_EQ(present[i], 1) << where << ": " << twice[i] << " was added twice";
+      }
+      ASSERT_TRUE(BloomFilter::Drop(**dst, "copy").ok());
+    }
+    // Merge "src" with a copy of itself: every count doubles.
+    std::stringstream in(dump.str());
+    ASSERT_TRUE(ImportDump(**src, "again", in).ok());
+    ASSERT_TRUE(Merge(**src, "sum", std::vector<std::string>{"src", "again"}).ok()) << src_label;
+    auto sum = BloomFilter::Open(**src, "sum");
+    ASSERT_TRUE(sum.ok());
+    EXPECT_EQ((*sum)->Info()->items_added, 6000u) << src_label;
+    std::vector<uint8_t> removed;
+    for (int round = 0; round < 3; ++round)
+      ASSERT_TRUE((*sum)->RemoveMany(Views(twice), &removed).ok());
+    std::vector<uint8_t> present;
+    ASSERT_TRUE((*sum)->ContainsMany(Views(twice), &present).ok());
+    for (size_t i = 0; i < twice.size(); ++i) {
+      ASSERT_EQ(present[i], 1) << src_label << ": " << twice[i] << " was counted four times";
+    }
+    for (const char* name : {"src", "again", "sum"})
+      ASSERT_TRUE(BloomFilter::Drop(**src, name).ok());
+  }
+}
+
+// Scaling and window filters are several bit arrays: merging or loading one
+// is refused before anything is created, and so is a dump that claims one.
+TEST(MergeTest, MultiArrayKindsAreRefusedAndNothingIsCreated) {
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE(BloomFilter::Create(
+                  **store, "s", {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling})
+                  .ok());
+  const Status merge = Merge(**store, "dest", std::vector<std::string>{"s"});
+  EXPECT_EQ(merge.code(), StatusCode::kInvalidArgument) << merge.ToString();
+  EXPECT_NE(merge.message().find("scaling"), std::string::npos) << merge.message();
+  EXPECT_EQ((*store)->ReadConfig("dest").status().code(), StatusCode::kNotFound);
+
+  auto s = BloomFilter::Open(**store, "s");
+  ASSERT_TRUE(s.ok());
+  std::ostringstream out;
+  EXPECT_EQ(ExportDump(**s, out).code(), StatusCode::kInvalidArgument);
+  BitmapBuilder builder((*s)->config());
+  const std::vector<std::string_view> item = {"x"};
+  EXPECT_EQ(builder.Add(item).code(), StatusCode::kInvalidArgument);
+
+  // A well-formed dump of a plain filter, with its header rewritten to say
+  // "scaling" and its checksum fixed, so only the kind check can refuse it.
+  auto plain = BloomFilter::Create(**store, "p", {.capacity = 100, .error_rate = 0.01});
+  ASSERT_TRUE(plain.ok());
+  std::stringstream dump;
+  ASSERT_TRUE(ExportDump(**plain, dump).ok());
+  std::string bytes = dump.str();
+  const uint32_t header_len =
+      static_cast<uint8_t>(bytes[14]) << 8 | static_cast<uint8_t>(bytes[15]);
+  std::string header = bytes.substr(16, header_len);
+  const size_t at = header.find("kind=plain\n");
+  ASSERT_NE(at, std::string::npos) << header;
+  header.replace(at, 11, "kind=scaling\n");
+  std::string forged = bytes.substr(0, 12);
+  for (int i = 3; i >= 0; --i)
+    forged.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  forged += header;
+  const uint32_t crc =
+      crc32(0, reinterpret_cast<const Bytef*>(header.data()), static_cast<uInt>(header.size()));
+  for (int i = 3; i >= 0; --i) forged.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  forged += bytes.substr(16 + header_len + 4);
+  std::istringstream in(forged);
+  const Status import = ImportDump(**store, "forged", in).status();
+  EXPECT_EQ(import.code(), StatusCode::kInvalidArgument) << import.ToString();
+  EXPECT_EQ((*store)->ReadConfig("forged").status().code(), StatusCode::kNotFound);
 }
 
 TEST(MergeTest, UnionOfIdenticalGeometryAndClearErrorsOtherwise) {

@@ -120,7 +120,9 @@ class BloomFilter {
   // The whole bitmap (config().data_bytes() bytes, Redis bit order), read in
   // bounded chunks. Concurrent adds may or may not be included.
   Status ReadBitmap(std::string* out);
-  // ORs a bitmap built elsewhere into this filter; never clears a bit.
+  // Merges a bitmap built elsewhere into this filter (plain and counting
+  // filters): bits are ORed, counters added with saturation (see
+  // BitStore::OrBits). Never lowers a cell.
   Status OrBitmap(std::string_view bitmap, uint64_t new_items);
 
  private:
@@ -148,7 +150,8 @@ Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::strin
 
 // Builds a filter's bitmap in local memory (config.data_bytes() bytes), for
 // bulk loads: hashing millions of items here and writing the result with one
-// OrBitmap() replaces millions of per-item store commands.
+// OrBitmap() replaces millions of per-item store commands. For a counting
+// filter it builds 4-bit counters (saturating at 15), which OrBitmap adds.
 class BitmapBuilder {
  public:
   explicit BitmapBuilder(const FilterConfig& config);

@@ -92,9 +92,13 @@ class BitStore {
   // Reads bytes [offset, offset + len) of the bitmap into *out (shorter only
   // if the bitmap ends first).
   virtual Status ReadBits(uint64_t offset, size_t len, std::string* out);
-  // ORs `bitmap` (at most data_bytes() long, starting at byte 0) into the
-  // filter. Never clears a bit, so it is safe with concurrent writers: each of
-  // their adds survives. The stored item count grows by `new_items`.
+  // Merges `bitmap` (at most data_bytes() long, starting at byte 0) into the
+  // filter. Bits are ORed in; 4-bit counters (counting filters) are added,
+  // each saturating at 15, since the union of two counting filters is the sum
+  // of their counts (ORing 1 into 2 would give 3, ORing 1 into 1 would lose
+  // an item to its first remove). Never lowers a cell, so it is safe with
+  // concurrent writers: each of their adds survives. The stored item count
+  // grows by `new_items`.
   virtual Status OrBits(std::string_view bitmap, uint64_t new_items);
 };
 

@@ -11,8 +11,9 @@
 // rate nor the funnel: the importer supplies them and they are checked against
 // the file's m and k.
 //
-// redbloom dump (format version 1; docs/format.md has the byte layout): the
-// full config and the item count, then the bitmap in chunks, each with its
+// redbloom dump (format version 1; docs/dump-format.md has the byte layout):
+// the full config and the item count, then the bitmap (or a counting
+// filter's 4-bit counters) in chunks, each with its
 // offset, length and CRC-32, then an end marker with the number of chunks.
 // All-zero chunks are skipped, so a sparse filter dumps small. Any store can
 // restore it; a truncated or altered dump is a kDataLoss error and nothing is
@@ -48,17 +49,20 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
                                                  std::istream& in,
                                                  const GuavaImportOptions& options);
 
-// Writes a redbloom dump of `filter`.
+// Writes a redbloom dump of `filter` (plain or counting; scaling and window
+// filters are several bit arrays and answer kInvalidArgument).
 Status ExportDump(BloomFilter& filter, std::ostream& out);
 // Restores a dump into filter `name`: created with the dump's config if it does
 // not exist, else it must have the same config (kConflict otherwise) and the
-// dump's bits are ORed in.
+// dump is merged in: bits ORed, counters added (saturating at 15).
 Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view name,
                                                 std::istream& in);
 
-// ORs the bits of every source into `dest`. All must have the same strategy,
-// encoding, m and k (kInvalidArgument naming the first that differs). A
-// missing dest is created with the first source's config.
+// Merges every source into `dest`: the union of plain filters (bits ORed) or
+// of counting filters (counters added, so a remove still works for the items
+// of each source). All must have the same kind, strategy, encoding, m and k
+// (kInvalidArgument naming the first that differs). A missing dest is created
+// with the first source's config. Nothing is created or written on error.
 Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources);
 
 }  // namespace redbloom

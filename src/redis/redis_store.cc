@@ -57,6 +57,9 @@ constexpr std::string_view kUploadTtlMillis = "3600000";
 // (copy out, BITOP, copy back), so a load of any size never holds the server
 // for long.
 constexpr size_t kMergeChunk = 1 << 20;
+// The same for counting filters, whose counters a Lua loop adds byte by byte
+// (kAddRange): 16 KiB is about 2 ms of it.
+constexpr size_t kCounterMergeChunk = 16 << 10;
 
 // The seven metadata fields every cell operation checks (the scripts'
 // meta_state and the HMGET of a check), in this order.
@@ -596,14 +599,17 @@ class RedisBitStore final : public BitStore {
     });
   }
 
-  // Uploads `bitmap` to a temporary key in 4 MiB pieces (all-zero pieces are
-  // skipped: a load of 1e6 items into a 1e8-item filter sends ~1% of it),
-  // then ORs it in with one script. Retried as a whole with a fresh upload;
-  // a retry after a lost answer may add `new_items` to the count twice.
+  // Uploads `bitmap` to a temporary key piece by piece (all-zero pieces are
+  // skipped: a load of 1e6 items into a 1e8-item filter sends ~1% of it), and
+  // merges each piece with one short script. ORing bits is idempotent, so a
+  // plain filter's merge is retried as a whole (a retry after a lost answer
+  // may add `new_items` to the count twice). Adding counters is not: a
+  // counting filter's merge is never retried, and one that fails part way
+  // has added some pieces; running it again counts those twice, which only
+  // keeps items present longer, never makes one absent.
   Status OrBits(std::string_view bitmap, uint64_t new_items) override {
-    if (cells_.counting()) {
-      return Status::Unimplemented("counting filters cannot take bulk-loaded bits");
-    }
+    const size_t chunk = cells_.counting() ? kCounterMergeChunk : kMergeChunk;
+    const std::string_view script = cells_.counting() ? scripts::kAddRange : scripts::kOrRange;
     if (bitmap.size() > cells_.data_bytes()) {
       return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
                                      " bytes is larger than the filter's " +
@@ -611,7 +617,7 @@ class RedisBitStore final : public BitStore {
     }
     // Pending adds are counted along with the load.
     const uint64_t uncounted = pending_.exchange(0);
-    Status status = shared_->Run(/*idempotent=*/true, [&](Connection& c) -> Status {
+    Status status = shared_->Run(/*idempotent=*/!cells_.counting(), [&](Connection& c) -> Status {
       thread_local std::mt19937_64 rng(std::random_device{}());
       char suffix[17];
       std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
@@ -619,8 +625,8 @@ class RedisBitStore final : public BitStore {
       const std::string scratch = upload + ":or";
       // Non-zero pieces only; the item count rides with the last one.
       std::vector<size_t> pieces;
-      for (size_t offset = 0; offset < bitmap.size(); offset += kMergeChunk) {
-        const std::string_view piece = bitmap.substr(offset, kMergeChunk);
+      for (size_t offset = 0; offset < bitmap.size(); offset += chunk) {
+        const std::string_view piece = bitmap.substr(offset, chunk);
         if (piece.find_first_not_of('\0') != std::string_view::npos) pieces.push_back(offset);
       }
       const uint64_t count = new_items + uncounted;
@@ -634,11 +640,11 @@ class RedisBitStore final : public BitStore {
         if (offset < bitmap.size()) {
           // The upload expires by itself should this client die before the
           // script deletes it.
-          cmd.Command({"SET", upload, bitmap.substr(offset, kMergeChunk), "PX", kUploadTtlMillis});
+          cmd.Command({"SET", upload, bitmap.substr(offset, chunk), "PX", kUploadTtlMillis});
         }
         cmd.Begin(3 + 5 + kChecked + 3);
         cmd.Arg("EVAL");
-        cmd.Arg(scripts::kOrRange);
+        cmd.Arg(script);
         cmd.Arg("5");
         cmd.Arg(meta_key_);
         cmd.Arg(upload);
