@@ -222,9 +222,10 @@ Status BloomFilter::RemoveMany(std::span<const std::string_view> items,
 namespace {
 
 // Opens part `part` through the state's cache.
-Result<std::shared_ptr<BitStore>> Part(Store& store, const std::string& name, std::mutex& mu,
-                                       std::map<uint64_t, std::shared_ptr<BitStore>>& cache,
-                                       const FilterConfig& config, uint64_t part, bool create) {
+Result<std::shared_ptr<BitStore>> CachedPart(Store& store, const std::string& name, std::mutex& mu,
+                                             std::map<uint64_t, std::shared_ptr<BitStore>>& cache,
+                                             const FilterConfig& config, uint64_t part,
+                                             bool create) {
   {
     std::lock_guard lock(mu);
     auto it = cache.find(part);
@@ -244,7 +245,7 @@ Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8
     const FilterConfig& c = st.config;
     std::fill(out.begin(), out.end(), 0);
     auto part = [&](uint64_t p, bool create) {
-      return Part(store_, name_, st.parts_mu, st.parts, c, p, create);
+      return CachedPart(store_, name_, st.parts_mu, st.parts, c, p, create);
     };
     switch (c.kind) {
       case FilterKind::kPlain:
@@ -335,7 +336,7 @@ Status BloomFilter::ContainsHashesIn(State& st, std::span<const Hash128> hashes,
       std::vector<size_t> where(hashes.size());
       for (size_t i = 0; i < where.size(); ++i) where[i] = i;
       for (auto p = parts.rbegin(); p != parts.rend() && !todo.empty(); ++p) {
-        auto bits = Part(store_, name_, st.parts_mu, st.parts, c, *p, /*create=*/false);
+        auto bits = CachedPart(store_, name_, st.parts_mu, st.parts, c, *p, /*create=*/false);
         if (!bits.ok()) {
           // A slice nobody added to in its time does not exist: it holds
           // nothing. Any other failure is an error, never "absent".
@@ -423,7 +424,7 @@ Status BloomFilter::Clear() {
     if (st.config.kind == FilterKind::kScaling || st.config.kind == FilterKind::kWindow) {
       REDBLOOM_ASSIGN_OR_RETURN(auto parts, store_.ListParts(name_, st.config));
       for (uint64_t p : parts) {
-        auto bits = Part(store_, name_, st.parts_mu, st.parts, st.config, p, false);
+        auto bits = CachedPart(store_, name_, st.parts_mu, st.parts, st.config, p, false);
         if (!bits.ok() && bits.status().code() == StatusCode::kNotFound) continue;
         if (!bits.ok()) return bits.status();
         REDBLOOM_RETURN_IF_ERROR((*bits)->Clear());
@@ -441,28 +442,126 @@ Status BloomFilter::Flush() {
   return Status::Ok();
 }
 
+namespace {
+
+// Reads `total` bytes of `bits` into *out. 4 MiB per read bounds one Redis
+// command's reply and the time it holds the server, while keeping round trips
+// few (a 1e7-item filter is 3 reads).
+Status ReadAllBits(BitStore& bits, uint64_t total, std::string* out) {
+  constexpr size_t kChunk = 4 << 20;
+  out->clear();
+  out->reserve(total);
+  std::string chunk;
+  for (uint64_t offset = 0; offset < total; offset += kChunk) {
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunk, total - offset));
+    REDBLOOM_RETURN_IF_ERROR(bits.ReadBits(offset, len, &chunk));
+    out->append(chunk);
+    // A bitmap shorter than its config (a Redis key never pre-sized, as the
+    // Java service leaves it) reads as zeros past its end.
+    if (chunk.size() < len) out->append(len - chunk.size(), '\0');
+  }
+  return Status::Ok();
+}
+
+bool IsLiveSlice(const FilterConfig& c, uint64_t part, uint64_t now) {
+  return part + c.slices > now;
+}
+
+}  // namespace
+
+Result<uint64_t> PartBytes(const FilterConfig& config, uint64_t part) {
+  REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, SizePart(config, part));
+  return (sizing.geometry.bits * config.cell_bits() + 7) / 8;
+}
+
 Status BloomFilter::ReadBitmap(std::string* out) {
   return WithReopen([&](State& st) -> Status {
     const FilterConfig& c = st.config;
     if (c.kind != FilterKind::kPlain && c.kind != FilterKind::kCounting) {
       return Status::InvalidArgument("filter '" + name_ + "' is a " +
                                      std::string(FilterKindName(c.kind)) +
-                                     " filter; bitmaps are read from plain and counting filters");
+                                     " filter with several bit arrays; read them with ReadParts");
     }
-    // 4 MiB per read bounds one Redis command's reply and the time it holds
-    // the server, while keeping round trips few (a 1e7-item filter is 3 reads).
-    constexpr size_t kChunk = 4 << 20;
-    const uint64_t total = c.data_bytes();
+    return ReadAllBits(*st.main, c.data_bytes(), out);
+  });
+}
+
+Status BloomFilter::ReadParts(std::vector<Part>* out) {
+  return WithReopen([&](State& st) -> Status {
+    const FilterConfig& c = st.config;
     out->clear();
-    out->reserve(total);
-    std::string chunk;
-    for (uint64_t offset = 0; offset < total; offset += kChunk) {
-      const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunk, total - offset));
-      REDBLOOM_RETURN_IF_ERROR(st.main->ReadBits(offset, len, &chunk));
-      out->append(chunk);
-      // A bitmap shorter than its config (a Redis key never pre-sized, as the
-      // Java service leaves it) reads as zeros past its end.
-      if (chunk.size() < len) out->append(len - chunk.size(), '\0');
+    if (c.kind == FilterKind::kPlain || c.kind == FilterKind::kCounting) {
+      Part part;
+      REDBLOOM_RETURN_IF_ERROR(ReadAllBits(*st.main, c.data_bytes(), &part.bytes));
+      REDBLOOM_ASSIGN_OR_RETURN(part.items, st.main->ItemCount());
+      out->push_back(std::move(part));
+      return Status::Ok();
+    }
+    std::vector<uint64_t> ids;
+    if (c.kind == FilterKind::kScaling) {
+      REDBLOOM_ASSIGN_OR_RETURN(uint64_t layers, store_.Layers(name_, c));
+      for (uint64_t p = 0; p < layers; ++p) ids.push_back(p);
+    } else {
+      REDBLOOM_ASSIGN_OR_RETURN(ids, store_.ListParts(name_, c));
+      const uint64_t now = CurrentSlice(c);
+      std::erase_if(ids, [&](uint64_t p) { return !IsLiveSlice(c, p, now); });
+    }
+    for (uint64_t id : ids) {
+      auto bits = CachedPart(store_, name_, st.parts_mu, st.parts, c, id, /*create=*/false);
+      // A slice may expire between the listing and the read.
+      if (!bits.ok() && bits.status().code() == StatusCode::kNotFound &&
+          c.kind == FilterKind::kWindow) {
+        continue;
+      }
+      if (!bits.ok()) return bits.status();
+      Part part;
+      part.id = id;
+      REDBLOOM_ASSIGN_OR_RETURN(uint64_t bytes, PartBytes(c, id));
+      REDBLOOM_RETURN_IF_ERROR(ReadAllBits(**bits, bytes, &part.bytes));
+      REDBLOOM_ASSIGN_OR_RETURN(part.items, (*bits)->ItemCount());
+      out->push_back(std::move(part));
+    }
+    return Status::Ok();
+  });
+}
+
+Status BloomFilter::MergeParts(std::span<const Part> parts) {
+  return WithReopen([&](State& st) -> Status {
+    const FilterConfig& c = st.config;
+    for (const Part& part : parts) {
+      auto bytes = PartBytes(c, part.id);
+      if (!bytes.ok()) return bytes.status().WithContext("part " + std::to_string(part.id));
+      if (part.bytes.size() != *bytes) {
+        return Status::InvalidArgument("part " + std::to_string(part.id) + " has " +
+                                       std::to_string(part.bytes.size()) + " bytes; filter '" +
+                                       name_ + "' needs " + std::to_string(*bytes));
+      }
+    }
+    if (c.kind == FilterKind::kPlain || c.kind == FilterKind::kCounting) {
+      for (const Part& part : parts) {
+        REDBLOOM_RETURN_IF_ERROR(st.main->OrBits(part.bytes, part.items));
+      }
+      return Status::Ok();
+    }
+    uint64_t layers = 0;
+    if (c.kind == FilterKind::kScaling) {
+      REDBLOOM_ASSIGN_OR_RETURN(layers, store_.Layers(name_, c));
+    }
+    const uint64_t now = c.kind == FilterKind::kWindow ? CurrentSlice(c) : 0;
+    for (const Part& part : parts) {
+      if (c.kind == FilterKind::kScaling) {
+        // GrowLayers adds one layer past `layers` (or learns that another
+        // client did): repeat until this part's layer exists.
+        while (layers <= part.id) {
+          REDBLOOM_ASSIGN_OR_RETURN(layers, store_.GrowLayers(name_, c, layers));
+        }
+      } else if (!IsLiveSlice(c, part.id, now)) {
+        continue;  // its items have left the window
+      }
+      const bool create = c.kind == FilterKind::kWindow;
+      REDBLOOM_ASSIGN_OR_RETURN(
+          auto bits, CachedPart(store_, name_, st.parts_mu, st.parts, c, part.id, create));
+      REDBLOOM_RETURN_IF_ERROR(bits->OrBits(part.bytes, part.items));
     }
     return Status::Ok();
   });
@@ -553,7 +652,7 @@ Result<FilterInfo> BloomFilter::Info() {
         std::erase_if(ids, [&](uint64_t p) { return p + c.slices <= now || p > now; });
       }
       for (uint64_t p : ids) {
-        auto bits = Part(store_, name_, st.parts_mu, st.parts, c, p, false);
+        auto bits = CachedPart(store_, name_, st.parts_mu, st.parts, c, p, false);
         if (!bits.ok() && bits.status().code() == StatusCode::kNotFound) continue;
         if (!bits.ok()) return bits.status();
         REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, SizePart(c, p));

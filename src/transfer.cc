@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
 namespace redbloom {
@@ -72,12 +73,6 @@ void GuavaWordToRedisBytes(uint64_t w, char* bytes) {
     bytes[b] = static_cast<char>(Reverse(static_cast<uint8_t>(w >> (8 * b))));
 }
 
-// Kinds whose cells are one bitmap, which dumps and merges move. Scaling and
-// window filters are several bitmaps, created and expired as they go.
-bool HasOneBitmap(FilterKind kind) {
-  return kind == FilterKind::kPlain || kind == FilterKind::kCounting;
-}
-
 // Adds the 4-bit counters of `from` to those of *to, saturating at 15.
 void AddCounters(std::string_view from, std::string* to) {
   for (size_t i = 0; i < to->size() && i < from.size(); ++i) {
@@ -88,8 +83,10 @@ void AddCounters(std::string_view from, std::string* to) {
   }
 }
 
-// The header of a dump: the config and the count, as "key=value" lines.
-std::string EncodeDumpHeader(const FilterConfig& c, uint64_t items_added) {
+// The header of a dump: the config, the count and the part table, as
+// "key=value" lines. `parts` lists "id:items:bytes" per part, in the order
+// their bytes follow one another in the dump's data.
+std::string EncodeDumpHeader(const FilterConfig& c, std::span<const BloomFilter::Part> parts) {
   std::string h;
   auto line = [&](std::string_view k, const std::string& v) {
     h.append(k);
@@ -97,6 +94,15 @@ std::string EncodeDumpHeader(const FilterConfig& c, uint64_t items_added) {
     h.append(v);
     h.push_back('\n');
   };
+  uint64_t items = 0, bytes = 0;
+  std::string table;
+  for (const auto& p : parts) {
+    items += p.items;
+    bytes += p.bytes.size();
+    if (!table.empty()) table.push_back(',');
+    table +=
+        std::to_string(p.id) + ":" + std::to_string(p.items) + ":" + std::to_string(p.bytes.size());
+  }
   line("kind", std::string(FilterKindName(c.kind)));
   line("strategy", std::string(StrategyName(c.strategy)));
   line("encoding", std::string(EncodingName(c.encoding)));
@@ -105,18 +111,29 @@ std::string EncodeDumpHeader(const FilterConfig& c, uint64_t items_added) {
   line("bits", std::to_string(c.geometry.bits));
   line("hashes", std::to_string(c.geometry.hashes));
   line("capped", c.geometry.capped ? "1" : "0");
-  line("items_added", std::to_string(items_added));
-  line("data_bytes", std::to_string(c.data_bytes()));
+  if (c.kind == FilterKind::kScaling) line("expansion", FormatDouble(c.expansion));
+  if (c.kind == FilterKind::kWindow) {
+    line("window_ms", std::to_string(c.window_millis));
+    line("slices", std::to_string(c.slices));
+  }
+  if (c.ttl_seconds != 0) line("ttl_seconds", std::to_string(c.ttl_seconds));
+  line("items_added", std::to_string(items));
+  line("data_bytes", std::to_string(bytes));
+  line("parts", table);
   return h;
 }
 
 struct DumpHeader {
   FilterConfig config;
-  uint64_t items_added = 0;
+  // Each part's id, count and size; bytes are left empty until the data is
+  // read, in this order.
+  std::vector<BloomFilter::Part> parts;
+  std::vector<uint64_t> part_bytes;
+  uint64_t data_bytes = 0;
 };
 
 Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
-  std::string kind, strategy, encoding, capacity, error_rate, bits, hashes, capped, items, data;
+  std::map<std::string, std::string, std::less<>> fields;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     if (nl == std::string_view::npos) return Status::DataLoss("dump header line without newline");
@@ -124,62 +141,107 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
     text.remove_prefix(nl + 1);
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) return Status::DataLoss("dump header line without '='");
-    const std::string_view key = line.substr(0, eq);
-    const std::string value(line.substr(eq + 1));
-    if (key == "kind")
-      kind = value;
-    else if (key == "strategy")
-      strategy = value;
-    else if (key == "encoding")
-      encoding = value;
-    else if (key == "capacity")
-      capacity = value;
-    else if (key == "error_rate")
-      error_rate = value;
-    else if (key == "bits")
-      bits = value;
-    else if (key == "hashes")
-      hashes = value;
-    else if (key == "capped")
-      capped = value;
-    else if (key == "items_added")
-      items = value;
-    else if (key == "data_bytes")
-      data = value;
-    // Unknown keys are ignored: a later minor version may add informational ones.
+    // Unknown keys are kept and ignored: a later minor version may add
+    // informational ones.
+    fields[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
   }
+  auto field = [&](std::string_view key) -> std::string {
+    auto it = fields.find(key);
+    return it == fields.end() ? std::string() : it->second;
+  };
   auto corrupt = [](const Status& s) { return Status::DataLoss("dump header: " + s.message()); };
   FilterOptions o;
-  auto k = ParseFilterKind(kind);
+  auto k = ParseFilterKind(field("kind"));
   if (!k.ok()) return corrupt(k.status());
-  if (!HasOneBitmap(*k)) {
-    return Status::InvalidArgument("the dump holds a " + kind +
-                                   " filter; dumps hold plain and counting filters only");
-  }
-  auto st = ParseStrategy(strategy);
-  if (!st.ok()) return corrupt(st.status());
-  auto en = ParseEncoding(encoding);
-  if (!en.ok()) return corrupt(en.status());
-  auto n = ParseUint64(capacity);
-  if (!n.ok()) return corrupt(n.status());
-  auto p = ParseDouble(error_rate);
-  if (!p.ok()) return corrupt(p.status());
   o.kind = *k;
+  auto st = ParseStrategy(field("strategy"));
+  if (!st.ok()) return corrupt(st.status());
+  auto en = ParseEncoding(field("encoding"));
+  if (!en.ok()) return corrupt(en.status());
+  auto n = ParseUint64(field("capacity"));
+  if (!n.ok()) return corrupt(n.status());
+  auto p = ParseDouble(field("error_rate"));
+  if (!p.ok()) return corrupt(p.status());
   o.strategy = *st;
   o.encoding = *en;
   o.capacity = *n;
   o.error_rate = *p;
+  if (o.kind == FilterKind::kScaling) {
+    auto x = ParseDouble(field("expansion"));
+    if (!x.ok()) return corrupt(x.status());
+    o.expansion = *x;
+  }
+  if (o.kind == FilterKind::kWindow) {
+    auto w = ParseUint64(field("window_ms"));
+    if (!w.ok()) return corrupt(w.status());
+    auto sl = ParseUint64(field("slices"));
+    if (!sl.ok()) return corrupt(sl.status());
+    if (*sl > UINT32_MAX) return Status::DataLoss("dump header: slices out of range");
+    o.window_millis = *w;
+    o.slices = static_cast<uint32_t>(*sl);
+  }
+  if (fields.contains("ttl_seconds")) {
+    auto t = ParseUint64(field("ttl_seconds"));
+    if (!t.ok()) return corrupt(t.status());
+    o.ttl_seconds = *t;
+  }
   auto config = MakeConfig(o);
   if (!config.ok()) return corrupt(config.status());
-  if (std::to_string(config->geometry.bits) != bits ||
-      std::to_string(config->geometry.hashes) != hashes ||
-      std::to_string(config->data_bytes()) != data) {
+  if (std::to_string(config->geometry.bits) != field("bits") ||
+      std::to_string(config->geometry.hashes) != field("hashes")) {
     return Status::DataLoss("dump header: bits/hashes do not match its capacity and error rate");
   }
   DumpHeader h;
   h.config = *config;
-  auto count = ParseUint64(items);
-  h.items_added = count.ok() ? *count : 0;
+  auto data = ParseUint64(field("data_bytes"));
+  if (!data.ok()) return corrupt(data.status());
+  h.data_bytes = *data;
+  auto items = ParseUint64(field("items_added"));
+  if (!fields.contains("parts")) {
+    // Written before dumps had a part table: one part, the whole bitmap.
+    h.parts.resize(1);
+    h.parts[0].items = items.ok() ? *items : 0;
+    h.part_bytes.push_back(h.data_bytes);
+  } else {
+    std::string_view table = fields.find("parts")->second;
+    while (!table.empty()) {
+      const size_t comma = table.find(',');
+      const std::string_view entry = table.substr(0, comma);
+      table = comma == std::string_view::npos ? std::string_view() : table.substr(comma + 1);
+      const size_t c1 = entry.find(':'), c2 = entry.rfind(':');
+      if (c1 == std::string_view::npos || c1 == c2) {
+        return Status::DataLoss("dump header: bad part entry '" + std::string(entry) + "'");
+      }
+      auto id = ParseUint64(entry.substr(0, c1));
+      auto count = ParseUint64(entry.substr(c1 + 1, c2 - c1 - 1));
+      auto bytes = ParseUint64(entry.substr(c2 + 1));
+      if (!id.ok() || !count.ok() || !bytes.ok()) {
+        return Status::DataLoss("dump header: bad part entry '" + std::string(entry) + "'");
+      }
+      BloomFilter::Part part;
+      part.id = *id;
+      part.items = *count;
+      h.parts.push_back(std::move(part));
+      h.part_bytes.push_back(*bytes);
+    }
+  }
+  // Every part must be one this config has, at its size, once; a scaling
+  // filter's layers must be 0..L-1.
+  uint64_t total = 0;
+  for (size_t i = 0; i < h.parts.size(); ++i) {
+    const uint64_t id = h.parts[i].id;
+    auto want = PartBytes(h.config, id);
+    if (!want.ok() || *want != h.part_bytes[i] || (i > 0 && id <= h.parts[i - 1].id) ||
+        (h.config.kind == FilterKind::kScaling && id != i)) {
+      return Status::DataLoss("dump header: part " + std::to_string(id) +
+                              " does not fit the filter's config");
+    }
+    total += h.part_bytes[i];
+  }
+  if (total != h.data_bytes || (h.parts.empty() && h.config.kind != FilterKind::kWindow) ||
+      (h.config.kind == FilterKind::kWindow && h.parts.size() > h.config.slices)) {
+    return Status::DataLoss("dump header: the part table does not add up to data_bytes");
+  }
   return h;
 }
 
@@ -204,7 +266,12 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
 }  // namespace
 
 Status ExportGuava(BloomFilter& filter, std::ostream& out) {
-  const FilterConfig& c = filter.config();
+  const FilterConfig c = filter.config();
+  if (c.kind != FilterKind::kPlain) {
+    return Status::InvalidArgument("Guava's format holds one plain bit array; '" + filter.name() +
+                                   "' is a " + std::string(FilterKindName(c.kind)) +
+                                   " filter (use --format redbloom)");
+  }
   if (c.strategy != Strategy::kGuava64) {
     return Status::InvalidArgument("Guava's format holds only guava64 filters; '" + filter.name() +
                                    "' uses strategy " + std::string(StrategyName(c.strategy)) +
@@ -287,10 +354,9 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
 }
 
 Status ExportDump(BloomFilter& filter, std::ostream& out) {
-  REDBLOOM_ASSIGN_OR_RETURN(FilterInfo info, filter.Info());
-  std::string bitmap;
-  REDBLOOM_RETURN_IF_ERROR(filter.ReadBitmap(&bitmap));
-  const std::string header = EncodeDumpHeader(filter.config(), info.items_added);
+  std::vector<BloomFilter::Part> parts;
+  REDBLOOM_RETURN_IF_ERROR(filter.ReadParts(&parts));
+  const std::string header = EncodeDumpHeader(filter.config(), parts);
   std::string buf(kDumpMagic, sizeof(kDumpMagic));
   PutBE(&buf, kDumpVersion, 4);
   PutBE(&buf, header.size(), 4);
@@ -299,21 +365,27 @@ Status ExportDump(BloomFilter& filter, std::ostream& out) {
   REDBLOOM_RETURN_IF_ERROR(WriteAll(out, buf));
   uint64_t chunks = 0;
   uint32_t running = 0;
-  for (uint64_t off = 0; off < bitmap.size(); off += kDumpChunk) {
-    const std::string_view data =
-        std::string_view(bitmap).substr(off, std::min<uint64_t>(kDumpChunk, bitmap.size() - off));
-    if (data.find_first_not_of('\0') == std::string_view::npos) continue;
-    std::string frame;
-    PutBE(&frame, off, 8);
-    PutBE(&frame, data.size(), 4);
-    const uint32_t crc = Crc(data, Crc(frame));
-    REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
-    REDBLOOM_RETURN_IF_ERROR(WriteAll(out, data));
-    frame.clear();
-    PutBE(&frame, crc, 4);
-    REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
-    running = Crc(std::string_view(frame), running);
-    ++chunks;
+  // Chunks address the parts' bytes laid end to end, in table order; no
+  // chunk crosses from one part into the next.
+  uint64_t base = 0;
+  for (const auto& part : parts) {
+    const std::string_view bitmap = part.bytes;
+    for (uint64_t off = 0; off < bitmap.size(); off += kDumpChunk) {
+      const std::string_view data = bitmap.substr(off, kDumpChunk);
+      if (data.find_first_not_of('\0') == std::string_view::npos) continue;
+      std::string frame;
+      PutBE(&frame, base + off, 8);
+      PutBE(&frame, data.size(), 4);
+      const uint32_t crc = Crc(data, Crc(frame));
+      REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
+      REDBLOOM_RETURN_IF_ERROR(WriteAll(out, data));
+      frame.clear();
+      PutBE(&frame, crc, 4);
+      REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
+      running = Crc(std::string_view(frame), running);
+      ++chunks;
+    }
+    base += bitmap.size();
   }
   // End marker: offset = all ones, then the chunk count and a CRC over every
   // chunk's CRC, so a dump cut at a chunk boundary is detected too.
@@ -347,7 +419,9 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   if (GetBE(buf.data(), 4) != Crc(header)) return Status::DataLoss("dump header checksum mismatch");
   REDBLOOM_ASSIGN_OR_RETURN(DumpHeader h, DecodeDumpHeader(header));
 
-  std::string bitmap(h.config.data_bytes(), '\0');
+  // The header was checked to be a valid part table for its config, so this
+  // is at most the filter's own size.
+  std::string bitmap(h.data_bytes, '\0');
   uint64_t chunks = 0;
   uint32_t running = 0;
   std::string data;
@@ -380,8 +454,14 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
     running = Crc(crc_bytes, running);
     ++chunks;
   }
+  uint64_t at = 0;
+  for (size_t i = 0; i < h.parts.size(); ++i) {
+    h.parts[i].bytes = bitmap.substr(at, h.part_bytes[i]);
+    at += h.part_bytes[i];
+  }
+  bitmap = std::string();
   REDBLOOM_ASSIGN_OR_RETURN(auto filter, OpenOrCreate(store, name, h.config));
-  REDBLOOM_RETURN_IF_ERROR(filter->OrBitmap(bitmap, h.items_added));
+  REDBLOOM_RETURN_IF_ERROR(filter->MergeParts(h.parts));
   REDBLOOM_RETURN_IF_ERROR(filter->Flush());
   return filter;
 }
@@ -394,61 +474,75 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
     if (!f.ok()) return f.status().WithContext("source '" + name + "'");
     filters.push_back(std::move(f).value());
   }
-  const FilterConfig& first = filters.front()->config();
-  if (!HasOneBitmap(first.kind)) {
-    return Status::InvalidArgument("cannot merge '" + sources[0] + "': it is a " +
-                                   std::string(FilterKindName(first.kind)) +
-                                   " filter; merges apply to plain and counting filters");
-  }
-  auto same_geometry = [&](const FilterConfig& c) {
+  const FilterConfig first = filters.front()->config();
+  // Plain and counting filters merge when their cells line up (capacity and
+  // error rate may differ if they give the same m and k). Scaling and window
+  // filters must be the same filter in every parameter: layer sizes follow
+  // the capacity and expansion, slice numbers the slice length.
+  auto mergeable = [&](const FilterConfig& c) {
+    if (c.kind == FilterKind::kScaling || c.kind == FilterKind::kWindow) {
+      return c.SameFilterAs(first);
+    }
     return c.kind == first.kind && c.strategy == first.strategy && c.encoding == first.encoding &&
            c.geometry.bits == first.geometry.bits && c.geometry.hashes == first.geometry.hashes;
   };
+  const char* rule =
+      (first.kind == FilterKind::kScaling || first.kind == FilterKind::kWindow)
+          ? "scaling and window filters merge only with identical parameters"
+          : "filters merge only with the same kind, strategy, encoding, bits and hashes";
   for (size_t i = 1; i < filters.size(); ++i) {
-    if (!same_geometry(filters[i]->config())) {
-      return Status::InvalidArgument(
-          "cannot merge '" + sources[i] + "' (" + filters[i]->config().ToString() + ") into '" +
-          sources[0] + "' (" + first.ToString() +
-          "): filters merge only with the same strategy, encoding, bits and hashes");
+    if (!mergeable(filters[i]->config())) {
+      return Status::InvalidArgument("cannot merge '" + sources[i] + "' (" +
+                                     filters[i]->config().ToString() + ") into '" + sources[0] +
+                                     "' (" + first.ToString() + "): " + rule);
     }
   }
   // Check the destination before reading any bits.
   std::unique_ptr<BloomFilter> target;
   auto existing = store.ReadConfig(dest);
   if (existing.ok()) {
-    if (!same_geometry(*existing)) {
+    if (!mergeable(*existing)) {
       return Status::InvalidArgument("cannot merge into '" + std::string(dest) + "' (" +
-                                     existing->ToString() + "): its geometry differs from '" +
-                                     sources[0] + "' (" + first.ToString() + ")");
+                                     existing->ToString() + "): it differs from '" + sources[0] +
+                                     "' (" + first.ToString() + "); " + rule);
     }
     REDBLOOM_ASSIGN_OR_RETURN(target, BloomFilter::Open(store, dest));
-  } else if (existing.status().code() == StatusCode::kNotFound) {
-    Status s = store.Create(dest, first);
-    if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
-    REDBLOOM_ASSIGN_OR_RETURN(target, BloomFilter::Open(store, dest));
-  } else {
+  } else if (existing.status().code() != StatusCode::kNotFound) {
     return existing.status();
   }
 
-  // Sources are combined here first, then merged into dest in one call: bits
-  // are ORed, counters added (see BitStore::OrBits).
-  std::string merged(first.data_bytes(), '\0');
-  std::string bits;
-  uint64_t items = 0;
+  // Sources are combined part by part here first, then merged into dest in
+  // one call: bits are ORed, counters added (see BitStore::OrBits).
+  std::map<uint64_t, BloomFilter::Part> merged;
+  std::vector<BloomFilter::Part> parts;
   for (auto& f : filters) {
     if (f->name() == dest) continue;  // its cells are already there
-    REDBLOOM_RETURN_IF_ERROR(f->ReadBitmap(&bits));
-    if (first.kind == FilterKind::kCounting) {
-      AddCounters(bits, &merged);
-    } else {
-      for (size_t i = 0; i < merged.size(); ++i) {
-        merged[i] = static_cast<char>(merged[i] | bits[i]);
+    REDBLOOM_RETURN_IF_ERROR(f->ReadParts(&parts));
+    for (auto& part : parts) {
+      auto [it, fresh] = merged.try_emplace(part.id);
+      BloomFilter::Part& into = it->second;
+      if (fresh) {
+        into = std::move(part);
+        continue;
+      }
+      into.items += part.items;
+      if (first.kind == FilterKind::kCounting) {
+        AddCounters(part.bytes, &into.bytes);
+      } else {
+        for (size_t i = 0; i < into.bytes.size() && i < part.bytes.size(); ++i) {
+          into.bytes[i] = static_cast<char>(into.bytes[i] | part.bytes[i]);
+        }
       }
     }
-    REDBLOOM_ASSIGN_OR_RETURN(FilterInfo info, f->Info());
-    items += info.items_added;
   }
-  REDBLOOM_RETURN_IF_ERROR(target->OrBitmap(merged, items));
+  if (!target) {
+    Status s = store.Create(dest, first);
+    if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
+    REDBLOOM_ASSIGN_OR_RETURN(target, BloomFilter::Open(store, dest));
+  }
+  std::vector<BloomFilter::Part> all;
+  for (auto& [id, part] : merged) all.push_back(std::move(part));
+  REDBLOOM_RETURN_IF_ERROR(target->MergeParts(all));
   return target->Flush();
 }
 

@@ -125,6 +125,23 @@ class BloomFilter {
   // BitStore::OrBits). Never lowers a cell.
   Status OrBitmap(std::string_view bitmap, uint64_t new_items);
 
+  // Every bit array of the filter, for dumps and merges, whatever its kind:
+  // part 0 for plain and counting filters, layers 0..L-1 of a scaling filter,
+  // the live slices of a window filter (absolute slice numbers). Each holds
+  // PartBytes(config(), part) bytes in Redis order, and the part's count.
+  struct Part {
+    uint64_t id = 0;
+    uint64_t items = 0;
+    std::string bytes;
+  };
+  Status ReadParts(std::vector<Part>* out);
+  // Merges parts (as ReadParts gives them, from this filter or one with the
+  // same config) into this filter, as OrBitmap does for each: a scaling
+  // filter grows layers up to the highest part, a window filter creates the
+  // slices it lacks and skips those that have left its window. Every part is
+  // checked (id and size) before anything is written.
+  Status MergeParts(std::span<const Part> parts);
+
  private:
   struct State;
   BloomFilter(Store& store, std::string name, std::shared_ptr<State> state);
@@ -144,6 +161,9 @@ class BloomFilter {
   mutable std::mutex mu_;
   std::shared_ptr<State> state_;
 };
+
+// Bytes of part `part` of a filter (see BloomFilter::ReadParts).
+Result<uint64_t> PartBytes(const FilterConfig& config, uint64_t part);
 
 // Offsets of `item` under a config, without any store (for `redbloom offsets`).
 Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item);

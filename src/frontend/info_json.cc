@@ -24,6 +24,12 @@ nlohmann::ordered_json InfoJson(const FilterInfo& info, const std::string& store
   }
   j["ttl_seconds"] = c.ttl_seconds;
   j["parts"] = info.parts;
+  // "bits" and "hashes" size one part (a scaling filter's first layer, one
+  // window slice); this counts the bits of all live parts, of which bits_set
+  // and fill_ratio speak.
+  if (c.kind == FilterKind::kScaling || c.kind == FilterKind::kWindow) {
+    j["total_bits"] = info.bits;
+  }
   j["memory_bytes"] = info.memory_bytes;
   j["bits_set"] = info.bits_set;
   j["items_added"] = info.items_added;
