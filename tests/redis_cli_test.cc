@@ -21,6 +21,7 @@ using testing::Lines;
 using testing::RawRedis;
 using testing::RedisServer;
 using testing::RunCommand;
+using testing::SharedRedisTest;
 
 std::vector<std::string> Split(const std::string& s) {
   std::istringstream in(s);
@@ -29,31 +30,14 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
-class RedisCliTest : public ::testing::Test {
+class RedisCliTest : public SharedRedisTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer();
-    server_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    raw_ = std::make_unique<RawRedis>(server_->port());
-    raw_->Run({"FLUSHALL"});
-  }
-
   CommandResult Run(std::vector<std::string> args, const std::string& input = "",
                     const std::string& url = "") {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", url.empty() ? server_->url() : url});
     return RunCommand(args, input);
   }
-
-  static RedisServer* server_;
-  std::unique_ptr<RawRedis> raw_;
 };
-RedisServer* RedisCliTest::server_ = nullptr;
 
 TEST_F(RedisCliTest, FullLifecycle) {
   auto create = Run({"create", "orders", "--capacity", "1000", "--error", "0.01"});

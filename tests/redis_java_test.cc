@@ -26,6 +26,7 @@ namespace {
 
 using testing::RawRedis;
 using testing::RedisServer;
+using testing::SharedRedisTest;
 
 std::vector<std::string> Items(std::string_view prefix, size_t from, size_t to) {
   std::vector<std::string> out;
@@ -69,21 +70,8 @@ struct Shared {
   }
 };
 
-class RedisJavaTest : public ::testing::Test {
+class RedisJavaTest : public SharedRedisTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer();
-    server_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    raw_ = std::make_unique<RawRedis>(server_->port());
-    raw_->Run({"FLUSHALL"});
-  }
-
   // Runs SeedRedis; fails the test if Java does.
   static std::string Java(const std::vector<std::string>& args, const std::string& input) {
     std::vector<std::string> argv = {
@@ -162,11 +150,7 @@ class RedisJavaTest : public ::testing::Test {
     ASSERT_TRUE((*filter)->ContainsMany(Views(c), &present).ok());
     for (size_t i = 0; i < c.size(); ++i) EXPECT_EQ(present[i], java_c[i]) << c[i];
   }
-
-  static RedisServer* server_;
-  std::unique_ptr<RawRedis> raw_;
 };
-RedisServer* RedisJavaTest::server_ = nullptr;
 
 // The Portuguese post: StringRedisTemplate, putString(UTF_8), 1000 items at 1%.
 TEST_F(RedisJavaTest, PortuguesePostUtf8BothDirections) {

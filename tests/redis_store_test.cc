@@ -24,6 +24,7 @@ namespace {
 
 using testing::RawRedis;
 using testing::RedisServer;
+using testing::SharedRedisTest;
 
 std::unique_ptr<Store> MustOpen(const std::string& url) {
   auto s = Store::Open(url);
@@ -71,28 +72,16 @@ std::vector<std::string_view> Views(const std::vector<std::string>& v) {
   return {v.begin(), v.end()};
 }
 
-class RedisStoreTest : public ::testing::Test {
+class RedisStoreTest : public SharedRedisTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer();
-    server_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    raw_ = std::make_unique<RawRedis>(server_->port());
-    raw_->Run({"FLUSHALL"});
+    SharedRedisTest::SetUp();
     store_ = MustOpen(server_->url());
     ASSERT_NE(store_, nullptr);
   }
 
-  static RedisServer* server_;
-  std::unique_ptr<RawRedis> raw_;
   std::unique_ptr<Store> store_;
 };
-RedisServer* RedisStoreTest::server_ = nullptr;
 
 TEST_F(RedisStoreTest, CreateWritesMetadataAndPresizesTheBitmap) {
   const FilterConfig config = Config(5000, 0.001);

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "redis_server.h"
+
 namespace redbloom::testing {
 
 class RawRedis {
@@ -54,6 +56,27 @@ class RawRedis {
 
  private:
   std::unique_ptr<redisContext, Freer> ctx_;
+};
+
+// A test suite on one redis-server of its own, started before its first test
+// and stopped after its last, flushed before each test, with a raw client.
+class SharedRedisTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer();
+    server_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    raw_ = std::make_unique<RawRedis>(server_->port());
+    raw_->Run({"FLUSHALL"});
+  }
+
+  static inline RedisServer* server_ = nullptr;
+  std::unique_ptr<RawRedis> raw_;
 };
 
 }  // namespace redbloom::testing

@@ -1088,30 +1088,48 @@ class RedisStore final : public Store {
     return names;
   }
 
+  // Runs a script over a filter's keys and all its parts' keys, read just
+  // before. The parts change only when a client adds one: a script that finds
+  // other parts than it was given answers 2 and runs again with a fresh list
+  // (a few times at most in practice). `interpret` gets any other answer, an
+  // array whose first element is an integer.
+  template <typename Build, typename Interpret>
+  Status WithParts(Connection& c, const FilterKeys& keys, std::string_view name,
+                   std::string_view doing, Build build, Interpret interpret) {
+    for (int round = 0; round < 100; ++round) {
+      REDBLOOM_ASSIGN_OR_RETURN(auto parts, PartNumbers(c, keys, name));
+      CommandBuffer cmd;
+      build(parts, &cmd);
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+      if (!IsArray(r.get(), 1) || r->element[0]->type != REDIS_REPLY_INTEGER) {
+        return Unexpected(doing, r.get());
+      }
+      if (r->element[0]->integer == 2) continue;
+      return interpret(r.get());
+    }
+    return Status::Unavailable("filter '" + std::string(name) +
+                               "' kept gaining parts while being " + std::string(doing) +
+                               "; try again");
+  }
+
   Status Drop(std::string_view name) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     // Not idempotent: a repeated drop would answer kNotFound.
     return shared_->Run(/*idempotent=*/false, [&](Connection& c) -> Status {
-      // The parts change only when a client adds one; a drop racing that
-      // reads the list again (a few times at most in practice).
-      for (int round = 0; round < 100; ++round) {
-        REDBLOOM_ASSIGN_OR_RETURN(auto parts, PartNumbers(c, keys, name));
-        CommandBuffer cmd;
-        cmd.Begin(3 + 3 + parts.size() + 1 + parts.size());
-        cmd.Arg("EVAL");
-        cmd.Arg(scripts::kDrop);
-        cmd.Arg(uint64_t{3 + parts.size()});
-        cmd.Arg(keys.meta);
-        cmd.Arg(keys.bitmap);
-        cmd.Arg(keys.parts);
-        for (uint64_t p : parts) cmd.Arg(PartKeysFor(name, shared_->keys, p).bitmap);
-        cmd.Arg(name);
-        for (uint64_t p : parts) cmd.Arg(p);
-        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
-        if (!IsArray(r.get(), 1) || r->element[0]->type != REDIS_REPLY_INTEGER) {
-          return Unexpected("drop", r.get());
-        }
+      auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
+        cmd->Begin(3 + 3 + parts.size() + 1 + parts.size());
+        cmd->Arg("EVAL");
+        cmd->Arg(scripts::kDrop);
+        cmd->Arg(uint64_t{3 + parts.size()});
+        cmd->Arg(keys.meta);
+        cmd->Arg(keys.bitmap);
+        cmd->Arg(keys.parts);
+        for (uint64_t p : parts) cmd->Arg(PartKeysFor(name, shared_->keys, p).bitmap);
+        cmd->Arg(name);
+        for (uint64_t p : parts) cmd->Arg(p);
+      };
+      return WithParts(c, keys, name, "dropped", build, [&](const redisReply* r) -> Status {
         switch (r->element[0]->integer) {
           case 1:
             return Status::Ok();
@@ -1119,14 +1137,10 @@ class RedisStore final : public Store {
             return NotFoundStatus(name);
           case -1:
             return CollisionStatus(name, ReplyString(r->element[1]), DisplayMeta(name));
-          case 2:
-            continue;  // a part appeared meanwhile
           default:
-            return MetaWrongType(r.get(), name);
+            return MetaWrongType(r, name);
         }
-      }
-      return Status::Unavailable("filter '" + std::string(name) +
-                                 "' kept gaining parts while being dropped; try again");
+      });
     });
   }
 
@@ -1328,39 +1342,31 @@ class RedisStore final : public Store {
     // keys, checked against their parameters (kConflict if they differ, and
     // the facade reopens). Not idempotent: done twice, the source is gone.
     return shared_->Run(/*idempotent=*/false, [&](Connection& c) -> Status {
-      for (int round = 0; round < 100; ++round) {
-        REDBLOOM_ASSIGN_OR_RETURN(auto parts, PartNumbers(c, keys, name));
-        CommandBuffer cmd;
-        cmd.Begin(3 + 5 + parts.size() + 2 + parts.size());
-        cmd.Arg("EVAL");
-        cmd.Arg(scripts::kReplace);
-        cmd.Arg(uint64_t{5 + parts.size()});
-        cmd.Arg(keys.meta);
-        cmd.Arg(keys.bitmap);
-        cmd.Arg(keys.parts);
-        cmd.Arg(from.meta);
-        cmd.Arg(from.bitmap);
-        for (uint64_t p : parts) cmd.Arg(PartKeysFor(name, shared_->keys, p).bitmap);
-        cmd.Arg(name);
-        cmd.Arg(source);
-        for (uint64_t p : parts) cmd.Arg(p);
-        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
-        if (!IsArray(r.get(), 1) || r->element[0]->type != REDIS_REPLY_INTEGER) {
-          return Unexpected("replace", r.get());
-        }
+      auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
+        cmd->Begin(3 + 5 + parts.size() + 2 + parts.size());
+        cmd->Arg("EVAL");
+        cmd->Arg(scripts::kReplace);
+        cmd->Arg(uint64_t{5 + parts.size()});
+        cmd->Arg(keys.meta);
+        cmd->Arg(keys.bitmap);
+        cmd->Arg(keys.parts);
+        cmd->Arg(from.meta);
+        cmd->Arg(from.bitmap);
+        for (uint64_t p : parts) cmd->Arg(PartKeysFor(name, shared_->keys, p).bitmap);
+        cmd->Arg(name);
+        cmd->Arg(source);
+        for (uint64_t p : parts) cmd->Arg(p);
+      };
+      return WithParts(c, keys, name, "replaced", build, [&](const redisReply* r) -> Status {
         switch (r->element[0]->integer) {
           case 1:
             return Status::Ok();
           case 0:
             return NotFoundStatus(source);
-          case 2:
-            continue;
           default:
-            return Unexpected("replace", r.get());
+            return Unexpected("replace", r);
         }
-      }
-      return Status::Unavailable("filter '" + std::string(name) +
-                                 "' kept gaining parts while being replaced; try again");
+      });
     });
   }
 
