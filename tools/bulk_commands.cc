@@ -393,8 +393,9 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
 
   auto* load = app.add_subcommand(
       "load",
-      "Bulk-load items (one per line): bits are built locally and ORed into the filter in one "
-      "bulk write (on Redis: upload to a temporary key, then BITOP OR). Prints a summary.");
+      "Bulk-load items (one per line) into a plain or counting filter: bits (counters) are built "
+      "locally and merged into the filter in one bulk write (on Redis: upload to a temporary key, "
+      "then BITOP OR, or a counter-adding script). Prints a summary.");
   load->add_option("NAME", flags->name, "Filter name")->required();
   load->add_option("--file,-f", flags->file, "PATH, or - for stdin")->required();
 
@@ -413,13 +414,15 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   auto* exp =
       app.add_subcommand("export", "Export a filter as a Guava writeTo file or a redbloom dump");
   exp->add_option("NAME", flags->name, "Filter name")->required();
-  exp->add_option("--format", flags->format, "guava (guava64 filters only) or redbloom")
+  exp->add_option("--format", flags->format,
+                  "guava (plain guava64 filters only) or redbloom (any kind)")
       ->required();
   exp->add_option("--file,-f", flags->file, "PATH, or - for stdout")->required();
 
   auto* merge = app.add_subcommand(
       "merge",
-      "OR filters of identical geometry into DEST (created like the first SRC if missing)");
+      "Union of filters of identical geometry into DEST (created like the first SRC if missing); "
+      "counting filters add their counts");
   merge->add_option("DEST", flags->name, "Destination filter")->required();
   merge->add_option("SRC", flags->sources, "Source filters")->required();
 
