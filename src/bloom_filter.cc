@@ -120,7 +120,7 @@ Status BloomFilter::Drop(Store& store, std::string_view name) { return store.Dro
 Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOptions& options,
                             const std::function<Status(BloomFilter&)>& fill) {
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-  if (options.kind != FilterKind::kPlain && options.kind != FilterKind::kCounting) {
+  if (!IsOneArrayKind(options.kind)) {
     return Status::InvalidArgument("only plain and counting filters can be rebuilt");
   }
   const std::string temp = std::string(name) + "~rebuild";
@@ -477,7 +477,7 @@ Result<uint64_t> PartBytes(const FilterConfig& config, uint64_t part) {
 Status BloomFilter::ReadBitmap(std::string* out) {
   return WithReopen([&](State& st) -> Status {
     const FilterConfig& c = st.config;
-    if (c.kind != FilterKind::kPlain && c.kind != FilterKind::kCounting) {
+    if (!c.one_array()) {
       return Status::InvalidArgument("filter '" + name_ + "' is a " +
                                      std::string(FilterKindName(c.kind)) +
                                      " filter with several bit arrays; read them with ReadParts");
@@ -486,26 +486,33 @@ Status BloomFilter::ReadBitmap(std::string* out) {
   });
 }
 
+Result<std::vector<uint64_t>> BloomFilter::PartIds(const FilterConfig& c) {
+  std::vector<uint64_t> ids;
+  if (c.kind == FilterKind::kScaling) {
+    REDBLOOM_ASSIGN_OR_RETURN(uint64_t layers, store_.Layers(name_, c));
+    for (uint64_t p = 0; p < layers; ++p) ids.push_back(p);
+  } else if (c.kind == FilterKind::kWindow) {
+    REDBLOOM_ASSIGN_OR_RETURN(ids, store_.ListParts(name_, c));
+    const uint64_t now = CurrentSlice(c);
+    std::erase_if(ids, [&](uint64_t p) { return !IsLiveSlice(c, p, now); });
+  } else {
+    ids.push_back(0);
+  }
+  return ids;
+}
+
 Status BloomFilter::ReadParts(std::vector<Part>* out) {
   return WithReopen([&](State& st) -> Status {
     const FilterConfig& c = st.config;
     out->clear();
-    if (c.kind == FilterKind::kPlain || c.kind == FilterKind::kCounting) {
+    if (c.one_array()) {
       Part part;
       REDBLOOM_RETURN_IF_ERROR(ReadAllBits(*st.main, c.data_bytes(), &part.bytes));
       REDBLOOM_ASSIGN_OR_RETURN(part.items, st.main->ItemCount());
       out->push_back(std::move(part));
       return Status::Ok();
     }
-    std::vector<uint64_t> ids;
-    if (c.kind == FilterKind::kScaling) {
-      REDBLOOM_ASSIGN_OR_RETURN(uint64_t layers, store_.Layers(name_, c));
-      for (uint64_t p = 0; p < layers; ++p) ids.push_back(p);
-    } else {
-      REDBLOOM_ASSIGN_OR_RETURN(ids, store_.ListParts(name_, c));
-      const uint64_t now = CurrentSlice(c);
-      std::erase_if(ids, [&](uint64_t p) { return !IsLiveSlice(c, p, now); });
-    }
+    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, PartIds(c));
     for (uint64_t id : ids) {
       auto bits = CachedPart(store_, name_, st.parts_mu, st.parts, c, id, /*create=*/false);
       // A slice may expire between the listing and the read.
@@ -537,7 +544,7 @@ Status BloomFilter::MergeParts(std::span<const Part> parts) {
                                        name_ + "' needs " + std::to_string(*bytes));
       }
     }
-    if (c.kind == FilterKind::kPlain || c.kind == FilterKind::kCounting) {
+    if (c.one_array()) {
       for (const Part& part : parts) {
         REDBLOOM_RETURN_IF_ERROR(st.main->OrBits(part.bytes, part.items));
       }
@@ -570,7 +577,7 @@ Status BloomFilter::MergeParts(std::span<const Part> parts) {
 Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
   return WithReopen([&](State& st) -> Status {
     const FilterConfig& c = st.config;
-    if (c.kind != FilterKind::kPlain && c.kind != FilterKind::kCounting) {
+    if (!c.one_array()) {
       return Status::InvalidArgument(
           "filter '" + name_ + "' is a " + std::string(FilterKindName(c.kind)) +
           " filter; bulk loads, imports and merges apply to plain and counting filters");
@@ -598,7 +605,7 @@ Status BitmapBuilder::Add(std::span<const std::string_view> items) {
 }
 
 Status BitmapBuilder::AddHashes(std::span<const Hash128> hashes) {
-  if (config_.kind != FilterKind::kPlain && config_.kind != FilterKind::kCounting) {
+  if (!config_.one_array()) {
     return Status::InvalidArgument("a " + std::string(FilterKindName(config_.kind)) +
                                    " filter has several bit arrays; bulk bitmaps are built for "
                                    "plain and counting filters");
@@ -643,13 +650,15 @@ Result<FilterInfo> BloomFilter::Info() {
     info.name = name_;
     info.config = c;
     std::vector<std::pair<std::shared_ptr<BitStore>, Geometry>> parts;
-    if (c.kind == FilterKind::kPlain || c.kind == FilterKind::kCounting) {
+    if (c.one_array()) {
       parts.emplace_back(std::shared_ptr<BitStore>(st.main.get(), [](BitStore*) {}), c.geometry);
     } else {
-      REDBLOOM_ASSIGN_OR_RETURN(auto ids, store_.ListParts(name_, c));
+      REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, PartIds(c));
       if (c.kind == FilterKind::kWindow) {
+        // A slice ahead of this clock (another client's clock runs fast) is
+        // not checked yet, so it does not count yet either.
         const uint64_t now = CurrentSlice(c);
-        std::erase_if(ids, [&](uint64_t p) { return p + c.slices <= now || p > now; });
+        std::erase_if(ids, [&](uint64_t p) { return p > now; });
       }
       for (uint64_t p : ids) {
         auto bits = CachedPart(store_, name_, st.parts_mu, st.parts, c, p, false);

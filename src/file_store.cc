@@ -399,10 +399,7 @@ class FileStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(source));
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader replacement, ReadMain(source));
-    if (replacement.config.kind != FilterKind::kPlain &&
-        replacement.config.kind != FilterKind::kCounting) {
-      return Status::InvalidArgument("only plain and counting filters can be replaced");
-    }
+    REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
     // Hold the old file open across the rename, to flag it afterwards.
     int old_fd = ::open(PathOf(name).c_str(), O_RDWR | O_CLOEXEC);
     FdCloser old(old_fd);

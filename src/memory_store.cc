@@ -178,9 +178,7 @@ class MemoryStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(source));
     std::lock_guard lock(mu_);
     REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Find(source));
-    if (!replacement->main || replacement->config.kind == FilterKind::kScaling) {
-      return Status::InvalidArgument("only plain and counting filters can be replaced");
-    }
+    REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement->config));
     auto old = filters_.find(name);
     if (old != filters_.end()) Retire(*old->second);
     filters_.insert_or_assign(std::string(name), replacement);

@@ -130,6 +130,12 @@ uint64_t PartExpiry(const FilterConfig& config, uint64_t part, uint64_t filter_e
   return at;
 }
 
+Status CheckReplaceable(const FilterConfig& replacement) {
+  if (replacement.one_array()) return Status::Ok();
+  return Status::InvalidArgument("only plain and counting filters can be replaced, not a " +
+                                 std::string(FilterKindName(replacement.kind)) + " filter");
+}
+
 Status ConfigChangedStatus(std::string_view name) {
   return Status::Conflict("filter '" + std::string(name) +
                           "' was dropped or re-created with other parameters");

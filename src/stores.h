@@ -21,6 +21,9 @@ Status ExistsStatus(std::string_view name, const FilterConfig& existing,
 // The stored filter changed between ReadConfig and OpenBits.
 Status ConfigChangedStatus(std::string_view name);
 
+// Store::Replace takes only filters with one array (kInvalidArgument else).
+Status CheckReplaceable(const FilterConfig& replacement);
+
 // Milliseconds since the Unix epoch, the clock of TTLs and window slices.
 uint64_t NowMillis();
 // When part `part` of a filter may be deleted: a window slice once it has

@@ -480,9 +480,7 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   // filters must be the same filter in every parameter: layer sizes follow
   // the capacity and expansion, slice numbers the slice length.
   auto mergeable = [&](const FilterConfig& c) {
-    if (c.kind == FilterKind::kScaling || c.kind == FilterKind::kWindow) {
-      return c.SameFilterAs(first);
-    }
+    if (!first.one_array()) return c.SameFilterAs(first);
     return c.kind == first.kind && c.strategy == first.strategy && c.encoding == first.encoding &&
            c.geometry.bits == first.geometry.bits && c.geometry.hashes == first.geometry.hashes;
   };

@@ -174,7 +174,7 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   auto filter = BloomFilter::Open(*ctx.store, name);
   if (!filter.ok()) return Fail(filter.status());
   const FilterKind kind = (*filter)->config().kind;
-  if (kind != FilterKind::kPlain && kind != FilterKind::kCounting) {
+  if (!IsOneArrayKind(kind)) {
     return Fail(Status::InvalidArgument(
         "'" + name + "' is a " + std::string(FilterKindName(kind)) +
         " filter: load builds one bitmap, for plain and counting filters; use 'redbloom add " +
@@ -357,9 +357,7 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
   Status s = BloomFilter::Rebuild(*ctx.store, name, *options, [&](BloomFilter& f) -> Status {
     const FilterConfig config = f.config();
     std::optional<BitmapBuilder> builder;
-    if (config.kind == FilterKind::kPlain || config.kind == FilterKind::kCounting) {
-      builder.emplace(config);
-    }
+    if (config.one_array()) builder.emplace(config);
     std::vector<std::string> lines;
     std::vector<std::string_view> views;
     while (true) {

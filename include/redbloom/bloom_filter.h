@@ -153,6 +153,9 @@ class BloomFilter {
   // under us (a rebuild swapped it), reopens once and runs it again.
   template <typename Op>
   Status WithReopen(Op&& op);
+  // The parts filter `c` has now: 0 for one-array kinds, layers 0..L-1 of a
+  // scaling filter, the slices of a window filter not yet out of the window.
+  Result<std::vector<uint64_t>> PartIds(const FilterConfig& c);
   // present must hold hashes.size() zeros; hits are set to 1.
   Status ContainsHashesIn(State& state, std::span<const Hash128> hashes, uint8_t* present);
 

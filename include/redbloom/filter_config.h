@@ -44,6 +44,11 @@ inline constexpr uint64_t kMinSliceMillis = 10;
 // expansion 2 hold 2^32 times the first capacity.
 inline constexpr uint64_t kMaxLayers = 32;
 
+// See FilterConfig::one_array().
+inline bool IsOneArrayKind(FilterKind kind) {
+  return kind == FilterKind::kPlain || kind == FilterKind::kCounting;
+}
+
 struct FilterOptions {
   uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
   double error_rate = 0;  // p, target false-positive rate at n items, in (0, 1)
@@ -73,6 +78,9 @@ struct FilterConfig {
   // window filter. Derived from the above; stored so a reader can verify it.
   Geometry geometry;
 
+  // Plain and counting filters keep all their cells in one array (part 0);
+  // scaling and window filters in several parts that come and go.
+  bool one_array() const { return IsOneArrayKind(kind); }
   // Bits per cell: 4 for counting filters, else 1.
   uint32_t cell_bits() const { return kind == FilterKind::kCounting ? 4 : 1; }
   // Bytes that hold geometry.bits cells, as Redis stores them.

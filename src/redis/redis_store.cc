@@ -1332,10 +1332,7 @@ class RedisStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(source));
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta replacement, ReadMeta(source));
-    if (replacement.config.kind != FilterKind::kPlain &&
-        replacement.config.kind != FilterKind::kCounting) {
-      return Status::InvalidArgument("only plain and counting filters can be replaced");
-    }
+    REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const FilterKeys from = KeysFor(source, shared_->keys);
     // Readers of the old filter see the new one on their next call: the same
