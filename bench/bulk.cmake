@@ -2,4 +2,4 @@
 # tree, starts redis-server (and RedisBloom if $REDISBLOOM_MODULE is set) and
 # runs it.
 add_executable(bulk_bench bulk_bench.cc)
-target_link_libraries(bulk_bench PRIVATE redbloom::redbloom PkgConfig::HIREDIS redbloom_warnings)
+target_link_libraries(bulk_bench PRIVATE redbloom::redbloom PkgConfig::HIREDIS CLI11::CLI11 redbloom_warnings)

@@ -8,6 +8,7 @@
 // Every timed load is checked afterwards: all items present, FPP near 1%.
 #include <hiredis/hiredis.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,37 +50,24 @@ struct Args {
 
 Args Parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) Die("missing value after " + arg);
-      return argv[++i];
-    };
-    if (arg == "--url") {
-      a.url = value();
-    } else if (arg == "--module-url") {
-      a.module_url = value();
-    } else if (arg == "--reps") {
-      a.reps = std::max(1, std::atoi(value().c_str()));
-    } else if (arg == "--sizes") {
-      a.sizes.clear();
-      std::string list = value();
-      size_t pos = 0;
-      while (pos <= list.size()) {
-        size_t comma = list.find(',', pos);
-        if (comma == std::string::npos) comma = list.size();
-        auto n = redbloom::ParseUint64(list.substr(pos, comma - pos));
-        if (!n.ok()) Die("bad --sizes");
-        a.sizes.push_back(*n);
-        pos = comma + 1;
-      }
-    } else {
-      Die("unknown argument " + arg +
-          " (usage: bulk_bench --url URL [--module-url URL] "
-          "[--sizes 1e6,1e7] [--reps N])");
-    }
+  std::vector<std::string> sizes = {"1e6", "1e7"};
+  CLI::App app("Bulk load against batched add into Redis (see scripts/bench-bulk.sh)",
+               "bulk_bench");
+  app.add_option("--url", a.url, "redis:// URL of a plain redis-server")->required();
+  app.add_option("--module-url", a.module_url, "redis:// URL of a server with RedisBloom loaded");
+  app.add_option("--sizes", sizes, "item counts, comma-separated")->delimiter(',');
+  app.add_option("--reps", a.reps, "repetitions")->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
   }
-  if (a.url.empty()) Die("--url is required");
+  a.sizes.clear();
+  for (const auto& size : sizes) {
+    auto n = redbloom::ParseUint64(size);
+    if (!n.ok()) Die("bad --sizes entry '" + size + "': " + n.status().message());
+    a.sizes.push_back(*n);
+  }
   return a;
 }
 

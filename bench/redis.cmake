@@ -3,4 +3,4 @@
 # runs it; it does not compile unoptimised.
 add_executable(redis_bench redis_bench.cc)
 target_include_directories(redis_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
-target_link_libraries(redis_bench PRIVATE redbloom::redbloom PkgConfig::HIREDIS redbloom_warnings)
+target_link_libraries(redis_bench PRIVATE redbloom::redbloom PkgConfig::HIREDIS CLI11::CLI11 redbloom_warnings)

@@ -19,6 +19,7 @@
 #include <hiredis/hiredis.h>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -174,26 +175,18 @@ struct Args {
 
 Args ParseArgs(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) Die(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--url") {
-      a.url = value();
-    } else if (arg == "--module-url") {
-      a.module_url = value();
-    } else if (arg == "--reps") {
-      a.reps = std::max(1, std::atoi(value().c_str()));
-    } else if (arg == "--scale") {
-      a.scale = std::atof(value().c_str());
-    } else {
-      Die("unknown argument " + arg +
-          " (usage: redis_bench --url URL [--module-url URL] [--reps N] [--scale X])");
-    }
+  CLI::App app("redbloom's Redis store against the seed's way (see scripts/bench-redis.sh)",
+               "redis_bench");
+  app.add_option("--url", a.url, "redis:// URL of a plain redis-server")->required();
+  app.add_option("--module-url", a.module_url, "redis:// URL of a server with RedisBloom loaded");
+  app.add_option("--reps", a.reps, "repetitions")->check(CLI::PositiveNumber);
+  app.add_option("--scale", a.scale, "multiplies item counts (0.1 for a smoke run)")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
   }
-  if (a.url.empty()) Die("--url is required");
   return a;
 }
 

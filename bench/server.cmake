@@ -3,5 +3,5 @@
 # HTTP, for the overhead ratio.
 if(TARGET redbloomd_core)
   add_executable(server_bench server_bench.cc)
-  target_link_libraries(server_bench PRIVATE redbloomd_core redbloom_warnings)
+  target_link_libraries(server_bench PRIVATE redbloomd_core CLI11::CLI11 redbloom_warnings)
 endif()

@@ -18,6 +18,7 @@
 //
 // It refuses to run from a build without NDEBUG: an unoptimised library makes
 // any HTTP overhead look small.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -61,32 +62,23 @@ void Check(const redbloom::Status& s, const char* what) {
 }
 
 Args Parse(int argc, char** argv) {
-  if (argc < 2) Die("usage: server_bench setup|measure --store URL [options]");
   Args a;
-  a.mode = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (i + 1 >= argc) Die("missing value for " + k);
-    const std::string v = argv[++i];
-    if (k == "--store") {
-      a.store = v;
-    } else if (k == "--filter") {
-      a.filter = v;
-    } else if (k == "--capacity") {
-      a.capacity = std::stoull(v);
-    } else if (k == "--preload") {
-      a.preload = std::stoull(v);
-    } else if (k == "--body-out") {
-      a.body_out = v;
-    } else if (k == "--seconds") {
-      a.seconds = std::stod(v);
-    } else if (k == "--threads") {
-      a.threads = std::stoi(v);
-    } else {
-      Die("unknown option " + k);
-    }
+  CLI::App app("The library side of scripts/bench-server.sh", "server_bench");
+  app.add_option("MODE", a.mode, "setup or measure")
+      ->required()
+      ->check(CLI::IsMember({"setup", "measure"}));
+  app.add_option("--store", a.store, "store URL")->required();
+  app.add_option("--filter", a.filter, "filter name");
+  app.add_option("--capacity", a.capacity, "filter capacity");
+  app.add_option("--preload", a.preload, "items ORD-i added by setup");
+  app.add_option("--body-out", a.body_out, "setup: write the batch's JSON body here");
+  app.add_option("--seconds", a.seconds, "measure: seconds per measurement");
+  app.add_option("--threads", a.threads, "measure: threads")->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
   }
-  if (a.store.empty()) Die("--store is required");
   return a;
 }
 
@@ -240,7 +232,5 @@ int main(int argc, char** argv) {
   Die("built without NDEBUG (an unoptimised build); use -DCMAKE_BUILD_TYPE=Release");
 #endif
   const Args a = Parse(argc, argv);
-  if (a.mode == "setup") return Setup(a);
-  if (a.mode == "measure") return Measure(a);
-  Die("unknown mode " + a.mode);
+  return a.mode == "setup" ? Setup(a) : Measure(a);  // Parse allows only these two
 }
