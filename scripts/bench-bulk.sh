@@ -9,17 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${BENCH_BUILD_DIR:-build-bench-bulk}
 
-echo "== build (Release) in $dir"
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF \
-  -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF >/dev/null
-ninja -C "$dir" bulk_bench
-
+source scripts/lib/bench.sh
 source scripts/lib/redis.sh
-start_redis plain
-args=(--url "redis://127.0.0.1:$started_port" --reps "${REPS:-3}" --sizes "${SIZES:-1e6,1e7}")
-if [ -n "${REDISBLOOM_MODULE:-}" ]; then
-  start_redis module --loadmodule "$REDISBLOOM_MODULE"
-  args+=(--module-url "redis://127.0.0.1:$started_port")
-fi
-echo "== $(redis-server --version | cut -d' ' -f1-3), loopback, $(nproc) cores"
-"$dir/bench/bulk_bench" "${args[@]}"
+require_tools bench-bulk cmake ninja redis-server redis-cli
+release_build "$dir" bulk_bench -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF
+start_bench_servers
+"$dir/bench/bulk_bench" "${bench_redis_args[@]}" --reps "${REPS:-3}" --sizes "${SIZES:-1e6,1e7}"

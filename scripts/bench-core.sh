@@ -17,22 +17,14 @@ dir=${BENCH_BUILD_DIR:-build-bench}
 reps=${REPS:-5}
 guava_jar=${GUAVA_JAR:-/usr/share/java/guava.jar}
 
-for tool in cmake ninja javac java; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "bench-core: $tool is missing; run scripts/install-deps.sh" >&2
-    exit 1
-  fi
-done
+source scripts/lib/bench.sh
+require_tools bench-core cmake ninja javac java
 if [ ! -f "$guava_jar" ]; then
   echo "bench-core: $guava_jar is missing; apt-get install libguava-java" >&2
   exit 1
 fi
-
-echo "== build (Release) in $dir"
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF \
-  -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF \
-  -DREDBLOOM_BENCH_GUAVA_JAR="$guava_jar" >/dev/null
-ninja -C "$dir" core_bench guava_bench
+release_build "$dir" "core_bench guava_bench" -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF \
+  -DREDBLOOM_BENCH_GUAVA_JAR="$guava_jar"
 
 core_tsv=$dir/core_summary.tsv
 guava_tsv=$dir/guava_summary.tsv

@@ -17,26 +17,9 @@ dir=${BENCH_BUILD_DIR:-build-bench-redis}
 reps=${REPS:-3}
 scale=${SCALE:-1}
 
-for tool in cmake ninja redis-server redis-cli; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "bench-redis: $tool is missing; run scripts/install-deps.sh" >&2
-    exit 1
-  fi
-done
-
-echo "== build (Release) in $dir"
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF \
-  -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF >/dev/null
-ninja -C "$dir" redis_bench
-
+source scripts/lib/bench.sh
 source scripts/lib/redis.sh
-
-start_redis plain
-args=(--url "redis://127.0.0.1:$started_port" --reps "$reps" --scale "$scale")
-if [ -n "${REDISBLOOM_MODULE:-}" ]; then
-  start_redis module --loadmodule "$REDISBLOOM_MODULE"
-  args+=(--module-url "redis://127.0.0.1:$started_port")
-fi
-
-echo "== $(redis-server --version | cut -d' ' -f1-3), loopback, $(nproc) cores"
-"$dir/bench/redis_bench" "${args[@]}"
+require_tools bench-redis cmake ninja redis-server redis-cli
+release_build "$dir" redis_bench -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF
+start_bench_servers
+"$dir/bench/redis_bench" "${bench_redis_args[@]}" --reps "$reps" --scale "$scale"

@@ -30,17 +30,10 @@ preload=${PRELOAD:-1000000}
 stores=${STORES:-file redis}
 threads=${SERVER_THREADS:-8}
 
-for tool in cmake ninja wrk python3; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "bench-server: $tool is missing; run scripts/install-deps.sh" >&2
-    exit 1
-  fi
-done
-
-echo "== build (Release) in $dir"
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF \
-  -DREDBLOOM_BUILD_CLI=OFF -DREDBLOOM_BUILD_SERVER=ON >/dev/null
-ninja -C "$dir" redbloomd server_bench >/dev/null
+source scripts/lib/bench.sh
+require_tools bench-server cmake ninja wrk python3
+release_build "$dir" "redbloomd server_bench" -DREDBLOOM_BUILD_CLI=OFF -DREDBLOOM_BUILD_SERVER=ON \
+  >/dev/null
 daemon=$dir/server/redbloomd
 driver=$dir/bench/server_bench
 
@@ -48,14 +41,10 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+on_exit cleanup
 
 cat >"$tmp/batch.lua" <<'EOF'
 local f = assert(io.open(os.getenv("BENCH_BODY"), "r"))
@@ -191,17 +180,9 @@ for store in $stores; do
         echo "bench-server: redis-server is not installed; skipping the Redis rows" >&2
         continue
       fi
-      rport=$(free_port)
-      redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no \
-        --dir "$tmp" --daemonize no --loglevel warning >"$tmp/redis.log" 2>&1 &
-      rpid=$!
-      pids+=("$rpid")
-      for _ in $(seq 100); do
-        redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG && break
-        sleep 0.05
-      done
-      run_store "redis" "redis://127.0.0.1:$rport" "{$base_config}"
-      kill "$rpid"
+      source scripts/lib/redis.sh
+      start_redis bench-server
+      run_store "redis" "redis://127.0.0.1:$started_port" "{$base_config}"
       ;;
   esac
 done

@@ -1,6 +1,9 @@
-# Shell helpers for the benchmark scripts: start throwaway redis-servers on
-# free loopback ports and stop them on exit. Source it; it sets a trap.
+# Shell helpers for the benchmark scripts: throwaway redis-servers on free
+# loopback ports, stopped when the script exits. Source scripts/lib/bench.sh
+# first.
 #   start_redis NAME [redis-server args...]   -> sets $started_port
+#   start_bench_servers                       -> sets bench_redis_args (--url, and
+#       --module-url when $REDISBLOOM_MODULE names a RedisBloom module file)
 redis_tmp=$(mktemp -d)
 redis_pids=()
 redis_cleanup() {
@@ -8,19 +11,7 @@ redis_cleanup() {
   for pid in "${redis_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   rm -rf "$redis_tmp"
 }
-trap redis_cleanup EXIT
-
-# A port nothing listens on (bash's /dev/tcp connects if something does).
-free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return
-    fi
-  done
-}
+on_exit redis_cleanup
 
 start_redis() {
   local name=$1 port
@@ -40,4 +31,14 @@ start_redis() {
   echo "redis-server ($name) did not start; see its log:" >&2
   cat "$redis_tmp/$name/redis.log" >&2
   exit 1
+}
+
+start_bench_servers() {
+  start_redis plain
+  bench_redis_args=(--url "redis://127.0.0.1:$started_port")
+  if [ -n "${REDISBLOOM_MODULE:-}" ]; then
+    start_redis module --loadmodule "$REDISBLOOM_MODULE"
+    bench_redis_args+=(--module-url "redis://127.0.0.1:$started_port")
+  fi
+  echo "== $(redis-server --version | cut -d' ' -f1-3), loopback, $(nproc) cores"
 }
