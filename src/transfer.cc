@@ -7,6 +7,8 @@
 #include <map>
 #include <vector>
 
+#include "word_bits.h"
+
 namespace redbloom {
 namespace {
 
@@ -71,16 +73,6 @@ uint64_t RedisBytesToGuavaWord(const char* bytes) {
 void GuavaWordToRedisBytes(uint64_t w, char* bytes) {
   for (int b = 0; b < 8; ++b)
     bytes[b] = static_cast<char>(Reverse(static_cast<uint8_t>(w >> (8 * b))));
-}
-
-// Adds the 4-bit counters of `from` to those of *to, saturating at 15.
-void AddCounters(std::string_view from, std::string* to) {
-  for (size_t i = 0; i < to->size() && i < from.size(); ++i) {
-    const auto a = static_cast<uint8_t>(from[i]), b = static_cast<uint8_t>((*to)[i]);
-    const unsigned hi = std::min(15u, unsigned{a} / 16 + unsigned{b} / 16);
-    const unsigned lo = std::min(15u, unsigned{a} % 16 + unsigned{b} % 16);
-    (*to)[i] = static_cast<char>(hi << 4 | lo);
-  }
 }
 
 // The header of a dump: the config, the count and the part table, as
@@ -524,13 +516,7 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
         continue;
       }
       into.items += part.items;
-      if (first.kind == FilterKind::kCounting) {
-        AddCounters(part.bytes, &into.bytes);
-      } else {
-        for (size_t i = 0; i < into.bytes.size() && i < part.bytes.size(); ++i) {
-          into.bytes[i] = static_cast<char>(into.bytes[i] | part.bytes[i]);
-        }
-      }
+      internal::MergeCellBytes(part.bytes, &into.bytes, first.kind == FilterKind::kCounting);
     }
   }
   if (!target) {

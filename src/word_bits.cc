@@ -44,20 +44,6 @@ uint64_t StepCounter(uint64_t* words, uint64_t i, int delta) {
   }
 }
 
-// Adds the sixteen 4-bit counters of `b` to those of `a`, each saturating at
-// 15, without carries between counters: the low three bits of each counter
-// add without overflowing it, and the top bit and the carry out of the
-// counter come from a full adder over the three top bits.
-uint64_t SaturatingNibbleAdd(uint64_t a, uint64_t b) {
-  constexpr uint64_t kLow = 0x7777777777777777ULL;
-  constexpr uint64_t kHigh = 0x8888888888888888ULL;
-  const uint64_t low = (a & kLow) + (b & kLow);
-  const uint64_t ha = a & kHigh, hb = b & kHigh, hl = low & kHigh;
-  const uint64_t sum = (low & kLow) | (ha ^ hb ^ hl);
-  const uint64_t overflow = ((ha & hb) | (ha & hl) | (hb & hl)) >> 3;  // bit 0 of each counter
-  return sum | overflow * 0xF;
-}
-
 // flock() for the duration of a scope, when there is a file to lock.
 class FileLock {
  public:
@@ -78,6 +64,31 @@ class FileLock {
 };
 
 }  // namespace
+
+// The low three bits of each counter add without leaving it; the top bit and
+// the carry out of the counter come from a full adder over the three top
+// bits, and a carry saturates the counter at 15.
+uint64_t SaturatingNibbleAdd(uint64_t a, uint64_t b) {
+  constexpr uint64_t kLow = 0x7777777777777777ULL;
+  constexpr uint64_t kHigh = 0x8888888888888888ULL;
+  const uint64_t low = (a & kLow) + (b & kLow);
+  const uint64_t ha = a & kHigh, hb = b & kHigh, hl = low & kHigh;
+  const uint64_t sum = (low & kLow) | (ha ^ hb ^ hl);
+  const uint64_t overflow = ((ha & hb) | (ha & hl) | (hb & hl)) >> 3;  // bit 0 of each counter
+  return sum | overflow * 0xF;
+}
+
+void MergeCellBytes(std::string_view from, std::string* to, bool counters) {
+  const size_t n = std::min(from.size(), to->size());
+  for (size_t i = 0; i < n; i += 8) {
+    const size_t len = std::min<size_t>(8, n - i);
+    uint64_t a = 0, b = 0;
+    std::memcpy(&a, to->data() + i, len);
+    std::memcpy(&b, from.data() + i, len);
+    const uint64_t merged = counters ? SaturatingNibbleAdd(a, b) : a | b;
+    std::memcpy(to->data() + i, &merged, len);
+  }
+}
 
 Status WordBitStore::CheckLive() const {
   if (a_.superseded != nullptr &&

@@ -14,6 +14,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 #include "redbloom/store.h"
 
@@ -24,6 +26,13 @@ static_assert(std::endian::native == std::endian::little,
 
 inline uint64_t WordIndex(uint64_t bit) { return bit >> 6; }
 inline uint64_t BitMask(uint64_t bit) { return uint64_t{1} << ((bit & 63) ^ 7); }
+
+// Adds the sixteen 4-bit counters of `b` to those of `a`, each saturating at
+// 15 (counting filters' merge).
+uint64_t SaturatingNibbleAdd(uint64_t a, uint64_t b);
+// Merges the cells of `from` into *to (byte buffers in Redis order, not
+// shared): bits ORed, or 4-bit counters added as SaturatingNibbleAdd does.
+void MergeCellBytes(std::string_view from, std::string* to, bool counters);
 
 // Where a WordBitStore's state lives. The memory is owned by `keepalive`.
 struct WordArray {
