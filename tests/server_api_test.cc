@@ -546,16 +546,6 @@ TEST_P(ServerApiTest, PublicMetricsNeedNoToken) {
   EXPECT_EQ(Call(*anon, "GET", "/v1/filters").status, 401);
 }
 
-// Reads one sample of the Prometheus text, or -1 if absent.
-double Sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 TEST_P(ServerApiTest, MetricsCountRequestsItemsAndLatency) {
   StartServer();
   Create("orders");

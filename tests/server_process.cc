@@ -154,6 +154,15 @@ Answer Call(httplib::Client& client, const std::string& method, const std::strin
   return a;
 }
 
+double Sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
 std::string EncodePathSegment(const std::string& s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -89,6 +89,11 @@ Answer Call(httplib::Client& client, const std::string& method, const std::strin
 // Percent-encodes every byte outside [A-Za-z0-9-._~].
 std::string EncodePathSegment(const std::string& s);
 
+// The value of one sample (`series` with its labels, e.g.
+// `redbloom_items_added_total` or `x{route="/healthz"}`) in Prometheus
+// text, or -1 if absent.
+double Sample(const std::string& text, const std::string& series);
+
 // A raw TCP connection to 127.0.0.1:port, for requests that a client library
 // would not send (truncated bodies, a body sent in two parts).
 class RawConnection {

@@ -16,15 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-double Sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 // Polls `fn` until it returns true or `timeout` passes.
 template <typename Fn>
 bool Eventually(Fn fn, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
