@@ -24,10 +24,13 @@
 
 namespace redbloom::internal {
 
+// Frees a reply read through a Connection, whose integer 0s and 1s inside
+// arrays are shared objects (see UseSharedSmallIntegers); freeReplyObject
+// alone must never see those. Replies of other contexts free the same way.
+void FreeReply(void* reply);
+
 struct ReplyDeleter {
-  void operator()(redisReply* r) const {
-    if (r != nullptr) freeReplyObject(r);
-  }
+  void operator()(redisReply* r) const { FreeReply(r); }
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
