@@ -231,6 +231,40 @@ TEST_F(RedisStoreTest, AddReportsEachItemNewOnceEvenWithinOneBatch) {
   EXPECT_TRUE(added.empty());
 }
 
+// Redis sends each batch's cell ops sorted by offset and maps the answers
+// back: every item's "new" and "present" must still be what the memory store,
+// which works item by item, answers. A small, overfilled filter makes items
+// share cells, both within a batch and across batches.
+TEST_F(RedisStoreTest, AnswersMatchTheMemoryStoreItemForItem) {
+  auto mem = MustOpen("mem:");
+  for (FilterKind kind : {FilterKind::kPlain, FilterKind::kCounting}) {
+    FilterOptions o = Options(300, 0.05);
+    o.kind = kind;
+    const std::string name = "answers-" + std::string(FilterKindName(kind));
+    auto r = BloomFilter::Create(*store_, name, o);
+    auto m = BloomFilter::Create(*mem, name, o);
+    ASSERT_TRUE(r.ok() && m.ok());
+    // 2500 items, some repeated, in batches of 1000 (the store's default).
+    std::vector<std::string> items = Items(Encoding::kUtf8, 2000);
+    for (size_t i = 0; i < 500; ++i) items.push_back(items[i * 3]);
+    std::vector<uint8_t> added_redis, added_mem;
+    ASSERT_TRUE((*r)->AddMany(Views(items), &added_redis).ok());
+    ASSERT_TRUE((*m)->AddMany(Views(items), &added_mem).ok());
+    EXPECT_EQ(added_redis, added_mem) << name;
+    // Overfilled on purpose, so some items are not new and some misses hit.
+    EXPECT_GT(std::count(added_mem.begin(), added_mem.end(), 0), 500) << name;
+    std::vector<std::string> probe = Items(Encoding::kUtf8, 3000, /*salt=*/1);
+    probe.insert(probe.end(), items.begin(), items.begin() + 1000);
+    std::vector<uint8_t> present_redis, present_mem;
+    ASSERT_TRUE((*r)->ContainsMany(Views(probe), &present_redis).ok());
+    ASSERT_TRUE((*m)->ContainsMany(Views(probe), &present_mem).ok());
+    EXPECT_EQ(present_redis, present_mem) << name;
+    const auto hits = std::count(present_mem.begin(), present_mem.end(), 1);
+    EXPECT_GT(hits, 1000) << name;  // some false positives among the 3000
+    EXPECT_LT(hits, 4000) << name;  // and some true misses
+  }
+}
+
 // The count of a handle's last add rides with its next command; closing the
 // handle sends it.
 TEST_F(RedisStoreTest, CountReachesRedisWhenTheHandleCloses) {

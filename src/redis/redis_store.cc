@@ -17,6 +17,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "redis/redis_client.h"
 #include "redis/redis_keys.h"
@@ -365,6 +366,30 @@ class Streamer {
   CommandBuffer& cmd_;
   size_t sent_ = 0;
 };
+
+// The order to send a batch's cell ops in: ascending offset, ties in batch
+// order (a stable LSD radix sort, 11 bits per pass). redis-server then walks
+// the bitmap forwards instead of missing the cache on nearly every op, and
+// every op still sees what it would in batch order: an op's previous value
+// depends only on the earlier ops on its own cell.
+void SortedOrder(const uint64_t* offsets, size_t count, std::vector<uint32_t>* order) {
+  constexpr unsigned kDigitBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kDigitBits;
+  order->resize(count);
+  for (size_t i = 0; i < count; ++i) (*order)[i] = static_cast<uint32_t>(i);
+  uint64_t highest = 0;
+  for (size_t i = 0; i < count; ++i) highest = std::max(highest, offsets[i]);
+  std::vector<uint32_t> other(count);
+  std::vector<uint32_t> start(kBuckets);
+  for (unsigned shift = 0; shift < 64 && (highest >> shift) != 0; shift += kDigitBits) {
+    std::fill(start.begin(), start.end(), 0);
+    for (uint32_t i : *order) ++start[(offsets[i] >> shift) & (kBuckets - 1)];
+    uint32_t sum = 0;
+    for (auto& b : start) sum += std::exchange(b, sum);
+    for (uint32_t i : *order) other[start[(offsets[i] >> shift) & (kBuckets - 1)]++] = i;
+    order->swap(other);
+  }
+}
 
 // Non-zero 4-bit counters in `bytes`: each nibble's bits folded into its low bit.
 uint64_t NonZeroNibbles(std::string_view bytes) {
@@ -759,8 +784,9 @@ class RedisBitStore final : public BitStore {
 
   // A batch whose answer has not been read yet.
   struct InFlight {
-    size_t first;  // its first item
-    size_t n;      // its number of items
+    size_t first;                 // its first item
+    size_t n;                     // its number of items
+    std::vector<uint32_t> order;  // op i of the command is cell order[i] of the batch
   };
 
   // EVAL of the count-only script, adding `delta` to the item count.
@@ -779,7 +805,7 @@ class RedisBitStore final : public BitStore {
   // Builds and sends one add transaction, streaming it (see Streamer).
   // `offsets` holds the batch's `count` offsets.
   Status SendAdd(Connection& c, CommandBuffer* cmd, const uint64_t* offsets, size_t count,
-                 uint64_t count_delta) const {
+                 const std::vector<uint32_t>& order, uint64_t count_delta) const {
     cmd->Clear();
     Streamer stream(c, *cmd);
     cmd->Command({"MULTI"});
@@ -804,7 +830,7 @@ class RedisBitStore final : public BitStore {
       cmd->Arg("SAT");
       for (size_t i = 0; i < count; ++i) {
         cmd->Raw(kIncrU4, 2);
-        cmd->Arg('#', offsets[i]);
+        cmd->Arg('#', offsets[order[i]]);
         cmd->Raw(kOne, 1);
         if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
       }
@@ -814,7 +840,7 @@ class RedisBitStore final : public BitStore {
       cmd->Arg(cells_.scratch);
       for (size_t i = 0; i < count; ++i) {
         cmd->Raw(kSetU1, 2);
-        cmd->Arg(offsets[i]);
+        cmd->Arg(offsets[order[i]]);
         cmd->Raw(kOne, 1);
         if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
       }
@@ -842,13 +868,14 @@ class RedisBitStore final : public BitStore {
     size_t next = *done;
     auto send = [&]() -> Status {
       const size_t n = std::min(batch, items - next);
-      InFlight f{next, n};
+      InFlight f{next, n, {}};
+      SortedOrder(offsets + next * k, n * k, &f.order);
       // The count of earlier batches rides along with this one's guard. If
       // this transaction's answer is lost but it ran, a retry sends that
       // count again: the one way the count can over-count.
       const uint64_t delta = *uncounted;
       *uncounted = 0;
-      REDBLOOM_RETURN_IF_ERROR(SendAdd(c, &cmd, offsets + next * k, n * k, delta));
+      REDBLOOM_RETURN_IF_ERROR(SendAdd(c, &cmd, offsets + next * k, n * k, f.order, delta));
       in_flight.push_back(std::move(f));
       next += n;
       return Status::Ok();
@@ -882,13 +909,18 @@ class RedisBitStore final : public BitStore {
     if (!IsArray(cells, f.n * k)) return Unexpected("BITFIELD", cells);
     // BITFIELD SET answers each bit's previous value, INCRBY each counter's
     // new one: an item is new when it turned at least one cell on. The ops
-    // run in item order, so of two items sharing a bit the earlier one sees
-    // it unset: "new" is as if the items were added one by one.
+    // ran in f.order, where ops on one cell keep batch order, so of two items
+    // sharing a bit the earlier one sees it unset: "new" is as if the items
+    // were added one by one. turned_on is back in batch order.
     const long long fresh = cells_.counting() ? 1 : 0;
+    std::vector<uint8_t> turned_on(f.n * k);
+    for (size_t i = 0; i < f.n * k; ++i) {
+      turned_on[f.order[i]] = cells->element[i]->integer == fresh ? 1 : 0;
+    }
     uint64_t added = 0;
     for (size_t i = 0; i < f.n; ++i) {
       bool was_new = false;
-      for (uint32_t j = 0; j < k; ++j) was_new |= cells->element[i * k + j]->integer == fresh;
+      for (uint32_t j = 0; j < k; ++j) was_new |= turned_on[i * k + j] != 0;
       if (changed != nullptr) changed[f.first + i] = was_new ? 1 : 0;
       // Counting filters count every add, since each needs its own remove.
       added += (was_new || cells_.counting()) ? 1 : 0;
@@ -905,7 +937,9 @@ class RedisBitStore final : public BitStore {
     size_t next = *done;
     auto send = [&]() -> Status {
       const size_t n = std::min(batch, items - next);
-      InFlight f{next, n};
+      InFlight f{next, n, {}};
+      const uint64_t* o = offsets + next * k;
+      SortedOrder(o, n * k, &f.order);
       cmd.Clear();
       Streamer stream(c, cmd);
       // MULTI makes the cells and the metadata one snapshot: a filter dropped
@@ -915,14 +949,13 @@ class RedisBitStore final : public BitStore {
       cmd.Begin(2 + 3 * n * k);
       cmd.Arg("BITFIELD_RO");
       cmd.Arg(cells_.bitmap);
-      const uint64_t* o = offsets + next * k;
       for (size_t i = 0; i < n * k; ++i) {
         if (cells_.counting()) {
           cmd.Raw(kGetU4, 2);
-          cmd.Arg('#', o[i]);
+          cmd.Arg('#', o[f.order[i]]);
         } else {
           cmd.Raw(kGetU1, 2);
-          cmd.Arg(o[i]);
+          cmd.Arg(o[f.order[i]]);
         }
         if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
       }
@@ -954,9 +987,13 @@ class RedisBitStore final : public BitStore {
     const redisReply* cells = exec->element[0];
     if (cells->type == REDIS_REPLY_ERROR) return BitmapError(c, cells);
     if (!IsArray(cells, f.n * k)) return Unexpected("BITFIELD_RO", cells);
+    // Back into batch order (the ops went in f.order), then an item is
+    // present when all its k cells are set.
+    std::vector<uint8_t> set(f.n * k);
+    for (size_t i = 0; i < f.n * k; ++i) set[f.order[i]] = cells->element[i]->integer != 0 ? 1 : 0;
     for (size_t i = 0; i < f.n; ++i) {
       uint8_t all = 1;
-      for (uint32_t j = 0; j < k; ++j) all &= cells->element[i * k + j]->integer != 0 ? 1 : 0;
+      for (uint32_t j = 0; j < k; ++j) all &= set[i * k + j];
       present[f.first + i] = all;
     }
     return Status::Ok();
