@@ -368,25 +368,30 @@ class Streamer {
 };
 
 // The order to send a batch's cell ops in: ascending offset, ties in batch
-// order (a stable LSD radix sort, 11 bits per pass). redis-server then walks
-// the bitmap forwards instead of missing the cache on nearly every op, and
-// every op still sees what it would in batch order: an op's previous value
-// depends only on the earlier ops on its own cell.
+// order (a stable LSD radix sort of at most 12 bits per pass: two passes for
+// bitmaps of up to 2^24 bits). redis-server then walks the bitmap forwards
+// instead of missing the cache on nearly every op, and every op still sees
+// what it would in batch order: an op's previous value depends only on the
+// earlier ops on its own cell. (Sorting by the top 12 bits only, in one pass,
+// saved the client ~30 us per 1000 items but cost the server about as much.)
 void SortedOrder(const uint64_t* offsets, size_t count, std::vector<uint32_t>* order) {
-  constexpr unsigned kDigitBits = 11;
-  constexpr size_t kBuckets = size_t{1} << kDigitBits;
-  order->resize(count);
-  for (size_t i = 0; i < count; ++i) (*order)[i] = static_cast<uint32_t>(i);
   uint64_t highest = 0;
   for (size_t i = 0; i < count; ++i) highest = std::max(highest, offsets[i]);
+  const int width = static_cast<int>(std::bit_width(highest));
+  const int passes = (width + 11) / 12;
+  order->resize(count);
+  for (size_t i = 0; i < count; ++i) (*order)[i] = static_cast<uint32_t>(i);
+  if (passes == 0) return;
+  const int digit_bits = (width + passes - 1) / passes;
+  const uint64_t mask = (uint64_t{1} << digit_bits) - 1;
   std::vector<uint32_t> other(count);
-  std::vector<uint32_t> start(kBuckets);
-  for (unsigned shift = 0; shift < 64 && (highest >> shift) != 0; shift += kDigitBits) {
+  std::vector<uint32_t> start(mask + 1);
+  for (int shift = 0; shift < width; shift += digit_bits) {
     std::fill(start.begin(), start.end(), 0);
-    for (uint32_t i : *order) ++start[(offsets[i] >> shift) & (kBuckets - 1)];
+    for (uint32_t i : *order) ++start[(offsets[i] >> shift) & mask];
     uint32_t sum = 0;
     for (auto& b : start) sum += std::exchange(b, sum);
-    for (uint32_t i : *order) other[start[(offsets[i] >> shift) & (kBuckets - 1)]++] = i;
+    for (uint32_t i : *order) other[start[(offsets[i] >> shift) & mask]++] = i;
     order->swap(other);
   }
 }
