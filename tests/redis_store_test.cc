@@ -737,6 +737,24 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
   }
 }
 
+// Options given in code get the same bounds as options in the URL.
+TEST(RedisUrlTest, StoreOptionsOutOfRangeAreInvalidArguments) {
+  for (size_t batch : {size_t{0}, size_t{1'000'001}}) {
+    StoreOptions o;
+    o.batch_items = batch;
+    auto store = Store::Open("redis://127.0.0.1:1", o);
+    ASSERT_FALSE(store.ok()) << batch;
+    EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << batch;
+    EXPECT_NE(store.status().message().find("batch_items"), std::string::npos)
+        << store.status().message();
+  }
+  StoreOptions o;
+  o.pool_size = 0;
+  auto store = Store::Open("redis://127.0.0.1:1", o);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(RedisConnectionTest, UnreachableServerFailsFastWithUnavailable) {
   const int port = testing::FreePort();  // nothing listens there
   const auto start = std::chrono::steady_clock::now();

@@ -213,9 +213,9 @@ void* ReplyFunctions::CreateInteger(const redisReadTask* task, long long value) 
 }
 
 // Replaces the shared elements of `r`'s arrays with nulls, which
-// freeReplyObject skips.
+// freeReplyObject skips. (Only aggregates have elements.)
 void Unhook(redisReply* r) {
-  if (r->type != REDIS_REPLY_ARRAY || r->element == nullptr) return;
+  if (r->element == nullptr) return;
   for (size_t i = 0; i < r->elements; ++i) {
     redisReply* e = r->element[i];
     if (e == nullptr) continue;

@@ -88,7 +88,11 @@ Status ValidateOptions(const StoreOptions& o) {
   }
   if (o.pool_size < 1) return Status::InvalidArgument("redis pool_size must be at least 1");
   if (o.max_retries < 0) return Status::InvalidArgument("redis max_retries must be >= 0");
-  if (o.batch_items < 1) return Status::InvalidArgument("redis batch_items must be at least 1");
+  // The URL parser's bound, for options passed in code too: a batch's ops
+  // (batch_items * k, k <= 255) are indexed with 32 bits.
+  if (o.batch_items < 1 || o.batch_items > 1'000'000) {
+    return Status::InvalidArgument("redis batch_items must be between 1 and 1000000");
+  }
   return Status::Ok();
 }
 
