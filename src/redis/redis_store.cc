@@ -341,10 +341,16 @@ Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued) {
 class Streamer {
  public:
   static constexpr size_t kStreamBytes = 64 << 10;
+  // The first write goes out sooner: until it arrives the server has nothing
+  // to parse, so every byte formatted before it is time nothing overlaps.
+  static constexpr size_t kFirstBytes = 8 << 10;
 
   Streamer(Connection& c, CommandBuffer& cmd) : c_(c), cmd_(cmd) {}
 
-  Status MaybePush() { return cmd_.data().size() - sent_ >= kStreamBytes ? Push() : Status::Ok(); }
+  Status MaybePush() {
+    const size_t due = sent_ == 0 ? kFirstBytes : kStreamBytes;
+    return cmd_.data().size() - sent_ >= due ? Push() : Status::Ok();
+  }
   // Sends the rest. A command built with a wrong argument count (a bug) has
   // been partly sent already: the connection is closed, never reused.
   Status Finish() {
