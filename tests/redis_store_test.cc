@@ -251,6 +251,19 @@ TEST_F(RedisStoreTest, AnswersMatchTheMemoryStoreItemForItem) {
     ASSERT_TRUE((*r)->AddMany(Views(items), &added_redis).ok());
     ASSERT_TRUE((*m)->AddMany(Views(items), &added_mem).ok());
     EXPECT_EQ(added_redis, added_mem) << name;
+    // And in calls of 1 to 20 items, which take the small add script up to
+    // 16 items (k = 4 here: 64 ops at most) and the transaction beyond.
+    std::vector<std::string> more = Items(Encoding::kUtf8, 600, /*salt=*/2);
+    for (size_t i = 0; i < 100; ++i) more.push_back(items[i * 7]);
+    for (size_t i = 0, n = 1; i < more.size(); i += n, n = n % 20 + 1) {
+      const size_t len = std::min(n, more.size() - i);
+      std::vector<std::string_view> call(more.begin() + i, more.begin() + i + len);
+      std::vector<uint8_t> r_flags, m_flags;
+      ASSERT_TRUE((*r)->AddMany(call, &r_flags).ok());
+      ASSERT_TRUE((*m)->AddMany(call, &m_flags).ok());
+      EXPECT_EQ(r_flags, m_flags) << name << " at item " << i;
+    }
+    items.insert(items.end(), more.begin(), more.end());
     // Overfilled on purpose, so some items are not new and some misses hit.
     EXPECT_GT(std::count(added_mem.begin(), added_mem.end(), 0), 500) << name;
     std::vector<std::string> probe = Items(Encoding::kUtf8, 3000, /*salt=*/1);
@@ -367,10 +380,20 @@ TEST_F(RedisStoreTest, OpenBitsNoticeDropAndRecreate) {
   const uint32_t k = config.geometry.hashes;
   uint8_t flag = 0;
   ASSERT_TRUE((*bits)->Add(offsets->data(), 1, k, &flag).ok());
+  // 20 items: past kSmallAddOps, so the guarded transaction, not the small
+  // add script, must notice too.
+  std::vector<uint64_t> many;
+  for (int i = 0; i < 20; ++i) {
+    auto o = ItemOffsets(config, "many-" + std::to_string(i));
+    ASSERT_TRUE(o.ok());
+    many.insert(many.end(), o->begin(), o->end());
+  }
+  std::vector<uint8_t> flags(20);
   auto other = MustOpen(server_->url());
 
   ASSERT_TRUE(other->Drop("f").ok());
   EXPECT_EQ((*bits)->Add(offsets->data(), 1, k, &flag).code(), StatusCode::kNotFound);
+  EXPECT_EQ((*bits)->Add(many.data(), 20, k, flags.data()).code(), StatusCode::kNotFound);
   EXPECT_EQ((*bits)->Test(offsets->data(), 1, k, &flag).code(), StatusCode::kNotFound);
   EXPECT_EQ((*bits)->Stats().status().code(), StatusCode::kNotFound);
   EXPECT_EQ((*bits)->Clear().code(), StatusCode::kNotFound);
@@ -378,6 +401,7 @@ TEST_F(RedisStoreTest, OpenBitsNoticeDropAndRecreate) {
 
   ASSERT_TRUE(other->Create("f", Config(1000, 0.05)).ok());
   EXPECT_EQ((*bits)->Add(offsets->data(), 1, k, &flag).code(), StatusCode::kConflict);
+  EXPECT_EQ((*bits)->Add(many.data(), 20, k, flags.data()).code(), StatusCode::kConflict);
   EXPECT_EQ((*bits)->Test(offsets->data(), 1, k, &flag).code(), StatusCode::kConflict);
   EXPECT_EQ(raw_->Int({"BITCOUNT", "f"}), 0) << "bits written into the re-created filter";
   EXPECT_EQ(raw_->Int({"EXISTS", "{f}/add"}), 0);
@@ -405,6 +429,12 @@ TEST_F(RedisStoreTest, KeyOfTheWrongTypeIsAClearConflict) {
   raw_->Run({"DEL", "f"});
   raw_->Run({"HSET", "f", "k", "v"});
   s = (*f)->Add("x");
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_NE(s.message().find("key 'f' holds a hash, not a bitmap"), std::string::npos)
+      << s.message();
+  // The same through the guarded transaction (more items than a small add).
+  const auto items = Items(Encoding::kUtf8, 20);
+  s = (*f)->AddMany(Views(items));
   EXPECT_EQ(s.code(), StatusCode::kConflict);
   EXPECT_NE(s.message().find("key 'f' holds a hash, not a bitmap"), std::string::npos)
       << s.message();

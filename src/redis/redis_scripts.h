@@ -123,6 +123,50 @@ inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
     "redis.call('DEL', KEYS[3])\n"
     "return 0\n";
 
+// A small add (a few items) as one script: the metadata check, BITFIELD, the
+// count and the expiry of a new bitmap in one command and one round trip.
+// Calling BITFIELD from Lua costs the server ~2 us more per item than the
+// transaction above, but saves its five commands and the separate count
+// update (~28 us of server time here), so it wins below ~10 items (see
+// kSmallAddOps).
+// KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, count
+// delta (of earlier calls), count field, expires_at_ms, k, '1' for 4-bit
+// counters (else bits), then k offsets per item. Returns one '0'/'1' per item:
+// 1 if the item turned at least one cell on (the ops run in item order).
+inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
+    "local s = meta_state(KEYS[1])\n"
+    "if s ~= 'ok' then return fail(s) end\n"
+    "local k, counting = tonumber(ARGV[11]), ARGV[12] == '1'\n"
+    "local args = {}\n"
+    "if counting then args = {'OVERFLOW', 'SAT'} end\n"
+    "for i = 13, #ARGV do\n"
+    "  if counting then\n"
+    "    args[#args + 1] = 'INCRBY'; args[#args + 1] = 'u4'; args[#args + 1] = '#' .. ARGV[i]\n"
+    "  else\n"
+    "    args[#args + 1] = 'SET'; args[#args + 1] = 'u1'; args[#args + 1] = ARGV[i]\n"
+    "  end\n"
+    "  args[#args + 1] = '1'\n"
+    "end\n"
+    // pcall: a key of another type is the client's WRONGTYPE error to report.
+    "local r = redis.pcall('BITFIELD', KEYS[2], unpack(args))\n"
+    "if r.err then return r end\n"
+    // SET answers the previous bit, INCRBY the new counter: 0 resp. 1 is fresh.
+    "local fresh = counting and 1 or 0\n"
+    "local flags, added = {}, 0\n"
+    "for i = 0, #r / k - 1 do\n"
+    "  local new = false\n"
+    "  for j = 1, k do if r[i * k + j] == fresh then new = true end end\n"
+    "  flags[i + 1] = new and '1' or '0'\n"
+    "  if new or counting then added = added + 1 end\n"
+    "end\n"
+    "local delta = tonumber(ARGV[8]) + added\n"
+    "if delta ~= 0 then redis.call('HINCRBY', KEYS[3], ARGV[9], delta) end\n"
+    // A bitmap BITFIELD created (none existed) has no TTL yet.
+    "if ARGV[10] ~= '0' and redis.call('PTTL', KEYS[2]) == -1 then\n"
+    "  redis.call('PEXPIREAT', KEYS[2], ARGV[10])\n"
+    "end\n"
+    "return table.concat(flags)\n";
+
 // KEYS: meta, count hash. ARGV: the seven expected fields, count delta, count
 // field. The count update of an add's last batch, sent without waiting.
 inline constexpr std::string_view kAddCount = REDBLOOM_LUA_PROLOGUE

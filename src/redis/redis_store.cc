@@ -61,6 +61,12 @@ constexpr size_t kMergeChunk = 1 << 20;
 // The same for counting filters, whose counters a Lua loop adds byte by byte
 // (kAddRange): 16 KiB is about 2 ms of it.
 constexpr size_t kCounterMergeChunk = 16 << 10;
+// Adds of at most this many ops (items * k) go as one script (kAddSmall)
+// instead of the guarded transaction: 9 items at k = 7. Measured here, wall
+// time per call (redis-server CPU): 1 item 51 us (33) instead of 80 us (61);
+// 10 items 94 us instead of 98 us; 18 items 128 us instead of 120 us, where
+// Lua's slower BITFIELD starts to cost more than the transaction's framing.
+constexpr uint64_t kSmallAddOps = 64;
 // Batches of one add or check on the wire at once: the next batch travels
 // while the previous answer is read. 3 measured no better than 2 here (the
 // run-to-run noise of this shared machine was larger than any difference).
@@ -445,6 +451,7 @@ class RedisBitStore final : public BitStore {
   Status Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) override {
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items, k));
     if (items == 0) return Status::Ok();
+    if (uint64_t{items} * k <= kSmallAddOps) return AddSmall(offsets, items, k, changed);
     size_t done = 0;
     // Added items whose count update has not been sent: the last call's, and
     // then each batch's until the next batch's guard carries it.
@@ -467,6 +474,41 @@ class RedisBitStore final : public BitStore {
     });
     // What could not be sent rides with this handle's next command.
     pending_ += uncounted;
+    return s;
+  }
+
+  // A few items: one script (kAddSmall), which also carries the count.
+  Status AddSmall(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) {
+    const uint64_t uncounted = pending_.exchange(0);
+    Status s = shared_->Run(/*idempotent=*/!cells_.counting(), [&](Connection& c) -> Status {
+      CommandBuffer cmd;
+      cmd.Begin(3 + 3 + kChecked + 5 + items * k);
+      cmd.Arg("EVAL");
+      cmd.Arg(scripts::kAddSmall);
+      cmd.Arg("3");
+      cmd.Arg(meta_key_);
+      cmd.Arg(cells_.bitmap);
+      cmd.Arg(cells_.count_hash);
+      for (const auto& v : checked_) cmd.Arg(v);
+      cmd.Arg(uncounted);
+      cmd.Arg(cells_.count_field);
+      cmd.Arg(cells_.expires_at_ms);
+      cmd.Arg(uint64_t{k});
+      cmd.Arg(cells_.counting() ? "1" : "0");
+      for (size_t i = 0; i < items * k; ++i) cmd.Arg(offsets[i]);
+      REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+      if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, r.get());
+      if (r->type != REDIS_REPLY_STRING || r->len != items) {
+        return Unexpected("the small add script", r.get());
+      }
+      if (changed != nullptr) {
+        for (size_t i = 0; i < items; ++i) changed[i] = r->str[i] == '1' ? 1 : 0;
+      }
+      return Status::Ok();
+    });
+    // A count the script may not have applied rides with the next command.
+    if (!s.ok()) pending_ += uncounted;
     return s;
   }
 
