@@ -481,31 +481,16 @@ class RedisBitStore final : public BitStore {
   Status AddSmall(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) {
     const uint64_t uncounted = pending_.exchange(0);
     Status s = shared_->Run(/*idempotent=*/!cells_.counting(), [&](Connection& c) -> Status {
-      CommandBuffer cmd;
-      cmd.Begin(3 + 3 + kChecked + 5 + items * k);
-      cmd.Arg("EVAL");
-      cmd.Arg(scripts::kAddSmall);
-      cmd.Arg("3");
-      cmd.Arg(meta_key_);
-      cmd.Arg(cells_.bitmap);
-      cmd.Arg(cells_.count_hash);
-      for (const auto& v : checked_) cmd.Arg(v);
-      cmd.Arg(uncounted);
-      cmd.Arg(cells_.count_field);
-      cmd.Arg(cells_.expires_at_ms);
-      cmd.Arg(uint64_t{k});
-      cmd.Arg(cells_.counting() ? "1" : "0");
-      for (size_t i = 0; i < items * k; ++i) cmd.Arg(offsets[i]);
-      REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
-      if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, r.get());
-      if (r->type != REDIS_REPLY_STRING || r->len != items) {
-        return Unexpected("the small add script", r.get());
-      }
-      if (changed != nullptr) {
-        for (size_t i = 0; i < items; ++i) changed[i] = r->str[i] == '1' ? 1 : 0;
-      }
-      return Status::Ok();
+      return EvalPerItem(
+          c, scripts::kAddSmall, "the small add script", 5,
+          [&](CommandBuffer& cmd) {
+            cmd.Arg(uncounted);
+            cmd.Arg(cells_.count_field);
+            cmd.Arg(cells_.expires_at_ms);
+            cmd.Arg(uint64_t{k});
+            cmd.Arg(cells_.counting() ? "1" : "0");
+          },
+          offsets, items, k, changed);
     });
     // A count the script may not have applied rides with the next command.
     if (!s.ok()) pending_ += uncounted;
@@ -555,25 +540,13 @@ class RedisBitStore final : public BitStore {
       const size_t batch = shared_->options.batch_items;
       for (size_t first = 0; first < items; first += batch) {
         const size_t n = std::min(batch, items - first);
-        CommandBuffer cmd;
-        cmd.Begin(3 + 3 + kChecked + 2 + n * k);
-        cmd.Arg("EVAL");
-        cmd.Arg(scripts::kRemove);
-        cmd.Arg("3");
-        cmd.Arg(meta_key_);
-        cmd.Arg(cells_.bitmap);
-        cmd.Arg(cells_.count_hash);
-        for (const auto& v : checked_) cmd.Arg(v);
-        cmd.Arg(cells_.count_field);
-        cmd.Arg(uint64_t{k});
-        for (size_t i = 0; i < n * k; ++i) cmd.Arg(offsets[first * k + i]);
-        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
-        if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, r.get());
-        if (r->type != REDIS_REPLY_STRING || r->len != n) return Unexpected("remove", r.get());
-        for (size_t i = 0; i < n; ++i) {
-          if (removed != nullptr) removed[first + i] = r->str[i] == '1' ? 1 : 0;
-        }
+        REDBLOOM_RETURN_IF_ERROR(EvalPerItem(
+            c, scripts::kRemove, "remove", 2,
+            [&](CommandBuffer& cmd) {
+              cmd.Arg(cells_.count_field);
+              cmd.Arg(uint64_t{k});
+            },
+            offsets + first * k, n, k, removed == nullptr ? nullptr : removed + first));
       }
       return Status::Ok();
     });
@@ -833,6 +806,35 @@ class RedisBitStore final : public BitStore {
                              KeyType(c, cells_.bitmap));
     }
     return ReplyErrorStatus(ReplyText(r), c.server());
+  }
+
+  // EVAL of a script that works on the cells item by item (kAddSmall,
+  // kRemove). KEYS: meta, cells, count hash. ARGV: the seven checked fields,
+  // the `extra_args` that `extras` appends, then `n` items' k offsets each.
+  // The script answers one '0'/'1' per item, copied to out[0, n) if given.
+  template <typename Extras>
+  Status EvalPerItem(Connection& c, std::string_view script, std::string_view what,
+                     size_t extra_args, Extras&& extras, const uint64_t* offsets, size_t n,
+                     uint32_t k, uint8_t* out) const {
+    CommandBuffer cmd;
+    cmd.Begin(3 + 3 + kChecked + extra_args + n * k);
+    cmd.Arg("EVAL");
+    cmd.Arg(script);
+    cmd.Arg("3");
+    cmd.Arg(meta_key_);
+    cmd.Arg(cells_.bitmap);
+    cmd.Arg(cells_.count_hash);
+    for (const auto& v : checked_) cmd.Arg(v);
+    extras(cmd);
+    for (size_t i = 0; i < n * k; ++i) cmd.Arg(offsets[i]);
+    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+    if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, r.get());
+    if (r->type != REDIS_REPLY_STRING || r->len != n) return Unexpected(what, r.get());
+    if (out != nullptr) {
+      for (size_t i = 0; i < n; ++i) out[i] = r->str[i] == '1' ? 1 : 0;
+    }
+    return Status::Ok();
   }
 
   // A batch whose answer has not been read yet.
