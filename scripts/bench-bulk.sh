@@ -11,7 +11,5 @@ dir=${BENCH_BUILD_DIR:-build-bench-bulk}
 
 source scripts/lib/bench.sh
 source scripts/lib/redis.sh
-require_tools bench-bulk cmake ninja redis-server redis-cli
-release_build "$dir" bulk_bench -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF
-start_bench_servers
+redis_bench_setup bench-bulk "$dir" bulk_bench
 "$dir/bench/bulk_bench" "${bench_redis_args[@]}" --reps "${REPS:-3}" --sizes "${SIZES:-1e6,1e7}"

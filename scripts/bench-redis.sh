@@ -19,7 +19,5 @@ scale=${SCALE:-1}
 
 source scripts/lib/bench.sh
 source scripts/lib/redis.sh
-require_tools bench-redis cmake ninja redis-server redis-cli
-release_build "$dir" redis_bench -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF
-start_bench_servers
+redis_bench_setup bench-redis "$dir" redis_bench
 "$dir/bench/redis_bench" "${bench_redis_args[@]}" --reps "$reps" --scale "$scale"

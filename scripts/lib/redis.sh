@@ -4,6 +4,8 @@
 #   start_redis NAME [redis-server args...]   -> sets $started_port
 #   start_bench_servers                       -> sets bench_redis_args (--url, and
 #       --module-url when $REDISBLOOM_MODULE names a RedisBloom module file)
+#   redis_bench_setup NAME DIR TARGET         -> checks the tools, builds TARGET (the
+#       library only, Release) in DIR, then start_bench_servers
 redis_tmp=$(mktemp -d)
 redis_pids=()
 redis_cleanup() {
@@ -41,4 +43,11 @@ start_bench_servers() {
     bench_redis_args+=(--module-url "redis://127.0.0.1:$started_port")
   fi
   echo "== $(redis-server --version | cut -d' ' -f1-3), loopback, $(nproc) cores"
+}
+
+redis_bench_setup() {
+  local name=$1 dir=$2 target=$3
+  require_tools "$name" cmake ninja redis-server redis-cli
+  release_build "$dir" "$target" -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF
+  start_bench_servers
 }
