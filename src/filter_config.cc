@@ -4,68 +4,15 @@
 #include <cmath>
 #include <cstdint>
 
+#include "config_codec.h"
+#include "kinds/kind_def.h"
+
 namespace redbloom {
-
-std::string_view FilterKindName(FilterKind kind) {
-  switch (kind) {
-    case FilterKind::kPlain:
-      return "plain";
-    case FilterKind::kCounting:
-      return "counting";
-    case FilterKind::kScaling:
-      return "scaling";
-    case FilterKind::kWindow:
-      return "window";
-  }
-  return "unknown";
-}
-
-Result<FilterKind> ParseFilterKind(std::string_view name) {
-  for (FilterKind k :
-       {FilterKind::kPlain, FilterKind::kCounting, FilterKind::kScaling, FilterKind::kWindow}) {
-    if (name == FilterKindName(k)) return k;
-  }
-  return Status::InvalidArgument("unknown filter kind '" + std::string(name) +
-                                 "' (expected plain, counting, scaling or window)");
-}
 
 bool FilterConfig::SameFilterAs(const FilterConfig& other) const {
   FilterConfig a = *this;
   a.ttl_seconds = other.ttl_seconds;
   return a == other;
-}
-
-Result<PartSizing> SizePart(const FilterConfig& c, uint64_t part) {
-  PartSizing s;
-  switch (c.kind) {
-    case FilterKind::kPlain:
-    case FilterKind::kCounting:
-      if (part != 0) return Status::InvalidArgument("plain and counting filters have one part");
-      s.capacity = c.capacity;
-      s.error_rate = c.error_rate;
-      break;
-    case FilterKind::kScaling: {
-      if (part >= kMaxLayers) {
-        return Status::ResourceExhausted("scaling filter reached its limit of " +
-                                         std::to_string(kMaxLayers) + " layers");
-      }
-      const double capacity = static_cast<double>(c.capacity) * std::pow(c.expansion, part);
-      if (capacity >= 9.2e18) {
-        return Status::ResourceExhausted("scaling filter layer " + std::to_string(part) +
-                                         " would exceed 2^63 items");
-      }
-      s.capacity = static_cast<uint64_t>(std::ceil(capacity));
-      s.error_rate = c.error_rate * std::pow(0.5, static_cast<double>(part + 1));
-      break;
-    }
-    case FilterKind::kWindow:
-      if (c.slices == 0) return Status::InvalidArgument("window filter without slices");
-      s.capacity = (c.capacity + c.slices - 1) / c.slices;
-      s.error_rate = c.error_rate / c.slices;
-      break;
-  }
-  REDBLOOM_ASSIGN_OR_RETURN(s.geometry, GeometryFor(c.strategy, s.capacity, s.error_rate));
-  return s;
 }
 
 Result<uint64_t> ParseDurationMillis(std::string_view text) {
@@ -98,16 +45,10 @@ Result<uint64_t> ParseDurationMillis(std::string_view text) {
 
 std::string FilterConfig::ToString() const {
   std::string s;
-  s += "kind=" + std::string(FilterKindName(kind));
-  s += " strategy=" + std::string(StrategyName(strategy));
-  s += " encoding=" + std::string(EncodingName(encoding));
-  s += " capacity=" + std::to_string(capacity);
-  s += " error_rate=" + FormatDouble(error_rate);
-  s += " bits=" + std::to_string(geometry.bits);
-  s += " hashes=" + std::to_string(geometry.hashes);
-  if (kind == FilterKind::kScaling) s += " expansion=" + FormatDouble(expansion);
-  if (kind == FilterKind::kWindow) {
-    s += " window_ms=" + std::to_string(window_millis) + " slices=" + std::to_string(slices);
+  for (const auto& [key, value] : internal::ConfigToFields(*this, /*relevant_only=*/true)) {
+    if (key == "ttl_seconds") continue;  // not part of the filter's identity
+    if (!s.empty()) s += ' ';
+    s += key + "=" + value;
   }
   return s;
 }
@@ -128,6 +69,9 @@ FilterOptions OptionsOf(const FilterConfig& c) {
 
 Result<FilterConfig> MakeConfig(const FilterOptions& options) {
   REDBLOOM_RETURN_IF_ERROR(ValidateCapacityAndErrorRate(options.capacity, options.error_rate));
+  const internal::KindDef* kind = internal::FindKind(options.kind);
+  if (kind == nullptr) return Status::InvalidArgument("unknown filter kind");
+  REDBLOOM_RETURN_IF_ERROR(CheckStrategyEncoding(options.strategy, options.encoding));
   FilterConfig c;
   c.kind = options.kind;
   c.strategy = options.strategy;
@@ -135,27 +79,7 @@ Result<FilterConfig> MakeConfig(const FilterOptions& options) {
   c.capacity = options.capacity;
   c.error_rate = options.error_rate;
   c.ttl_seconds = options.ttl_seconds;
-  if (FilterKindName(c.kind) == "unknown") return Status::InvalidArgument("unknown filter kind");
-  if (c.kind == FilterKind::kScaling) {
-    if (!(options.expansion >= 1 && options.expansion <= kMaxExpansion)) {
-      return Status::InvalidArgument("expansion must be between 1 and 16");
-    }
-    c.expansion = options.expansion;
-  } else if (options.expansion != FilterOptions().expansion) {
-    return Status::InvalidArgument("expansion applies to scaling filters only");
-  }
-  if (c.kind == FilterKind::kWindow) {
-    if (options.slices < 1 || options.slices > kMaxSlices) {
-      return Status::InvalidArgument("a window filter needs 1 to 1024 slices");
-    }
-    if (options.window_millis / options.slices < kMinSliceMillis) {
-      return Status::InvalidArgument("window / slices must be at least 10 ms");
-    }
-    c.window_millis = options.window_millis;
-    c.slices = options.slices;
-  } else if (options.window_millis != 0 || options.slices != 0) {
-    return Status::InvalidArgument("window and slices apply to window filters only");
-  }
+  REDBLOOM_RETURN_IF_ERROR(kind->configure(options, &c));
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing first, SizePart(c, 0));
   c.geometry = first.geometry;
   return c;

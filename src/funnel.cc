@@ -20,9 +20,14 @@ std::string_view EncodingName(Encoding e) {
   return "unknown";
 }
 
+std::span<const Encoding> AllEncodings() {
+  static constexpr Encoding kAll[] = {Encoding::kUtf8, Encoding::kUtf8x2, Encoding::kInt32,
+                                      Encoding::kInt64, Encoding::kBytes};
+  return kAll;
+}
+
 Result<Encoding> ParseEncoding(std::string_view name) {
-  for (Encoding e :
-       {Encoding::kUtf8, Encoding::kUtf8x2, Encoding::kInt32, Encoding::kInt64, Encoding::kBytes}) {
+  for (Encoding e : AllEncodings()) {
     if (name == EncodingName(e)) return e;
   }
   return Status::InvalidArgument("unknown encoding '" + std::string(name) +
@@ -84,38 +89,44 @@ Status ParseDecimal(std::string_view text, Int* out) {
   return Status::Ok();
 }
 
+// Guava's putInt/putLong: little-endian.
+void PutLittleEndian(std::string* out, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
 }  // namespace
 
-Status HashItem(Encoding encoding, std::string_view item, std::string* scratch, Hash128* out) {
+Status EncodeItem(Encoding encoding, std::string_view item, std::string* scratch,
+                  std::string_view* bytes) {
   switch (encoding) {
     case Encoding::kUtf8:
       if (!IsValidUtf8(item)) return Status::InvalidArgument("item is not valid UTF-8");
-      *out = Murmur3_128(item);
+      *bytes = item;
       return Status::Ok();
     case Encoding::kUtf8x2:
       if (!IsValidUtf8(item)) return Status::InvalidArgument("item is not valid UTF-8");
       scratch->assign(item);
       scratch->append(item);
-      *out = Murmur3_128(*scratch);
+      *bytes = *scratch;
       return Status::Ok();
     case Encoding::kInt32: {
       int32_t v = 0;
       REDBLOOM_RETURN_IF_ERROR(ParseDecimal(item, &v));
-      ByteSink sink;
-      sink.PutInt32(v);
-      *out = Murmur3_128(sink.bytes());
+      scratch->clear();
+      PutLittleEndian(scratch, static_cast<uint32_t>(v), 4);
+      *bytes = *scratch;
       return Status::Ok();
     }
     case Encoding::kInt64: {
       int64_t v = 0;
       REDBLOOM_RETURN_IF_ERROR(ParseDecimal(item, &v));
-      ByteSink sink;
-      sink.PutInt64(v);
-      *out = Murmur3_128(sink.bytes());
+      scratch->clear();
+      PutLittleEndian(scratch, static_cast<uint64_t>(v), 8);
+      *bytes = *scratch;
       return Status::Ok();
     }
     case Encoding::kBytes:
-      *out = Murmur3_128(item);
+      *bytes = item;
       return Status::Ok();
   }
   return Status::InvalidArgument("unknown encoding");

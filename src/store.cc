@@ -1,5 +1,6 @@
 #include "redbloom/store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -31,43 +32,13 @@ Status ValidateFilterName(std::string_view name) {
   return Status::Ok();
 }
 
-Status BitStore::Remove(const uint64_t* /*offsets*/, size_t /*items*/, uint32_t /*k*/,
-                        uint8_t* /*removed*/) {
+Status BitStore::Remove(std::span<PartBatch>) {
   return Status::Unimplemented("this store cannot remove items");
 }
 
-Result<uint64_t> BitStore::ItemCount() {
-  REDBLOOM_ASSIGN_OR_RETURN(FilterStats stats, Stats());
+Result<uint64_t> BitStore::ItemCount(uint64_t part) {
+  REDBLOOM_ASSIGN_OR_RETURN(FilterStats stats, Stats(part));
   return stats.items_added;
-}
-
-Status BitStore::ReadBits(uint64_t /*offset*/, size_t /*len*/, std::string* /*out*/) {
-  return Status::Unimplemented("this store cannot read bits in bulk");
-}
-
-Status BitStore::OrBits(std::string_view /*bitmap*/, uint64_t /*new_items*/) {
-  return Status::Unimplemented("this store cannot write bits in bulk");
-}
-
-Result<std::unique_ptr<BitStore>> Store::OpenPart(std::string_view name, const FilterConfig&,
-                                                  uint64_t, bool) {
-  return Status::Unimplemented("store " + url() + " does not support scaling or window filters ('" +
-                               std::string(name) + "')");
-}
-
-Result<std::vector<uint64_t>> Store::ListParts(std::string_view name, const FilterConfig&) {
-  return Status::Unimplemented("store " + url() + " does not support scaling or window filters ('" +
-                               std::string(name) + "')");
-}
-
-Result<uint64_t> Store::Layers(std::string_view name, const FilterConfig&) {
-  return Status::Unimplemented("store " + url() + " does not support scaling filters ('" +
-                               std::string(name) + "')");
-}
-
-Result<uint64_t> Store::GrowLayers(std::string_view name, const FilterConfig&, uint64_t) {
-  return Status::Unimplemented("store " + url() + " does not support scaling filters ('" +
-                               std::string(name) + "')");
 }
 
 Status Store::Replace(std::string_view name, std::string_view) {
@@ -78,19 +49,6 @@ Status Store::Replace(std::string_view name, std::string_view) {
 Status Store::Attach(std::string_view name, const FilterConfig& /*config*/) {
   return Status::Unimplemented("store " + url() + " cannot attach foreign bits to '" +
                                std::string(name) + "'; use create");
-}
-
-Result<std::unique_ptr<Store>> Store::Open(std::string_view url, const StoreOptions& options) {
-  if (url == "mem:") return internal::NewMemoryStore();
-  if (url.starts_with("file:")) {
-    std::string_view path = url.substr(5);
-    if (path.starts_with("//")) path.remove_prefix(2);  // file:///abs/dir
-    if (path.empty()) return Status::InvalidArgument("store URL 'file:' needs a directory");
-    return internal::NewFileStore(path);
-  }
-  if (url.starts_with("redis://")) return internal::NewRedisStore(url, options);
-  return Status::InvalidArgument("unknown store URL '" + std::string(url) +
-                                 "' (expected mem:, file:DIR or redis://host[:port][/db])");
 }
 
 std::string DefaultStoreUrl() {
@@ -115,19 +73,14 @@ Status ExistsStatus(std::string_view name, const FilterConfig& existing,
                           existing.ToString() + " (asked for " + wanted.ToString() + ")");
 }
 
-uint64_t NowMillis() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
+uint64_t FilterExpiry(const Clock& clock, const FilterConfig& config) {
+  return config.ttl_seconds == 0 ? 0 : clock.NowMillis() + config.ttl_seconds * 1000;
 }
 
-uint64_t PartExpiry(const FilterConfig& config, uint64_t part, uint64_t filter_expires_at_ms) {
-  uint64_t at = 0;
-  if (config.kind == FilterKind::kWindow) at = (part + config.slices + 1) * config.slice_millis();
-  if (filter_expires_at_ms != 0 && (at == 0 || filter_expires_at_ms < at)) {
-    at = filter_expires_at_ms;
-  }
-  return at;
+uint64_t CapExpiry(uint64_t part_expires_at_ms, uint64_t filter_expires_at_ms) {
+  if (part_expires_at_ms == 0) return filter_expires_at_ms;
+  if (filter_expires_at_ms == 0) return part_expires_at_ms;
+  return std::min(part_expires_at_ms, filter_expires_at_ms);
 }
 
 Status CheckReplaceable(const FilterConfig& replacement) {

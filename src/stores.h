@@ -1,4 +1,5 @@
-// Constructors of the concrete stores, and helpers they share. Internal.
+// Constructors of the concrete stores (registered by URL scheme in
+// src/store_table.cc), and helpers they share. Internal.
 #ifndef REDBLOOM_SRC_STORES_H_
 #define REDBLOOM_SRC_STORES_H_
 
@@ -10,8 +11,9 @@
 
 namespace redbloom::internal {
 
-std::unique_ptr<Store> NewMemoryStore();
-Result<std::unique_ptr<Store>> NewFileStore(std::string_view dir);
+// Each takes the whole URL, scheme included.
+Result<std::unique_ptr<Store>> NewMemoryStore(std::string_view url, const StoreOptions& options);
+Result<std::unique_ptr<Store>> NewFileStore(std::string_view url, const StoreOptions& options);
 Result<std::unique_ptr<Store>> NewRedisStore(std::string_view url, const StoreOptions& options);
 
 Status NotFoundStatus(std::string_view name);
@@ -24,13 +26,15 @@ Status ConfigChangedStatus(std::string_view name);
 // Store::Replace takes only filters with one array (kInvalidArgument else).
 Status CheckReplaceable(const FilterConfig& replacement);
 
-// Milliseconds since the Unix epoch, the clock of TTLs and window slices.
-uint64_t NowMillis();
-// When part `part` of a filter may be deleted: a window slice once it has
-// left the window (plus one slice of grace), capped by the filter's own
-// expiry `filter_expires_at_ms` (0 = never). Scaling layers live as long as
-// the filter.
-uint64_t PartExpiry(const FilterConfig& config, uint64_t part, uint64_t filter_expires_at_ms);
+// When a filter created now expires: 0 (never) without a TTL.
+uint64_t FilterExpiry(const Clock& clock, const FilterConfig& config);
+// A part's expiry as asked (0: with the filter), capped by the filter's own
+// (0: never).
+uint64_t CapExpiry(uint64_t part_expires_at_ms, uint64_t filter_expires_at_ms);
+// True once `expires_at_ms` (0: never) has passed.
+inline bool Expired(const Clock& clock, uint64_t expires_at_ms) {
+  return expires_at_ms != 0 && clock.NowMillis() >= expires_at_ms;
+}
 
 }  // namespace redbloom::internal
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "config_codec.h"
 #include "word_bits.h"
 
 namespace redbloom {
@@ -79,13 +80,6 @@ void GuavaWordToRedisBytes(uint64_t w, char* bytes) {
 // "key=value" lines. `parts` lists "id:items:bytes" per part, in the order
 // their bytes follow one another in the dump's data.
 std::string EncodeDumpHeader(const FilterConfig& c, std::span<const BloomFilter::Part> parts) {
-  std::string h;
-  auto line = [&](std::string_view k, const std::string& v) {
-    h.append(k);
-    h.push_back('=');
-    h.append(v);
-    h.push_back('\n');
-  };
   uint64_t items = 0, bytes = 0;
   std::string table;
   for (const auto& p : parts) {
@@ -95,24 +89,11 @@ std::string EncodeDumpHeader(const FilterConfig& c, std::span<const BloomFilter:
     table +=
         std::to_string(p.id) + ":" + std::to_string(p.items) + ":" + std::to_string(p.bytes.size());
   }
-  line("kind", std::string(FilterKindName(c.kind)));
-  line("strategy", std::string(StrategyName(c.strategy)));
-  line("encoding", std::string(EncodingName(c.encoding)));
-  line("capacity", std::to_string(c.capacity));
-  line("error_rate", FormatDouble(c.error_rate));
-  line("bits", std::to_string(c.geometry.bits));
-  line("hashes", std::to_string(c.geometry.hashes));
-  line("capped", c.geometry.capped ? "1" : "0");
-  if (c.kind == FilterKind::kScaling) line("expansion", FormatDouble(c.expansion));
-  if (c.kind == FilterKind::kWindow) {
-    line("window_ms", std::to_string(c.window_millis));
-    line("slices", std::to_string(c.slices));
-  }
-  if (c.ttl_seconds != 0) line("ttl_seconds", std::to_string(c.ttl_seconds));
-  line("items_added", std::to_string(items));
-  line("data_bytes", std::to_string(bytes));
-  line("parts", table);
-  return h;
+  std::vector<internal::ConfigField> fields = internal::ConfigToFields(c);
+  fields.emplace_back("items_added", std::to_string(items));
+  fields.emplace_back("data_bytes", std::to_string(bytes));
+  fields.emplace_back("parts", table);
+  return internal::FieldsToLines(fields);
 }
 
 struct DumpHeader {
@@ -125,64 +106,17 @@ struct DumpHeader {
 };
 
 Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
-  std::map<std::string, std::string, std::less<>> fields;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    if (nl == std::string_view::npos) return Status::DataLoss("dump header line without newline");
-    const std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl + 1);
-    const size_t eq = line.find('=');
-    if (eq == std::string_view::npos) return Status::DataLoss("dump header line without '='");
-    // Unknown keys are kept and ignored: a later minor version may add
-    // informational ones.
-    fields[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
-  }
+  // Unknown keys are kept and ignored: a later minor version may add
+  // informational ones.
+  REDBLOOM_ASSIGN_OR_RETURN(internal::FieldMap fields,
+                            internal::LinesToFields(text, "dump header"));
   auto field = [&](std::string_view key) -> std::string {
     auto it = fields.find(key);
     return it == fields.end() ? std::string() : it->second;
   };
   auto corrupt = [](const Status& s) { return Status::DataLoss("dump header: " + s.message()); };
-  FilterOptions o;
-  auto k = ParseFilterKind(field("kind"));
-  if (!k.ok()) return corrupt(k.status());
-  o.kind = *k;
-  auto st = ParseStrategy(field("strategy"));
-  if (!st.ok()) return corrupt(st.status());
-  auto en = ParseEncoding(field("encoding"));
-  if (!en.ok()) return corrupt(en.status());
-  auto n = ParseUint64(field("capacity"));
-  if (!n.ok()) return corrupt(n.status());
-  auto p = ParseDouble(field("error_rate"));
-  if (!p.ok()) return corrupt(p.status());
-  o.strategy = *st;
-  o.encoding = *en;
-  o.capacity = *n;
-  o.error_rate = *p;
-  if (o.kind == FilterKind::kScaling) {
-    auto x = ParseDouble(field("expansion"));
-    if (!x.ok()) return corrupt(x.status());
-    o.expansion = *x;
-  }
-  if (o.kind == FilterKind::kWindow) {
-    auto w = ParseUint64(field("window_ms"));
-    if (!w.ok()) return corrupt(w.status());
-    auto sl = ParseUint64(field("slices"));
-    if (!sl.ok()) return corrupt(sl.status());
-    if (*sl > UINT32_MAX) return Status::DataLoss("dump header: slices out of range");
-    o.window_millis = *w;
-    o.slices = static_cast<uint32_t>(*sl);
-  }
-  if (fields.contains("ttl_seconds")) {
-    auto t = ParseUint64(field("ttl_seconds"));
-    if (!t.ok()) return corrupt(t.status());
-    o.ttl_seconds = *t;
-  }
-  auto config = MakeConfig(o);
-  if (!config.ok()) return corrupt(config.status());
-  if (std::to_string(config->geometry.bits) != field("bits") ||
-      std::to_string(config->geometry.hashes) != field("hashes")) {
-    return Status::DataLoss("dump header: bits/hashes do not match its capacity and error rate");
-  }
+  auto config = internal::ConfigFromFields(fields, "dump header");
+  if (!config.ok()) return config.status();
   DumpHeader h;
   h.config = *config;
   auto data = ParseUint64(field("data_bytes"));
@@ -217,21 +151,18 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
       h.part_bytes.push_back(*bytes);
     }
   }
-  // Every part must be one this config has, at its size, once; a scaling
-  // filter's layers must be 0..L-1.
+  // Every part must be one this config has, at its size, once, in order.
   uint64_t total = 0;
   for (size_t i = 0; i < h.parts.size(); ++i) {
     const uint64_t id = h.parts[i].id;
     auto want = PartBytes(h.config, id);
-    if (!want.ok() || *want != h.part_bytes[i] || (i > 0 && id <= h.parts[i - 1].id) ||
-        (h.config.kind == FilterKind::kScaling && id != i)) {
+    if (!want.ok() || *want != h.part_bytes[i] || (i > 0 && id <= h.parts[i - 1].id)) {
       return Status::DataLoss("dump header: part " + std::to_string(id) +
                               " does not fit the filter's config");
     }
     total += h.part_bytes[i];
   }
-  if (total != h.data_bytes || (h.parts.empty() && h.config.kind != FilterKind::kWindow) ||
-      (h.config.kind == FilterKind::kWindow && h.parts.size() > h.config.slices)) {
+  if (total != h.data_bytes || (h.parts.empty() && h.config.one_array())) {
     return Status::DataLoss("dump header: the part table does not add up to data_bytes");
   }
   return h;

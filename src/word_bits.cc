@@ -90,46 +90,65 @@ void MergeCellBytes(std::string_view from, std::string* to, bool counters) {
   }
 }
 
-Status WordBitStore::CheckLive() const {
-  if (a_.superseded != nullptr &&
-      std::atomic_ref<uint64_t>(*a_.superseded).load(std::memory_order_acquire) != 0) {
-    return Status::Conflict("the filter was replaced by a rebuild; reopen it");
+namespace {
+
+Status CheckLive(const WordArray& a) {
+  if (a.superseded != nullptr &&
+      std::atomic_ref<uint64_t>(*a.superseded).load(std::memory_order_acquire) != 0) {
+    return Status::Conflict("the filter was dropped or replaced by a rebuild; reopen it");
   }
   return Status::Ok();
 }
 
-Status WordBitStore::CheckOffsets(const uint64_t* offsets, size_t n) const {
+Status CheckOffsets(const WordArray& a, const uint64_t* offsets, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    if (offsets[i] >= a_.cells) {
+    if (offsets[i] >= a.cells) {
       return Status::InvalidArgument("offset " + std::to_string(offsets[i]) +
-                                     " is outside the filter's " + std::to_string(a_.cells) +
+                                     " is outside the part's " + std::to_string(a.cells) +
                                      " cells");
     }
   }
   return Status::Ok();
 }
 
-void WordBitStore::AddCount(int64_t delta) {
+void AddCount(WordArray& a, int64_t delta) {
   if (delta != 0) {
-    std::atomic_ref<uint64_t>(*a_.count).fetch_add(static_cast<uint64_t>(delta),
-                                                   std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(*a.count).fetch_add(static_cast<uint64_t>(delta),
+                                                  std::memory_order_relaxed);
   }
 }
 
-Status WordBitStore::Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) {
-  REDBLOOM_RETURN_IF_ERROR(CheckLive());
-  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items * k));
-  uint64_t* words = a_.words;
-  const bool counters = a_.cell_bits == 4;
-  int64_t added = 0;
-  for (size_t i = 0; i < items; ++i) {
-    if (i + kPrefetchItems < items) {
-      const uint64_t* ahead = offsets + (i + kPrefetchItems) * k;
+// Reserves `items` of the part's `capacity` (PartBatch::capacity).
+bool Reserve(WordArray& a, PartBatch& b) {
+  std::atomic_ref<uint64_t> count(*a.count);
+  uint64_t now = count.load(std::memory_order_relaxed);
+  while (true) {
+    if (now > b.capacity || b.items > b.capacity - now) {
+      b.refused = true;
+      b.room = now >= b.capacity ? 0 : b.capacity - now;
+      return false;
+    }
+    if (count.compare_exchange_weak(now, now + b.items, std::memory_order_acq_rel)) {
+      b.room = b.capacity - now - b.items;
+      return true;
+    }
+  }
+}
+
+// Sets (or increments) the cells of b's items. Returns the items that turned
+// a cell on.
+int64_t SetCells(WordArray& a, const PartBatch& b, uint32_t k) {
+  uint64_t* words = a.words;
+  const bool counters = a.cell_bits == 4;
+  int64_t fresh = 0;
+  for (size_t i = 0; i < b.items; ++i) {
+    if (i + kPrefetchItems < b.items) {
+      const uint64_t* ahead = b.offsets + (i + kPrefetchItems) * k;
       for (uint32_t j = 0; j < k; ++j) {
         __builtin_prefetch(&words[counters ? CounterWord(ahead[j]) : WordIndex(ahead[j])], 1);
       }
     }
-    const uint64_t* item = offsets + i * k;
+    const uint64_t* item = b.offsets + i * k;
     bool was_new = false;
     for (uint32_t j = 0; j < k; ++j) {
       if (counters) {
@@ -145,28 +164,25 @@ Status WordBitStore::Add(const uint64_t* offsets, size_t items, uint32_t k, uint
         was_new = true;
       }
     }
-    if (changed != nullptr) changed[i] = was_new ? 1 : 0;
+    if (b.out != nullptr) b.out[i] = was_new ? 1 : 0;
     // Counting filters count every add, since each one needs its own remove;
     // bit filters count the adds that changed something.
-    added += (was_new || counters) ? 1 : 0;
+    fresh += (was_new || counters) ? 1 : 0;
   }
-  AddCount(added);
-  return Status::Ok();
+  return fresh;
 }
 
-Status WordBitStore::Test(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* present) {
-  REDBLOOM_RETURN_IF_ERROR(CheckLive());
-  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items * k));
-  uint64_t* words = a_.words;
-  const bool counters = a_.cell_bits == 4;
-  for (size_t i = 0; i < items; ++i) {
-    if (i + kPrefetchItems < items) {
-      const uint64_t* ahead = offsets + (i + kPrefetchItems) * k;
+void TestCells(const WordArray& a, const PartBatch& b, uint32_t k) {
+  uint64_t* words = a.words;
+  const bool counters = a.cell_bits == 4;
+  for (size_t i = 0; i < b.items; ++i) {
+    if (i + kPrefetchItems < b.items) {
+      const uint64_t* ahead = b.offsets + (i + kPrefetchItems) * k;
       for (uint32_t j = 0; j < k; ++j) {
         __builtin_prefetch(&words[counters ? CounterWord(ahead[j]) : WordIndex(ahead[j])], 0);
       }
     }
-    const uint64_t* item = offsets + i * k;
+    const uint64_t* item = b.offsets + i * k;
     uint8_t all = 1;
     for (uint32_t j = 0; j < k && all; ++j) {
       if (counters) {
@@ -176,57 +192,128 @@ Status WordBitStore::Test(const uint64_t* offsets, size_t items, uint32_t k, uin
         all = (word.load(std::memory_order_relaxed) & BitMask(item[j])) != 0;
       }
     }
-    present[i] = all;
+    b.out[i] = all;
+  }
+}
+
+}  // namespace
+
+WordBitStore::WordBitStore(std::unique_ptr<WordParts> parts, std::shared_ptr<WordArray> main)
+    : parts_(std::move(parts)), main_(std::move(main)) {}
+
+Result<std::shared_ptr<WordArray>> WordBitStore::Array(uint64_t part) {
+  if (part == 0 && main_) {
+    REDBLOOM_RETURN_IF_ERROR(CheckLive(*main_));
+    return main_;
+  }
+  std::shared_ptr<WordArray> a;
+  {
+    std::lock_guard lock(mu_);
+    auto it = open_.find(part);
+    if (it != open_.end()) a = it->second;
+  }
+  if (!a) {
+    REDBLOOM_ASSIGN_OR_RETURN(a, parts_->Open(part));
+    std::lock_guard lock(mu_);
+    a = open_.try_emplace(part, a).first->second;
+  }
+  REDBLOOM_RETURN_IF_ERROR(CheckLive(*a));
+  return a;
+}
+
+Result<std::vector<uint64_t>> WordBitStore::ListParts() {
+  if (main_) REDBLOOM_RETURN_IF_ERROR(CheckLive(*main_));
+  return parts_->List();
+}
+
+Status WordBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
+  if (main_) REDBLOOM_RETURN_IF_ERROR(CheckLive(*main_));
+  return parts_->Create(part, expires_at_ms);
+}
+
+Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* parts_now) {
+  for (PartBatch& b : batches) {
+    auto a = Array(b.part);
+    if (!a.ok() && a.status().code() == StatusCode::kNotFound) {
+      std::fill(b.out, b.out + b.items, 0);  // a part never created holds nothing
+      continue;
+    }
+    if (!a.ok()) return a.status();
+    REDBLOOM_RETURN_IF_ERROR(CheckOffsets(**a, b.offsets, b.items * b.k));
+    TestCells(**a, b, b.k);
+  }
+  if (parts_now != nullptr) {
+    REDBLOOM_ASSIGN_OR_RETURN(*parts_now, parts_->List());
   }
   return Status::Ok();
 }
 
-Status WordBitStore::Remove(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* removed) {
-  if (a_.cell_bits != 4) {
-    return Status::Unimplemented(
-        "items can be removed only from counting filters (create with --counting)");
-  }
-  REDBLOOM_RETURN_IF_ERROR(CheckLive());
-  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(offsets, items * k));
-  // Removes are serialised so that two of them can never both see a counter
-  // at 1 and both take it to 0; adds only raise counters, so they need no lock
-  // to keep a remove's "all non-zero" check true until it decrements.
-  std::unique_lock<std::mutex> in_process;
-  if (a_.remove_mutex) in_process = std::unique_lock(*a_.remove_mutex);
-  FileLock across_processes(a_.lock_fd);
-  uint64_t* words = a_.words;
-  int64_t gone = 0;
-  std::vector<uint64_t> item;
-  for (size_t i = 0; i < items; ++i) {
-    item.assign(offsets + i * k, offsets + (i + 1) * k);
-    std::sort(item.begin(), item.end());
-    // An offset that repeats within the item was incremented as many times,
-    // so its counter must hold at least that many (or be saturated).
-    bool all = true;
-    for (size_t j = 0; j < item.size() && all;) {
-      size_t run = 1;
-      while (j + run < item.size() && item[j + run] == item[j]) ++run;
-      const uint64_t c = LoadCounter(words, item[j]);
-      all = c == kCounterMax || c >= run;
-      j += run;
+Status WordBitStore::Add(std::span<PartBatch> batches) {
+  for (PartBatch& b : batches) {
+    REDBLOOM_ASSIGN_OR_RETURN(auto a, Array(b.part));
+    REDBLOOM_RETURN_IF_ERROR(CheckOffsets(*a, b.offsets, b.items * b.k));
+    if (b.capacity != 0) {
+      if (!Reserve(*a, b)) continue;
+      SetCells(*a, b, b.k);
+    } else {
+      AddCount(*a, SetCells(*a, b, b.k));
     }
-    if (all) {
-      for (uint64_t o : item) StepCounter(words, o, -1);
-      ++gone;
-    }
-    if (removed != nullptr) removed[i] = all ? 1 : 0;
+    b.accepted = b.items;
   }
-  AddCount(-gone);
   return Status::Ok();
 }
 
-Result<FilterStats> WordBitStore::Stats() {
-  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+Status WordBitStore::Remove(std::span<PartBatch> batches) {
+  for (PartBatch& b : batches) {
+    REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(b.part));
+    WordArray& a = *array;
+    if (a.cell_bits != 4) {
+      return Status::Unimplemented(
+          "items can be removed only from counting filters (create with --counting)");
+    }
+    const uint32_t k = b.k;
+    REDBLOOM_RETURN_IF_ERROR(CheckOffsets(a, b.offsets, b.items * k));
+    // Removes are serialised so that two of them can never both see a counter
+    // at 1 and both take it to 0; adds only raise counters, so they need no
+    // lock to keep a remove's "all non-zero" check true until it decrements.
+    std::unique_lock<std::mutex> in_process;
+    if (a.remove_mutex) in_process = std::unique_lock(*a.remove_mutex);
+    FileLock across_processes(a.lock_fd);
+    uint64_t* words = a.words;
+    int64_t gone = 0;
+    std::vector<uint64_t> item;
+    for (size_t i = 0; i < b.items; ++i) {
+      item.assign(b.offsets + i * k, b.offsets + (i + 1) * k);
+      std::sort(item.begin(), item.end());
+      // An offset that repeats within the item was incremented as many times,
+      // so its counter must hold at least that many (or be saturated).
+      bool all = true;
+      for (size_t j = 0; j < item.size() && all;) {
+        size_t run = 1;
+        while (j + run < item.size() && item[j + run] == item[j]) ++run;
+        const uint64_t c = LoadCounter(words, item[j]);
+        all = c == kCounterMax || c >= run;
+        j += run;
+      }
+      if (all) {
+        for (uint64_t o : item) StepCounter(words, o, -1);
+        ++gone;
+      }
+      if (b.out != nullptr) b.out[i] = all ? 1 : 0;
+    }
+    AddCount(a, -gone);
+  }
+  return Status::Ok();
+}
+
+Result<FilterStats> WordBitStore::Stats(uint64_t part) {
+  REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(part));
+  const WordArray& a = *array;
   FilterStats stats;
-  const uint64_t n = words();
+  const uint64_t n = a.word_count();
   for (uint64_t w = 0; w < n; ++w) {
-    const uint64_t v = std::atomic_ref<uint64_t>(a_.words[w]).load(std::memory_order_relaxed);
-    if (a_.cell_bits == 1) {
+    const uint64_t v = std::atomic_ref<uint64_t>(a.words[w]).load(std::memory_order_relaxed);
+    if (a.cell_bits == 1) {
       stats.bits_set += static_cast<uint64_t>(std::popcount(v));
     } else {
       // Non-zero nibbles: fold each nibble's bits into its lowest bit.
@@ -234,38 +321,56 @@ Result<FilterStats> WordBitStore::Stats() {
       stats.bits_set += static_cast<uint64_t>(std::popcount(folded));
     }
   }
-  stats.items_added = std::atomic_ref<uint64_t>(*a_.count).load(std::memory_order_relaxed);
+  stats.items_added = std::atomic_ref<uint64_t>(*a.count).load(std::memory_order_relaxed);
   return stats;
 }
 
-Result<uint64_t> WordBitStore::ItemCount() {
-  REDBLOOM_RETURN_IF_ERROR(CheckLive());
-  return std::atomic_ref<uint64_t>(*a_.count).load(std::memory_order_relaxed);
+Result<uint64_t> WordBitStore::ItemCount(uint64_t part) {
+  REDBLOOM_ASSIGN_OR_RETURN(auto a, Array(part));
+  return std::atomic_ref<uint64_t>(*a->count).load(std::memory_order_relaxed);
 }
 
 Status WordBitStore::Clear() {
-  REDBLOOM_RETURN_IF_ERROR(CheckLive());
-  const uint64_t n = words();
-  for (uint64_t w = 0; w < n; ++w) {
-    std::atomic_ref<uint64_t>(a_.words[w]).store(0, std::memory_order_relaxed);
+  REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, ListParts());
+  for (uint64_t p : parts) {
+    auto array = Array(p);
+    if (!array.ok() && array.status().code() == StatusCode::kNotFound) continue;  // expired
+    if (!array.ok()) return array.status();
+    WordArray& a = **array;
+    const uint64_t n = a.word_count();
+    for (uint64_t w = 0; w < n; ++w) {
+      std::atomic_ref<uint64_t>(a.words[w]).store(0, std::memory_order_relaxed);
+    }
+    std::atomic_ref<uint64_t>(*a.count).store(0, std::memory_order_relaxed);
   }
-  std::atomic_ref<uint64_t>(*a_.count).store(0, std::memory_order_relaxed);
   return Status::Ok();
 }
 
-Status WordBitStore::Flush() { return a_.flush ? a_.flush() : Status::Ok(); }
+Status WordBitStore::Flush() {
+  std::vector<std::shared_ptr<WordArray>> arrays;
+  if (main_) arrays.push_back(main_);
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [p, a] : open_) arrays.push_back(a);
+  }
+  for (auto& a : arrays) {
+    if (a->flush) REDBLOOM_RETURN_IF_ERROR(a->flush());
+  }
+  return Status::Ok();
+}
 
-Status WordBitStore::ReadBits(uint64_t offset, size_t len, std::string* out) {
-  REDBLOOM_RETURN_IF_ERROR(CheckLive());
+Status WordBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) {
+  REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(part));
+  const WordArray& a = *array;
   out->clear();
-  if (offset >= bitmap_bytes()) return Status::Ok();
-  len = static_cast<size_t>(std::min<uint64_t>(len, bitmap_bytes() - offset));
+  if (offset >= a.bitmap_bytes()) return Status::Ok();
+  len = static_cast<size_t>(std::min<uint64_t>(len, a.bitmap_bytes() - offset));
   out->resize(len);
   // Word-wise relaxed loads: concurrent adds may or may not be seen, but no
   // torn word is ever read.
   for (size_t i = 0; i < len;) {
     const uint64_t pos = offset + i;
-    const uint64_t w = std::atomic_ref<uint64_t>(a_.words[pos / 8]).load(std::memory_order_relaxed);
+    const uint64_t w = std::atomic_ref<uint64_t>(a.words[pos / 8]).load(std::memory_order_relaxed);
     for (uint64_t b = pos % 8; b < 8 && i < len; ++b, ++i) {
       (*out)[i] = static_cast<char>((w >> (8 * b)) & 0xff);
     }
@@ -273,19 +378,20 @@ Status WordBitStore::ReadBits(uint64_t offset, size_t len, std::string* out) {
   return Status::Ok();
 }
 
-Status WordBitStore::OrBits(std::string_view bitmap, uint64_t new_items) {
-  REDBLOOM_RETURN_IF_ERROR(CheckLive());
-  if (bitmap.size() > bitmap_bytes()) {
+Status WordBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) {
+  REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(part));
+  WordArray& a = *array;
+  if (bitmap.size() > a.bitmap_bytes()) {
     return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
-                                   " bytes is larger than the filter's " +
-                                   std::to_string(bitmap_bytes()));
+                                   " bytes is larger than the part's " +
+                                   std::to_string(a.bitmap_bytes()));
   }
-  const bool counters = a_.cell_bits == 4;
+  const bool counters = a.cell_bits == 4;
   // Whole words, then the tail zero-padded: little-endian loads keep the
   // Redis byte order of the words.
   auto merge = [&](uint64_t w, uint64_t v) {
     if (v == 0) return;
-    std::atomic_ref<uint64_t> word(a_.words[w]);
+    std::atomic_ref<uint64_t> word(a.words[w]);
     if (!counters) {
       word.fetch_or(v, std::memory_order_relaxed);
       return;
@@ -306,7 +412,7 @@ Status WordBitStore::OrBits(std::string_view bitmap, uint64_t new_items) {
     std::memcpy(&v, bitmap.data() + 8 * full_words, bitmap.size() % 8);
     merge(full_words, v);
   }
-  AddCount(static_cast<int64_t>(new_items));
+  AddCount(a, static_cast<int64_t>(new_items));
   return Status::Ok();
 }
 

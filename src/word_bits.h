@@ -1,22 +1,32 @@
-// Bit operations over a word array in memory, shared by the mem: and file:
-// stores. Internal header.
+// Cells over word arrays in memory, shared by the mem: and file: stores.
+// Internal header.
 //
 // Layout: the words hold bytes in Redis order, so the raw memory is exactly
 // what Redis stores for the same filter: bit i is in byte i/8, at mask
 // 0x80 >> (i % 8). Read as a little-endian uint64, that is bit (i % 64) ^ 7 of
 // word i / 64. Keeping one byte order everywhere makes dumps and exports a
 // plain copy.
+//
+// 4-bit counters: counter i is nibble i of the bitmap in Redis order (byte
+// i/2, high nibble for even i), as BITFIELD u4 #i addresses it. Increments
+// saturate at 15 and a saturated counter is never decremented: it may count
+// more items than 15, and decrementing it could zero it while some of those
+// items are still in the filter, which would make them false negatives.
 #ifndef REDBLOOM_SRC_WORD_BITS_H_
 #define REDBLOOM_SRC_WORD_BITS_H_
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "redbloom/filter_config.h"
 #include "redbloom/store.h"
 
 namespace redbloom::internal {
@@ -34,14 +44,14 @@ uint64_t SaturatingNibbleAdd(uint64_t a, uint64_t b);
 // shared): bits ORed, or 4-bit counters added as SaturatingNibbleAdd does.
 void MergeCellBytes(std::string_view from, std::string* to, bool counters);
 
-// Where a WordBitStore's state lives. The memory is owned by `keepalive`.
+// One part's cells. The memory is owned by `keepalive`.
 struct WordArray {
   uint64_t* words = nullptr;  // at least ceil(cells * cell_bits / 64) words
   uint64_t cells = 0;         // offsets are in [0, cells)
   uint32_t cell_bits = 1;     // 1 (bits) or 4 (saturating counters)
-  uint64_t* count = nullptr;  // the stored item count
-  // Non-zero once the filter was replaced by a rebuild: every operation then
-  // answers kConflict so the caller reopens the new filter.
+  uint64_t* count = nullptr;  // the part's item count
+  // Non-zero once the filter was dropped or replaced by a rebuild: every
+  // operation then answers kConflict so the caller reopens.
   uint64_t* superseded = nullptr;
   std::shared_ptr<void> keepalive;
   std::function<Status()> flush;
@@ -49,39 +59,52 @@ struct WordArray {
   // this process, and/or a file to flock() for handles in other processes.
   std::shared_ptr<std::mutex> remove_mutex;
   int lock_fd = -1;
+
+  uint64_t word_count() const { return (cells * cell_bits + 63) / 64; }
+  // Bytes of the cells as Redis would hold them (the words may pad them).
+  uint64_t bitmap_bytes() const { return (cells * cell_bits + 7) / 8; }
 };
 
-// A BitStore over a word array in memory, with atomic word operations.
-//
-// 4-bit counters: counter i is nibble i of the bitmap in Redis order (byte
-// i/2, high nibble for even i), as BITFIELD u4 #i addresses it. Increments
-// saturate at 15 and a saturated counter is never decremented: it may count
-// more items than 15, and decrementing it could zero it while some of those
-// items are still in the filter, which would make them false negatives.
+// How a store keeps the parts of one filter.
+class WordParts {
+ public:
+  virtual ~WordParts() = default;
+  // kNotFound if the part does not exist.
+  virtual Result<std::shared_ptr<WordArray>> Open(uint64_t part) = 0;
+  // Idempotent; safe when several writers race.
+  virtual Status Create(uint64_t part, uint64_t expires_at_ms) = 0;
+  virtual Result<std::vector<uint64_t>> List() = 0;
+};
+
+// A BitStore over word arrays, with atomic word operations: several threads
+// (and, on a shared file mapping, several processes) may add at once.
 class WordBitStore final : public BitStore {
  public:
-  explicit WordBitStore(WordArray array) : a_(std::move(array)) {}
+  // `main`: part 0 when the kind has it from creation (opened eagerly, so the
+  // common one-array calls take no lock), else null.
+  WordBitStore(std::unique_ptr<WordParts> parts, std::shared_ptr<WordArray> main);
 
   size_t preferred_batch() const override { return 1024; }
-  Status Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) override;
-  Status Test(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* present) override;
-  Status Remove(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* removed) override;
-  Result<FilterStats> Stats() override;
-  Result<uint64_t> ItemCount() override;
+  Result<std::vector<uint64_t>> ListParts() override;
+  Status CreatePart(uint64_t part, uint64_t expires_at_ms) override;
+  Status Test(std::span<PartBatch> batches, std::vector<uint64_t>* parts_now) override;
+  Status Add(std::span<PartBatch> batches) override;
+  Status Remove(std::span<PartBatch> batches) override;
+  Result<FilterStats> Stats(uint64_t part) override;
+  Result<uint64_t> ItemCount(uint64_t part) override;
   Status Clear() override;
   Status Flush() override;
-  Status ReadBits(uint64_t offset, size_t len, std::string* out) override;
-  Status OrBits(std::string_view bitmap, uint64_t new_items) override;
+  Status ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) override;
+  Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) override;
 
  private:
-  uint64_t words() const { return (a_.cells * a_.cell_bits + 63) / 64; }
-  // Bytes of the bitmap as Redis would hold it (the words may pad it).
-  uint64_t bitmap_bytes() const { return (a_.cells * a_.cell_bits + 7) / 8; }
-  Status CheckLive() const;
-  Status CheckOffsets(const uint64_t* offsets, size_t n) const;
-  void AddCount(int64_t delta);
+  // The part's array: kNotFound if it does not exist.
+  Result<std::shared_ptr<WordArray>> Array(uint64_t part);
 
-  WordArray a_;
+  std::unique_ptr<WordParts> parts_;
+  std::shared_ptr<WordArray> main_;
+  std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<WordArray>> open_;  // guarded by mu_
 };
 
 }  // namespace redbloom::internal

@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
@@ -46,9 +47,23 @@ class FileStoreTest : public ::testing::Test {
     out.write(reinterpret_cast<const char*>(bytes.data()),
               static_cast<std::streamsize>(bytes.size()));
   }
+  // Version 2: CRC-32 at 44 of bytes [0, 44) and the config text at 64.
   static void FixCrc(std::vector<uint8_t>& b) {
-    const uint32_t crc = static_cast<uint32_t>(crc32(0L, b.data(), 124));
-    for (int i = 0; i < 4; ++i) b[124 + i] = static_cast<uint8_t>(crc >> (8 * i));
+    const uint32_t len = b[40] | b[41] << 8 | b[42] << 16 | static_cast<uint32_t>(b[43]) << 24;
+    uLong crc = crc32(0L, b.data(), 44);
+    crc = crc32(crc, b.data() + 64, len);
+    for (int i = 0; i < 4; ++i) b[44 + i] = static_cast<uint8_t>(crc >> (8 * i));
+  }
+  // The config text of a version-2 header.
+  static std::string Text(const std::vector<uint8_t>& b) {
+    const uint32_t len = b[40] | b[41] << 8 | b[42] << 16 | static_cast<uint32_t>(b[43]) << 24;
+    return std::string(b.begin() + 64, b.begin() + 64 + len);
+  }
+  static void SetText(std::vector<uint8_t>& b, const std::string& text) {
+    std::fill(b.begin() + 64, b.begin() + 4080, 0);
+    std::copy(text.begin(), text.end(), b.begin() + 64);
+    for (int i = 0; i < 4; ++i) b[40 + i] = static_cast<uint8_t>(text.size() >> (8 * i));
+    FixCrc(b);
   }
   void ExpectDataLoss(const std::string& needle) {
     auto f = BloomFilter::Open(*store_, "f");
@@ -81,7 +96,14 @@ TEST_F(FileStoreTest, BitsAreInRedisOrder) {
 
 TEST_F(FileStoreTest, FlippedHeaderByteIsDataLoss) {
   auto b = ReadFile();
-  b[33] ^= 0x01;  // capacity
+  const std::string text = Text(b);
+  const size_t at = text.find("capacity=1000");
+  ASSERT_NE(at, std::string::npos) << text;
+  b[64 + at + 9] ^= 0x01;  // capacity 1000 -> 0000
+  WriteFile(b);
+  ExpectDataLoss("checksum");
+  b = ReadFile();
+  b[20] ^= 0x01;  // the expiry, in the binary prefix
   WriteFile(b);
   ExpectDataLoss("checksum");
 }
@@ -95,10 +117,10 @@ TEST_F(FileStoreTest, ForeignFileIsDataLoss) {
 
 TEST_F(FileStoreTest, NewerFormatVersionIsDataLoss) {
   auto b = ReadFile();
-  b[8] = 2;
+  b[8] = 3;
   FixCrc(b);
   WriteFile(b);
-  ExpectDataLoss("format version 2");
+  ExpectDataLoss("format version 3");
 }
 
 TEST_F(FileStoreTest, TruncatedFileIsDataLoss) {
@@ -113,10 +135,71 @@ TEST_F(FileStoreTest, TruncatedFileIsDataLoss) {
 
 TEST_F(FileStoreTest, InconsistentGeometryIsDataLoss) {
   auto b = ReadFile();
-  b[20] = 9;  // k = 9 where 1000/0.01 gives 7
-  FixCrc(b);
+  std::string text = Text(b);
+  const size_t at = text.find("hashes=7\n");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 9, "hashes=9\n");  // k = 9 where 1000/0.01 gives 7
+  SetText(b, text);
   WriteFile(b);
   ExpectDataLoss("geometry");
+}
+
+TEST_F(FileStoreTest, UnknownOrMissingConfigFieldsAreDataLoss) {
+  const std::string text = Text(ReadFile());
+  for (const auto& [from, to, needle] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"strategy=guava64\n", "strategy=murmur\n", "unknown strategy"},
+           {"kind=plain\n", "", "field 'kind' is missing"},
+           {"error_rate=0.01\n", "error_rate=1.5\n", "invalid parameters"},
+           {"expansion=0\n", "expansion=2\n", "expansion is set"}}) {
+    auto b = ReadFile();
+    std::string t = text;
+    const size_t at = t.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    SetText(b, t);
+    WriteFile(b);
+    ExpectDataLoss(needle);
+  }
+}
+
+// Files written before the config codec (format version 1, an all-binary
+// header) still open, with their bits, through the same validation.
+TEST_F(FileStoreTest, VersionOneFilesStillOpen) {
+  std::vector<uint8_t> b = ReadFile();  // keeps the cells; the header is rewritten
+  ASSERT_EQ(b.size(), 4096u + 1200u);
+  std::fill(b.begin(), b.begin() + 4096, 0);
+  auto put = [&](size_t at, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) b.at(at + i) = static_cast<uint8_t>(v >> (8 * i));
+  };
+  std::memcpy(b.data(), "REDBLOOM", 8);
+  put(8, 1, 4);      // version
+  put(12, 4096, 4);  // header size
+  b[16] = 0;         // plain
+  b[17] = 1;         // guava64
+  b[18] = 0;         // utf8
+  b[19] = 1;         // cell bits
+  put(20, 7, 4);
+  put(24, 9600, 8);
+  put(32, 1000, 8);
+  double p = 0.01;
+  uint64_t p_bits;
+  std::memcpy(&p_bits, &p, 8);
+  put(40, p_bits, 8);
+  put(48, 1200, 8);        // data bytes
+  put(96, UINT64_MAX, 8);  // the main file
+  put(124, crc32(0L, b.data(), 124), 4);
+  put(256, 1, 8);  // item count
+  WriteFile(b);
+  auto f = BloomFilter::Open(*store_, "f");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE(*(*f)->Contains("ORD-1"));
+  EXPECT_EQ((*f)->Info()->items_added, 1u);
+  ASSERT_TRUE((*f)->Add("ORD-2").ok());
+  EXPECT_EQ((*f)->Info()->items_added, 2u) << "the count lives where version 1 kept it";
+  b[124] ^= 1;
+  WriteFile(b);
+  ExpectDataLoss("checksum");
 }
 
 // A child creates filters and adds items in a loop, writing the index of each

@@ -722,7 +722,7 @@ TEST_F(InteropTest, Murmur3MatchesGuavaForEveryFunnel) {
     for (size_t i = 0; i < java.size(); ++i) {
       const Item& item = (*c.items)[i];
       Hash128 h;
-      Status s = HashItem(c.encoding, item.text, &scratch, &h);
+      Status s = HashItem(Strategy::kGuava64, c.encoding, item.text, &scratch, &h);
       if (!s.ok()) {
         bad.Add(item.kind + " " + Shown(item.text) + ": " + s.ToString());
         continue;
@@ -742,20 +742,23 @@ TEST_F(InteropTest, CustomFunnelsMatchGuava) {
   Mismatches bad("custom funnels");
   for (size_t i = 0; i < plan().strings.size(); ++i) {
     const std::string& s = plan().strings[i].text;
-    const Hash128 h =
-        HashObject(s, [](const std::string& v, ByteSink& sink) { sink.PutString(v).PutString(v); });
+    const Hash128 h = HashObject(Strategy::kGuava64, s, [](const std::string& v, ByteSink& sink) {
+      sink.PutString(v).PutString(v);
+    });
     if (HashLine(h) != utf8x2[i]) bad.Add("utf8x2 " + Shown(s));
   }
   const auto& int64s = Answer("hash-int64");
   for (size_t i = 0; i < plan().int64s.size(); ++i) {
     const int64_t v = std::stoll(plan().int64s[i].text);
-    const Hash128 h = HashObject(v, [](int64_t x, ByteSink& sink) { sink.PutInt64(x); });
+    const Hash128 h =
+        HashObject(Strategy::kGuava64, v, [](int64_t x, ByteSink& sink) { sink.PutInt64(x); });
     if (HashLine(h) != int64s[i]) bad.Add("int64 " + plan().int64s[i].text);
   }
   const auto& int32s = Answer("hash-int32");
   for (size_t i = 0; i < plan().int32s.size(); ++i) {
     const auto v = static_cast<int32_t>(std::stol(plan().int32s[i].text));
-    const Hash128 h = HashObject(v, [](int32_t x, ByteSink& sink) { sink.PutInt32(x); });
+    const Hash128 h =
+        HashObject(Strategy::kGuava64, v, [](int32_t x, ByteSink& sink) { sink.PutInt32(x); });
     if (HashLine(h) != int32s[i]) bad.Add("int32 " + plan().int32s[i].text);
   }
 }
@@ -769,7 +772,8 @@ TEST_F(InteropTest, WrongFunnelDisagreesWithGuava) {
   std::string scratch;
   for (size_t i = 0; i < plan().strings.size(); ++i) {
     Hash128 h;
-    ASSERT_TRUE(HashItem(Encoding::kUtf8, plan().strings[i].text, &scratch, &h).ok());
+    ASSERT_TRUE(
+        HashItem(Strategy::kGuava64, Encoding::kUtf8, plan().strings[i].text, &scratch, &h).ok());
     if (HashLine(h) == utf8x2[i]) ++same;
   }
   const auto empty =

@@ -174,7 +174,7 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   auto filter = BloomFilter::Open(*ctx.store, name);
   if (!filter.ok()) return Fail(filter.status());
   const FilterKind kind = (*filter)->config().kind;
-  if (!IsOneArrayKind(kind)) {
+  if (!(*filter)->config().one_array()) {
     return Fail(Status::InvalidArgument(
         "'" + name + "' is a " + std::string(FilterKindName(kind)) +
         " filter: load builds one bitmap, for plain and counting filters; use 'redbloom add " +

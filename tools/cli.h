@@ -60,10 +60,11 @@ struct SizingFlags {
         ->required();
     cmd->add_option("--error,-p", error, "Target false-positive rate, strictly between 0 and 1")
         ->required();
-    cmd->add_option(
-           "--strategy", strategy,
-           "Index strategy: guava64 (Guava BloomFilter's) or seed (the Java blog helper's)")
-        ->capture_default_str();
+    std::string help = "Index strategy:";
+    for (Strategy s : Strategies()) {
+      help += "\n  " + std::string(StrategyName(s)) + ": " + std::string(StrategySummary(s));
+    }
+    cmd->add_option("--strategy", strategy, help)->capture_default_str();
     cmd->add_option("--encoding", encoding, "Item encoding: utf8, utf8x2, int32, int64 or bytes")
         ->capture_default_str();
   }

@@ -45,7 +45,7 @@ namespace redbloom {
 struct FilterInfo {
   std::string name;
   FilterConfig config;
-  uint64_t parts = 1;              // layers (scaling) or live slices (window); else 1
+  uint64_t parts = 0;              // layers (scaling) or live slices (window); else 1
   uint64_t bits = 0;               // cells in all parts
   uint64_t memory_bytes = 0;       // bytes of all parts (cells * cell bits / 8)
   uint64_t bits_set = 0;           // cells currently non-zero
@@ -104,7 +104,8 @@ class BloomFilter {
   Status RemoveMany(std::span<const std::string_view> items, std::vector<uint8_t>* removed);
   Status Remove(std::string_view item, bool* removed = nullptr);
 
-  // The same for items already hashed (e.g. through HashObject and a custom
+  // The same for items already hashed with the filter's strategy (e.g.
+  // through HashObject(config().strategy, value, funnel) and a custom
   // funnel). The encoding of the filter is then the caller's business.
   Status AddHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* added = nullptr);
   Status ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present);
@@ -147,17 +148,12 @@ class BloomFilter {
   BloomFilter(Store& store, std::string name, std::shared_ptr<State> state);
   static Result<std::shared_ptr<State>> Load(Store& store, std::string_view name);
   std::shared_ptr<State> state() const;
-  Status HashAll(Encoding encoding, std::span<const std::string_view> items,
+  Status HashAll(const FilterConfig& config, std::span<const std::string_view> items,
                  std::vector<Hash128>* hashes) const;
   // Runs `op` on the current state; if the store says the filter changed
   // under us (a rebuild swapped it), reopens once and runs it again.
   template <typename Op>
   Status WithReopen(Op&& op);
-  // The parts filter `c` has now: 0 for one-array kinds, layers 0..L-1 of a
-  // scaling filter, the slices of a window filter not yet out of the window.
-  Result<std::vector<uint64_t>> PartIds(const FilterConfig& c);
-  // present must hold hashes.size() zeros; hits are set to 1.
-  Status ContainsHashesIn(State& state, std::span<const Hash128> hashes, uint8_t* present);
 
   Store& store_;
   std::string name_;
@@ -172,9 +168,10 @@ Result<uint64_t> PartBytes(const FilterConfig& config, uint64_t part);
 Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item);
 
 // Builds a filter's bitmap in local memory (config.data_bytes() bytes), for
-// bulk loads: hashing millions of items here and writing the result with one
-// OrBitmap() replaces millions of per-item store commands. For a counting
-// filter it builds 4-bit counters (saturating at 15), which OrBitmap adds.
+// bulk loads of plain and counting filters: hashing millions of items here and
+// writing the result with one OrBitmap() replaces millions of per-item store
+// commands. For a counting filter it builds 4-bit counters (saturating at 15),
+// which OrBitmap adds.
 class BitmapBuilder {
  public:
   explicit BitmapBuilder(const FilterConfig& config);

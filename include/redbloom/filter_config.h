@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redbloom/funnel.h"
 #include "redbloom/sizing.h"
@@ -16,7 +17,9 @@
 
 namespace redbloom {
 
-// What a filter can do beyond "add and check", and what it costs.
+// What a filter can do beyond "add and check", and what it costs. Kinds are
+// registered in one table (src/kinds/table.cc), one file each; the value is
+// the kind's stored id.
 enum class FilterKind : uint8_t {
   // One bit per cell. About 1.44 * log2(1/p) bits per item (9.6 at 1%).
   kPlain = 0,
@@ -33,7 +36,10 @@ enum class FilterKind : uint8_t {
   kWindow = 3,
 };
 
-std::string_view FilterKindName(FilterKind kind);  // "plain", "counting", "scaling", "window"
+// The registered kinds, by id.
+std::vector<FilterKind> FilterKinds();
+// "plain", "counting", "scaling", "window"; "unknown" for other values.
+std::string_view FilterKindName(FilterKind kind);
 Result<FilterKind> ParseFilterKind(std::string_view name);
 
 // Bounds on the kind parameters, checked by MakeConfig.
@@ -43,11 +49,6 @@ inline constexpr uint64_t kMinSliceMillis = 10;
 // A scaling filter stops growing here (kResourceExhausted): 32 layers at
 // expansion 2 hold 2^32 times the first capacity.
 inline constexpr uint64_t kMaxLayers = 32;
-
-// See FilterConfig::one_array().
-inline bool IsOneArrayKind(FilterKind kind) {
-  return kind == FilterKind::kPlain || kind == FilterKind::kCounting;
-}
 
 struct FilterOptions {
   uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
@@ -80,9 +81,9 @@ struct FilterConfig {
 
   // Plain and counting filters keep all their cells in one array (part 0);
   // scaling and window filters in several parts that come and go.
-  bool one_array() const { return IsOneArrayKind(kind); }
+  bool one_array() const;
   // Bits per cell: 4 for counting filters, else 1.
-  uint32_t cell_bits() const { return kind == FilterKind::kCounting ? 4 : 1; }
+  uint32_t cell_bits() const;
   // Bytes that hold geometry.bits cells, as Redis stores them.
   uint64_t data_bytes() const { return (geometry.bits * cell_bits() + 7) / 8; }
   // Length of one window slice.
@@ -111,6 +112,9 @@ struct PartSizing {
   uint64_t capacity = 0;
   double error_rate = 0;
   Geometry geometry;
+
+  // Bytes of the part's cells in Redis order.
+  uint64_t bytes(uint32_t cell_bits) const { return (geometry.bits * cell_bits + 7) / 8; }
 };
 Result<PartSizing> SizePart(const FilterConfig& config, uint64_t part);
 

@@ -10,15 +10,17 @@
 //
 // Items reach the CLI and the HTTP service as text; int32/int64 items are then
 // decimal numbers. C++ callers with their own types write a funnel (any
-// callable `void(const T&, ByteSink&)`) and hash it with HashObject().
+// callable `void(const T&, ByteSink&)`) and hash it with HashObject()
+// (strategy.h). A funnel only makes bytes: which hash runs over them is the
+// strategy's business.
 #ifndef REDBLOOM_FUNNEL_H_
 #define REDBLOOM_FUNNEL_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
-#include "redbloom/hash.h"
 #include "redbloom/status.h"
 
 namespace redbloom {
@@ -31,8 +33,10 @@ enum class Encoding : uint8_t {
   kBytes = 4,
 };
 
-// "utf8", "utf8x2", "int32", "int64", "bytes".
+// "utf8", "utf8x2", "int32", "int64", "bytes"; "unknown" for other values.
 std::string_view EncodingName(Encoding e);
+// Every encoding, in id order.
+std::span<const Encoding> AllEncodings();
 Result<Encoding> ParseEncoding(std::string_view name);
 
 // Collects the bytes a funnel writes, with Guava's PrimitiveSink semantics.
@@ -58,24 +62,18 @@ class ByteSink {
   std::string buf_;
 };
 
-// Hash of a value through a user-defined funnel: the equivalent of Guava's
-// Hashing.murmur3_128().hashObject(value, funnel).
-template <typename T, typename F>
-Hash128 HashObject(const T& value, F&& funnel) {
-  ByteSink sink;
-  funnel(value, sink);
-  return Murmur3_128(sink.bytes());
-}
-
 // True if `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool IsValidUtf8(std::string_view s);
 
-// Hashes one textual item under an encoding. `scratch` is reused between calls
-// to avoid allocation. Fails with kInvalidArgument for text that is not valid
+// The bytes of one textual item under an encoding: the item itself (utf8,
+// bytes), the item twice (utf8x2, built in *scratch), or the number's
+// little-endian bytes (int32, int64, built in *scratch). *bytes points into
+// `item` or *scratch. Fails with kInvalidArgument for text that is not valid
 // UTF-8 (utf8, utf8x2) or not a decimal number in range (int32, int64): such
 // an item could not have come from the Java side, and hashing it anyway would
 // silently diverge from it.
-Status HashItem(Encoding encoding, std::string_view item, std::string* scratch, Hash128* out);
+Status EncodeItem(Encoding encoding, std::string_view item, std::string* scratch,
+                  std::string_view* bytes);
 
 }  // namespace redbloom
 

@@ -2,11 +2,14 @@
 //   mem:                                  in-process, for tests and embedding
 //   file:DIR                              one memory-mapped file per filter (the default)
 //   redis://[user:password@]host[:port][/db][?options]   one Redis server
+// Each store lives in its own folder (src/mem, src/file, src/redis) and is
+// registered by URL scheme in one table (src/store_table.cc).
 //
 // A Store is a namespace of filters: it creates, describes, lists and drops
-// them, and opens a BitStore over one filter's bits. A BitStore is batch-first:
-// it sets or tests the offsets of many items per call, in as few round trips as
-// the medium allows, and reports per item whether it was new / maybe present.
+// them, and opens a BitStore over one filter's cells. A BitStore is
+// batch-first: it sets or tests the offsets of many items per call, in as few
+// round trips as the medium allows, and reports per item whether it was new /
+// maybe present.
 //
 // Thread safety: Store and BitStore methods may be called concurrently. A
 // Store must outlive the BitStores and BloomFilters opened from it.
@@ -16,10 +19,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "redbloom/clock.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/status.h"
 
@@ -46,14 +51,54 @@ struct StoreOptions {
   // Redis: items per command. Bounds how long one command holds the server
   // (about 2.1 us per item at k = 7, so 1000 items is ~2 ms). 1 to 1000000.
   size_t batch_items = 1000;
+  // Every store: where TTLs and window slices read the time.
+  std::shared_ptr<const Clock> clock = Clock::System();
 };
 
-// The stored state of one filter, beyond its config.
+// The stored state of one part of a filter, beyond its config.
 struct FilterStats {
   uint64_t bits_set = 0;     // cells that are non-zero
-  uint64_t items_added = 0;  // adds that changed at least one cell
+  uint64_t items_added = 0;  // the part's item count (see BitStore::Add)
 };
 
+// One part's share of a call to BitStore: `items` runs of k offsets each,
+// where k and the offsets' range [0, m) are the part's geometry
+// (SizePart(config, part)). Offsets outside the part are kInvalidArgument.
+struct PartBatch {
+  uint64_t part = 0;
+  uint32_t k = 0;  // offsets per item: the part's geometry.hashes
+  const uint64_t* offsets = nullptr;
+  size_t items = 0;
+  // One answer per item (Test: may be present; Add: was new; Remove: was
+  // removed). May be null for Add and Remove.
+  uint8_t* out = nullptr;
+
+  // Add only: a part that holds at most `capacity` items (a scaling layer).
+  // When non-zero, the store reserves room atomically with each write: the
+  // items are added in order, in runs that each fit the part's count plus
+  // the run within `capacity`; the count grows by every item of a run (room
+  // is reserved before the bits are known). At the first run that does not
+  // fit, nothing more is written and `refused` is set. `accepted` says how
+  // many leading items were added, `room` how many more items fit after the
+  // call. With capacity 0 every item is added and the count grows by the
+  // items that turned a cell on, as plain adds do.
+  uint64_t capacity = 0;
+  bool refused = false;
+  size_t accepted = 0;
+  uint64_t room = 0;
+};
+
+// The cells of one filter: a single array for plain and counting filters
+// (part 0), several for scaling filters (layers 0, 1, ...) and window filters
+// (one per time slice). A part is identified by its number; its size follows
+// from the filter's config and the number. Which parts a call touches is the
+// filter kind's business (src/kinds/); a BitStore only reads and writes them,
+// in as few round trips as the medium allows.
+//
+// Errors: kConflict if the filter was dropped and re-created with other
+// parameters or replaced by a rebuild (reopen it); kNotFound if it was
+// dropped; kDataLoss if a part that exists has lost its bits (a Redis key
+// deleted or evicted under it); never "absent" for an unreadable cell.
 class BitStore {
  public:
   BitStore() = default;
@@ -64,58 +109,76 @@ class BitStore {
   // How many items one call should carry: the facade slices input by this.
   virtual size_t preferred_batch() const = 0;
 
-  // `offsets` holds `items` runs of `k` offsets each. Sets them; when
-  // `changed` is not null, changed[i] = 1 if item i turned any bit on (it was
-  // new). The stored item count grows by the number of such items (counting
-  // filters: by every item, since each add needs its own remove). On error
-  // some items may have been written; none is reported as new.
-  virtual Status Add(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* changed) = 0;
-  // present[i] = 1 if all k bits of item i are set (it may be present).
-  virtual Status Test(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* present) = 0;
-  // Counting filters only. Removes each item whose k counters are all
-  // non-zero, atomically per item: removed[i] = 1 if it was removed. Counters
-  // at their maximum (15) stay there. Other stores: kUnimplemented.
-  virtual Status Remove(const uint64_t* offsets, size_t items, uint32_t k, uint8_t* removed);
-  // The stored item count alone; cheaper than Stats() on Redis.
-  virtual Result<uint64_t> ItemCount();
+  // The parts that exist, ascending.
+  virtual Result<std::vector<uint64_t>> ListParts() = 0;
+  // Creates part `part` unless it exists: idempotent, and safe when several
+  // clients race to create it. It expires at `expires_at_ms` (0: when the
+  // filter does), and never after the filter.
+  virtual Status CreatePart(uint64_t part, uint64_t expires_at_ms) = 0;
 
-  virtual Result<FilterStats> Stats() = 0;
-  // Clears every bit and the item count.
+  // Tests every batch: out[i] = 1 if all k cells of item i are non-zero. All
+  // batches go in one round trip where the store can. A part that does not
+  // exist holds nothing (every answer 0). With `parts_now`, also lists the
+  // parts that exist, read atomically with the first batch.
+  virtual Status Test(std::span<PartBatch> batches, std::vector<uint64_t>* parts_now = nullptr) = 0;
+  // Sets the cells of every batch (see PartBatch for reservations). Bits are
+  // set; 4-bit counters (counting filters) are incremented, saturating at 15.
+  // out[i] = 1 if item i turned a cell on (it was new). Without a capacity,
+  // a part's count grows by its items that turned a cell on (counting
+  // filters: by every item, since each add needs its own remove). A part that
+  // does not exist is kNotFound. On error some items may have been written;
+  // none is reported as new.
+  virtual Status Add(std::span<PartBatch> batches) = 0;
+  // Counting filters: removes each item whose k counters are all non-zero,
+  // atomically per item: out[i] = 1 if it was removed. Counters at their
+  // maximum (15) stay there. Other filters: kUnimplemented.
+  virtual Status Remove(std::span<PartBatch> batches);
+
+  // A part's fill and item count.
+  virtual Result<FilterStats> Stats(uint64_t part) = 0;
+  // A part's item count alone; cheaper than Stats() on Redis.
+  virtual Result<uint64_t> ItemCount(uint64_t part);
+  // Clears every cell and count of every part.
   virtual Status Clear() = 0;
-  // Makes written bits durable (msync for files). Redis and memory: no-op.
+  // Makes written cells durable (msync for files). Redis and memory: no-op.
   virtual Status Flush() { return Status::Ok(); }
 
   // Bulk access, for load, import, export and merge. Bytes are in Redis bit
-  // order (bit i in byte i/8, mask 0x80 >> i%8); a filter's bitmap is
-  // config.data_bytes() long.
+  // order (bit i in byte i/8, mask 0x80 >> i%8); a part holds
+  // SizePart(config, part).bytes(config.cell_bits()) bytes.
   //
-  // Reads bytes [offset, offset + len) of the bitmap into *out (shorter only
-  // if the bitmap ends first).
-  virtual Status ReadBits(uint64_t offset, size_t len, std::string* out);
-  // Merges `bitmap` (at most data_bytes() long, starting at byte 0) into the
-  // filter. Bits are ORed in; 4-bit counters (counting filters) are added,
-  // each saturating at 15, since the union of two counting filters is the sum
-  // of their counts (ORing 1 into 2 would give 3, ORing 1 into 1 would lose
-  // an item to its first remove). Never lowers a cell, so it is safe with
-  // concurrent writers: each of their adds survives. The stored item count
-  // grows by `new_items`.
-  virtual Status OrBits(std::string_view bitmap, uint64_t new_items);
+  // Reads bytes [offset, offset + len) of a part into *out (shorter only if
+  // the part ends first).
+  virtual Status ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) = 0;
+  // Merges `bitmap` (at most the part's size, from byte 0) into a part. Bits
+  // are ORed in; 4-bit counters are added, each saturating at 15, since the
+  // union of two counting filters is the sum of their counts (ORing 1 into 2
+  // would give 3, ORing 1 into 1 would lose an item to its first remove).
+  // Never lowers a cell, so it is safe with concurrent writers: each of their
+  // adds survives. The part's count grows by `new_items`.
+  virtual Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) = 0;
 };
 
 class Store {
  public:
-  Store() = default;
+  explicit Store(std::shared_ptr<const Clock> clock) : clock_(std::move(clock)) {}
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
   virtual ~Store() = default;
 
-  // Opens a store by URL. Nothing is contacted for mem: and file: beyond
-  // creating the directory; redis:// connects once to fail fast.
+  // Opens a store by URL (the schemes are registered in src/store_table.cc).
+  // Nothing is contacted for mem: and file: beyond creating the directory;
+  // redis:// connects once to fail fast.
   static Result<std::unique_ptr<Store>> Open(std::string_view url,
                                              const StoreOptions& options = StoreOptions());
+  // The registered URL schemes with their syntax, for help texts:
+  // "mem:", "file:DIR", "redis://[user:password@]host[:port][/db]", ...
+  static std::vector<std::string> UrlForms();
 
   // The URL, with any password replaced by "***".
   virtual std::string url() const = 0;
+  // The clock this store reads (StoreOptions::clock).
+  const Clock& clock() const { return *clock_; }
 
   // Creates a filter, sizing its bits up front. kAlreadyExists if it exists
   // with the same config (the caller may treat that as success), kConflict if
@@ -131,41 +194,23 @@ class Store {
   virtual Result<std::vector<std::string>> List() = 0;
   // kNotFound if there is no such filter.
   virtual Status Drop(std::string_view name) = 0;
-  // Opens the bits of a filter whose config the caller has read. kConflict if
-  // the stored config no longer matches `config` (dropped and re-created).
+  // Opens the cells of a filter whose config the caller has read, every part
+  // of it. kConflict if the stored config no longer matches `config` (dropped
+  // and re-created).
   virtual Result<std::unique_ptr<BitStore>> OpenBits(std::string_view name,
                                                      const FilterConfig& config) = 0;
   // OK if the store can be used now (for readiness checks).
   virtual Status Ping() = 0;
 
-  // Parts: the extra bit arrays of scaling filters (layers 1, 2, ...) and of
-  // window filters (one per time slice, numbered by slice: now / slice length).
-  // Part 0 of a scaling filter is its main array (OpenBits). A part is sized
-  // by SizePart(config, part). A window part expires by itself once its slice
-  // has left the window; every part expires with the filter's TTL.
-  //
-  // Opens a part; with `create`, creates it first if missing (idempotent, safe
-  // when several clients race), else kNotFound if missing.
-  virtual Result<std::unique_ptr<BitStore>> OpenPart(std::string_view name,
-                                                     const FilterConfig& config, uint64_t part,
-                                                     bool create);
-  // The parts that exist (and have not expired), ascending.
-  virtual Result<std::vector<uint64_t>> ListParts(std::string_view name,
-                                                  const FilterConfig& config);
-  // Scaling filters: how many layers the filter has (>= 1).
-  virtual Result<uint64_t> Layers(std::string_view name, const FilterConfig& config);
-  // Scaling filters: creates layer `seen` and raises the layer count from
-  // `seen` to `seen + 1`, unless another client already grew past `seen`;
-  // returns the count after. Two clients that both see a full last layer and
-  // both call this add exactly one layer between them.
-  virtual Result<uint64_t> GrowLayers(std::string_view name, const FilterConfig& config,
-                                      uint64_t seen);
   // Rebuilds: atomically makes filter `source` the filter called `name`,
   // replacing what was there, and removes the name `source`. Readers of the
   // old filter get kConflict on their next call (the facade then reopens), so
   // every call answers from either the old or the new filter, never neither.
   // Plain and counting filters only.
   virtual Status Replace(std::string_view name, std::string_view source);
+
+ private:
+  std::shared_ptr<const Clock> clock_;
 };
 
 // The store URL the CLI and the service use when none is given:

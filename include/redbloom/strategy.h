@@ -1,41 +1,82 @@
-// Strategies: a 128-bit hash and a geometry become k bit offsets.
+// Strategies: how an item's bytes become k bit offsets.
 //
-// These are pure functions over integers, written so that Java's int/long
-// wrap-around is done in unsigned arithmetic (signed overflow is undefined
-// behaviour in C++). The offset order is the strategy's own order, which is
-// the order `redbloom offsets` prints.
+// A strategy owns, in one place, everything that decides which bits an item
+// touches and what the filter's fill means:
+//   hash      bytes -> 128-bit hash (fixed and versioned: bits outlive processes)
+//   geometry  (capacity n, error rate p) -> bits m, hashes k, with the strategy's rounding
+//   offsets   hash + geometry -> k offsets in [0, m), in the strategy's order
+//   model     fill -> false-positive rate and estimated item count
+// The built-in strategies reproduce Java implementations exactly, so filters
+// can be shared with them:
+//   seed     the blog posts' BloomFilterHelper: Murmur3 (Guava), int arithmetic,
+//            offset_i = f(h1 + i*h2) % m for i = 1..k, m the unrounded int size
+//   guava64  Guava's BloomFilterStrategies.MURMUR128_MITZ_64 (Guava's default):
+//            c = h1; offset_i = (c & Long.MAX_VALUE) % m; c += h2, m a multiple of 64
+//
+// Strategies are registered in one table (src/strategy/table.cc), one file
+// each under src/strategy/. A Strategy value is the strategy's stored id: the
+// enumerators below name the built-in ones for C++ callers, and a strategy
+// registered without an enumerator is reached with ParseStrategy(name).
 #ifndef REDBLOOM_STRATEGY_H_
 #define REDBLOOM_STRATEGY_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "redbloom/funnel.h"
 #include "redbloom/hash.h"
 #include "redbloom/sizing.h"
 #include "redbloom/status.h"
 
 namespace redbloom {
 
+// A strategy's stored id (file headers, dumps). Never renumbered.
 enum class Strategy : uint8_t {
-  // The blog posts' BloomFilterHelper: h1 = (int) asLong(), h2 = (int)(asLong() >>> 32),
-  // offset_i = f(h1 + i*h2) % m for i = 1..k, where f(x) = x < 0 ? ~x : x and
-  // m is the unrounded int size. For filters shared with that helper.
   kSeed = 0,
-  // Guava's BloomFilterStrategies.MURMUR128_MITZ_64 (Guava's default):
-  // c = h1; offset_i = (c & Long.MAX_VALUE) % m; c += h2, for i = 0..k-1,
-  // with m a multiple of 64. The default for new filters.
   kGuava64 = 1,
 };
 
-std::string_view StrategyName(Strategy s);  // "seed", "guava64"
+// The registered strategies, by id.
+std::vector<Strategy> Strategies();
+// "seed", "guava64"; "unknown" for an id nobody registered.
+std::string_view StrategyName(Strategy s);
+// kInvalidArgument naming the registered strategies for an unknown name.
 Result<Strategy> ParseStrategy(std::string_view name);
+// One line describing the strategy, for help texts.
+std::string_view StrategySummary(Strategy s);
+// kInvalidArgument if the strategy cannot hash items of this encoding (an
+// interop strategy takes only the encodings its Java side can produce).
+Status CheckStrategyEncoding(Strategy s, Encoding e);
 
-// The geometry a strategy gives to (capacity, error rate).
+// The geometry a strategy gives to (capacity, error rate): kInvalidArgument
+// for parameters it cannot size (or that its Java side refuses).
 Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate);
-
+// The strategy's hash of an item's bytes (see funnel.h for the bytes).
+Hash128 HashBytes(Strategy s, std::string_view bytes);
 // Writes geometry.hashes offsets, each in [0, geometry.bits), to `out`.
 // `geometry` must come from GeometryFor() with the same strategy.
 void ComputeOffsets(Strategy s, const Hash128& hash, const Geometry& geometry, uint64_t* out);
+// The false-positive rate of a filter with `bits_set` of its bits set.
+double FalsePositiveRate(Strategy s, uint64_t bits_set, const Geometry& geometry);
+// Distinct items a fill suggests; UINT64_MAX when the estimate is unbounded
+// (every bit set).
+uint64_t EstimateItems(Strategy s, uint64_t bits_set, const Geometry& geometry);
+
+// Hashes one textual item as a filter with this strategy and encoding does:
+// EncodeItem, then HashBytes. `scratch` is reused between calls.
+Status HashItem(Strategy s, Encoding e, std::string_view item, std::string* scratch, Hash128* out);
+
+// Hash of a value through a user-defined funnel (any callable
+// `void(const T&, ByteSink&)`), under strategy `s`. For guava64 and seed this
+// is Guava's Hashing.murmur3_128().hashObject(value, funnel).
+template <typename T, typename F>
+Hash128 HashObject(Strategy s, const T& value, F&& funnel) {
+  ByteSink sink;
+  funnel(value, sink);
+  return HashBytes(s, sink.bytes());
+}
 
 }  // namespace redbloom
 

@@ -1,17 +1,19 @@
 // The Lua scripts of the Redis store. Internal; the key layout they maintain
 // is documented in docs/format.md.
 //
-// Scripts are sent with EVAL, not EVALSHA: Redis caches a script by the SHA1
-// of its text either way, EVAL costs about a microsecond more for these few
-// hundred bytes, and it can never fail with NOSCRIPT after a restart or a
-// SCRIPT FLUSH (which inside MULTI would let the add transaction's BITFIELD
-// run without its guard).
+// Scripts are sent with EVAL (BeginEval, redis_pipeline.h says why).
 //
 // Every script that touches cells first checks the metadata hash against the
 // seven fields the client expects (format, kind, strategy, encoding, bits,
 // hashes, name), passed as ARGV[1..7]: a filter dropped or re-created with other
 // parameters by another client is then an error, never a silent write.
 // Numbers travel as decimal strings; "0" means "none" for expiry times.
+//
+// Every script that reads or writes a part's cells also checks that the
+// part's key holds exactly the bytes its size needs (create sizes every
+// bitmap up front): a key that was deleted or evicted, or truncated, is the
+// error REDBLOOM_VANISHED (kDataLoss), never an empty filter that answers
+// "absent" for everything added before.
 #ifndef REDBLOOM_SRC_REDIS_REDIS_SCRIPTS_H_
 #define REDBLOOM_SRC_REDIS_REDIS_SCRIPTS_H_
 
@@ -34,6 +36,18 @@ namespace redbloom::internal::scripts {
   "end\n"                                                                                      \
   "local function fail(s)\n"                                                                   \
   "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' filter metadata changed')\n" \
+  "end\n"                                                                                      \
+  "local function no_part(hash, field)\n"                                                      \
+  "  if redis.call('HEXISTS', hash, field) == 1 then return nil end\n"                         \
+  "  return redis.error_reply('REDBLOOM_NOPART part does not exist')\n"                        \
+  "end\n"                                                                                      \
+  "local function length_error(key, want)\n"                                                   \
+  "  local len = redis.pcall('STRLEN', key)\n"                                                 \
+  "  if type(len) == 'table' then return len end\n"                                            \
+  "  if len ~= tonumber(want) then\n"                                                          \
+  "    return redis.error_reply('REDBLOOM_VANISHED ' .. len)\n"                                \
+  "  end\n"                                                                                    \
+  "  return nil\n"                                                                             \
   "end\n"
 
 // KEYS: meta, bitmap. ARGV: main_bytes, expires_at_ms, then field, value pairs.
@@ -85,61 +99,88 @@ inline constexpr std::string_view kAttach =
 // The add transaction is
 //   MULTI; EVAL kAddGuard; BITFIELD scratch SET u1 o 1 ...; EVAL kAddCommit; EXEC
 // (counting filters: BITFIELD scratch OVERFLOW SAT INCRBY u4 #o 1 ...).
-// The guard moves the bitmap to the scratch key only if the metadata matches;
-// BITFIELD then writes the scratch key, and the commit moves it back. If the
-// metadata does not match, the bitmap stays where it is, BITFIELD writes a
-// throwaway scratch key, and the commit deletes it: no cell of a dropped or
-// re-created filter is touched. Running BITFIELD as a plain command, not from
-// Lua, keeps its cost at ~2.3 us per item (k = 7) instead of ~4.9 us (see
+// The guard moves the bitmap to the scratch key only if the metadata matches,
+// the bitmap has its size and (for a scaling layer) the items fit; BITFIELD
+// then writes the scratch key, and the commit moves it back. Otherwise the
+// guard makes the scratch key a list, BITFIELD fails on it without writing,
+// and the commit deletes it: no cell of a dropped, re-created, damaged or
+// full part is touched. Running BITFIELD as a plain command, not from Lua,
+// keeps its cost at ~2.3 us per item (k = 7) instead of ~4.9 us (see
 // bench/redis_bench.cc); RENAME is O(1), so guard and commit cost ~15 us per
 // transaction, not per item. RENAME keeps the key's TTL.
 //
 // KEYS: meta, bitmap, scratch, count hash. ARGV: the seven expected fields,
-// count delta, count field.
+// count delta, count field, the bitmap's bytes, items, capacity (0: none).
+// With a capacity the count grows by `items` here, before the bits are
+// known (a reservation), or the guard answers REDBLOOM_FULL <room>.
+// Returns the room left after the add (capacity 0: 0).
 inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
     // A scratch key can only survive a failed transaction; never reuse it.
     "redis.call('DEL', KEYS[3])\n"
+    "local function refuse(reply)\n"
+    "  redis.call('RPUSH', KEYS[3], 'refused')\n"
+    "  return reply\n"
+    "end\n"
     "local s = meta_state(KEYS[1])\n"
-    "if s ~= 'ok' then return fail(s) end\n"
+    "if s ~= 'ok' then return refuse(fail(s)) end\n"
+    "local bad = no_part(KEYS[4], ARGV[9]) or length_error(KEYS[2], ARGV[10])\n"
+    "if bad then return refuse(bad) end\n"
+    "local room = 0\n"
+    "if ARGV[12] ~= '0' then\n"
+    "  local count = tonumber(redis.call('HGET', KEYS[4], ARGV[9]) or '0')\n"
+    "  local n, cap = tonumber(ARGV[11]), tonumber(ARGV[12])\n"
+    "  if count + n > cap then\n"
+    "    return refuse(redis.error_reply('REDBLOOM_FULL ' .. math.max(0, cap - count)))\n"
+    "  end\n"
+    "  redis.call('HINCRBY', KEYS[4], ARGV[9], n)\n"
+    "  room = cap - count - n\n"
+    "end\n"
     "if ARGV[8] ~= '0' then redis.call('HINCRBY', KEYS[4], ARGV[9], ARGV[8]) end\n"
-    "if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[3]) end\n"
-    "return 1\n";
+    "redis.call('RENAME', KEYS[2], KEYS[3])\n"
+    "return room\n";
 
-// KEYS: meta, bitmap, scratch. ARGV: the seven expected fields, expires_at_ms.
+// KEYS: meta, bitmap, scratch. ARGV: the seven expected fields.
 // Returns 1 if the cells were committed, 0 if they were thrown away.
 inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
-    // The guard ran in this same transaction and saw the same metadata; the
-    // bitmap key is absent exactly when the guard moved it (or there was none).
-    "if meta_state(KEYS[1]) == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 then\n"
-    "  if redis.call('EXISTS', KEYS[3]) == 1 then\n"
-    "    redis.call('RENAME', KEYS[3], KEYS[2])\n"
-    // A bitmap BITFIELD created (none existed) has no TTL yet.
-    "    if ARGV[8] ~= '0' and redis.call('PTTL', KEYS[2]) == -1 then\n"
-    "      redis.call('PEXPIREAT', KEYS[2], ARGV[8])\n"
-    "    end\n"
-    "  end\n"
+    // The guard ran in this same transaction: the bitmap key is absent and
+    // the scratch key a string exactly when the guard moved the bitmap.
+    "if meta_state(KEYS[1]) == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 and\n"
+    "   redis.call('TYPE', KEYS[3])['ok'] == 'string' then\n"
+    "  redis.call('RENAME', KEYS[3], KEYS[2])\n"
     "  return 1\n"
     "end\n"
     "redis.call('DEL', KEYS[3])\n"
     "return 0\n";
 
-// A small add (a few items) as one script: the metadata check, BITFIELD, the
-// count and the expiry of a new bitmap in one command and one round trip.
-// Calling BITFIELD from Lua costs the server ~2 us more per item than the
-// transaction above, but saves its five commands and the separate count
-// update (~28 us of server time here), so it wins below ~10 items (see
-// kSmallAddOps).
-// KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, count
-// delta (of earlier calls), count field, expires_at_ms, k, '1' for 4-bit
-// counters (else bits), then k offsets per item. Returns one '0'/'1' per item:
-// 1 if the item turned at least one cell on (the ops run in item order).
+// A small add (a few items) as one script: the checks, BITFIELD and the
+// count in one command and one round trip. Calling BITFIELD from Lua costs
+// the server ~2 us more per item than the transaction above, but saves its
+// five commands and the separate count update (~28 us of server time here),
+// so it wins below ~10 items (see kSmallAddOps).
+// KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, count delta
+// (of earlier calls), count field, k, '1' for 4-bit counters (else bits), the
+// bitmap's bytes, capacity (0: none; see kAddGuard), then k offsets per item.
+// Returns {flags, room}: one '0'/'1' per item, 1 if the item turned at least
+// one cell on (the ops run in item order), and the room left.
 inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1])\n"
     "if s ~= 'ok' then return fail(s) end\n"
-    "local k, counting = tonumber(ARGV[11]), ARGV[12] == '1'\n"
+    "local bad = no_part(KEYS[3], ARGV[9]) or length_error(KEYS[2], ARGV[12])\n"
+    "if bad then return bad end\n"
+    "local k, counting = tonumber(ARGV[10]), ARGV[11] == '1'\n"
+    "local n = (#ARGV - 13) / k\n"
+    "local room = 0\n"
+    "if ARGV[13] ~= '0' then\n"
+    "  local count = tonumber(redis.call('HGET', KEYS[3], ARGV[9]) or '0')\n"
+    "  local cap = tonumber(ARGV[13])\n"
+    "  if count + n > cap then\n"
+    "    return redis.error_reply('REDBLOOM_FULL ' .. math.max(0, cap - count))\n"
+    "  end\n"
+    "  room = cap - count - n\n"
+    "end\n"
     "local args = {}\n"
     "if counting then args = {'OVERFLOW', 'SAT'} end\n"
-    "for i = 13, #ARGV do\n"
+    "for i = 14, #ARGV do\n"
     "  if counting then\n"
     "    args[#args + 1] = 'INCRBY'; args[#args + 1] = 'u4'; args[#args + 1] = '#' .. ARGV[i]\n"
     "  else\n"
@@ -147,25 +188,21 @@ inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
     "  end\n"
     "  args[#args + 1] = '1'\n"
     "end\n"
-    // pcall: a key of another type is the client's WRONGTYPE error to report.
-    "local r = redis.pcall('BITFIELD', KEYS[2], unpack(args))\n"
-    "if r.err then return r end\n"
+    "local r = redis.call('BITFIELD', KEYS[2], unpack(args))\n"
     // SET answers the previous bit, INCRBY the new counter: 0 resp. 1 is fresh.
     "local fresh = counting and 1 or 0\n"
     "local flags, added = {}, 0\n"
-    "for i = 0, #r / k - 1 do\n"
+    "for i = 0, n - 1 do\n"
     "  local new = false\n"
     "  for j = 1, k do if r[i * k + j] == fresh then new = true end end\n"
     "  flags[i + 1] = new and '1' or '0'\n"
     "  if new or counting then added = added + 1 end\n"
     "end\n"
+    // With a capacity every item counts (a reservation); else the new ones.
+    "if ARGV[13] ~= '0' then added = n end\n"
     "local delta = tonumber(ARGV[8]) + added\n"
     "if delta ~= 0 then redis.call('HINCRBY', KEYS[3], ARGV[9], delta) end\n"
-    // A bitmap BITFIELD created (none existed) has no TTL yet.
-    "if ARGV[10] ~= '0' and redis.call('PTTL', KEYS[2]) == -1 then\n"
-    "  redis.call('PEXPIREAT', KEYS[2], ARGV[10])\n"
-    "end\n"
-    "return table.concat(flags)\n";
+    "return {table.concat(flags), room}\n";
 
 // KEYS: meta, count hash. ARGV: the seven expected fields, count delta, count
 // field. The count update of an add's last batch, sent without waiting.
@@ -175,20 +212,23 @@ inline constexpr std::string_view kAddCount = REDBLOOM_LUA_PROLOGUE
     "return 1\n";
 
 // KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, data_bytes,
-// expires_at_ms, count field.
+// count field. Clears the cells and the count; the key keeps its TTL.
 inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1])\n"
     "if s ~= 'ok' then return fail(s) end\n"
+    "local bad = no_part(KEYS[3], ARGV[9]) or length_error(KEYS[2], ARGV[8])\n"
+    "if bad then return bad end\n"
+    "local ttl = redis.call('PTTL', KEYS[2])\n"
     // UNLINK frees a large string in a background thread instead of blocking
     // the server (a 512 MB string takes ~100 ms to free).
     "redis.call('UNLINK', KEYS[2])\n"
     "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[8]) - 1, '\\0')\n"
-    "if ARGV[9] ~= '0' then redis.call('PEXPIREAT', KEYS[2], ARGV[9]) end\n"
-    "redis.call('HSET', KEYS[3], ARGV[10], '0')\n"
+    "if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end\n"
+    "redis.call('HSET', KEYS[3], ARGV[9], '0')\n"
     "return 1\n";
 
 // Counting filters. KEYS: meta, bitmap, count hash. ARGV: the seven expected
-// fields, count field, k, then k counter indexes per item. Removes each item
+// fields, count field, k, the bitmap's bytes, then k counter indexes per item. Removes each item
 // whose counters are all non-zero (an index that repeats within the item
 // needs as many), decrementing every counter below 15; a saturated counter
 // may hold more adds than 15, so it is never decremented. Atomic: the whole
@@ -196,26 +236,28 @@ inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
 inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1])\n"
     "if s ~= 'ok' then return fail(s) end\n"
+    "local bad = no_part(KEYS[3], ARGV[8]) or length_error(KEYS[2], ARGV[10])\n"
+    "if bad then return bad end\n"
     "local k = tonumber(ARGV[9])\n"
-    "local n = (#ARGV - 9) / k\n"
+    "local n = (#ARGV - 10) / k\n"
     "local out, removed = {}, 0\n"
     "for i = 0, n - 1 do\n"
     "  local ops, need = {}, {}\n"
     "  for j = 1, k do\n"
-    "    local o = ARGV[9 + i * k + j]\n"
+    "    local o = ARGV[10 + i * k + j]\n"
     "    ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u4'; ops[#ops + 1] = '#' .. o\n"
     "    need[o] = (need[o] or 0) + 1\n"
     "  end\n"
     "  local v = redis.call('BITFIELD', KEYS[2], unpack(ops))\n"
     "  local value, all = {}, true\n"
-    "  for j = 1, k do value[ARGV[9 + i * k + j]] = v[j] end\n"
+    "  for j = 1, k do value[ARGV[10 + i * k + j]] = v[j] end\n"
     "  for o, c in pairs(need) do\n"
     "    if value[o] ~= 15 and value[o] < c then all = false end\n"
     "  end\n"
     "  if all then\n"
     "    local dec = {'OVERFLOW', 'SAT'}\n"
     "    for j = 1, k do\n"
-    "      local o = ARGV[9 + i * k + j]\n"
+    "      local o = ARGV[10 + i * k + j]\n"
     "      if value[o] < 15 then\n"
     "        dec[#dec + 1] = 'INCRBY'; dec[#dec + 1] = 'u4'; dec[#dec + 1] = '#' .. o\n"
     "        dec[#dec + 1] = '-1'\n"
@@ -231,9 +273,12 @@ inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
     "if removed > 0 then redis.call('HINCRBY', KEYS[3], ARGV[8], -removed) end\n"
     "return table.concat(out)\n";
 
-// Creates part P (a window slice) unless it exists. KEYS: meta, part bitmap,
-// parts hash. ARGV: the seven expected fields, P, part bytes, part
-// expires_at_ms, filter expires_at_ms.
+// Creates part P unless it exists, sized up front, and lists it in the parts
+// hash with a count of 0. The metadata's 'layers' field counts the parts
+// created densely from 0 (a scaling filter's layers, which clients of
+// format 1 read): creating part P when it is P makes it P + 1.
+// KEYS: meta, part bitmap, parts hash. ARGV: the seven expected fields, P,
+// part bytes, part expires_at_ms, filter expires_at_ms.
 inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1])\n"
     "if s ~= 'ok' then return fail(s) end\n"
@@ -243,29 +288,9 @@ inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE
     "end\n"
     "redis.call('HSETNX', KEYS[3], ARGV[8], '0')\n"
     "if ARGV[11] ~= '0' then redis.call('PEXPIREAT', KEYS[3], ARGV[11]) end\n"
+    "local layers = redis.call('HGET', KEYS[1], 'layers')\n"
+    "if layers == ARGV[8] then redis.call('HSET', KEYS[1], 'layers', tonumber(layers) + 1) end\n"
     "return 1\n";
-
-// Scaling filters: adds layer `seen` unless another client already did.
-// KEYS: meta, the new layer's bitmap, parts hash. ARGV: the seven expected
-// fields, seen, layer bytes, filter expires_at_ms. Returns the layer count.
-inline constexpr std::string_view kGrow = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1])\n"
-    "if s ~= 'ok' then return fail(s) end\n"
-    "local layers = tonumber(redis.call('HGET', KEYS[1], 'layers'))\n"
-    "if not layers then return redis.error_reply('REDBLOOM_CORRUPT layers field') end\n"
-    "if layers == tonumber(ARGV[8]) then\n"
-    "  if redis.call('EXISTS', KEYS[2]) == 0 then\n"
-    "    redis.call('SETRANGE', KEYS[2], tonumber(ARGV[9]) - 1, '\\0')\n"
-    "  end\n"
-    "  redis.call('HSETNX', KEYS[3], ARGV[8], '0')\n"
-    "  if ARGV[10] ~= '0' then\n"
-    "    redis.call('PEXPIREAT', KEYS[2], ARGV[10])\n"
-    "    redis.call('PEXPIREAT', KEYS[3], ARGV[10])\n"
-    "  end\n"
-    "  layers = layers + 1\n"
-    "  redis.call('HSET', KEYS[1], 'layers', layers)\n"
-    "end\n"
-    "return layers\n";
 
 // Forgets parts whose keys expired. KEYS: parts hash, then one part bitmap
 // per ARGV part number.
@@ -325,7 +350,8 @@ inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS
     "return {1}\n";
 
 // KEYS: meta, uploaded piece, bitmap, count hash, scratch. ARGV: the seven
-// expected fields, byte offset of the piece, new items, count field.
+// expected fields, byte offset of the piece, new items, count field, the
+// bitmap's bytes.
 // ORs one uploaded piece of a bulk load into bytes [offset, offset + len) of
 // the bitmap: the current range is copied to the scratch key, BITOP ORs the
 // piece into it, and SETRANGE writes it back, all inside one script, so no
@@ -335,6 +361,8 @@ inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS
 inline constexpr std::string_view kOrRange = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1])\n"
     "if s ~= 'ok' then redis.call('UNLINK', KEYS[2]) return fail(s) end\n"
+    "local bad = no_part(KEYS[4], ARGV[10]) or length_error(KEYS[3], ARGV[11])\n"
+    "if bad then redis.call('UNLINK', KEYS[2]) return bad end\n"
     "local len = redis.call('STRLEN', KEYS[2])\n"
     "if len > 0 then\n"
     "  local off = tonumber(ARGV[8])\n"
@@ -355,6 +383,8 @@ inline constexpr std::string_view kOrRange = REDBLOOM_LUA_PROLOGUE
 inline constexpr std::string_view kAddRange = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1])\n"
     "if s ~= 'ok' then redis.call('UNLINK', KEYS[2]) return fail(s) end\n"
+    "local bad = no_part(KEYS[4], ARGV[10]) or length_error(KEYS[3], ARGV[11])\n"
+    "if bad then redis.call('UNLINK', KEYS[2]) return bad end\n"
     "local add = redis.call('GET', KEYS[2])\n"
     "if add then\n"
     "  local off = tonumber(ARGV[8])\n"

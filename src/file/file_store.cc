@@ -16,53 +16,24 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
+#include "file/file_header.h"
+#include "kinds/kind_def.h"
 #include "stores.h"
 #include "word_bits.h"
 
 namespace redbloom::internal {
 namespace {
 
-constexpr char kMagic[8] = {'R', 'E', 'D', 'B', 'L', 'O', 'O', 'M'};
-constexpr uint32_t kFormatVersion = 1;
-constexpr uint64_t kHeaderBytes = 4096;  // data starts page-aligned
-constexpr size_t kChecksummedBytes = 124;
-constexpr size_t kCountOffset = 256;
-constexpr size_t kSupersededOffset = 264;
-constexpr size_t kLayersOffset = 272;
 constexpr std::string_view kSuffix = ".rbf";
-// The main file of a window filter holds no bits; its slices are parts.
-constexpr uint64_t kMainPart = UINT64_MAX;
-
-void PutLE(uint8_t* p, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t GetLE(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-// Cells of the array in a file: the main array of plain, counting and
-// scaling filters is part 0; a window filter's main file has none.
-Result<uint64_t> CellsOf(const FilterConfig& c, uint64_t part) {
-  if (part == kMainPart) {
-    if (c.kind == FilterKind::kWindow) return uint64_t{0};
-    part = 0;
-  }
-  REDBLOOM_ASSIGN_OR_RETURN(PartSizing s, SizePart(c, part));
-  return s.geometry.bits;
-}
-uint64_t DataBytes(const FilterConfig& c, uint64_t cells) {
-  return (cells * c.cell_bits() + 63) / 64 * 8;  // whole words
-}
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -71,92 +42,6 @@ Status IoError(const std::string& what, const std::string& path, int err) {
     return Status::ResourceExhausted(what + " " + path + ": " + ErrnoText(err));
   }
   return Status::Unavailable(what + " " + path + ": " + ErrnoText(err));
-}
-
-uint32_t HeaderCrc(const uint8_t* header) {
-  return static_cast<uint32_t>(crc32(0L, header, kChecksummedBytes));
-}
-
-// What a file's header holds beyond the config.
-struct FileHeader {
-  FilterConfig config;
-  uint64_t part = kMainPart;
-  uint64_t expires_at_ms = 0;
-  uint64_t data_bytes = 0;
-};
-
-void EncodeHeader(const FileHeader& f, uint8_t* h) {
-  const FilterConfig& c = f.config;
-  std::memset(h, 0, kHeaderBytes);
-  std::memcpy(h, kMagic, 8);
-  PutLE(h + 8, kFormatVersion, 4);
-  PutLE(h + 12, kHeaderBytes, 4);
-  h[16] = static_cast<uint8_t>(c.kind);
-  h[17] = static_cast<uint8_t>(c.strategy);
-  h[18] = static_cast<uint8_t>(c.encoding);
-  h[19] = static_cast<uint8_t>(c.cell_bits());
-  PutLE(h + 20, c.geometry.hashes, 4);
-  PutLE(h + 24, c.geometry.bits, 8);
-  PutLE(h + 32, c.capacity, 8);
-  PutLE(h + 40, std::bit_cast<uint64_t>(c.error_rate), 8);
-  PutLE(h + 48, f.data_bytes, 8);
-  PutLE(h + 56, c.geometry.capped ? 1 : 0, 4);
-  PutLE(h + 60, c.slices, 4);
-  PutLE(h + 64, std::bit_cast<uint64_t>(c.expansion), 8);
-  PutLE(h + 72, c.window_millis, 8);
-  PutLE(h + 80, c.ttl_seconds, 8);
-  PutLE(h + 88, f.expires_at_ms, 8);
-  PutLE(h + 96, f.part, 8);
-  PutLE(h + kChecksummedBytes, HeaderCrc(h), 4);
-  PutLE(h + kLayersOffset, 1, 8);  // mutable: a scaling filter starts with one layer
-}
-
-Result<FileHeader> DecodeHeader(const uint8_t* h, uint64_t file_size, const std::string& path) {
-  auto corrupt = [&](const std::string& why) { return Status::DataLoss(path + ": " + why); };
-  if (file_size < kHeaderBytes) return corrupt("file is too short to be a redbloom filter");
-  if (std::memcmp(h, kMagic, 8) != 0) return corrupt("not a redbloom filter file (bad magic)");
-  const uint32_t version = static_cast<uint32_t>(GetLE(h + 8, 4));
-  if (version != kFormatVersion) {
-    return corrupt("format version " + std::to_string(version) +
-                   " is not supported (this build reads version " + std::to_string(kFormatVersion) +
-                   ")");
-  }
-  if (GetLE(h + kChecksummedBytes, 4) != HeaderCrc(h)) return corrupt("header checksum mismatch");
-  if (GetLE(h + 12, 4) != kHeaderBytes) return corrupt("unexpected header size");
-
-  FileHeader f;
-  FilterConfig& c = f.config;
-  c.kind = static_cast<FilterKind>(h[16]);
-  if (FilterKindName(c.kind) == "unknown") return corrupt("unknown filter kind");
-  c.strategy = static_cast<Strategy>(h[17]);
-  if (StrategyName(c.strategy) == "unknown") return corrupt("unknown strategy");
-  c.encoding = static_cast<Encoding>(h[18]);
-  if (EncodingName(c.encoding) == "unknown") return corrupt("unknown encoding");
-  c.capacity = GetLE(h + 32, 8);
-  c.error_rate = std::bit_cast<double>(GetLE(h + 40, 8));
-  c.geometry.hashes = static_cast<uint32_t>(GetLE(h + 20, 4));
-  c.geometry.bits = GetLE(h + 24, 8);
-  c.geometry.capped = (GetLE(h + 56, 4) & 1) != 0;
-  c.slices = static_cast<uint32_t>(GetLE(h + 60, 4));
-  c.expansion = std::bit_cast<double>(GetLE(h + 64, 8));
-  c.window_millis = GetLE(h + 72, 8);
-  c.ttl_seconds = GetLE(h + 80, 8);
-  f.expires_at_ms = GetLE(h + 88, 8);
-  f.part = GetLE(h + 96, 8);
-  f.data_bytes = GetLE(h + 48, 8);
-  // The geometry is derived data: recomputing it catches a header written by
-  // a build whose sizing differs from ours.
-  auto expected = MakeConfig(OptionsOf(c));
-  if (!expected.ok() || !(*expected == c)) {
-    return corrupt("stored geometry does not match its capacity and error rate");
-  }
-  if (h[19] != c.cell_bits()) return corrupt("unexpected cell width");
-  auto cells = CellsOf(c, f.part);
-  if (!cells.ok() || f.data_bytes != DataBytes(c, *cells) ||
-      file_size != kHeaderBytes + f.data_bytes) {
-    return corrupt("file size does not match the header (truncated?)");
-  }
-  return f;
 }
 
 class FdCloser {
@@ -188,6 +73,8 @@ struct Mapping {
   }
   uint8_t* bytes() const { return static_cast<uint8_t*>(base); }
   uint64_t* word_at(size_t offset) const { return reinterpret_cast<uint64_t*>(bytes() + offset); }
+
+  WordArray array;  // the cells, pointing into the mapping
 };
 
 Status ReadFully(int fd, uint8_t* buf, size_t n, const std::string& path) {
@@ -218,7 +105,7 @@ Result<FileHeader> ReadHeader(int fd, const std::string& path) {
   if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
   std::vector<uint8_t> header(kHeaderBytes, 0);
   REDBLOOM_RETURN_IF_ERROR(ReadFully(fd, header.data(), header.size(), path));
-  return DecodeHeader(header.data(), static_cast<uint64_t>(st.st_size), path);
+  return DecodeFileHeader(header.data(), static_cast<uint64_t>(st.st_size), path);
 }
 
 void SyncDir(const std::string& dir) {
@@ -239,11 +126,26 @@ Result<int> OpenFile(std::string_view name, const std::string& path, int flags) 
   return fd;
 }
 
-bool Expired(uint64_t expires_at_ms) { return expires_at_ms != 0 && NowMillis() >= expires_at_ms; }
+class FileStore;
+
+class FileParts final : public WordParts {
+ public:
+  FileParts(FileStore* store, std::string name, FilterConfig config)
+      : store_(store), name_(std::move(name)), config_(std::move(config)) {}
+  Result<std::shared_ptr<WordArray>> Open(uint64_t part) override;
+  Status Create(uint64_t part, uint64_t expires_at_ms) override;
+  Result<std::vector<uint64_t>> List() override;
+
+ private:
+  FileStore* store_;
+  const std::string name_;
+  const FilterConfig config_;
+};
 
 class FileStore final : public Store {
  public:
-  explicit FileStore(std::string dir) : dir_(std::move(dir)) {}
+  FileStore(std::string dir, const StoreOptions& options)
+      : Store(options.clock), dir_(std::move(dir)) {}
 
   std::string url() const override { return "file:" + dir_; }
 
@@ -256,10 +158,10 @@ class FileStore final : public Store {
     FileHeader f;
     f.config = config;
     f.part = kMainPart;
-    if (config.ttl_seconds != 0) f.expires_at_ms = NowMillis() + config.ttl_seconds * 1000;
-    REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, CellsOf(config, kMainPart));
-    f.data_bytes = DataBytes(config, cells);
-    Status s = CreateFile(dir_, PathOf(name), f);
+    f.expires_at_ms = FilterExpiry(clock(), config);
+    REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, kMainPart));
+    f.data_bytes = FileDataBytes(config, cells);
+    Status s = CreateFile(dir_, PathOf(name), &f);
     if (s.code() == StatusCode::kAlreadyExists) {
       REDBLOOM_ASSIGN_OR_RETURN(FilterConfig existing, ReadConfig(name));
       return ExistsStatus(name, existing, config);
@@ -304,95 +206,16 @@ class FileStore final : public Store {
   Result<std::unique_ptr<BitStore>> OpenBits(std::string_view name,
                                              const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-    if (config.kind == FilterKind::kWindow) {
-      return Status::InvalidArgument("a window filter has no main bit array");
+    std::shared_ptr<WordArray> main;
+    if (KindOf(config.kind).part0_at_create) {
+      REDBLOOM_ASSIGN_OR_RETURN(main, OpenArray(name, PathOf(name), config, kMainPart));
+    } else {
+      // Still check that the filter exists with this config.
+      REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadMain(name));
+      if (!f.config.SameFilterAs(config)) return ConfigChangedStatus(name);
     }
-    return OpenArray(name, PathOf(name), config, kMainPart);
-  }
-
-  Result<std::unique_ptr<BitStore>> OpenPart(std::string_view name, const FilterConfig& config,
-                                             uint64_t part, bool create) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-    if (config.kind == FilterKind::kScaling && part == 0) {
-      return OpenArray(name, PathOf(name), config, kMainPart);
-    }
-    if (config.kind != FilterKind::kScaling && config.kind != FilterKind::kWindow) {
-      return Status::InvalidArgument("only scaling and window filters have parts");
-    }
-    const std::string path = PartPath(name, part);
-    if (create && ::access(path.c_str(), F_OK) != 0) {
-      REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name));
-      if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
-      FileHeader f;
-      f.config = config;
-      f.part = part;
-      f.expires_at_ms = PartExpiry(config, part, main.expires_at_ms);
-      REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, CellsOf(config, part));
-      f.data_bytes = DataBytes(config, cells);
-      const std::string parts = PartsDir(name);
-      if (::mkdir(parts.c_str(), 0755) != 0 && errno != EEXIST) {
-        return IoError("cannot create", parts, errno);
-      }
-      Status s = CreateFile(parts, path, f);
-      if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
-    }
-    auto bits = OpenArray(name, path, config, part);
-    if (!bits.ok() && bits.status().code() == StatusCode::kNotFound) {
-      return Status::NotFound("part " + std::to_string(part) + " of filter '" + std::string(name) +
-                              "' does not exist");
-    }
-    return bits;
-  }
-
-  Result<std::vector<uint64_t>> ListParts(std::string_view name,
-                                          const FilterConfig& config) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-    REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name));
-    if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
-    std::vector<uint64_t> parts;
-    if (config.kind == FilterKind::kScaling) parts.push_back(0);
-    const std::string dir = PartsDir(name);
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) {
-      if (errno == ENOENT) return parts;
-      return IoError("cannot list", dir, errno);
-    }
-    while (dirent* e = ::readdir(d)) {
-      std::string_view file = e->d_name;
-      if (!file.ends_with(kSuffix)) continue;
-      auto part = ParseUint64(file.substr(0, file.size() - kSuffix.size()));
-      if (!part.ok()) continue;
-      if (Expired(PartExpiry(config, *part, main.expires_at_ms))) {
-        ::unlink((dir + "/" + std::string(file)).c_str());
-        continue;
-      }
-      parts.push_back(*part);
-    }
-    ::closedir(d);
-    std::sort(parts.begin(), parts.end());
-    return parts;
-  }
-
-  Result<uint64_t> Layers(std::string_view name, const FilterConfig& config) override {
-    REDBLOOM_ASSIGN_OR_RETURN(auto header, MapHeader(name, config));
-    const uint64_t v =
-        std::atomic_ref<uint64_t>(*header->word_at(kLayersOffset)).load(std::memory_order_acquire);
-    return std::max<uint64_t>(1, v);
-  }
-
-  Result<uint64_t> GrowLayers(std::string_view name, const FilterConfig& config,
-                              uint64_t seen) override {
-    REDBLOOM_ASSIGN_OR_RETURN(auto header, MapHeader(name, config));
-    std::atomic_ref<uint64_t> layers(*header->word_at(kLayersOffset));
-    uint64_t now = std::max<uint64_t>(1, layers.load(std::memory_order_acquire));
-    if (now != seen) return now;
-    // Create the layer before publishing the count, so that whoever sees the
-    // new count finds the layer. Creating is idempotent: racing growers both
-    // create it (one link() wins) and exactly one compare-exchange succeeds.
-    REDBLOOM_RETURN_IF_ERROR(OpenPart(name, config, seen, /*create=*/true).status());
-    uint64_t expected = seen;
-    layers.compare_exchange_strong(expected, seen + 1, std::memory_order_acq_rel);
-    return std::max<uint64_t>(1, layers.load(std::memory_order_acquire));
+    return std::unique_ptr<BitStore>(std::make_unique<WordBitStore>(
+        std::make_unique<FileParts>(this, std::string(name), config), std::move(main)));
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
@@ -418,6 +241,72 @@ class FileStore final : public Store {
     return Status::Ok();
   }
 
+  // For FileParts.
+  Result<std::shared_ptr<WordArray>> OpenPart(std::string_view name, const FilterConfig& config,
+                                              uint64_t part) {
+    if (part == 0 && KindOf(config.kind).part0_at_create) {
+      return OpenArray(name, PathOf(name), config, kMainPart);
+    }
+    auto a = OpenArray(name, PartPath(name, part), config, part);
+    if (!a.ok() && a.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("part " + std::to_string(part) + " of filter '" + std::string(name) +
+                              "' does not exist");
+    }
+    return a;
+  }
+
+  Status CreatePart(std::string_view name, const FilterConfig& config, uint64_t part,
+                    uint64_t expires_at_ms) {
+    if (part == 0 && KindOf(config.kind).part0_at_create) return Status::Ok();
+    const std::string path = PartPath(name, part);
+    if (::access(path.c_str(), F_OK) == 0) return Status::Ok();
+    REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name));
+    if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
+    FileHeader f;
+    f.config = config;
+    f.part = part;
+    f.expires_at_ms = CapExpiry(expires_at_ms, main.expires_at_ms);
+    REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, part));
+    f.data_bytes = FileDataBytes(config, cells);
+    const std::string parts = PartsDir(name);
+    if (::mkdir(parts.c_str(), 0755) != 0 && errno != EEXIST) {
+      return IoError("cannot create", parts, errno);
+    }
+    Status s = CreateFile(parts, path, &f);
+    if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
+    return Status::Ok();
+  }
+
+  Result<std::vector<uint64_t>> ListParts(std::string_view name, const FilterConfig& config) {
+    REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name));
+    if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
+    std::vector<uint64_t> parts;
+    if (KindOf(config.kind).part0_at_create) parts.push_back(0);
+    const std::string dir = PartsDir(name);
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+      if (errno == ENOENT) return parts;
+      return IoError("cannot list", dir, errno);
+    }
+    while (dirent* e = ::readdir(d)) {
+      std::string_view file = e->d_name;
+      if (!file.ends_with(kSuffix)) continue;
+      auto part = ParseUint64(file.substr(0, file.size() - kSuffix.size()));
+      if (!part.ok()) continue;
+      const std::string path = dir + "/" + std::string(file);
+      auto expires_at = PartExpiry(name, path);
+      if (!expires_at.ok() && expires_at.status().code() == StatusCode::kNotFound) continue;
+      if (expires_at.ok() && Expired(clock(), *expires_at)) {
+        (void)UnlinkAndFlag(path);
+        continue;
+      }
+      parts.push_back(*part);
+    }
+    ::closedir(d);
+    std::sort(parts.begin(), parts.end());
+    return parts;
+  }
+
  private:
   std::string PathOf(std::string_view name) const {
     return dir_ + "/" + std::string(name) + std::string(kSuffix);
@@ -429,21 +318,46 @@ class FileStore final : public Store {
     return PartsDir(name) + "/" + std::to_string(part) + std::string(kSuffix);
   }
 
+  // A part's expiry, from its header; headers never change, so it is read
+  // once per file (ListParts runs on every check of a scaling filter).
+  Result<uint64_t> PartExpiry(std::string_view name, const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return NotFoundStatus(name);
+      return IoError("cannot stat", path, errno);
+    }
+    const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+    {
+      std::lock_guard lock(expiry_mu_);
+      if (auto it = expiry_.find(id); it != expiry_.end()) return it->second;
+    }
+    REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDONLY));
+    FdCloser closer(fd);
+    REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
+    std::lock_guard lock(expiry_mu_);
+    if (expiry_.size() > 4096) expiry_.clear();
+    expiry_[id] = f.expires_at_ms;
+    return f.expires_at_ms;
+  }
+
   // Writes a complete file under a temporary name in `dir` and links it to
   // `path`; kAlreadyExists if `path` exists.
-  Status CreateFile(const std::string& dir, const std::string& path, const FileHeader& f) {
-    const std::string tmp = dir + "/.tmp." + std::to_string(::getpid()) + "." +
-                            std::to_string(tmp_counter_.fetch_add(1));
+  Status CreateFile(const std::string& dir, const std::string& path, FileHeader* f) {
+    std::vector<uint8_t> header(kHeaderBytes);
+    REDBLOOM_RETURN_IF_ERROR(EncodeFileHeader(f, header.data()));
+    // Unique across every store object of this process (several may share
+    // a directory) and, by the pid, across processes.
+    static std::atomic<uint64_t> counter{0};
+    const std::string tmp =
+        dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     {
       int fd = ::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
       if (fd < 0) return IoError("cannot create", tmp, errno);
       FdCloser closer(fd);
-      std::vector<uint8_t> header(kHeaderBytes);
-      EncodeHeader(f, header.data());
       Status s = WriteFully(fd, header.data(), header.size(), tmp);
       // ftruncate makes the data region a sparse hole: zeros that cost no
       // disk until written.
-      if (s.ok() && ::ftruncate(fd, static_cast<off_t>(kHeaderBytes + f.data_bytes)) != 0) {
+      if (s.ok() && ::ftruncate(fd, static_cast<off_t>(kHeaderBytes + f->data_bytes)) != 0) {
         s = IoError("cannot size", tmp, errno);
       }
       if (s.ok() && ::fsync(fd) != 0) s = IoError("cannot sync", tmp, errno);
@@ -472,7 +386,7 @@ class FileStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDONLY));
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
-    if (Expired(f.expires_at_ms)) {
+    if (Expired(clock(), f.expires_at_ms)) {
       Status s = Remove(name);
       if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
       return NotFoundStatus(name);
@@ -516,36 +430,23 @@ class FileStore final : public Store {
   }
 
   static void FlagReplaced(int fd) {
+    auto header = ReadHeader(fd, "");
+    if (!header.ok()) return;
     void* base = ::mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) return;
-    auto* flag = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + kSupersededOffset);
+    auto* flag =
+        reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + header->superseded_offset);
     std::atomic_ref<uint64_t>(*flag).store(1, std::memory_order_release);
     ::munmap(base, kHeaderBytes);
   }
 
-  // Maps the first page of the main file, for the layer counter.
-  Result<std::shared_ptr<Mapping>> MapHeader(std::string_view name, const FilterConfig& config) {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-    const std::string path = PathOf(name);
-    REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDWR));
-    FdCloser closer(fd);
-    REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
-    if (!f.config.SameFilterAs(config)) return ConfigChangedStatus(name);
-    auto m = std::make_shared<Mapping>();
-    void* base = ::mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) return IoError("cannot map", path, errno);
-    m->base = base;
-    m->size = kHeaderBytes;
-    return m;
-  }
-
-  Result<std::unique_ptr<BitStore>> OpenArray(std::string_view name, const std::string& path,
-                                              const FilterConfig& config, uint64_t part) {
+  Result<std::shared_ptr<WordArray>> OpenArray(std::string_view name, const std::string& path,
+                                               const FilterConfig& config, uint64_t part) {
     REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDWR));
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
     if (!f.config.SameFilterAs(config) || f.part != part) return ConfigChangedStatus(name);
-    if (Expired(f.expires_at_ms)) {
+    if (Expired(clock(), f.expires_at_ms)) {
       if (part == kMainPart) {
         Status s = Remove(name);
         if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
@@ -554,7 +455,7 @@ class FileStore final : public Store {
       }
       return NotFoundStatus(name);
     }
-    REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, CellsOf(config, part));
+    REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, part));
 
     auto mapping = std::make_shared<Mapping>();
     mapping->size = kHeaderBytes + f.data_bytes;
@@ -562,35 +463,45 @@ class FileStore final : public Store {
     if (base == MAP_FAILED) return IoError("cannot map", path, errno);
     mapping->base = base;
     mapping->fd = closer.release();  // kept for flock() by removes
-    WordArray a;
-    a.words = mapping->word_at(kHeaderBytes);
-    a.cells = cells;
-    a.cell_bits = config.cell_bits();
-    a.count = mapping->word_at(kCountOffset);
-    a.superseded = mapping->word_at(kSupersededOffset);
-    a.lock_fd = mapping->fd;
-    a.remove_mutex = remove_mutex_;
-    a.flush = [mapping, path]() -> Status {
-      if (::msync(mapping->base, mapping->size, MS_SYNC) != 0) {
-        return IoError("cannot sync", path, errno);
-      }
+    mapping->array.words = mapping->word_at(kHeaderBytes);
+    mapping->array.cells = cells;
+    mapping->array.cell_bits = config.cell_bits();
+    mapping->array.count = mapping->word_at(f.count_offset);
+    mapping->array.superseded = mapping->word_at(f.superseded_offset);
+    mapping->array.lock_fd = mapping->fd;
+    mapping->array.remove_mutex = remove_mutex_;
+    Mapping* m = mapping.get();
+    mapping->array.flush = [m, path]() -> Status {
+      if (::msync(m->base, m->size, MS_SYNC) != 0) return IoError("cannot sync", path, errno);
       return Status::Ok();
     };
-    a.keepalive = mapping;
-    return std::unique_ptr<BitStore>(std::make_unique<WordBitStore>(std::move(a)));
+    // The array keeps its mapping alive.
+    return std::shared_ptr<WordArray>(mapping, &mapping->array);
   }
 
   std::string dir_;
-  std::atomic<uint64_t> tmp_counter_{0};
+  std::mutex expiry_mu_;
+  std::map<std::pair<dev_t, ino_t>, uint64_t> expiry_;  // by file identity; guarded by expiry_mu_
   // flock() already excludes every other descriptor, in this process too; the
   // mutex only spares threads of one process the syscall contention.
   std::shared_ptr<std::mutex> remove_mutex_ = std::make_shared<std::mutex>();
 };
 
+Result<std::shared_ptr<WordArray>> FileParts::Open(uint64_t part) {
+  return store_->OpenPart(name_, config_, part);
+}
+Status FileParts::Create(uint64_t part, uint64_t expires_at_ms) {
+  return store_->CreatePart(name_, config_, part, expires_at_ms);
+}
+Result<std::vector<uint64_t>> FileParts::List() { return store_->ListParts(name_, config_); }
+
 }  // namespace
 
-Result<std::unique_ptr<Store>> NewFileStore(std::string_view dir_view) {
-  std::string dir(dir_view);
+Result<std::unique_ptr<Store>> NewFileStore(std::string_view url, const StoreOptions& options) {
+  std::string_view path = url.substr(url.find(':') + 1);
+  if (path.starts_with("//")) path.remove_prefix(2);  // file:///abs/dir
+  if (path.empty()) return Status::InvalidArgument("store URL 'file:' needs a directory");
+  std::string dir(path);
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return IoError("cannot create store directory", dir, errno);
@@ -600,7 +511,7 @@ Result<std::unique_ptr<Store>> NewFileStore(std::string_view dir_view) {
   if (!S_ISDIR(st.st_mode)) {
     return Status::InvalidArgument("store path " + dir + " is not a directory");
   }
-  return std::unique_ptr<Store>(std::make_unique<FileStore>(std::move(dir)));
+  return std::unique_ptr<Store>(std::make_unique<FileStore>(std::move(dir), options));
 }
 
 }  // namespace redbloom::internal

@@ -1,0 +1,143 @@
+#include "file/file_header.h"
+
+#include <zlib.h>
+
+#include <bit>
+#include <cstring>
+
+#include "config_codec.h"
+
+namespace redbloom::internal {
+namespace {
+
+constexpr char kMagic[8] = {'R', 'E', 'D', 'B', 'L', 'O', 'O', 'M'};
+constexpr uint32_t kVersion = 2;
+
+// Version 2: [0,8) magic, [8,12) version, [12,16) header size, [16,24) part,
+// [24,32) expires_at_ms, [32,40) data bytes, [40,44) config text length,
+// [44,48) CRC-32 of [0,44) and the text, [64, 64+len) the text. Mutable
+// fields at the end: item count, then the replaced flag.
+constexpr size_t kTextOffset = 64;
+constexpr size_t kCountOffset = kHeaderBytes - 16;
+constexpr size_t kSupersededOffset = kHeaderBytes - 8;
+constexpr size_t kMaxText = kCountOffset - kTextOffset;
+
+// Version 1, read only (docs/file-format.md keeps its table).
+constexpr size_t kV1Checksummed = 124;
+constexpr size_t kV1CountOffset = 256;
+constexpr size_t kV1SupersededOffset = 264;
+
+void PutLE(uint8_t* p, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint64_t GetLE(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+uint32_t Crc(const uint8_t* bytes, size_t n, uint32_t crc = 0) {
+  return static_cast<uint32_t>(crc32(crc, bytes, static_cast<uInt>(n)));
+}
+
+// The fields of a version-1 header, as the config codec names them; the ids
+// of that version are the kinds', strategies' and encodings' stored ids.
+Result<FieldMap> V1Fields(const uint8_t* h) {
+  FieldMap f;
+  f["kind"] = std::string(FilterKindName(static_cast<FilterKind>(h[16])));
+  f["strategy"] = std::string(StrategyName(static_cast<Strategy>(h[17])));
+  f["encoding"] = std::string(EncodingName(static_cast<Encoding>(h[18])));
+  f["hashes"] = std::to_string(GetLE(h + 20, 4));
+  f["bits"] = std::to_string(GetLE(h + 24, 8));
+  f["capacity"] = std::to_string(GetLE(h + 32, 8));
+  f["error_rate"] = FormatDouble(std::bit_cast<double>(GetLE(h + 40, 8)));
+  f["capped"] = (GetLE(h + 56, 4) & 1) != 0 ? "1" : "0";
+  f["slices"] = std::to_string(GetLE(h + 60, 4));
+  f["expansion"] = FormatDouble(std::bit_cast<double>(GetLE(h + 64, 8)));
+  f["window_ms"] = std::to_string(GetLE(h + 72, 8));
+  f["ttl_seconds"] = std::to_string(GetLE(h + 80, 8));
+  return f;
+}
+
+}  // namespace
+
+uint64_t FileDataBytes(const FilterConfig& c, uint64_t cells) {
+  return (cells * c.cell_bits() + 63) / 64 * 8;
+}
+
+Result<uint64_t> FileCells(const FilterConfig& c, uint64_t part) {
+  if (part == kMainPart) {
+    if (c.kind == FilterKind::kWindow) return uint64_t{0};
+    part = 0;
+  }
+  REDBLOOM_ASSIGN_OR_RETURN(PartSizing s, SizePart(c, part));
+  return s.geometry.bits;
+}
+
+Status EncodeFileHeader(FileHeader* f, uint8_t* h) {
+  const std::string text = FieldsToLines(ConfigToFields(f->config));
+  if (text.size() > kMaxText) {
+    return Status::InvalidArgument("filter config does not fit a file header");
+  }
+  std::memset(h, 0, kHeaderBytes);
+  std::memcpy(h, kMagic, 8);
+  PutLE(h + 8, kVersion, 4);
+  PutLE(h + 12, kHeaderBytes, 4);
+  PutLE(h + 16, f->part, 8);
+  PutLE(h + 24, f->expires_at_ms, 8);
+  PutLE(h + 32, f->data_bytes, 8);
+  PutLE(h + 40, text.size(), 4);
+  std::memcpy(h + kTextOffset, text.data(), text.size());
+  PutLE(h + 44, Crc(h + kTextOffset, text.size(), Crc(h, 44)), 4);
+  f->count_offset = kCountOffset;
+  f->superseded_offset = kSupersededOffset;
+  return Status::Ok();
+}
+
+Result<FileHeader> DecodeFileHeader(const uint8_t* h, uint64_t file_size, const std::string& path) {
+  auto corrupt = [&](const std::string& why) { return Status::DataLoss(path + ": " + why); };
+  if (file_size < kHeaderBytes) return corrupt("file is too short to be a redbloom filter");
+  if (std::memcmp(h, kMagic, 8) != 0) return corrupt("not a redbloom filter file (bad magic)");
+  const uint32_t version = static_cast<uint32_t>(GetLE(h + 8, 4));
+  FileHeader f;
+  FieldMap fields;
+  if (version == kVersion) {
+    const uint64_t len = GetLE(h + 40, 4);
+    if (len > kMaxText) return corrupt("config text is longer than the header");
+    if (GetLE(h + 44, 4) != Crc(h + kTextOffset, len, Crc(h, 44))) {
+      return corrupt("header checksum mismatch");
+    }
+    f.part = GetLE(h + 16, 8);
+    f.expires_at_ms = GetLE(h + 24, 8);
+    f.data_bytes = GetLE(h + 32, 8);
+    f.count_offset = kCountOffset;
+    f.superseded_offset = kSupersededOffset;
+    REDBLOOM_ASSIGN_OR_RETURN(
+        fields,
+        LinesToFields(std::string_view(reinterpret_cast<const char*>(h + kTextOffset), len), path));
+  } else if (version == 1) {
+    if (GetLE(h + kV1Checksummed, 4) != Crc(h, kV1Checksummed)) {
+      return corrupt("header checksum mismatch");
+    }
+    f.data_bytes = GetLE(h + 48, 8);
+    f.expires_at_ms = GetLE(h + 88, 8);
+    f.part = GetLE(h + 96, 8);
+    f.count_offset = kV1CountOffset;
+    f.superseded_offset = kV1SupersededOffset;
+    REDBLOOM_ASSIGN_OR_RETURN(fields, V1Fields(h));
+  } else {
+    return corrupt("format version " + std::to_string(version) +
+                   " is not supported (this build reads versions 1 and 2)");
+  }
+  if (GetLE(h + 12, 4) != kHeaderBytes) return corrupt("unexpected header size");
+  REDBLOOM_ASSIGN_OR_RETURN(f.config, ConfigFromFields(fields, path));
+  if (version == 1 && h[19] != f.config.cell_bits()) return corrupt("unexpected cell width");
+  auto cells = FileCells(f.config, f.part);
+  if (!cells.ok() || f.data_bytes != FileDataBytes(f.config, *cells) ||
+      file_size != kHeaderBytes + f.data_bytes) {
+    return corrupt("file size does not match the header (truncated?)");
+  }
+  return f;
+}
+
+}  // namespace redbloom::internal

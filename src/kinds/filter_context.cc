@@ -1,0 +1,145 @@
+#include "kinds/filter_context.h"
+
+#include <algorithm>
+
+#include "strategy/strategy_def.h"
+
+namespace redbloom::internal {
+
+Result<PartSizing> PartCache::Sizing(const FilterConfig& config, uint64_t part) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = sizing_.find(part);
+    if (it != sizing_.end()) return it->second;
+  }
+  REDBLOOM_ASSIGN_OR_RETURN(PartSizing s, SizePart(config, part));
+  std::lock_guard lock(mu_);
+  return sizing_.try_emplace(part, s).first->second;
+}
+
+std::vector<uint64_t> PartCache::known_parts() const {
+  std::lock_guard lock(mu_);
+  return known_parts_;
+}
+
+void PartCache::set_known_parts(std::vector<uint64_t> parts) {
+  std::lock_guard lock(mu_);
+  // Parts only come (layers never go while the filter lives): keep the
+  // longest list seen, so a slow caller cannot shrink what a fast one learnt.
+  if (parts.size() >= known_parts_.size()) known_parts_ = std::move(parts);
+}
+
+bool PartCache::created(uint64_t part) const {
+  std::lock_guard lock(mu_);
+  return std::find(created_.begin(), created_.end(), part) != created_.end();
+}
+
+void PartCache::set_created(uint64_t part) {
+  std::lock_guard lock(mu_);
+  if (std::find(created_.begin(), created_.end(), part) != created_.end()) return;
+  created_.push_back(part);
+  // Only recent slices matter; keep the list short.
+  if (created_.size() > 64) created_.erase(created_.begin());
+}
+
+FilterContext::FilterContext(std::string_view name, const FilterConfig& config, BitStore& bits,
+                             const Clock& clock, PartCache& cache)
+    : name_(name),
+      config_(config),
+      bits_(bits),
+      clock_(clock),
+      cache_(cache),
+      strategy_(StrategyOf(config.strategy)) {}
+
+Status FilterContext::Offsets(uint64_t part, std::span<const Hash128> hashes,
+                              std::vector<uint64_t>* out) {
+  REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
+  const Geometry& g = sizing.geometry;
+  out->resize(hashes.size() * g.hashes);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    strategy_.offsets(hashes[i], g, out->data() + i * g.hashes);
+  }
+  return Status::Ok();
+}
+
+Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Hash128> hashes,
+                             uint8_t* present, std::vector<uint64_t>* parts_now) {
+  if (parts.empty()) {
+    if (parts_now != nullptr) {
+      REDBLOOM_ASSIGN_OR_RETURN(*parts_now, bits_.ListParts());
+    }
+    return Status::Ok();
+  }
+  // One slice tests every part, so the store's batch is shared among them.
+  const size_t slice =
+      std::max<size_t>(1, std::min(hashes.size(), bits_.preferred_batch() / parts.size()));
+  std::vector<std::vector<uint64_t>> offsets(parts.size());
+  std::vector<std::vector<uint8_t>> answers(parts.size());
+  std::vector<PartBatch> batches(parts.size());
+  bool first = true;
+  for (size_t start = 0; start < hashes.size() || first; start += slice) {
+    const size_t n = std::min(slice, hashes.size() - start);
+    const auto chunk = hashes.subspan(start, n);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      REDBLOOM_RETURN_IF_ERROR(Offsets(parts[p], chunk, &offsets[p]));
+      answers[p].assign(n, 0);
+      REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(parts[p]));
+      batches[p] = PartBatch{.part = parts[p],
+                             .k = sizing.geometry.hashes,
+                             .offsets = offsets[p].data(),
+                             .items = n,
+                             .out = answers[p].data()};
+    }
+    REDBLOOM_RETURN_IF_ERROR(bits_.Test(batches, first ? parts_now : nullptr));
+    first = false;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      for (size_t i = 0; i < n; ++i) present[start + i] |= answers[p][i];
+    }
+    if (n == 0) break;
+  }
+  return Status::Ok();
+}
+
+Status FilterContext::AddTo(uint64_t part, std::span<const Hash128> hashes, uint8_t* out,
+                            uint64_t capacity, size_t* done, uint64_t* room) {
+  REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
+  const uint32_t k = sizing.geometry.hashes;
+  const size_t slice = std::max<size_t>(1, bits_.preferred_batch());
+  std::vector<uint64_t> offsets;
+  if (done != nullptr) *done = 0;
+  for (size_t start = 0; start < hashes.size(); start += slice) {
+    const size_t n = std::min(slice, hashes.size() - start);
+    REDBLOOM_RETURN_IF_ERROR(Offsets(part, hashes.subspan(start, n), &offsets));
+    PartBatch batch{.part = part,
+                    .k = k,
+                    .offsets = offsets.data(),
+                    .items = n,
+                    .out = out == nullptr ? nullptr : out + start,
+                    .capacity = capacity};
+    REDBLOOM_RETURN_IF_ERROR(bits_.Add(std::span<PartBatch>(&batch, 1)));
+    if (room != nullptr) *room = batch.room;
+    if (batch.refused) {
+      if (done != nullptr) *done = start + batch.accepted;
+      return Status::Ok();
+    }
+    if (done != nullptr) *done = start + n;
+  }
+  return Status::Ok();
+}
+
+Status FilterContext::RemoveFrom(uint64_t part, std::span<const Hash128> hashes, uint8_t* out) {
+  REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
+  const uint32_t k = sizing.geometry.hashes;
+  const size_t slice = std::max<size_t>(1, bits_.preferred_batch());
+  std::vector<uint64_t> offsets;
+  for (size_t start = 0; start < hashes.size(); start += slice) {
+    const size_t n = std::min(slice, hashes.size() - start);
+    REDBLOOM_RETURN_IF_ERROR(Offsets(part, hashes.subspan(start, n), &offsets));
+    PartBatch batch{
+        .part = part, .k = k, .offsets = offsets.data(), .items = n, .out = out + start};
+    REDBLOOM_RETURN_IF_ERROR(bits_.Remove(std::span<PartBatch>(&batch, 1)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace redbloom::internal

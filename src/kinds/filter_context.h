@@ -1,0 +1,82 @@
+// What a kind's policy works with: one open filter's config, its cells on the
+// store, the clock, and batch helpers that turn hashes into each part's
+// offsets. Internal.
+#ifndef REDBLOOM_SRC_KINDS_FILTER_CONTEXT_H_
+#define REDBLOOM_SRC_KINDS_FILTER_CONTEXT_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redbloom/clock.h"
+#include "redbloom/filter_config.h"
+#include "redbloom/hash.h"
+#include "redbloom/store.h"
+
+namespace redbloom::internal {
+
+struct StrategyDef;
+
+// State a filter handle keeps between calls, for its policy. Thread-safe.
+class PartCache {
+ public:
+  // Sizing of part `part`, computed once.
+  Result<PartSizing> Sizing(const FilterConfig& config, uint64_t part);
+  // Parts the handle knows to exist (scaling layers), or empty if unknown.
+  std::vector<uint64_t> known_parts() const;
+  void set_known_parts(std::vector<uint64_t> parts);
+  // Window slices this handle has created (so each is created once).
+  bool created(uint64_t part) const;
+  void set_created(uint64_t part);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uint64_t, PartSizing> sizing_;
+  std::vector<uint64_t> known_parts_;
+  std::vector<uint64_t> created_;
+};
+
+class FilterContext {
+ public:
+  FilterContext(std::string_view name, const FilterConfig& config, BitStore& bits,
+                const Clock& clock, PartCache& cache);
+
+  std::string_view name() const { return name_; }
+  const FilterConfig& config() const { return config_; }
+  BitStore& bits() { return bits_; }
+  uint64_t NowMillis() const { return clock_.NowMillis(); }
+  PartCache& cache() { return cache_; }
+  Result<PartSizing> Sizing(uint64_t part) { return cache_.Sizing(config_, part); }
+
+  // present[i] = 1 if some part of `parts` may hold item i (entries already 1
+  // stay 1). Every part of one slice of items goes to the store in one call.
+  // With `parts_now`, the parts that exist, read with the first slice.
+  Status TestIn(std::span<const uint64_t> parts, std::span<const Hash128> hashes, uint8_t* present,
+                std::vector<uint64_t>* parts_now = nullptr);
+  // Adds items to one part. out[i] = 1 if item i turned a cell on. With a
+  // capacity (see PartBatch), stops at the first slice the store refuses:
+  // *done says how many items were added, *room how many more fit.
+  Status AddTo(uint64_t part, std::span<const Hash128> hashes, uint8_t* out, uint64_t capacity = 0,
+               size_t* done = nullptr, uint64_t* room = nullptr);
+  Status RemoveFrom(uint64_t part, std::span<const Hash128> hashes, uint8_t* out);
+
+ private:
+  // Offsets of hashes[first, first + n) under part `part`'s geometry, into
+  // *out (resized).
+  Status Offsets(uint64_t part, std::span<const Hash128> hashes, std::vector<uint64_t>* out);
+
+  std::string_view name_;
+  const FilterConfig& config_;
+  BitStore& bits_;
+  const Clock& clock_;
+  PartCache& cache_;
+  const StrategyDef& strategy_;
+};
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_KINDS_FILTER_CONTEXT_H_

@@ -1,0 +1,99 @@
+// The filter-kind table's entry and the policy interface. Internal: one file
+// per kind under src/kinds/ defines one KindDef, and src/kinds/table.cc lists
+// them.
+//
+// A kind decides which parts of a filter an operation touches: plain and
+// counting filters have one array (part 0); a scaling filter checks every
+// layer and adds to the newest one with room; a window filter checks the live
+// time slices and adds to the current one. Stores know nothing of this: they
+// read and write parts (BitStore).
+#ifndef REDBLOOM_SRC_KINDS_KIND_DEF_H_
+#define REDBLOOM_SRC_KINDS_KIND_DEF_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kinds/filter_context.h"
+#include "redbloom/filter_config.h"
+#include "redbloom/hash.h"
+#include "redbloom/status.h"
+
+namespace redbloom::internal {
+
+class KindPolicy {
+ public:
+  virtual ~KindPolicy() = default;
+
+  // added[i] = 1 if item i was new. Every item is in the filter on success.
+  virtual Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const = 0;
+  // present[i] = 1 if item i may be present. `present` holds zeros on entry.
+  virtual Status Contains(FilterContext& f, std::span<const Hash128> hashes,
+                          uint8_t* present) const = 0;
+  // removed[i] = 1 if item i was removed. Default: kUnimplemented.
+  virtual Status Remove(FilterContext& f, std::span<const Hash128> hashes, uint8_t* removed) const;
+  // The parts that hold the filter's items now, ascending: what info sums
+  // and a dump carries.
+  virtual Result<std::vector<uint64_t>> LiveParts(FilterContext& f) const = 0;
+  // Before a merge writes part `part` (from a dump or another filter with
+  // this config): makes it exist, or sets *skip when its items no longer
+  // belong (a window slice that has left the window).
+  virtual Status PrepareMerge(FilterContext& f, uint64_t part, bool* skip) const = 0;
+};
+
+// What a kind asks of (capacity, error rate) for one part; the strategy turns
+// it into a geometry.
+struct PartTarget {
+  uint64_t capacity = 0;
+  double error_rate = 0;
+};
+
+struct KindDef {
+  FilterKind id;          // stored in files and dumps; never reused
+  std::string_view name;  // stored in Redis metadata and dumps, typed on the CLI
+  uint32_t cell_bits;     // 1 (bits) or 4 (saturating counters)
+  bool one_array;         // all cells in part 0
+  bool part0_at_create;   // part 0 exists from creation on (else parts come later)
+  // Checks the kind's own options and copies them into *config; rejects the
+  // options of other kinds (see RejectScalingOptions, RejectWindowOptions).
+  Status (*configure)(const FilterOptions& options, FilterConfig* config);
+  // kInvalidArgument for a part the kind does not have, kResourceExhausted
+  // for one past its limits.
+  Result<PartTarget> (*part_target)(const FilterConfig& config, uint64_t part);
+  const KindPolicy* policy;
+};
+
+// nullptr when no kind has this id or name.
+const KindDef* FindKind(FilterKind id);
+const KindDef* FindKind(std::string_view name);
+std::span<const KindDef* const> KindTable();
+// FindKind(id) of a validated config.
+const KindDef& KindOf(FilterKind id);
+
+// For configure(): the options of scaling and window filters, refused on
+// kinds that do not use them.
+Status RejectScalingOptions(const FilterOptions& options);
+Status RejectWindowOptions(const FilterOptions& options);
+
+// The part of a one-array kind: part 0 only.
+Result<PartTarget> OneArrayTarget(const FilterConfig& config, uint64_t part);
+
+// Plain and counting filters: one array, part 0. Counting filters remove.
+class OneArrayPolicy final : public KindPolicy {
+ public:
+  explicit OneArrayPolicy(bool removes) : removes_(removes) {}
+  Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override;
+  Status Contains(FilterContext& f, std::span<const Hash128> hashes,
+                  uint8_t* present) const override;
+  Status Remove(FilterContext& f, std::span<const Hash128> hashes, uint8_t* removed) const override;
+  Result<std::vector<uint64_t>> LiveParts(FilterContext& f) const override;
+  Status PrepareMerge(FilterContext& f, uint64_t part, bool* skip) const override;
+
+ private:
+  bool removes_;
+};
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_KINDS_KIND_DEF_H_

@@ -1,0 +1,155 @@
+// Kind "scaling": a chain of layers (RedisBloom's model). Layer i holds
+// n * expansion^i items at p / 2^(i+1), so the chain's rate stays below
+// p/2 + p/4 + ... < p however far it grows. A check tests every layer; an add
+// puts the items no layer holds into the newest layer, reserving room in it
+// atomically with the write (PartBatch::capacity), and starts the next layer
+// once it is full. Reserving is what keeps the rate with many writers: each
+// layer's count can never pass its capacity, whatever the interleaving.
+//
+// Round trips per batch on Redis: one for the check of every layer (which
+// also reads the layer list), one for the add; more only when a layer fills.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kinds/kind_def.h"
+
+namespace redbloom::internal {
+namespace {
+
+Status Configure(const FilterOptions& o, FilterConfig* c) {
+  REDBLOOM_RETURN_IF_ERROR(RejectWindowOptions(o));
+  if (!(o.expansion >= 1 && o.expansion <= kMaxExpansion)) {
+    return Status::InvalidArgument("expansion must be between 1 and 16");
+  }
+  c->expansion = o.expansion;
+  return Status::Ok();
+}
+
+Result<PartTarget> Target(const FilterConfig& c, uint64_t part) {
+  if (part >= kMaxLayers) {
+    return Status::ResourceExhausted("scaling filter reached its limit of " +
+                                     std::to_string(kMaxLayers) + " layers");
+  }
+  const double capacity = static_cast<double>(c.capacity) * std::pow(c.expansion, part);
+  if (capacity >= 9.2e18) {
+    return Status::ResourceExhausted("scaling filter layer " + std::to_string(part) +
+                                     " would exceed 2^63 items");
+  }
+  return PartTarget{static_cast<uint64_t>(std::ceil(capacity)),
+                    c.error_rate * std::pow(0.5, static_cast<double>(part + 1))};
+}
+
+class ScalingPolicy final : public KindPolicy {
+ public:
+  Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
+    // An item already in some layer is not added again (RedisBloom's model).
+    std::vector<uint8_t> present(hashes.size(), 0);
+    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> layers, Check(f, hashes, present.data()));
+    std::vector<Hash128> todo;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      if (!present[i]) {
+        todo.push_back(hashes[i]);
+        where.push_back(i);
+      }
+    }
+    uint64_t last = layers.back();
+    size_t next = 0;
+    size_t limit = todo.size();  // what the last layer may take, as far as we know
+    std::vector<uint8_t> out(todo.size(), 0);
+    while (next < todo.size()) {
+      REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, f.Sizing(last));
+      const size_t n = std::min(todo.size() - next, limit);
+      size_t done = 0;
+      uint64_t room = 0;
+      REDBLOOM_RETURN_IF_ERROR(f.AddTo(last, std::span(todo).subspan(next, n), &out[next],
+                                       sizing.capacity, &done, &room));
+      next += done;
+      if (done == n) {
+        limit = todo.size();
+        continue;
+      }
+      if (room > 0) {  // another writer took part of the room: take what is left
+        limit = static_cast<size_t>(std::min<uint64_t>(room, todo.size()));
+        continue;
+      }
+      // The layer is full: start the next one (idempotent; of several writers
+      // that race here, one creates it and all use it).
+      REDBLOOM_RETURN_IF_ERROR(f.Sizing(last + 1).status());
+      REDBLOOM_RETURN_IF_ERROR(f.bits().CreatePart(last + 1, 0));
+      ++last;
+      layers.push_back(last);
+      f.cache().set_known_parts(layers);
+      limit = todo.size();
+    }
+    for (size_t i = 0; i < todo.size(); ++i) added[where[i]] = out[i];
+    return Status::Ok();
+  }
+
+  Status Contains(FilterContext& f, std::span<const Hash128> hashes,
+                  uint8_t* present) const override {
+    return Check(f, hashes, present).status();
+  }
+
+  Result<std::vector<uint64_t>> LiveParts(FilterContext& f) const override {
+    return f.bits().ListParts();
+  }
+
+  Status PrepareMerge(FilterContext& f, uint64_t part, bool* skip) const override {
+    *skip = false;
+    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> layers, f.bits().ListParts());
+    // Layers are dense: create every one up to `part`, in order.
+    for (uint64_t p = layers.empty() ? 0 : layers.back() + 1; p <= part; ++p) {
+      REDBLOOM_RETURN_IF_ERROR(f.Sizing(p).status());
+      REDBLOOM_RETURN_IF_ERROR(f.bits().CreatePart(p, 0));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // Tests every layer; returns the layers as they are now. The handle's list
+  // of layers is checked against the store's in the same round trip, and
+  // layers that another client added since are tested too: a check that
+  // skipped one would miss the items in it.
+  static Result<std::vector<uint64_t>> Check(FilterContext& f, std::span<const Hash128> hashes,
+                                             uint8_t* present) {
+    std::vector<uint64_t> tested = f.cache().known_parts();
+    if (tested.empty()) tested = {0};
+    std::vector<uint64_t> now;
+    REDBLOOM_RETURN_IF_ERROR(f.TestIn(tested, hashes, present, &now));
+    for (int round = 0; round < 64; ++round) {
+      std::vector<uint64_t> extra;
+      std::set_difference(now.begin(), now.end(), tested.begin(), tested.end(),
+                          std::back_inserter(extra));
+      if (extra.empty()) break;
+      REDBLOOM_RETURN_IF_ERROR(f.TestIn(extra, hashes, present, &now));
+      tested.insert(tested.end(), extra.begin(), extra.end());
+      std::sort(tested.begin(), tested.end());
+    }
+    if (now.empty() || now.front() != 0) {
+      return Status::DataLoss("scaling filter '" + std::string(f.name()) +
+                              "' has lost its first layer");
+    }
+    f.cache().set_known_parts(now);
+    return now;
+  }
+};
+
+const ScalingPolicy kPolicy;
+
+}  // namespace
+
+extern const KindDef kScalingKind;
+const KindDef kScalingKind = {
+    .id = FilterKind::kScaling,
+    .name = "scaling",
+    .cell_bits = 1,
+    .one_array = false,
+    .part0_at_create = true,
+    .configure = &Configure,
+    .part_target = &Target,
+    .policy = &kPolicy,
+};
+
+}  // namespace redbloom::internal

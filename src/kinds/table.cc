@@ -1,0 +1,120 @@
+// The filter-kind table: one line per kind, each defined in its own file in
+// this folder. Adding a kind is that file plus its two lines here.
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "kinds/kind_def.h"
+
+namespace redbloom::internal {
+
+extern const KindDef kPlainKind;     // plain.cc
+extern const KindDef kCountingKind;  // counting.cc
+extern const KindDef kScalingKind;   // scaling.cc
+extern const KindDef kWindowKind;    // window.cc
+
+namespace {
+
+const KindDef* const kKinds[] = {
+    &kPlainKind,
+    &kCountingKind,
+    &kScalingKind,
+    &kWindowKind,
+};
+
+}  // namespace
+
+std::span<const KindDef* const> KindTable() { return kKinds; }
+
+const KindDef* FindKind(FilterKind id) {
+  for (const KindDef* k : kKinds) {
+    if (k->id == id) return k;
+  }
+  return nullptr;
+}
+
+const KindDef* FindKind(std::string_view name) {
+  for (const KindDef* k : kKinds) {
+    if (k->name == name) return k;
+  }
+  return nullptr;
+}
+
+const KindDef& KindOf(FilterKind id) {
+  const KindDef* k = FindKind(id);
+  if (k == nullptr) std::abort();  // configs are validated before they reach here
+  return *k;
+}
+
+Status RejectScalingOptions(const FilterOptions& o) {
+  if (o.expansion != FilterOptions().expansion) {
+    return Status::InvalidArgument("expansion applies to scaling filters only");
+  }
+  return Status::Ok();
+}
+
+Status RejectWindowOptions(const FilterOptions& o) {
+  if (o.window_millis != 0 || o.slices != 0) {
+    return Status::InvalidArgument("window and slices apply to window filters only");
+  }
+  return Status::Ok();
+}
+
+Result<PartTarget> OneArrayTarget(const FilterConfig& c, uint64_t part) {
+  if (part != 0) {
+    return Status::InvalidArgument("a " + std::string(KindOf(c.kind).name) +
+                                   " filter has one part, not part " + std::to_string(part));
+  }
+  return PartTarget{c.capacity, c.error_rate};
+}
+
+Status KindPolicy::Remove(FilterContext& f, std::span<const Hash128>, uint8_t*) const {
+  return Status::Unimplemented("filter '" + std::string(f.name()) + "' is a " +
+                               std::string(KindOf(f.config().kind).name) +
+                               " filter; only counting filters can remove items");
+}
+
+}  // namespace redbloom::internal
+
+namespace redbloom {
+
+using internal::FindKind;
+using internal::KindOf;
+
+std::vector<FilterKind> FilterKinds() {
+  std::vector<FilterKind> out;
+  for (const auto* k : internal::KindTable()) out.push_back(k->id);
+  return out;
+}
+
+std::string_view FilterKindName(FilterKind kind) {
+  const auto* k = FindKind(kind);
+  return k == nullptr ? "unknown" : k->name;
+}
+
+Result<FilterKind> ParseFilterKind(std::string_view name) {
+  if (const auto* k = FindKind(name)) return k->id;
+  std::string known;
+  for (const auto* k : internal::KindTable()) {
+    if (!known.empty()) known += ", ";
+    known += k->name;
+  }
+  return Status::InvalidArgument("unknown filter kind '" + std::string(name) + "' (expected " +
+                                 known + ")");
+}
+
+bool FilterConfig::one_array() const { return KindOf(kind).one_array; }
+uint32_t FilterConfig::cell_bits() const { return KindOf(kind).cell_bits; }
+
+Result<PartSizing> SizePart(const FilterConfig& c, uint64_t part) {
+  const auto* kind = FindKind(c.kind);
+  if (kind == nullptr) return Status::InvalidArgument("unknown filter kind");
+  REDBLOOM_ASSIGN_OR_RETURN(internal::PartTarget t, kind->part_target(c, part));
+  PartSizing s;
+  s.capacity = t.capacity;
+  s.error_rate = t.error_rate;
+  REDBLOOM_ASSIGN_OR_RETURN(s.geometry, GeometryFor(c.strategy, s.capacity, s.error_rate));
+  return s;
+}
+
+}  // namespace redbloom

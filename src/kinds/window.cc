@@ -1,0 +1,110 @@
+// Kind "window": a ring of time slices. Slice s covers the clock's
+// [s * L, (s + 1) * L) with L = window / slices; adds go to the current
+// slice, checks look at the `slices` newest, and a slice's cells expire one
+// slice after it has left the window (the grace covers clocks a little apart
+// between clients and the store). Each slice is sized for capacity / slices
+// items at p / slices, so a check over all of them stays within p.
+#include <string>
+
+#include "kinds/kind_def.h"
+
+namespace redbloom::internal {
+namespace {
+
+Status Configure(const FilterOptions& o, FilterConfig* c) {
+  REDBLOOM_RETURN_IF_ERROR(RejectScalingOptions(o));
+  if (o.slices < 1 || o.slices > kMaxSlices) {
+    return Status::InvalidArgument("a window filter needs 1 to 1024 slices");
+  }
+  if (o.window_millis / o.slices < kMinSliceMillis) {
+    return Status::InvalidArgument("window / slices must be at least 10 ms");
+  }
+  c->window_millis = o.window_millis;
+  c->slices = o.slices;
+  return Status::Ok();
+}
+
+Result<PartTarget> Target(const FilterConfig& c, uint64_t) {
+  if (c.slices == 0) return Status::InvalidArgument("window filter without slices");
+  return PartTarget{(c.capacity + c.slices - 1) / c.slices, c.error_rate / c.slices};
+}
+
+uint64_t CurrentSlice(const FilterContext& f) { return f.NowMillis() / f.config().slice_millis(); }
+
+// A slice still in the window, as of slice `now`.
+bool IsLive(const FilterConfig& c, uint64_t part, uint64_t now) { return part + c.slices > now; }
+
+// The slices a check must look at: the window's, oldest first.
+std::vector<uint64_t> WindowSlices(const FilterContext& f) {
+  const uint64_t now = CurrentSlice(f);
+  const uint64_t slices = f.config().slices;
+  std::vector<uint64_t> parts;
+  for (uint64_t p = now + 1 - std::min<uint64_t>(slices, now + 1); p <= now; ++p) {
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+Status CreateSlice(FilterContext& f, uint64_t part) {
+  if (f.cache().created(part)) return Status::Ok();
+  const uint64_t expires_at = (part + f.config().slices + 1) * f.config().slice_millis();
+  REDBLOOM_RETURN_IF_ERROR(f.bits().CreatePart(part, expires_at));
+  f.cache().set_created(part);
+  return Status::Ok();
+}
+
+class WindowPolicy final : public KindPolicy {
+ public:
+  // Every item goes into the current slice, even one that an older slice
+  // already (maybe falsely) matches: that slice expires first, and skipping
+  // the add would then lose an item seen moments ago. "New" means: not
+  // present in any live slice before this call.
+  Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
+    std::vector<uint8_t> present(hashes.size(), 0);
+    REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f), hashes, present.data()));
+    const uint64_t now = CurrentSlice(f);
+    REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
+    REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, nullptr));
+    for (size_t i = 0; i < hashes.size(); ++i) added[i] = present[i] ? 0 : 1;
+    return Status::Ok();
+  }
+
+  // A slice nobody added to in its time does not exist: it holds nothing.
+  Status Contains(FilterContext& f, std::span<const Hash128> hashes,
+                  uint8_t* present) const override {
+    return f.TestIn(WindowSlices(f), hashes, present);
+  }
+
+  // A slice ahead of this clock (another client's clock runs fast) is not
+  // checked yet, so it does not count yet either.
+  Result<std::vector<uint64_t>> LiveParts(FilterContext& f) const override {
+    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, f.bits().ListParts());
+    const uint64_t now = CurrentSlice(f);
+    std::erase_if(parts, [&](uint64_t p) { return p > now || !IsLive(f.config(), p, now); });
+    return parts;
+  }
+
+  Status PrepareMerge(FilterContext& f, uint64_t part, bool* skip) const override {
+    *skip = !IsLive(f.config(), part, CurrentSlice(f));
+    if (*skip) return Status::Ok();
+    return CreateSlice(f, part);
+  }
+};
+
+const WindowPolicy kPolicy;
+
+}  // namespace
+
+extern const KindDef kWindowKind;
+const KindDef kWindowKind = {
+    .id = FilterKind::kWindow,
+    .name = "window",
+    .cell_bits = 1,
+    .one_array = false,
+    .part0_at_create = false,
+    .configure = &Configure,
+    .part_target = &Target,
+    .policy = &kPolicy,
+};
+
+}  // namespace redbloom::internal

@@ -1,0 +1,65 @@
+#include "redis/connection_source.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+namespace redbloom::internal {
+
+std::chrono::milliseconds ConnectionSource::Backoff(int attempt) {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  const int64_t base = std::min<int64_t>(1000, int64_t{25} << std::min(attempt, 10));
+  return std::chrono::milliseconds(base / 2 + static_cast<int64_t>(rng() % (base / 2 + 1)));
+}
+
+namespace {
+
+class SingleServerSource final : public ConnectionSource {
+ public:
+  SingleServerSource(ServerParams server, const StoreOptions& options)
+      : ConnectionSource(options), pool_(std::move(server), options.pool_size) {}
+
+  Status Run(std::string_view /*key*/, bool idempotent, const Op& op) override {
+    for (int attempt = 0;; ++attempt) {
+      Status s;
+      bool wrote = false;
+      {
+        Result<ConnectionPool::Lease> lease = pool_.Acquire();
+        if (!lease.ok()) {
+          s = lease.status();
+        } else {
+          s = op(**lease);
+          wrote = (*lease)->wrote();
+        }
+      }
+      if (s.ok() || s.code() != StatusCode::kUnavailable || IsPermanentFailure(s) ||
+          attempt >= options().max_retries || (wrote && !idempotent)) {
+        return s;
+      }
+      std::this_thread::sleep_for(Backoff(attempt));
+    }
+  }
+
+  Status ForEachServer(const Op& op) override { return Run("", /*idempotent=*/true, op); }
+
+  Status Check() override {
+    Result<ConnectionPool::Lease> lease = pool_.Acquire();
+    if (!lease.ok()) return lease.status();
+    CommandBuffer cmd;
+    cmd.Command({"PING"});
+    REDBLOOM_RETURN_IF_ERROR((*lease)->Append(cmd));
+    return (*lease)->ReadOk().status();
+  }
+
+ private:
+  ConnectionPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConnectionSource> NewSingleServerSource(ServerParams server,
+                                                        const StoreOptions& options) {
+  return std::make_unique<SingleServerSource>(std::move(server), options);
+}
+
+}  // namespace redbloom::internal

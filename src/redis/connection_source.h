@@ -1,0 +1,63 @@
+// The seam between the Redis stores and the deployment they talk to: "a
+// connection for this key". The bit store and the namespace store ask for a
+// connection to the server that holds a key and never learn whether that is
+// one server, the master a Sentinel names, or a Redis Cluster node found by
+// the key's slot. Internal.
+#ifndef REDBLOOM_SRC_REDIS_CONNECTION_SOURCE_H_
+#define REDBLOOM_SRC_REDIS_CONNECTION_SOURCE_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "redbloom/status.h"
+#include "redbloom/store.h"
+#include "redis/redis_client.h"
+
+namespace redbloom::internal {
+
+class ConnectionSource {
+ public:
+  using Op = std::function<Status(Connection&)>;
+
+  explicit ConnectionSource(const StoreOptions& options) : options_(options) {}
+  ConnectionSource(const ConnectionSource&) = delete;
+  ConnectionSource& operator=(const ConnectionSource&) = delete;
+  virtual ~ConnectionSource() = default;
+
+  const StoreOptions& options() const { return options_; }
+
+  // Runs `op` on a pooled connection to the server that holds `key` (every
+  // key of one filter hashes to one slot, so any of them routes the whole
+  // filter). After a lost connection (kUnavailable) it retries with backoff,
+  // up to options().max_retries times: always when nothing had been written,
+  // since the server cannot have run anything; after a write only when
+  // `idempotent`, since the server may have run the command before the
+  // connection died. Timeouts (kDeadlineExceeded) are not retried: a server
+  // too slow for one attempt gets no faster from a second one, and the
+  // caller's time is up.
+  virtual Status Run(std::string_view key, bool idempotent, const Op& op) = 0;
+  // Runs `op` once on every server that holds keys (for SCAN).
+  virtual Status ForEachServer(const Op& op) = 0;
+  // Connects once, without retries, so that a wrong URL or a server that is
+  // down fails when the store opens rather than at its first operation.
+  virtual Status Check() = 0;
+
+  // 25 ms, 50 ms, 100 ms ... capped at 1 s, each scaled by a random factor
+  // in [0.5, 1) so that many clients cut off together do not reconnect in
+  // lockstep.
+  static std::chrono::milliseconds Backoff(int attempt);
+
+ private:
+  const StoreOptions options_;
+};
+
+// One Redis server (redis://).
+std::unique_ptr<ConnectionSource> NewSingleServerSource(ServerParams server,
+                                                        const StoreOptions& options);
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_REDIS_CONNECTION_SOURCE_H_

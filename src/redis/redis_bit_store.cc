@@ -1,0 +1,617 @@
+#include "redis/redis_bit_store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <deque>
+#include <random>
+
+#include "kinds/kind_def.h"
+#include "redis/redis_bit_store_impl.h"
+#include "redis/redis_meta.h"
+#include "redis/redis_pipeline.h"
+#include "redis/redis_scripts.h"
+#include "stores.h"
+
+namespace redbloom::internal {
+namespace {
+
+// SETBIT and BITFIELD address at most 2^32 bits (512 MB) in one string.
+constexpr uint64_t kMaxBitsPerKey = uint64_t{1} << 32;
+// The facade hands us this many batches at once so that a long add can keep
+// one batch in flight while the previous answer is read (window of 2).
+constexpr size_t kBatchesPerCall = 64;
+// A call is sent in transactions of batch_items, not smaller ones to overlap
+// client and server work within a call: on this kind of machine every extra
+// round of reads and writes costs redis-server ~10-25 us of system time, and
+// splitting 1000 items into 4 transactions raised the server's CPU per item
+// from ~2.2 to ~2.7 us while saving the client ~0.3 us, a net loss once the
+// server is the bottleneck (measured with bench/redis_bench.cc). Streaming a
+// transaction while it is built (Streamer) overlaps them without that cost.
+//
+// Bulk reads and uploads move at most this much per command, so one command
+// holds the server for a few milliseconds, not the ~1 s a 512 MB value takes.
+constexpr size_t kBulkChunk = 4 << 20;
+// A bulk load's upload deletes itself after an hour if its client died.
+constexpr std::string_view kUploadTtlMillis = "3600000";
+// Bytes of a bulk load merged per script: about a millisecond of server time
+// (copy out, BITOP, copy back), so a load of any size never holds the server
+// for long.
+constexpr size_t kMergeChunk = 1 << 20;
+// The same for counting filters, whose counters a Lua loop adds byte by byte
+// (kAddRange): 16 KiB is about 2 ms of it.
+constexpr size_t kCounterMergeChunk = 16 << 10;
+}  // namespace
+
+RedisBitStore::RedisBitStore(std::shared_ptr<RedisShared> shared, std::string name,
+                             const FilterConfig& config, uint64_t filter_expires_at_ms)
+    : shared_(std::move(shared)),
+      name_(std::move(name)),
+      config_(config),
+      keys_(KeysFor(name_, shared_->keys)),
+      checked_(CheckedValues(name_, config)),
+      filter_expires_at_ms_(filter_expires_at_ms) {}
+
+// Counts that could not be sent are sent now, best effort.
+RedisBitStore::~RedisBitStore() {
+  std::lock_guard lock(mu_);
+  for (auto& [part, cells] : cells_) {
+    const uint64_t uncounted = cells->pending.exchange(0);
+    if (uncounted == 0) continue;
+    (void)shared_->source->Run(keys_.meta, /*idempotent=*/false, [&](Connection& c) -> Status {
+      CommandBuffer cmd;
+      AppendCount(&cmd, *cells, uncounted);
+      return Call(c, cmd).status();
+    });
+  }
+}
+
+size_t RedisBitStore::preferred_batch() const {
+  return shared_->options.batch_items * kBatchesPerCall;
+}
+
+Result<const RedisBitStore::Cells*> RedisBitStore::CellsOf(uint64_t part) {
+  std::lock_guard lock(mu_);
+  if (auto it = cells_.find(part); it != cells_.end()) return it->second.get();
+  REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, SizePart(config_, part));
+  auto cells = std::make_unique<Cells>();
+  cells->part = part;
+  cells->geometry = sizing.geometry;
+  cells->cell_bits = config_.cell_bits();
+  cells->bytes = sizing.bytes(cells->cell_bits);
+  if (part == 0 && KindOf(config_.kind).part0_at_create) {
+    cells->display = "filter '" + name_ + "'";
+    cells->bitmap = keys_.bitmap;
+    cells->scratch = keys_.scratch;
+    cells->count_hash = keys_.meta;
+    cells->count_field = "count";
+  } else {
+    const PartKeys part_keys = PartKeysFor(name_, shared_->keys, part);
+    cells->display = "part " + std::to_string(part) + " of filter '" + name_ + "'";
+    cells->bitmap = part_keys.bitmap;
+    cells->scratch = part_keys.scratch;
+    cells->count_hash = keys_.parts;
+    cells->count_field = std::to_string(part);
+    cells->listed = true;
+  }
+  if (sizing.geometry.bits * cells->cell_bits > kMaxBitsPerKey) {
+    return Status::InvalidArgument(cells->display + " needs " +
+                                   std::to_string(sizing.geometry.bits * cells->cell_bits) +
+                                   " bits, but one Redis key holds at most 2^32 bits (512 MiB)");
+  }
+  return cells_.emplace(part, std::move(cells)).first->second.get();
+}
+
+Status RedisBitStore::CheckBatch(const Cells& cells, const PartBatch& b) const {
+  if (b.k != cells.geometry.hashes) {
+    return Status::InvalidArgument("expected " + std::to_string(cells.geometry.hashes) +
+                                   " offsets per item for " + cells.display + ", got " +
+                                   std::to_string(b.k));
+  }
+  for (size_t i = 0; i < b.items * b.k; ++i) {
+    if (b.offsets[i] >= cells.geometry.bits) {
+      return Status::InvalidArgument("offset " + std::to_string(b.offsets[i]) + " is outside the " +
+                                     std::to_string(cells.geometry.bits) + " cells of " +
+                                     cells.display);
+    }
+  }
+  return Status::Ok();
+}
+
+void RedisBitStore::AppendMetaCheck(CommandBuffer* cmd) const {
+  cmd->Begin(2 + kChecked);
+  cmd->Arg("HMGET");
+  cmd->Arg(keys_.meta);
+  for (std::string_view f : kCheckedFields) cmd->Arg(f);
+}
+
+Status RedisBitStore::CheckMeta(const redisReply* r) const {
+  if (r->type == REDIS_REPLY_ERROR) {
+    return Status::DataLoss("metadata '" +
+                            DisplayKey(KeysFor(name_, KeyMode::kPlain).meta, shared_->keys) +
+                            "' is not a hash: " + ReplyString(r));
+  }
+  if (!IsArray(r, kChecked)) return Unexpected("HMGET", r);
+  if (r->element[0]->type == REDIS_REPLY_NIL) return Gone();
+  for (size_t i = 0; i < kChecked; ++i) {
+    if (ReplyText(r->element[i]) != checked_[i]) return ConfigChangedStatus(name_);
+  }
+  return Status::Ok();
+}
+
+Status RedisBitStore::Gone() const {
+  return Status::NotFound("filter '" + name_ + "' does not exist (it was dropped)");
+}
+
+Status RedisBitStore::BitmapError(Connection& c, const Cells& cells, const redisReply* r) const {
+  if (Contains(ReplyText(r), "WRONGTYPE")) {
+    const bool main = cells.bitmap == keys_.bitmap;
+    return WrongTypeStatus(main ? DisplayKey(name_, shared_->keys) : "of " + cells.display,
+                           KeyType(c, cells.bitmap));
+  }
+  return ReplyErrorStatus(ReplyText(r), c.server());
+}
+
+// An error reply from a guarded script or from Redis. Redis 7 passes
+// "CODE message" through; older servers may prefix "ERR ".
+Status RedisBitStore::ScriptError(Connection& c, const Cells& cells, const redisReply* r) const {
+  const std::string_view text = ReplyText(r);
+  if (Contains(text, "REDBLOOM_GONE")) return Gone();
+  if (Contains(text, "REDBLOOM_CHANGED")) return ConfigChangedStatus(name_);
+  if (Contains(text, "REDBLOOM_NOPART")) return Status::NotFound(cells.display + " does not exist");
+  if (Contains(text, "REDBLOOM_VANISHED")) {
+    return VanishedStatus(cells, shared_->keys, NumberAfter(text, "REDBLOOM_VANISHED"));
+  }
+  return BitmapError(c, cells, r);
+}
+
+// The stored count plus this handle's pending adds. The stored value can be
+// briefly negative: a remove here may land before another client's pending
+// count of the add it undoes; it reads as 0 then.
+Result<uint64_t> RedisBitStore::ParseCount(const Cells& cells, const redisReply* r) const {
+  int64_t stored = 0;
+  if (r->type != REDIS_REPLY_NIL) {  // nil: a part whose count was never set
+    const std::string_view text = ReplyText(r);
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), stored);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+      return Status::DataLoss(cells.display + ": corrupt item count '" + ReplyString(r) + "'");
+    }
+  }
+  const int64_t total = stored + static_cast<int64_t>(cells.pending.load());
+  return static_cast<uint64_t>(std::max<int64_t>(0, total));
+}
+
+void RedisBitStore::AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t delta) const {
+  BeginEval(cmd, scripts::kAddCount, {keys_.meta, cells.count_hash}, kChecked + 2);
+  for (const auto& v : checked_) cmd->Arg(v);
+  cmd->Arg(delta);
+  cmd->Arg(cells.count_field);
+}
+
+// ---- Parts ------------------------------------------------------------------
+
+Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
+  std::vector<uint64_t> live;
+  Status s = shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
+    live.clear();
+    CommandBuffer cmd;
+    cmd.Command({"HMGET", keys_.meta, "format"});
+    cmd.Command({"HKEYS", keys_.parts});
+    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta, c.ReadOk());
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.ReadOk());
+    if (!IsArray(meta.get(), 1)) return Unexpected("HMGET", meta.get());
+    if (meta->element[0]->type == REDIS_REPLY_NIL) return Gone();
+    if (!IsArray(r.get(), 0)) return Unexpected("HKEYS", r.get());
+    std::vector<uint64_t> parts;
+    for (size_t i = 0; i < r->elements; ++i) {
+      Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
+      if (!p.ok() || std::to_string(*p) != ReplyText(r->element[i])) {
+        return Status::DataLoss("filter '" + name_ + "': corrupt part number '" +
+                                ReplyString(r->element[i]) + "'");
+      }
+      parts.push_back(*p);
+    }
+    if (parts.empty()) return Status::Ok();
+    CommandBuffer exists;
+    for (uint64_t p : parts)
+      exists.Command({"EXISTS", PartKeysFor(name_, shared_->keys, p).bitmap});
+    REDBLOOM_RETURN_IF_ERROR(c.Append(exists));
+    std::vector<uint64_t> expired;
+    for (uint64_t p : parts) {
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr e, c.ReadOk());
+      (e->integer == 1 ? live : expired).push_back(p);
+    }
+    if (!expired.empty()) {
+      // Forget parts whose keys expired, so the list stays short.
+      std::vector<std::string> prune_keys = {keys_.parts};
+      for (uint64_t p : expired) prune_keys.push_back(PartKeysFor(name_, shared_->keys, p).bitmap);
+      CommandBuffer prune;
+      BeginEval(&prune, scripts::kPruneParts, prune_keys, expired.size());
+      for (uint64_t p : expired) prune.Arg(p);
+      REDBLOOM_RETURN_IF_ERROR(Call(c, prune).status());
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  if (KindOf(config_.kind).part0_at_create) live.push_back(0);
+  std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
+  return live;
+}
+
+Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
+  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  if (!cells->listed) return Status::Ok();  // exists from creation on
+  const uint64_t expires_at = CapExpiry(expires_at_ms, filter_expires_at_ms_);
+  // Idempotent: creating a part that exists changes nothing.
+  return shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
+    CommandBuffer cmd;
+    BeginEval(&cmd, scripts::kCreatePart, {keys_.meta, cells->bitmap, keys_.parts}, kChecked + 4);
+    for (const auto& v : checked_) cmd.Arg(v);
+    cmd.Arg(part);
+    cmd.Arg(cells->bytes);
+    cmd.Arg(expires_at);
+    cmd.Arg(filter_expires_at_ms_);
+    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+    if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, *cells, r.get());
+    return Status::Ok();
+  });
+}
+
+// ---- Checks -----------------------------------------------------------------
+
+Status RedisBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* parts_now) {
+  const size_t batch = shared_->options.batch_items;
+  std::vector<Chunk> chunks;
+  for (PartBatch& b : batches) {
+    REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(b.part));
+    REDBLOOM_RETURN_IF_ERROR(CheckBatch(*cells, b));
+    for (size_t first = 0; first < b.items; first += batch) {
+      chunks.push_back(Chunk{&b, cells, first, std::min(batch, b.items - first), {}});
+    }
+  }
+  if (chunks.empty()) {
+    if (parts_now != nullptr) {
+      REDBLOOM_ASSIGN_OR_RETURN(*parts_now, ListParts());
+    }
+    return Status::Ok();
+  }
+  size_t done = 0;
+  return shared_->source->Run(keys_.meta, /*idempotent=*/true,
+                              [&](Connection& c) { return TestOn(c, chunks, &done, parts_now); });
+}
+
+// Tests chunks [*done, end) on one connection, advancing *done past every
+// chunk whose answer was read, with up to kMaxInFlight transactions on the
+// wire.
+Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
+                             std::vector<uint64_t>* parts_now) {
+  CommandBuffer cmd;  // hiredis copies each command, so one buffer serves all
+  size_t next = *done;
+  // The part list rides with the first transaction of the call.
+  const size_t list_at = parts_now != nullptr ? *done : SIZE_MAX;
+  if (parts_now != nullptr && *done > 0) parts_now = nullptr;  // read before a retry
+  while (next < chunks.size() && next - *done < kMaxInFlight) {
+    REDBLOOM_RETURN_IF_ERROR(SendTest(c, cmd, chunks[next], next == list_at));
+    ++next;
+  }
+  while (*done < chunks.size()) {
+    Status s = ReadTest(c, chunks[*done], *done == list_at, parts_now);
+    if (!s.ok()) {
+      Drain(c, (next - *done - 1) * 6);
+      return s;
+    }
+    ++*done;
+    if (next < chunks.size()) {
+      REDBLOOM_RETURN_IF_ERROR(SendTest(c, cmd, chunks[next], next == list_at));
+      ++next;
+    }
+  }
+  return Status::Ok();
+}
+
+Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& chunk_in,
+                               bool list_parts) {
+  auto& chunk = const_cast<Chunk&>(chunk_in);
+  const Cells& cells = *chunk.cells;
+  const uint32_t k = chunk.batch->k;
+  const uint64_t* o = chunk.batch->offsets + chunk.first * k;
+  const size_t count = chunk.n * k;
+  SortedOrder(o, count, &chunk.order);
+  cmd.Clear();
+  Streamer stream(c, cmd);
+  // MULTI makes the cells, the metadata and the part's size one snapshot: a
+  // filter dropped or re-created in between cannot pass the check with the
+  // old cells. Every command here is allowed on read-only replicas.
+  cmd.Command({"MULTI"});
+  cmd.Begin(2 + 3 * count);
+  cmd.Arg("BITFIELD_RO");
+  cmd.Arg(cells.bitmap);
+  for (size_t i = 0; i < count; ++i) {
+    if (cells.counting()) {
+      cmd.Raw(kGetU4, 2);
+      cmd.Arg('#', o[chunk.order[i]]);
+    } else {
+      cmd.Raw(kGetU1, 2);
+      cmd.Arg(o[chunk.order[i]]);
+    }
+    if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
+  }
+  AppendMetaCheck(&cmd);
+  cmd.Command({"STRLEN", cells.bitmap});
+  if (cells.listed) cmd.Command({"HEXISTS", keys_.parts, cells.count_field});
+  if (list_parts) cmd.Command({"HKEYS", keys_.parts});
+  cmd.Command({"EXEC"});
+  return stream.Finish();
+}
+
+Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_parts,
+                               std::vector<uint64_t>* parts_now) {
+  const Cells& cells = *chunk.cells;
+  const size_t queued = 3 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0);
+  REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, queued));
+  REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
+  size_t at = 3;
+  bool exists = true;
+  if (cells.listed) exists = exec->element[at++]->integer == 1;
+  if (list_parts && parts_now != nullptr) {
+    const redisReply* r = exec->element[at];
+    if (!IsArray(r, 0)) return Unexpected("HKEYS", r);
+    parts_now->clear();
+    if (KindOf(config_.kind).part0_at_create) parts_now->push_back(0);
+    for (size_t i = 0; i < r->elements; ++i) {
+      Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
+      if (!p.ok()) {
+        return Status::DataLoss("filter '" + name_ + "': corrupt part number '" +
+                                ReplyString(r->element[i]) + "'");
+      }
+      parts_now->push_back(*p);
+    }
+    std::sort(parts_now->begin(), parts_now->end());
+    parts_now->erase(std::unique(parts_now->begin(), parts_now->end()), parts_now->end());
+  }
+  PartBatch& b = *chunk.batch;
+  const uint32_t k = b.k;
+  if (!exists) {  // a part never created holds nothing
+    std::fill(b.out + chunk.first, b.out + chunk.first + chunk.n, 0);
+    return Status::Ok();
+  }
+  const redisReply* length = exec->element[2];
+  if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, length);
+  if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+  if (static_cast<uint64_t>(length->integer) != cells.bytes) {
+    return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer));
+  }
+  const redisReply* bits = exec->element[0];
+  if (bits->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, bits);
+  if (!IsArray(bits, chunk.n * k)) return Unexpected("BITFIELD_RO", bits);
+  // Back into batch order (the ops went in chunk.order), then an item is
+  // present when all its k cells are set.
+  std::vector<uint8_t> set(chunk.n * k);
+  for (size_t i = 0; i < chunk.n * k; ++i) {
+    set[chunk.order[i]] = bits->element[i]->integer != 0 ? 1 : 0;
+  }
+  for (size_t i = 0; i < chunk.n; ++i) {
+    uint8_t all = 1;
+    for (uint32_t j = 0; j < k; ++j) all &= set[i * k + j];
+    b.out[chunk.first + i] = all;
+  }
+  return Status::Ok();
+}
+
+// ---- Counts, stats, bulk ----------------------------------------------------
+
+namespace {
+
+// Appends the part's size check (STRLEN, then HEXISTS for listed parts) to a
+// transaction; CheckPresence reads them back.
+void AppendPresence(CommandBuffer* cmd, const RedisBitStore::Cells& cells,
+                    const std::string& parts_key) {
+  cmd->Command({"STRLEN", cells.bitmap});
+  if (cells.listed) cmd->Command({"HEXISTS", parts_key, cells.count_field});
+}
+
+size_t PresenceReplies(const RedisBitStore::Cells& cells) { return cells.listed ? 2 : 1; }
+
+}  // namespace
+
+Result<uint64_t> RedisBitStore::ItemCount(uint64_t part) {
+  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  uint64_t count = 0;
+  Status s = shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
+    CommandBuffer cmd;
+    cmd.Command({"MULTI"});
+    AppendMetaCheck(&cmd);
+    cmd.Command({"HGET", cells->count_hash, cells->count_field});
+    cmd.Command({"EXEC"});
+    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2));
+    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[0]));
+    REDBLOOM_ASSIGN_OR_RETURN(count, ParseCount(*cells, exec->element[1]));
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return count;
+}
+
+Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
+  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  FilterStats stats;
+  if (cells->counting()) {
+    // BITCOUNT counts bits, not non-zero counters: read the cells instead.
+    std::string chunk;
+    for (uint64_t offset = 0; offset < cells->bytes; offset += kBulkChunk) {
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(kBulkChunk, cells->bytes - offset));
+      REDBLOOM_RETURN_IF_ERROR(ReadBits(part, offset, len, &chunk));
+      stats.bits_set += NonZeroNibbles(chunk);
+    }
+    REDBLOOM_ASSIGN_OR_RETURN(stats.items_added, ItemCount(part));
+    return stats;
+  }
+  Status s = shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
+    CommandBuffer cmd;
+    cmd.Command({"MULTI"});
+    cmd.Command({"BITCOUNT", cells->bitmap});
+    AppendMetaCheck(&cmd);
+    cmd.Command({"HGET", cells->count_hash, cells->count_field});
+    AppendPresence(&cmd, *cells, keys_.parts);
+    cmd.Command({"EXEC"});
+    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 3 + PresenceReplies(*cells)));
+    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
+    if (cells->listed && exec->element[4]->integer == 0) {
+      return Status::NotFound(cells->display + " does not exist");
+    }
+    const redisReply* length = exec->element[3];
+    if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
+    if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+    if (static_cast<uint64_t>(length->integer) != cells->bytes) {
+      return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
+    }
+    const redisReply* count = exec->element[0];
+    if (count->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, count);
+    if (count->type != REDIS_REPLY_INTEGER || count->integer < 0) {
+      return Unexpected("BITCOUNT", count);
+    }
+    stats.bits_set = static_cast<uint64_t>(count->integer);
+    REDBLOOM_ASSIGN_OR_RETURN(stats.items_added, ParseCount(*cells, exec->element[2]));
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return stats;
+}
+
+Status RedisBitStore::Clear() {
+  REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, ListParts());
+  for (uint64_t part : parts) {
+    REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+    // Idempotent: clearing twice leaves the same empty part.
+    Status cleared =
+        shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
+          CommandBuffer cmd;
+          BeginEval(&cmd, scripts::kClear, {keys_.meta, cells->bitmap, cells->count_hash},
+                    kChecked + 2);
+          for (const auto& v : checked_) cmd.Arg(v);
+          cmd.Arg(cells->bytes);
+          cmd.Arg(cells->count_field);
+          REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+          if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, *cells, r.get());
+          cells->pending = 0;
+          return Status::Ok();
+        });
+    if (!cleared.ok()) return cleared;
+  }
+  return Status::Ok();
+}
+
+Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) {
+  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  out->clear();
+  if (len == 0) return Status::Ok();
+  return shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
+    CommandBuffer cmd;
+    cmd.Command({"MULTI"});
+    cmd.Begin(4);
+    cmd.Arg("GETRANGE");
+    cmd.Arg(cells->bitmap);
+    cmd.Arg(offset);
+    cmd.Arg(offset + len - 1);
+    AppendMetaCheck(&cmd);
+    AppendPresence(&cmd, *cells, keys_.parts);
+    cmd.Command({"EXEC"});
+    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2 + PresenceReplies(*cells)));
+    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
+    if (cells->listed && exec->element[3]->integer == 0) {
+      return Status::NotFound(cells->display + " does not exist");
+    }
+    const redisReply* length = exec->element[2];
+    if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
+    if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+    if (static_cast<uint64_t>(length->integer) != cells->bytes) {
+      return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
+    }
+    const redisReply* bytes = exec->element[0];
+    if (bytes->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, bytes);
+    if (bytes->type != REDIS_REPLY_STRING) return Unexpected("GETRANGE", bytes);
+    out->assign(bytes->str, bytes->len);
+    return Status::Ok();
+  });
+}
+
+// Uploads `bitmap` to a temporary key piece by piece (all-zero pieces are
+// skipped: a load of 1e6 items into a 1e8-item filter sends ~1% of it), and
+// merges each piece with one short script. ORing bits is idempotent, so a
+// plain filter's merge is retried as a whole (a retry after a lost answer may
+// add `new_items` to the count twice). Adding counters is not: a counting
+// filter's merge is never retried, and one that fails part way has added
+// some pieces; running it again counts those twice, which only keeps items
+// present longer, never makes one absent.
+Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) {
+  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  const size_t chunk = cells->counting() ? kCounterMergeChunk : kMergeChunk;
+  const std::string_view script = cells->counting() ? scripts::kAddRange : scripts::kOrRange;
+  if (bitmap.size() > cells->bytes) {
+    return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
+                                   " bytes is larger than the " + std::to_string(cells->bytes) +
+                                   " bytes of " + cells->display);
+  }
+  // Pending adds are counted along with the load.
+  const uint64_t uncounted = cells->pending.exchange(0);
+  Status status = shared_->source->Run(
+      keys_.meta, /*idempotent=*/!cells->counting(), [&](Connection& c) -> Status {
+        thread_local std::mt19937_64 rng(std::random_device{}());
+        char suffix[17];
+        std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
+        const std::string upload = TempKeyFor(name_, shared_->keys, suffix);
+        const std::string scratch = upload + ":or";
+        // Non-zero pieces only; the item count rides with the last one.
+        std::vector<size_t> pieces;
+        for (size_t offset = 0; offset < bitmap.size(); offset += chunk) {
+          const std::string_view piece = bitmap.substr(offset, chunk);
+          if (piece.find_first_not_of('\0') != std::string_view::npos) pieces.push_back(offset);
+        }
+        const uint64_t count = new_items + uncounted;
+        if (pieces.empty() && count == 0) return Status::Ok();
+        if (pieces.empty()) pieces.push_back(bitmap.size());  // only the count to add
+        size_t in_flight = 0;
+        for (size_t i = 0; i < pieces.size(); ++i) {
+          const size_t offset = pieces[i];
+          const bool last = i + 1 == pieces.size();
+          CommandBuffer cmd;
+          if (offset < bitmap.size()) {
+            // The upload expires by itself should this client die before the
+            // script deletes it.
+            cmd.Command({"SET", upload, bitmap.substr(offset, chunk), "PX", kUploadTtlMillis});
+          }
+          BeginEval(&cmd, script, {keys_.meta, upload, cells->bitmap, cells->count_hash, scratch},
+                    kChecked + 4);
+          for (const auto& v : checked_) cmd.Arg(v);
+          cmd.Arg(static_cast<uint64_t>(offset));
+          cmd.Arg(last ? count : uint64_t{0});
+          cmd.Arg(cells->count_field);
+          cmd.Arg(cells->bytes);
+          REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+          in_flight += offset < bitmap.size() ? 2 : 1;
+          // Keep about two pieces in flight: the next upload travels while
+          // the server merges the previous one.
+          while (in_flight > 4 || (last && in_flight > 0)) {
+            REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+            if (r->type == REDIS_REPLY_ERROR) {
+              const Status err = ScriptError(c, *cells, r.get());
+              Drain(c, in_flight - 1);
+              return err;
+            }
+            --in_flight;
+          }
+        }
+        return Status::Ok();
+      });
+  if (!status.ok()) cells->pending += uncounted;
+  return status;
+}
+
+}  // namespace redbloom::internal

@@ -1,0 +1,112 @@
+// The cells of one Redis filter, every part of it (BitStore). Internal.
+//
+// Layout (docs/format.md): part 0 of plain, counting and scaling filters is a
+// Redis string at key NAME in SETBIT order, so the Java seed service and
+// redis-cli see the same bits; other parts are strings at TAG/part/P. Every
+// operation is one pipelined round trip per batch, and checks the metadata
+// and the part's size in the same transaction or script.
+#ifndef REDBLOOM_SRC_REDIS_REDIS_BIT_STORE_H_
+#define REDBLOOM_SRC_REDIS_REDIS_BIT_STORE_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "redbloom/store.h"
+#include "redis/connection_source.h"
+#include "redis/redis_keys.h"
+
+namespace redbloom::internal {
+
+// What a Redis store and the bit stores opened from it share.
+struct RedisShared {
+  std::unique_ptr<ConnectionSource> source;
+  KeyMode keys = KeyMode::kPlain;
+  StoreOptions options;
+};
+
+class RedisBitStore final : public BitStore {
+ public:
+  RedisBitStore(std::shared_ptr<RedisShared> shared, std::string name, const FilterConfig& config,
+                uint64_t filter_expires_at_ms);
+  ~RedisBitStore() override;
+
+  size_t preferred_batch() const override;
+  Result<std::vector<uint64_t>> ListParts() override;
+  Status CreatePart(uint64_t part, uint64_t expires_at_ms) override;
+  Status Test(std::span<PartBatch> batches, std::vector<uint64_t>* parts_now) override;
+  Status Add(std::span<PartBatch> batches) override;
+  Status Remove(std::span<PartBatch> batches) override;
+  Result<FilterStats> Stats(uint64_t part) override;
+  Result<uint64_t> ItemCount(uint64_t part) override;
+  Status Clear() override;
+  Status ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) override;
+  Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) override;
+
+  // The cells one operation works on: a filter's part.
+  struct Cells {
+    uint64_t part = 0;
+    std::string display;      // "filter 'x'" or "part 3 of filter 'x'", for messages
+    std::string bitmap;       // the key holding the cells
+    std::string scratch;      // its add transaction's scratch key
+    std::string count_hash;   // the hash holding its item count ...
+    std::string count_field;  // ... in this field
+    Geometry geometry;        // offsets are in [0, geometry.bits)
+    uint32_t cell_bits = 1;   // 1, or 4 for counting filters
+    uint64_t bytes = 0;       // the key's exact length
+    // True for parts listed in the parts hash (created later); false for
+    // part 0 of kinds that have it from creation on.
+    bool listed = false;
+    // Added items whose count update has not been sent yet.
+    mutable std::atomic<uint64_t> pending{0};
+
+    bool counting() const { return cell_bits == 4; }
+  };
+
+ private:
+  struct Chunk;
+  Result<const Cells*> CellsOf(uint64_t part);
+  Status CheckBatch(const Cells& cells, const PartBatch& b) const;
+  Status CheckMeta(const redisReply* r) const;
+  Status ScriptError(Connection& c, const Cells& cells, const redisReply* r) const;
+  Status BitmapError(Connection& c, const Cells& cells, const redisReply* r) const;
+  Status Gone() const;
+  Result<uint64_t> ParseCount(const Cells& cells, const redisReply* r) const;
+  void AppendMetaCheck(CommandBuffer* cmd) const;
+  void AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t delta) const;
+
+  Status TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
+                std::vector<uint64_t>* parts_now);
+  Status SendTest(Connection& c, CommandBuffer& cmd, const Chunk& chunk, bool list_parts);
+  Status ReadTest(Connection& c, const Chunk& chunk, bool list_parts,
+                  std::vector<uint64_t>* parts_now);
+  Status AddBatch(const Cells& cells, PartBatch& b);
+  Status AddSmall(const Cells& cells, PartBatch& b);
+  Status AddOn(Connection& c, const Cells& cells, PartBatch& b, std::vector<Chunk>& chunks,
+               size_t* done, uint64_t* uncounted);
+  Status SendAdd(Connection& c, CommandBuffer& cmd, const Cells& cells, const Chunk& chunk,
+                 uint64_t count_delta);
+  Status ReadAdd(Connection& c, const Cells& cells, PartBatch& b, const Chunk& chunk,
+                 uint64_t* uncounted, bool* refused);
+  template <typename Extras>
+  Status EvalPerItem(Connection& c, const Cells& cells, std::string_view script,
+                     std::string_view what, size_t extra_args, Extras&& extras,
+                     const uint64_t* offsets, size_t n, uint32_t k, uint8_t* out, uint64_t* room,
+                     bool* full) const;
+
+  std::shared_ptr<RedisShared> shared_;
+  const std::string name_;
+  const FilterConfig config_;
+  const FilterKeys keys_;
+  const std::vector<std::string> checked_;
+  const uint64_t filter_expires_at_ms_;
+  std::mutex mu_;
+  std::map<uint64_t, std::unique_ptr<Cells>> cells_;  // guarded by mu_
+};
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_REDIS_REDIS_BIT_STORE_H_

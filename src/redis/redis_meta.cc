@@ -1,0 +1,81 @@
+#include "redis/redis_meta.h"
+
+#include <charconv>
+
+#include "config_codec.h"
+#include "redis/redis_client.h"
+
+namespace redbloom::internal {
+
+std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig& c) {
+  return {std::string(kMetaFormatVersion),
+          std::string(FilterKindName(c.kind)),
+          std::string(StrategyName(c.strategy)),
+          std::string(EncodingName(c.encoding)),
+          std::to_string(c.geometry.bits),
+          std::to_string(c.geometry.hashes),
+          std::string(name)};
+}
+
+std::vector<std::pair<std::string, std::string>> MetaFields(std::string_view name,
+                                                            const FilterConfig& c,
+                                                            std::string_view origin,
+                                                            uint64_t expires_at_ms) {
+  std::vector<std::pair<std::string, std::string>> f = {{"format", std::string(kMetaFormatVersion)},
+                                                        {"name", std::string(name)}};
+  for (auto& field : ConfigToFields(c)) f.push_back(std::move(field));
+  f.emplace_back("count", "0");
+  f.emplace_back("origin", std::string(origin));
+  f.emplace_back("expires_at_ms", std::to_string(expires_at_ms));
+  // The number of dense parts (a scaling filter's layers); kept up to date by
+  // the part-creation script for clients of format 1 that read it.
+  f.emplace_back("layers", "1");
+  return f;
+}
+
+Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) {
+  auto corrupt = [&](const std::string& why) {
+    return Status::DataLoss("metadata '" + std::string(key_display) + "': " + why);
+  };
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) {
+    return corrupt("not a field/value list");
+  }
+  FieldMap f;
+  for (size_t i = 0; i + 1 < r->elements; i += 2) {
+    f[std::string(ReplyText(r->element[i]))] = std::string(ReplyText(r->element[i + 1]));
+  }
+  auto get = [&](std::string_view field) -> Result<std::string> {
+    auto it = f.find(field);
+    if (it == f.end()) return corrupt("field '" + std::string(field) + "' is missing");
+    return it->second;
+  };
+  REDBLOOM_ASSIGN_OR_RETURN(std::string format, get("format"));
+  if (format != kMetaFormatVersion) {
+    return corrupt("format version '" + format + "' is not supported (this build reads version " +
+                   std::string(kMetaFormatVersion) + ")");
+  }
+  StoredMeta meta;
+  REDBLOOM_ASSIGN_OR_RETURN(meta.name, get("name"));
+  REDBLOOM_ASSIGN_OR_RETURN(meta.config,
+                            ConfigFromFields(f, "metadata '" + std::string(key_display) + "'"));
+  REDBLOOM_ASSIGN_OR_RETURN(std::string count, get("count"));
+  if (auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), meta.count);
+      count.empty() || ec != std::errc() || end != count.data() + count.size()) {
+    return corrupt("field 'count' = '" + count + "' is not a count");
+  }
+  REDBLOOM_ASSIGN_OR_RETURN(std::string expires, get("expires_at_ms"));
+  auto expires_at = ParseUint64(expires);
+  if (!expires_at.ok()) return corrupt("field 'expires_at_ms' = '" + expires + "' is not a time");
+  meta.expires_at_ms = *expires_at;
+  if (auto it = f.find("origin");
+      it != f.end() && it->second != "create" && it->second != "attach") {
+    return corrupt("origin '" + it->second + "' is not create or attach");
+  }
+  if (meta.config.kind == FilterKind::kScaling) {
+    REDBLOOM_ASSIGN_OR_RETURN(std::string layers, get("layers"));
+    if (!ParseUint64(layers).ok()) return corrupt("field 'layers' is not a count");
+  }
+  return meta;
+}
+
+}  // namespace redbloom::internal

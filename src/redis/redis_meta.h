@@ -1,0 +1,51 @@
+// The metadata hash of a Redis filter ({NAME}:meta, docs/format.md
+// "Metadata"): the config codec's fields plus what only Redis keeps (format
+// version, name, item count, origin, expiry, layers). Internal.
+#ifndef REDBLOOM_SRC_REDIS_REDIS_META_H_
+#define REDBLOOM_SRC_REDIS_REDIS_META_H_
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "redbloom/filter_config.h"
+#include "redbloom/status.h"
+
+namespace redbloom::internal {
+
+inline constexpr std::string_view kMetaFormatVersion = "1";
+
+// The seven fields every cell operation checks (the scripts' meta_state and
+// the HMGET of a check), in this order: a filter dropped or re-created with
+// other parameters by another client is then an error, never a silent write.
+inline constexpr std::string_view kCheckedFields[] = {"format", "kind",   "strategy", "encoding",
+                                                      "bits",   "hashes", "name"};
+inline constexpr size_t kChecked = std::size(kCheckedFields);
+std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig& c);
+
+// Every field of a new filter's metadata hash.
+std::vector<std::pair<std::string, std::string>> MetaFields(std::string_view name,
+                                                            const FilterConfig& c,
+                                                            std::string_view origin,
+                                                            uint64_t expires_at_ms);
+
+// A decoded metadata hash.
+struct StoredMeta {
+  std::string name;
+  FilterConfig config;
+  int64_t count = 0;           // may be briefly negative (a remove before a pending add's count)
+  uint64_t expires_at_ms = 0;  // 0: never
+};
+
+// Parses and validates an HGETALL reply. Anything missing, malformed or of an
+// unknown version is kDataLoss: redbloom never guesses at bits it cannot
+// interpret, since a wrong guess reads as "absent".
+Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display);
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_REDIS_REDIS_META_H_

@@ -1,0 +1,116 @@
+#include "redis/redis_pipeline.h"
+
+#include <algorithm>
+#include <bit>
+#include <utility>
+
+namespace redbloom::internal {
+
+std::string ReplyString(const redisReply* r) { return std::string(ReplyText(r)); }
+
+bool IsArray(const redisReply* r, size_t min_elements) {
+  return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements >= min_elements;
+}
+
+Status Unexpected(std::string_view what, const redisReply* r) {
+  std::string shape = r == nullptr ? "nothing" : "type " + std::to_string(r->type);
+  if (!ReplyText(r).empty()) shape += " '" + ReplyString(r) + "'";
+  return Status::Internal("unexpected redis reply to " + std::string(what) + ": " + shape);
+}
+
+Result<ReplyPtr> Call(Connection& c, const CommandBuffer& cmd) {
+  REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+  return c.ReadOk();
+}
+
+Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued) {
+  Status first_error;
+  for (size_t i = 0; i < queued + 1; ++i) {  // +OK, then +QUEUED each
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+    if (r->type == REDIS_REPLY_ERROR && first_error.ok()) {
+      first_error = ReplyErrorStatus(ReplyText(r.get()), c.server());
+    }
+  }
+  REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, c.Read());
+  if (!first_error.ok()) return first_error;
+  if (exec->type == REDIS_REPLY_ERROR) return ReplyErrorStatus(ReplyText(exec.get()), c.server());
+  if (!IsArray(exec.get(), queued)) return Unexpected("EXEC", exec.get());
+  return exec;
+}
+
+void Drain(Connection& c, size_t n) {
+  for (size_t i = 0; i < n && !c.broken(); ++i) {
+    if (!c.Read().ok()) return;
+  }
+}
+
+std::string KeyType(Connection& c, std::string_view key) {
+  CommandBuffer cmd;
+  cmd.Command({"TYPE", key});
+  if (!c.Append(cmd).ok()) return "value of another type";
+  Result<ReplyPtr> r = c.ReadOk();
+  if (!r.ok()) return "value of another type";
+  return ReplyString(r->get());
+}
+
+void BeginEval(CommandBuffer* cmd, std::string_view script,
+               std::initializer_list<std::string_view> keys, size_t args) {
+  cmd->Begin(3 + keys.size() + args);
+  cmd->Arg("EVAL");
+  cmd->Arg(script);
+  cmd->Arg(uint64_t{keys.size()});
+  for (std::string_view k : keys) cmd->Arg(k);
+}
+
+void BeginEval(CommandBuffer* cmd, std::string_view script, const std::vector<std::string>& keys,
+               size_t args) {
+  cmd->Begin(3 + keys.size() + args);
+  cmd->Arg("EVAL");
+  cmd->Arg(script);
+  cmd->Arg(uint64_t{keys.size()});
+  for (const std::string& k : keys) cmd->Arg(k);
+}
+
+Status Streamer::Finish() {
+  if (Status s = cmd_.Validate(); !s.ok()) {
+    c_.MarkBroken();
+    return s;
+  }
+  return Push();
+}
+
+Status Streamer::Push() {
+  REDBLOOM_RETURN_IF_ERROR(c_.AppendRaw(std::string_view(cmd_.data()).substr(sent_)));
+  sent_ = cmd_.data().size();
+  return c_.Flush();
+}
+
+void SortedOrder(const uint64_t* offsets, size_t count, std::vector<uint32_t>* order) {
+  uint64_t highest = 0;
+  for (size_t i = 0; i < count; ++i) highest = std::max(highest, offsets[i]);
+  const int width = static_cast<int>(std::bit_width(highest));
+  const int passes = (width + 11) / 12;
+  order->resize(count);
+  for (size_t i = 0; i < count; ++i) (*order)[i] = static_cast<uint32_t>(i);
+  if (passes == 0) return;
+  const int digit_bits = (width + passes - 1) / passes;
+  const uint64_t mask = (uint64_t{1} << digit_bits) - 1;
+  std::vector<uint32_t> other(count);
+  std::vector<uint32_t> start(mask + 1);
+  for (int shift = 0; shift < width; shift += digit_bits) {
+    std::fill(start.begin(), start.end(), 0);
+    for (uint32_t i : *order) ++start[(offsets[i] >> shift) & mask];
+    uint32_t sum = 0;
+    for (auto& b : start) sum += std::exchange(b, sum);
+    for (uint32_t i : *order) other[start[(offsets[i] >> shift) & mask]++] = i;
+    order->swap(other);
+  }
+}
+
+uint64_t NonZeroNibbles(std::string_view bytes) {
+  uint64_t n = 0;
+  for (unsigned char b : bytes) n += ((b & 0xF0) != 0) + ((b & 0x0F) != 0);
+  return n;
+}
+
+}  // namespace redbloom::internal

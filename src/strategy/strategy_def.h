@@ -1,0 +1,49 @@
+// The strategy table's entry. Internal: one file per strategy under
+// src/strategy/ defines one StrategyDef, and src/strategy/table.cc lists them.
+#ifndef REDBLOOM_SRC_STRATEGY_STRATEGY_DEF_H_
+#define REDBLOOM_SRC_STRATEGY_STRATEGY_DEF_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "redbloom/funnel.h"
+#include "redbloom/hash.h"
+#include "redbloom/sizing.h"
+#include "redbloom/status.h"
+#include "redbloom/strategy.h"
+
+namespace redbloom::internal {
+
+struct StrategyDef {
+  Strategy id;               // stored in files, dumps; never reused
+  std::string_view name;     // stored in Redis metadata, typed on the CLI
+  std::string_view summary;  // one line for help texts
+  uint32_t encodings;        // bit (1 << Encoding) for each encoding it accepts
+  Hash128 (*hash)(std::string_view bytes);
+  Result<Geometry> (*geometry)(uint64_t capacity, double error_rate);
+  void (*offsets)(const Hash128& hash, const Geometry& g, uint64_t* out);
+  double (*false_positive_rate)(uint64_t bits_set, const Geometry& g);
+  uint64_t (*estimate_items)(uint64_t bits_set, const Geometry& g);
+};
+
+inline constexpr uint32_t kAllEncodings = 0xFFFFFFFFu;
+constexpr uint32_t EncodingBit(Encoding e) { return uint32_t{1} << static_cast<unsigned>(e); }
+
+// The classic model that fits any strategy whose k offsets are independent
+// and uniform over all m bits: FPP = (x/m)^k (Guava's expectedFpp) and
+// n = -m/k ln(1 - x/m) (Guava's approximateElementCount).
+double UniformFalsePositiveRate(uint64_t bits_set, const Geometry& g);
+uint64_t UniformEstimateItems(uint64_t bits_set, const Geometry& g);
+
+// nullptr when no strategy has this id or name.
+const StrategyDef* FindStrategy(Strategy id);
+const StrategyDef* FindStrategy(std::string_view name);
+std::span<const StrategyDef* const> StrategyTable();
+
+// FindStrategy(id), which callers have validated (a config from MakeConfig).
+const StrategyDef& StrategyOf(Strategy id);
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_STRATEGY_STRATEGY_DEF_H_
