@@ -284,8 +284,11 @@ Status RedisBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* 
 }
 
 // Tests chunks [*done, end) on one connection, advancing *done past every
-// chunk whose answer was read, with up to kMaxInFlight transactions on the
-// wire.
+// chunk whose answer was read. Every chunk of the call goes out before the
+// first answer is read: a check of several parts (a scaling filter's layers,
+// a window's slices) is then one round trip, not one per part or per pair
+// of them. A call holds at most preferred_batch() items, so what is in
+// flight stays bounded (~64 transactions of batch_items).
 Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
                              std::vector<uint64_t>* parts_now) {
   CommandBuffer cmd;  // hiredis copies each command, so one buffer serves all
@@ -293,21 +296,23 @@ Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* 
   // The part list rides with the first transaction of the call.
   const size_t list_at = parts_now != nullptr ? *done : SIZE_MAX;
   if (parts_now != nullptr && *done > 0) parts_now = nullptr;  // read before a retry
-  while (next < chunks.size() && next - *done < kMaxInFlight) {
+  while (next < chunks.size()) {
     REDBLOOM_RETURN_IF_ERROR(SendTest(c, cmd, chunks[next], next == list_at));
     ++next;
   }
   while (*done < chunks.size()) {
     Status s = ReadTest(c, chunks[*done], *done == list_at, parts_now);
     if (!s.ok()) {
-      Drain(c, (next - *done - 1) * 6);
+      // Every reply of the transactions still on the wire must be read, or
+      // the next user of this connection would read them as its own.
+      size_t replies = 0;
+      for (size_t j = *done + 1; j < next; ++j) {
+        replies += 2 + 3 + (chunks[j].cells->listed ? 1 : 0) + (j == list_at ? 1 : 0);
+      }
+      Drain(c, replies);
       return s;
     }
     ++*done;
-    if (next < chunks.size()) {
-      REDBLOOM_RETURN_IF_ERROR(SendTest(c, cmd, chunks[next], next == list_at));
-      ++next;
-    }
   }
   return Status::Ok();
 }
