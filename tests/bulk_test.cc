@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
+#include "redbloom/clock.h"
 #include "redbloom/transfer.h"
 #include "redis_server.h"
 #include "test_util.h"
@@ -401,9 +402,16 @@ TEST_F(DumpTest, CountingFiltersDumpAndMergeWithTheirCounts) {
 // Scaling and window filters dump as several parts (layers, slices) and
 // restore on every store with every part, count and answer intact.
 TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
+  // Every store reads one clock, which the test moves into the next slice.
+  auto clock = std::make_shared<ManualClock>(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count()));
+  StoreOptions options;
+  options.clock = clock;
   std::vector<std::pair<std::string, std::unique_ptr<Store>>> stores;
   for (const auto& [label, url] : Urls()) {
-    auto s = Store::Open(url);
+    auto s = Store::Open(url, options);
     ASSERT_TRUE(s.ok()) << label;
     stores.emplace_back(label, std::move(s).value());
   }
@@ -425,7 +433,7 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
     auto w = BloomFilter::Open(*store, "recent");
     ASSERT_TRUE((*w)->AddMany(Views(early)).ok());
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  clock->Advance(std::chrono::milliseconds(2100));
   for (auto& [label, store] : stores) {
     auto w = BloomFilter::Open(*store, "recent");
     ASSERT_TRUE((*w)->AddMany(Views(late)).ok());
