@@ -74,7 +74,7 @@ class Raw {
   explicit Raw(const std::string& url) {
     auto u = internal::ParseRedisUrl(url, StoreOptions());
     if (!u.ok()) Die(u.status().ToString());
-    ctx_.reset(redisConnect(u->host.c_str(), u->port));
+    ctx_.reset(redisConnect(u->host().c_str(), u->port()));
     if (ctx_ == nullptr || ctx_->err != 0) Die("cannot connect to " + url);
     if (u->password.has_value()) {
       Command(u->user.empty() ? std::vector<std::string>{"AUTH", *u->password}

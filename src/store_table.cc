@@ -21,6 +21,14 @@ const StoreScheme kSchemes[] = {
     {"mem:", "mem:", &internal::NewMemoryStore},
     {"file:", "file:DIR", &internal::NewFileStore},
     {"redis://", "redis://[user:password@]host[:port][/db][?options]", &internal::NewRedisStore},
+    {"rediss://", "rediss://... (TLS)", &internal::NewRedisStore},
+    {"redis-cluster://", "redis-cluster://[user:password@]host:port[,host:port...][?options]",
+     &internal::NewRedisStore},
+    {"rediss-cluster://", "rediss-cluster://... (TLS)", &internal::NewRedisStore},
+    {"redis-sentinel://",
+     "redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]",
+     &internal::NewRedisStore},
+    {"rediss-sentinel://", "rediss-sentinel://... (TLS)", &internal::NewRedisStore},
 };
 
 }  // namespace

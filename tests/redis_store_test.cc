@@ -712,8 +712,8 @@ TEST(RedisUrlTest, ParsesEveryPart) {
       "&pool_size=4&max_retries=0&batch_items=64&keys=jdk",
       defaults);
   ASSERT_TRUE(u.ok()) << u.status().ToString();
-  EXPECT_EQ(u->host, "db.example");
-  EXPECT_EQ(u->port, 6380);
+  EXPECT_EQ(u->host(), "db.example");
+  EXPECT_EQ(u->port(), 6380);
   EXPECT_EQ(u->user, "alice");
   EXPECT_EQ(u->password, "p@ss:w");
   EXPECT_EQ(u->db, 3);
@@ -727,8 +727,8 @@ TEST(RedisUrlTest, ParsesEveryPart) {
 
   u = internal::ParseRedisUrl("redis://:secret@[::1]", defaults);
   ASSERT_TRUE(u.ok()) << u.status().ToString();
-  EXPECT_EQ(u->host, "::1");
-  EXPECT_EQ(u->port, 6379);
+  EXPECT_EQ(u->host(), "::1");
+  EXPECT_EQ(u->port(), 6379);
   EXPECT_TRUE(u->user.empty());
   EXPECT_EQ(u->password, "secret");
   EXPECT_EQ(u->Redacted(), "redis://:***@[::1]:6379/0");
@@ -738,6 +738,37 @@ TEST(RedisUrlTest, ParsesEveryPart) {
   EXPECT_EQ(u->db, 0);
   EXPECT_FALSE(u->password.has_value());
   EXPECT_EQ(u->options.batch_items, defaults.batch_items);
+}
+
+TEST(RedisUrlTest, ParsesClusterAndSentinelUrls) {
+  StoreOptions defaults;
+  auto c = internal::ParseRedisUrl(
+      "redis-cluster://:pw@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002?wait_replicas=1&read_from=replica",
+      defaults);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->mode, internal::RedisMode::kCluster);
+  ASSERT_EQ(c->hosts.size(), 3u);
+  EXPECT_EQ(c->hosts[2].Display(), "[::1]:7002");
+  EXPECT_EQ(c->wait_replicas, 1);
+  EXPECT_EQ(c->read_from, internal::ReadFrom::kReplica);
+  EXPECT_EQ(c->Redacted(),
+            "redis-cluster://:***@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002"
+            "?wait_replicas=1&read_from=replica");
+
+  auto s = internal::ParseRedisUrl(
+      "rediss-sentinel://app:pw@s1,s2:5000/my%20master/2?sentinel_password=x%40y&cacert=%2Fca.pem",
+      defaults);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->mode, internal::RedisMode::kSentinel);
+  EXPECT_EQ(s->hosts[0].port, 26379) << "the sentinels' default port";
+  EXPECT_EQ(s->hosts[1].port, 5000);
+  EXPECT_EQ(s->master_name, "my master");
+  EXPECT_EQ(s->db, 2);
+  EXPECT_EQ(s->sentinel_password, "x@y");
+  EXPECT_TRUE(s->tls.enabled);
+  EXPECT_EQ(s->tls.cacert, "/ca.pem");
+  EXPECT_EQ(s->Redacted(), "rediss-sentinel://app:***@s1:26379,s2:5000/my master/2"
+                           "?sentinel_password=***");
 }
 
 TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
@@ -765,6 +796,15 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"redis://h?keys=xml", "keys"},
            Case{"redis://h?batch_items", "no '='"},
            Case{"redis://h?command_timeout_ms=0", "command_timeout_ms"},
+           Case{"redis://a,b", "one host"},
+           Case{"redis-cluster://a:7000/1", "database 0"},
+           Case{"redis-sentinel://a:26379", "master's name"},
+           Case{"redis://h?cacert=/x", "need TLS"},
+           Case{"rediss://h?cert=/x", "both cert= and key="},
+           Case{"redis://h?sentinel_password=x", "redis-sentinel:// only"},
+           Case{"redis://h?read_from=any", "read_from"},
+           Case{"redis://h?wait_replicas=-1", "wait_replicas"},
+           Case{"redisx://h", "unknown store URL"},
        }) {
     auto store = Store::Open(c.url);
     ASSERT_FALSE(store.ok()) << c.url;

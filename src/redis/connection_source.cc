@@ -57,6 +57,34 @@ class SingleServerSource final : public ConnectionSource {
 
 }  // namespace
 
+ServerParams ServerParamsFor(const RedisUrl& url, const HostPort& host) {
+  ServerParams server;
+  server.host = host.host;
+  server.port = host.port;
+  server.user = url.user;
+  server.password = url.password;
+  server.db = url.db;
+  server.connect_timeout = url.options.connect_timeout;
+  server.command_timeout = url.options.command_timeout;
+  server.display = host.Display();
+  return server;
+}
+
+Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& url) {
+  if (url.tls.enabled) {
+    return Status::Unimplemented("TLS (rediss://) is not supported by this build yet");
+  }
+  switch (url.mode) {
+    case RedisMode::kSingle:
+      return NewSingleServerSource(ServerParamsFor(url, url.hosts.front()), url.options);
+    case RedisMode::kCluster:
+      return Status::Unimplemented("redis-cluster:// is not supported by this build yet");
+    case RedisMode::kSentinel:
+      return Status::Unimplemented("redis-sentinel:// is not supported by this build yet");
+  }
+  return Status::InvalidArgument("unknown redis mode");
+}
+
 std::unique_ptr<ConnectionSource> NewSingleServerSource(ServerParams server,
                                                         const StoreOptions& options) {
   return std::make_unique<SingleServerSource>(std::move(server), options);

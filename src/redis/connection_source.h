@@ -15,6 +15,7 @@
 #include "redbloom/status.h"
 #include "redbloom/store.h"
 #include "redis/redis_client.h"
+#include "redis/redis_url.h"
 
 namespace redbloom::internal {
 
@@ -53,6 +54,14 @@ class ConnectionSource {
  private:
   const StoreOptions options_;
 };
+
+// The connections a URL describes: one server, a cluster, or the master that
+// sentinels name. kUnimplemented for what this build cannot do yet.
+Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& url);
+
+// The parameters of a connection to `host` under `url`'s credentials,
+// timeouts and TLS options.
+ServerParams ServerParamsFor(const RedisUrl& url, const HostPort& host);
 
 // One Redis server (redis://).
 std::unique_ptr<ConnectionSource> NewSingleServerSource(ServerParams server,

@@ -373,20 +373,10 @@ class RedisStore final : public Store {
 Result<std::unique_ptr<Store>> NewRedisStore(std::string_view url_text,
                                              const StoreOptions& options) {
   REDBLOOM_ASSIGN_OR_RETURN(RedisUrl url, ParseRedisUrl(url_text, options));
-  ServerParams server;
-  server.host = url.host;
-  server.port = url.port;
-  server.user = url.user;
-  server.password = url.password;
-  server.db = url.db;
-  server.connect_timeout = url.options.connect_timeout;
-  server.command_timeout = url.options.command_timeout;
-  server.display = (url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host) +
-                   ":" + std::to_string(url.port);
   auto shared = std::make_shared<RedisShared>();
   shared->options = url.options;
   shared->keys = url.keys;
-  shared->source = NewSingleServerSource(std::move(server), url.options);
+  REDBLOOM_ASSIGN_OR_RETURN(shared->source, NewConnectionSource(url));
   REDBLOOM_RETURN_IF_ERROR(shared->source->Check());
   return std::unique_ptr<Store>(std::make_unique<RedisStore>(std::move(url), shared));
 }

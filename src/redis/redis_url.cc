@@ -7,8 +7,11 @@ namespace redbloom::internal {
 namespace {
 
 Status BadUrl(std::string_view why) {
-  return Status::InvalidArgument("bad redis URL: " + std::string(why) +
-                                 " (expected redis://[user:password@]host[:port][/db][?options])");
+  return Status::InvalidArgument(
+      "bad redis URL: " + std::string(why) +
+      " (expected redis[s]://[user:password@]host[:port][/db][?options], "
+      "redis[s]-cluster://[user:password@]host:port[,host:port...][?options] or "
+      "redis[s]-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options])");
 }
 
 int HexValue(char c) {
@@ -47,6 +50,12 @@ Result<int64_t> ParseInt(std::string_view text, int64_t lo, int64_t hi, std::str
   return v;
 }
 
+Result<bool> ParseFlag(std::string_view value, std::string_view what) {
+  if (value == "1" || value == "true" || value == "yes") return true;
+  if (value == "0" || value == "false" || value == "no") return false;
+  return BadUrl(std::string(what) + "='" + std::string(value) + "' (expected 1 or 0)");
+}
+
 Status ApplyOption(std::string_view key, std::string_view value, RedisUrl* url) {
   StoreOptions& o = url->options;
   // Bounds are sanity limits: an hour of timeout, 1024 connections, a million
@@ -74,12 +83,81 @@ Status ApplyOption(std::string_view key, std::string_view value, RedisUrl* url) 
     } else {
       return BadUrl("keys='" + std::string(value) + "' (expected plain or jdk)");
     }
+  } else if (key == "wait_replicas") {
+    REDBLOOM_ASSIGN_OR_RETURN(int64_t v, ParseInt(value, 0, 64, key));
+    url->wait_replicas = static_cast<int>(v);
+  } else if (key == "wait_timeout_ms") {
+    REDBLOOM_ASSIGN_OR_RETURN(int64_t v, ParseInt(value, 1, 3'600'000, key));
+    url->wait_timeout = std::chrono::milliseconds(v);
+  } else if (key == "read_from") {
+    if (value == "master") {
+      url->read_from = ReadFrom::kMaster;
+    } else if (value == "replica") {
+      url->read_from = ReadFrom::kReplica;
+    } else {
+      return BadUrl("read_from='" + std::string(value) + "' (expected master or replica)");
+    }
+  } else if (key == "tls") {
+    REDBLOOM_ASSIGN_OR_RETURN(bool on, ParseFlag(value, key));
+    url->tls.enabled = url->tls.enabled || on;
+  } else if (key == "insecure") {
+    REDBLOOM_ASSIGN_OR_RETURN(url->tls.insecure, ParseFlag(value, key));
+  } else if (key == "cacert" || key == "cert" || key == "key" || key == "sni") {
+    REDBLOOM_ASSIGN_OR_RETURN(std::string text, PercentDecode(value, key));
+    if (text.empty()) return BadUrl(std::string(key) + " is empty");
+    (key == "cacert" ? url->tls.cacert
+     : key == "cert" ? url->tls.cert
+     : key == "key"  ? url->tls.key
+                     : url->tls.sni) = std::move(text);
+  } else if (key == "sentinel_password") {
+    REDBLOOM_ASSIGN_OR_RETURN(std::string text, PercentDecode(value, key));
+    if (text.empty()) return BadUrl("sentinel_password is empty");
+    url->sentinel_password = std::move(text);
+  } else if (key == "sentinel_user") {
+    REDBLOOM_ASSIGN_OR_RETURN(url->sentinel_user, PercentDecode(value, key));
   } else {
     return BadUrl("unknown option '" + std::string(key) +
                   "' (known: connect_timeout_ms, command_timeout_ms, pool_size, max_retries, "
-                  "batch_items, keys)");
+                  "batch_items, keys, wait_replicas, wait_timeout_ms, read_from, tls, cacert, "
+                  "cert, key, sni, insecure, sentinel_user, sentinel_password)");
   }
   return Status::Ok();
+}
+
+// "host[:port]" or "[v6]:port".
+Result<HostPort> ParseHost(std::string_view rest, int default_port) {
+  HostPort hp;
+  hp.port = default_port;
+  std::string_view port_text;
+  if (rest.starts_with('[')) {  // [IPv6]
+    const size_t close = rest.find(']');
+    if (close == std::string_view::npos) return BadUrl("unterminated '[' in the host");
+    hp.host = std::string(rest.substr(1, close - 1));
+    std::string_view after = rest.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return BadUrl("unexpected text after ']'");
+      port_text = after.substr(1);
+      if (port_text.empty()) return BadUrl("empty port after ':'");
+    }
+  } else {
+    const size_t colon = rest.find(':');
+    hp.host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = rest.substr(colon + 1);
+      if (port_text.empty()) return BadUrl("empty port after ':'");
+    }
+  }
+  if (hp.host.empty()) return BadUrl("the host is missing");
+  for (char c : hp.host) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == '%' || c == '@' || c == ',') {
+      return BadUrl("the host '" + hp.host + "' contains a character hosts cannot have");
+    }
+  }
+  if (!port_text.empty()) {
+    REDBLOOM_ASSIGN_OR_RETURN(int64_t port, ParseInt(port_text, 1, 65535, "port"));
+    hp.port = static_cast<int>(port);
+  }
+  return hp;
 }
 
 Status ValidateOptions(const StoreOptions& o) {
@@ -99,11 +177,22 @@ Status ValidateOptions(const StoreOptions& o) {
 }  // namespace
 
 Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaults) {
-  constexpr std::string_view kScheme = "redis://";
-  if (!text.starts_with(kScheme)) return BadUrl("'" + std::string(text) + "' is not redis://");
   RedisUrl url;
   url.options = defaults;
-  std::string_view rest = text.substr(kScheme.size());
+  const size_t sep = text.find("://");
+  if (sep == std::string_view::npos) return BadUrl("'" + std::string(text) + "' has no scheme");
+  const std::string_view scheme = text.substr(0, sep);
+  if (scheme == "redis" || scheme == "rediss") {
+    url.mode = RedisMode::kSingle;
+  } else if (scheme == "redis-cluster" || scheme == "rediss-cluster") {
+    url.mode = RedisMode::kCluster;
+  } else if (scheme == "redis-sentinel" || scheme == "rediss-sentinel") {
+    url.mode = RedisMode::kSentinel;
+  } else {
+    return BadUrl("unknown scheme '" + std::string(scheme) + "'");
+  }
+  url.tls.enabled = scheme.starts_with("rediss");
+  std::string_view rest = text.substr(sep + 3);
 
   std::string_view query;
   if (size_t q = rest.find('?'); q != std::string_view::npos) {
@@ -131,36 +220,33 @@ Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaul
     url.password = std::move(password);
   }
 
-  std::string_view port_text;
-  if (rest.starts_with('[')) {  // [IPv6]
-    const size_t close = rest.find(']');
-    if (close == std::string_view::npos) return BadUrl("unterminated '[' in the host");
-    url.host = std::string(rest.substr(1, close - 1));
-    std::string_view after = rest.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return BadUrl("unexpected text after ']'");
-      port_text = after.substr(1);
-      if (port_text.empty()) return BadUrl("empty port after ':'");
+  const bool many = url.mode != RedisMode::kSingle;
+  while (true) {
+    const size_t comma = rest.find(',');
+    if (comma != std::string_view::npos && !many) {
+      return BadUrl(
+          "redis:// takes one host; use redis-cluster:// or redis-sentinel:// for several");
     }
-  } else {
-    const size_t colon = rest.find(':');
-    url.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port_text = rest.substr(colon + 1);
-      if (port_text.empty()) return BadUrl("empty port after ':'");
-    }
+    // Sentinels listen on 26379 unless told otherwise; servers on 6379.
+    REDBLOOM_ASSIGN_OR_RETURN(
+        HostPort hp,
+        ParseHost(rest.substr(0, comma), url.mode == RedisMode::kSentinel ? 26379 : 6379));
+    url.hosts.push_back(std::move(hp));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
   }
-  if (url.host.empty()) return BadUrl("the host is missing");
-  for (char c : url.host) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == '%' || c == '@') {
-      return BadUrl("the host '" + url.host + "' contains a character hosts cannot have");
+  if (url.mode == RedisMode::kSentinel) {
+    const size_t slash = path.find('/');
+    REDBLOOM_ASSIGN_OR_RETURN(url.master_name, PercentDecode(path.substr(0, slash), "master name"));
+    if (url.master_name.empty()) {
+      return BadUrl("redis-sentinel:// needs the master's name: redis-sentinel://host:port/MASTER");
     }
-  }
-  if (!port_text.empty()) {
-    REDBLOOM_ASSIGN_OR_RETURN(int64_t port, ParseInt(port_text, 1, 65535, "port"));
-    url.port = static_cast<int>(port);
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
   }
   if (!path.empty()) {
+    if (url.mode == RedisMode::kCluster) {
+      return BadUrl("a Redis Cluster has database 0 only; drop the '/" + std::string(path) + "'");
+    }
     // Redis accepts up to the server's "databases" setting (16 by default);
     // the server itself rejects a db it does not have.
     REDBLOOM_ASSIGN_OR_RETURN(int64_t db, ParseInt(path, 0, 1'000'000, "database number"));
@@ -177,17 +263,47 @@ Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaul
       return BadUrl("option '" + std::string(pair) + "' has no '='");
     REDBLOOM_RETURN_IF_ERROR(ApplyOption(pair.substr(0, eq), pair.substr(eq + 1), &url));
   }
+  if (!url.tls.enabled && (url.tls.insecure || !url.tls.cacert.empty() || !url.tls.cert.empty() ||
+                           !url.tls.key.empty() || !url.tls.sni.empty())) {
+    return BadUrl("cacert, cert, key, sni and insecure need TLS: use rediss:// (or tls=1)");
+  }
+  if (url.tls.cert.empty() != url.tls.key.empty()) {
+    return BadUrl("a client certificate needs both cert= and key=");
+  }
+  if (url.mode != RedisMode::kSentinel &&
+      (url.sentinel_password.has_value() || !url.sentinel_user.empty())) {
+    return BadUrl("sentinel_user and sentinel_password apply to redis-sentinel:// only");
+  }
   REDBLOOM_RETURN_IF_ERROR(ValidateOptions(url.options));
   return url;
 }
 
+std::string HostPort::Display() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
 std::string RedisUrl::Redacted() const {
-  std::string s = "redis://";
+  std::string s = mode == RedisMode::kCluster    ? "redis-cluster"
+                  : mode == RedisMode::kSentinel ? "redis-sentinel"
+                                                 : "redis";
+  if (tls.enabled) s.insert(5, "s");
+  s += "://";
   if (password.has_value()) s += user + ":***@";
-  s += host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  s += ":" + std::to_string(port) + "/" + std::to_string(db);
-  if (keys == KeyMode::kJdk) s += "?keys=jdk";
-  return s;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i > 0) s += ",";
+    s += hosts[i].Display();
+  }
+  if (mode == RedisMode::kSentinel) s += "/" + master_name;
+  if (mode != RedisMode::kCluster) s += "/" + std::to_string(db);
+  std::string query;
+  auto add = [&](const std::string& kv) { query += (query.empty() ? "?" : "&") + kv; };
+  if (keys == KeyMode::kJdk) add("keys=jdk");
+  if (wait_replicas > 0) add("wait_replicas=" + std::to_string(wait_replicas));
+  if (read_from == ReadFrom::kReplica) add("read_from=replica");
+  if (tls.insecure) add("insecure=1");
+  if (sentinel_password.has_value()) add("sentinel_password=***");
+  return s + query;
 }
 
 }  // namespace redbloom::internal
