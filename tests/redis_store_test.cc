@@ -743,7 +743,8 @@ TEST(RedisUrlTest, ParsesEveryPart) {
 TEST(RedisUrlTest, ParsesClusterAndSentinelUrls) {
   StoreOptions defaults;
   auto c = internal::ParseRedisUrl(
-      "redis-cluster://:pw@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002?wait_replicas=1&read_from=replica",
+      "redis-cluster://"
+      ":pw@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002?wait_replicas=1&read_from=replica",
       defaults);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->mode, internal::RedisMode::kCluster);
@@ -767,8 +768,9 @@ TEST(RedisUrlTest, ParsesClusterAndSentinelUrls) {
   EXPECT_EQ(s->sentinel_password, "x@y");
   EXPECT_TRUE(s->tls.enabled);
   EXPECT_EQ(s->tls.cacert, "/ca.pem");
-  EXPECT_EQ(s->Redacted(), "rediss-sentinel://app:***@s1:26379,s2:5000/my master/2"
-                           "?sentinel_password=***");
+  EXPECT_EQ(s->Redacted(),
+            "rediss-sentinel://app:***@s1:26379,s2:5000/my master/2"
+            "?sentinel_password=***");
 }
 
 TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
