@@ -906,6 +906,41 @@ TEST(RedisConnectionTest, SelectsTheDatabaseAndRejectsOneThatDoesNotExist) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().ToString();
 }
 
+// wait_replicas: an add (or create, or bulk load) is acknowledged only once
+// WAIT confirms that many replicas have it; fewer is an error, never a
+// silent acknowledgement that a failover could take back.
+TEST(RedisReplicationTest, WaitReplicasAcknowledgesOnlyReplicatedWrites) {
+  // A diskless sync without its default 5 s delay: the replica is up at once.
+  RedisServer master({"--repl-diskless-sync-delay", "0"});
+  master.Start();
+  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  replica.Start();
+  for (int i = 0; i < 500 && replica.Cli({"INFO", "replication"}).find("master_link_status:up") ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(replica.Cli({"INFO", "replication"}).find("master_link_status:up"), std::string::npos);
+
+  auto one = MustOpen(master.url() + "?wait_replicas=1&wait_timeout_ms=2000");
+  auto f = BloomFilter::Create(*one, "f", Options(100000));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto items = Items(Encoding::kUtf8, 2000);
+  ASSERT_TRUE((*f)->AddMany(Views(items)).ok());
+  ASSERT_TRUE((*f)->Add("single").ok());
+  // What was acknowledged is on the replica now, bit for bit.
+  EXPECT_EQ(replica.Cli({"GET", "f"}), master.Cli({"GET", "f"}));
+
+  auto two = MustOpen(master.url() + "?wait_replicas=2&wait_timeout_ms=100");
+  auto g = BloomFilter::Open(*two, "f");
+  ASSERT_TRUE(g.ok());
+  const Status s = (*g)->Add("needs-two");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("only 1 of 2 replicas"), std::string::npos) << s.message();
+  const Status bulk = (*g)->AddMany(Views(Items(Encoding::kUtf8, 500, /*salt=*/9)));
+  EXPECT_EQ(bulk.code(), StatusCode::kUnavailable) << bulk.ToString();
+}
+
 TEST_F(RedisStoreTest, SlowServerIsDeadlineExceededAndTheConnectionRecovers) {
   auto store = MustOpen(server_->url() + "?command_timeout_ms=100");
   auto f = BloomFilter::Create(*store, "f", Options());

@@ -19,7 +19,9 @@ class SingleServerSource final : public ConnectionSource {
   SingleServerSource(ServerParams server, const StoreOptions& options)
       : ConnectionSource(options), pool_(std::move(server), options.pool_size) {}
 
-  Status Run(std::string_view /*key*/, bool idempotent, const Op& op) override {
+  // One server serves every access; read_from=replica needs a topology
+  // (Sentinel or Cluster) to find replicas.
+  Status Run(std::string_view /*key*/, Access /*access*/, bool idempotent, const Op& op) override {
     for (int attempt = 0;; ++attempt) {
       Status s;
       bool wrote = false;
@@ -40,7 +42,9 @@ class SingleServerSource final : public ConnectionSource {
     }
   }
 
-  Status ForEachServer(const Op& op) override { return Run("", /*idempotent=*/true, op); }
+  Status ForEachServer(const Op& op) override {
+    return Run("", Access::kMaster, /*idempotent=*/true, op);
+  }
 
   Status Check() override {
     Result<ConnectionPool::Lease> lease = pool_.Acquire();

@@ -19,6 +19,11 @@
 
 namespace redbloom::internal {
 
+// Where a command may run: on the master that owns the key, or, for reads
+// that tolerate a replica's lag (checks, fills, bitmap reads) with
+// read_from=replica, on one of its replicas.
+enum class Access { kMaster, kReplicaOk };
+
 class ConnectionSource {
  public:
   using Op = std::function<Status(Connection&)>;
@@ -39,7 +44,7 @@ class ConnectionSource {
   // connection died. Timeouts (kDeadlineExceeded) are not retried: a server
   // too slow for one attempt gets no faster from a second one, and the
   // caller's time is up.
-  virtual Status Run(std::string_view key, bool idempotent, const Op& op) = 0;
+  virtual Status Run(std::string_view key, Access access, bool idempotent, const Op& op) = 0;
   // Runs `op` once on every server that holds keys (for SCAN).
   virtual Status ForEachServer(const Op& op) = 0;
   // Connects once, without retries, so that a wrong URL or a server that is

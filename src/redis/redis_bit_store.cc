@@ -58,11 +58,12 @@ RedisBitStore::~RedisBitStore() {
   for (auto& [part, cells] : cells_) {
     const uint64_t uncounted = cells->pending.exchange(0);
     if (uncounted == 0) continue;
-    (void)shared_->source->Run(keys_.meta, /*idempotent=*/false, [&](Connection& c) -> Status {
-      CommandBuffer cmd;
-      AppendCount(&cmd, *cells, uncounted);
-      return Call(c, cmd).status();
-    });
+    (void)shared_->source->Run(keys_.meta, Access::kMaster, /*idempotent=*/false,
+                               [&](Connection& c) -> Status {
+                                 CommandBuffer cmd;
+                                 AppendCount(&cmd, *cells, uncounted);
+                                 return Call(c, cmd).status();
+                               });
   }
 }
 
@@ -188,51 +189,70 @@ void RedisBitStore::AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t
   cmd->Arg(cells.count_field);
 }
 
+Status WaitForReplicas(Connection& c, const RedisShared& shared) {
+  if (shared.wait_replicas <= 0) return Status::Ok();
+  CommandBuffer cmd;
+  cmd.Command(
+      {"WAIT", std::to_string(shared.wait_replicas), std::to_string(shared.wait_timeout.count())});
+  REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+  if (r->type != REDIS_REPLY_INTEGER) return Unexpected("WAIT", r.get());
+  if (r->integer < shared.wait_replicas) {
+    return Status::Unavailable(
+        "redis " + c.server().display + ": only " + std::to_string(r->integer) + " of " +
+        std::to_string(shared.wait_replicas) + " replicas confirmed the write within " +
+        std::to_string(shared.wait_timeout.count()) +
+        " ms (wait_replicas); it is on the master but may be lost in a failover");
+  }
+  return Status::Ok();
+}
+
 // ---- Parts ------------------------------------------------------------------
 
 Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
   std::vector<uint64_t> live;
-  Status s = shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
-    live.clear();
-    CommandBuffer cmd;
-    cmd.Command({"HMGET", keys_.meta, "format"});
-    cmd.Command({"HKEYS", keys_.parts});
-    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta, c.ReadOk());
-    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.ReadOk());
-    if (!IsArray(meta.get(), 1)) return Unexpected("HMGET", meta.get());
-    if (meta->element[0]->type == REDIS_REPLY_NIL) return Gone();
-    if (!IsArray(r.get(), 0)) return Unexpected("HKEYS", r.get());
-    std::vector<uint64_t> parts;
-    for (size_t i = 0; i < r->elements; ++i) {
-      Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
-      if (!p.ok() || std::to_string(*p) != ReplyText(r->element[i])) {
-        return Status::DataLoss("filter '" + name_ + "': corrupt part number '" +
-                                ReplyString(r->element[i]) + "'");
-      }
-      parts.push_back(*p);
-    }
-    if (parts.empty()) return Status::Ok();
-    CommandBuffer exists;
-    for (uint64_t p : parts)
-      exists.Command({"EXISTS", PartKeysFor(name_, shared_->keys, p).bitmap});
-    REDBLOOM_RETURN_IF_ERROR(c.Append(exists));
-    std::vector<uint64_t> expired;
-    for (uint64_t p : parts) {
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr e, c.ReadOk());
-      (e->integer == 1 ? live : expired).push_back(p);
-    }
-    if (!expired.empty()) {
-      // Forget parts whose keys expired, so the list stays short.
-      std::vector<std::string> prune_keys = {keys_.parts};
-      for (uint64_t p : expired) prune_keys.push_back(PartKeysFor(name_, shared_->keys, p).bitmap);
-      CommandBuffer prune;
-      BeginEval(&prune, scripts::kPruneParts, prune_keys, expired.size());
-      for (uint64_t p : expired) prune.Arg(p);
-      REDBLOOM_RETURN_IF_ERROR(Call(c, prune).status());
-    }
-    return Status::Ok();
-  });
+  Status s = shared_->source->Run(
+      keys_.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+        live.clear();
+        CommandBuffer cmd;
+        cmd.Command({"HMGET", keys_.meta, "format"});
+        cmd.Command({"HKEYS", keys_.parts});
+        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta, c.ReadOk());
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.ReadOk());
+        if (!IsArray(meta.get(), 1)) return Unexpected("HMGET", meta.get());
+        if (meta->element[0]->type == REDIS_REPLY_NIL) return Gone();
+        if (!IsArray(r.get(), 0)) return Unexpected("HKEYS", r.get());
+        std::vector<uint64_t> parts;
+        for (size_t i = 0; i < r->elements; ++i) {
+          Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
+          if (!p.ok() || std::to_string(*p) != ReplyText(r->element[i])) {
+            return Status::DataLoss("filter '" + name_ + "': corrupt part number '" +
+                                    ReplyString(r->element[i]) + "'");
+          }
+          parts.push_back(*p);
+        }
+        if (parts.empty()) return Status::Ok();
+        CommandBuffer exists;
+        for (uint64_t p : parts)
+          exists.Command({"EXISTS", PartKeysFor(name_, shared_->keys, p).bitmap});
+        REDBLOOM_RETURN_IF_ERROR(c.Append(exists));
+        std::vector<uint64_t> expired;
+        for (uint64_t p : parts) {
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr e, c.ReadOk());
+          (e->integer == 1 ? live : expired).push_back(p);
+        }
+        if (!expired.empty()) {
+          // Forget parts whose keys expired, so the list stays short.
+          std::vector<std::string> prune_keys = {keys_.parts};
+          for (uint64_t p : expired)
+            prune_keys.push_back(PartKeysFor(name_, shared_->keys, p).bitmap);
+          CommandBuffer prune;
+          BeginEval(&prune, scripts::kPruneParts, prune_keys, expired.size());
+          for (uint64_t p : expired) prune.Arg(p);
+          REDBLOOM_RETURN_IF_ERROR(Call(c, prune).status());
+        }
+        return Status::Ok();
+      });
   if (!s.ok()) return s;
   if (KindOf(config_.kind).part0_at_create) live.push_back(0);
   std::sort(live.begin(), live.end());
@@ -245,19 +265,22 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
   if (!cells->listed) return Status::Ok();  // exists from creation on
   const uint64_t expires_at = CapExpiry(expires_at_ms, filter_expires_at_ms_);
   // Idempotent: creating a part that exists changes nothing.
-  return shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
-    CommandBuffer cmd;
-    BeginEval(&cmd, scripts::kCreatePart, {keys_.meta, cells->bitmap, keys_.parts}, kChecked + 4);
-    for (const auto& v : checked_) cmd.Arg(v);
-    cmd.Arg(part);
-    cmd.Arg(cells->bytes);
-    cmd.Arg(expires_at);
-    cmd.Arg(filter_expires_at_ms_);
-    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
-    if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, *cells, r.get());
-    return Status::Ok();
-  });
+  return shared_->source->Run(keys_.meta, Access::kMaster, /*idempotent=*/true,
+                              [&](Connection& c) -> Status {
+                                CommandBuffer cmd;
+                                BeginEval(&cmd, scripts::kCreatePart,
+                                          {keys_.meta, cells->bitmap, keys_.parts}, kChecked + 4);
+                                for (const auto& v : checked_) cmd.Arg(v);
+                                cmd.Arg(part);
+                                cmd.Arg(cells->bytes);
+                                cmd.Arg(expires_at);
+                                cmd.Arg(filter_expires_at_ms_);
+                                REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+                                REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+                                if (r->type == REDIS_REPLY_ERROR)
+                                  return ScriptError(c, *cells, r.get());
+                                return Status::Ok();
+                              });
 }
 
 // ---- Checks -----------------------------------------------------------------
@@ -279,7 +302,7 @@ Status RedisBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* 
     return Status::Ok();
   }
   size_t done = 0;
-  return shared_->source->Run(keys_.meta, /*idempotent=*/true,
+  return shared_->source->Run(keys_.meta, Access::kReplicaOk, /*idempotent=*/true,
                               [&](Connection& c) { return TestOn(c, chunks, &done, parts_now); });
 }
 
@@ -425,18 +448,19 @@ size_t PresenceReplies(const RedisBitStore::Cells& cells) { return cells.listed 
 Result<uint64_t> RedisBitStore::ItemCount(uint64_t part) {
   REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
   uint64_t count = 0;
-  Status s = shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
-    CommandBuffer cmd;
-    cmd.Command({"MULTI"});
-    AppendMetaCheck(&cmd);
-    cmd.Command({"HGET", cells->count_hash, cells->count_field});
-    cmd.Command({"EXEC"});
-    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2));
-    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[0]));
-    REDBLOOM_ASSIGN_OR_RETURN(count, ParseCount(*cells, exec->element[1]));
-    return Status::Ok();
-  });
+  Status s = shared_->source->Run(
+      keys_.meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
+        CommandBuffer cmd;
+        cmd.Command({"MULTI"});
+        AppendMetaCheck(&cmd);
+        cmd.Command({"HGET", cells->count_hash, cells->count_field});
+        cmd.Command({"EXEC"});
+        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2));
+        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[0]));
+        REDBLOOM_ASSIGN_OR_RETURN(count, ParseCount(*cells, exec->element[1]));
+        return Status::Ok();
+      });
   if (!s.ok()) return s;
   return count;
 }
@@ -455,35 +479,36 @@ Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
     REDBLOOM_ASSIGN_OR_RETURN(stats.items_added, ItemCount(part));
     return stats;
   }
-  Status s = shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
-    CommandBuffer cmd;
-    cmd.Command({"MULTI"});
-    cmd.Command({"BITCOUNT", cells->bitmap});
-    AppendMetaCheck(&cmd);
-    cmd.Command({"HGET", cells->count_hash, cells->count_field});
-    AppendPresence(&cmd, *cells, keys_.parts);
-    cmd.Command({"EXEC"});
-    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 3 + PresenceReplies(*cells)));
-    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
-    if (cells->listed && exec->element[4]->integer == 0) {
-      return Status::NotFound(cells->display + " does not exist");
-    }
-    const redisReply* length = exec->element[3];
-    if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
-    if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
-    if (static_cast<uint64_t>(length->integer) != cells->bytes) {
-      return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
-    }
-    const redisReply* count = exec->element[0];
-    if (count->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, count);
-    if (count->type != REDIS_REPLY_INTEGER || count->integer < 0) {
-      return Unexpected("BITCOUNT", count);
-    }
-    stats.bits_set = static_cast<uint64_t>(count->integer);
-    REDBLOOM_ASSIGN_OR_RETURN(stats.items_added, ParseCount(*cells, exec->element[2]));
-    return Status::Ok();
-  });
+  Status s = shared_->source->Run(
+      keys_.meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
+        CommandBuffer cmd;
+        cmd.Command({"MULTI"});
+        cmd.Command({"BITCOUNT", cells->bitmap});
+        AppendMetaCheck(&cmd);
+        cmd.Command({"HGET", cells->count_hash, cells->count_field});
+        AppendPresence(&cmd, *cells, keys_.parts);
+        cmd.Command({"EXEC"});
+        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 3 + PresenceReplies(*cells)));
+        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
+        if (cells->listed && exec->element[4]->integer == 0) {
+          return Status::NotFound(cells->display + " does not exist");
+        }
+        const redisReply* length = exec->element[3];
+        if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
+        if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+        if (static_cast<uint64_t>(length->integer) != cells->bytes) {
+          return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
+        }
+        const redisReply* count = exec->element[0];
+        if (count->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, count);
+        if (count->type != REDIS_REPLY_INTEGER || count->integer < 0) {
+          return Unexpected("BITCOUNT", count);
+        }
+        stats.bits_set = static_cast<uint64_t>(count->integer);
+        REDBLOOM_ASSIGN_OR_RETURN(stats.items_added, ParseCount(*cells, exec->element[2]));
+        return Status::Ok();
+      });
   if (!s.ok()) return s;
   return stats;
 }
@@ -493,8 +518,8 @@ Status RedisBitStore::Clear() {
   for (uint64_t part : parts) {
     REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
     // Idempotent: clearing twice leaves the same empty part.
-    Status cleared =
-        shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
+    Status cleared = shared_->source->Run(
+        keys_.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           CommandBuffer cmd;
           BeginEval(&cmd, scripts::kClear, {keys_.meta, cells->bitmap, cells->count_hash},
                     kChecked + 2);
@@ -516,35 +541,36 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
   REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
   out->clear();
   if (len == 0) return Status::Ok();
-  return shared_->source->Run(keys_.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
-    CommandBuffer cmd;
-    cmd.Command({"MULTI"});
-    cmd.Begin(4);
-    cmd.Arg("GETRANGE");
-    cmd.Arg(cells->bitmap);
-    cmd.Arg(offset);
-    cmd.Arg(offset + len - 1);
-    AppendMetaCheck(&cmd);
-    AppendPresence(&cmd, *cells, keys_.parts);
-    cmd.Command({"EXEC"});
-    REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2 + PresenceReplies(*cells)));
-    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
-    if (cells->listed && exec->element[3]->integer == 0) {
-      return Status::NotFound(cells->display + " does not exist");
-    }
-    const redisReply* length = exec->element[2];
-    if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
-    if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
-    if (static_cast<uint64_t>(length->integer) != cells->bytes) {
-      return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
-    }
-    const redisReply* bytes = exec->element[0];
-    if (bytes->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, bytes);
-    if (bytes->type != REDIS_REPLY_STRING) return Unexpected("GETRANGE", bytes);
-    out->assign(bytes->str, bytes->len);
-    return Status::Ok();
-  });
+  return shared_->source->Run(
+      keys_.meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
+        CommandBuffer cmd;
+        cmd.Command({"MULTI"});
+        cmd.Begin(4);
+        cmd.Arg("GETRANGE");
+        cmd.Arg(cells->bitmap);
+        cmd.Arg(offset);
+        cmd.Arg(offset + len - 1);
+        AppendMetaCheck(&cmd);
+        AppendPresence(&cmd, *cells, keys_.parts);
+        cmd.Command({"EXEC"});
+        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2 + PresenceReplies(*cells)));
+        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
+        if (cells->listed && exec->element[3]->integer == 0) {
+          return Status::NotFound(cells->display + " does not exist");
+        }
+        const redisReply* length = exec->element[2];
+        if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
+        if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+        if (static_cast<uint64_t>(length->integer) != cells->bytes) {
+          return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
+        }
+        const redisReply* bytes = exec->element[0];
+        if (bytes->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, bytes);
+        if (bytes->type != REDIS_REPLY_STRING) return Unexpected("GETRANGE", bytes);
+        out->assign(bytes->str, bytes->len);
+        return Status::Ok();
+      });
 }
 
 // Uploads `bitmap` to a temporary key piece by piece (all-zero pieces are
@@ -567,7 +593,7 @@ Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t ne
   // Pending adds are counted along with the load.
   const uint64_t uncounted = cells->pending.exchange(0);
   Status status = shared_->source->Run(
-      keys_.meta, /*idempotent=*/!cells->counting(), [&](Connection& c) -> Status {
+      keys_.meta, Access::kMaster, /*idempotent=*/!cells->counting(), [&](Connection& c) -> Status {
         thread_local std::mt19937_64 rng(std::random_device{}());
         char suffix[17];
         std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
@@ -613,7 +639,7 @@ Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t ne
             --in_flight;
           }
         }
-        return Status::Ok();
+        return WaitForReplicas(c, *shared_);
       });
   if (!status.ok()) cells->pending += uncounted;
   return status;

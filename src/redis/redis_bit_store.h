@@ -26,7 +26,18 @@ struct RedisShared {
   std::unique_ptr<ConnectionSource> source;
   KeyMode keys = KeyMode::kPlain;
   StoreOptions options;
+  // wait_replicas: a write is acknowledged only once WAIT says this many
+  // replicas have it (0: no WAIT), waiting at most wait_timeout.
+  int wait_replicas = 0;
+  std::chrono::milliseconds wait_timeout{1000};
 };
+
+// With shared.wait_replicas, sends WAIT on the connection that just wrote
+// and fails with kUnavailable if fewer replicas than asked confirm every
+// write so far. Without it, a failover can lose writes the old master
+// acknowledged but had not yet replicated: a lost add is a future false
+// negative.
+Status WaitForReplicas(Connection& c, const RedisShared& shared);
 
 class RedisBitStore final : public BitStore {
  public:

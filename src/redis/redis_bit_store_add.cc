@@ -46,22 +46,25 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
   // Added items whose count update has not been sent: the last call's, and
   // then each transaction's until the next one's guard carries it.
   uint64_t uncounted = cells.pending.exchange(0);
-  Status s = shared_->source->Run(keys_.meta, /*idempotent=*/!cells.counting(), [&](Connection& c) {
-    Status added = AddOn(c, cells, b, chunks, &done, &uncounted);
-    if (added.ok() && uncounted != 0) {
-      // The last transaction's count goes out at once, without waiting for
-      // its answer (the pool reads it later): other clients see the count as
-      // soon as the add returns, at the price of one more small command per
-      // call (~10-25 us of server time here; nothing at batch 1000).
-      CommandBuffer cmd;
-      AppendCount(&cmd, cells, uncounted);
-      if (c.Append(cmd).ok() && c.Flush().ok()) {
-        c.OweReply();
-        uncounted = 0;
-      }
-    }
-    return added;
-  });
+  Status s = shared_->source->Run(keys_.meta, Access::kMaster, /*idempotent=*/!cells.counting(),
+                                  [&](Connection& c) {
+                                    Status added = AddOn(c, cells, b, chunks, &done, &uncounted);
+                                    if (added.ok() && uncounted != 0) {
+                                      // The last transaction's count goes out at once, without
+                                      // waiting for its answer (the pool reads it later): other
+                                      // clients see the count as soon as the add returns, at the
+                                      // price of one more small command per call (~10-25 us of
+                                      // server time here; nothing at batch 1000).
+                                      CommandBuffer cmd;
+                                      AppendCount(&cmd, cells, uncounted);
+                                      if (c.Append(cmd).ok() && c.Flush().ok()) {
+                                        c.OweReply();
+                                        uncounted = 0;
+                                      }
+                                    }
+                                    if (!added.ok()) return added;
+                                    return WaitForReplicas(c, *shared_);
+                                  });
   // What could not be sent rides with this handle's next command.
   cells.pending += uncounted;
   return s;
@@ -71,7 +74,7 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
 Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
   const uint64_t uncounted = b.capacity != 0 ? 0 : cells.pending.exchange(0);
   bool refused = false;
-  Status s = shared_->source->Run(keys_.meta, /*idempotent=*/!cells.counting(),
+  Status s = shared_->source->Run(keys_.meta, Access::kMaster, /*idempotent=*/!cells.counting(),
                                   [&](Connection& c) -> Status {
                                     refused = false;
                                     Status e = EvalPerItem(
@@ -85,7 +88,8 @@ Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
                                           cmd.Arg(b.capacity);
                                         },
                                         b.offsets, b.items, b.k, b.out, &b.room, &refused);
-                                    return e;
+                                    if (!e.ok() || refused) return e;
+                                    return WaitForReplicas(c, *shared_);
                                   });
   if (!s.ok() || refused) {
     // A count the script may not have applied rides with the next command.
@@ -286,8 +290,8 @@ Status RedisBitStore::Remove(std::span<PartBatch> batches) {
     }
     REDBLOOM_RETURN_IF_ERROR(CheckBatch(*cells, b));
     if (b.items == 0) continue;
-    Status removed =
-        shared_->source->Run(keys_.meta, /*idempotent=*/false, [&](Connection& c) -> Status {
+    Status removed = shared_->source->Run(
+        keys_.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
           // Pending adds are counted first, so the removes below never take
           // the stored count under what this handle added.
           if (const uint64_t uncounted = cells->pending.exchange(0); uncounted != 0) {

@@ -58,24 +58,27 @@ class RedisStore final : public Store {
     const uint64_t main_bytes = KindOf(config.kind).part0_at_create ? config.data_bytes() : 0;
     // Not idempotent: a create whose answer was lost and that is sent again
     // would report kAlreadyExists for the filter it made itself.
-    return shared_->source->Run(keys.meta, /*idempotent=*/false, [&](Connection& c) -> Status {
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, EvalWithMeta(c, scripts::kCreate, name, keys, config,
-                                                         main_bytes, expires_at, "create"));
-      const int64_t code = r->element[0]->integer;
-      if (code == 0) return Status::Ok();
-      if (code == 1) {
-        REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ExistingMeta(r.get(), name));
-        return ExistsStatus(name, existing.config, config);
-      }
-      if (code == 2) {
-        const std::string type = ReplyString(r->element[1]);
-        if (type != "string") return WrongTypeStatus(DisplayName(name), type);
-        return Status::Conflict("key '" + DisplayName(name) +
-                                "' exists without redbloom metadata (written by another program, "
-                                "e.g. a Java service?); use attach to adopt it, or delete it");
-      }
-      return MetaWrongType(r.get(), name);
-    });
+    return shared_->source->Run(
+        keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+          REDBLOOM_ASSIGN_OR_RETURN(
+              ReplyPtr r, EvalWithMeta(c, scripts::kCreate, name, keys, config, main_bytes,
+                                       expires_at, "create"));
+          const int64_t code = r->element[0]->integer;
+          if (code == 0) return WaitForReplicas(c, *shared_);
+          if (code == 1) {
+            REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ExistingMeta(r.get(), name));
+            return ExistsStatus(name, existing.config, config);
+          }
+          if (code == 2) {
+            const std::string type = ReplyString(r->element[1]);
+            if (type != "string") return WrongTypeStatus(DisplayName(name), type);
+            return Status::Conflict(
+                "key '" + DisplayName(name) +
+                "' exists without redbloom metadata (written by another program, "
+                "e.g. a Java service?); use attach to adopt it, or delete it");
+          }
+          return MetaWrongType(r.get(), name);
+        });
   }
 
   Status Attach(std::string_view name, const FilterConfig& config) override {
@@ -88,28 +91,29 @@ class RedisStore final : public Store {
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
     // Idempotent: attaching again with the same parameters succeeds.
-    return shared_->source->Run(keys.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
-      REDBLOOM_ASSIGN_OR_RETURN(
-          ReplyPtr r, EvalWithMeta(c, scripts::kAttach, name, keys, config, config.data_bytes(),
-                                   expires_at, "attach"));
-      const int64_t code = r->element[0]->integer;
-      if (code == 0) return Status::Ok();
-      if (code == 1) {
-        REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ExistingMeta(r.get(), name));
-        if (existing.config.SameFilterAs(config)) return Status::Ok();
-        return ExistsStatus(name, existing.config, config);
-      }
-      if (code == 2) return WrongTypeStatus(DisplayName(name), ReplyString(r->element[1]));
-      if (code == 4) {
-        return Status::Conflict(
-            "key '" + DisplayName(name) + "' is " + std::to_string(r->element[1]->integer) +
-            " bytes long, but a filter of " + config.ToString() + " has only " +
-            std::to_string(config.data_bytes()) +
-            " bytes: whoever wrote it used more bits (another capacity or error rate?); attach "
-            "with the writer's exact parameters");
-      }
-      return MetaWrongType(r.get(), name);
-    });
+    return shared_->source->Run(
+        keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          REDBLOOM_ASSIGN_OR_RETURN(
+              ReplyPtr r, EvalWithMeta(c, scripts::kAttach, name, keys, config, config.data_bytes(),
+                                       expires_at, "attach"));
+          const int64_t code = r->element[0]->integer;
+          if (code == 0) return WaitForReplicas(c, *shared_);
+          if (code == 1) {
+            REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ExistingMeta(r.get(), name));
+            if (existing.config.SameFilterAs(config)) return Status::Ok();
+            return ExistsStatus(name, existing.config, config);
+          }
+          if (code == 2) return WrongTypeStatus(DisplayName(name), ReplyString(r->element[1]));
+          if (code == 4) {
+            return Status::Conflict(
+                "key '" + DisplayName(name) + "' is " + std::to_string(r->element[1]->integer) +
+                " bytes long, but a filter of " + config.ToString() + " has only " +
+                std::to_string(config.data_bytes()) +
+                " bytes: whoever wrote it used more bits (another capacity or error rate?); attach "
+                "with the writer's exact parameters");
+          }
+          return MetaWrongType(r.get(), name);
+        });
   }
 
   Result<FilterConfig> ReadConfig(std::string_view name) override {
@@ -185,27 +189,28 @@ class RedisStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     // Not idempotent: a repeated drop would answer kNotFound.
-    return shared_->source->Run(keys.meta, /*idempotent=*/false, [&](Connection& c) -> Status {
-      auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
-        std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts};
-        for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
-        BeginEval(cmd, scripts::kDrop, all, 1 + parts.size());
-        cmd->Arg(name);
-        for (uint64_t p : parts) cmd->Arg(p);
-      };
-      return WithParts(c, keys, name, "dropped", build, [&](const redisReply* r) -> Status {
-        switch (r->element[0]->integer) {
-          case 1:
-            return Status::Ok();
-          case 0:
-            return NotFoundStatus(name);
-          case -1:
-            return CollisionStatus(name, ReplyString(r->element[1]), DisplayMeta(name));
-          default:
-            return MetaWrongType(r, name);
-        }
-      });
-    });
+    return shared_->source->Run(
+        keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+          auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
+            std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts};
+            for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
+            BeginEval(cmd, scripts::kDrop, all, 1 + parts.size());
+            cmd->Arg(name);
+            for (uint64_t p : parts) cmd->Arg(p);
+          };
+          return WithParts(c, keys, name, "dropped", build, [&](const redisReply* r) -> Status {
+            switch (r->element[0]->integer) {
+              case 1:
+                return Status::Ok();
+              case 0:
+                return NotFoundStatus(name);
+              case -1:
+                return CollisionStatus(name, ReplyString(r->element[1]), DisplayMeta(name));
+              default:
+                return MetaWrongType(r, name);
+            }
+          });
+        });
   }
 
   Result<std::unique_ptr<BitStore>> OpenBits(std::string_view name,
@@ -226,26 +231,28 @@ class RedisStore final : public Store {
     // Readers of the old filter see the new one on their next call: the same
     // keys, checked against their parameters (kConflict if they differ, and
     // the facade reopens). Not idempotent: done twice, the source is gone.
-    return shared_->source->Run(keys.meta, /*idempotent=*/false, [&](Connection& c) -> Status {
-      auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
-        std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts, from.meta, from.bitmap};
-        for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
-        BeginEval(cmd, scripts::kReplace, all, 2 + parts.size());
-        cmd->Arg(name);
-        cmd->Arg(source);
-        for (uint64_t p : parts) cmd->Arg(p);
-      };
-      return WithParts(c, keys, name, "replaced", build, [&](const redisReply* r) -> Status {
-        switch (r->element[0]->integer) {
-          case 1:
-            return Status::Ok();
-          case 0:
-            return NotFoundStatus(source);
-          default:
-            return Unexpected("replace", r);
-        }
-      });
-    });
+    return shared_->source->Run(
+        keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+          auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
+            std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts, from.meta,
+                                            from.bitmap};
+            for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
+            BeginEval(cmd, scripts::kReplace, all, 2 + parts.size());
+            cmd->Arg(name);
+            cmd->Arg(source);
+            for (uint64_t p : parts) cmd->Arg(p);
+          };
+          return WithParts(c, keys, name, "replaced", build, [&](const redisReply* r) -> Status {
+            switch (r->element[0]->integer) {
+              case 1:
+                return Status::Ok();
+              case 0:
+                return NotFoundStatus(source);
+              default:
+                return Unexpected("replace", r);
+            }
+          });
+        });
   }
 
   Status Ping() override {
@@ -269,34 +276,36 @@ class RedisStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     StoredMeta meta;
-    Status s = shared_->source->Run(keys.meta, /*idempotent=*/true, [&](Connection& c) -> Status {
-      CommandBuffer cmd;
-      cmd.Command({"TYPE", keys.meta});
-      cmd.Command({"HGETALL", keys.meta});
-      cmd.Command({"TYPE", keys.bitmap});
-      REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta_type, c.ReadOk());
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr hash, c.Read());
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr bitmap_type, c.ReadOk());
-      const std::string mt = ReplyString(meta_type.get());
-      if (mt == "none") {
-        const std::string bt = ReplyString(bitmap_type.get());
-        if (bt == "none") return NotFoundStatus(name);
-        return Status::NotFound("filter '" + std::string(name) + "' does not exist: key '" +
-                                DisplayName(name) + "' is a " + bt + " without redbloom metadata" +
-                                (bt == "string" ? "; adopt it with attach" : ""));
-      }
-      if (mt != "hash") {
-        return Status::DataLoss("metadata key '" + DisplayMeta(name) + "' holds a " + mt +
-                                ", not a hash");
-      }
-      if (hash->type == REDIS_REPLY_ERROR) {
-        return ReplyErrorStatus(ReplyText(hash.get()), c.server());
-      }
-      REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
-      if (meta.name != name) return CollisionStatus(name, meta.name, DisplayMeta(name));
-      return Status::Ok();
-    });
+    Status s = shared_->source->Run(
+        keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          CommandBuffer cmd;
+          cmd.Command({"TYPE", keys.meta});
+          cmd.Command({"HGETALL", keys.meta});
+          cmd.Command({"TYPE", keys.bitmap});
+          REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta_type, c.ReadOk());
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr hash, c.Read());
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr bitmap_type, c.ReadOk());
+          const std::string mt = ReplyString(meta_type.get());
+          if (mt == "none") {
+            const std::string bt = ReplyString(bitmap_type.get());
+            if (bt == "none") return NotFoundStatus(name);
+            return Status::NotFound("filter '" + std::string(name) + "' does not exist: key '" +
+                                    DisplayName(name) + "' is a " + bt +
+                                    " without redbloom metadata" +
+                                    (bt == "string" ? "; adopt it with attach" : ""));
+          }
+          if (mt != "hash") {
+            return Status::DataLoss("metadata key '" + DisplayMeta(name) + "' holds a " + mt +
+                                    ", not a hash");
+          }
+          if (hash->type == REDIS_REPLY_ERROR) {
+            return ReplyErrorStatus(ReplyText(hash.get()), c.server());
+          }
+          REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
+          if (meta.name != name) return CollisionStatus(name, meta.name, DisplayMeta(name));
+          return Status::Ok();
+        });
     if (!s.ok()) return s;
     return meta;
   }
@@ -376,6 +385,8 @@ Result<std::unique_ptr<Store>> NewRedisStore(std::string_view url_text,
   auto shared = std::make_shared<RedisShared>();
   shared->options = url.options;
   shared->keys = url.keys;
+  shared->wait_replicas = url.wait_replicas;
+  shared->wait_timeout = url.wait_timeout;
   REDBLOOM_ASSIGN_OR_RETURN(shared->source, NewConnectionSource(url));
   REDBLOOM_RETURN_IF_ERROR(shared->source->Check());
   return std::unique_ptr<Store>(std::make_unique<RedisStore>(std::move(url), shared));
