@@ -276,7 +276,7 @@ TEST_P(KindsTest, TtlRemovesTheWholeFilter) {
     ASSERT_TRUE(f->AddMany(Views(Items("x", 400))).ok());  // grows layers: 100 + 200 + 400
     ASSERT_EQ(f->Info()->parts, 3u);
     for (const std::string key : {"t", "{t}:meta", "{t}/parts", "{t}/part/1", "{t}/part/2"}) {
-      EXPECT_EQ(redis_->Cli({"PEXPIRETIME", key}), std::to_string(expires_at) + "\n") << key;
+      EXPECT_EQ(Cli({"PEXPIRETIME", key}), std::to_string(expires_at) + "\n") << key;
     }
     return;
   }
