@@ -16,12 +16,14 @@ std::vector<ConfigField> ConfigToFields(const FilterConfig& c, bool relevant_onl
       {"window_ms", std::to_string(c.window_millis)},
       {"slices", std::to_string(c.slices)},
       {"ttl_seconds", std::to_string(c.ttl_seconds)},
+      {"shards", std::to_string(c.shards)},
   };
   if (relevant_only) {
     std::erase_if(f, [](const ConfigField& x) {
-      return x.second == "0" &&
-             (x.first == "capped" || x.first == "expansion" || x.first == "window_ms" ||
-              x.first == "slices" || x.first == "ttl_seconds");
+      return (x.second == "0" &&
+              (x.first == "capped" || x.first == "expansion" || x.first == "window_ms" ||
+               x.first == "slices" || x.first == "ttl_seconds")) ||
+             (x.first == "shards" && x.second == "1");
     });
   }
   return f;
@@ -83,6 +85,15 @@ Result<FilterConfig> ConfigFromFields(const FieldMap& f, std::string_view where)
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t window_ms, count("window_ms", optional("window_ms")));
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t slices, count("slices", optional("slices")));
   REDBLOOM_ASSIGN_OR_RETURN(o.ttl_seconds, count("ttl_seconds", optional("ttl_seconds")));
+  // Written since sharding exists; older configs are one shard.
+  const auto shards_field = f.find("shards");
+  REDBLOOM_ASSIGN_OR_RETURN(
+      uint64_t shards,
+      count("shards", shards_field == f.end() ? std::string("1") : shards_field->second));
+  if (shards < 1 || shards > kMaxShards) {
+    return corrupt("shards " + std::to_string(shards) + " is out of range");
+  }
+  o.shards = static_cast<uint32_t>(shards);
   if (slices > kMaxSlices) return corrupt("slices " + std::to_string(slices) + " is too many");
   // Options carry the default expansion for kinds that do not use it; the
   // stored form says 0 (or nothing).

@@ -11,6 +11,8 @@
 //   expansion                scaling: capacity factor per layer (else 0)
 //   window_ms slices         window: the window and its slices (else 0)
 //   ttl_seconds              the TTL it was created with (0: none)
+//   shards                   plain and counting: shards (1: one array; absent
+//                            in configs written before sharding)
 #ifndef REDBLOOM_SRC_CONFIG_CODEC_H_
 #define REDBLOOM_SRC_CONFIG_CODEC_H_
 

@@ -64,6 +64,7 @@ FilterOptions OptionsOf(const FilterConfig& c) {
   o.window_millis = c.window_millis;
   o.slices = c.slices;
   o.ttl_seconds = c.ttl_seconds;
+  o.shards = c.shards;
   return o;
 }
 
@@ -79,6 +80,14 @@ Result<FilterConfig> MakeConfig(const FilterOptions& options) {
   c.capacity = options.capacity;
   c.error_rate = options.error_rate;
   c.ttl_seconds = options.ttl_seconds;
+  if (options.shards < 1 || options.shards > kMaxShards) {
+    return Status::InvalidArgument("shards must be between 1 and " + std::to_string(kMaxShards));
+  }
+  if (options.shards > 1 && !kind->one_array) {
+    return Status::InvalidArgument("shards apply to plain and counting filters, not to a " +
+                                   std::string(kind->name) + " filter");
+  }
+  c.shards = options.shards;
   REDBLOOM_RETURN_IF_ERROR(kind->configure(options, &c));
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing first, SizePart(c, 0));
   c.geometry = first.geometry;

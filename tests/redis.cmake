@@ -35,3 +35,6 @@ if(TARGET redbloom_cli)
   redbloom_add_test(redis_cli_test redis_cli_test.cc LABELS redis
                     LIBS nlohmann_json::nlohmann_json)
 endif()
+
+# Redis Cluster: a real 3-master, 3-replica cluster started by the test.
+redbloom_add_test(redis_cluster_test redis_cluster_test.cc LABELS "redis;cluster")

@@ -73,6 +73,29 @@ inline constexpr std::string_view kCreate =
     "end\n"
     "return {0}\n";
 
+// A sharded filter's shard S > 0 (see ShardKeysFor): replaces whatever the
+// shard's keys hold (a shard left by an interrupted create or drop) with a
+// sized, empty bitmap and the shard's metadata copy. Run by the creator that
+// won the filter's metadata, before it marks the shards ready.
+// KEYS: shard meta, shard bitmap. ARGV: bytes, expires_at_ms, field, value...
+inline constexpr std::string_view kCreateShard =
+    "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
+    "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\\0')\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
+    "if ARGV[2] ~= '0' then\n"
+    "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
+    "end\n"
+    "return 1\n";
+
+// Marks a sharded filter's shards as placed, if the metadata still belongs
+// to the create that placed them. KEYS: meta. ARGV: shard token. Returns 1,
+// or 0 if the filter was dropped or re-created meanwhile.
+inline constexpr std::string_view kShardsReady =
+    "if redis.call('HGET', KEYS[1], 'shard_token') ~= ARGV[1] then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'shards_ready', '1')\n"
+    "return 1\n";
+
 // KEYS: meta, bitmap. ARGV: data_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} attached; {1, HGETALL} metadata exists; {2, type} the bitmap is
 // not a string; {3, type} the meta key is not a hash; {4, length} the bitmap
