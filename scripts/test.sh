@@ -25,6 +25,16 @@ bash scripts/build.sh build -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_BUILD_BENCH=ON 
 echo "== tests"
 (cd build && ctest --output-on-failure --no-tests=error -j"$jobs")
 
+echo "== install, and build tests/consumer against it with find_package(redbloom)"
+step=$(date +%s)
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install build --prefix "$prefix/usr" >/dev/null
+cmake -S tests/consumer -B "$prefix/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/usr" >/dev/null
+ninja -C "$prefix/consumer" >/dev/null
+"$prefix/consumer/redbloom_consumer"
+echo "== consumer: $(( $(date +%s) - step )) s"
+
 echo "== build (ASan + UBSan)"
 bash scripts/build.sh build-asan -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_SANITIZE=address,undefined \
   -DREDBLOOM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1"
