@@ -14,6 +14,7 @@
 #include <ctime>
 #include <exception>
 
+#include "openapi.h"
 #include "redbloom/store.h"
 
 namespace redbloom::server {
@@ -71,6 +72,8 @@ Status ParseTarget(std::string_view target, Target* t) {
     t->route = Route::kReadyz;
   } else if (path == "/metrics") {
     t->route = Route::kMetrics;
+  } else if (path == "/v1/openapi.json") {
+    t->route = Route::kOpenApi;
   } else if (path == kFiltersPrefix) {
     t->route = Route::kFilters;
   } else if (path.starts_with(kFiltersPrefix) && path.size() > kFiltersPrefix.size() &&
@@ -118,6 +121,7 @@ std::string_view AllowedMethods(Route route) {
     case Route::kReadyz:
     case Route::kMetrics:
     case Route::kFilters:
+    case Route::kOpenApi:
       return "GET, HEAD";
     case Route::kItem:
       return "GET, HEAD, DELETE";  // DELETE: remove from a counting filter
@@ -254,6 +258,16 @@ std::string UtcTimestamp() {
 }
 
 }  // namespace
+
+std::vector<RouteSpec> Routes() {
+  std::vector<RouteSpec> routes;
+  for (size_t r = 0; r < kRouteCount; ++r) {
+    const Route route = static_cast<Route>(r);
+    if (route == Route::kUnmatched) continue;
+    routes.push_back({route, RouteLabel(route), AllowedMethods(route)});
+  }
+  return routes;
+}
 
 bool TokenMatches(std::string_view presented, std::string_view expected) {
   // Every byte of the expected token is folded in whatever the input, and
@@ -478,6 +492,9 @@ void HttpServer::Install() {
         break;
       case Route::kRemove:
         r = service_->RemoveItems(t.name, body);
+        break;
+      case Route::kOpenApi:
+        r.body = std::string(OpenApiJson());
         break;
       case Route::kUnmatched:
         r = ErrorReply(404, "not_found", "no such route");

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "access_log.h"
 #include "metrics.h"
@@ -70,6 +71,17 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   int port_ = 0;
 };
+
+// A route as docs/openapi.json names it: the path template and the methods
+// answered ("GET, HEAD, DELETE"; HEAD wherever GET).
+struct RouteSpec {
+  Route route;
+  std::string_view path;
+  std::string_view methods;
+};
+// Every route the server answers (not kUnmatched), so that a test can hold
+// the OpenAPI document to them.
+std::vector<RouteSpec> Routes();
 
 // Constant-time comparison of a presented token with the expected one: the
 // time depends only on the expected token's length.

@@ -26,6 +26,8 @@ std::string_view RouteLabel(Route route) {
       return "/v1/filters/{name}/items/{item}";
     case Route::kRemove:
       return "/v1/filters/{name}/remove";
+    case Route::kOpenApi:
+      return "/v1/openapi.json";
     case Route::kUnmatched:
       return "unmatched";
   }

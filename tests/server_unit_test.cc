@@ -310,6 +310,61 @@ TEST(ConfigTest, RejectsBadTokensAndListen) {
   EXPECT_EQ(ResolveConfig(flags, env.fn()).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ConfigTest, IsLoopbackHost) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "localhost"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.5", "128.0.0.1", "::ffff:10.0.0.1", "::2",
+                           "example.internal", "127.0.0.1.example", ""}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
+}
+
+// The packaged config ships kPlaceholderToken; a service that would expose it
+// beyond loopback must not start, whichever source the token came from.
+TEST(ConfigTest, RefusesThePlaceholderTokenBeyondLoopback) {
+  const std::string path = ::testing::TempDir() + "/redbloomd-placeholder.json";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, R"({"listen":"127.0.0.1:8080","token":"%s"})",
+                 std::string(kPlaceholderToken).c_str());
+    std::fclose(f);
+  }
+  FakeEnv no_env({});
+  Flags flags;
+  flags.config = path;
+  auto c = ResolveConfig(flags, no_env.fn());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();  // loopback: starts (with a warning)
+  EXPECT_EQ(c->http.token, kPlaceholderToken);
+
+  for (const char* listen : {"0.0.0.0:8080", "[::]:8080", "10.0.0.5:80", "example.internal:80"}) {
+    flags.listen = listen;
+    auto refused = ResolveConfig(flags, no_env.fn());
+    ASSERT_FALSE(refused.ok()) << listen;
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("placeholder"), std::string::npos)
+        << refused.status().message();
+    EXPECT_NE(refused.status().message().find(listen), std::string::npos)
+        << refused.status().message();
+  }
+
+  // From the environment or a flag just the same; a changed token, or none,
+  // starts (no token beyond loopback is only warned about).
+  flags = Flags{};
+  flags.listen = "0.0.0.0:8080";
+  FakeEnv env_placeholder({{"REDBLOOMD_TOKEN", std::string(kPlaceholderToken)}});
+  EXPECT_EQ(ResolveConfig(flags, env_placeholder.fn()).status().code(),
+            StatusCode::kInvalidArgument);
+  flags.token = std::string(kPlaceholderToken);
+  EXPECT_EQ(ResolveConfig(flags, no_env.fn()).status().code(), StatusCode::kInvalidArgument);
+  flags.token = "a-real-secret";
+  EXPECT_TRUE(ResolveConfig(flags, env_placeholder.fn()).ok());
+  flags.token = "";
+  EXPECT_TRUE(ResolveConfig(flags, env_placeholder.fn()).ok());
+  std::remove(path.c_str());
+}
+
 TEST(ConfigTest, RedactUrlHidesPasswords) {
   EXPECT_EQ(RedactUrl("redis://user:pw@host:6379/0"), "redis://user:***@host:6379/0");
   EXPECT_EQ(RedactUrl("redis://:pw@host"), "redis://:***@host");
