@@ -1,5 +1,8 @@
 #include "redbloom/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace redbloom {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -45,6 +48,17 @@ Status Status::WithContext(std::string_view context) const {
   msg += message_;
   return Status(code_, std::move(msg));
 }
+
+namespace internal {
+
+void DieReadingFailedResult(const Status& status) {
+  std::fprintf(stderr, "redbloom: read the value of a failed Result: %s\n",
+               status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace internal
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {

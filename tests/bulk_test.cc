@@ -77,7 +77,8 @@ TEST(BitmapBuilderTest, LoadEqualsPerItemAdds) {
   ASSERT_TRUE((*a)->ReadBitmap(&bits_a).ok());
   ASSERT_TRUE((*b)->ReadBitmap(&bits_b).ok());
   EXPECT_EQ(bits_a, bits_b);
-  EXPECT_EQ((*a)->Info()->items_added, (*b)->Info()->items_added);
+  EXPECT_EQ(testing::ValueOrFail((*a)->Info()).items_added,
+            testing::ValueOrFail((*b)->Info()).items_added);
 }
 
 TEST(BitmapBuilderTest, BadItemChangesNothing) {
@@ -235,7 +236,8 @@ TEST_F(DumpTest, RoundTripsAcrossEveryPairOfStores) {
       for (size_t i = 0; i < items.size(); ++i) {
         ASSERT_EQ(present[i], 1) << src_label << " -> " << dst_label << " " << items[i];
       }
-      EXPECT_EQ((*restored)->Info()->items_added, (*f)->Info()->items_added);
+      EXPECT_EQ(testing::ValueOrFail((*restored)->Info()).items_added,
+                testing::ValueOrFail((*f)->Info()).items_added);
       ASSERT_TRUE(BloomFilter::Drop(*dst, name).ok());
     }
     ASSERT_TRUE(BloomFilter::Drop(*src, "src").ok());
@@ -339,7 +341,7 @@ TEST_F(DumpTest, CountersMergeBySaturatingAddition) {
                 static_cast<int>(static_cast<uint8_t>(expected[i])))
           << label << ": byte " << i;
     }
-    EXPECT_EQ((*f)->Info()->items_added, 7u) << label;
+    EXPECT_EQ(testing::ValueOrFail((*f)->Info()).items_added, 7u) << label;
     ASSERT_TRUE(BloomFilter::Drop(**store, "cnt").ok());
   }
 }
@@ -367,7 +369,7 @@ TEST_F(DumpTest, CountingFiltersDumpAndMergeWithTheirCounts) {
       auto r = ImportDump(**dst, "copy", in);
       ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
       EXPECT_EQ((*r)->config(), (*f)->config()) << where;
-      EXPECT_EQ((*r)->Info()->items_added, 3000u) << where;
+      EXPECT_EQ(testing::ValueOrFail((*r)->Info()).items_added, 3000u) << where;
       std::vector<uint8_t> removed;
       ASSERT_TRUE((*r)->RemoveMany(Views(once), &removed).ok()) << where;
       ASSERT_TRUE((*r)->RemoveMany(Views(twice), &removed).ok()) << where;
@@ -384,7 +386,7 @@ TEST_F(DumpTest, CountingFiltersDumpAndMergeWithTheirCounts) {
     ASSERT_TRUE(Merge(**src, "sum", std::vector<std::string>{"src", "again"}).ok()) << src_label;
     auto sum = BloomFilter::Open(**src, "sum");
     ASSERT_TRUE(sum.ok());
-    EXPECT_EQ((*sum)->Info()->items_added, 6000u) << src_label;
+    EXPECT_EQ(testing::ValueOrFail((*sum)->Info()).items_added, 6000u) << src_label;
     std::vector<uint8_t> removed;
     for (int round = 0; round < 3; ++round)
       ASSERT_TRUE((*sum)->RemoveMany(Views(twice), &removed).ok());
@@ -423,11 +425,13 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
     ASSERT_TRUE((*f)->AddMany(Views(grown)).ok());
     ASSERT_TRUE(BloomFilter::Create(*store, "recent", window).ok()) << label;
     auto w = BloomFilter::Open(*store, "recent");
+    ASSERT_TRUE(w.ok()) << label << ": " << w.status().ToString();
     ASSERT_TRUE((*w)->AddMany(Views(early)).ok());
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));
   for (auto& [label, store] : stores) {
     auto w = BloomFilter::Open(*store, "recent");
+    ASSERT_TRUE(w.ok()) << label << ": " << w.status().ToString();
     ASSERT_TRUE((*w)->AddMany(Views(late)).ok());
   }
   for (auto& [src_label, src] : stores) {
@@ -484,8 +488,9 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
   // item that already tests present).
   auto scaled = BloomFilter::Open(mem, "scaled");
   ASSERT_TRUE(scaled.ok());
-  EXPECT_EQ((*both)->Info()->items_added,
-            (*scaled)->Info()->items_added + (*other)->Info()->items_added);
+  EXPECT_EQ(testing::ValueOrFail((*both)->Info()).items_added,
+            testing::ValueOrFail((*scaled)->Info()).items_added +
+                testing::ValueOrFail((*other)->Info()).items_added);
   FilterOptions wider = scaling;
   wider.expansion = 4;
   ASSERT_TRUE(BloomFilter::Create(mem, "wider", wider).ok());

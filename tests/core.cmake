@@ -1,4 +1,5 @@
 # Core library and CLI tests: no server or JVM needed.
+redbloom_add_test(status_test status_test.cc LABELS core)
 redbloom_add_test(hash_test hash_test.cc LABELS core)
 redbloom_add_test(sizing_test sizing_test.cc LABELS core)
 redbloom_add_test(strategy_test strategy_test.cc LABELS core)

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "test_util.h"
+
 namespace redbloom {
 namespace {
 
@@ -72,7 +74,7 @@ TEST(FunnelTest, CustomFunnelMatchesBuiltIn) {
 TEST(FunnelTest, EncodingNamesRoundTrip) {
   for (Encoding e :
        {Encoding::kUtf8, Encoding::kUtf8x2, Encoding::kInt32, Encoding::kInt64, Encoding::kBytes}) {
-    EXPECT_EQ(*ParseEncoding(EncodingName(e)), e);
+    EXPECT_EQ(testing::ValueOrFail(ParseEncoding(EncodingName(e))), e);
   }
   EXPECT_EQ(ParseEncoding("latin1").status().code(), StatusCode::kInvalidArgument);
 }

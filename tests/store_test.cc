@@ -59,7 +59,7 @@ TEST_P(StoreTest, ListAndDrop) {
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, (std::vector<std::string>{"a", "b"}));
   ASSERT_TRUE(store_->Drop("a").ok());
-  EXPECT_EQ(*store_->List(), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(testing::ValueOrFail(store_->List()), (std::vector<std::string>{"b"}));
 }
 
 TEST_P(StoreTest, RejectsUnsafeNames) {
@@ -97,8 +97,8 @@ TEST_P(StoreTest, OpenHandlesFollowDropAndRecreate) {
   auto fresh = BloomFilter::Create(*store_, "f", {.capacity = 1000, .error_rate = 0.01});
   ASSERT_TRUE(fresh.ok());
   ASSERT_TRUE((*stale)->Add("after").ok());
-  EXPECT_TRUE(*(*fresh)->Contains("after"));
-  EXPECT_FALSE(*(*fresh)->Contains("before"));
+  EXPECT_TRUE(testing::ValueOrFail((*fresh)->Contains("after")));
+  EXPECT_FALSE(testing::ValueOrFail((*fresh)->Contains("before")));
 }
 
 TEST_P(StoreTest, AddReportsNewItemsAndCountsThem) {
@@ -124,8 +124,8 @@ TEST_P(StoreTest, AddReportsNewItemsAndCountsThem) {
   const uint64_t out_of_range[] = {Config().geometry.bits};
   EXPECT_EQ((*bits)->Add(out_of_range, 1, 1, nullptr).code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE((*bits)->Clear().ok());
-  EXPECT_EQ((*bits)->Stats()->bits_set, 0u);
-  EXPECT_EQ((*bits)->Stats()->items_added, 0u);
+  EXPECT_EQ(testing::ValueOrFail((*bits)->Stats()).bits_set, 0u);
+  EXPECT_EQ(testing::ValueOrFail((*bits)->Stats()).items_added, 0u);
 }
 
 TEST_P(StoreTest, ConcurrentWritersLoseNoAdd) {
@@ -152,7 +152,7 @@ TEST_P(StoreTest, ConcurrentWritersLoseNoAdd) {
   for (int t = 0; t < kThreads; ++t) {
     for (int i = 0; i < kPerThread; ++i) {
       const std::string item = "t" + std::to_string(t) + "-" + std::to_string(i);
-      ASSERT_TRUE(*(*f)->Contains(item)) << item;
+      ASSERT_TRUE(testing::ValueOrFail((*f)->Contains(item))) << item;
     }
   }
 }

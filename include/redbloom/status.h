@@ -82,7 +82,15 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-// Either a value or a non-OK Status.
+namespace internal {
+// Prints `status` to stderr and aborts: reading the value of a failed Result
+// is a bug in the caller, and a crash that names the error beats reading
+// garbage (abseil's StatusOr::value() does the same).
+[[noreturn]] void DieReadingFailedResult(const Status& status);
+}  // namespace internal
+
+// Either a value or a non-OK Status. value(), operator* and operator-> on an
+// error abort with the status printed; check ok() first.
 template <typename T>
 class [[nodiscard]] Result {
  public:
@@ -93,15 +101,29 @@ class [[nodiscard]] Result {
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
+  T& value() & {
+    CheckOk();
+    return *value_;
+  }
+  const T& value() const& {
+    CheckOk();
+    return *value_;
+  }
+  T&& value() && {
+    CheckOk();
+    return std::move(*value_);
+  }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
 
  private:
+  void CheckOk() const {
+    if (!value_.has_value()) [[unlikely]]
+      internal::DieReadingFailedResult(status_);
+  }
+
   std::optional<T> value_;
   Status status_;
 };
