@@ -182,7 +182,7 @@ std::string DefaultErrorCode(int status) {
     case 413:
     case 414:
     case 431:
-      return "resource_exhausted";
+      return "too_large";
     case 415:
       return "unsupported_media_type";
     case 503:
@@ -415,7 +415,7 @@ void HttpServer::Install() {
     if (has_body) {
       if (content_length != 0 && content_length > options_.max_body_bytes) {
         return answer(ErrorReply(
-            413, "resource_exhausted",
+            413, "too_large",
             "request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes"));
       }
       const std::string encoding = req.get_header_value("Content-Encoding");
@@ -508,7 +508,7 @@ void HttpServer::Install() {
     if (!ok) {
       Reply r =
           too_large
-              ? ErrorReply(413, "resource_exhausted",
+              ? ErrorReply(413, "too_large",
                            "request body is larger than " + std::to_string(max_body) + " bytes")
               : ErrorReply(400, "invalid_argument",
                            "the request body was truncated or could not be read");

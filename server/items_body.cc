@@ -343,8 +343,8 @@ Status ItemsBody::Parse(std::string_view body, bool accept_integers, const ItemL
         while (true) {
           r.SkipWhitespace();
           if (items_.size() == limits.max_items) {
-            return Status::ResourceExhausted("more than " + std::to_string(limits.max_items) +
-                                             " items in one request; split the batch");
+            return Status::TooLarge("more than " + std::to_string(limits.max_items) +
+                                    " items in one request; split the batch");
           }
           const char c = r.Peek();
           std::string_view item;
@@ -368,9 +368,9 @@ Status ItemsBody::Parse(std::string_view body, bool accept_integers, const ItemL
             return r.Error("expected an item");
           }
           if (item.size() > limits.max_item_bytes) {
-            return Status::ResourceExhausted("item " + std::to_string(items_.size() + 1) + " is " +
-                                             std::to_string(item.size()) + " bytes; the limit is " +
-                                             std::to_string(limits.max_item_bytes));
+            return Status::TooLarge("item " + std::to_string(items_.size() + 1) + " is " +
+                                    std::to_string(item.size()) + " bytes; the limit is " +
+                                    std::to_string(limits.max_item_bytes));
           }
           items_.push_back(item);
           r.SkipWhitespace();

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/info_json.h"
+#include "http_status.h"
 #include "redbloom/filter_config.h"
 
 namespace redbloom::server {
@@ -31,12 +32,6 @@ Reply JsonReply(int status, const Json& j) {
 }
 
 bool IsIntegerEncoding(Encoding e) { return e == Encoding::kInt32 || e == Encoding::kInt64; }
-
-// Errors that mean the store (not the request) failed.
-bool IsStoreFault(StatusCode code) {
-  return code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
-         code == StatusCode::kDataLoss || code == StatusCode::kInternal;
-}
 
 // `{"<key>":[true,false,...]}`, written directly: for a 1000-item batch this
 // is the whole response and a DOM would cost more than the bits.
@@ -476,9 +471,8 @@ Reply Service::RemoveItems(std::string_view name, std::string_view body) {
 
 Status Service::CheckItemSize(std::string_view item) const {
   if (item.size() > options_.limits.max_item_bytes) {
-    return Status::ResourceExhausted("item is " + std::to_string(item.size()) +
-                                     " bytes; the limit is " +
-                                     std::to_string(options_.limits.max_item_bytes));
+    return Status::TooLarge("item is " + std::to_string(item.size()) + " bytes; the limit is " +
+                            std::to_string(options_.limits.max_item_bytes));
   }
   return Status::Ok();
 }

@@ -23,6 +23,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "deadline_exceeded";
     case StatusCode::kResourceExhausted:
       return "resource_exhausted";
+    case StatusCode::kTooLarge:
+      return "too_large";
     case StatusCode::kDataLoss:
       return "data_loss";
     case StatusCode::kUnimplemented:
@@ -59,52 +61,5 @@ void DieReadingFailedResult(const Status& status) {
 }
 
 }  // namespace internal
-
-int ExitCodeFor(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kOk:
-      return 0;
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kResourceExhausted:
-    case StatusCode::kUnimplemented:
-      return 2;
-    case StatusCode::kNotFound:
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kConflict:
-      return 4;
-    case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
-    case StatusCode::kDataLoss:
-    case StatusCode::kInternal:
-      return 3;
-  }
-  return 3;
-}
-
-int HttpStatusFor(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kOk:
-      return 200;
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kConflict:
-      return 409;
-    case StatusCode::kResourceExhausted:
-      return 413;
-    case StatusCode::kUnimplemented:
-      return 501;
-    case StatusCode::kUnavailable:
-      return 503;
-    case StatusCode::kDeadlineExceeded:
-      return 504;
-    case StatusCode::kDataLoss:
-    case StatusCode::kInternal:
-      return 500;
-  }
-  return 500;
-}
 
 }  // namespace redbloom

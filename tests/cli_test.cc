@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "exit_codes.h"
 #include "test_util.h"
 
 namespace redbloom {
@@ -32,6 +34,29 @@ class CliTest : public ::testing::Test {
 
   testing::TempDir dir_;
 };
+
+// The exit codes are a contract (README, "Exit codes"): every code has one,
+// and a store out of room is a store error (3), an oversized request bad
+// input (2).
+TEST(ExitCodesTest, MapsEveryCode) {
+  const std::map<StatusCode, int> expected = {
+      {StatusCode::kOk, 0},
+      {StatusCode::kInvalidArgument, 2},
+      {StatusCode::kNotFound, 4},
+      {StatusCode::kAlreadyExists, 4},
+      {StatusCode::kConflict, 4},
+      {StatusCode::kUnavailable, 3},
+      {StatusCode::kDeadlineExceeded, 3},
+      {StatusCode::kResourceExhausted, 3},
+      {StatusCode::kTooLarge, 2},
+      {StatusCode::kDataLoss, 3},
+      {StatusCode::kUnimplemented, 2},
+      {StatusCode::kInternal, 3},
+  };
+  for (const auto& [code, exit_code] : expected) {
+    EXPECT_EQ(cli::ExitCodeFor(Status(code, "x")), exit_code) << StatusCodeName(code);
+  }
+}
 
 TEST_F(CliTest, AddAndCheckPrintOneLinePerItem) {
   Create("orders");

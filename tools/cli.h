@@ -6,15 +6,12 @@
 #include <memory>
 #include <string>
 
+#include "exit_codes.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/status.h"
 #include "redbloom/store.h"
 
 namespace redbloom::cli {
-
-inline constexpr int kExitAbsent = 1;
-inline constexpr int kExitUsage = 2;
-inline constexpr int kExitIo = 3;
 
 // Prints "redbloom: error: <message> [<code>]" and returns the exit code.
 int Fail(const Status& s);

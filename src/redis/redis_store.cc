@@ -1096,6 +1096,13 @@ class RedisStore final : public Store {
                                 "' exists without redbloom metadata (written by another program, "
                                 "e.g. a Java service?); use attach to adopt it, or delete it");
       }
+      if (code == 5 && r->elements >= 3) {
+        return Status::ResourceExhausted(
+            url_.Redacted() + " has no room for filter '" + DisplayName(name) + "': its " +
+            std::to_string(main_bytes) + " bytes and the " +
+            std::to_string(r->element[1]->integer) + " bytes in use exceed maxmemory " +
+            std::to_string(r->element[2]->integer));
+      }
       return MetaWrongType(r.get(), name);
     });
   }
