@@ -100,7 +100,10 @@ void EncodeHeader(const FileHeader& f, uint8_t* h) {
   PutLE(h + 32, c.capacity, 8);
   PutLE(h + 40, std::bit_cast<uint64_t>(c.error_rate), 8);
   PutLE(h + 48, f.data_bytes, 8);
-  PutLE(h + 56, c.geometry.capped ? 1 : 0, 4);
+  // Flags: bit 0 capped, bit 1 geometry given (capacity and error rate are
+  // derived from it). A reader that knows no bit 1 recomputes the geometry
+  // from the derived n and p, finds a mismatch and refuses the file.
+  PutLE(h + 56, (c.geometry.capped ? 1 : 0) | (c.geometry_given ? 2 : 0), 4);
   PutLE(h + 60, c.slices, 4);
   PutLE(h + 64, std::bit_cast<uint64_t>(c.expansion), 8);
   PutLE(h + 72, c.window_millis, 8);
@@ -137,6 +140,7 @@ Result<FileHeader> DecodeHeader(const uint8_t* h, uint64_t file_size, const std:
   c.geometry.hashes = static_cast<uint32_t>(GetLE(h + 20, 4));
   c.geometry.bits = GetLE(h + 24, 8);
   c.geometry.capped = (GetLE(h + 56, 4) & 1) != 0;
+  c.geometry_given = (GetLE(h + 56, 4) & 2) != 0;
   c.slices = static_cast<uint32_t>(GetLE(h + 60, 4));
   c.expansion = std::bit_cast<double>(GetLE(h + 64, 8));
   c.window_millis = GetLE(h + 72, 8);

@@ -1,5 +1,6 @@
 #include "redbloom/strategy.h"
 
+#include <cstdint>
 #include <string>
 
 namespace redbloom {
@@ -29,6 +30,27 @@ Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate) {
       return Guava64Geometry(capacity, error_rate);
   }
   return Status::InvalidArgument("unknown strategy");
+}
+
+Result<Geometry> GivenGeometry(Strategy s, uint64_t bits, uint32_t hashes) {
+  if (s != Strategy::kGuava64) {
+    return Status::InvalidArgument("strategy " + std::string(StrategyName(s)) +
+                                   " is sized by capacity and error rate, not by bits and hashes");
+  }
+  if (bits == 0 || bits % 64 != 0 || bits / 64 > static_cast<uint64_t>(INT32_MAX)) {
+    return Status::InvalidArgument(
+        "guava64 needs a positive multiple of 64 bits up to (2^31-1)*64, "
+        "not " +
+        std::to_string(bits));
+  }
+  if (hashes < 1 || hashes > kMaxHashes) {
+    return Status::InvalidArgument("hashes must be from 1 to " + std::to_string(kMaxHashes) +
+                                   ", not " + std::to_string(hashes));
+  }
+  Geometry g;
+  g.bits = bits;
+  g.hashes = hashes;
+  return g;
 }
 
 namespace {

@@ -103,6 +103,8 @@ std::string EncodeDumpHeader(const FilterConfig& c, std::span<const BloomFilter:
   line("bits", std::to_string(c.geometry.bits));
   line("hashes", std::to_string(c.geometry.hashes));
   line("capped", c.geometry.capped ? "1" : "0");
+  // Only when given: older readers ignore the line and refuse the dump.
+  if (c.geometry_given) line("geometry", "given");
   if (c.kind == FilterKind::kScaling) line("expansion", FormatDouble(c.expansion));
   if (c.kind == FilterKind::kWindow) {
     line("window_ms", std::to_string(c.window_millis));
@@ -177,10 +179,25 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
     if (!t.ok()) return corrupt(t.status());
     o.ttl_seconds = *t;
   }
+  const std::string geometry = field("geometry");
+  if (geometry != "" && geometry != "derived" && geometry != "given") {
+    return Status::DataLoss("dump header: geometry '" + geometry + "' is not given or derived");
+  }
+  if (geometry == "given") {
+    auto bits = ParseUint64(field("bits"));
+    if (!bits.ok()) return corrupt(bits.status());
+    auto hashes = ParseUint64(field("hashes"));
+    if (!hashes.ok() || *hashes > kMaxHashes) return Status::DataLoss("dump header: bad hashes");
+    o.bits = *bits;
+    o.hashes = static_cast<uint32_t>(*hashes);
+    o.capacity = 0;
+    o.error_rate = 0;
+  }
   auto config = MakeConfig(o);
   if (!config.ok()) return corrupt(config.status());
   if (std::to_string(config->geometry.bits) != field("bits") ||
-      std::to_string(config->geometry.hashes) != field("hashes")) {
+      std::to_string(config->geometry.hashes) != field("hashes") || config->capacity != *n ||
+      config->error_rate != *p) {
     return Status::DataLoss("dump header: bits/hashes do not match its capacity and error rate");
   }
   DumpHeader h;
@@ -238,12 +255,18 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
 }
 
 // Opens `name`, creating it with `config` if missing; an existing filter must
-// have the same config.
+// have the same config, or with `same_cells`, the same kind, strategy,
+// encoding, bits and hashes (a Guava file's bits fit a filter created with
+// the capacity and error rate that give its m and k).
 Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view name,
-                                                  const FilterConfig& config) {
+                                                  const FilterConfig& config,
+                                                  bool same_cells = false) {
   auto existing = store.ReadConfig(name);
   if (existing.ok()) {
-    if (!existing->SameFilterAs(config)) {
+    const bool cells_match =
+        existing->kind == config.kind && existing->strategy == config.strategy &&
+        existing->encoding == config.encoding && existing->geometry == config.geometry;
+    if (!existing->SameFilterAs(config) && !(same_cells && cells_match)) {
       return Status::Conflict("filter '" + std::string(name) + "' exists with other parameters: " +
                               existing->ToString() + " (the input has " + config.ToString() + ")");
     }
@@ -295,12 +318,14 @@ Status ExportGuava(BloomFilter& filter, std::ostream& out) {
 Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
                                                  std::istream& in,
                                                  const GuavaImportOptions& options) {
+  const bool with_capacity = options.capacity != 0 || options.error_rate != 0;
   FilterOptions o;
   o.capacity = options.capacity;
   o.error_rate = options.error_rate;
   o.strategy = Strategy::kGuava64;
   o.encoding = options.encoding;
-  REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(o));
+  // Check given values before reading anything.
+  if (with_capacity) REDBLOOM_RETURN_IF_ERROR(MakeConfig(o).status());
 
   std::string head;
   REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 6, &head, "the Guava header"));
@@ -312,6 +337,14 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
         "Guava strategy ordinal " + std::to_string(ordinal) +
         " is not supported (only 1, MURMUR128_MITZ_64, Guava's default since 2013)");
   }
+  if (!with_capacity) {
+    // As Guava's readFrom: the file's m and k are the filter's geometry.
+    o.bits = words * 64;
+    o.hashes = k;
+  }
+  auto made = MakeConfig(o);
+  if (!made.ok()) return Status::DataLoss("the Guava header: " + made.status().message());
+  const FilterConfig config = *made;
   if (words * 64 != config.geometry.bits || k != config.geometry.hashes) {
     return Status::InvalidArgument(
         "the Guava file has m=" + std::to_string(words * 64) + " bits and k=" + std::to_string(k) +
@@ -334,7 +367,8 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   if (in.peek() != std::char_traits<char>::eof()) {
     return Status::InvalidArgument("unexpected bytes after the Guava bit array");
   }
-  REDBLOOM_ASSIGN_OR_RETURN(auto filter, OpenOrCreate(store, name, config));
+  REDBLOOM_ASSIGN_OR_RETURN(auto filter,
+                            OpenOrCreate(store, name, config, /*same_cells=*/!with_capacity));
   // Guava does not store a count; estimate it from the bits, as Guava's own
   // approximateElementCount() does.
   uint64_t bits_set = 0;

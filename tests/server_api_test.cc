@@ -157,10 +157,10 @@ TEST_P(ServerApiTest, GetFilterReportsTheCliInfoFields) {
   const auto ordered = nlohmann::ordered_json::parse(info.body);
   for (const auto& [k, v] : ordered.items()) keys.push_back(k);
   EXPECT_EQ(keys,
-            (std::vector<std::string>{"name", "store", "kind", "strategy", "encoding", "capacity",
-                                      "error_rate", "bits", "hashes", "capped", "ttl_seconds",
-                                      "parts", "memory_bytes", "bits_set", "items_added",
-                                      "approximate_items", "fill_ratio", "current_fpp"}));
+            (std::vector<std::string>{
+                "name", "store", "kind", "strategy", "encoding", "capacity", "error_rate", "bits",
+                "hashes", "capped", "geometry", "ttl_seconds", "parts", "memory_bytes", "bits_set",
+                "items_added", "approximate_items", "fill_ratio", "current_fpp"}));
   EXPECT_EQ(info.json["name"], "orders");
   EXPECT_EQ(info.json["error_rate"], 0.001);
   EXPECT_EQ(info.json["items_added"], CountTrue(added.json["added"]));

@@ -269,18 +269,25 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   }
   GuavaImportOptions options;
   if (format == "guava") {
-    if (capacity.empty() || error.empty()) {
+    // Like Guava's readFrom, the file and the funnel are enough: its m and k
+    // become the filter's. Given, the capacity and error rate are checked
+    // against them.
+    if (capacity.empty() != error.empty()) {
       return Fail(Status::InvalidArgument(
-          "--format guava needs --capacity and --error: Guava files do not record them "
-          "(use the expectedInsertions and fpp of BloomFilter.create)"));
+          "give both --capacity and --error (BloomFilter.create's expectedInsertions and fpp), "
+          "or neither to take the file's bits and hashes"));
     }
-    auto n = ParseUint64(capacity);
-    if (!n.ok()) return Fail(n.status().WithContext("--capacity"));
-    auto p = ParseDouble(error);
-    if (!p.ok()) return Fail(p.status().WithContext("--error"));
     auto e = ParseEncoding(encoding);
     if (!e.ok()) return Fail(e.status());
-    options = {*n, *p, *e};
+    options.encoding = *e;
+    if (!capacity.empty()) {
+      auto n = ParseUint64(capacity);
+      if (!n.ok()) return Fail(n.status().WithContext("--capacity"));
+      auto p = ParseDouble(error);
+      if (!p.ok()) return Fail(p.status().WithContext("--error"));
+      options.capacity = *n;
+      options.error_rate = *p;
+    }
   } else if (!capacity.empty() || !error.empty() || encoding != "utf8") {
     return Fail(
         Status::InvalidArgument("--capacity, --error and --encoding apply to --format guava; a "
@@ -406,8 +413,10 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
                    "guava: the funnel the Java side used (utf8, utf8x2, int32, int64, bytes)")
       ->capture_default_str();
   import->add_option("--capacity,-n", flags->capacity,
-                     "guava: BloomFilter.create's expectedInsertions");
-  import->add_option("--error,-p", flags->error, "guava: BloomFilter.create's fpp");
+                     "guava, optional: BloomFilter.create's expectedInsertions, checked against "
+                     "the file (without: the file's bits and hashes are taken as they are)");
+  import->add_option("--error,-p", flags->error,
+                     "guava, optional: BloomFilter.create's fpp, checked against the file");
 
   auto* exp =
       app.add_subcommand("export", "Export a filter as a Guava writeTo file or a redbloom dump");

@@ -94,8 +94,11 @@ void PrintInfoText(const FilterInfo& info, const std::string& store_url) {
             << "kind:              " << FilterKindName(c.kind) << "\n"
             << "strategy:          " << StrategyName(c.strategy) << "\n"
             << "encoding:          " << EncodingName(c.encoding) << "\n"
-            << "capacity:          " << c.capacity << "\n"
-            << "error_rate:        " << FormatDouble(c.error_rate) << "\n"
+            << "capacity:          " << c.capacity
+            << (c.geometry_given ? " (derived from bits and hashes: m ln 2 / k)" : "") << "\n"
+            << "error_rate:        " << FormatDouble(c.error_rate)
+            << (c.geometry_given ? " (derived from hashes: 2^-k)" : "") << "\n"
+            << "geometry:          " << (c.geometry_given ? "given" : "derived") << "\n"
             << "bits:              " << c.geometry.bits << "\n"
             << "hashes:            " << c.geometry.hashes << "\n"
             << "capped:            " << Yes(c.geometry.capped);

@@ -33,6 +33,12 @@ Result<Strategy> ParseStrategy(std::string_view name);
 // The geometry a strategy gives to (capacity, error rate).
 Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate);
 
+// The geometry of bits sized elsewhere (m and k as a Guava file records
+// them), after checking that this strategy could have produced it: guava64
+// needs m a multiple of 64, at most Guava's (2^31-1)*64, and 1 <= k <= 255.
+// The seed strategy sizes from capacity and error rate only (kInvalidArgument).
+Result<Geometry> GivenGeometry(Strategy s, uint64_t bits, uint32_t hashes);
+
 // Writes geometry.hashes offsets, each in [0, geometry.bits), to `out`.
 // `geometry` must come from GeometryFor() with the same strategy.
 void ComputeOffsets(Strategy s, const Hash128& hash, const Geometry& geometry, uint64_t* out);

@@ -17,6 +17,9 @@ nlohmann::ordered_json InfoJson(const FilterInfo& info, const std::string& store
   j["bits"] = c.geometry.bits;
   j["hashes"] = c.geometry.hashes;
   j["capped"] = c.geometry.capped;
+  // "given": bits and hashes came with the bits (a Guava file), and capacity
+  // and error_rate are derived from them; "derived": the other way round.
+  j["geometry"] = c.geometry_given ? "given" : "derived";
   if (c.kind == FilterKind::kScaling) j["expansion"] = c.expansion;
   if (c.kind == FilterKind::kWindow) {
     j["window_ms"] = c.window_millis;

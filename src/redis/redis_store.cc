@@ -112,6 +112,10 @@ std::vector<std::pair<std::string, std::string>> MetaFields(std::string_view nam
       {"ttl_seconds", std::to_string(c.ttl_seconds)},
       {"expires_at_ms", std::to_string(expires_at_ms)}};
   if (c.kind == FilterKind::kScaling) f.emplace_back("layers", "1");
+  // Absent means derived from capacity and error rate (every filter before
+  // given geometry existed); older readers ignore the field, derive another
+  // geometry from the derived n and p, and refuse the filter.
+  if (c.geometry_given) f.emplace_back("geometry", "given");
   return f;
 }
 
@@ -191,6 +195,8 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
   o.encoding = *parsed_encoding;
   REDBLOOM_ASSIGN_OR_RETURN(o.error_rate, real("error_rate"));
   REDBLOOM_ASSIGN_OR_RETURN(o.capacity, number("capacity"));
+  const uint64_t stored_capacity = o.capacity;
+  const double stored_error_rate = o.error_rate;
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t bits, number("bits"));
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t hashes, number("hashes"));
   REDBLOOM_ASSIGN_OR_RETURN(std::string capped, get("capped"));
@@ -218,8 +224,25 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
   } else if (expansion != 0) {
     return corrupt("expansion is set on a " + kind + " filter");
   }
+  bool geometry_given = false;
+  if (auto it = f.find("geometry"); it != f.end()) {
+    if (it->second != "given" && it->second != "derived") {
+      return corrupt("geometry '" + it->second + "' is not given or derived");
+    }
+    geometry_given = it->second == "given";
+  }
+  if (geometry_given) {
+    o.bits = bits;
+    o.hashes = static_cast<uint32_t>(std::min<uint64_t>(hashes, UINT32_MAX));
+    o.capacity = 0;
+    o.error_rate = 0;
+  }
   Result<FilterConfig> config = MakeConfig(o);
   if (!config.ok()) return corrupt("invalid parameters: " + config.status().message());
+  if (geometry_given &&
+      (config->capacity != stored_capacity || config->error_rate != stored_error_rate)) {
+    return corrupt("capacity and error_rate do not match the ones given bits and hashes derive");
+  }
   // The geometry is derived data: recomputing it catches metadata written by
   // a build whose sizing differs from ours, or edited by hand.
   const Geometry& g = config->geometry;
