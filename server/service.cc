@@ -8,6 +8,7 @@
 #include "frontend/info_json.h"
 #include "http_status.h"
 #include "redbloom/filter_config.h"
+#include "util/percent.h"
 
 namespace redbloom::server {
 namespace {
@@ -136,21 +137,6 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   if (!has_capacity) return Status::InvalidArgument("capacity is required");
   if (!has_error_rate) return Status::InvalidArgument("error_rate is required");
   return o;
-}
-
-std::string PercentEncodeSegment(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == ':' || c == '@') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -393,7 +379,8 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   Result<FilterInfo> info = handle->Info();
   if (!info.ok()) return StoreErrorReply(info.status());
   Reply r = JsonReply(created ? 201 : 200, frontend::InfoJson(*info, (*store)->url()));
-  if (created) r.headers.emplace_back("Location", "/v1/filters/" + PercentEncodeSegment(name));
+  if (created)
+    r.headers.emplace_back("Location", "/v1/filters/" + internal::PercentEncode(name, ":@"));
   return r;
 }
 

@@ -1,5 +1,6 @@
 # Core library and CLI tests: no server or JVM needed.
 redbloom_add_test(status_test status_test.cc LABELS core)
+redbloom_add_test(util_test util_test.cc LABELS core)
 redbloom_add_test(hash_test hash_test.cc LABELS core)
 redbloom_add_test(sizing_test sizing_test.cc LABELS core)
 redbloom_add_test(strategy_test strategy_test.cc LABELS core)

@@ -171,15 +171,6 @@ TEST(HttpStatusTest, MapsEveryCode) {
   EXPECT_FALSE(IsStoreFault(StatusCode::kInvalidArgument));
 }
 
-TEST(HttpHelpersTest, PercentDecode) {
-  EXPECT_EQ(*PercentDecode("a%2Fb%20c+d%E2%82%AC"), "a/b c+d€");
-  EXPECT_EQ(*PercentDecode("%25"), "%");
-  EXPECT_EQ(*PercentDecode(""), "");
-  for (const char* bad : {"%", "%2", "a%zz", "%g0"}) {
-    EXPECT_EQ(PercentDecode(bad).status().code(), StatusCode::kInvalidArgument) << bad;
-  }
-}
-
 TEST(HttpHelpersTest, TokenMatches) {
   EXPECT_TRUE(TokenMatches("s3cret", "s3cret"));
   EXPECT_FALSE(TokenMatches("s3cre", "s3cret"));
