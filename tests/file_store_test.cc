@@ -150,13 +150,17 @@ TEST(FileStoreCrashTest, KillNineNeverTearsAHeaderOrLosesAnAck) {
       }
     }
     ::close(fds[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 80));
+    // Wait for the child's first acknowledgement rather than guessing how
+    // long start-up takes (under ASan on a loaded machine, 20 ms was not
+    // always enough), then kill it at a random moment after.
+    std::vector<int32_t> acked;
+    int32_t ack;
+    if (::read(fds[0], &ack, sizeof(ack)) == sizeof(ack)) acked.push_back(ack);
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 80));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with " << WEXITSTATUS(status);
-    std::vector<int32_t> acked;
-    int32_t ack;
     while (::read(fds[0], &ack, sizeof(ack)) == sizeof(ack)) acked.push_back(ack);
     ::close(fds[0]);
 
