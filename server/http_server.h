@@ -87,10 +87,6 @@ std::vector<RouteSpec> Routes();
 // time depends only on the expected token's length.
 bool TokenMatches(std::string_view presented, std::string_view expected);
 
-// Decodes %XX escapes; '+' stays '+' (it is a plus in a path). Fails on a
-// malformed escape.
-Result<std::string> PercentDecode(std::string_view s);
-
 }  // namespace redbloom::server
 
 #endif  // REDBLOOM_SERVER_HTTP_SERVER_H_

@@ -14,6 +14,7 @@
 
 #include "http_server.h"
 #include "openapi.h"
+#include "redis_server.h"
 #include "server_process.h"
 #include "test_util.h"
 
@@ -233,7 +234,24 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
   Expect(503, *u, "GET", "/v1/filters/orders/items/a");
   Expect(503, *u, "DELETE", "/v1/filters/orders/items/a");
 
+  // A Redis without room for the filter asked for: 507, nothing created.
+  RedisServer small({"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"});
+  small.Start();
+  RedbloomdProcess::Options full;
+  full.store = small.url();
+  RedbloomdProcess no_room(full);
+  no_room.Start();
+  auto n = no_room.Client();
+  Expect(507, *n, "PUT", "/v1/filters/huge", R"({"capacity":5000000,"error_rate":0.01})");
+  Expect(404, *n, "GET", "/v1/filters/huge");
+
   CheckAgainstDocument(json::array({
+      {{"operation", "*"},
+       {"status", "507"},
+       {"why",
+        "adds and removes meet Redis's own OOM only once the server is over maxmemory, which "
+        "no create lets it reach; redis_cli_test and server_redis_test fill a server for that, "
+        "and PUT's 507 here checks the body"}},
       {{"operation", "*"},
        {"status", "504"},
        {"why",

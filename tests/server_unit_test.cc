@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "http_server.h"
+#include "http_status.h"
 #include "items_body.h"
 
 namespace redbloom::server {
@@ -103,16 +104,15 @@ TEST(ItemsBodyTest, RejectsValidJsonOfTheWrongShape) {
   }
 }
 
-TEST(ItemsBodyTest, EnforcesLimitsAsResourceExhausted) {
+TEST(ItemsBodyTest, EnforcesLimitsAsTooLarge) {
   ItemLimits limits{.max_items = 3, .max_item_bytes = 5};
   EXPECT_TRUE(ParseStatus(R"({"items":["a","b","12345"]})", false, limits).ok());
   EXPECT_EQ(ParseStatus(R"({"items":["a","b","c","d"]})", false, limits).code(),
-            StatusCode::kResourceExhausted);
-  EXPECT_EQ(ParseStatus(R"({"items":["123456"]})", false, limits).code(),
-            StatusCode::kResourceExhausted);
+            StatusCode::kTooLarge);
+  EXPECT_EQ(ParseStatus(R"({"items":["123456"]})", false, limits).code(), StatusCode::kTooLarge);
   // The limit is on the unescaped item: "\u00e9" is 2 bytes, 6 of them 12.
   EXPECT_EQ(ParseStatus(R"({"items":["\u00e9\u00e9\u00e9"]})", false, limits).code(),
-            StatusCode::kResourceExhausted);
+            StatusCode::kTooLarge);
 }
 
 // Random strings (ASCII, multi-byte, control characters, quotes) serialized by
@@ -145,13 +145,30 @@ TEST(ItemsBodyTest, AppendJsonStringIsValidJsonEvenForInvalidUtf8) {
   }
 }
 
-TEST(HttpHelpersTest, PercentDecode) {
-  EXPECT_EQ(*PercentDecode("a%2Fb%20c+d%E2%82%AC"), "a/b c+d€");
-  EXPECT_EQ(*PercentDecode("%25"), "%");
-  EXPECT_EQ(*PercentDecode(""), "");
-  for (const char* bad : {"%", "%2", "a%zz", "%g0"}) {
-    EXPECT_EQ(PercentDecode(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+// Every code has its HTTP status; a store out of room is 507 and a store
+// error, an oversized request 413 and the client's error.
+TEST(HttpStatusTest, MapsEveryCode) {
+  const std::map<StatusCode, int> expected = {
+      {StatusCode::kOk, 200},
+      {StatusCode::kInvalidArgument, 400},
+      {StatusCode::kNotFound, 404},
+      {StatusCode::kAlreadyExists, 409},
+      {StatusCode::kConflict, 409},
+      {StatusCode::kUnavailable, 503},
+      {StatusCode::kDeadlineExceeded, 504},
+      {StatusCode::kResourceExhausted, 507},
+      {StatusCode::kTooLarge, 413},
+      {StatusCode::kDataLoss, 500},
+      {StatusCode::kUnimplemented, 501},
+      {StatusCode::kInternal, 500},
+  };
+  for (const auto& [code, http] : expected) {
+    EXPECT_EQ(HttpStatusFor(Status(code, "x")), http) << StatusCodeName(code);
   }
+  EXPECT_TRUE(IsStoreFault(StatusCode::kResourceExhausted));
+  EXPECT_TRUE(IsStoreFault(StatusCode::kUnavailable));
+  EXPECT_FALSE(IsStoreFault(StatusCode::kTooLarge));
+  EXPECT_FALSE(IsStoreFault(StatusCode::kInvalidArgument));
 }
 
 TEST(HttpHelpersTest, TokenMatches) {

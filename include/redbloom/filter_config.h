@@ -70,6 +70,13 @@ struct FilterOptions {
   // for its share of the capacity, so a filter can pass one key's 512 MB and
   // spread its load over a cluster's masters. 1 = one array.
   uint32_t shards = 1;
+  // Given geometry, for bits that were sized elsewhere (a Guava writeTo file
+  // records m and k, not n and p). When `bits` is not 0 the filter has
+  // exactly m = bits and k = hashes; capacity and error_rate must then be 0,
+  // and the config derives them (FilterConfig::geometry_given). Plain and
+  // counting filters of strategy guava64 only.
+  uint64_t bits = 0;
+  uint32_t hashes = 0;
 };
 
 struct FilterConfig {
@@ -88,6 +95,13 @@ struct FilterConfig {
   // scaling filter, every slice of a window filter. Derived from the above;
   // stored so a reader can verify it.
   Geometry geometry;
+  // True when the geometry was given (FilterOptions::bits) rather than
+  // derived: then capacity and error_rate are derived from it instead, as
+  // the n at which m and k are optimal, n = round(m ln 2 / k), and the
+  // false-positive rate there, p = 2^-k (both exact in IEEE arithmetic, so
+  // every reader derives the same). Persisted with the config: file header
+  // flags bit 1, Redis metadata field geometry=given, dump line geometry=given.
+  bool geometry_given = false;
 
   // Plain and counting filters keep all their cells in one array (part 0),
   // unless sharded; scaling and window filters in several parts that come and

@@ -62,10 +62,10 @@ Status RejectWindowOptions(const FilterOptions& o) {
 
 Result<PartTarget> OneArrayTarget(const FilterConfig& c, uint64_t part) {
   if (part >= c.shards) {
-    return Status::InvalidArgument("a " + std::string(KindOf(c.kind).name) + " filter has " +
-                                   (c.shards == 1 ? std::string("one part")
-                                                  : std::to_string(c.shards) + " shards") +
-                                   ", not part " + std::to_string(part));
+    return Status::InvalidArgument(
+        "a " + std::string(KindOf(c.kind).name) + " filter has " +
+        (c.shards == 1 ? std::string("one part") : std::to_string(c.shards) + " shards") +
+        ", not part " + std::to_string(part));
   }
   if (c.shards == 1) return PartTarget{c.capacity, c.error_rate};
   // A shard receives Binomial(n, 1/S) items: about n/S, give or take
@@ -137,6 +137,11 @@ Result<PartSizing> SizePart(const FilterConfig& c, uint64_t part) {
   PartSizing s;
   s.capacity = t.capacity;
   s.error_rate = t.error_rate;
+  if (c.geometry_given) {
+    // Bits sized elsewhere (a Guava file's m and k): one array, as given.
+    s.geometry = c.geometry;
+    return s;
+  }
   REDBLOOM_ASSIGN_OR_RETURN(s.geometry, GeometryFor(c.strategy, s.capacity, s.error_rate));
   return s;
 }

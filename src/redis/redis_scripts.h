@@ -52,19 +52,28 @@ namespace redbloom::internal::scripts {
 
 // KEYS: meta, bitmap. ARGV: main_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
-// exists without metadata; {3, type} the meta key is not a hash.
+// exists without metadata; {3, type} the meta key is not a hash; {5, used,
+// maxmemory} the bitmap does not fit under the server's maxmemory.
 inline constexpr std::string_view kCreate =
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
     "if bt ~= 'none' then return {2, bt} end\n"
+    "local bytes = tonumber(ARGV[1])\n"
+    // Redis checks maxmemory only before a command, so a server below its
+    // limit would allocate a bitmap of any size and then refuse every write
+    // (noeviction) or evict keys, other filters' bits among them (false
+    // negatives). A bitmap that does not fit is refused here instead.
+    "local info = redis.call('INFO', 'memory')\n"
+    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
+    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
+    "if max > 0 and used + bytes > max then return {5, used, max} end\n"
     // Size the bitmap before writing the metadata: if the allocation fails
-    // (maxmemory), the script stops with nothing written (scripts do not roll
+    // (OOM), the script stops with nothing written (scripts do not roll
     // back). Writing its last byte makes Redis allocate the string once, at
     // its final size, instead of growing it by doubling as bits arrive. A
     // window filter has no main bitmap (main_bytes 0).
-    "local bytes = tonumber(ARGV[1])\n"
     "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
     "if ARGV[2] ~= '0' then\n"

@@ -82,6 +82,7 @@ class RedisStore final : public Store {
                 "' exists without redbloom metadata (written by another program, "
                 "e.g. a Java service?); use attach to adopt it, or delete it");
           }
+          if (code == 5 && r->elements >= 3) return NoRoom(name, main_bytes, r.get());
           return MetaWrongType(r.get(), name);
         });
   }
@@ -231,6 +232,9 @@ class RedisStore final : public Store {
           if (code == 2) {
             return Status::Conflict("key '" + DisplayName(name) +
                                     "' exists without redbloom metadata; delete it first");
+          }
+          if (code == 5 && r->elements >= 3) {
+            return NoRoom(name, config.data_bytes() * config.shards, r.get());
           }
           return MetaWrongType(r.get(), name);
         });
@@ -491,6 +495,14 @@ class RedisStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ParseMeta(r->element[1], DisplayMeta(name)));
     if (existing.name != name) return CollisionStatus(name, existing.name, DisplayMeta(name));
     return existing;
+  }
+
+  // The create script found no room under maxmemory (code 5): {5, used, max}.
+  Status NoRoom(std::string_view name, uint64_t bytes, const redisReply* r) const {
+    return Status::ResourceExhausted(
+        url_.Redacted() + " has no room for filter '" + DisplayName(name) + "': its " +
+        std::to_string(bytes) + " bytes and the " + std::to_string(r->element[1]->integer) +
+        " bytes in use exceed maxmemory " + std::to_string(r->element[2]->integer));
   }
 
   Status MetaWrongType(const redisReply* r, std::string_view name) const {
