@@ -91,6 +91,9 @@ struct ShardKeys {
   std::string meta;
 };
 ShardKeys ShardKeysFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards);
+// P/tmp/SUFFIX: a bulk load's upload into shard S, in the shard's slot.
+std::string ShardTempKeyFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards,
+                            std::string_view suffix);
 
 // A printable form of key bytes for messages: the name itself in plain mode,
 // "jdk(NAME)" for a Java-serialized key.
