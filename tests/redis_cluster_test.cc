@@ -236,6 +236,42 @@ TEST_F(RedisClusterTest, EveryCliCommandWorksOnTheCluster) {
   EXPECT_EQ(run({"check", "plain", "x"}).exit_code, 4);
 }
 
+// read_from=replica: checks go to the replicas (READONLY), adds to the
+// masters; with wait_replicas the replicas hold every acknowledged add.
+TEST_F(RedisClusterTest, ChecksCanReadFromReplicas) {
+  auto store = MustOpen(cluster_->url() + "?read_from=replica&wait_replicas=1");
+  ASSERT_NE(store, nullptr);
+  auto f = BloomFilter::Create(*store, "replicated", {.capacity = 10000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto items = Items("rep-", 5000);
+  ASSERT_TRUE((*f)->AddMany(Views(items)).ok());
+  auto calls = [](RedisServer& node) {
+    const std::string stats = node.Cli({"INFO", "commandstats"});
+    const size_t at = stats.find("cmdstat_bitfield_ro:calls=");
+    if (at == std::string::npos) return 0L;
+    return std::stol(stats.substr(at + 26));
+  };
+  RedisServer& master = cluster_->MasterOf(internal::KeySlot("replicated"));
+  std::vector<RedisServer*> replicas;
+  for (size_t i = 0; i < cluster_->size(); ++i) {
+    RedisServer& n = cluster_->node(i);
+    if (!n.running() || &n == &master) continue;
+    if (n.Cli({"INFO", "replication"}).find("master_port:" + std::to_string(master.port())) !=
+        std::string::npos) {
+      replicas.push_back(&n);
+    }
+  }
+  ASSERT_FALSE(replicas.empty());
+  const long master_before = calls(master);
+  long replica_before = 0;
+  for (RedisServer* r : replicas) replica_before += calls(*r);
+  EXPECT_EQ(CountPresent(**f, items), 5000);
+  long replica_after = 0;
+  for (RedisServer* r : replicas) replica_after += calls(*r);
+  EXPECT_GT(replica_after, replica_before) << "checks went to a replica";
+  EXPECT_EQ(calls(master), master_before) << "no check went to the master";
+}
+
 // Moves a filter's slot to another master key by key (as redis-cli
 // --cluster reshard does) while a client keeps adding to it and another
 // filter spread over shards: no call fails and nothing is lost.
