@@ -82,10 +82,7 @@ class SingleServerSource final : public ConnectionSource {
   Status Check() override {
     Result<ConnectionPool::Lease> lease = pool_.Acquire();
     if (!lease.ok()) return lease.status();
-    CommandBuffer cmd;
-    cmd.Command({"PING"});
-    REDBLOOM_RETURN_IF_ERROR((*lease)->Append(cmd));
-    return (*lease)->ReadOk().status();
+    return PingServer(**lease);
   }
 
  private:

@@ -155,6 +155,22 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 
 constexpr std::string_view kNotReplicated = "not replicated: ";
 
+Status PingServer(Connection& c) {
+  CommandBuffer cmd;
+  cmd.Command({"PING"});
+  REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+  REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+  if (r->type == REDIS_REPLY_ERROR) {
+    const std::string_view text(r->str, r->len);
+    if (text.starts_with("NOPERM")) return Status::Ok();
+    return ReplyErrorStatus(text, c.server());
+  }
+  if (r->type != REDIS_REPLY_STATUS || std::string_view(r->str, r->len) != "PONG") {
+    return Status::Internal("PING to " + c.server().display + " got an unexpected reply");
+  }
+  return Status::Ok();
+}
+
 bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||

@@ -195,6 +195,11 @@ class Connection {
   std::optional<ClusterRedirect> redirect_;
 };
 
+// Sends PING on `c`: reachable and authenticated, or the Status why not. An
+// ACL user without +ping gets NOPERM, which proves both just as well, so a
+// reader's ACL needs only the commands its reads use (README, "ACL").
+Status PingServer(Connection& c);
+
 class ConnectionPool {
  public:
   ConnectionPool(ServerParams server, int size);

@@ -148,6 +148,11 @@ class RedisStore final : public Store {
         REDBLOOM_RETURN_IF_ERROR(c.Append(names_cmd));
         for (size_t i = 0; i < keys->elements; ++i) {
           REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr name, c.Read());
+          if (name->type == REDIS_REPLY_ERROR) {
+            // Not a reason to leave the filter out: an ACL denial, say.
+            Drain(c, keys->elements - i - 1);
+            return ReplyErrorStatus(ReplyText(name.get()), c.server());
+          }
           const std::string text = ReplyString(name.get());
           // Only hashes that are the metadata of the name they hold, in this
           // store's key mode, are filters; anything else merely ends in :meta.
@@ -368,13 +373,7 @@ class RedisStore final : public Store {
   }
 
   Status Ping() override {
-    return shared_->source->ForEachServer([&](Connection& c) -> Status {
-      CommandBuffer cmd;
-      cmd.Command({"PING"});
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
-      if (ReplyText(r.get()) != "PONG") return Unexpected("PING", r.get());
-      return Status::Ok();
-    });
+    return shared_->source->ForEachServer([&](Connection& c) { return PingServer(c); });
   }
 
  private:
@@ -406,29 +405,30 @@ class RedisStore final : public Store {
     StoredMeta meta;
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          // HGETALL and EXISTS only, so that a reader's ACL needs no TYPE;
+          // TYPE is asked only to word an error.
           CommandBuffer cmd;
-          cmd.Command({"TYPE", keys.meta});
           cmd.Command({"HGETALL", keys.meta});
-          cmd.Command({"TYPE", keys.bitmap});
+          cmd.Command({"EXISTS", keys.bitmap});
           REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta_type, c.ReadOk());
           REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr hash, c.Read());
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr bitmap_type, c.ReadOk());
-          const std::string mt = ReplyString(meta_type.get());
-          if (mt == "none") {
-            const std::string bt = ReplyString(bitmap_type.get());
-            if (bt == "none") return NotFoundStatus(name);
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr bitmap_exists, c.ReadOk());
+          if (hash->type == REDIS_REPLY_ERROR) {
+            if (ReplyText(hash.get()).starts_with("WRONGTYPE")) {
+              return Status::DataLoss("metadata key '" + DisplayMeta(name) + "' holds a " +
+                                      KeyType(c, keys.meta) + ", not a hash");
+            }
+            return ReplyErrorStatus(ReplyText(hash.get()), c.server());
+          }
+          if (hash->type == REDIS_REPLY_ARRAY && hash->elements == 0) {
+            if (bitmap_exists->type != REDIS_REPLY_INTEGER || bitmap_exists->integer == 0) {
+              return NotFoundStatus(name);
+            }
+            const std::string bt = KeyType(c, keys.bitmap);
             return Status::NotFound("filter '" + std::string(name) + "' does not exist: key '" +
                                     DisplayName(name) + "' is a " + bt +
                                     " without redbloom metadata" +
                                     (bt == "string" ? "; adopt it with attach" : ""));
-          }
-          if (mt != "hash") {
-            return Status::DataLoss("metadata key '" + DisplayMeta(name) + "' holds a " + mt +
-                                    ", not a hash");
-          }
-          if (hash->type == REDIS_REPLY_ERROR) {
-            return ReplyErrorStatus(ReplyText(hash.get()), c.server());
           }
           REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
           if (meta.name != name) return CollisionStatus(name, meta.name, DisplayMeta(name));
