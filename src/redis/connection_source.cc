@@ -46,6 +46,8 @@ class SingleServerSource final : public ConnectionSource {
     return Run("", Access::kMaster, /*idempotent=*/true, op);
   }
 
+  std::string Master() const override { return pool_.server().display; }
+
   Status Check() override {
     Result<ConnectionPool::Lease> lease = pool_.Acquire();
     if (!lease.ok()) return lease.status();
