@@ -1,8 +1,13 @@
 #include "redis/connection_source.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
+
+#include "redis/tls_transport.h"
 
 namespace redbloom::internal {
 
@@ -73,13 +78,32 @@ ServerParams ServerParamsFor(const RedisUrl& url, const HostPort& host) {
   server.connect_timeout = url.options.connect_timeout;
   server.command_timeout = url.options.command_timeout;
   server.display = host.Display();
+  if (url.tls.enabled) server.tls = TlsContext::For(url.tls);
   return server;
 }
 
+namespace {
+
+// insecure=1 is for trying things out; it must never go unnoticed in
+// production, so it is said on stderr (the service's log), once per URL and
+// process.
+void WarnIfInsecure(const RedisUrl& url) {
+  if (!url.tls.enabled || !url.tls.insecure) return;
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  const std::string shown = url.Redacted();
+  std::lock_guard lock(mu);
+  if (!warned.insert(shown).second) return;
+  std::fprintf(stderr,
+               "redbloom: WARNING: %s: insecure=1 turns off TLS certificate verification; anyone "
+               "on the network path can read and change this traffic\n",
+               shown.c_str());
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& url) {
-  if (url.tls.enabled) {
-    return Status::Unimplemented("TLS (rediss://) is not supported by this build yet");
-  }
+  WarnIfInsecure(url);
   switch (url.mode) {
     case RedisMode::kSingle:
       return NewSingleServerSource(ServerParamsFor(url, url.hosts.front()), url.options);
