@@ -6,3 +6,12 @@ if(NOT REDBLOOM_OPENSSL)
   message(FATAL_ERROR "The TLS tests need the openssl command: apt-get install openssl")
 endif()
 redbloom_add_test(redis_tls_test redis_tls_test.cc tls_certs.cc LABELS redis LIBS PkgConfig::HIREDIS)
+# Sentinel: each test starts a master, a replica and a sentinel, and the
+# failover tests take a few seconds each.
+if(TARGET redbloom_server_test_util)
+  redbloom_add_test(redis_sentinel_test redis_sentinel_test.cc redis_sentinel.cc LABELS redis
+                    LIBS redbloom_server_test_util)
+  add_dependencies(redis_sentinel_test redbloomd)
+else()
+  redbloom_add_test(redis_sentinel_test redis_sentinel_test.cc redis_sentinel.cc LABELS redis)
+endif()

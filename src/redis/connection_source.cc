@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "redis/sentinel_source.h"
 #include "redis/tls_transport.h"
 
 namespace redbloom::internal {
@@ -110,7 +111,7 @@ Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& ur
     case RedisMode::kCluster:
       return Status::Unimplemented("redis-cluster:// is not supported by this build yet");
     case RedisMode::kSentinel:
-      return Status::Unimplemented("redis-sentinel:// is not supported by this build yet");
+      return NewSentinelSource(url);
   }
   return Status::InvalidArgument("unknown redis mode");
 }
