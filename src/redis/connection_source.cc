@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "redis/cluster_source.h"
 #include "redis/sentinel_source.h"
 #include "redis/tls_transport.h"
 
@@ -109,7 +110,12 @@ Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& ur
     case RedisMode::kSingle:
       return NewSingleServerSource(ServerParamsFor(url, url.hosts.front()), url.options);
     case RedisMode::kCluster:
-      return Status::Unimplemented("redis-cluster:// is not supported by this build yet");
+      if (url.keys == KeyMode::kJdk) {
+        return Status::InvalidArgument(
+            "keys=jdk is not supported on a Redis Cluster: a Java-serialized bitmap key lands in "
+            "another slot than the filter's other keys");
+      }
+      return std::unique_ptr<ConnectionSource>(NewClusterSource(url));
     case RedisMode::kSentinel:
       return NewSentinelSource(url);
   }

@@ -143,6 +143,12 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
       StartsWith(text, "READONLY") || StartsWith(text, "TRYAGAIN") || StartsWith(text, "MISCONF")) {
     return Status::Unavailable(where + " cannot serve the command now: " + said);
   }
+  if (StartsWith(text, "MOVED ") || StartsWith(text, "ASK ") || StartsWith(text, "CLUSTERDOWN")) {
+    // Only a cluster store follows redirects; anyone else was pointed at a
+    // cluster node with the wrong URL.
+    return Status::Unavailable(where + " is a Redis Cluster node (it answered '" + said +
+                               "'); use a redis-cluster:// URL");
+  }
   if (StartsWith(text, "OOM")) return Status::ResourceExhausted(where + ": " + said);
   if (StartsWith(text, "WRONGTYPE")) return Status::Conflict(where + ": " + said);
   if (StartsWith(text, "ERR DB index is out of range") ||
@@ -163,6 +169,42 @@ bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
           StartsWith(s.message(), kTlsFailed));
+}
+
+std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view text) {
+  ClusterRedirect r;
+  if (StartsWith(text, "TRYAGAIN")) {
+    r.kind = ClusterRedirect::Kind::kTryAgain;
+    return r;
+  }
+  if (StartsWith(text, "CLUSTERDOWN")) {
+    r.kind = ClusterRedirect::Kind::kClusterDown;
+    return r;
+  }
+  if (StartsWith(text, "MOVED ")) {
+    r.kind = ClusterRedirect::Kind::kMoved;
+    text.remove_prefix(6);
+  } else if (StartsWith(text, "ASK ")) {
+    r.kind = ClusterRedirect::Kind::kAsk;
+    text.remove_prefix(4);
+  } else {
+    return std::nullopt;
+  }
+  // "SLOT HOST:PORT"; HOST may be an IPv6 address (split at the last ':') or
+  // empty (the node's own host).
+  const size_t space = text.find(' ');
+  const size_t colon = text.rfind(':');
+  if (space == std::string_view::npos || colon == std::string_view::npos || colon < space) {
+    return std::nullopt;
+  }
+  auto [p1, e1] = std::from_chars(text.data(), text.data() + space, r.slot);
+  auto [p2, e2] = std::from_chars(text.data() + colon + 1, text.data() + text.size(), r.port);
+  if (e1 != std::errc() || e2 != std::errc() || r.slot < 0 || r.slot > 16383) return std::nullopt;
+  r.host = std::string(text.substr(space + 1, colon - space - 1));
+  if (r.host.size() > 2 && r.host.front() == '[' && r.host.back() == ']') {
+    r.host = r.host.substr(1, r.host.size() - 2);
+  }
+  return r;
 }
 
 std::string_view ReplyText(const redisReply* r) {
@@ -317,7 +359,8 @@ Status Connection::Hello() {
     }
   }
   if (server.db != 0) hello.Command({"SELECT", std::to_string(server.db)});
-  if (!server.role.empty()) hello.Command({"ROLE"});
+  if (server.readonly) hello.Command({"READONLY"});
+  if (!server.role.empty()) hello.Command({"ROLE"});  // last: its answer is checked below
   if (hello.commands() == 0) return Status::Ok();
   REDBLOOM_RETURN_IF_ERROR(Append(hello));
   ReplyPtr last;
@@ -359,15 +402,24 @@ Status Connection::Broken() const {
   return Status::Unavailable("connection to redis " + server_->display + " is broken");
 }
 
+void Connection::MaybeAsk() {
+  if (!ask_next_) return;
+  ask_next_ = false;
+  out_.append("*1\r\n$6\r\nASKING\r\n");
+  ++owed_replies_;  // its +OK
+}
+
 Status Connection::Append(const CommandBuffer& commands) {
   REDBLOOM_RETURN_IF_ERROR(commands.Validate());
   if (broken_) return Broken();
+  MaybeAsk();
   out_.append(commands.data());
   return Status::Ok();
 }
 
 Status Connection::AppendRaw(std::string_view bytes) {
   if (broken_) return Broken();
+  MaybeAsk();
   out_.append(bytes);
   return Status::Ok();
 }
@@ -428,7 +480,12 @@ Result<ReplyPtr> Connection::Read() {
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr reply, ReadReply());
     // Owed replies come first in the stream; they confirm best-effort count
     // updates, so their content, error or not, changes nothing here.
-    if (owed_replies_ == 0) return reply;
+    if (owed_replies_ == 0) {
+      if (reply->type == REDIS_REPLY_ERROR && !redirect_.has_value()) {
+        redirect_ = ParseClusterRedirect(ReplyText(reply.get()));
+      }
+      return reply;
+    }
     --owed_replies_;
   }
 }
@@ -484,6 +541,8 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       if (usable) {
         conn->wrote_ = false;
         conn->saw_readonly_ = false;
+        conn->redirect_.reset();
+        conn->ask_next_ = false;
         return Lease(this, std::move(conn));
       }
       conn.reset();  // closes it
