@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
@@ -268,6 +269,66 @@ TEST_F(RedisTlsTest, CommandTimeoutHoldsOverTls) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
   EXPECT_LT(took, Millis(1000));
+}
+
+// ---- Redis Cluster over TLS --------------------------------------------------
+
+// rediss-cluster:// (or redis-cluster://...?tls=1): every node is reached over
+// TLS. The nodes run tls-cluster yes, so the cluster bus speaks TLS and
+// CLUSTER SLOTS names the nodes' TLS ports.
+TEST_F(RedisTlsTest, ClusterOverTls) {
+  std::vector<std::unique_ptr<RedisServer>> nodes;
+  std::vector<int> tls_ports;
+  for (int i = 0; i < 3; ++i) {
+    tls_ports.push_back(testing::FreePort());
+    std::vector<std::string> args = certs_->ServerArgs(tls_ports.back(), /*auth_clients=*/false);
+    args.insert(
+        args.end(),
+        {"--tls-cluster", "yes", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+         "--cluster-port", std::to_string(testing::FreePort()), "--cluster-node-timeout", "1000"});
+    nodes.push_back(std::make_unique<RedisServer>(args));
+    nodes.back()->Start();
+  }
+  // redis-cli waits for ever for nodes that cannot join; 30 s bounds that.
+  std::vector<std::string> create = {"/usr/bin/env", "timeout",   "30",
+                                     "redis-cli",    "--tls",     "--cacert",
+                                     certs_->ca(),   "--cluster", "create"};
+  for (int port : tls_ports) create.push_back("127.0.0.1:" + std::to_string(port));
+  create.push_back("--cluster-yes");
+  const testing::CommandResult created = testing::RunCommand(create);
+  ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto all_ok = [&] {
+    for (auto& n : nodes) {
+      if (n->Cli({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) return false;
+    }
+    return true;
+  };
+  while (!all_ok()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the TLS cluster never became ok";
+    std::this_thread::sleep_for(Millis(50));
+  }
+
+  for (const std::string scheme : {"rediss-cluster://", "redis-cluster://"}) {
+    const std::string url = scheme + "127.0.0.1:" + std::to_string(tls_ports[0]) +
+                            "?cacert=" + certs_->ca() + (scheme[5] == 's' ? "" : "&tls=1");
+    auto store = MustOpen(url);
+    ASSERT_NE(store, nullptr);
+    // Filters whose keys hash to slots of every node.
+    for (int f = 0; f < 12; ++f) {
+      const std::string name = "f" + std::to_string(f) + scheme.substr(0, 6);
+      auto filter = BloomFilter::Create(*store, name, Options(1000));
+      ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+      const auto items = Items(name + "-", 200);
+      ASSERT_TRUE((*filter)->AddMany(Views(items)).ok());
+      std::vector<uint8_t> present;
+      ASSERT_TRUE((*filter)->ContainsMany(Views(items), &present).ok());
+      for (size_t i = 0; i < items.size(); ++i) ASSERT_EQ(present[i], 1) << items[i];
+    }
+  }
+  for (auto& n : nodes) {
+    EXPECT_NE(n->Cli({"DBSIZE"}), "0\n") << "a node got none of 24 filters' keys";
+  }
 }
 
 // ---- The CLI -------------------------------------------------------------

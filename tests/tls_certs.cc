@@ -8,8 +8,10 @@ namespace redbloom::testing {
 TestCertificates::TestCertificates() {
   MakeCa("ca");
   MakeCa("other-ca");
+  // clientAuth too: a cluster node shows its server certificate as a client
+  // on the cluster bus, where client certificates are always required.
   const std::string server_ext = std::string("subjectAltName=IP:127.0.0.1,IP:::1,DNS:") +
-                                 kServerName + "\nextendedKeyUsage=serverAuth\n";
+                                 kServerName + "\nextendedKeyUsage=serverAuth,clientAuth\n";
   const std::string client_ext = "extendedKeyUsage=clientAuth\n";
   MakeLeaf("server", "ca", kServerName, server_ext, 2);
   MakeLeaf("client", "ca", "redbloom-test-client", client_ext, 3);
