@@ -101,8 +101,7 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
                                  " ms (connect_timeout_ms)" + hint);
     case Kind::kCertificate:
       return Status::Unavailable(std::string(kTlsFailed) + ": the certificate of " + where +
-                                 " does not verify: " + failure.detail +
-                                 " (trust its CA with cacert=PATH; insecure=1 skips the check)");
+                                 " does not verify: " + failure.detail + hint);
     case Kind::kHandshake:
       return Status::Unavailable(std::string(kTlsFailed) + ": handshake with " + where +
                                  " failed: " + failure.detail + hint);

@@ -281,10 +281,11 @@ IoFailure HandshakeFailure(SSL* ssl, int rc, const BioSocket& bio, const std::st
   if (verify != X509_V_OK) {
     std::string reason = X509_verify_cert_error_string(verify);
     if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH) {
-      reason += ": the certificate is not for '" + name +
-                "' (connect by a name it lists, or name one with sni=)";
+      return {IoFailure::Kind::kCertificate, reason + ": the certificate is not for '" + name + "'",
+              "connect by a name it lists, or name one with sni="};
     }
-    return {IoFailure::Kind::kCertificate, reason, ""};
+    return {IoFailure::Kind::kCertificate, reason,
+            "trust its CA with cacert=PATH; insecure=1 skips the check"};
   }
   if (bio.received > 0 && (bio.first_byte == '-' || bio.first_byte == '+')) {
     return {IoFailure::Kind::kHandshake, errors.empty() ? "no TLS answer" : errors,
