@@ -258,6 +258,21 @@ TEST_F(RedisSentinelTest, ReadonlyFromADemotedMasterIsSentToTheNewOne) {
   EXPECT_EQ(replica_->Cli({"EXISTS", "{after}:meta"}), "1\n");
 }
 
+TEST_F(RedisSentinelTest, AMasterThatIsAReplicaNowIsRefused) {
+  StartAll();
+  // The roles swap; the sentinel learns of it only at its next INFO (every
+  // 10 s), so for now it still names the old master, which is a replica.
+  ASSERT_NE(replica_->Cli({"REPLICAOF", "NO", "ONE"}).find("OK"), std::string::npos);
+  ASSERT_NE(master_->Cli({"REPLICAOF", "127.0.0.1", std::to_string(replica_->port())}).find("OK"),
+            std::string::npos);
+  ASSERT_EQ(sentinel_->MasterPort(), master_->port());
+  auto store = Store::Open(Url("max_retries=0"));
+  ASSERT_FALSE(store.ok()) << "a store opened on a replica would fail every write";
+  EXPECT_EQ(store.status().code(), StatusCode::kUnavailable) << store.status().ToString();
+  EXPECT_NE(store.status().message().find("is a slave, not a master"), std::string::npos)
+      << store.status().ToString();
+}
+
 TEST_F(RedisSentinelTest, ReadFromReplicaReadsThereAndFallsBackToTheMaster) {
   StartAll();
   auto store = MustOpen(Url("read_from=replica&wait_replicas=1&max_retries=2"));

@@ -18,6 +18,9 @@
 #include "redis_test_raw.h"
 #include "test_util.h"
 #include "tls_certs.h"
+#ifdef REDBLOOMD_PATH
+#include "server_process.h"
+#endif
 
 namespace redbloom {
 namespace {
@@ -372,6 +375,19 @@ TEST_F(RedisTlsTest, CliWarnsAboutInsecure) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("WARNING"), std::string::npos) << r.err;
 }
+
+#ifdef REDBLOOMD_PATH
+TEST_F(RedisTlsTest, ServiceTakesTlsUrlsAndLogsInsecure) {
+  testing::RedbloomdProcess server(Url(other_->tls_port, "insecure=1"));
+  server.Start();
+  auto client = server.Client();
+  testing::Answer ready = testing::Call(*client, "GET", "/readyz");
+  EXPECT_EQ(ready.status, 200) << ready.body;
+  EXPECT_EQ(ready.json.value("master", ""), "127.0.0.1:" + std::to_string(other_->tls_port));
+  EXPECT_NE(server.Stderr().find("WARNING"), std::string::npos) << server.Stderr();
+  EXPECT_NE(server.Stderr().find("insecure=1"), std::string::npos) << server.Stderr();
+}
+#endif
 
 }  // namespace
 }  // namespace redbloom
