@@ -13,7 +13,9 @@
 
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
+#include "redis/connection_source.h"
 #include "redis/redis_client.h"
+#include "redis/redis_url.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
 #include "test_util.h"
@@ -164,6 +166,32 @@ TEST_F(RedisTlsTest, PooledConnectionsAreReused) {
   }
   // The raw client's own connection is counted before; none is opened here.
   EXPECT_LE(ConnectionsReceived(*raw_) - before, 1) << "200 calls opened new TLS connections";
+}
+
+TEST_F(RedisTlsTest, AnIdleConnectionWithUnreadSessionTicketsIsReused) {
+  Result<internal::RedisUrl> url = internal::ParseRedisUrl(Url(tls_->tls_port), StoreOptions());
+  ASSERT_TRUE(url.ok());
+  internal::ConnectionPool pool(internal::ServerParamsFor(*url, url->hosts.front()), 1);
+  const int64_t before = ConnectionsReceived(*raw_);
+  {
+    Result<internal::ConnectionPool::Lease> lease = pool.Acquire();  // back unused, nothing read
+    ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  }
+  // Redis lists a TLS client once its handshake is done, and by then it has
+  // sent its session tickets: they wait, unread, on the idle connection.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (raw_->Str({"CLIENT", "LIST"}).find("cmd=NULL") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(Millis(5));
+  }
+  Result<internal::ConnectionPool::Lease> lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  internal::CommandBuffer ping;
+  ping.Command({"PING"});
+  ASSERT_TRUE((*lease)->Append(ping).ok());
+  Result<internal::ReplyPtr> pong = (*lease)->ReadOk();
+  ASSERT_TRUE(pong.ok()) << pong.status().ToString();
+  EXPECT_EQ(ConnectionsReceived(*raw_) - before, 1) << "the idle connection was taken for closed";
 }
 
 TEST_F(RedisTlsTest, CertificateOfAnUntrustedCaIsRefused) {
