@@ -12,6 +12,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
   # TLS tests make their CA and certificates at run time
   openssl
+  # docs/openapi.json's test validates real answers with Debian's JSON Schema library
+  python3 python3-jsonschema
+  # Debian packages (scripts/package.sh, scripts/check-package.sh): cpack's
+  # dpkg-shlibdeps and file, strip, the unit's checks, the man pages' checks
+  dpkg-dev file binutils systemd man-db groff-base bsdextrautils
   # Java interop: javac and Debian's Guava
   openjdk-17-jdk-headless libguava-java
 )

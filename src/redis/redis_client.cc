@@ -164,10 +164,24 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
                           ", not " + std::string(wanted));
 }
 
+constexpr std::string_view kNotReplicated = "not replicated: ";
+
 bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
-          StartsWith(s.message(), kTlsFailed));
+          StartsWith(s.message(), kTlsFailed) || StartsWith(s.message(), kNotReplicated));
+}
+
+// Retrying would wait for replicas again, and they rarely come back within a
+// backoff: the caller decides (an add is safe to repeat later).
+Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,
+                           std::chrono::milliseconds waited) {
+  return Status::Unavailable(std::string(kNotReplicated) + "only " + std::to_string(confirmed) +
+                             " of " + std::to_string(wanted) + " replicas of redis " +
+                             std::string(server) + " confirmed the write within " +
+                             std::to_string(waited.count()) +
+                             " ms (wait_replicas); it is on the master but may be lost in a "
+                             "failover");
 }
 
 std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view text) {
@@ -401,24 +415,15 @@ Status Connection::Broken() const {
   return Status::Unavailable("connection to redis " + server_->display + " is broken");
 }
 
-void Connection::MaybeAsk() {
-  if (!ask_next_) return;
-  ask_next_ = false;
-  out_.append("*1\r\n$6\r\nASKING\r\n");
-  ++owed_replies_;  // its +OK
-}
-
 Status Connection::Append(const CommandBuffer& commands) {
   REDBLOOM_RETURN_IF_ERROR(commands.Validate());
   if (broken_) return Broken();
-  MaybeAsk();
   out_.append(commands.data());
   return Status::Ok();
 }
 
 Status Connection::AppendRaw(std::string_view bytes) {
   if (broken_) return Broken();
-  MaybeAsk();
   out_.append(bytes);
   return Status::Ok();
 }
@@ -541,7 +546,6 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
         conn->wrote_ = false;
         conn->saw_readonly_ = false;
         conn->redirect_.reset();
-        conn->ask_next_ = false;
         return Lease(this, std::move(conn));
       }
       conn.reset();  // closes it
