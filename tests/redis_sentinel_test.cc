@@ -20,6 +20,7 @@
 #include "redis_server.h"
 #include "redis_test_raw.h"
 #include "test_util.h"
+#include "tls_certs.h"
 #ifdef REDBLOOMD_PATH
 #include "server_process.h"
 #endif
@@ -344,6 +345,57 @@ TEST_F(RedisSentinelTest, SentinelsAndServersHaveTheirOwnPasswords) {
   ASSERT_TRUE(filter.ok()) << filter.status().ToString();
   ASSERT_TRUE((*filter)->Add("x").ok());
   EXPECT_TRUE(*(*filter)->Contains("x"));
+}
+
+// rediss-sentinel://: TLS to the sentinel and to the servers. The sentinel
+// watches the master's TLS port (tls-replication yes), so that is the
+// address it names.
+TEST_F(RedisSentinelTest, SentinelsAndServersOverTls) {
+  testing::TestCertificates certs;
+  const int master_tls = testing::FreePort();
+  const int replica_tls = testing::FreePort();
+  std::vector<std::string> master_args = certs.ServerArgs(master_tls, /*auth_clients=*/false);
+  master_args.insert(master_args.end(),
+                     {"--tls-replication", "yes", "--repl-diskless-sync-delay", "0"});
+  master_ = std::make_unique<RedisServer>(master_args);
+  master_->Start();
+  std::vector<std::string> replica_args = certs.ServerArgs(replica_tls, /*auth_clients=*/false);
+  replica_args.insert(replica_args.end(), {"--tls-replication", "yes", "--replicaof", "127.0.0.1",
+                                           std::to_string(master_tls)});
+  replica_ = std::make_unique<RedisServer>(replica_args);
+  replica_->Start();
+  ASSERT_TRUE(Eventually([&] { return InSync(*replica_); }));
+  const int sentinel_tls = testing::FreePort();
+  sentinel_ = std::make_unique<RedisSentinel>(
+      master_tls, kMaster,
+      std::vector<std::string>{
+          "tls-port " + std::to_string(sentinel_tls), "tls-cert-file " + certs.server_cert(),
+          "tls-key-file " + certs.server_key(), "tls-ca-cert-file " + certs.ca(),
+          "tls-auth-clients no", "tls-replication yes"});
+  sentinel_->Start();
+  ASSERT_EQ(sentinel_->MasterPort(), master_tls);
+
+  const std::string tls_url = "rediss-sentinel://127.0.0.1:" + std::to_string(sentinel_tls) + "/" +
+                              kMaster + "?cacert=" + certs.ca();
+  auto store = MustOpen(tls_url);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Master(), "127.0.0.1:" + std::to_string(master_tls));
+  auto filter = BloomFilter::Create(*store, "orders", Options(1000));
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  ASSERT_TRUE((*filter)->Add("ORD-1").ok());
+  EXPECT_TRUE(*(*filter)->Contains("ORD-1"));
+  EXPECT_EQ(master_->Cli({"EXISTS", "orders"}), "1\n");
+  // The sentinel's TLS port refuses plain text, and its certificate is checked.
+  auto plain =
+      Store::Open("redis-sentinel://127.0.0.1:" + std::to_string(sentinel_tls) + "/" + kMaster);
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("rediss://"), std::string::npos)
+      << plain.status().ToString();
+  auto untrusted = Store::Open("rediss-sentinel://127.0.0.1:" + std::to_string(sentinel_tls) + "/" +
+                               kMaster + "?cacert=" + certs.other_ca());
+  ASSERT_FALSE(untrusted.ok());
+  EXPECT_NE(untrusted.status().message().find("does not verify"), std::string::npos)
+      << untrusted.status().ToString();
 }
 
 // ---- The CLI and the service -----------------------------------------------
