@@ -5,7 +5,9 @@
 //       the blog posts' Spring RedisService does (hiredis here, so the client
 //       is not what is slow);
 //   (b) pipelined SETBIT / GETBIT: every offset of 1000 items in one write;
-//   (c) with --module-url, RedisBloom's BF.MADD / BF.MEXISTS, 1000 per command.
+//   (c) with --module-url, RedisBloom's BF.MADD / BF.MEXISTS, 1000 per command;
+//   (d) with --tls-url (a TLS port of the --url server), redbloom over TLS,
+//       to put the cost of TLS per item next to plain TCP.
 // Every approach uses the seed strategy's offsets (k = 7, m = 9585058 for
 // 1e6 items at 1%), so (a) is bit for bit what the Java service does.
 //
@@ -14,7 +16,7 @@
 // process's CPU per item, and the speed-up over the seed's way. Before any
 // figure is printed, every approach's filter is checked for false negatives.
 //
-//   redis_bench --url redis://127.0.0.1:6379 [--module-url URL] [--reps 3]
+//   redis_bench --url redis://127.0.0.1:6379 [--module-url URL] [--tls-url URL] [--reps 3]
 // scripts/bench-redis.sh starts the servers and runs this.
 #include <hiredis/hiredis.h>
 #include <sys/resource.h>
@@ -169,6 +171,7 @@ struct Row {
 struct Args {
   std::string url;
   std::string module_url;
+  std::string tls_url;
   int reps = 3;
   double scale = 1.0;  // multiplies item counts (0.1 for a smoke run)
 };
@@ -179,6 +182,8 @@ Args ParseArgs(int argc, char** argv) {
                "redis_bench");
   app.add_option("--url", a.url, "redis:// URL of a plain redis-server")->required();
   app.add_option("--module-url", a.module_url, "redis:// URL of a server with RedisBloom loaded");
+  app.add_option("--tls-url", a.tls_url,
+                 "rediss:// URL of a TLS port of the --url server (adds redbloom over TLS)");
   app.add_option("--reps", a.reps, "repetitions")->check(CLI::PositiveNumber);
   app.add_option("--scale", a.scale, "multiplies item counts (0.1 for a smoke run)")
       ->check(CLI::PositiveNumber);
@@ -196,6 +201,11 @@ class Bench {
     auto store = Store::Open(args_.url);
     Check(store.status(), "open " + args_.url);
     store_ = std::move(store).value();
+    if (!args_.tls_url.empty()) {
+      auto tls = Store::Open(args_.tls_url);
+      Check(tls.status(), "open " + args_.tls_url);
+      tls_store_ = std::move(tls).value();
+    }
     options_ = FilterOptions{.capacity = kCapacity,
                              .error_rate = kErrorRate,
                              .strategy = Strategy::kSeed,
@@ -217,7 +227,10 @@ class Bench {
     for (int rep = 0; rep < args_.reps; ++rep) {
       RunSeedWay(rep);
       RunPipelined(rep);
-      for (size_t batch : {size_t{1}, size_t{100}, size_t{1000}}) RunLibrary(batch, rep);
+      for (size_t batch : {size_t{1}, size_t{100}, size_t{1000}}) {
+        RunLibrary(*store_, "redbloom", batch, rep);
+        if (tls_store_ != nullptr) RunLibrary(*tls_store_, "redbloom over TLS", batch, rep);
+      }
       if (!args_.module_url.empty()) RunRedisBloom(rep);
     }
     Print();
@@ -312,7 +325,7 @@ class Bench {
     }
   }
 
-  void RunLibrary(size_t batch, int rep) {
+  void RunLibrary(Store& store, const std::string& approach, size_t batch, int rep) {
     // About a second per run on loopback: batch 1 is one round trip per item.
     // Never more than the filter's capacity over all repetitions, so every
     // run sees a filter at or below its design fill.
@@ -320,14 +333,16 @@ class Bench {
                                                 : batch == 100 ? 100'000
                                                                : 300'000),
                                           kCapacity / static_cast<uint64_t>(args_.reps));
-    const std::string name = "lib" + std::to_string(batch);
-    auto filter = BloomFilter::Create(*store_, name, options_);
+    const bool tls = &store != store_.get();
+    const std::string name = (tls ? "tls" : "lib") + std::to_string(batch);
+    auto filter = BloomFilter::Create(store, name, options_);
     Check(filter.status(), "create " + name);
-    Row* add = &NewRow("add", "redbloom", batch);
-    Row* check = &NewRow("check", "redbloom", batch);
+    Row* add = &NewRow("add", approach, batch);
+    Row* check = &NewRow("check", approach, batch);
     std::vector<uint8_t> flags;
     {
-      const auto items = Items("ORD-lib-" + std::to_string(rep) + "-", 0, n);
+      const auto items =
+          Items(std::string(tls ? "ORD-tls-" : "ORD-lib-") + std::to_string(rep) + "-", 0, n);
       add->samples.push_back(Measure(raw_, n, [&] {
         for (size_t i = 0; i < n; i += batch) {
           Check((*filter)->AddMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags), "add");
@@ -435,6 +450,7 @@ class Bench {
   Args args_;
   Raw raw_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<Store> tls_store_;
   FilterOptions options_;
   FilterConfig config_;
   std::deque<Row> rows_;  // stable addresses: rows are filled after later ones are added

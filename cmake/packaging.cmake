@@ -87,6 +87,6 @@ This package holds the static library, its C++20 headers and the CMake
 package: find_package(redbloom) and link redbloom::redbloom.")
 # What redbloomConfig.cmake finds and a static libredbloom.a links: not
 # computable from the archive, so listed here.
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libhiredis-dev, zlib1g-dev, pkg-config")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libhiredis-dev, libssl-dev, zlib1g-dev, pkg-config")
 
 include(CPack)

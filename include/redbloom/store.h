@@ -2,6 +2,9 @@
 //   mem:                                  in-process, for tests and embedding
 //   file:DIR                              one memory-mapped file per filter (the default)
 //   redis://[user:password@]host[:port][/db][?options]   one Redis server
+//   rediss://...                          the same over TLS
+//   redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]
+//                                         the master that Redis Sentinel names
 // Each store lives in its own folder (src/mem, src/file, src/redis) and is
 // registered by URL scheme in one table (src/store_table.cc).
 //
@@ -207,6 +210,11 @@ class Store {
                                                      const FilterConfig& config) = 0;
   // OK if the store can be used now (for readiness checks).
   virtual Status Ping() = 0;
+  // The server that takes writes now, as "host:port", for readiness reports:
+  // redis://'s one server, or the master the sentinels named last for
+  // redis-sentinel:// (it changes with a failover). "" for stores without
+  // a server (mem:, file:) or before one was found.
+  virtual std::string Master() const { return ""; }
 
   // Rebuilds: atomically makes filter `source` the filter called `name`,
   // replacing what was there, and removes the name `source`. Readers of the

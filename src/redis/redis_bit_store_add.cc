@@ -69,7 +69,12 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
                                       }
                                     }
                                     if (!added.ok()) return added;
-                                    return WaitForReplicas(c, *shared_);
+                                    Status waited = WaitForReplicas(c, *shared_);
+                                    // The chunks may be on this server alone: a retry (after a
+                                    // failover, on the new master) sends them again, not only
+                                    // another WAIT, which there would confirm nothing of them.
+                                    if (!waited.ok()) done = 0;
+                                    return waited;
                                   });
   // What could not be sent rides with this handle's next command.
   cells.pending += uncounted;

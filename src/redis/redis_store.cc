@@ -50,6 +50,7 @@ class RedisStore final : public Store {
       : Store(url.options.clock), url_(std::move(url)), shared_(std::move(shared)) {}
 
   std::string url() const override { return url_.Redacted(); }
+  std::string Master() const override { return shared_->source->Master(); }
 
   Status Create(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
