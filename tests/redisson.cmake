@@ -28,3 +28,8 @@ if(TARGET redbloom_cli)
     DEFS JAVA="${Java_JAVA_EXECUTABLE}" REDISSON_MATH_CLASSDIR="${REDBLOOM_REDISSON_MATH_CLASSDIR}")
   add_dependencies(redisson_test redbloom_redisson_math)
 endif()
+if(TARGET redbloom_cli)
+  redbloom_add_test(redisson_redis_test redisson_redis_test.cc
+    LABELS "redis;interop"
+    LIBS PkgConfig::HIREDIS nlohmann_json::nlohmann_json)
+endif()

@@ -9,10 +9,12 @@
 #define REDBLOOM_SRC_REDIS_REDIS_BIT_STORE_H_
 
 #include <atomic>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "redbloom/store.h"
@@ -87,6 +89,15 @@ class RedisBitStore final : public BitStore {
   Status Gone() const;
   Result<uint64_t> ParseCount(const Cells& cells, const redisReply* r) const;
   void AppendMetaCheck(CommandBuffer* cmd) const;
+  // Filters whose strategy's Java side keeps a companion hash (Redisson's
+  // config; redis_companion.h). A guarded script gets its key after its own
+  // keys (meta_state's second argument); a check transaction reads it back
+  // just before EXEC, one more reply, and CheckCompanion checks that reply
+  // (the last of EXEC's). Without one these add nothing.
+  std::vector<std::string> ScriptKeys(std::initializer_list<std::string_view> keys) const;
+  void AppendCompanionCheck(CommandBuffer* cmd) const;
+  size_t CompanionReplies() const { return companion_.empty() ? 0 : 1; }
+  Status CheckCompanion(const redisReply* exec) const;
   void AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t delta) const;
 
   Status TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
@@ -113,6 +124,7 @@ class RedisBitStore final : public BitStore {
   const FilterConfig config_;
   const FilterKeys keys_;
   const std::vector<std::string> checked_;
+  const std::string companion_;  // its key, or ""
   const uint64_t filter_expires_at_ms_;
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Cells>> cells_;  // guarded by mu_

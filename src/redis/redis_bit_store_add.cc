@@ -156,8 +156,8 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
   cmd.Clear();
   Streamer stream(c, cmd);
   cmd.Command({"MULTI"});
-  BeginEval(&cmd, scripts::kAddGuard, {keys_.meta, cells.bitmap, cells.scratch, cells.count_hash},
-            kChecked + 5);
+  BeginEval(&cmd, scripts::kAddGuard,
+            ScriptKeys({keys_.meta, cells.bitmap, cells.scratch, cells.count_hash}), kChecked + 5);
   for (const auto& v : checked_) cmd.Arg(v);
   cmd.Arg(count_delta);
   cmd.Arg(cells.count_field);
@@ -188,7 +188,8 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
       if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
     }
   }
-  BeginEval(&cmd, scripts::kAddCommit, {keys_.meta, cells.bitmap, cells.scratch}, kChecked);
+  BeginEval(&cmd, scripts::kAddCommit, ScriptKeys({keys_.meta, cells.bitmap, cells.scratch}),
+            kChecked);
   for (const auto& v : checked_) cmd.Arg(v);
   cmd.Command({"EXEC"});
   return stream.Finish();
@@ -249,7 +250,7 @@ Status RedisBitStore::EvalPerItem(Connection& c, const Cells& cells, std::string
                                   const uint64_t* offsets, size_t n, uint32_t k, uint8_t* out,
                                   uint64_t* room, bool* full) const {
   CommandBuffer cmd;
-  BeginEval(&cmd, script, {keys_.meta, cells.bitmap, cells.count_hash},
+  BeginEval(&cmd, script, ScriptKeys({keys_.meta, cells.bitmap, cells.count_hash}),
             kChecked + extra_args + n * k);
   for (const auto& v : checked_) cmd.Arg(v);
   extras(cmd);
