@@ -3,13 +3,14 @@
 //
 // Redisson is not packaged in Debian, so RedissonClient below replays what
 // a Redisson client (3.6.0 and later) sends, restated from
-// org.redisson.RedissonBloomFilter: the key layout (the bitmap at NAME, the
-// config hash at suffixName(NAME, "config")), tryInit's script, the add and
-// contains scripts with their argument layout ([size, hashIterations, k or
-// object count, indexes...], every number as its decimal string), count()
-// and delete(). Its indexes come from this file's own transcription of
-// Redisson's loop over HighwayHash-128 (which redisson_test checks against
-// Redisson's vectors); its sizes are the ones the vectors give.
+// org.redisson.RedissonBloomFilter (redisson_replay.h): the key layout (the
+// bitmap at NAME, the config hash at suffixName(NAME, "config")), tryInit's
+// script, the add and contains scripts with their argument layout ([size,
+// hashIterations, k or object count, indexes...], every number as its
+// decimal string), count() and delete(). Its indexes come from a
+// transcription of Redisson's loop over HighwayHash-128 (which
+// redisson_test checks against Redisson's vectors), independent of
+// strategy redisson's; its sizes are the ones the vectors give.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,11 +33,16 @@
 #include "redis_cluster.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
+#include "redisson_replay.h"
 #include "test_util.h"
 
 namespace redbloom {
 namespace {
 
+using testing::AppendRedissonIndexes;
+using testing::kRedissonAdd;
+using testing::kRedissonContains;
+using testing::kRedissonTryInit;
 using testing::RawRedis;
 using testing::RedisCluster;
 using testing::RedisServer;
@@ -80,55 +86,13 @@ class RoutedRedis {
   std::map<int, std::unique_ptr<RawRedis>> nodes_;
 };
 
-// The scripts of Redisson's RBloomFilter, restated. Each compares the config
-// hash's size and hashIterations with the client's own, as strings, and
-// fails with 'Bloom filter config has been changed' when they differ.
-constexpr const char* kRedissonTryInit =
-    "if redis.call('exists', KEYS[1]) == 1 then return 0 end\n"
-    "redis.call('hset', KEYS[1], 'size', ARGV[1])\n"
-    "redis.call('hset', KEYS[1], 'hashIterations', ARGV[2])\n"
-    "redis.call('hset', KEYS[1], 'expectedInsertions', ARGV[3])\n"
-    "redis.call('hset', KEYS[1], 'falseProbability', ARGV[4])\n"
-    "return 1\n";
-// KEYS: config, bitmap. ARGV: size, hashIterations, indexes per object, then
-// every object's indexes. Answers how many objects turned on at least a bit.
-constexpr const char* kRedissonAdd =
-    "local size = redis.call('hget', KEYS[1], 'size')\n"
-    "local iterations = redis.call('hget', KEYS[1], 'hashIterations')\n"
-    "assert(size == ARGV[1] and iterations == ARGV[2], 'Bloom filter config has been changed')\n"
-    "local unset, added = 0, 0\n"
-    "for i = 4, #ARGV do\n"
-    "  if redis.call('setbit', KEYS[2], ARGV[i], 1) == 0 then unset = unset + 1 end\n"
-    "  if (i - 3) % ARGV[3] == 0 then\n"
-    "    if unset > 0 then added = added + 1 end\n"
-    "    unset = 0\n"
-    "  end\n"
-    "end\n"
-    "return added\n";
-// KEYS: config, bitmap. ARGV: size, hashIterations, number of objects, then
-// every object's indexes. Answers how many objects have all their bits set.
-constexpr const char* kRedissonContains =
-    "local size = redis.call('hget', KEYS[1], 'size')\n"
-    "local iterations = redis.call('hget', KEYS[1], 'hashIterations')\n"
-    "assert(size == ARGV[1] and iterations == ARGV[2], 'Bloom filter config has been changed')\n"
-    "local per_object = (#ARGV - 3) / ARGV[3]\n"
-    "local unset, absent = 0, 0\n"
-    "for i = 4, #ARGV do\n"
-    "  if redis.call('getbit', KEYS[2], ARGV[i]) == 0 then unset = unset + 1 end\n"
-    "  if (i - 3) % per_object == 0 then\n"
-    "    if unset > 0 then absent = absent + 1 end\n"
-    "    unset = 0\n"
-    "  end\n"
-    "end\n"
-    "return ARGV[3] - absent\n";
-
 // A Redisson RBloomFilter<T> handle. Items are given as the bytes its codec
 // writes: the UTF-8 of the string (StringCodec, LongCodec) or the array
 // itself (ByteArrayCodec).
 class RedissonClient {
  public:
   RedissonClient(RoutedRedis& redis, std::string name) : redis_(redis), name_(std::move(name)) {
-    config_ = name_.find('{') != std::string::npos ? name_ + ":config" : "{" + name_ + "}:config";
+    config_ = testing::RedissonConfigKey(name_);
   }
 
   const std::string& config_key() const { return config_; }
@@ -180,27 +144,15 @@ class RedissonClient {
 
   const std::string& last_error() const { return last_error_; }
 
-  // RedissonBloomFilter.hash(long, long, int, long): the index loop.
-  std::vector<uint64_t> Indexes(const std::string& item) const {
-    const Hash128 h = HashBytes(Strategy::kRedisson, item);
-    std::vector<uint64_t> out;
-    uint64_t hash = h.h1;
-    for (uint32_t i = 0; i < iterations_; ++i) {
-      out.push_back((hash & 0x7fffffffffffffffULL) % size_);
-      hash += (i % 2 == 0) ? h.h2 : h.h1;
-    }
-    return out;
-  }
-
  private:
   long long Eval(const char* script, const std::string& third,
                  const std::vector<std::string>& items) {
     std::vector<std::string> args = {
         "EVAL", script, "2", config_, name_, std::to_string(size_), std::to_string(iterations_),
         third};
-    for (const auto& item : items) {
-      for (uint64_t i : Indexes(item)) args.push_back(std::to_string(i));
-    }
+    std::vector<uint64_t> indexes;
+    for (const auto& item : items) AppendRedissonIndexes(item, size_, iterations_, &indexes);
+    for (uint64_t i : indexes) args.push_back(std::to_string(i));
     auto r = redis_.Run(args);
     if (r->type == REDIS_REPLY_ERROR) {
       last_error_ = std::string(r->str, r->len);

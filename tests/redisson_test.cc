@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "redbloom/filter_config.h"
 #include "redbloom/funnel.h"
 #include "redbloom/sizing.h"
+#include "redbloom/store.h"
 #include "redbloom/strategy.h"
 #include "strategy/strategy_def.h"
 #include "test_util.h"
@@ -246,6 +248,50 @@ TEST(RedissonTest, ZeroErrorRateIsDoubleMinValueAsInRedisson) {
   auto offsets = ItemOffsets(*config, "ORD-1");
   ASSERT_TRUE(offsets.ok());
   EXPECT_EQ(offsets->size(), 1074u);
+}
+
+TEST(RedissonTest, MemoryAndFileStoresSetRedissonsBits) {
+  // The same strategy on stores without a config hash: the bits Redisson
+  // would set, and a counting filter too (Redis keeps redisson filters plain).
+  testing::TempDir dir;
+  for (const std::string& url : {std::string("mem:"), "file:" + dir.path()}) {
+    auto store = Store::Open(url);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto f = BloomFilter::Create(
+        **store, "r", {.capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kRedisson});
+    ASSERT_TRUE(f.ok()) << url << ": " << f.status().ToString();
+    std::set<uint64_t> want;
+    std::vector<std::string> items;
+    for (const Json& v : ReadVectors("indexes.jsonl")) {
+      if (v["config"] != "1000_0.01" || v["codec"] != "StringCodec") continue;
+      items.push_back(v["item"]);
+      for (uint64_t o : v["indexes"].get<std::vector<uint64_t>>()) want.insert(o);
+    }
+    std::vector<std::string_view> views(items.begin(), items.end());
+    ASSERT_TRUE((*f)->AddMany(views).ok());
+    std::string bitmap;
+    ASSERT_TRUE((*f)->ReadBitmap(&bitmap).ok());
+    ASSERT_EQ(bitmap.size(), (9585u + 7) / 8) << url;
+    std::set<uint64_t> got;
+    for (uint64_t i = 0; i < 9585; ++i) {
+      if (static_cast<uint8_t>(bitmap[i / 8]) & (0x80u >> (i % 8))) got.insert(i);
+    }
+    EXPECT_EQ(got, want) << url;
+    auto info = (*f)->Info();
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->approximate_items, RedissonCount(want.size(), 9585, 7)) << url;
+
+    auto counting = BloomFilter::Create(**store, "c",
+                                        {.capacity = 1000,
+                                         .error_rate = 0.01,
+                                         .strategy = Strategy::kRedisson,
+                                         .kind = FilterKind::kCounting});
+    ASSERT_TRUE(counting.ok()) << url << ": " << counting.status().ToString();
+    ASSERT_TRUE((*counting)->Add("ORD-1").ok());
+    bool removed = false;
+    ASSERT_TRUE((*counting)->Remove("ORD-1", &removed).ok());
+    EXPECT_TRUE(removed) << url;
+  }
 }
 
 // ---- Redisson's arithmetic on the JVM ---------------------------------------
