@@ -503,6 +503,12 @@ TEST_F(RedissonCliTest, AttachTakesTheConfigHashOrFailsClearly) {
   EXPECT_EQ(not_hash.exit_code, 3) << not_hash.err;
   EXPECT_EQ(raw_->Int({"EXISTS", "orders", "{orders}:meta"}), 0);
   raw_->Run({"DEL", "{orders}:config"});
+  // Redisson names its keys in plain UTF-8, never Java-serialized.
+  auto jdk = testing::RunCommand({REDBLOOM_CLI_PATH, "--store", server_->url() + "?keys=jdk",
+                                  "create", "orders", "--strategy", "redisson", "--capacity",
+                                  "1000", "--error", "0.01"});
+  EXPECT_EQ(jdk.exit_code, 2) << jdk.err;
+  EXPECT_NE(jdk.err.find("keys=jdk"), std::string::npos) << jdk.err;
   // Half the parameters: a usage error.
   EXPECT_EQ(Run({"attach", "orders", "--strategy", "redisson", "--capacity", "1000"}).exit_code, 2);
   // Other strategies record nothing: they need both.

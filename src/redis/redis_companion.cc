@@ -28,6 +28,11 @@ Status CheckCompanionPlacement(std::string_view name, KeyMode mode, const Filter
                                    " filter would be unreadable there (use it on mem: or file:, "
                                    "or another strategy)");
   }
+  if (mode == KeyMode::kJdk) {
+    return Status::InvalidArgument("strategy " + strategy +
+                                   " shares its keys with a Java client that names them in plain "
+                                   "UTF-8; ?keys=jdk is for Spring's RedisTemplate: leave it out");
+  }
   const std::string key = CompanionKeyFor(name, mode, companion->suffix);
   if (KeySlot(key) != KeySlot(KeysFor(name, mode).bitmap)) {
     return Status::InvalidArgument(

@@ -30,8 +30,8 @@ const CompanionHash* CompanionOf(const FilterConfig& c);
 std::string CompanionKey(std::string_view name, KeyMode mode, const FilterConfig& c);
 
 // kInvalidArgument unless a filter with a companion can live on Redis under
-// this name: a plain filter (the Java side reads one bitmap of bits) whose
-// companion key is in its bitmap's cluster slot.
+// this name: a plain filter (the Java side reads one bitmap of bits), with
+// plain keys, whose companion key is in its bitmap's cluster slot.
 Status CheckCompanionPlacement(std::string_view name, KeyMode mode, const FilterConfig& c);
 
 // Cell operations read the companion back with HMGET key size hashIterations
