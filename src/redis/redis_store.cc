@@ -307,12 +307,14 @@ class RedisStore final : public Store {
   }
 
   // A filter whose Java side keeps a companion hash is opened only while
-  // that hash still describes it (see CheckCompanionReply).
+  // that hash still describes it (see CheckCompanionReply). From the master,
+  // as ReadMeta reads the metadata: a replica may not have a new filter's
+  // hash yet.
   Status CheckCompanion(std::string_view name, const FilterConfig& config) {
     const std::string key = CompanionKey(name, shared_->keys, config);
     if (key.empty()) return Status::Ok();
     return shared_->source->Run(
-        key, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
+        key, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           CommandBuffer cmd;
           AppendCompanionRead(&cmd, key);
           REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
