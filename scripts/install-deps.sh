@@ -11,6 +11,11 @@ packages=(
   libhighwayhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
+  # docs/openapi.json's test validates real answers with Debian's JSON Schema library
+  python3 python3-jsonschema
+  # Debian packages (scripts/package.sh, scripts/check-package.sh): cpack's
+  # dpkg-shlibdeps and file, strip, the unit's checks, the man pages' checks
+  dpkg-dev file binutils systemd man-db groff-base bsdextrautils
   # Java interop: javac and Debian's Guava
   openjdk-17-jdk-headless libguava-java
 )

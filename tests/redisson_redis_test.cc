@@ -443,6 +443,10 @@ TEST_P(RedissonRedisTest, CreateRefusesWhatRedissonRefusesOrCouldNotRead) {
   counting.kind = FilterKind::kCounting;
   auto c = BloomFilter::Create(*store_, "counting", counting);
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().ToString();
+  auto sharded = Options(1000, 0.01);
+  sharded.shards = 2;  // Redisson reads one bitmap
+  auto sh = BloomFilter::Create(*store_, "sharded", sharded);
+  EXPECT_EQ(sh.status().code(), StatusCode::kInvalidArgument) << sh.status().ToString();
   // Redisson would keep the config of "a{b" at "a{b:config", another slot.
   auto braces = BloomFilter::Create(*store_, "a{b", Options(1000, 0.01));
   EXPECT_EQ(braces.status().code(), StatusCode::kInvalidArgument) << braces.status().ToString();

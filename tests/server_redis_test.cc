@@ -1,6 +1,6 @@
 // redbloomd on a real redis-server that fails: stopped mid-run (503, never
 // "absent"), then back (recovery without restarting redbloomd), slow (504),
-// and unreachable when redbloomd starts.
+// out of memory (507), and unreachable when redbloomd starts.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -102,6 +102,43 @@ TEST(ServerRedisTest, SlowRedisGives504) {
   EXPECT_TRUE(Eventually([&] {
     return Call(*client, "POST", "/v1/filters/orders/check", R"({"items":["x"]})").status == 200;
   }));
+}
+
+// A Redis out of room (maxmemory) is the store's failure: 507 with a JSON
+// error, counted in redbloomd_store_errors_total; never a 413, which is for
+// requests over a limit.
+TEST(ServerRedisTest, RedisOutOfMemoryGives507AndCountsAsAStoreError) {
+  RedisServer redis({"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"});
+  redis.Start();
+  RedbloomdProcess server(redis.url());
+  server.Start();
+  auto client = server.Client();
+  const auto store_errors = [&] {
+    return Sample(Call(*client, "GET", "/metrics").body,
+                  R"(redbloomd_store_errors_total{code="resource_exhausted"})");
+  };
+  EXPECT_EQ(store_errors(), 0);
+  // 4e6 items at 1% is a 4.8 MB bitmap: more than the whole server may hold
+  // (an empty Redis uses about 1 MB of its 4).
+  Answer big = Call(*client, "PUT", "/v1/filters/big", R"({"capacity":4000000,"error_rate":0.01})");
+  EXPECT_EQ(big.status, 507) << big.body;
+  EXPECT_EQ(big.error(), "resource_exhausted") << big.body;
+  EXPECT_NE(big.json.value("message", "").find("maxmemory"), std::string::npos) << big.body;
+  EXPECT_EQ(store_errors(), 1);
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters/big").status, 404) << "nothing was created";
+
+  // A small filter fits; then Redis goes over its limit (a string it allowed
+  // while below it) and answers OOM to the next write.
+  ASSERT_EQ(
+      Call(*client, "PUT", "/v1/filters/small", R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  ASSERT_NE(redis.Cli({"SETRANGE", "filler", "5000000", "x"}).find("5000001"), std::string::npos);
+  Answer add = Call(*client, "POST", "/v1/filters/small/items", R"({"items":["ORD-1"]})");
+  EXPECT_EQ(add.status, 507) << add.body;
+  EXPECT_EQ(add.error(), "resource_exhausted") << add.body;
+  EXPECT_NE(add.json.value("message", "").find("OOM"), std::string::npos) << add.body;
+  EXPECT_EQ(store_errors(), 2);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
 TEST(ServerRedisTest, UnreachableAtStartThenServesOnceRedisIsUp) {

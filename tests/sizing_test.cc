@@ -5,6 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "redbloom/filter_config.h"
+#include "test_util.h"
+
 namespace redbloom {
 namespace {
 
@@ -91,6 +94,52 @@ TEST(SizingTest, FppAndCountEstimates) {
   const auto bits_set = static_cast<uint64_t>(fill * 9600);
   EXPECT_NEAR(static_cast<double>(ApproximateCount(bits_set, 9600, 7)), 1000, 5);
   EXPECT_EQ(ApproximateCount(9600, 9600, 7), std::numeric_limits<uint64_t>::max());
+}
+
+// Bits sized elsewhere (a Guava file's m and k): the config keeps them and
+// derives n = round(m ln 2 / k) and p = 2^-k, and reads back the same.
+TEST(SizingTest, GivenGeometryDerivesCapacityAndErrorRate) {
+  auto c = MakeConfig({.bits = 9600, .hashes = 7});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->geometry_given);
+  EXPECT_EQ(c->geometry, (Geometry{.bits = 9600, .hashes = 7}));
+  EXPECT_EQ(c->capacity, 951u);  // 9600 * 0.693147 / 7 = 950.6
+  EXPECT_EQ(c->error_rate, 1.0 / 128);
+  EXPECT_NE(c->ToString().find("geometry=given"), std::string::npos) << c->ToString();
+  const FilterOptions back = OptionsOf(*c);
+  EXPECT_EQ(back.capacity, 0u);
+  EXPECT_EQ(back.bits, 9600u);
+  auto again = MakeConfig(back);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *c);
+  // Not the filter that capacity 951 at 1/128 gives: that one derives m.
+  auto derived = MakeConfig({.capacity = c->capacity, .error_rate = c->error_rate});
+  ASSERT_TRUE(derived.ok());
+  EXPECT_FALSE(derived->SameFilterAs(*c));
+  // A counting filter may have given geometry; its cells are sized by it.
+  auto counting = MakeConfig({.kind = FilterKind::kCounting, .bits = 640, .hashes = 3});
+  ASSERT_TRUE(counting.ok()) << counting.status().ToString();
+  EXPECT_EQ(counting->data_bytes(), 320u);
+  EXPECT_EQ(testing::ValueOrFail(SizePart(*counting, 0)).geometry, counting->geometry);
+}
+
+TEST(SizingTest, GivenGeometryIsCheckedLikeGuavasOwn) {
+  const auto code = [](const FilterOptions& o) { return MakeConfig(o).status().code(); };
+  EXPECT_EQ(code({.bits = 9601, .hashes = 7}), StatusCode::kInvalidArgument)
+      << "not a multiple of 64";
+  EXPECT_EQ(code({.bits = 64ULL << 31, .hashes = 7}), StatusCode::kInvalidArgument)
+      << "over Guava's (2^31-1)*64 bits";
+  EXPECT_EQ(code({.bits = 9600, .hashes = 0}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.bits = 9600, .hashes = 256}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.bits = 0, .hashes = 7}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.capacity = 1000, .error_rate = 0.01, .bits = 9600, .hashes = 7}),
+            StatusCode::kInvalidArgument)
+      << "capacity and bits are two sizings";
+  EXPECT_EQ(code({.strategy = Strategy::kSeed, .bits = 9600, .hashes = 7}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.kind = FilterKind::kScaling, .bits = 9600, .hashes = 7}),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(MakeConfig({.bits = (64ULL << 31) - 64, .hashes = 255}).ok());
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "test_util.h"
+
 namespace redbloom {
 namespace {
 
@@ -73,8 +75,8 @@ TEST(StrategyTest, Guava64StepsByH2AndMasksTheSign) {
 }
 
 TEST(StrategyTest, ParseNames) {
-  EXPECT_EQ(*ParseStrategy("seed"), Strategy::kSeed);
-  EXPECT_EQ(*ParseStrategy("guava64"), Strategy::kGuava64);
+  EXPECT_EQ(testing::ValueOrFail(ParseStrategy("seed")), Strategy::kSeed);
+  EXPECT_EQ(testing::ValueOrFail(ParseStrategy("guava64")), Strategy::kGuava64);
   EXPECT_EQ(ParseStrategy("murmur").status().code(), StatusCode::kInvalidArgument);
 }
 

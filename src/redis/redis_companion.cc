@@ -28,6 +28,11 @@ Status CheckCompanionPlacement(std::string_view name, KeyMode mode, const Filter
                                    " filter would be unreadable there (use it on mem: or file:, "
                                    "or another strategy)");
   }
+  if (c.shards != 1) {
+    return Status::InvalidArgument("strategy " + strategy +
+                                   " on Redis shares the filter with its Java side, which reads "
+                                   "one bitmap: it cannot be sharded");
+  }
   if (mode == KeyMode::kJdk) {
     return Status::InvalidArgument("strategy " + strategy +
                                    " shares its keys with a Java client that names them in plain "
@@ -123,7 +128,7 @@ Status CompanionCodeStatus(const redisReply* r, std::string_view name, std::stri
   const std::string strategy(StrategyName(config.strategy));
   const std::string key = "'" + std::string(key_display) + "'";
   switch (r->element[0]->integer) {
-    case 5:
+    case 8:
       if (ReplyString(r->element[1]) == "none") {
         return Status::NotFound("filter '" + std::string(name) + "' has no " + strategy +
                                 " config hash at " + key + ": nothing to attach");
@@ -133,10 +138,10 @@ Status CompanionCodeStatus(const redisReply* r, std::string_view name, std::stri
                               " is there) without redbloom metadata: adopt it with attach "
                               "--strategy " +
                               strategy + ", or delete it");
-    case 6:
+    case 9:
       return Status::DataLoss("the " + strategy + " config " + key + " of '" + std::string(name) +
                               "' holds a " + ReplyString(r->element[1]) + ", not a hash");
-    case 7:
+    case 10:
       return Status::Conflict("filter '" + std::string(name) + "': its " + strategy +
                               " config hash " + key + " holds size=" + ReplyString(r->element[1]) +
                               " hashIterations=" + ReplyString(r->element[2]) +

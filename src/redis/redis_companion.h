@@ -48,7 +48,7 @@ Status CompanionChangedStatus(std::string_view name, std::string_view key_displa
 
 // The create or attach EVAL of such a filter (kCreateCompanion,
 // kAttachCompanion), with the metadata's fields; the reply has the codes of
-// kCreate / kAttach, plus 5, 6 and 7 (CompanionCodeStatus).
+// kCreate / kAttach, plus 8, 9 and 10 (CompanionCodeStatus).
 void BeginCompanionEval(CommandBuffer* cmd, bool create, const FilterKeys& keys,
                         const std::string& companion_key, const FilterConfig& config,
                         uint64_t bytes, uint64_t expires_at,

@@ -164,6 +164,14 @@ std::string TempKeyFor(std::string_view name, KeyMode mode, std::string_view suf
   return Encode(Tag(name).tag + "/tmp/" + std::string(suffix), mode);
 }
 
+ShardKeys ShardKeysFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards) {
+  const uint16_t base = KeySlot(KeysFor(name, KeyMode::kPlain).bitmap);
+  const auto slot = static_cast<uint16_t>((base + uint64_t{shard} * 16384 / shards) % 16384);
+  const std::string p =
+      "{" + SlotTag(slot) + "}" + std::string(name) + "/shard/" + std::to_string(shard);
+  return {Encode(p, mode), Encode(p + "/add", mode), Encode(p + ":meta", mode)};
+}
+
 std::string CompanionKeyFor(std::string_view name, KeyMode mode, std::string_view suffix) {
   const Prefix p = Tag(name);
   if (p.bitmap_is_tag) return Encode(p.tag + ":" + std::string(suffix), mode);

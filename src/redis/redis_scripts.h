@@ -66,19 +66,28 @@ namespace redbloom::internal::scripts {
 
 // KEYS: meta, bitmap. ARGV: main_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
-// exists without metadata; {3, type} the meta key is not a hash.
+// exists without metadata; {3, type} the meta key is not a hash; {5, used,
+// maxmemory} the bitmap does not fit under the server's maxmemory.
 inline constexpr std::string_view kCreate =
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
     "if bt ~= 'none' then return {2, bt} end\n"
+    "local bytes = tonumber(ARGV[1])\n"
+    // Redis checks maxmemory only before a command, so a server below its
+    // limit would allocate a bitmap of any size and then refuse every write
+    // (noeviction) or evict keys, other filters' bits among them (false
+    // negatives). A bitmap that does not fit is refused here instead.
+    "local info = redis.call('INFO', 'memory')\n"
+    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
+    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
+    "if max > 0 and used + bytes > max then return {5, used, max} end\n"
     // Size the bitmap before writing the metadata: if the allocation fails
-    // (maxmemory), the script stops with nothing written (scripts do not roll
+    // (OOM), the script stops with nothing written (scripts do not roll
     // back). Writing its last byte makes Redis allocate the string once, at
     // its final size, instead of growing it by doubling as bits arrive. A
     // window filter has no main bitmap (main_bytes 0).
-    "local bytes = tonumber(ARGV[1])\n"
     "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
     "if ARGV[2] ~= '0' then\n"
@@ -86,6 +95,29 @@ inline constexpr std::string_view kCreate =
     "  if bytes > 0 then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end\n"
     "end\n"
     "return {0}\n";
+
+// A sharded filter's shard S > 0 (see ShardKeysFor): replaces whatever the
+// shard's keys hold (a shard left by an interrupted create or drop) with a
+// sized, empty bitmap and the shard's metadata copy. Run by the creator that
+// won the filter's metadata, before it marks the shards ready.
+// KEYS: shard meta, shard bitmap. ARGV: bytes, expires_at_ms, field, value...
+inline constexpr std::string_view kCreateShard =
+    "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
+    "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\\0')\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
+    "if ARGV[2] ~= '0' then\n"
+    "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
+    "end\n"
+    "return 1\n";
+
+// Marks a sharded filter's shards as placed, if the metadata still belongs
+// to the create that placed them. KEYS: meta. ARGV: shard token. Returns 1,
+// or 0 if the filter was dropped or re-created meanwhile.
+inline constexpr std::string_view kShardsReady =
+    "if redis.call('HGET', KEYS[1], 'shard_token') ~= ARGV[1] then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'shards_ready', '1')\n"
+    "return 1\n";
 
 // KEYS: meta, bitmap. ARGV: data_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} attached; {1, HGETALL} metadata exists; {2, type} the bitmap is
@@ -440,9 +472,10 @@ inline constexpr std::string_view kAddRange = REDBLOOM_LUA_PROLOGUE
 // KEYS: meta, bitmap, companion. ARGV: main_bytes, expires_at_ms, the number
 // C of companion arguments, C companion field/value arguments, then the
 // metadata's field/value pairs. Writes the companion hash exactly as the Java
-// side's own init does, never over an existing one. Returns kCreate's codes,
-// and {5, type} when the companion key exists without metadata (a filter the
-// Java side created: attach adopts it).
+// side's own init does, never over an existing one. Returns kCreate's codes
+// (room for the bitmap checked as kCreate does), and {8, type} when the
+// companion key exists without metadata (a filter the Java side created:
+// attach adopts it).
 inline constexpr std::string_view kCreateCompanion =
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
@@ -450,8 +483,12 @@ inline constexpr std::string_view kCreateCompanion =
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
     "if bt ~= 'none' then return {2, bt} end\n"
     "local ct = redis.call('TYPE', KEYS[3])['ok']\n"
-    "if ct ~= 'none' then return {5, ct} end\n"
+    "if ct ~= 'none' then return {8, ct} end\n"
     "local bytes = tonumber(ARGV[1])\n"
+    "local info = redis.call('INFO', 'memory')\n"
+    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
+    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
+    "if max > 0 and used + bytes > max then return {5, used, max} end\n"
     "local c = tonumber(ARGV[3])\n"
     // Bitmap first, as in kCreate: a failed allocation leaves nothing behind.
     "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
@@ -467,19 +504,19 @@ inline constexpr std::string_view kCreateCompanion =
 // KEYS: meta, bitmap, companion. ARGV: data_bytes, expires_at_ms, bits,
 // hashes, then the metadata's field/value pairs. Adopts a filter the Java
 // side created: its companion must exist and hold these bits and hashes.
-// Returns kAttach's codes, and {5, 'none'} no companion; {6, type} the
-// companion is not a hash; {7, size, hashIterations} it holds other
+// Returns kAttach's codes, and {8, 'none'} no companion; {9, type} the
+// companion is not a hash; {10, size, hashIterations} it holds other
 // parameters.
 inline constexpr std::string_view kAttachCompanion =
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
     "local ct = redis.call('TYPE', KEYS[3])['ok']\n"
-    "if ct == 'none' then return {5, ct} end\n"
-    "if ct ~= 'hash' then return {6, ct} end\n"
+    "if ct == 'none' then return {8, ct} end\n"
+    "if ct ~= 'hash' then return {9, ct} end\n"
     "local c = redis.call('HMGET', KEYS[3], 'size', 'hashIterations')\n"
     "if c[1] ~= ARGV[3] or c[2] ~= ARGV[4] then\n"
-    "  return {7, c[1] or '(none)', c[2] or '(none)'}\n"
+    "  return {10, c[1] or '(none)', c[2] or '(none)'}\n"
     "end\n"
     "local want = tonumber(ARGV[1])\n"
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"

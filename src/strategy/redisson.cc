@@ -166,6 +166,7 @@ const StrategyDef kRedissonStrategy = {
     .encodings = EncodingBit(Encoding::kUtf8) | EncodingBit(Encoding::kBytes),
     .hash = &Hash,
     .geometry = &RedissonGeometry,
+    .given_geometry = nullptr,  // sized by capacity and error rate, as tryInit does
     .offsets = &Offsets,
     .false_positive_rate = &UniformFalsePositiveRate,
     .estimate_items = &EstimateItems,

@@ -52,6 +52,10 @@ struct StrategyDef {
   uint32_t encodings;        // bit (1 << Encoding) for each encoding it accepts
   Hash128 (*hash)(std::string_view bytes);
   Result<Geometry> (*geometry)(uint64_t capacity, double error_rate);
+  // Checks bits sized elsewhere (m and k as a Guava file records them) that
+  // this strategy could have produced; null if it sizes from capacity and
+  // error rate only.
+  Result<Geometry> (*given_geometry)(uint64_t bits, uint32_t hashes);
   void (*offsets)(const Hash128& hash, const Geometry& g, uint64_t* out);
   double (*false_positive_rate)(uint64_t bits_set, const Geometry& g);
   uint64_t (*estimate_items)(uint64_t bits_set, const Geometry& g);
