@@ -175,6 +175,103 @@ TEST_F(RedisClusterTest, ShardedFilterPassesOneKeysLimit) {
   ASSERT_TRUE(store_->Drop("huge").ok());
 }
 
+// Every CLI command on a redis-cluster:// URL, every kind included: the text
+// contract does not depend on the deployment.
+TEST_F(RedisClusterTest, EveryCliCommandWorksOnTheCluster) {
+  testing::TempDir dir;
+  auto run = [&](std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", cluster_->url()});
+    return testing::RunCommand(args, input);
+  };
+  auto ok = [&](std::vector<std::string> args, const std::string& input = "") {
+    auto r = run(args, input);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    return r;
+  };
+  ok({"create", "plain", "-n", "1000", "-p", "0.01"});
+  ok({"create", "counts", "-n", "1000", "-p", "0.01", "--counting"});
+  ok({"create", "grows", "-n", "100", "-p", "0.01", "--scaling"});
+  ok({"create", "recent", "-n", "1000", "-p", "0.01", "--window", "1h", "--slices", "6"});
+  ok({"create", "spread", "-n", "1000", "-p", "0.01", "--shards", "4"});
+  ok({"create", "brief", "-n", "1000", "-p", "0.01", "--ttl", "1h"});
+  std::string many;
+  for (int i = 0; i < 500; ++i) many += "item-" + std::to_string(i) + "\n";
+  for (const char* f : {"plain", "counts", "grows", "recent", "spread", "brief"}) {
+    ok({"add", f, "--quiet", "--file", "-"}, many);
+    auto check = run({"check", f, "--quiet", "--file", "-"}, many);
+    EXPECT_EQ(check.exit_code, 0) << f << ": every added item is found";
+    EXPECT_EQ(run({"check", f, "never-added-x"}).exit_code, 1) << f;
+    auto info = ok({"info", f, "--json"});
+    EXPECT_NE(info.out.find("\"items_added\""), std::string::npos) << info.out;
+  }
+  EXPECT_EQ(testing::Lines(ok({"remove", "counts", "item-1"}).out),
+            (std::vector<std::string>{"1\titem-1"}));
+  EXPECT_EQ(ok({"list"}).out, "brief\ncounts\ngrows\nplain\nrecent\nspread\n");
+  // Bulk: load, export and import in both formats, merge, dedup, rebuild.
+  ok({"create", "loaded", "-n", "1000", "-p", "0.01"});
+  ok({"load", "loaded", "--file", "-"}, many);
+  EXPECT_EQ(run({"check", "loaded", "--quiet", "--file", "-"}, many).exit_code, 0);
+  for (const char* format : {"redbloom", "guava"}) {
+    const std::string path = dir.path() + "/" + format;
+    ok({"export", "loaded", "--format", format, "--file", path});
+    ok({"import", std::string("from-") + format, "--format", format, "--file", path});
+    EXPECT_EQ(
+        run({"check", std::string("from-") + format, "--quiet", "--file", "-"}, many).exit_code, 0)
+        << format;
+  }
+  const std::string spread_dump = dir.path() + "/spread";
+  ok({"export", "spread", "--format", "redbloom", "--file", spread_dump});
+  ok({"import", "spread-copy", "--format", "redbloom", "--file", spread_dump});
+  EXPECT_EQ(run({"check", "spread-copy", "--quiet", "--file", "-"}, many).exit_code, 0);
+  ok({"merge", "merged", "plain", "loaded"});
+  EXPECT_EQ(run({"check", "merged", "--quiet", "--file", "-"}, many).exit_code, 0);
+  EXPECT_EQ(ok({"dedup", "plain"}, "item-1\nfresh-1\nfresh-1\n").out, "fresh-1\n");
+  ok({"rebuild", "plain", "--file", "-", "-n", "5000", "-p", "0.001"}, many);
+  EXPECT_EQ(run({"check", "plain", "--quiet", "--file", "-"}, many).exit_code, 0);
+  auto rebuilt = ok({"info", "plain", "--json"});
+  EXPECT_NE(rebuilt.out.find("\"capacity\": 5000"), std::string::npos) << rebuilt.out;
+  for (const char* f : {"plain", "counts", "grows", "recent", "spread", "brief", "loaded"}) {
+    ok({"drop", f});
+  }
+  EXPECT_EQ(run({"check", "plain", "x"}).exit_code, 4);
+}
+
+// read_from=replica: checks go to the replicas (READONLY), adds to the
+// masters; with wait_replicas the replicas hold every acknowledged add.
+TEST_F(RedisClusterTest, ChecksCanReadFromReplicas) {
+  auto store = MustOpen(cluster_->url() + "?read_from=replica&wait_replicas=1");
+  ASSERT_NE(store, nullptr);
+  auto f = BloomFilter::Create(*store, "replicated", {.capacity = 10000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto items = Items("rep-", 5000);
+  ASSERT_TRUE((*f)->AddMany(Views(items)).ok());
+  auto calls = [](RedisServer& node) {
+    const std::string stats = node.Cli({"INFO", "commandstats"});
+    const size_t at = stats.find("cmdstat_bitfield_ro:calls=");
+    if (at == std::string::npos) return 0L;
+    return std::stol(stats.substr(at + 26));
+  };
+  RedisServer& master = cluster_->MasterOf(internal::KeySlot("replicated"));
+  std::vector<RedisServer*> replicas;
+  for (size_t i = 0; i < cluster_->size(); ++i) {
+    RedisServer& n = cluster_->node(i);
+    if (!n.running() || &n == &master) continue;
+    if (n.Cli({"INFO", "replication"}).find("master_port:" + std::to_string(master.port())) !=
+        std::string::npos) {
+      replicas.push_back(&n);
+    }
+  }
+  ASSERT_FALSE(replicas.empty());
+  const long master_before = calls(master);
+  long replica_before = 0;
+  for (RedisServer* r : replicas) replica_before += calls(*r);
+  EXPECT_EQ(CountPresent(**f, items), 5000);
+  long replica_after = 0;
+  for (RedisServer* r : replicas) replica_after += calls(*r);
+  EXPECT_GT(replica_after, replica_before) << "checks went to a replica";
+  EXPECT_EQ(calls(master), master_before) << "no check went to the master";
+}
+
 // Moves a filter's slot to another master key by key (as redis-cli
 // --cluster reshard does) while a client keeps adding to it and another
 // filter spread over shards: no call fails and nothing is lost.

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "redis_cluster.h"
 #include "redis_server.h"
 #include "server_process.h"
 #include "test_util.h"
@@ -25,6 +26,48 @@ bool Eventually(Fn fn, std::chrono::milliseconds timeout = std::chrono::seconds(
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+// redbloomd on a real Redis Cluster: the same API, every filter on the
+// master of its slot, a sharded one on all of them; /readyz pings every
+// master.
+TEST(ServerRedisTest, ServesFromARedisCluster) {
+  RedisCluster cluster;
+  cluster.Start();
+  RedbloomdProcess server(cluster.url());
+  server.Start();
+  auto client = server.Client();
+  EXPECT_EQ(Call(*client, "GET", "/readyz").status, 200);
+  for (const char* name : {"a", "b", "c", "d"}) {
+    ASSERT_EQ(Call(*client, "PUT", std::string("/v1/filters/") + name,
+                   R"({"capacity":1000,"error_rate":0.01})")
+                  .status,
+              201);
+  }
+  ASSERT_EQ(Call(*client, "PUT", "/v1/filters/spread",
+                 R"({"capacity":1000,"error_rate":0.01,"shards":3})")
+                .status,
+            201);
+  const std::string items = R"({"items":["ORD-1","ORD-2","ORD-3"]})";
+  for (const char* name : {"a", "b", "c", "d", "spread"}) {
+    ASSERT_EQ(Call(*client, "POST", std::string("/v1/filters/") + name + "/items", items).status,
+              200);
+    auto check = Call(*client, "POST", std::string("/v1/filters/") + name + "/check", items);
+    ASSERT_EQ(check.status, 200) << check.body;
+    EXPECT_EQ(check.json["present"], json::parse("[true,true,true]")) << name;
+  }
+  auto info = Call(*client, "GET", "/v1/filters/spread");
+  EXPECT_EQ(info.json["shards"], 3);
+  EXPECT_EQ(info.json["parts"], 3);
+  auto list = Call(*client, "GET", "/v1/filters");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(list.json["filters"].size(), 5u) << list.body;
+  EXPECT_EQ(Call(*client, "DELETE", "/v1/filters/spread").status, 200);
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters/spread").status, 404);
+  // A master down: its slots cannot be served, and nothing reads as absent.
+  cluster.Masters().front()->Stop(/*hard=*/true);
+  auto ready = Call(*client, "GET", "/readyz");
+  EXPECT_EQ(ready.status, 503) << ready.body;
 }
 
 TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {

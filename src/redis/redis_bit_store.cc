@@ -88,6 +88,9 @@ Result<const RedisBitStore::Cells*> RedisBitStore::CellsOf(uint64_t part) {
   cells->bytes = sizing.bytes(cells->cell_bits);
   cells->meta = keys_.meta;
   cells->checked = checked_;
+  cells->temp_key = [this](std::string_view suffix) {
+    return TempKeyFor(name_, shared_->keys, suffix);
+  };
   if (part == 0 && config_.initial_parts() > 0) {
     cells->display = "filter '" + name_ + "'";
     cells->bitmap = keys_.bitmap;
@@ -99,6 +102,10 @@ Result<const RedisBitStore::Cells*> RedisBitStore::CellsOf(uint64_t part) {
     const ShardKeys shard = ShardKeysFor(name_, shared_->keys, static_cast<uint32_t>(part),
                                          static_cast<uint32_t>(config_.initial_parts()));
     cells->display = "shard " + std::to_string(part) + " of filter '" + name_ + "'";
+    const auto shards = static_cast<uint32_t>(config_.initial_parts());
+    cells->temp_key = [this, part, shards](std::string_view suffix) {
+      return ShardTempKeyFor(name_, shared_->keys, static_cast<uint32_t>(part), shards, suffix);
+    };
     cells->meta = shard.meta;
     cells->checked.back() = ShardIdentity(name_, part, shard_token_);
     cells->bitmap = shard.bitmap;
@@ -655,7 +662,7 @@ Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t ne
         thread_local std::mt19937_64 rng(std::random_device{}());
         char suffix[17];
         std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
-        const std::string upload = TempKeyFor(name_, shared_->keys, suffix);
+        const std::string upload = cells->temp_key(suffix);
         const std::string scratch = upload + ":or";
         // Non-zero pieces only; the item count rides with the last one.
         std::vector<size_t> pieces;

@@ -9,6 +9,7 @@
 #define REDBLOOM_SRC_REDIS_REDIS_BIT_STORE_H_
 
 #include <atomic>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -75,6 +76,8 @@ class RedisBitStore final : public BitStore {
     Geometry geometry;                 // offsets are in [0, geometry.bits)
     uint32_t cell_bits = 1;            // 1, or 4 for counting filters
     uint64_t bytes = 0;                // the key's exact length
+    // A bulk load's temporary key with this suffix, in the cells' slot.
+    std::function<std::string(std::string_view suffix)> temp_key;
     // True for parts listed in the parts hash (created later); false for
     // part 0 of kinds that have it from creation on.
     bool listed = false;

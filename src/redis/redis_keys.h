@@ -91,6 +91,9 @@ struct ShardKeys {
   std::string meta;
 };
 ShardKeys ShardKeysFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards);
+// P/tmp/SUFFIX: a bulk load's upload into shard S, in the shard's slot.
+std::string ShardTempKeyFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards,
+                            std::string_view suffix);
 
 // The key of a hash that a strategy's Java side keeps beside the bitmap
 // (strategy_def.h, CompanionHash): Redisson's suffixName, NAME:SUFFIX if NAME
