@@ -11,6 +11,12 @@
 // Every approach uses the seed strategy's offsets (k = 7, m = 9585058 for
 // 1e6 items at 1%), so (a) is bit for bit what the Java service does.
 //
+// A second table puts a Redisson-layout filter (strategy redisson, the same
+// n and p: m = 9585058, k = 7, and its {NAME}:config) through redbloom and
+// through the way Redisson's RBloomFilter sends add and contains: one EVAL
+// of its script per call, which checks the config hash and runs one SETBIT /
+// GETBIT per index (tests/redisson_replay.h), with 1 and 1000 items per call.
+//
 // Per row: items/s and us/item (median of --reps), the redis-server CPU per
 // item (INFO CPU used_cpu_user + used_cpu_sys, delta over the run) and this
 // process's CPU per item, and the speed-up over the seed's way. Before any
@@ -37,6 +43,7 @@
 #include "redbloom/store.h"
 #include "redis/redis_client.h"
 #include "redis/redis_url.h"
+#include "redisson_replay.h"
 
 namespace redbloom {
 namespace {
@@ -155,6 +162,7 @@ Sample Measure(Raw& info, uint64_t items, const std::function<void()>& run) {
 struct Row {
   std::string op, approach;
   size_t batch;
+  bool redisson;  // the second table: a Redisson-layout filter
   std::vector<Sample> samples;
 
   Sample Median() const {
@@ -232,8 +240,13 @@ class Bench {
         if (tls_store_ != nullptr) RunLibrary(*tls_store_, "redbloom over TLS", batch, rep);
       }
       if (!args_.module_url.empty()) RunRedisBloom(rep);
+      for (size_t batch : {size_t{1}, size_t{1000}}) {
+        RunRedissonWay(batch, rep);
+        RunRedissonLibrary(batch, rep);
+      }
     }
     Print();
+    PrintRedisson();
   }
 
  private:
@@ -254,11 +267,14 @@ class Bench {
   }
 
   // The row for (op, approach, batch), created on first use.
-  Row& NewRow(const std::string& op, const std::string& approach, size_t batch) {
+  Row& NewRow(const std::string& op, const std::string& approach, size_t batch,
+              bool redisson = false) {
     for (Row& r : rows_) {
-      if (r.op == op && r.approach == approach && r.batch == batch) return r;
+      if (r.op == op && r.approach == approach && r.batch == batch && r.redisson == redisson) {
+        return r;
+      }
     }
-    rows_.push_back({op, approach, batch, {}});
+    rows_.push_back({op, approach, batch, redisson, {}});
     return rows_.back();
   }
 
@@ -397,6 +413,86 @@ class Bench {
     }
   }
 
+  // ---- Redisson layout ---------------------------------------------------
+
+  uint64_t RedissonCount(size_t batch) const {
+    // About a second each; under the capacity over all repetitions.
+    return std::min<uint64_t>(Count(batch == 1 ? 5000 : 100'000),
+                              kCapacity / static_cast<uint64_t>(args_.reps));
+  }
+
+  // Redisson's add(Collection) / contains(Collection): one EVAL per call.
+  void RunRedissonWay(size_t batch, int rep) {
+    const Geometry g = *RedissonGeometry(kCapacity, kErrorRate);
+    const std::string name = "redisson-way" + std::to_string(batch);
+    const std::string config = testing::RedissonConfigKey(name);
+    if (rep == 0) {
+      raw_.Command({"EVAL", testing::kRedissonTryInit, "1", config, std::to_string(g.bits),
+                    std::to_string(g.hashes), std::to_string(kCapacity), "0.01"});
+    }
+    const uint64_t n = RedissonCount(batch);
+    const auto items = Items("ORD-rw-" + std::to_string(rep) + "-", 0, n);
+    auto run = [&](const char* script, bool add) {
+      uint64_t answered = 0;
+      internal::CommandBuffer cmd;
+      std::vector<uint64_t> indexes;
+      for (size_t start = 0; start < n; start += batch) {
+        const size_t end = std::min<size_t>(n, start + batch);
+        indexes.clear();
+        for (size_t i = start; i < end; ++i) {
+          testing::AppendRedissonIndexes(items[i], g.bits, g.hashes, &indexes);
+        }
+        cmd.Clear();
+        cmd.Begin(8 + indexes.size());
+        cmd.Arg("EVAL");
+        cmd.Arg(script);
+        cmd.Arg("2");
+        cmd.Arg(config);
+        cmd.Arg(name);
+        cmd.Arg(g.bits);
+        cmd.Arg(uint64_t{g.hashes});
+        cmd.Arg(add ? uint64_t{g.hashes} : uint64_t{end - start});
+        for (uint64_t i : indexes) cmd.Arg(i);
+        raw_.Append(cmd);
+        answered += static_cast<uint64_t>(raw_.Read()->integer);
+      }
+      return answered;
+    };
+    NewRow("add", "Redisson's script", batch, /*redisson=*/true)
+        .samples.push_back(Measure(raw_, n, [&] { run(testing::kRedissonAdd, true); }));
+    uint64_t found = 0;
+    NewRow("check", "Redisson's script", batch, /*redisson=*/true)
+        .samples.push_back(
+            Measure(raw_, n, [&] { found = run(testing::kRedissonContains, false); }));
+    if (found != n) Die("Redisson's way lost items (batch " + std::to_string(batch) + ")");
+  }
+
+  // redbloom on a filter of strategy redisson, created by redbloom.
+  void RunRedissonLibrary(size_t batch, int rep) {
+    const std::string name = "redisson-lib" + std::to_string(batch);
+    FilterOptions options = options_;
+    options.strategy = Strategy::kRedisson;
+    auto filter = BloomFilter::Create(*store_, name, options);
+    Check(filter.status(), "create " + name);
+    const uint64_t n = RedissonCount(batch);
+    const auto items = Items("ORD-rl-" + std::to_string(rep) + "-", 0, n);
+    std::vector<uint8_t> flags;
+    NewRow("add", "redbloom", batch, /*redisson=*/true).samples.push_back(Measure(raw_, n, [&] {
+      for (size_t i = 0; i < n; i += batch) {
+        Check((*filter)->AddMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags), "add");
+      }
+    }));
+    uint64_t found = 0;
+    NewRow("check", "redbloom", batch, /*redisson=*/true).samples.push_back(Measure(raw_, n, [&] {
+      for (size_t i = 0; i < n; i += batch) {
+        Check((*filter)->ContainsMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags),
+              "check");
+        for (uint8_t f : flags) found += f;
+      }
+    }));
+    if (found != n) Die("redbloom lost items of a Redisson-layout filter");
+  }
+
   void Print() const {
     const Row* seed_add = nullptr;
     const Row* seed_check = nullptr;
@@ -430,7 +526,7 @@ class Bench {
                 "items/s", "us/item", "server us", "client us", "vs seed", "ceiling");
     for (const std::string op : {"add", "check"}) {
       for (const Row& r : rows_) {
-        if (r.op != op) continue;
+        if (r.op != op || r.redisson) continue;
         const Sample m = r.Median();
         const Row& seed = op == "add" ? *seed_add : *seed_check;
         std::printf("%-6s %-36s %6zu %12.0f %10.2f %12.2f %12.2f %8.1fx %8.1fx\n", r.op.c_str(),
@@ -445,6 +541,38 @@ class Bench {
         "over this row's server us/item, the most any client could reach with this command "
         "shape on this server and host.\n",
         args_.reps);
+  }
+  // The Redisson-layout rows, each against Redisson's own script at the same
+  // batch (median of per-repetition ratios).
+  void PrintRedisson() const {
+    std::printf("\nRedisson layout (strategy redisson, m=%llu, k=%u, {NAME}:config checked)\n",
+                static_cast<unsigned long long>(RedissonGeometry(kCapacity, kErrorRate)->bits),
+                RedissonGeometry(kCapacity, kErrorRate)->hashes);
+    std::printf("%-6s %-20s %6s %12s %10s %12s %12s %13s\n", "op", "approach", "batch", "items/s",
+                "us/item", "server us", "client us", "vs Redisson");
+    for (const std::string op : {"add", "check"}) {
+      for (const Row& r : rows_) {
+        if (r.op != op || !r.redisson) continue;
+        const Row* base = nullptr;
+        for (const Row& b : rows_) {
+          if (b.redisson && b.op == op && b.batch == r.batch && b.approach != "redbloom") base = &b;
+        }
+        std::vector<double> ratios;
+        for (size_t i = 0; base != nullptr && i < r.samples.size() && i < base->samples.size();
+             ++i) {
+          ratios.push_back(r.samples[i].items_per_s / base->samples[i].items_per_s);
+        }
+        std::sort(ratios.begin(), ratios.end());
+        const Sample m = r.Median();
+        std::printf("%-6s %-20s %6zu %12.0f %10.2f %12.2f %12.2f %12.1fx\n", r.op.c_str(),
+                    r.approach.c_str(), r.batch, m.items_per_s, 1e6 / m.items_per_s, m.server_us,
+                    m.client_us, ratios.empty() ? 0.0 : ratios[ratios.size() / 2]);
+      }
+    }
+    std::printf(
+        "\nRedisson's script: one EVAL per call of its add / contains script (config check, then "
+        "one SETBIT / GETBIT per index), as RBloomFilter.add(Collection) / contains(Collection) "
+        "send it; batch 1 is add(item). Same server, same run, same columns as above.\n");
   }
 
   Args args_;

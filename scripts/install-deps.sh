@@ -8,6 +8,7 @@ packages=(
   g++ cmake ninja-build pkg-config make
   # libraries
   libhiredis-dev libssl-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
+  libhighwayhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
   # TLS tests make their CA and certificates at run time

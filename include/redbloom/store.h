@@ -197,6 +197,13 @@ class Store {
   // recording `config` for them, without changing a bit. Stores that cannot
   // hold foreign bits answer kUnimplemented.
   virtual Status Attach(std::string_view name, const FilterConfig& config);
+  // What a filter's Java side records about it beside its bits, for attach
+  // without explicit parameters: Redisson keeps the capacity and error rate
+  // in its {NAME}:config hash. Returns options of `strategy` with those
+  // filled in. kNotFound if there is no such record, kDataLoss if it is
+  // malformed, kInvalidArgument for a strategy whose Java side records
+  // nothing; stores that hold no foreign bits answer kUnimplemented.
+  virtual Result<FilterOptions> ReadForeignOptions(std::string_view name, Strategy strategy);
   // kNotFound if there is no such filter; kDataLoss if its stored config is
   // corrupt or of an unknown format version.
   virtual Result<FilterConfig> ReadConfig(std::string_view name) = 0;

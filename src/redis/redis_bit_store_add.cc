@@ -167,8 +167,8 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
   cmd.Clear();
   Streamer stream(c, cmd);
   cmd.Command({"MULTI"});
-  BeginEval(&cmd, scripts::kAddGuard, {cells.meta, cells.bitmap, cells.scratch, cells.count_hash},
-            kChecked + 5);
+  BeginEval(&cmd, scripts::kAddGuard,
+            ScriptKeys({cells.meta, cells.bitmap, cells.scratch, cells.count_hash}), kChecked + 5);
   for (const auto& v : cells.checked) cmd.Arg(v);
   cmd.Arg(count_delta);
   cmd.Arg(cells.count_field);
@@ -199,7 +199,8 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
       if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
     }
   }
-  BeginEval(&cmd, scripts::kAddCommit, {cells.meta, cells.bitmap, cells.scratch}, kChecked);
+  BeginEval(&cmd, scripts::kAddCommit, ScriptKeys({cells.meta, cells.bitmap, cells.scratch}),
+            kChecked);
   for (const auto& v : cells.checked) cmd.Arg(v);
   cmd.Command({"EXEC"});
   return stream.Finish();
@@ -260,7 +261,7 @@ Status RedisBitStore::EvalPerItem(Connection& c, const Cells& cells, std::string
                                   const uint64_t* offsets, size_t n, uint32_t k, uint8_t* out,
                                   uint64_t* room, bool* full) const {
   CommandBuffer cmd;
-  BeginEval(&cmd, script, {cells.meta, cells.bitmap, cells.count_hash},
+  BeginEval(&cmd, script, ScriptKeys({cells.meta, cells.bitmap, cells.count_hash}),
             kChecked + extra_args + n * k);
   for (const auto& v : cells.checked) cmd.Arg(v);
   extras(cmd);
