@@ -25,6 +25,13 @@ bash scripts/build.sh build -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_BUILD_BENCH=ON 
 echo "== tests"
 (cd build && ctest --output-on-failure --no-tests=error -j"$jobs")
 
+echo "== sizing under clang"
+# The Java-exact sizing must not depend on the compiler: the sizing test,
+# built with clang against the same sources, must pin the same checksum.
+clang++ -std=c++20 -O2 -Iinclude tests/sizing_test.cc src/sizing.cc src/status.cc \
+  -lgtest -lgtest_main -pthread -o build/sizing_test_clang
+build/sizing_test_clang --gtest_brief=1
+
 echo "== build (ASan + UBSan)"
 bash scripts/build.sh build-asan -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_SANITIZE=address,undefined \
   -DREDBLOOM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1"
