@@ -5,9 +5,9 @@ set -euo pipefail
 
 packages=(
   # build
-  g++ cmake ninja-build pkg-config make
+  g++ clang cmake ninja-build pkg-config make
   # libraries
-  libhiredis-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
+  libhiredis-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libfmt-dev zlib1g-dev libxxhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
   # Java interop: javac and Debian's Guava

@@ -2,6 +2,11 @@
 
 #include <cstring>
 
+// Header-only use: the short-input paths inline into Xxh3_128, and nothing
+// is linked.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace redbloom {
 namespace {
 
@@ -128,6 +133,11 @@ Hash128 Murmur3_128(const void* data, size_t len, uint32_t seed) {
   h1 += h2;
   h2 += h1;
   return Hash128{h1, h2};
+}
+
+Hash128 Xxh3_128(const void* data, size_t len) {
+  const XXH128_hash_t h = XXH3_128bits(data, len);
+  return Hash128{h.low64, h.high64};
 }
 
 std::array<uint8_t, 16> Hash128::bytes() const {

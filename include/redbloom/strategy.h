@@ -12,6 +12,9 @@
 //            offset_i = f(h1 + i*h2) % m for i = 1..k, m the unrounded int size
 //   guava64  Guava's BloomFilterStrategies.MURMUR128_MITZ_64 (Guava's default):
 //            c = h1; offset_i = (c & Long.MAX_VALUE) % m; c += h2, m a multiple of 64
+// and one is redbloom's own, for speed where no Java program shares the filter:
+//   block    XXH3-128; all k offsets in one 512-bit block (a cache line), sized
+//            by a blocked filter's FPP model (src/strategy/block.cc)
 //
 // Strategies are registered in one table (src/strategy/table.cc), one file
 // each under src/strategy/. A Strategy value is the strategy's stored id: the
@@ -21,6 +24,7 @@
 #define REDBLOOM_STRATEGY_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,11 +40,13 @@ namespace redbloom {
 enum class Strategy : uint8_t {
   kSeed = 0,
   kGuava64 = 1,
+  // 2 is kept for Redisson's RBloomFilter (DESIGN.md), which comes next.
+  kBlock = 3,
 };
 
 // The registered strategies, by id.
 std::vector<Strategy> Strategies();
-// "seed", "guava64"; "unknown" for an id nobody registered.
+// "seed", "guava64", "block"; "unknown" for an id nobody registered.
 std::string_view StrategyName(Strategy s);
 // kInvalidArgument naming the registered strategies for an unknown name.
 Result<Strategy> ParseStrategy(std::string_view name);
@@ -58,6 +64,10 @@ Hash128 HashBytes(Strategy s, std::string_view bytes);
 // Writes geometry.hashes offsets, each in [0, geometry.bits), to `out`.
 // `geometry` must come from GeometryFor() with the same strategy.
 void ComputeOffsets(Strategy s, const Hash128& hash, const Geometry& geometry, uint64_t* out);
+// The same for many items, item after item (hashes.size() * geometry.hashes
+// offsets): per-filter constants are computed once per call, not per item.
+void ComputeOffsets(Strategy s, std::span<const Hash128> hashes, const Geometry& geometry,
+                    uint64_t* out);
 // The false-positive rate of a filter with `bits_set` of its bits set.
 double FalsePositiveRate(Strategy s, uint64_t bits_set, const Geometry& geometry);
 // Distinct items a fill suggests; UINT64_MAX when the estimate is unbounded
