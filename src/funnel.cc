@@ -1,6 +1,7 @@
 #include "redbloom/funnel.h"
 
 #include <charconv>
+#include <cstring>
 
 namespace redbloom {
 
@@ -37,6 +38,14 @@ Result<Encoding> ParseEncoding(std::string_view name) {
 bool IsValidUtf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const auto* end = p + s.size();
+  // ASCII eight bytes at a time: most items are ASCII ids, and the byte loop
+  // below cost ~2 ns of an item's ~10 here.
+  while (end - p >= 8) {
+    uint64_t chunk;
+    std::memcpy(&chunk, p, 8);
+    if ((chunk & 0x8080808080808080ULL) != 0) break;
+    p += 8;
+  }
   while (p < end) {
     unsigned char c = *p;
     if (c < 0x80) {
