@@ -189,21 +189,21 @@ TEST_P(RedisEncodingTest, NoFalseNegativesAndFppWithinBounds) {
   EXPECT_NEAR(static_cast<double>(info->approximate_items), kItems, kItems * 0.05);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, RedisEncodingTest,
-                         ::testing::Combine(::testing::Values(Strategy::kGuava64, Strategy::kSeed),
-                                            ::testing::Values(Encoding::kUtf8, Encoding::kUtf8x2,
-                                                              Encoding::kInt32, Encoding::kInt64,
-                                                              Encoding::kBytes)),
-                         [](const auto& param_info) {
-                           return std::string(StrategyName(std::get<0>(param_info.param))) + "_" +
-                                  std::string(EncodingName(std::get<1>(param_info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, RedisEncodingTest,
+    ::testing::Combine(::testing::Values(Strategy::kGuava64, Strategy::kSeed, Strategy::kBlock),
+                       ::testing::Values(Encoding::kUtf8, Encoding::kUtf8x2, Encoding::kInt32,
+                                         Encoding::kInt64, Encoding::kBytes)),
+    [](const auto& param_info) {
+      return std::string(StrategyName(std::get<0>(param_info.param))) + "_" +
+             std::string(EncodingName(std::get<1>(param_info.param)));
+    });
 
 // Redis holds exactly the bytes the mem: store holds for the same items: one
 // bit order everywhere, so exports, the Java service and redis-cli agree.
 TEST_F(RedisStoreTest, BitsAreByteIdenticalToTheMemoryStore) {
   auto mem = MustOpen("mem:");
-  for (Strategy s : {Strategy::kGuava64, Strategy::kSeed}) {
+  for (Strategy s : {Strategy::kGuava64, Strategy::kSeed, Strategy::kBlock}) {
     const std::string name = std::string("same-") + std::string(StrategyName(s));
     auto r = BloomFilter::Create(*store_, name, Options(3000, 0.02, s));
     auto m = BloomFilter::Create(*mem, name, Options(3000, 0.02, s));
@@ -244,15 +244,20 @@ TEST_F(RedisStoreTest, AddReportsEachItemNewOnceEvenWithinOneBatch) {
 }
 
 // Redis sends each batch's cell ops sorted by offset and maps the answers
-// back: every item's "new" and "present" must still be what the memory store,
-// which works item by item, answers. A small, overfilled filter makes items
-// share cells, both within a batch and across batches.
+// back, or reads a `block` item's 64 bytes with one GETRANGE and tests its
+// bits here: every item's "new" and "present" must still be what the memory
+// store, which works item by item, answers. A small, overfilled filter makes
+// items share cells, both within a batch and across batches.
 TEST_F(RedisStoreTest, AnswersMatchTheMemoryStoreItemForItem) {
   auto mem = MustOpen("mem:");
-  for (FilterKind kind : {FilterKind::kPlain, FilterKind::kCounting}) {
-    FilterOptions o = Options(300, 0.05);
+  for (auto [kind, strategy] : {std::pair{FilterKind::kPlain, Strategy::kGuava64},
+                                {FilterKind::kCounting, Strategy::kGuava64},
+                                {FilterKind::kPlain, Strategy::kBlock},
+                                {FilterKind::kCounting, Strategy::kBlock}}) {
+    FilterOptions o = Options(300, 0.05, strategy);
     o.kind = kind;
-    const std::string name = "answers-" + std::string(FilterKindName(kind));
+    const std::string name =
+        "answers-" + std::string(FilterKindName(kind)) + "-" + std::string(StrategyName(strategy));
     auto r = BloomFilter::Create(*store_, name, o);
     auto m = BloomFilter::Create(*mem, name, o);
     ASSERT_TRUE(r.ok() && m.ok());

@@ -9,6 +9,7 @@
 #include "kinds/kind_def.h"
 #include "redis/redis_bit_store_impl.h"
 #include "redis/redis_meta.h"
+#include "redis/redis_ops.h"
 #include "redis/redis_pipeline.h"
 #include "redis/redis_scripts.h"
 #include "stores.h"
@@ -330,7 +331,8 @@ Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* 
       // the next user of this connection would read them as its own.
       size_t replies = 0;
       for (size_t j = *done + 1; j < next; ++j) {
-        replies += 2 + 3 + (chunks[j].cells->listed ? 1 : 0) + (j == list_at ? 1 : 0);
+        replies +=
+            2 + chunks[j].reads + 2 + (chunks[j].cells->listed ? 1 : 0) + (j == list_at ? 1 : 0);
       }
       Drain(c, replies);
       return s;
@@ -347,25 +349,35 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
   const uint32_t k = chunk.batch->k;
   const uint64_t* o = chunk.batch->offsets + chunk.first * k;
   const size_t count = chunk.n * k;
-  SortedOrder(o, count, &chunk.order);
   cmd.Clear();
   Streamer stream(c, cmd);
   // MULTI makes the cells, the metadata and the part's size one snapshot: a
   // filter dropped or re-created in between cannot pass the check with the
   // old cells. Every command here is allowed on read-only replicas.
   cmd.Command({"MULTI"});
-  cmd.Begin(2 + 3 * count);
-  cmd.Arg("BITFIELD_RO");
-  cmd.Arg(cells.bitmap);
-  for (size_t i = 0; i < count; ++i) {
-    if (cells.counting()) {
-      cmd.Raw(kGetU4, 2);
-      cmd.Arg('#', o[chunk.order[i]]);
-    } else {
-      cmd.Raw(kGetU1, 2);
-      cmd.Arg(o[chunk.order[i]]);
+  // Items whose bits share a 64-byte block: one GETRANGE each (redis_ops.h).
+  chunk.blocks = !cells.counting() && ItemsInBlocks(o, chunk.n, k);
+  chunk.reads = chunk.blocks ? chunk.n : 1;
+  if (chunk.blocks) {
+    for (size_t i = 0; i < chunk.n; ++i) {
+      AppendBlockRead(&cmd, cells.bitmap, o + i * k);
+      if (i % 64 == 63) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
     }
-    if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
+  } else {
+    SortedOrder(o, count, &chunk.order);
+    cmd.Begin(2 + 3 * count);
+    cmd.Arg("BITFIELD_RO");
+    cmd.Arg(cells.bitmap);
+    for (size_t i = 0; i < count; ++i) {
+      if (cells.counting()) {
+        cmd.Raw(kGetU4, 2);
+        cmd.Arg('#', o[chunk.order[i]]);
+      } else {
+        cmd.Raw(kGetU1, 2);
+        cmd.Arg(o[chunk.order[i]]);
+      }
+      if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
+    }
   }
   AppendMetaCheck(&cmd);
   cmd.Command({"STRLEN", cells.bitmap});
@@ -378,10 +390,11 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
 Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_parts,
                                std::vector<uint64_t>* parts_now) {
   const Cells& cells = *chunk.cells;
-  const size_t queued = 3 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0);
+  const size_t reads = chunk.reads;  // the cells' replies come first
+  const size_t queued = reads + 2 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0);
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, queued));
-  REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
-  size_t at = 3;
+  REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[reads]));
+  size_t at = reads + 2;
   bool exists = true;
   if (cells.listed) exists = exec->element[at++]->integer == 1;
   if (list_parts && parts_now != nullptr) {
@@ -406,11 +419,20 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
     std::fill(b.out + chunk.first, b.out + chunk.first + chunk.n, 0);
     return Status::Ok();
   }
-  const redisReply* length = exec->element[2];
+  const redisReply* length = exec->element[reads + 1];
   if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, length);
   if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
   if (static_cast<uint64_t>(length->integer) != cells.bytes) {
     return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer));
+  }
+  if (chunk.blocks) {
+    for (size_t i = 0; i < chunk.n; ++i) {
+      const redisReply* r = exec->element[i];
+      if (r->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, r);
+      REDBLOOM_RETURN_IF_ERROR(
+          DecodeBlockRead(r, b.offsets + (chunk.first + i) * k, k, &b.out[chunk.first + i]));
+    }
+    return Status::Ok();
   }
   const redisReply* bits = exec->element[0];
   if (bits->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, bits);

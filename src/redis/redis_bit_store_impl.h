@@ -55,6 +55,8 @@ struct RedisBitStore::Chunk {
   size_t first;                 // its first item in the batch
   size_t n;                     // its number of items
   std::vector<uint32_t> order;  // op i of the command is cell order[i] of the run
+  bool blocks = false;          // checks: one GETRANGE per item (redis_ops.h)
+  size_t reads = 1;             // checks: its read commands (n with blocks, else 1)
 };
 
 inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, uint64_t len) {
