@@ -75,12 +75,13 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
   if (!KindOf(options.kind).one_array) {
     return Status::InvalidArgument("only plain and counting filters can be rebuilt");
   }
-  const std::string temp = std::string(name) + "~rebuild";
-  REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(temp));
+  REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(options));
+  // A name no user filter can have, kept beside NAME by every store.
+  const std::string temp = TemporaryName(name);
   // A rebuild that died half-way leaves its temporary filter; start afresh.
   if (Status s = store.Drop(temp); !s.ok() && s.code() != StatusCode::kNotFound) return s;
-  bool created = false;
-  REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Create(store, temp, options, &created));
+  REDBLOOM_RETURN_IF_ERROR(store.Create(temp, config));
+  REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Open(store, temp));
   Status s = fill(*replacement);
   if (s.ok()) s = replacement->Flush();
   if (!s.ok()) {

@@ -32,6 +32,20 @@ Status ValidateFilterName(std::string_view name) {
   return Status::Ok();
 }
 
+std::string TemporaryName(std::string_view name) { return ".rebuild~" + std::string(name); }
+
+namespace internal {
+
+Status ValidateStoredName(std::string_view name) {
+  constexpr std::string_view kTemporary = ".rebuild~";
+  if (name.starts_with(kTemporary) && ValidateFilterName(name.substr(kTemporary.size())).ok()) {
+    return Status::Ok();
+  }
+  return ValidateFilterName(name);
+}
+
+}  // namespace internal
+
 Status BitStore::Remove(std::span<PartBatch>) {
   return Status::Unimplemented("this store cannot remove items");
 }

@@ -16,6 +16,9 @@ Result<std::unique_ptr<Store>> NewMemoryStore(std::string_view url, const StoreO
 Result<std::unique_ptr<Store>> NewFileStore(std::string_view url, const StoreOptions& options);
 Result<std::unique_ptr<Store>> NewRedisStore(std::string_view url, const StoreOptions& options);
 
+// ValidateFilterName, or a rebuild's TemporaryName of a valid name.
+Status ValidateStoredName(std::string_view name);
+
 Status NotFoundStatus(std::string_view name);
 // kAlreadyExists when `existing` equals `wanted`, else kConflict naming both.
 Status ExistsStatus(std::string_view name, const FilterConfig& existing,

@@ -276,7 +276,7 @@ TEST_P(KindsTest, TtlRemovesTheWholeFilter) {
     ASSERT_TRUE(f->AddMany(Views(Items("x", 400))).ok());  // grows layers: 100 + 200 + 400
     ASSERT_EQ(f->Info()->parts, 3u);
     for (const std::string key : {"t", "{t}:meta", "{t}/parts", "{t}/part/1", "{t}/part/2"}) {
-      EXPECT_EQ(redis_->Cli({"PEXPIRETIME", key}), std::to_string(expires_at) + "\n") << key;
+      EXPECT_EQ(Cli({"PEXPIRETIME", key}), std::to_string(expires_at) + "\n") << key;
     }
     return;
   }
@@ -337,6 +337,40 @@ TEST_P(KindsTest, RebuildSwapsAtomicallyUnderReaders) {
   auto names = store_->List();
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, std::vector<std::string>{"r"}) << "the temporary name is gone";
+}
+
+// A rebuild's temporary filter has a name no user filter can have: a user's
+// "NAME~rebuild" (the old temporary name) survives, and every valid name,
+// the longest included, can be rebuilt.
+TEST_P(KindsTest, RebuildLeavesEveryUserFilterAloneAndTakesAnyName) {
+  const auto items = Items("ORD-", 100);
+  for (const std::string& name :
+       std::vector<std::string>{"r", std::string(kMaxNameBytes, 'n'), "a{b"}) {
+    // The user's own "NAME~rebuild", where that is a valid name.
+    const bool user_copy = name.size() + 8 <= kMaxNameBytes;
+    if (user_copy) {
+      auto user = Make(name + "~rebuild", {.capacity = 100, .error_rate = 0.01});
+      ASSERT_NE(user, nullptr) << name;
+      ASSERT_TRUE(user->AddMany(Views(Items("mine-", 50))).ok());
+    }
+    ASSERT_NE(Make(name, {.capacity = 100, .error_rate = 0.01}), nullptr);
+    Status s =
+        BloomFilter::Rebuild(*store_, name, {.capacity = 500, .error_rate = 0.01},
+                             [&](BloomFilter& fresh) { return fresh.AddMany(Views(items)); });
+    ASSERT_TRUE(s.ok()) << name.size() << ": " << s.ToString();
+    auto rebuilt = BloomFilter::Open(*store_, name);
+    ASSERT_TRUE(rebuilt.ok());
+    EXPECT_EQ((*rebuilt)->config().capacity, 500u);
+    EXPECT_EQ(CountPresent(**rebuilt, items), 100);
+    if (user_copy) {
+      auto kept = BloomFilter::Open(*store_, name + "~rebuild");
+      ASSERT_TRUE(kept.ok()) << "the user's filter was destroyed: " << kept.status().ToString();
+      EXPECT_EQ(CountPresent(**kept, Items("mine-", 50)), 50);
+    }
+  }
+  auto names = store_->List();
+  ASSERT_TRUE(names.ok());
+  for (const auto& n : *names) EXPECT_NE(n.front(), '.') << "a temporary filter is listed";
 }
 
 TEST_P(KindsTest, InvalidKindParametersAreRejectedBeforeAnythingIsCreated) {

@@ -707,6 +707,49 @@ TEST(RedisKeysTest, HashTagKeepsAFiltersKeysInOneSlot) {
   EXPECT_EQ(k.scratch, "{user:1}seen/add");
 }
 
+TEST(RedisKeysTest, SlotsFollowRedisClusterHashing) {
+  // Values from the Redis Cluster specification and its CRC16 reference.
+  EXPECT_EQ(internal::KeySlot("123456789"), 0x31C3 & 16383);
+  EXPECT_EQ(internal::KeySlot("foo"), 12182);
+  EXPECT_EQ(internal::KeySlot("{user1000}.following"), internal::KeySlot("{user1000}.followers"));
+  // An empty tag hashes the whole key; only the first '{' counts.
+  EXPECT_NE(internal::KeySlot("foo{}{bar}"), internal::KeySlot("bar"));
+  EXPECT_EQ(internal::KeySlot("foo{{bar}}zap"), internal::KeySlot("{bar"));
+  EXPECT_EQ(internal::KeySlot("foo{bar}{zap}"), internal::KeySlot("bar"));
+  for (uint16_t slot : {0, 1, 5000, 12182, 16383}) {
+    const std::string& tag = internal::SlotTag(slot);
+    EXPECT_EQ(internal::KeySlot(tag), slot) << tag;
+    EXPECT_EQ(tag.find_first_of("{}"), std::string::npos);
+  }
+  EXPECT_EQ(internal::SlotTag(0), internal::SlotTag(0)) << "a fixed table";
+}
+
+// Every key of a filter is in its bitmap's slot, whatever braces its name
+// holds, and a rebuild's temporary filter is in the slot of the filter it
+// replaces (so the swap is one script on a cluster).
+TEST(RedisKeysTest, EveryKeyOfAFilterSharesOneSlot) {
+  for (const std::string& name :
+       std::vector<std::string>{"orders", "{user:1}seen", "a{b", "x}", "}y{", "x{}y", "{}",
+                                "pedido{ção", "a{b}c{d}", std::string(200, '{')}) {
+    for (const std::string& n : std::vector<std::string>{name, TemporaryName(name)}) {
+      const auto k = internal::KeysFor(n, internal::KeyMode::kPlain);
+      const uint16_t slot =
+          internal::KeySlot(internal::KeysFor(name, internal::KeyMode::kPlain).bitmap);
+      EXPECT_EQ(internal::KeySlot(k.bitmap), slot) << n;
+      EXPECT_EQ(internal::KeySlot(k.meta), slot) << n << " " << k.meta;
+      EXPECT_EQ(internal::KeySlot(k.scratch), slot) << n;
+      EXPECT_EQ(internal::KeySlot(k.parts), slot) << n;
+      EXPECT_EQ(internal::KeySlot(internal::PartKeysFor(n, internal::KeyMode::kPlain, 7).bitmap),
+                slot)
+          << n;
+      EXPECT_EQ(internal::KeySlot(internal::TempKeyFor(n, internal::KeyMode::kPlain, "abc")), slot)
+          << n;
+    }
+    EXPECT_EQ(internal::KeysFor(name, internal::KeyMode::kPlain).bitmap, name)
+        << "the bitmap keeps the name the Java side uses";
+  }
+}
+
 // ---------------------------------------------------------------------------
 // URLs and connections.
 

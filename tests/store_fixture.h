@@ -1,8 +1,9 @@
 // One test body over every store: derive a fixture from StoreFixture, write
 // TEST_P bodies against store_, and instantiate with AllStores(). Redis runs
-// on a redis-server of the suite's own (started before its first test,
-// flushed before each); every store reads the fixture's ManualClock, so tests
-// move time instead of sleeping.
+// on a redis-server of the suite's own, and Redis Cluster on a cluster of six
+// nodes (3 masters, 3 replicas) of its own (each started before the suite's
+// first test that needs it, flushed before each); every store reads the
+// fixture's ManualClock, so tests move time instead of sleeping.
 #ifndef REDBLOOM_TESTS_STORE_FIXTURE_H_
 #define REDBLOOM_TESTS_STORE_FIXTURE_H_
 
@@ -11,9 +12,11 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "redbloom/clock.h"
 #include "redbloom/store.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 #include "test_util.h"
 
@@ -27,20 +30,32 @@ inline uint64_t WallMillis() {
 
 class StoreFixture : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    redis_ = new RedisServer();
-    redis_->Start();
-  }
+  static void SetUpTestSuite() {}
   static void TearDownTestSuite() {
     delete redis_;
     redis_ = nullptr;
+    delete cluster_;
+    cluster_ = nullptr;
   }
 
   void SetUp() override {
     // Redis turns expiries into PEXPIREAT times: start at the real time, so
     // that the server's own clock agrees until a test moves this one.
     clock_ = std::make_shared<ManualClock>(WallMillis());
-    if (GetParam() == "redis") redis_->Cli({"FLUSHALL"});
+    if (GetParam() == "redis") {
+      if (redis_ == nullptr) {
+        redis_ = new RedisServer();
+        redis_->Start();
+      }
+      redis_->Cli({"FLUSHALL"});
+    }
+    if (GetParam() == "cluster") {
+      if (cluster_ == nullptr) {
+        cluster_ = new RedisCluster();
+        cluster_->Start();
+      }
+      cluster_->FlushAll();
+    }
     store_ = Open();
     ASSERT_NE(store_, nullptr);
   }
@@ -57,18 +72,31 @@ class StoreFixture : public ::testing::TestWithParam<std::string> {
   std::string url() const {
     if (GetParam() == "file") return "file:" + dir_.path();
     if (GetParam() == "redis") return redis_->url();
+    if (GetParam() == "cluster") return cluster_->url();
     return "mem:";
   }
-  bool is_redis() const { return GetParam() == "redis"; }
+  // redis-cli against the Redis store (following a cluster's redirects).
+  std::string Cli(const std::vector<std::string>& args) const {
+    if (GetParam() == "redis") return redis_->Cli(args);
+    std::vector<std::string> argv = {"/usr/bin/env", "redis-cli", "-c", "-p",
+                                     std::to_string(cluster_->node(0).port())};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv).out;
+  }
+
+  // Redis semantics (server-side expiries), on one server or a cluster.
+  bool is_redis() const { return GetParam() == "redis" || GetParam() == "cluster"; }
+  bool is_cluster() const { return GetParam() == "cluster"; }
   bool shares_across_handles() const { return GetParam() != "mem"; }
 
   static inline RedisServer* redis_ = nullptr;
+  static inline RedisCluster* cluster_ = nullptr;
   TempDir dir_;
   std::shared_ptr<ManualClock> clock_;
   std::unique_ptr<Store> store_;
 };
 
-inline auto AllStores() { return ::testing::Values("mem", "file", "redis"); }
+inline auto AllStores() { return ::testing::Values("mem", "file", "redis", "cluster"); }
 inline std::string StoreName(const ::testing::TestParamInfo<std::string>& info) {
   return info.param;
 }

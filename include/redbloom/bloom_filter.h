@@ -76,7 +76,7 @@ class BloomFilter {
                                                      const FilterOptions& options);
   static Status Drop(Store& store, std::string_view name);
   // Atomic rebuild (plain and counting filters): creates a replacement with
-  // `options` under the temporary name NAME~rebuild, lets `fill` add its
+  // `options` under TemporaryName(name), lets `fill` add its
   // items, then swaps it in with Store::Replace. Readers of NAME answer from
   // the old filter until the swap and from the new one after it, never with
   // an error or a miss caused by the swap. Adds made to the old filter while

@@ -36,6 +36,12 @@ namespace redbloom {
 inline constexpr size_t kMaxNameBytes = 200;
 Status ValidateFilterName(std::string_view name);
 
+// The name a rebuild of `name` builds its replacement under (".rebuild~NAME").
+// User names never start with '.', so no user filter can have it; stores
+// accept it, never list it, and keep it beside `name` (on Redis Cluster, in
+// the same slot, so the swap is atomic).
+std::string TemporaryName(std::string_view name);
+
 struct StoreOptions {
   // Redis: time allowed to open a TCP connection (and AUTH/SELECT on it).
   std::chrono::milliseconds connect_timeout{2000};

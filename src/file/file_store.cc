@@ -150,7 +150,7 @@ class FileStore final : public Store {
   std::string url() const override { return "file:" + dir_; }
 
   Status Create(std::string_view name, const FilterConfig& config) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     // A filter that expired but was never cleaned up must not block the name.
     if (auto old = ReadConfig(name); !old.ok() && old.status().code() != StatusCode::kNotFound) {
       return old.status();
@@ -170,7 +170,7 @@ class FileStore final : public Store {
   }
 
   Result<FilterConfig> ReadConfig(std::string_view name) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadMain(name));
     return f.config;
   }
@@ -199,13 +199,13 @@ class FileStore final : public Store {
   }
 
   Status Drop(std::string_view name) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     return Remove(name);
   }
 
   Result<std::unique_ptr<BitStore>> OpenBits(std::string_view name,
                                              const FilterConfig& config) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::shared_ptr<WordArray> main;
     if (KindOf(config.kind).part0_at_create) {
       REDBLOOM_ASSIGN_OR_RETURN(main, OpenArray(name, PathOf(name), config, kMainPart));
@@ -219,8 +219,8 @@ class FileStore final : public Store {
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(source));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(source));
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader replacement, ReadMain(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
     // Hold the old file open across the rename, to flag it afterwards.

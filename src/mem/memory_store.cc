@@ -99,7 +99,7 @@ class MemoryStore final : public Store {
   std::string url() const override { return "mem:"; }
 
   Status Create(std::string_view name, const FilterConfig& config) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::lock_guard lock(mu_);
     auto existing = Find(name);
     if (existing.ok()) return ExistsStatus(name, (*existing)->config, config);
@@ -116,7 +116,7 @@ class MemoryStore final : public Store {
   }
 
   Result<FilterConfig> ReadConfig(std::string_view name) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::lock_guard lock(mu_);
     REDBLOOM_ASSIGN_OR_RETURN(auto filter, Find(name));
     return filter->config;
@@ -130,7 +130,8 @@ class MemoryStore final : public Store {
         Retire(*it->second);
         it = filters_.erase(it);
       } else {
-        names.push_back(it->first);
+        // A rebuild's temporary filter is not one of the user's.
+        if (ValidateFilterName(it->first).ok()) names.push_back(it->first);
         ++it;
       }
     }
@@ -138,7 +139,7 @@ class MemoryStore final : public Store {
   }
 
   Status Drop(std::string_view name) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::lock_guard lock(mu_);
     REDBLOOM_ASSIGN_OR_RETURN(auto filter, Find(name));
     Retire(*filter);
@@ -148,7 +149,7 @@ class MemoryStore final : public Store {
 
   Result<std::unique_ptr<BitStore>> OpenBits(std::string_view name,
                                              const FilterConfig& config) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::shared_ptr<WordArray> main;
     {
       std::lock_guard lock(mu_);
@@ -164,8 +165,8 @@ class MemoryStore final : public Store {
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(source));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(source));
     std::lock_guard lock(mu_);
     REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Find(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement->config));

@@ -4,6 +4,8 @@
 #include <random>
 #include <thread>
 
+#include "redis/cluster_source.h"
+
 namespace redbloom::internal {
 
 std::chrono::milliseconds ConnectionSource::Backoff(int attempt) {
@@ -82,7 +84,12 @@ Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& ur
     case RedisMode::kSingle:
       return NewSingleServerSource(ServerParamsFor(url, url.hosts.front()), url.options);
     case RedisMode::kCluster:
-      return Status::Unimplemented("redis-cluster:// is not supported by this build yet");
+      if (url.keys == KeyMode::kJdk) {
+        return Status::InvalidArgument(
+            "keys=jdk is not supported on a Redis Cluster: a Java-serialized bitmap key lands in "
+            "another slot than the filter's other keys");
+      }
+      return std::unique_ptr<ConnectionSource>(NewClusterSource(url));
     case RedisMode::kSentinel:
       return Status::Unimplemented("redis-sentinel:// is not supported by this build yet");
   }

@@ -131,6 +131,12 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
       StartsWith(text, "READONLY") || StartsWith(text, "TRYAGAIN") || StartsWith(text, "MISCONF")) {
     return Status::Unavailable(where + " cannot serve the command now: " + said);
   }
+  if (StartsWith(text, "MOVED ") || StartsWith(text, "ASK ") || StartsWith(text, "CLUSTERDOWN")) {
+    // Only a cluster store follows redirects; anyone else was pointed at a
+    // cluster node with the wrong URL.
+    return Status::Unavailable(where + " is a Redis Cluster node (it answered '" + said +
+                               "'); use a redis-cluster:// URL");
+  }
   if (StartsWith(text, "OOM")) return Status::ResourceExhausted(where + ": " + said);
   if (StartsWith(text, "WRONGTYPE")) return Status::Conflict(where + ": " + said);
   if (StartsWith(text, "ERR DB index is out of range") ||
@@ -150,6 +156,42 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied));
+}
+
+std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view text) {
+  ClusterRedirect r;
+  if (StartsWith(text, "TRYAGAIN")) {
+    r.kind = ClusterRedirect::Kind::kTryAgain;
+    return r;
+  }
+  if (StartsWith(text, "CLUSTERDOWN")) {
+    r.kind = ClusterRedirect::Kind::kClusterDown;
+    return r;
+  }
+  if (StartsWith(text, "MOVED ")) {
+    r.kind = ClusterRedirect::Kind::kMoved;
+    text.remove_prefix(6);
+  } else if (StartsWith(text, "ASK ")) {
+    r.kind = ClusterRedirect::Kind::kAsk;
+    text.remove_prefix(4);
+  } else {
+    return std::nullopt;
+  }
+  // "SLOT HOST:PORT"; HOST may be an IPv6 address (split at the last ':') or
+  // empty (the node's own host).
+  const size_t space = text.find(' ');
+  const size_t colon = text.rfind(':');
+  if (space == std::string_view::npos || colon == std::string_view::npos || colon < space) {
+    return std::nullopt;
+  }
+  auto [p1, e1] = std::from_chars(text.data(), text.data() + space, r.slot);
+  auto [p2, e2] = std::from_chars(text.data() + colon + 1, text.data() + text.size(), r.port);
+  if (e1 != std::errc() || e2 != std::errc() || r.slot < 0 || r.slot > 16383) return std::nullopt;
+  r.host = std::string(text.substr(space + 1, colon - space - 1));
+  if (r.host.size() > 2 && r.host.front() == '[' && r.host.back() == ']') {
+    r.host = r.host.substr(1, r.host.size() - 2);
+  }
+  return r;
 }
 
 std::string_view ReplyText(const redisReply* r) {
@@ -270,6 +312,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ServerParams& server)
     }
   }
   if (server.db != 0) hello.Command({"SELECT", std::to_string(server.db)});
+  if (server.readonly) hello.Command({"READONLY"});
   if (hello.commands() > 0) {
     REDBLOOM_RETURN_IF_ERROR(conn->Append(hello));
     for (size_t i = 0; i < hello.commands(); ++i) {
@@ -289,9 +332,21 @@ Status Connection::Fail(int saved_errno) {
   return TransportStatus(ctx_.get(), saved_errno, *server_);
 }
 
+Status Connection::MaybeAsk() {
+  if (!ask_next_) return Status::Ok();
+  ask_next_ = false;
+  static constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
+  if (redisAppendFormattedCommand(ctx_.get(), kAsking.data(), kAsking.size()) != REDIS_OK) {
+    return Fail(errno);
+  }
+  ++owed_replies_;  // its +OK
+  return Status::Ok();
+}
+
 Status Connection::Append(const CommandBuffer& commands) {
   REDBLOOM_RETURN_IF_ERROR(commands.Validate());
   if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
+  REDBLOOM_RETURN_IF_ERROR(MaybeAsk());
   if (redisAppendFormattedCommand(ctx_.get(), commands.data().data(), commands.data().size()) !=
       REDIS_OK) {
     return Fail(errno);
@@ -301,6 +356,7 @@ Status Connection::Append(const CommandBuffer& commands) {
 
 Status Connection::AppendRaw(std::string_view bytes) {
   if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
+  REDBLOOM_RETURN_IF_ERROR(MaybeAsk());
   if (redisAppendFormattedCommand(ctx_.get(), bytes.data(), bytes.size()) != REDIS_OK) {
     return Fail(errno);
   }
@@ -328,7 +384,12 @@ Result<ReplyPtr> Connection::Read() {
     ReplyPtr reply(static_cast<redisReply*>(raw));
     // Owed replies come first in the stream; they confirm best-effort count
     // updates, so their content, error or not, changes nothing here.
-    if (owed_replies_ == 0) return reply;
+    if (owed_replies_ == 0) {
+      if (reply->type == REDIS_REPLY_ERROR && !redirect_.has_value()) {
+        redirect_ = ParseClusterRedirect(ReplyText(reply.get()));
+      }
+      return reply;
+    }
     --owed_replies_;
   }
 }
@@ -384,6 +445,8 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       const bool usable = conn->Settle() && (conn->owed_replies_ > 0 || !conn->LooksClosed());
       if (usable) {
         conn->wrote_ = false;
+        conn->redirect_.reset();
+        conn->ask_next_ = false;
         return Lease(this, std::move(conn));
       }
       conn.reset();  // closes it

@@ -90,6 +90,10 @@ class CommandBuffer {
 struct ServerParams {
   std::string host;
   int port = 6379;
+  // Redis Cluster with read_from=replica: send READONLY on connect, so the
+  // node serves reads of its master's slots while it is a replica (a master
+  // ignores it).
+  bool readonly = false;
   std::string user;
   std::optional<std::string> password;
   int db = 0;
@@ -115,6 +119,19 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 // True for failures that retrying cannot fix (bad credentials, ACL denial),
 // although their code is kUnavailable.
 bool IsPermanentFailure(const Status& s);
+
+// A Redis Cluster node's answer that the command belongs elsewhere or must
+// wait. The node executed nothing of the command that got it.
+struct ClusterRedirect {
+  enum class Kind { kMoved, kAsk, kTryAgain, kClusterDown };
+  Kind kind = Kind::kMoved;
+  int slot = -1;
+  std::string host;  // kMoved, kAsk: where the slot is (empty: the node's own host)
+  int port = 0;
+};
+// Parses "MOVED 3999 127.0.0.1:6381", "ASK ...", "TRYAGAIN ...",
+// "CLUSTERDOWN ..."; nullopt for any other reply text.
+std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view error_text);
 
 // One TCP connection, authenticated and on the right database.
 class Connection {
@@ -151,6 +168,13 @@ class Connection {
   // count update); the next Read drops it, so it never costs a round trip.
   void OweReply() { ++owed_replies_; }
 
+  // Redis Cluster: the first redirect (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)
+  // read since the connection was handed out, if any.
+  const std::optional<ClusterRedirect>& redirect() const { return redirect_; }
+  // Redis Cluster: the next command goes out after ASKING (its +OK is
+  // dropped like an owed reply), for a slot that is being imported here.
+  void AskNext() { ask_next_ = true; }
+
  private:
   friend class ConnectionPool;
   Connection(ContextPtr ctx, const ServerParams* server) : ctx_(std::move(ctx)), server_(server) {}
@@ -163,9 +187,14 @@ class Connection {
 
   ContextPtr ctx_;
   const ServerParams* server_;
+  // Writes the pending ASKING, if any, before the next command.
+  Status MaybeAsk();
+
   bool broken_ = false;
   bool wrote_ = false;
+  bool ask_next_ = false;
   int owed_replies_ = 0;
+  std::optional<ClusterRedirect> redirect_;
 };
 
 class ConnectionPool {

@@ -1,6 +1,7 @@
 #include "redis/redis_keys.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace redbloom::internal {
 namespace {
@@ -74,11 +75,71 @@ std::string JdkSerializedString(std::string_view utf8) {
   return out;
 }
 
+uint16_t KeySlot(std::string_view key) {
+  // Redis Cluster's hash tag: the bytes between the first '{' and the first
+  // '}' after it, if there are any.
+  if (const size_t open = key.find('{'); open != std::string_view::npos) {
+    const size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      key = key.substr(open + 1, close - open - 1);
+    }
+  }
+  // CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0, no reflection.
+  uint16_t crc = 0;
+  for (unsigned char c : key) {
+    crc ^= static_cast<uint16_t>(c << 8);
+    for (int i = 0; i < 8; ++i) {
+      crc = static_cast<uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+  }
+  return static_cast<uint16_t>(crc & 16383);
+}
+
+const std::string& SlotTag(uint16_t slot) {
+  // All 16384 tags at once, the first time one is asked for (~160,000 short
+  // candidates, a few milliseconds).
+  static const std::vector<std::string> tags = [] {
+    std::vector<std::string> t(16384);
+    size_t found = 0;
+    for (uint64_t n = 0; found < t.size(); ++n) {
+      std::string candidate = "rb" + std::to_string(n);
+      std::string& at = t[KeySlot(candidate)];
+      if (at.empty()) {
+        at = std::move(candidate);
+        ++found;
+      }
+    }
+    return t;
+  }();
+  return tags[slot & 16383];
+}
+
 namespace {
 
-std::string Tag(std::string_view name) {
-  return name.find('{') != std::string_view::npos ? std::string(name)
-                                                  : "{" + std::string(name) + "}";
+constexpr std::string_view kTemporaryPrefix = ".rebuild~";
+
+bool HasHashTag(std::string_view name) {
+  const size_t open = name.find('{');
+  if (open == std::string_view::npos) return false;
+  const size_t close = name.find('}', open + 1);
+  return close != std::string_view::npos && close > open + 1;
+}
+
+// The prefix of a filter's derived keys (see the header), and whether its
+// bitmap key is that prefix too (a temporary filter) rather than the name.
+struct Prefix {
+  std::string tag;
+  bool bitmap_is_tag = false;
+};
+
+Prefix Tag(std::string_view name) {
+  if (name.starts_with(kTemporaryPrefix)) {
+    const std::string_view base = name.substr(kTemporaryPrefix.size());
+    return {"{" + SlotTag(KeySlot(base)) + "}" + std::string(name), true};
+  }
+  if (HasHashTag(name)) return {std::string(name), false};
+  if (name.find_first_of("{}") == std::string_view::npos) return {"{" + std::string(name) + "}"};
+  return {"{" + SlotTag(KeySlot(name)) + "}" + std::string(name), false};
 }
 
 std::string Encode(std::string key, KeyMode mode) {
@@ -88,18 +149,19 @@ std::string Encode(std::string key, KeyMode mode) {
 }  // namespace
 
 FilterKeys KeysFor(std::string_view name, KeyMode mode) {
-  const std::string tag = Tag(name);
-  return {Encode(std::string(name), mode), Encode(tag + ":meta", mode), Encode(tag + "/add", mode),
-          Encode(tag + "/parts", mode)};
+  const Prefix p = Tag(name);
+  const std::string bitmap = p.bitmap_is_tag ? p.tag : std::string(name);
+  return {Encode(bitmap, mode), Encode(p.tag + ":meta", mode), Encode(p.tag + "/add", mode),
+          Encode(p.tag + "/parts", mode)};
 }
 
 PartKeys PartKeysFor(std::string_view name, KeyMode mode, uint64_t part) {
-  const std::string base = Tag(name) + "/part/" + std::to_string(part);
+  const std::string base = Tag(name).tag + "/part/" + std::to_string(part);
   return {Encode(base, mode), Encode(base + "/add", mode)};
 }
 
 std::string TempKeyFor(std::string_view name, KeyMode mode, std::string_view suffix) {
-  return Encode(Tag(name) + "/tmp/" + std::string(suffix), mode);
+  return Encode(Tag(name).tag + "/tmp/" + std::string(suffix), mode);
 }
 
 std::string DisplayKey(std::string_view text, KeyMode mode) {

@@ -1,7 +1,9 @@
 // How a filter name becomes Redis key bytes. Internal; documented in
 // docs/format.md ("Keys").
 //
-// For a filter NAME, with TAG = NAME if NAME contains '{', else "{NAME}":
+// For a filter NAME, with a prefix TAG chosen so that every key below lands
+// in the Redis Cluster slot of the bitmap key (a cluster hashes only the part
+// between the first '{' and the next '}', when that part is not empty):
 //   bitmap   NAME              the bits, SETBIT order (the Java service's key)
 //   meta     TAG:meta          hash of the filter's parameters and item count
 //   scratch  TAG/add           exists only inside an add transaction
@@ -10,11 +12,16 @@
 //   part P   TAG/part/P        the bits of part P (layer or time slice)
 //            TAG/part/P/add    its add transaction's scratch key
 //   upload   TAG/tmp/RANDOM    a bulk load's bits before they are ORed in
-// The braces put all three in one Redis Cluster slot (only the part between
-// the first '{' and the next '}' is hashed), so a future cluster store can
-// keep using MULTI and scripts over them. No filter name contains '/' or ends
-// in ":meta" (ValidateFilterName), so no filter's keys collide with another's
-// meta or scratch key.
+// TAG is "{NAME}" for a name without braces (the slot of "NAME" is that of
+// its tag "NAME"), NAME itself for a name that has a hash tag ("{user1}x":
+// every key starts with the same tag), and "{T}NAME" otherwise, where T is
+// SlotTag(KeySlot(NAME)): a name like "a{b" or "x}" is hashed whole, and T
+// is a short tag of that same slot. A rebuild's temporary filter (see
+// TemporaryName) is "{T}NAME" for the slot of the name it replaces, bitmap
+// included, so the swap is one script in one slot. Scripts and MULTI over a
+// filter's keys therefore work on a cluster. No filter name contains '/' or
+// ends in ":meta" (ValidateFilterName), so no filter's keys collide with
+// another's meta or scratch key.
 //
 // KeyMode::kJdk applies Java serialization to every key name: the bytes that
 // Spring's default RedisTemplate (JdkSerializationRedisSerializer, i.e.
@@ -45,6 +52,13 @@ enum class KeyMode {
 // is C0 80, and a code point above U+FFFF is its UTF-16 surrogate pair, each
 // half encoded as three bytes (six in all, instead of UTF-8's four).
 std::string JdkSerializedString(std::string_view utf8);
+
+// The Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag, or of the
+// whole key without one, mod 16384.
+uint16_t KeySlot(std::string_view key);
+// A short string without braces whose slot is `slot`: the first of "rb0",
+// "rb1", "rb2", ... that hashes there. Part of the key layout, never changed.
+const std::string& SlotTag(uint16_t slot);
 
 struct FilterKeys {
   std::string bitmap;

@@ -48,7 +48,7 @@ class RedisStore final : public Store {
   std::string url() const override { return url_.Redacted(); }
 
   Status Create(std::string_view name, const FilterConfig& config) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     REDBLOOM_RETURN_IF_ERROR(
         CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits()));
     const FilterKeys keys = KeysFor(name, shared_->keys);
@@ -82,7 +82,7 @@ class RedisStore final : public Store {
   }
 
   Status Attach(std::string_view name, const FilterConfig& config) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     if (config.kind != FilterKind::kPlain) {
       return Status::InvalidArgument("attach adopts plain bitmaps only");
     }
@@ -186,7 +186,7 @@ class RedisStore final : public Store {
   }
 
   Status Drop(std::string_view name) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     // Not idempotent: a repeated drop would answer kNotFound.
     return shared_->source->Run(
@@ -222,8 +222,8 @@ class RedisStore final : public Store {
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(source));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(source));
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta replacement, ReadMeta(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
     const FilterKeys keys = KeysFor(name, shared_->keys);
@@ -273,7 +273,7 @@ class RedisStore final : public Store {
 
   // The stored metadata of `name`, validated (see ParseMeta).
   Result<StoredMeta> ReadMeta(std::string_view name) {
-    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     StoredMeta meta;
     Status s = shared_->source->Run(

@@ -1,0 +1,297 @@
+#include "redis/cluster_source.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "redis/redis_keys.h"
+#include "redis/redis_pipeline.h"
+
+namespace redbloom::internal {
+namespace {
+
+constexpr int kSlots = 16384;
+// Redirects followed within one call. ASK is followed one transaction at a
+// time (ASKING covers the command after it), so a call of up to 64
+// transactions may need that many during a migration.
+constexpr int kMaxRedirects = 200;
+// TRYAGAIN / CLUSTERDOWN: a migration step or a failover takes
+// milliseconds to seconds; wait for it this long in all before giving up.
+constexpr std::chrono::milliseconds kMaxWait{10'000};
+
+struct SlotMap {
+  // Per slot: the node index of its master, -1 if no node serves it.
+  std::array<int16_t, kSlots> master;
+  // Per master node index: its replicas' node indexes.
+  std::map<int, std::vector<int>> replicas;
+  std::vector<int> masters;  // distinct, ascending
+};
+
+class ClusterSource final : public ConnectionSource {
+ public:
+  explicit ClusterSource(const RedisUrl& url) : ConnectionSource(url.options), url_(url) {}
+
+  Status Check() override { return Refresh(/*force=*/true); }
+
+  Status Run(std::string_view key, Access access, bool idempotent, const Op& op) override {
+    const int slot = KeySlot(key);
+    int ask_node = -1;
+    int lost = 0;
+    const auto give_up_at = std::chrono::steady_clock::now() + kMaxWait;
+    for (int attempt = 0;; ++attempt) {
+      std::shared_ptr<const SlotMap> map = Map();
+      if (!map) {
+        REDBLOOM_RETURN_IF_ERROR(Refresh(/*force=*/true));
+        map = Map();
+      }
+      int node = ask_node;
+      if (node < 0) node = NodeFor(*map, slot, access);
+      if (node < 0) {
+        // No node serves the slot (a failover in progress): ask again.
+        if (std::chrono::steady_clock::now() > give_up_at) {
+          return Status::Unavailable("no node of the Redis Cluster serves slot " +
+                                     std::to_string(slot) + " (cluster down?)");
+        }
+        std::this_thread::sleep_for(Backoff(std::min(attempt, 4)));
+        (void)Refresh(/*force=*/true);
+        continue;
+      }
+      Status s;
+      bool wrote = false;
+      std::optional<ClusterRedirect> redirect;
+      {
+        Result<ConnectionPool::Lease> lease = Pool(node).Acquire();
+        if (!lease.ok()) {
+          s = lease.status();
+        } else {
+          if (ask_node >= 0) (*lease)->AskNext();
+          s = op(**lease);
+          wrote = (*lease)->wrote();
+          redirect = (*lease)->redirect();
+        }
+      }
+      ask_node = -1;
+      if (s.ok()) return s;
+      if (redirect.has_value() && attempt < kMaxRedirects) {
+        switch (redirect->kind) {
+          case ClusterRedirect::Kind::kMoved:
+            // The map is stale: learn the whole new one (a reshard moves many
+            // slots), and at least this slot's new owner.
+            (void)Refresh(/*force=*/true);
+            Learn(slot, NodeIndex(HostFor(*redirect, node), redirect->port));
+            continue;
+          case ClusterRedirect::Kind::kAsk:
+            ask_node = NodeIndex(HostFor(*redirect, node), redirect->port);
+            continue;
+          case ClusterRedirect::Kind::kTryAgain:
+          case ClusterRedirect::Kind::kClusterDown:
+            if (std::chrono::steady_clock::now() > give_up_at) return s;
+            std::this_thread::sleep_for(Backoff(std::min(attempt, 4)));
+            if (redirect->kind == ClusterRedirect::Kind::kClusterDown) {
+              (void)Refresh(/*force=*/true);
+            }
+            continue;
+        }
+      }
+      // A lost node: its replica may be taking over. Learn the map again and
+      // retry as ConnectionSource::Run documents.
+      if (s.code() != StatusCode::kUnavailable || IsPermanentFailure(s) || (wrote && !idempotent) ||
+          lost >= options().max_retries + 5 || std::chrono::steady_clock::now() > give_up_at) {
+        return s;
+      }
+      ++lost;
+      std::this_thread::sleep_for(Backoff(std::min(lost, 6)));
+      (void)Refresh(/*force=*/true);
+    }
+  }
+
+  Status ForEachServer(const Op& op) override {
+    REDBLOOM_RETURN_IF_ERROR(Refresh(/*force=*/false));
+    std::shared_ptr<const SlotMap> map = Map();
+    for (int node : map->masters) {
+      Result<ConnectionPool::Lease> lease = Pool(node).Acquire();
+      if (!lease.ok()) return lease.status();
+      REDBLOOM_RETURN_IF_ERROR(op(**lease));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<const SlotMap> Map() const {
+    std::lock_guard lock(mu_);
+    return map_;
+  }
+
+  int NodeFor(const SlotMap& map, int slot, Access access) const {
+    const int master = map.master[slot];
+    if (master < 0 || access != Access::kReplicaOk || url_.read_from != ReadFrom::kReplica) {
+      return master;
+    }
+    auto it = map.replicas.find(master);
+    if (it == map.replicas.end() || it->second.empty()) return master;
+    thread_local std::minstd_rand rng(std::random_device{}());
+    return it->second[rng() % it->second.size()];
+  }
+
+  std::string HostFor(const ClusterRedirect& r, int from_node) {
+    if (!r.host.empty()) return r.host;
+    std::lock_guard lock(mu_);
+    return nodes_[from_node].addr.host;
+  }
+
+  // The node index of an address, adding a node (and its pool) if new.
+  int NodeIndex(const std::string& host, int port) {
+    std::lock_guard lock(mu_);
+    return NodeIndexLocked(host, port);
+  }
+  int NodeIndexLocked(const std::string& host, int port) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].addr.host == host && nodes_[i].addr.port == port) return static_cast<int>(i);
+    }
+    Node n;
+    n.addr = HostPort{host, port};
+    ServerParams params = ServerParamsFor(url_, n.addr);
+    params.readonly = url_.read_from == ReadFrom::kReplica;
+    n.pool = std::make_shared<ConnectionPool>(std::move(params), options().pool_size);
+    nodes_.push_back(std::move(n));
+    return static_cast<int>(nodes_.size() - 1);
+  }
+
+  ConnectionPool& Pool(int node) {
+    std::lock_guard lock(mu_);
+    return *nodes_[node].pool;
+  }
+
+  // Points `slot` at `node` in a copy of the map (after a MOVED whose owner
+  // the refreshed map did not know yet).
+  void Learn(int slot, int node) {
+    std::lock_guard lock(mu_);
+    if (!map_ || map_->master[slot] == node) return;
+    auto copy = std::make_shared<SlotMap>(*map_);
+    copy->master[slot] = static_cast<int16_t>(node);
+    if (std::find(copy->masters.begin(), copy->masters.end(), node) == copy->masters.end()) {
+      copy->masters.push_back(node);
+      std::sort(copy->masters.begin(), copy->masters.end());
+    }
+    map_ = std::move(copy);
+  }
+
+  // Reloads the slot map from the first node that answers CLUSTER SLOTS: the
+  // known masters first, then every other known node, then the seeds. Not
+  // more often than every 100 ms unless forced.
+  Status Refresh(bool force) {
+    std::unique_lock refresh(refresh_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (!force && Map() && now - last_refresh_ < std::chrono::milliseconds(100)) {
+      return Status::Ok();
+    }
+    std::vector<HostPort> candidates;
+    {
+      std::lock_guard lock(mu_);
+      if (map_) {
+        for (int m : map_->masters) candidates.push_back(nodes_[m].addr);
+      }
+      for (const Node& n : nodes_) candidates.push_back(n.addr);
+    }
+    for (const HostPort& seed : url_.hosts) candidates.push_back(seed);
+    Status last = Status::Unavailable("no Redis Cluster node to ask for the slot map");
+    std::vector<std::string> tried;
+    for (const HostPort& hp : candidates) {
+      const std::string display = hp.Display();
+      if (std::find(tried.begin(), tried.end(), display) != tried.end()) continue;
+      tried.push_back(display);
+      Status s = LoadFrom(hp);
+      if (s.ok()) {
+        last_refresh_ = now;
+        return s;
+      }
+      last = s;
+      // A node that is not in cluster mode is a wrong URL, not an outage.
+      if (s.code() == StatusCode::kInvalidArgument) return s;
+    }
+    return last;
+  }
+
+  Status LoadFrom(const HostPort& hp) {
+    const int index = NodeIndex(hp.host, hp.port);
+    Result<ConnectionPool::Lease> lease = Pool(index).Acquire();
+    if (!lease.ok()) return lease.status();
+    CommandBuffer cmd;
+    cmd.Command({"CLUSTER", "SLOTS"});
+    REDBLOOM_RETURN_IF_ERROR((*lease)->Append(cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, (*lease)->Read());
+    if (r->type == REDIS_REPLY_ERROR) {
+      const std::string text(ReplyText(r.get()));
+      if (text.find("cluster support disabled") != std::string::npos) {
+        return Status::InvalidArgument("redis " + hp.Display() +
+                                       " is not a Redis Cluster node (cluster support disabled); "
+                                       "use redis:// for a single server");
+      }
+      return ReplyErrorStatus(text, (*lease)->server());
+    }
+    if (!IsArray(r.get(), 0)) return Unexpected("CLUSTER SLOTS", r.get());
+    auto map = std::make_shared<SlotMap>();
+    map->master.fill(-1);
+    auto node_of = [&](const redisReply* n) -> int {
+      if (!IsArray(n, 2) || n->element[1]->type != REDIS_REPLY_INTEGER) return -1;
+      std::string host(ReplyText(n->element[0]));
+      // An empty or '?' address means "the host you asked"; Redis 7 may say so.
+      if (host.empty() || host == "?") host = hp.host;
+      return NodeIndex(host, static_cast<int>(n->element[1]->integer));
+    };
+    for (size_t i = 0; i < r->elements; ++i) {
+      const redisReply* range = r->element[i];
+      if (!IsArray(range, 3) || range->element[0]->type != REDIS_REPLY_INTEGER ||
+          range->element[1]->type != REDIS_REPLY_INTEGER) {
+        return Unexpected("CLUSTER SLOTS", r.get());
+      }
+      const int master = node_of(range->element[2]);
+      if (master < 0) return Unexpected("CLUSTER SLOTS", r.get());
+      const long long from = std::max<long long>(0, range->element[0]->integer);
+      const long long to = std::min<long long>(kSlots - 1, range->element[1]->integer);
+      for (long long s = from; s <= to; ++s) map->master[s] = static_cast<int16_t>(master);
+      auto& replicas = map->replicas[master];
+      for (size_t j = 3; j < range->elements; ++j) {
+        const int replica = node_of(range->element[j]);
+        if (replica >= 0 &&
+            std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) {
+          replicas.push_back(replica);
+        }
+      }
+      if (std::find(map->masters.begin(), map->masters.end(), master) == map->masters.end()) {
+        map->masters.push_back(master);
+      }
+    }
+    if (map->masters.empty()) {
+      return Status::Unavailable("redis " + hp.Display() + " knows no slots (cluster not set up?)");
+    }
+    std::sort(map->masters.begin(), map->masters.end());
+    std::lock_guard lock(mu_);
+    map_ = std::move(map);
+    return Status::Ok();
+  }
+
+  struct Node {
+    HostPort addr;
+    std::shared_ptr<ConnectionPool> pool;
+  };
+
+  const RedisUrl url_;
+  mutable std::mutex mu_;
+  std::vector<Node> nodes_;             // guarded by mu_; only grows
+  std::shared_ptr<const SlotMap> map_;  // guarded by mu_
+  std::mutex refresh_mu_;
+  std::chrono::steady_clock::time_point last_refresh_;  // guarded by refresh_mu_
+};
+
+}  // namespace
+
+std::unique_ptr<ConnectionSource> NewClusterSource(const RedisUrl& url) {
+  return std::make_unique<ClusterSource>(url);
+}
+
+}  // namespace redbloom::internal

@@ -1,0 +1,110 @@
+#include "redis_cluster.h"
+
+#include <chrono>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "test_util.h"
+
+namespace redbloom::testing {
+
+RedisCluster::RedisCluster(int masters, int replicas_per_master)
+    : masters_(masters), replicas_(replicas_per_master) {
+  for (int i = 0; i < masters * (1 + replicas_per_master); ++i) {
+    // A short node timeout so a failover takes ~2 s, not 15; no diskless-sync
+    // delay so replicas are in sync at once.
+    // The cluster bus gets a free port of its own (the default, port + 10000,
+    // may be past 65535 for a port the kernel picked).
+    nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
+        std::to_string(FreePort()), "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay",
+        "0", "--cluster-replica-validity-factor", "0"}));
+  }
+}
+
+RedisCluster::~RedisCluster() = default;  // each RedisServer stops its own process
+
+void RedisCluster::Start() {
+  for (auto& n : nodes_) n->Start();
+  std::vector<std::string> argv = {"/usr/bin/env", "redis-cli", "--cluster", "create"};
+  for (auto& n : nodes_) argv.push_back("127.0.0.1:" + std::to_string(n->port()));
+  argv.insert(argv.end(), {"--cluster-replicas", std::to_string(replicas_), "--cluster-yes"});
+  const CommandResult r = RunCommand(argv);
+  if (r.exit_code != 0) {
+    throw std::runtime_error("redis-cli --cluster create failed: " + r.out + r.err);
+  }
+  WaitUntilOk();
+}
+
+std::string RedisCluster::url() const {
+  return "redis-cluster://127.0.0.1:" + std::to_string(nodes_[0]->port()) +
+         ",127.0.0.1:" + std::to_string(nodes_[1]->port());
+}
+
+void RedisCluster::WaitUntilOk(bool replicas_up) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool ok = true;
+    for (auto& n : nodes_) {
+      if (!n->running()) continue;
+      const std::string info = n->Cli({"CLUSTER", "INFO"});
+      if (info.find("cluster_state:ok") == std::string::npos ||
+          info.find("cluster_slots_ok:16384") == std::string::npos) {
+        ok = false;
+        break;
+      }
+      if (replicas_up) {
+        const std::string repl = n->Cli({"INFO", "replication"});
+        if (repl.find("role:slave") != std::string::npos &&
+            repl.find("master_link_status:up") == std::string::npos) {
+          ok = false;
+          break;
+        }
+      }
+    }
+    if (ok) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("the Redis Cluster did not become ok within 30 s");
+}
+
+std::vector<RedisServer*> RedisCluster::Masters() {
+  std::vector<RedisServer*> out;
+  for (auto& n : nodes_) {
+    if (n->running() && n->Cli({"INFO", "replication"}).find("role:master") != std::string::npos) {
+      out.push_back(n.get());
+    }
+  }
+  return out;
+}
+
+void RedisCluster::FlushAll() {
+  for (RedisServer* m : Masters()) m->Cli({"FLUSHALL"});
+}
+
+RedisServer& RedisCluster::MasterOf(int slot) {
+  for (RedisServer* m : Masters()) {
+    // CLUSTER COUNTKEYSINSLOT answers on the owner; CLUSTER NODES says who
+    // owns what: read this node's own "myself" line.
+    std::istringstream nodes(m->Cli({"CLUSTER", "NODES"}));
+    std::string line;
+    while (std::getline(nodes, line)) {
+      if (line.find("myself") == std::string::npos) continue;
+      std::istringstream fields(line);
+      std::string field;
+      for (int i = 0; i < 8 && fields >> field; ++i) {
+      }
+      while (fields >> field) {
+        const size_t dash = field.find('-');
+        if (field.front() == '[') continue;  // a migration marker
+        const int from = std::stoi(field.substr(0, dash));
+        const int to = dash == std::string::npos ? from : std::stoi(field.substr(dash + 1));
+        if (slot >= from && slot <= to) return *m;
+      }
+    }
+  }
+  throw std::runtime_error("no master serves slot " + std::to_string(slot));
+}
+
+}  // namespace redbloom::testing

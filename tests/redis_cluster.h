@@ -1,0 +1,48 @@
+// Starts a real Redis Cluster on loopback for a test (N masters, each with R
+// replicas, via redis-cli --cluster create), and stops every node by its pid.
+#ifndef REDBLOOM_TESTS_REDIS_CLUSTER_H_
+#define REDBLOOM_TESTS_REDIS_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis_server.h"
+
+namespace redbloom::testing {
+
+class RedisCluster {
+ public:
+  explicit RedisCluster(int masters = 3, int replicas_per_master = 1);
+  RedisCluster(const RedisCluster&) = delete;
+  RedisCluster& operator=(const RedisCluster&) = delete;
+  ~RedisCluster();
+
+  // Starts the nodes, joins them into a cluster and waits until every node
+  // reports cluster_state:ok and every replica's link is up. Throws
+  // std::runtime_error if it cannot.
+  void Start();
+  // "redis-cluster://127.0.0.1:P1,127.0.0.1:P2" (two seeds).
+  std::string url() const;
+  // FLUSHALL on every node that is a master now.
+  void FlushAll();
+  // Waits until every running node says cluster_state:ok (and, with
+  // `replicas_up`, every running replica's master link is up).
+  void WaitUntilOk(bool replicas_up = true);
+
+  size_t size() const { return nodes_.size(); }
+  RedisServer& node(size_t i) { return *nodes_[i]; }
+  // The running node that is master of `slot` now, by CLUSTER SLOTS.
+  RedisServer& MasterOf(int slot);
+  // The running nodes that are masters now.
+  std::vector<RedisServer*> Masters();
+
+ private:
+  int masters_;
+  int replicas_;
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+}  // namespace redbloom::testing
+
+#endif  // REDBLOOM_TESTS_REDIS_CLUSTER_H_
