@@ -3,7 +3,8 @@
 # first.
 #   start_redis NAME [redis-server args...]   -> sets $started_port
 #   start_bench_servers                       -> sets bench_redis_args (--url, and
-#       --module-url when $REDISBLOOM_MODULE names a RedisBloom module file)
+#       --redisbloom when $REDISBLOOM_MODULE names a RedisBloom module file: the
+#       same server then loads it, so its rows and the bitmap rows share one server)
 #   redis_bench_setup NAME DIR TARGET         -> checks the tools, builds TARGET (the
 #       library only, Release) in DIR, then start_bench_servers
 redis_tmp=$(mktemp -d)
@@ -36,11 +37,12 @@ start_redis() {
 }
 
 start_bench_servers() {
-  start_redis plain
-  bench_redis_args=(--url "redis://127.0.0.1:$started_port")
   if [ -n "${REDISBLOOM_MODULE:-}" ]; then
-    start_redis module --loadmodule "$REDISBLOOM_MODULE"
-    bench_redis_args+=(--module-url "redis://127.0.0.1:$started_port")
+    start_redis plain --loadmodule "$REDISBLOOM_MODULE"
+    bench_redis_args=(--url "redis://127.0.0.1:$started_port" --redisbloom)
+  else
+    start_redis plain
+    bench_redis_args=(--url "redis://127.0.0.1:$started_port")
   fi
   echo "== $(redis-server --version | cut -d' ' -f1-3), loopback, $(nproc) cores"
 }
