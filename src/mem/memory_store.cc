@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -20,7 +21,8 @@ constexpr size_t kLineBytes = 64;
 constexpr size_t kHugePage = size_t{2} << 20;
 
 struct AlignedDelete {
-  void operator()(uint64_t* p) const { ::operator delete[](p, std::align_val_t{kLineBytes}); }
+  size_t alignment = kLineBytes;
+  void operator()(uint64_t* p) const { ::operator delete[](p, std::align_val_t{alignment}); }
 };
 
 struct MemArray {
@@ -49,20 +51,22 @@ Result<std::shared_ptr<MemArray>> NewArray(const FilterConfig& config, uint64_t 
   WordArray& v = a->view;
   v.cells = sizing.geometry.bits;
   v.cell_bits = config.cell_bits();
-  a->words.reset(new (std::align_val_t{kLineBytes}, std::nothrow) uint64_t[v.word_count()]());
+  // Huge pages where the kernel offers them on request (transparent_hugepage
+  // = madvise, as here): a filter's random accesses then miss the TLB far
+  // less. The advice must come before the memory is first touched, so the
+  // words are zeroed after it. Only a hint; nothing depends on it.
+  const size_t bytes = v.word_count() * 8;
+  const size_t alignment = bytes >= kHugePage ? kHugePage : kLineBytes;
+  a->words = std::unique_ptr<uint64_t[], AlignedDelete>(
+      new (std::align_val_t{alignment}, std::nothrow) uint64_t[v.word_count()],
+      AlignedDelete{alignment});
   if (!a->words) {
-    return Status::ResourceExhausted("cannot allocate " + std::to_string(v.word_count() * 8) +
+    return Status::ResourceExhausted("cannot allocate " + std::to_string(bytes) +
                                      " bytes for filter '" + std::string(name) + "'");
   }
   v.words = a->words.get();
-  // Huge pages where the kernel offers them on request (transparent_hugepage
-  // = madvise, as here): a filter's random accesses then miss the TLB far
-  // less. Only a hint; nothing depends on it.
-  if (const size_t bytes = v.word_count() * 8; bytes >= kHugePage) {
-    const auto begin = (reinterpret_cast<uintptr_t>(v.words) + kHugePage - 1) & ~(kHugePage - 1);
-    const auto end = (reinterpret_cast<uintptr_t>(v.words) + bytes) & ~(kHugePage - 1);
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  }
+  if (alignment == kHugePage) ::madvise(v.words, bytes, MADV_HUGEPAGE);
+  std::memset(v.words, 0, bytes);
   v.count = &a->count;
   v.superseded = &a->superseded;
   v.remove_mutex = remove_mutex;
