@@ -53,7 +53,7 @@ inline constexpr uint64_t kMaxLayers = 32;
 struct FilterOptions {
   uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
   double error_rate = 0;  // p, target false-positive rate at n items, in (0, 1)
-  Strategy strategy = Strategy::kGuava64;
+  Strategy strategy = kDefaultStrategy;  // see strategy.h
   Encoding encoding = Encoding::kUtf8;
   FilterKind kind = FilterKind::kPlain;
   double expansion = 2;        // kScaling: capacity factor from one layer to the next, in [1, 16]
@@ -66,7 +66,7 @@ struct FilterOptions {
 
 struct FilterConfig {
   FilterKind kind = FilterKind::kPlain;
-  Strategy strategy = Strategy::kGuava64;
+  Strategy strategy = kDefaultStrategy;
   Encoding encoding = Encoding::kUtf8;
   uint64_t capacity = 0;
   double error_rate = 0;
