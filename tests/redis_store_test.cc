@@ -13,6 +13,7 @@
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
 #include "redis/redis_keys.h"
+#include "redis/redis_ops.h"
 #include "redis/redis_url.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
@@ -681,6 +682,26 @@ TEST_F(RedisStoreTest, JdkKeysAreJavaSerializedAndSeparateFromPlainKeys) {
 // The Java-side check of these bytes is redis_java_test (ObjectOutputStream
 // itself); this pins the parts of the format that have no Java counterpart
 // in that test's names: the length prefix and the modified UTF-8 of U+0000.
+// A check reads block items' blocks in ascending order, and blocks at most
+// kMergeGap bytes apart with one GETRANGE; each item maps to the read that
+// holds its block.
+TEST(RedisOpsTest, NearbyBlocksShareOneRead) {
+  // k = 2 offsets per item, in blocks 100, 0, 2, 6, 2 (the 512-bit blocks).
+  const std::vector<uint64_t> offsets = {100 * 512 + 3, 100 * 512 + 70, 5,           400,
+                                         2 * 512,       2 * 512 + 9,    6 * 512 + 1, 6 * 512 + 500,
+                                         2 * 512 + 1,   2 * 512 + 2};
+  internal::BlockReads plan;
+  internal::PlanBlockReads(offsets.data(), 5, 2, &plan);
+  // Blocks 0 and 2 are 64 bytes apart: one read. Block 6 starts 192 bytes
+  // after block 2 ends (<= 256): the same read. Block 100 is far: its own.
+  EXPECT_EQ(plan.first, (std::vector<uint64_t>{0, 6400}));
+  EXPECT_EQ(plan.last, (std::vector<uint64_t>{6 * 64 + 63, 6400 + 63}));
+  EXPECT_EQ(plan.range_of, (std::vector<uint32_t>{1, 0, 0, 0, 0}));
+  EXPECT_TRUE(internal::ItemsInBlocks(offsets.data(), 5, 2));
+  const std::vector<uint64_t> spread = {5, 512 + 5};  // one item over two blocks
+  EXPECT_FALSE(internal::ItemsInBlocks(spread.data(), 1, 2));
+}
+
 TEST(RedisKeysTest, JdkSerializationFraming) {
   const std::string s = internal::JdkSerializedString(std::string("a\0b", 3));
   ASSERT_EQ(s.size(), 4u + 1 + 2 + 4);

@@ -355,13 +355,17 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
   // filter dropped or re-created in between cannot pass the check with the
   // old cells. Every command here is allowed on read-only replicas.
   cmd.Command({"MULTI"});
-  // Items whose bits share a 64-byte block: one GETRANGE each (redis_ops.h).
+  // Items whose bits share a 64-byte block: GETRANGEs of the blocks, nearby
+  // ones merged (redis_ops.h).
   chunk.blocks = !cells.counting() && ItemsInBlocks(o, chunk.n, k);
-  chunk.reads = chunk.blocks ? chunk.n : 1;
+  chunk.reads = 1;
   if (chunk.blocks) {
-    for (size_t i = 0; i < chunk.n; ++i) {
-      AppendBlockRead(&cmd, cells.bitmap, o + i * k);
-      if (i % 64 == 63) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
+    BlockReads& plan = chunk.block_reads;
+    PlanBlockReads(o, chunk.n, k, &plan);
+    chunk.reads = plan.first.size();
+    for (size_t r = 0; r < plan.first.size(); ++r) {
+      AppendRangeRead(&cmd, cells.bitmap, plan.first[r], plan.last[r]);
+      if (r % 64 == 63) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
     }
   } else {
     SortedOrder(o, count, &chunk.order);
@@ -426,11 +430,13 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
     return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer));
   }
   if (chunk.blocks) {
+    const BlockReads& plan = chunk.block_reads;
     for (size_t i = 0; i < chunk.n; ++i) {
-      const redisReply* r = exec->element[i];
+      const uint32_t range = plan.range_of[i];
+      const redisReply* r = exec->element[range];
       if (r->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, r);
-      REDBLOOM_RETURN_IF_ERROR(
-          DecodeBlockRead(r, b.offsets + (chunk.first + i) * k, k, &b.out[chunk.first + i]));
+      REDBLOOM_RETURN_IF_ERROR(DecodeBlockRead(
+          r, plan.first[range], b.offsets + (chunk.first + i) * k, k, &b.out[chunk.first + i]));
     }
     return Status::Ok();
   }
