@@ -10,6 +10,11 @@ packages=(
   libhiredis-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libfmt-dev zlib1g-dev libxxhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
+  # docs/openapi.json's test validates real answers with Debian's JSON Schema library
+  python3 python3-jsonschema
+  # Debian packages (scripts/package.sh, scripts/check-package.sh): cpack's
+  # dpkg-shlibdeps and file, strip, the unit's checks, the man pages' checks
+  dpkg-dev file binutils systemd man-db groff-base bsdextrautils
   # Java interop: javac and Debian's Guava
   openjdk-17-jdk-headless libguava-java
 )

@@ -20,17 +20,35 @@ jobs=$(nproc)
 echo "== build (RelWithDebInfo)"
 # -g1 (line tables only) keeps backtraces useful at a fraction of the compile
 # time of full debug info; CI must stay well under 20 minutes on 2 cores.
+# The /usr prefix is the Debian package's (its library directory follows it);
+# nothing is installed there: the steps below install into temporary prefixes.
 bash scripts/build.sh build -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_BUILD_BENCH=ON -DREDBLOOM_SANITIZE= \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_INSTALL_PREFIX=/usr
 echo "== tests"
 (cd build && ctest --output-on-failure --no-tests=error -j"$jobs")
 
 echo "== sizing under clang"
-# The Java-exact sizing must not depend on the compiler: the sizing test,
+# The Java-exact sizing must not depend on the compiler: java_log_test,
 # built with clang against the same sources, must pin the same checksum.
-clang++ -std=c++20 -O2 -Iinclude tests/sizing_test.cc src/sizing.cc src/status.cc \
-  -lgtest -lgtest_main -pthread -o build/sizing_test_clang
-build/sizing_test_clang --gtest_brief=1
+clang++ -std=c++20 -O2 -Iinclude tests/java_log_test.cc src/sizing.cc src/status.cc \
+  -lgtest -lgtest_main -pthread -o build/java_log_test_clang
+build/java_log_test_clang --gtest_brief=1
+
+echo "== install, and build tests/consumer against it with find_package(redbloom)"
+step=$(date +%s)
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install build --prefix "$prefix/usr" >/dev/null
+cmake -S tests/consumer -B "$prefix/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/usr" >/dev/null
+ninja -C "$prefix/consumer" >/dev/null
+"$prefix/consumer/redbloom_consumer"
+echo "== consumer: $(( $(date +%s) - step )) s"
+
+echo "== Debian packages from build/ (cpack, no new compile), then their checks"
+step=$(date +%s)
+bash scripts/package.sh build
+bash scripts/check-package.sh build-package
+echo "== packages: $(( $(date +%s) - step )) s"
 
 echo "== build (ASan + UBSan)"
 bash scripts/build.sh build-asan -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_SANITIZE=address,undefined \

@@ -1,5 +1,8 @@
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -79,6 +82,19 @@ std::chrono::milliseconds DefaultRevalidate(std::string_view /*store_url*/) {
 }
 
 }  // namespace
+
+bool IsLoopbackHost(std::string_view host) {
+  if (host == "localhost") return true;
+  const std::string h(host);
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
+}
 
 Status ParseListen(std::string_view listen, std::string* host, int* port) {
   const auto bad = [&](std::string_view why) {
@@ -244,6 +260,13 @@ Result<ServerConfig> ResolveConfig(const Flags& flags,
   if (c.store.empty()) c.store = DefaultStoreUrl();
   REDBLOOM_RETURN_IF_ERROR(ValidateToken(c.http.token, c.token_source));
   REDBLOOM_RETURN_IF_ERROR(ParseListen(c.listen, &c.http.host, &c.http.port));
+  if (c.http.token == kPlaceholderToken && !IsLoopbackHost(c.http.host)) {
+    return Status::InvalidArgument(
+        "the token (from " + c.token_source + ") is still the placeholder \"" +
+        std::string(kPlaceholderToken) + "\" of the packaged config, and " + c.listen +
+        " is beyond loopback: set a secret token (\"token\" or \"token_file\" in the config, "
+        "or REDBLOOMD_TOKEN), or listen on 127.0.0.1");
+  }
   c.service.store_url = c.store;
   c.service.revalidate_after = c.filter_revalidate_ms
                                    ? std::chrono::milliseconds(*c.filter_revalidate_ms)

@@ -43,6 +43,16 @@ struct Flags {
 // Largest config file read; it holds a few dozen settings.
 inline constexpr size_t kMaxConfigFileBytes = 64 * 1024;
 
+// The token the packaged config file (/etc/redbloom/redbloomd.json) ships
+// with. It is public, so redbloomd refuses to listen beyond loopback while it
+// is in effect, from whichever source it came.
+inline constexpr std::string_view kPlaceholderToken = "CHANGE-ME";
+
+// True for addresses only this machine can reach: 127.0.0.0/8, ::1,
+// ::ffff:127.0.0.0/104 and "localhost". Any other name counts as beyond
+// loopback, whatever it resolves to.
+bool IsLoopbackHost(std::string_view host);
+
 // Splits "HOST:PORT" or "[IPv6]:PORT"; port 0 asks for any free port.
 Status ParseListen(std::string_view listen, std::string* host, int* port);
 
@@ -52,7 +62,8 @@ Status ApplyConfigJson(std::string_view json, ServerConfig* config);
 
 // Builds the configuration: flag > environment (REDBLOOMD_LISTEN,
 // REDBLOOM_STORE, REDBLOOMD_TOKEN) > config file > default. `getenv` is
-// injectable for tests.
+// injectable for tests. kInvalidArgument when the token is still
+// kPlaceholderToken and the address is beyond loopback.
 Result<ServerConfig> ResolveConfig(const Flags& flags,
                                    const std::function<const char*(const char*)>& getenv);
 

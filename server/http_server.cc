@@ -14,7 +14,9 @@
 #include <ctime>
 #include <exception>
 
+#include "openapi.h"
 #include "redbloom/store.h"
+#include "util/percent.h"
 
 namespace redbloom::server {
 namespace {
@@ -71,6 +73,8 @@ Status ParseTarget(std::string_view target, Target* t) {
     t->route = Route::kReadyz;
   } else if (path == "/metrics") {
     t->route = Route::kMetrics;
+  } else if (path == "/v1/openapi.json") {
+    t->route = Route::kOpenApi;
   } else if (path == kFiltersPrefix) {
     t->route = Route::kFilters;
   } else if (path.starts_with(kFiltersPrefix) && path.size() > kFiltersPrefix.size() &&
@@ -98,11 +102,11 @@ Status ParseTarget(std::string_view target, Target* t) {
         return Status::Ok();
       }
     }
-    Result<std::string> decoded = PercentDecode(name);
+    Result<std::string> decoded = internal::PercentDecode(name, "the path");
     if (!decoded.ok()) return decoded.status().WithContext("filter name");
     t->name = std::move(decoded).value();
     if (t->route == Route::kItem) {
-      decoded = PercentDecode(item);
+      decoded = internal::PercentDecode(item, "the path");
       if (!decoded.ok()) return decoded.status().WithContext("item");
       t->item = std::move(decoded).value();
     }
@@ -118,6 +122,7 @@ std::string_view AllowedMethods(Route route) {
     case Route::kReadyz:
     case Route::kMetrics:
     case Route::kFilters:
+    case Route::kOpenApi:
       return "GET, HEAD";
     case Route::kItem:
       return "GET, HEAD, DELETE";  // DELETE: remove from a counting filter
@@ -182,7 +187,7 @@ std::string DefaultErrorCode(int status) {
     case 413:
     case 414:
     case 431:
-      return "resource_exhausted";
+      return "too_large";
     case 415:
       return "unsupported_media_type";
     case 503:
@@ -255,6 +260,16 @@ std::string UtcTimestamp() {
 
 }  // namespace
 
+std::vector<RouteSpec> Routes() {
+  std::vector<RouteSpec> routes;
+  for (size_t r = 0; r < kRouteCount; ++r) {
+    const Route route = static_cast<Route>(r);
+    if (route == Route::kUnmatched) continue;
+    routes.push_back({route, RouteLabel(route), AllowedMethods(route)});
+  }
+  return routes;
+}
+
 bool TokenMatches(std::string_view presented, std::string_view expected) {
   // Every byte of the expected token is folded in whatever the input, and
   // volatile keeps the compiler from stopping at the first difference.
@@ -265,35 +280,6 @@ bool TokenMatches(std::string_view presented, std::string_view expected) {
     diff = diff | (p ^ static_cast<unsigned char>(expected[i]));
   }
   return diff == 0 && !expected.empty();
-}
-
-Result<std::string> PercentDecode(std::string_view s) {
-  const auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out.push_back(s[i]);
-      continue;
-    }
-    if (i + 2 >= s.size()) {
-      return Status::InvalidArgument("truncated percent-escape in the path");
-    }
-    const int hi = hex(s[i + 1]);
-    const int lo = hex(s[i + 2]);
-    if (hi < 0 || lo < 0) {
-      return Status::InvalidArgument("invalid percent-escape '" + std::string(s.substr(i, 3)) +
-                                     "' in the path (write '%' as %25)");
-    }
-    out.push_back(static_cast<char>((hi << 4) | lo));
-    i += 2;
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -415,7 +401,7 @@ void HttpServer::Install() {
     if (has_body) {
       if (content_length != 0 && content_length > options_.max_body_bytes) {
         return answer(ErrorReply(
-            413, "resource_exhausted",
+            413, "too_large",
             "request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes"));
       }
       const std::string encoding = req.get_header_value("Content-Encoding");
@@ -479,6 +465,9 @@ void HttpServer::Install() {
       case Route::kRemove:
         r = service_->RemoveItems(t.name, body);
         break;
+      case Route::kOpenApi:
+        r.body = std::string(OpenApiJson());
+        break;
       case Route::kUnmatched:
         r = ErrorReply(404, "not_found", "no such route");
         break;
@@ -508,7 +497,7 @@ void HttpServer::Install() {
     if (!ok) {
       Reply r =
           too_large
-              ? ErrorReply(413, "resource_exhausted",
+              ? ErrorReply(413, "too_large",
                            "request body is larger than " + std::to_string(max_body) + " bytes")
               : ErrorReply(400, "invalid_argument",
                            "the request body was truncated or could not be read");

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "access_log.h"
 #include "metrics.h"
@@ -71,13 +72,20 @@ class HttpServer {
   int port_ = 0;
 };
 
+// A route as docs/openapi.json names it: the path template and the methods
+// answered ("GET, HEAD, DELETE"; HEAD wherever GET).
+struct RouteSpec {
+  Route route;
+  std::string_view path;
+  std::string_view methods;
+};
+// Every route the server answers (not kUnmatched), so that a test can hold
+// the OpenAPI document to them.
+std::vector<RouteSpec> Routes();
+
 // Constant-time comparison of a presented token with the expected one: the
 // time depends only on the expected token's length.
 bool TokenMatches(std::string_view presented, std::string_view expected);
-
-// Decodes %XX escapes; '+' stays '+' (it is a plus in a path). Fails on a
-// malformed escape.
-Result<std::string> PercentDecode(std::string_view s);
 
 }  // namespace redbloom::server
 

@@ -9,6 +9,7 @@
 #endif
 
 #include "redbloom/funnel.h"
+#include "util/utf8.h"
 
 namespace redbloom::server {
 namespace {
@@ -20,29 +21,6 @@ constexpr uint64_t kHighs = 0x8080808080808080ULL;
 // bit trick, 8 bytes per step.
 constexpr uint64_t HasLess(uint64_t v, uint64_t n) { return (v - kOnes * n) & ~v & kHighs; }
 constexpr uint64_t HasByte(uint64_t v, uint8_t b) { return HasLess(v ^ (kOnes * b), 1); }
-
-// Length of the UTF-8 sequence at s[i], or 0 if it is not well-formed (the
-// same rules as redbloom::IsValidUtf8: no overlongs, no surrogates, <= U+10FFFF).
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  const auto cont = [&](size_t k) { return k < s.size() && (b(k) & 0xc0) == 0x80; };
-  if (c >= 0xc2 && c <= 0xdf) return cont(i + 1) ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    if (!cont(i + 1) || !cont(i + 2)) return 0;
-    if (c == 0xe0 && b(i + 1) < 0xa0) return 0;   // overlong
-    if (c == 0xed && b(i + 1) >= 0xa0) return 0;  // surrogate
-    return 3;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
-    if (c == 0xf0 && b(i + 1) < 0x90) return 0;   // overlong
-    if (c == 0xf4 && b(i + 1) >= 0x90) return 0;  // > U+10FFFF
-    return 4;
-  }
-  return 0;
-}
 
 void AppendUtf8(uint32_t cp, std::string* out) {
   if (cp < 0x80) {
@@ -343,8 +321,8 @@ Status ItemsBody::Parse(std::string_view body, bool accept_integers, const ItemL
         while (true) {
           r.SkipWhitespace();
           if (items_.size() == limits.max_items) {
-            return Status::ResourceExhausted("more than " + std::to_string(limits.max_items) +
-                                             " items in one request; split the batch");
+            return Status::TooLarge("more than " + std::to_string(limits.max_items) +
+                                    " items in one request; split the batch");
           }
           const char c = r.Peek();
           std::string_view item;
@@ -368,9 +346,9 @@ Status ItemsBody::Parse(std::string_view body, bool accept_integers, const ItemL
             return r.Error("expected an item");
           }
           if (item.size() > limits.max_item_bytes) {
-            return Status::ResourceExhausted("item " + std::to_string(items_.size() + 1) + " is " +
-                                             std::to_string(item.size()) + " bytes; the limit is " +
-                                             std::to_string(limits.max_item_bytes));
+            return Status::TooLarge("item " + std::to_string(items_.size() + 1) + " is " +
+                                    std::to_string(item.size()) + " bytes; the limit is " +
+                                    std::to_string(limits.max_item_bytes));
           }
           items_.push_back(item);
           r.SkipWhitespace();
@@ -406,7 +384,7 @@ void AppendJsonString(std::string_view s, std::string* out) {
   while (i < s.size()) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const size_t len = Utf8SequenceLength(s, i);
+      const size_t len = internal::Utf8SequenceLength(s, i);
       if (len == 0) {
         out->append("\xef\xbf\xbd");  // U+FFFD
         ++i;

@@ -40,7 +40,7 @@ class ItemsBody {
   // Parses `body`, which must outlive this object. When `accept_integers` is
   // true (int32/int64 filters) an item may also be a JSON integer, which
   // becomes its decimal text. Errors: kInvalidArgument for malformed JSON or
-  // a wrong shape, kResourceExhausted when a limit is exceeded.
+  // a wrong shape, kTooLarge when a limit is exceeded.
   Status Parse(std::string_view body, bool accept_integers, const ItemLimits& limits);
 
   const std::vector<std::string_view>& items() const { return items_; }

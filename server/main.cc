@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   }
 
   const std::string& host = config->http.host;
-  const bool loopback = host == "127.0.0.1" || host == "::1" || host == "localhost";
+  const bool loopback = redbloom::server::IsLoopbackHost(host);
   std::fprintf(stderr, "redbloomd %s listening on http://%s%s%s:%d store=%s auth=%s\n",
                REDBLOOM_VERSION, host.find(':') != std::string::npos ? "[" : "", host.c_str(),
                host.find(':') != std::string::npos ? "]" : "", server.port(),
@@ -97,6 +97,11 @@ int main(int argc, char** argv) {
     Fail(
         "warning: listening on a non-loopback address without a token; anyone who can reach "
         "it can add, check and drop filters");
+  }
+  if (config->http.token == redbloom::server::kPlaceholderToken) {
+    Fail(
+        "warning: the token is the packaged config's placeholder; set a secret one (it is "
+        "refused beyond loopback)");
   }
 
   std::thread signal_thread([&] {

@@ -26,6 +26,8 @@ std::string_view RouteLabel(Route route) {
       return "/v1/filters/{name}/items/{item}";
     case Route::kRemove:
       return "/v1/filters/{name}/remove";
+    case Route::kOpenApi:
+      return "/v1/openapi.json";
     case Route::kUnmatched:
       return "unmatched";
   }
@@ -69,8 +71,9 @@ void Header(std::string* out, std::string_view name, std::string_view type, std:
 
 Metrics::Metrics() : start_time_(NowUnixSeconds()) {
   // Present from the start at 0, so that rate() sees the first error.
-  for (StatusCode code : {StatusCode::kUnavailable, StatusCode::kDeadlineExceeded,
-                          StatusCode::kDataLoss, StatusCode::kInternal}) {
+  for (StatusCode code :
+       {StatusCode::kUnavailable, StatusCode::kDeadlineExceeded, StatusCode::kResourceExhausted,
+        StatusCode::kDataLoss, StatusCode::kInternal}) {
     store_errors_[code] = 0;
   }
 }

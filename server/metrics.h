@@ -29,9 +29,10 @@ enum class Route : uint8_t {
   kCheck,      // /v1/filters/{name}/check
   kItem,       // /v1/filters/{name}/items/{item}
   kRemove,     // /v1/filters/{name}/remove
+  kOpenApi,    // /v1/openapi.json
   kUnmatched,  // anything else (404)
 };
-inline constexpr size_t kRouteCount = 10;
+inline constexpr size_t kRouteCount = 11;
 
 // The route template, used as the `route` label and in the access log.
 std::string_view RouteLabel(Route route);

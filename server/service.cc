@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/info_json.h"
+#include "http_status.h"
 #include "redbloom/filter_config.h"
+#include "util/percent.h"
 
 namespace redbloom::server {
 namespace {
@@ -31,12 +33,6 @@ Reply JsonReply(int status, const Json& j) {
 }
 
 bool IsIntegerEncoding(Encoding e) { return e == Encoding::kInt32 || e == Encoding::kInt64; }
-
-// Errors that mean the store (not the request) failed.
-bool IsStoreFault(StatusCode code) {
-  return code == StatusCode::kUnavailable || code == StatusCode::kDeadlineExceeded ||
-         code == StatusCode::kDataLoss || code == StatusCode::kInternal;
-}
 
 // `{"<key>":[true,false,...]}`, written directly: for a 1000-item batch this
 // is the whole response and a DOM would cost more than the bits.
@@ -108,6 +104,12 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
     } else if (key == "expansion") {
       if (!v.is_number()) return Status::InvalidArgument("expansion must be a number");
       o.expansion = v.get<double>();
+    } else if (key == "shards") {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > kMaxShards) {
+        return Status::InvalidArgument("shards must be a whole number from 1 to " +
+                                       std::to_string(kMaxShards));
+      }
+      o.shards = static_cast<uint32_t>(v.get<uint64_t>());
     } else if (key == "window_ms" || key == "slices" || key == "ttl_seconds") {
       if (!v.is_number_unsigned()) {
         return Status::InvalidArgument(key + " must be a whole number >= 0");
@@ -135,27 +137,12 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
       return Status::InvalidArgument(
           "unknown field " + Dump(Json(key)) +
           "; expected capacity, error_rate and optionally strategy, encoding, kind, expansion, "
-          "window_ms, slices, ttl_seconds");
+          "window_ms, slices, ttl_seconds, shards");
     }
   }
   if (!has_capacity) return Status::InvalidArgument("capacity is required");
   if (!has_error_rate) return Status::InvalidArgument("error_rate is required");
   return o;
-}
-
-std::string PercentEncodeSegment(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == ':' || c == '@') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -398,7 +385,8 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   Result<FilterInfo> info = handle->Info();
   if (!info.ok()) return StoreErrorReply(info.status());
   Reply r = JsonReply(created ? 201 : 200, frontend::InfoJson(*info, (*store)->url()));
-  if (created) r.headers.emplace_back("Location", "/v1/filters/" + PercentEncodeSegment(name));
+  if (created)
+    r.headers.emplace_back("Location", "/v1/filters/" + internal::PercentEncode(name, ":@"));
   return r;
 }
 
@@ -476,9 +464,8 @@ Reply Service::RemoveItems(std::string_view name, std::string_view body) {
 
 Status Service::CheckItemSize(std::string_view item) const {
   if (item.size() > options_.limits.max_item_bytes) {
-    return Status::ResourceExhausted("item is " + std::to_string(item.size()) +
-                                     " bytes; the limit is " +
-                                     std::to_string(options_.limits.max_item_bytes));
+    return Status::TooLarge("item is " + std::to_string(item.size()) + " bytes; the limit is " +
+                            std::to_string(options_.limits.max_item_bytes));
   }
   return Status::Ok();
 }

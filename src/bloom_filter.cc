@@ -72,10 +72,10 @@ Status BloomFilter::Drop(Store& store, std::string_view name) { return store.Dro
 Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOptions& options,
                             const std::function<Status(BloomFilter&)>& fill) {
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-  if (!KindOf(options.kind).one_array) {
-    return Status::InvalidArgument("only plain and counting filters can be rebuilt");
-  }
   REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(options));
+  if (!config.one_array()) {
+    return internal::CheckReplaceable(config).WithContext("rebuild of '" + std::string(name) + "'");
+  }
   // A name no user filter can have, kept beside NAME by every store.
   const std::string temp = TemporaryName(name);
   // A rebuild that died half-way leaves its temporary filter; start afresh.

@@ -16,12 +16,18 @@ std::vector<ConfigField> ConfigToFields(const FilterConfig& c, bool relevant_onl
       {"window_ms", std::to_string(c.window_millis)},
       {"slices", std::to_string(c.slices)},
       {"ttl_seconds", std::to_string(c.ttl_seconds)},
+      {"shards", std::to_string(c.shards)},
   };
+  // Only when given: absent means derived from capacity and error rate (every
+  // config before given geometries existed). Older readers ignore the field,
+  // derive another geometry from the derived n and p, and refuse the filter.
+  if (c.geometry_given) f.emplace_back("geometry", "given");
   if (relevant_only) {
     std::erase_if(f, [](const ConfigField& x) {
-      return x.second == "0" &&
-             (x.first == "capped" || x.first == "expansion" || x.first == "window_ms" ||
-              x.first == "slices" || x.first == "ttl_seconds");
+      return (x.second == "0" &&
+              (x.first == "capped" || x.first == "expansion" || x.first == "window_ms" ||
+               x.first == "slices" || x.first == "ttl_seconds")) ||
+             (x.first == "shards" && x.second == "1");
     });
   }
   return f;
@@ -83,7 +89,32 @@ Result<FilterConfig> ConfigFromFields(const FieldMap& f, std::string_view where)
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t window_ms, count("window_ms", optional("window_ms")));
   REDBLOOM_ASSIGN_OR_RETURN(uint64_t slices, count("slices", optional("slices")));
   REDBLOOM_ASSIGN_OR_RETURN(o.ttl_seconds, count("ttl_seconds", optional("ttl_seconds")));
+  // Written since sharding exists; older configs are one shard.
+  const auto shards_field = f.find("shards");
+  REDBLOOM_ASSIGN_OR_RETURN(
+      uint64_t shards,
+      count("shards", shards_field == f.end() ? std::string("1") : shards_field->second));
+  if (shards < 1 || shards > kMaxShards) {
+    return corrupt("shards " + std::to_string(shards) + " is out of range");
+  }
+  o.shards = static_cast<uint32_t>(shards);
   if (slices > kMaxSlices) return corrupt("slices " + std::to_string(slices) + " is too many");
+  bool geometry_given = false;
+  if (auto it = f.find("geometry"); it != f.end()) {
+    if (it->second != "given" && it->second != "derived") {
+      return corrupt("geometry '" + it->second + "' is not given or derived");
+    }
+    geometry_given = it->second == "given";
+  }
+  const uint64_t stored_capacity = o.capacity;
+  const double stored_error_rate = o.error_rate;
+  if (geometry_given) {
+    if (hashes > kMaxHashes) return corrupt("hashes " + hashes_text + " is too many");
+    o.bits = bits;
+    o.hashes = static_cast<uint32_t>(hashes);
+    o.capacity = 0;
+    o.error_rate = 0;
+  }
   // Options carry the default expansion for kinds that do not use it; the
   // stored form says 0 (or nothing).
   if (expansion != 0) o.expansion = expansion;
@@ -92,6 +123,12 @@ Result<FilterConfig> ConfigFromFields(const FieldMap& f, std::string_view where)
 
   Result<FilterConfig> config = MakeConfig(o);
   if (!config.ok()) return corrupt("invalid parameters: " + config.status().message());
+  if (geometry_given &&
+      (config->capacity != stored_capacity || config->error_rate != stored_error_rate)) {
+    return corrupt(
+        "capacity and error_rate do not match the ones the given bits and hashes "
+        "derive");
+  }
   if (o.kind != FilterKind::kScaling && expansion != 0) {
     return corrupt("expansion is set on a " + kind + " filter");
   }

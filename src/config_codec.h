@@ -11,6 +11,11 @@
 //   expansion                scaling: capacity factor per layer (else 0)
 //   window_ms slices         window: the window and its slices (else 0)
 //   ttl_seconds              the TTL it was created with (0: none)
+//   shards                   plain and counting: shards (1: one array; absent
+//                            in configs written before sharding)
+//   geometry                 "given" when m and k were given (a Guava file's)
+//                            and capacity and error rate derive from them;
+//                            absent otherwise
 #ifndef REDBLOOM_SRC_CONFIG_CODEC_H_
 #define REDBLOOM_SRC_CONFIG_CODEC_H_
 

@@ -1,8 +1,10 @@
 #include "redbloom/filter_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 
 #include "config_codec.h"
 #include "kinds/kind_def.h"
@@ -64,10 +66,62 @@ FilterOptions OptionsOf(const FilterConfig& c) {
   o.window_millis = c.window_millis;
   o.slices = c.slices;
   o.ttl_seconds = c.ttl_seconds;
+  o.shards = c.shards;
+  if (c.geometry_given) {
+    o.capacity = 0;
+    o.error_rate = 0;
+    o.bits = c.geometry.bits;
+    o.hashes = c.geometry.hashes;
+  }
   return o;
 }
 
+namespace {
+
+// A filter whose m and k were given (a Guava file's): the config derives its
+// capacity and error rate from them, exactly and alike on every machine (see
+// FilterConfig::geometry_given).
+Result<FilterConfig> MakeGivenGeometryConfig(const FilterOptions& options) {
+  if (options.capacity != 0 || options.error_rate != 0) {
+    return Status::InvalidArgument(
+        "give either capacity and error rate, or bits and hashes, not both");
+  }
+  const internal::KindDef* kind = internal::FindKind(options.kind);
+  if (kind == nullptr) return Status::InvalidArgument("unknown filter kind");
+  if (!kind->one_array || options.shards != 1) {
+    return Status::InvalidArgument(
+        "bits and hashes can be given for unsharded plain and counting filters only; a " +
+        std::string(kind->name) + " filter sizes its parts from capacity and error rate");
+  }
+  REDBLOOM_RETURN_IF_ERROR(CheckStrategyEncoding(options.strategy, options.encoding));
+  if (options.expansion != FilterOptions().expansion || options.window_millis != 0 ||
+      options.slices != 0) {
+    return Status::InvalidArgument(
+        "expansion, window and slices apply to scaling and window "
+        "filters only");
+  }
+  FilterConfig c;
+  REDBLOOM_ASSIGN_OR_RETURN(c.geometry,
+                            GivenGeometry(options.strategy, options.bits, options.hashes));
+  c.geometry_given = true;
+  c.kind = options.kind;
+  c.strategy = options.strategy;
+  c.encoding = options.encoding;
+  c.ttl_seconds = options.ttl_seconds;
+  REDBLOOM_RETURN_IF_ERROR(kind->configure(options, &c));
+  // k = (m/n) ln 2 is the optimal k for n items; at that n the false-positive
+  // rate (1 - e^(-kn/m))^k is exactly 2^-k.
+  const double n = std::round(static_cast<double>(c.geometry.bits) * std::numbers::ln2 /
+                              static_cast<double>(c.geometry.hashes));
+  c.capacity = std::max<uint64_t>(1, static_cast<uint64_t>(n));
+  c.error_rate = std::ldexp(1.0, -static_cast<int>(c.geometry.hashes));
+  return c;
+}
+
+}  // namespace
+
 Result<FilterConfig> MakeConfig(const FilterOptions& options) {
+  if (options.bits != 0 || options.hashes != 0) return MakeGivenGeometryConfig(options);
   REDBLOOM_RETURN_IF_ERROR(ValidateCapacityAndErrorRate(options.capacity, options.error_rate));
   const internal::KindDef* kind = internal::FindKind(options.kind);
   if (kind == nullptr) return Status::InvalidArgument("unknown filter kind");
@@ -79,6 +133,14 @@ Result<FilterConfig> MakeConfig(const FilterOptions& options) {
   c.capacity = options.capacity;
   c.error_rate = options.error_rate;
   c.ttl_seconds = options.ttl_seconds;
+  if (options.shards < 1 || options.shards > kMaxShards) {
+    return Status::InvalidArgument("shards must be between 1 and " + std::to_string(kMaxShards));
+  }
+  if (options.shards > 1 && !kind->one_array) {
+    return Status::InvalidArgument("shards apply to plain and counting filters, not to a " +
+                                   std::string(kind->name) + " filter");
+  }
+  c.shards = options.shards;
   REDBLOOM_RETURN_IF_ERROR(kind->configure(options, &c));
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing first, SizePart(c, 0));
   c.geometry = first.geometry;

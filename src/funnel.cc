@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "util/utf8.h"
+
 namespace redbloom {
 
 std::string_view EncodingName(Encoding e) {
@@ -36,44 +38,23 @@ Result<Encoding> ParseEncoding(std::string_view name) {
 }
 
 bool IsValidUtf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
+  size_t i = 0;
   // ASCII eight bytes at a time: most items are ASCII ids, and the byte loop
   // below cost ~2 ns of an item's ~10 here.
-  while (end - p >= 8) {
+  while (s.size() - i >= 8) {
     uint64_t chunk;
-    std::memcpy(&chunk, p, 8);
+    std::memcpy(&chunk, s.data() + i, 8);
     if ((chunk & 0x8080808080808080ULL) != 0) break;
-    p += 8;
+    i += 8;
   }
-  while (p < end) {
-    unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
+  while (i < s.size()) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
       continue;
     }
-    int n;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (end - p <= n) return false;
-    for (int i = 1; i <= n; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    p += n + 1;
+    const size_t n = internal::Utf8SequenceLength(s, i);
+    if (n == 0) return false;
+    i += n;
   }
   return true;
 }

@@ -1,5 +1,8 @@
 #include "redbloom/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace redbloom {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -20,6 +23,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "deadline_exceeded";
     case StatusCode::kResourceExhausted:
       return "resource_exhausted";
+    case StatusCode::kTooLarge:
+      return "too_large";
     case StatusCode::kDataLoss:
       return "data_loss";
     case StatusCode::kUnimplemented:
@@ -46,51 +51,15 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::move(msg));
 }
 
-int ExitCodeFor(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kOk:
-      return 0;
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kResourceExhausted:
-    case StatusCode::kUnimplemented:
-      return 2;
-    case StatusCode::kNotFound:
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kConflict:
-      return 4;
-    case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
-    case StatusCode::kDataLoss:
-    case StatusCode::kInternal:
-      return 3;
-  }
-  return 3;
+namespace internal {
+
+void DieReadingFailedResult(const Status& status) {
+  std::fprintf(stderr, "redbloom: read the value of a failed Result: %s\n",
+               status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
 }
 
-int HttpStatusFor(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kOk:
-      return 200;
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kConflict:
-      return 409;
-    case StatusCode::kResourceExhausted:
-      return 413;
-    case StatusCode::kUnimplemented:
-      return 501;
-    case StatusCode::kUnavailable:
-      return 503;
-    case StatusCode::kDeadlineExceeded:
-      return 504;
-    case StatusCode::kDataLoss:
-    case StatusCode::kInternal:
-      return 500;
-  }
-  return 500;
-}
+}  // namespace internal
 
 }  // namespace redbloom

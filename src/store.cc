@@ -97,8 +97,20 @@ uint64_t CapExpiry(uint64_t part_expires_at_ms, uint64_t filter_expires_at_ms) {
   return std::min(part_expires_at_ms, filter_expires_at_ms);
 }
 
+Status CheckUnsharded(const FilterConfig& config, std::string_view store_url) {
+  if (config.shards == 1) return Status::Ok();
+  return Status::InvalidArgument(
+      "shards spread one filter over several Redis keys (and cluster nodes); store " +
+      std::string(store_url) + " keeps a filter in one place: create it with --shards 1");
+}
+
 Status CheckReplaceable(const FilterConfig& replacement) {
   if (replacement.one_array()) return Status::Ok();
+  if (replacement.shards > 1) {
+    return Status::InvalidArgument(
+        "a sharded filter cannot be rebuilt: its shards live in several cluster slots, which no "
+        "one command can swap at once");
+  }
   return Status::InvalidArgument("only plain and counting filters can be replaced, not a " +
                                  std::string(FilterKindName(replacement.kind)) + " filter");
 }

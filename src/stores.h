@@ -26,6 +26,9 @@ Status ExistsStatus(std::string_view name, const FilterConfig& existing,
 // The stored filter changed between ReadConfig and OpenBits.
 Status ConfigChangedStatus(std::string_view name);
 
+// Stores that keep a filter in one place (mem:, file:) refuse shards.
+Status CheckUnsharded(const FilterConfig& config, std::string_view store_url);
+
 // Store::Replace takes only filters with one array (kInvalidArgument else).
 Status CheckReplaceable(const FilterConfig& replacement);
 

@@ -169,12 +169,18 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
 }
 
 // Opens `name`, creating it with `config` if missing; an existing filter must
-// have the same config.
+// have the same config, or with `same_cells`, the same kind, strategy,
+// encoding, bits and hashes (a Guava file's bits fit a filter created with
+// the capacity and error rate that give its m and k).
 Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view name,
-                                                  const FilterConfig& config) {
+                                                  const FilterConfig& config,
+                                                  bool same_cells = false) {
   auto existing = store.ReadConfig(name);
   if (existing.ok()) {
-    if (!existing->SameFilterAs(config)) {
+    const bool cells_match =
+        existing->kind == config.kind && existing->strategy == config.strategy &&
+        existing->encoding == config.encoding && existing->geometry == config.geometry;
+    if (!existing->SameFilterAs(config) && !(same_cells && cells_match)) {
       return Status::Conflict("filter '" + std::string(name) + "' exists with other parameters: " +
                               existing->ToString() + " (the input has " + config.ToString() + ")");
     }
@@ -226,12 +232,14 @@ Status ExportGuava(BloomFilter& filter, std::ostream& out) {
 Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
                                                  std::istream& in,
                                                  const GuavaImportOptions& options) {
+  const bool with_capacity = options.capacity != 0 || options.error_rate != 0;
   FilterOptions o;
   o.capacity = options.capacity;
   o.error_rate = options.error_rate;
   o.strategy = Strategy::kGuava64;
   o.encoding = options.encoding;
-  REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(o));
+  // Check given values before reading anything.
+  if (with_capacity) REDBLOOM_RETURN_IF_ERROR(MakeConfig(o).status());
 
   std::string head;
   REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 6, &head, "the Guava header"));
@@ -243,6 +251,14 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
         "Guava strategy ordinal " + std::to_string(ordinal) +
         " is not supported (only 1, MURMUR128_MITZ_64, Guava's default since 2013)");
   }
+  if (!with_capacity) {
+    // As Guava's readFrom: the file's m and k are the filter's geometry.
+    o.bits = words * 64;
+    o.hashes = k;
+  }
+  auto made = MakeConfig(o);
+  if (!made.ok()) return Status::DataLoss("the Guava header: " + made.status().message());
+  const FilterConfig config = *made;
   if (words * 64 != config.geometry.bits || k != config.geometry.hashes) {
     return Status::InvalidArgument(
         "the Guava file has m=" + std::to_string(words * 64) + " bits and k=" + std::to_string(k) +
@@ -265,7 +281,8 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   if (in.peek() != std::char_traits<char>::eof()) {
     return Status::InvalidArgument("unexpected bytes after the Guava bit array");
   }
-  REDBLOOM_ASSIGN_OR_RETURN(auto filter, OpenOrCreate(store, name, config));
+  REDBLOOM_ASSIGN_OR_RETURN(auto filter,
+                            OpenOrCreate(store, name, config, /*same_cells=*/!with_capacity));
   // Guava does not store a count; estimate it from the bits, as Guava's own
   // approximateElementCount() does.
   uint64_t bits_set = 0;

@@ -71,13 +71,16 @@ TEST_P(BloomFilterTest, NoFalseNegativesAndFppWithinBoundsAcrossSizes) {
 
 TEST_P(BloomFilterTest, AddSaysWhetherTheItemWasNew) {
   auto f = Make("f", 1000, 0.01);
+  ASSERT_NE(f, nullptr);
   bool added = false;
   ASSERT_TRUE(f->Add("ORD-99821", &added).ok());
   EXPECT_TRUE(added);
   ASSERT_TRUE(f->Add("ORD-99821", &added).ok());
   EXPECT_FALSE(added);
-  EXPECT_TRUE(*f->Contains("ORD-99821"));
-  EXPECT_EQ(f->Info()->items_added, 1u);
+  ASSERT_OK_AND_ASSIGN(const bool present, f->Contains("ORD-99821"));
+  EXPECT_TRUE(present);
+  ASSERT_OK_AND_ASSIGN(const FilterInfo info, f->Info());
+  EXPECT_EQ(info.items_added, 1u);
 }
 
 TEST_P(BloomFilterTest, ABadItemFailsTheBatchBeforeAnyWrite) {
@@ -86,32 +89,37 @@ TEST_P(BloomFilterTest, ABadItemFailsTheBatchBeforeAnyWrite) {
                                              .error_rate = 0.01,
                                              .strategy = std::get<1>(GetParam()),
                                              .encoding = Encoding::kInt64});
-  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
   std::vector<std::string_view> items = {"1", "2", "three", "4"};
   std::vector<uint8_t> added;
   const Status s = (*f)->AddMany(items, &added);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("item 3"), std::string::npos) << s.message();
-  EXPECT_EQ((*f)->Info()->bits_set, 0u);
-  EXPECT_FALSE(*(*f)->Contains("1"));
+  ASSERT_OK_AND_ASSIGN(const FilterInfo info, (*f)->Info());
+  EXPECT_EQ(info.bits_set, 0u);
+  ASSERT_OK_AND_ASSIGN(const bool present, (*f)->Contains("1"));
+  EXPECT_FALSE(present);
 }
 
 TEST_P(BloomFilterTest, InfoReportsFillAndEstimates) {
   auto f = Make("f", 10000, 0.01);
+  ASSERT_NE(f, nullptr);
   std::vector<std::string> items;
   for (int i = 0; i < 5000; ++i) items.push_back(Key(i));
   std::vector<std::string_view> views(items.begin(), items.end());
   ASSERT_TRUE(f->AddMany(views).ok());
   auto info = f->Info();
-  ASSERT_TRUE(info.ok());
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_NEAR(static_cast<double>(info->approximate_items), 5000, 250);
   EXPECT_GE(info->items_added, 4990u);  // a few adds may find all bits already set
   EXPECT_LE(info->items_added, 5000u);
   EXPECT_GT(info->current_fpp, 0.0);
   EXPECT_LT(info->current_fpp, 0.01);
   ASSERT_TRUE(f->Clear().ok());
-  EXPECT_EQ(f->Info()->bits_set, 0u);
-  EXPECT_FALSE(*f->Contains(Key(1)));
+  ASSERT_OK_AND_ASSIGN(const FilterInfo cleared, f->Info());
+  EXPECT_EQ(cleared.bits_set, 0u);
+  ASSERT_OK_AND_ASSIGN(const bool present, f->Contains(Key(1)));
+  EXPECT_FALSE(present);
 }
 
 TEST_P(BloomFilterTest, CreateOpenConflictDrop) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -78,7 +79,8 @@ TEST(BitmapBuilderTest, LoadEqualsPerItemAdds) {
   ASSERT_TRUE((*a)->ReadBitmap(&bits_a).ok());
   ASSERT_TRUE((*b)->ReadBitmap(&bits_b).ok());
   EXPECT_EQ(bits_a, bits_b);
-  EXPECT_EQ((*a)->Info()->items_added, (*b)->Info()->items_added);
+  EXPECT_EQ(testing::ValueOrFail((*a)->Info()).items_added,
+            testing::ValueOrFail((*b)->Info()).items_added);
 }
 
 TEST(BitmapBuilderTest, BadItemChangesNothing) {
@@ -144,6 +146,74 @@ TEST_P(GuavaFormatTest, ImportAndExportMatchGuavaExactly) {
   EXPECT_EQ(ReadFile(rewritten), ReadFile(exported));
 }
 
+// Guava's readFrom needs only the file and the funnel; so does import. The
+// filter takes the file's m and k, derives its capacity and error rate, and
+// answers exactly as Guava; exported, it is Guava's file again. Given values
+// are still checked against the file.
+TEST_P(GuavaFormatTest, ImportWithoutCapacityTakesTheFilesGeometry) {
+  const bool ints = GetParam() == "int64";
+  std::vector<std::string> added, probes;
+  for (int i = 0; i < 2000; ++i)
+    added.push_back(ints ? std::to_string(i * 7919LL - 500000) : "pedido-" + std::to_string(i));
+  for (int i = 0; i < 20000; ++i)
+    probes.push_back(ints ? std::to_string(i * 104729LL + 1) : "never-" + std::to_string(i));
+  probes.insert(probes.end(), added.begin(), added.end());
+  const std::string guava_file = dir_.path() + "/java.bf";
+  Java({"write", "2500", "0.02", GetParam(), guava_file}, added, !ints);
+  const std::string java_answers = Java({"query", guava_file, GetParam()}, probes, !ints);
+  // Guava sizes 2500 at 2%: m = 20416 (rounded up to 64) and k = 6.
+  const std::string encoding = ints ? "int64" : "utf8";
+  const auto run = [&](std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path() + "/s"});
+    return RunCommand(args, input);
+  };
+
+  auto wrong = run({"import", "g", "--format", "guava", "--file", guava_file, "--encoding",
+                    encoding, "-n", "3000", "-p", "0.02"});
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
+  EXPECT_NE(wrong.err.find("m=20416 bits and k=6"), std::string::npos) << wrong.err;
+  EXPECT_EQ(run({"list"}).out, "") << "a refused import creates nothing";
+
+  auto imp =
+      run({"import", "g", "--format", "guava", "--file", guava_file, "--encoding", encoding});
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  std::string input;
+  for (const auto& item : probes) input += item + "\n";
+  auto check = run({"check", "g", "--file", "-"}, input);
+  ASSERT_EQ(check.exit_code, 1) << check.err;  // the never- probes are mostly absent
+  std::string ours;
+  for (const auto& line : testing::Lines(check.out)) ours += line.substr(0, 1) + "\n";
+  EXPECT_EQ(ours, java_answers) << "every Java item found, and Guava's false positives too";
+
+  auto info = run({"info", "g", "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j["bits"], 20416);
+  EXPECT_EQ(j["hashes"], 6);
+  EXPECT_EQ(j["geometry"], "given");
+  EXPECT_EQ(j["capacity"], 2359);        // round(20416 ln 2 / 6)
+  EXPECT_EQ(j["error_rate"], 0.015625);  // 2^-6
+  auto text = run({"info", "g"});
+  EXPECT_NE(text.out.find("capacity:          2359 (derived"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("error_rate:        0.015625 (derived"), std::string::npos) << text.out;
+
+  // The same file again, with or without the values: the bits fit.
+  EXPECT_EQ(run({"import", "g", "--format", "guava", "--file", guava_file, "--encoding", encoding})
+                .exit_code,
+            0);
+  EXPECT_EQ(run({"import", "g", "--format", "guava", "--file", guava_file, "--encoding", encoding,
+                 "-n", "2500", "-p", "0.02"})
+                .exit_code,
+            4)
+      << "a filter of given geometry is not the one created with -n -p";
+
+  const std::string exported = dir_.path() + "/ours.bf";
+  auto exp = run({"export", "g", "--format", "guava", "--file", exported});
+  ASSERT_EQ(exp.exit_code, 0) << exp.err;
+  EXPECT_EQ(ReadFile(exported), ReadFile(guava_file)) << "export must give Guava's bytes";
+  EXPECT_EQ(Java({"query", exported, GetParam()}, probes, !ints), java_answers);
+}
+
 INSTANTIATE_TEST_SUITE_P(Funnels, GuavaFormatTest, ::testing::Values("utf8", "int64"));
 
 TEST(GuavaFormatErrorsTest, ClearErrorsAndNothingWritten) {
@@ -201,6 +271,49 @@ class DumpTest : public ::testing::Test {
 testing::RedisServer* DumpTest::redis_a_ = nullptr;
 testing::RedisServer* DumpTest::redis_b_ = nullptr;
 
+// A config of given geometry reads back the same from every store (file
+// header, Redis metadata) and through a dump, and a fresh client sees it too.
+TEST_F(DumpTest, GivenGeometrySurvivesEveryStoreAndDumps) {
+  auto config = MakeConfig({.strategy = Strategy::kGuava64, .bits = 9600, .hashes = 5});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_TRUE(config->geometry_given);
+  EXPECT_EQ(config->capacity, 1331u);  // round(9600 ln 2 / 5)
+  EXPECT_EQ(config->error_rate, 0.03125);
+  EXPECT_EQ(testing::ValueOrFail(MakeConfig(OptionsOf(*config))), *config);
+  const auto items = Items("ORD-", 500);
+  for (const auto& [src_label, src_url] : Urls()) {
+    auto src = Store::Open(src_url);
+    ASSERT_TRUE(src.ok()) << src_label;
+    ASSERT_TRUE((*src)->Create("given", *config).ok()) << src_label;
+    auto again = Store::Open(src_url);  // a second client reads what the first wrote
+    ASSERT_TRUE(again.ok()) << src_label;
+    auto stored = (*again)->ReadConfig("given");
+    if (src_label != "mem") {
+      ASSERT_TRUE(stored.ok()) << src_label << ": " << stored.status().ToString();
+      EXPECT_EQ(*stored, *config) << src_label;
+    }
+    auto f = BloomFilter::Open(**src, "given");
+    ASSERT_TRUE(f.ok()) << src_label << ": " << f.status().ToString();
+    ASSERT_TRUE((*f)->AddMany(Views(items)).ok());
+    std::stringstream dump;
+    ASSERT_TRUE(ExportDump(**f, dump).ok()) << src_label;
+    EXPECT_NE(dump.str().find("geometry=given\n"), std::string::npos);
+    for (const auto& [dst_label, dst_url] : Urls()) {
+      auto dst = Store::Open(dst_url);
+      ASSERT_TRUE(dst.ok());
+      std::stringstream in(dump.str());
+      auto r = ImportDump(**dst, "copy", in);
+      ASSERT_TRUE(r.ok()) << src_label << " -> " << dst_label << ": " << r.status().ToString();
+      EXPECT_EQ((*r)->config(), *config) << src_label << " -> " << dst_label;
+      std::vector<uint8_t> present;
+      ASSERT_TRUE((*r)->ContainsMany(Views(items), &present).ok());
+      EXPECT_EQ(std::count(present.begin(), present.end(), 1), 500) << dst_label;
+      ASSERT_TRUE(BloomFilter::Drop(**dst, "copy").ok());
+    }
+    ASSERT_TRUE(BloomFilter::Drop(**src, "given").ok());
+  }
+}
+
 TEST_F(DumpTest, RoundTripsAcrossEveryPairOfStores) {
   std::vector<std::pair<std::string, std::unique_ptr<Store>>> stores;
   for (const auto& [label, url] : Urls()) {
@@ -236,7 +349,8 @@ TEST_F(DumpTest, RoundTripsAcrossEveryPairOfStores) {
       for (size_t i = 0; i < items.size(); ++i) {
         ASSERT_EQ(present[i], 1) << src_label << " -> " << dst_label << " " << items[i];
       }
-      EXPECT_EQ((*restored)->Info()->items_added, (*f)->Info()->items_added);
+      EXPECT_EQ(testing::ValueOrFail((*restored)->Info()).items_added,
+                testing::ValueOrFail((*f)->Info()).items_added);
       ASSERT_TRUE(BloomFilter::Drop(*dst, name).ok());
     }
     ASSERT_TRUE(BloomFilter::Drop(*src, "src").ok());
@@ -340,7 +454,7 @@ TEST_F(DumpTest, CountersMergeBySaturatingAddition) {
                 static_cast<int>(static_cast<uint8_t>(expected[i])))
           << label << ": byte " << i;
     }
-    EXPECT_EQ((*f)->Info()->items_added, 7u) << label;
+    EXPECT_EQ(testing::ValueOrFail((*f)->Info()).items_added, 7u) << label;
     ASSERT_TRUE(BloomFilter::Drop(**store, "cnt").ok());
   }
 }
@@ -368,7 +482,7 @@ TEST_F(DumpTest, CountingFiltersDumpAndMergeWithTheirCounts) {
       auto r = ImportDump(**dst, "copy", in);
       ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
       EXPECT_EQ((*r)->config(), (*f)->config()) << where;
-      EXPECT_EQ((*r)->Info()->items_added, 3000u) << where;
+      EXPECT_EQ(testing::ValueOrFail((*r)->Info()).items_added, 3000u) << where;
       std::vector<uint8_t> removed;
       ASSERT_TRUE((*r)->RemoveMany(Views(once), &removed).ok()) << where;
       ASSERT_TRUE((*r)->RemoveMany(Views(twice), &removed).ok()) << where;
@@ -385,7 +499,7 @@ TEST_F(DumpTest, CountingFiltersDumpAndMergeWithTheirCounts) {
     ASSERT_TRUE(Merge(**src, "sum", std::vector<std::string>{"src", "again"}).ok()) << src_label;
     auto sum = BloomFilter::Open(**src, "sum");
     ASSERT_TRUE(sum.ok());
-    EXPECT_EQ((*sum)->Info()->items_added, 6000u) << src_label;
+    EXPECT_EQ(testing::ValueOrFail((*sum)->Info()).items_added, 6000u) << src_label;
     std::vector<uint8_t> removed;
     for (int round = 0; round < 3; ++round)
       ASSERT_TRUE((*sum)->RemoveMany(Views(twice), &removed).ok());
@@ -431,11 +545,13 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
     ASSERT_TRUE((*f)->AddMany(Views(grown)).ok());
     ASSERT_TRUE(BloomFilter::Create(*store, "recent", window).ok()) << label;
     auto w = BloomFilter::Open(*store, "recent");
+    ASSERT_TRUE(w.ok()) << label << ": " << w.status().ToString();
     ASSERT_TRUE((*w)->AddMany(Views(early)).ok());
   }
   clock->Advance(std::chrono::milliseconds(2100));
   for (auto& [label, store] : stores) {
     auto w = BloomFilter::Open(*store, "recent");
+    ASSERT_TRUE(w.ok()) << label << ": " << w.status().ToString();
     ASSERT_TRUE((*w)->AddMany(Views(late)).ok());
   }
   for (auto& [src_label, src] : stores) {
@@ -492,8 +608,9 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
   // item that already tests present).
   auto scaled = BloomFilter::Open(mem, "scaled");
   ASSERT_TRUE(scaled.ok());
-  EXPECT_EQ((*both)->Info()->items_added,
-            (*scaled)->Info()->items_added + (*other)->Info()->items_added);
+  EXPECT_EQ(testing::ValueOrFail((*both)->Info()).items_added,
+            testing::ValueOrFail((*scaled)->Info()).items_added +
+                testing::ValueOrFail((*other)->Info()).items_added);
   FilterOptions wider = scaling;
   wider.expansion = 4;
   ASSERT_TRUE(BloomFilter::Create(mem, "wider", wider).ok());
@@ -627,8 +744,8 @@ TEST_F(BulkCliTest, LoadImportExportMergeDedup) {
   EXPECT_EQ(Run({"check", "-q", "g", "-f", "-"}, input).exit_code, 0);
   ASSERT_EQ(Run({"import", "h", "--format", "redbloom", "--file", dump}).exit_code, 0);
   EXPECT_EQ(Run({"check", "-q", "h", "-f", "-"}, input).exit_code, 0);
-  EXPECT_EQ(Run({"import", "x", "--format", "guava", "--file", guava}).exit_code, 2)
-      << "guava needs capacity and error";
+  EXPECT_EQ(Run({"import", "x", "--format", "guava", "--file", guava, "-n", "50000"}).exit_code, 2)
+      << "a capacity without an error rate";
   EXPECT_EQ(Run({"import", "x", "--format", "xml", "--file", guava}).exit_code, 2);
   EXPECT_EQ(Run({"import", "x", "--format", "redbloom", "--file", guava}).exit_code, 3)
       << "a Guava file is not a dump";

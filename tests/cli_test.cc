@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "exit_codes.h"
 #include "test_util.h"
 
 namespace redbloom {
@@ -32,6 +34,29 @@ class CliTest : public ::testing::Test {
 
   testing::TempDir dir_;
 };
+
+// The exit codes are a contract (README, "Exit codes"): every code has one,
+// and a store out of room is a store error (3), an oversized request bad
+// input (2).
+TEST(ExitCodesTest, MapsEveryCode) {
+  const std::map<StatusCode, int> expected = {
+      {StatusCode::kOk, 0},
+      {StatusCode::kInvalidArgument, 2},
+      {StatusCode::kNotFound, 4},
+      {StatusCode::kAlreadyExists, 4},
+      {StatusCode::kConflict, 4},
+      {StatusCode::kUnavailable, 3},
+      {StatusCode::kDeadlineExceeded, 3},
+      {StatusCode::kResourceExhausted, 3},
+      {StatusCode::kTooLarge, 2},
+      {StatusCode::kDataLoss, 3},
+      {StatusCode::kUnimplemented, 2},
+      {StatusCode::kInternal, 3},
+  };
+  for (const auto& [code, exit_code] : expected) {
+    EXPECT_EQ(cli::ExitCodeFor(Status(code, "x")), exit_code) << StatusCodeName(code);
+  }
+}
 
 TEST_F(CliTest, AddAndCheckPrintOneLinePerItem) {
   Create("orders");
@@ -115,6 +140,42 @@ TEST_F(CliTest, NotFoundAndStoreErrors) {
   EXPECT_EQ(no_items.exit_code, 2);
   auto missing_file = Run({"add", "nope", "--file", dir_.path() + "/does-not-exist"});
   EXPECT_EQ(missing_file.exit_code, 3) << missing_file.err;
+  EXPECT_NE(missing_file.err.find("does-not-exist: No such file or directory"), std::string::npos)
+      << missing_file.err;
+  auto missing_load = Run({"load", "nope", "--file", dir_.path() + "/does-not-exist"});
+  EXPECT_EQ(missing_load.exit_code, 3) << missing_load.err;
+  EXPECT_NE(missing_load.err.find("No such file or directory"), std::string::npos)
+      << missing_load.err;
+}
+
+// A bad item is named by where it is in the input (an argument's position, a
+// line number of the file), not by its index in an internal batch: here the
+// bad line lies in the second chunk of 65,536.
+TEST_F(CliTest, BadItemsAreNamedByTheirLineInTheInput) {
+  Create("ints", {"--encoding", "int32"});
+  const std::string path = dir_.path() + "/ints.txt";
+  std::string text;
+  for (int i = 1; i <= 70002; ++i) text += (i == 70001 ? "x" : "") + std::to_string(i) + "\n";
+  FILE* f = fopen(path.c_str(), "w");
+  fputs(text.c_str(), f);
+  fclose(f);
+  auto add = Run({"add", "-q", "ints", "--file", path});
+  EXPECT_EQ(add.exit_code, 2) << add.err;
+  EXPECT_NE(add.err.find("line 70001 of " + path + ": item 'x70001'"), std::string::npos)
+      << add.err;
+  EXPECT_NE(add.err.find("the first 65536 items were added"), std::string::npos) << add.err;
+  auto args = Run({"check", "ints", "1", "2", "x3"});
+  EXPECT_EQ(args.exit_code, 2);
+  EXPECT_NE(args.err.find("argument 3: item 'x3'"), std::string::npos) << args.err;
+  auto stdin_bad = Run({"check", "ints", "7", "--file", "-"}, "1\n\n3\n");
+  EXPECT_EQ(stdin_bad.exit_code, 2);
+  EXPECT_NE(stdin_bad.err.find("line 2 of stdin: item ''"), std::string::npos) << stdin_bad.err;
+  auto load = Run({"load", "ints", "--file", "-"}, "1\r\n2\r\nthree\r\n");
+  EXPECT_EQ(load.exit_code, 2);
+  EXPECT_NE(load.err.find("line 3 of stdin: item 'three'"), std::string::npos) << load.err;
+  auto dedup = Run({"dedup", "ints"}, "5\nfive\n");
+  EXPECT_EQ(dedup.exit_code, 2);
+  EXPECT_NE(dedup.err.find("line 2 of stdin"), std::string::npos) << dedup.err;
 }
 
 TEST_F(CliTest, BadItemStopsWithTheLineAndKeepsEarlierChunks) {

@@ -82,8 +82,8 @@ class FileStoreTest : public ::testing::Test {
 TEST_F(FileStoreTest, ReopensWithItsBits) {
   auto f = BloomFilter::Open(*store_, "f");
   ASSERT_TRUE(f.ok());
-  EXPECT_TRUE(*(*f)->Contains("ORD-1"));
-  EXPECT_EQ((*f)->Info()->items_added, 1u);
+  EXPECT_TRUE(testing::ValueOrFail((*f)->Contains("ORD-1")));
+  EXPECT_EQ(testing::ValueOrFail((*f)->Info()).items_added, 1u);
 }
 
 TEST_F(FileStoreTest, BitsAreInRedisOrder) {
@@ -263,7 +263,7 @@ TEST(FileStoreCrashTest, KillNineNeverTearsAHeaderOrLosesAnAck) {
       ASSERT_TRUE(f.ok()) << name;
       for (int i = 0; i < 100; ++i) {
         const std::string item = "b" + std::to_string(batch) + "-" + std::to_string(i);
-        ASSERT_TRUE(*(*f)->Contains(item)) << name << " " << item;
+        ASSERT_TRUE(testing::ValueOrFail((*f)->Contains(item))) << name << " " << item;
       }
     }
     EXPECT_FALSE(acked.empty()) << "round " << round << " acknowledged nothing";

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "redbloom/strategy.h"
+#include "test_util.h"
 
 namespace redbloom {
 namespace {

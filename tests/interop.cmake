@@ -17,6 +17,7 @@ if(NOT EXISTS "${REDBLOOM_GUAVA_JAR}")
     "(or pass -DREDBLOOM_GUAVA_JAR=/path/to/guava.jar).")
 endif()
 
+include(${CMAKE_CURRENT_SOURCE_DIR}/java_helper.cmake)
 set(REDBLOOM_ORACLE_CLASSDIR ${CMAKE_CURRENT_BINARY_DIR}/java-oracle)
 # -Xlint:-classfile: Guava's class files name errorprone annotations that are
 # not on the class path; everything else is a warning, and warnings fail.
@@ -24,15 +25,17 @@ add_custom_command(
   OUTPUT ${REDBLOOM_ORACLE_CLASSDIR}/GuavaOracle.class
   COMMAND ${CMAKE_COMMAND} -E make_directory ${REDBLOOM_ORACLE_CLASSDIR}
   COMMAND ${Java_JAVAC_EXECUTABLE} -encoding UTF-8 -Xlint:all,-classfile -Werror
-          -cp ${REDBLOOM_GUAVA_JAR} -d ${REDBLOOM_ORACLE_CLASSDIR}
+          -cp ${REDBLOOM_GUAVA_JAR}:${REDBLOOM_HELPER_CLASSDIR} -d ${REDBLOOM_ORACLE_CLASSDIR}
           ${CMAKE_CURRENT_SOURCE_DIR}/java/GuavaOracle.java
   DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/java/GuavaOracle.java ${REDBLOOM_GUAVA_JAR}
+          ${REDBLOOM_HELPER_CLASSDIR}/BloomFilterHelper.class
   COMMENT "Compiling the Java interop oracle against ${REDBLOOM_GUAVA_JAR}"
   VERBATIM)
 add_custom_target(redbloom_guava_oracle DEPENDS ${REDBLOOM_ORACLE_CLASSDIR}/GuavaOracle.class)
+add_dependencies(redbloom_guava_oracle redbloom_java_helper)
 
 redbloom_add_test(interop_test interop_test.cc
   LABELS interop
   DEFS GUAVA_JAR="${REDBLOOM_GUAVA_JAR}" JAVA="${Java_JAVA_EXECUTABLE}"
-       ORACLE_CLASSDIR="${REDBLOOM_ORACLE_CLASSDIR}")
+       ORACLE_CLASSPATH="${REDBLOOM_ORACLE_CLASSDIR}:${REDBLOOM_HELPER_CLASSDIR}")
 add_dependencies(interop_test redbloom_guava_oracle)

@@ -380,7 +380,7 @@ class Oracle {
   std::string Run() {
     const auto r = redbloom::testing::RunCommand(
         {JAVA, "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
-         std::string(GUAVA_JAR) + ":" + ORACLE_CLASSDIR, "GuavaOracle", "batch"},
+         std::string(GUAVA_JAR) + ":" + ORACLE_CLASSPATH, "GuavaOracle", "batch"},
         input_);
     if (r.exit_code != 0) {
       return "GuavaOracle exited with " + std::to_string(r.exit_code) + ": " + r.err;

@@ -267,5 +267,33 @@ TEST(RedisCliAuthTest, AuthenticationFailureIsAStoreError) {
   EXPECT_EQ(ok.out.find("s3cret"), std::string::npos) << ok.out;
 }
 
+// A Redis out of room is a store error (exit 3), not bad input (exit 2):
+// both the filter redbloom refuses to create because it would not fit under
+// maxmemory, and Redis's own OOM answer once the server is over its limit.
+TEST(RedisCliOutOfMemoryTest, AFullRedisIsAStoreError) {
+  RedisServer server({"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"});
+  server.Start();
+  const auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", server.url()});
+    return RunCommand(args);
+  };
+  // 4e6 items at 1% is a 4.8 MB bitmap: more than the whole server may hold
+  // (an empty Redis uses about 1 MB of its 4).
+  auto big = run({"create", "big", "--capacity", "4000000", "--error", "0.01"});
+  EXPECT_EQ(big.exit_code, 3) << big.err;
+  EXPECT_NE(big.err.find("maxmemory"), std::string::npos) << big.err;
+  EXPECT_NE(big.err.find("[resource_exhausted]"), std::string::npos) << big.err;
+  EXPECT_EQ(server.Cli({"DBSIZE"}), "0\n") << "nothing may be left of a refused create";
+
+  ASSERT_EQ(run({"create", "small", "--capacity", "1000", "--error", "0.01"}).exit_code, 0);
+  // Over the limit through a write Redis allowed while below it: every
+  // further write is answered OOM.
+  ASSERT_NE(server.Cli({"SETRANGE", "filler", "5000000", "x"}).find("5000001"), std::string::npos);
+  auto add = run({"add", "small", "ORD-1"});
+  EXPECT_EQ(add.exit_code, 3) << add.err;
+  EXPECT_NE(add.err.find("OOM"), std::string::npos) << add.err;
+  EXPECT_NE(add.err.find("[resource_exhausted]"), std::string::npos) << add.err;
+}
+
 }  // namespace
 }  // namespace redbloom

@@ -1,6 +1,7 @@
 #include "redis_cluster.h"
 
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -77,6 +78,29 @@ std::vector<RedisServer*> RedisCluster::Masters() {
     }
   }
   return out;
+}
+
+void RedisCluster::ReplaceAsReplica(RedisServer& stopped, RedisServer& master) {
+  std::filesystem::remove(stopped.dir() + "/nodes.conf");
+  stopped.Start();
+  std::string id = master.Cli({"CLUSTER", "MYID"});
+  while (!id.empty() && (id.back() == '\n' || id.back() == '\r')) id.pop_back();
+  const CommandResult r = RunCommand({"/usr/bin/env", "redis-cli", "--cluster", "add-node",
+                                      "127.0.0.1:" + std::to_string(stopped.port()),
+                                      "127.0.0.1:" + std::to_string(master.port()),
+                                      "--cluster-slave", "--cluster-master-id", id});
+  if (r.exit_code != 0) throw std::runtime_error("add-node failed: " + r.out + r.err);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string repl = stopped.Cli({"INFO", "replication"});
+    if (repl.find("role:slave") != std::string::npos &&
+        repl.find("master_link_status:up") != std::string::npos) {
+      WaitUntilOk();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("the replacement replica did not sync within 30 s");
 }
 
 void RedisCluster::FlushAll() {

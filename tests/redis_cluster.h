@@ -36,6 +36,10 @@ class RedisCluster {
   RedisServer& MasterOf(int slot);
   // The running nodes that are masters now.
   std::vector<RedisServer*> Masters();
+  // Replaces a stopped node by a fresh one on its port (no data, no cluster
+  // config) that joins as a replica of `master`, as an operator replaces a
+  // failed machine; waits until it is in sync.
+  void ReplaceAsReplica(RedisServer& stopped, RedisServer& master);
 
  private:
   int masters_;

@@ -75,7 +75,7 @@ class RedisJavaTest : public SharedRedisTest {
   // Runs SeedRedis; fails the test if Java does.
   static std::string Java(const std::vector<std::string>& args, const std::string& input) {
     std::vector<std::string> argv = {
-        JAVA, "-cp", std::string(GUAVA_JAR) + ":" + SEED_REDIS_CLASSDIR, "SeedRedis"};
+        JAVA, "-cp", std::string(GUAVA_JAR) + ":" + SEED_REDIS_CLASSPATH, "SeedRedis"};
     argv.insert(argv.end(), args.begin(), args.end());
     const testing::CommandResult r = testing::RunCommand(argv, input);
     EXPECT_EQ(r.exit_code, 0) << "java failed: " << r.err;

@@ -30,6 +30,8 @@ class RedisServer {
   int port() const { return port_; }
   // "redis://127.0.0.1:PORT"
   std::string url() const;
+  // The server's working directory (its RDB, logs, cluster config).
+  const std::string& dir() const { return dir_; }
   // Runs redis-cli against this server and returns its stdout.
   std::string Cli(const std::vector<std::string>& args) const;
 

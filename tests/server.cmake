@@ -15,6 +15,14 @@ if(TARGET redbloomd)
       add_dependencies(${t} redbloomd)
     endif()
   endforeach()
+  # docs/openapi.json against the real server. tests/openapi_check.py validates
+  # with Debian's python3-jsonschema, so prefer Debian's python3 over one
+  # earlier on PATH (pyenv) that lacks the module.
+  find_program(REDBLOOM_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  find_program(REDBLOOM_PYTHON3 python3 REQUIRED)
+  redbloom_add_test(server_openapi_test server_openapi_test.cc LIBS redbloom_server_test_util
+                    LABELS server DEFS REDBLOOM_PYTHON3="${REDBLOOM_PYTHON3}")
+  add_dependencies(server_openapi_test redbloomd)
   if(TARGET server_redis_test)
     set_tests_properties(server_redis_test PROPERTIES LABELS "server;redis")
   endif()

@@ -156,11 +156,13 @@ TEST_P(ServerApiTest, GetFilterReportsTheCliInfoFields) {
   std::vector<std::string> keys;
   const auto ordered = nlohmann::ordered_json::parse(info.body);
   for (const auto& [k, v] : ordered.items()) keys.push_back(k);
-  EXPECT_EQ(keys,
-            (std::vector<std::string>{"name", "store", "kind", "strategy", "encoding", "capacity",
-                                      "error_rate", "bits", "hashes", "capped", "ttl_seconds",
-                                      "parts", "memory_bytes", "bits_set", "items_added",
-                                      "approximate_items", "fill_ratio", "current_fpp"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"name",       "store",       "kind",
+                                            "strategy",   "encoding",    "capacity",
+                                            "error_rate", "bits",        "hashes",
+                                            "capped",     "geometry",    "ttl_seconds",
+                                            "shards",     "parts",       "memory_bytes",
+                                            "bits_set",   "items_added", "approximate_items",
+                                            "fill_ratio", "current_fpp"}));
   EXPECT_EQ(info.json["name"], "orders");
   EXPECT_EQ(info.json["error_rate"], 0.001);
   EXPECT_EQ(info.json["items_added"], CountTrue(added.json["added"]));
@@ -446,7 +448,7 @@ TEST_P(ServerApiTest, LimitsAnswer413) {
   EXPECT_EQ(Do("POST", "/v1/filters/orders/items", Items(Numbered("i", 10))).status, 200);
   Answer many = Do("POST", "/v1/filters/orders/items", Items(Numbered("i", 11)));
   EXPECT_EQ(many.status, 413) << many.body;
-  EXPECT_EQ(many.error(), "resource_exhausted");
+  EXPECT_EQ(many.error(), "too_large");
   EXPECT_EQ(Do("POST", "/v1/filters/orders/check", Items({std::string(16, 'x')})).status, 200);
   Answer longer = Do("POST", "/v1/filters/orders/check", Items({std::string(17, 'x')}));
   EXPECT_EQ(longer.status, 413) << longer.body;
@@ -466,7 +468,7 @@ TEST_P(ServerApiTest, LimitsAnswer413) {
           std::string(size_hex) + "\r\n" + chunk + "\r\n0\r\n\r\n",
       /*shut_write=*/false, std::chrono::seconds(3));
   EXPECT_TRUE(raw.starts_with("HTTP/1.1 413")) << raw;
-  EXPECT_NE(raw.find("resource_exhausted"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("too_large"), std::string::npos) << raw;
   // A chunked body under the limit works.
   const std::string ok_body = Items({"chunked"});
   std::snprintf(size_hex, sizeof(size_hex), "%zx", ok_body.size());
@@ -478,6 +480,10 @@ TEST_P(ServerApiTest, LimitsAnswer413) {
       false, std::chrono::seconds(3));
   EXPECT_TRUE(ok.starts_with("HTTP/1.1 200")) << ok;
   EXPECT_EQ(Do("GET", "/v1/filters/orders/items/chunked").json["present"], true);
+  // An oversized request is the client's doing, not a store error.
+  const std::string metrics = Do("GET", "/metrics").body;
+  EXPECT_EQ(Sample(metrics, R"(redbloomd_store_errors_total{code="resource_exhausted"})"), 0)
+      << metrics;
 }
 
 TEST_P(ServerApiTest, TruncatedBodiesAreRejectedAndAddNothing) {

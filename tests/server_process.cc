@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "util/percent.h"
+
 extern char** environ;
 
 namespace redbloom::testing {
@@ -163,20 +165,7 @@ double Sample(const std::string& text, const std::string& series) {
   return -1;
 }
 
-std::string EncodePathSegment(const std::string& s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
+std::string EncodePathSegment(const std::string& s) { return internal::PercentEncode(s); }
 
 namespace {
 

@@ -1,12 +1,13 @@
 // redbloomd on a real redis-server that fails: stopped mid-run (503, never
 // "absent"), then back (recovery without restarting redbloomd), slow (504),
-// and unreachable when redbloomd starts.
+// out of memory (507), and unreachable when redbloomd starts.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <sstream>
 #include <thread>
 
+#include "redis_cluster.h"
 #include "redis_server.h"
 #include "server_process.h"
 #include "test_util.h"
@@ -25,6 +26,48 @@ bool Eventually(Fn fn, std::chrono::milliseconds timeout = std::chrono::seconds(
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+// redbloomd on a real Redis Cluster: the same API, every filter on the
+// master of its slot, a sharded one on all of them; /readyz pings every
+// master.
+TEST(ServerRedisTest, ServesFromARedisCluster) {
+  RedisCluster cluster;
+  cluster.Start();
+  RedbloomdProcess server(cluster.url());
+  server.Start();
+  auto client = server.Client();
+  EXPECT_EQ(Call(*client, "GET", "/readyz").status, 200);
+  for (const char* name : {"a", "b", "c", "d"}) {
+    ASSERT_EQ(Call(*client, "PUT", std::string("/v1/filters/") + name,
+                   R"({"capacity":1000,"error_rate":0.01})")
+                  .status,
+              201);
+  }
+  ASSERT_EQ(Call(*client, "PUT", "/v1/filters/spread",
+                 R"({"capacity":1000,"error_rate":0.01,"shards":3})")
+                .status,
+            201);
+  const std::string items = R"({"items":["ORD-1","ORD-2","ORD-3"]})";
+  for (const char* name : {"a", "b", "c", "d", "spread"}) {
+    ASSERT_EQ(Call(*client, "POST", std::string("/v1/filters/") + name + "/items", items).status,
+              200);
+    auto check = Call(*client, "POST", std::string("/v1/filters/") + name + "/check", items);
+    ASSERT_EQ(check.status, 200) << check.body;
+    EXPECT_EQ(check.json["present"], json::parse("[true,true,true]")) << name;
+  }
+  auto info = Call(*client, "GET", "/v1/filters/spread");
+  EXPECT_EQ(info.json["shards"], 3);
+  EXPECT_EQ(info.json["parts"], 3);
+  auto list = Call(*client, "GET", "/v1/filters");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(list.json["filters"].size(), 5u) << list.body;
+  EXPECT_EQ(Call(*client, "DELETE", "/v1/filters/spread").status, 200);
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters/spread").status, 404);
+  // A master down: its slots cannot be served, and nothing reads as absent.
+  cluster.Masters().front()->Stop(/*hard=*/true);
+  auto ready = Call(*client, "GET", "/readyz");
+  EXPECT_EQ(ready.status, 503) << ready.body;
 }
 
 TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
@@ -102,6 +145,43 @@ TEST(ServerRedisTest, SlowRedisGives504) {
   EXPECT_TRUE(Eventually([&] {
     return Call(*client, "POST", "/v1/filters/orders/check", R"({"items":["x"]})").status == 200;
   }));
+}
+
+// A Redis out of room (maxmemory) is the store's failure: 507 with a JSON
+// error, counted in redbloomd_store_errors_total; never a 413, which is for
+// requests over a limit.
+TEST(ServerRedisTest, RedisOutOfMemoryGives507AndCountsAsAStoreError) {
+  RedisServer redis({"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"});
+  redis.Start();
+  RedbloomdProcess server(redis.url());
+  server.Start();
+  auto client = server.Client();
+  const auto store_errors = [&] {
+    return Sample(Call(*client, "GET", "/metrics").body,
+                  R"(redbloomd_store_errors_total{code="resource_exhausted"})");
+  };
+  EXPECT_EQ(store_errors(), 0);
+  // 4e6 items at 1% is a 4.8 MB bitmap: more than the whole server may hold
+  // (an empty Redis uses about 1 MB of its 4).
+  Answer big = Call(*client, "PUT", "/v1/filters/big", R"({"capacity":4000000,"error_rate":0.01})");
+  EXPECT_EQ(big.status, 507) << big.body;
+  EXPECT_EQ(big.error(), "resource_exhausted") << big.body;
+  EXPECT_NE(big.json.value("message", "").find("maxmemory"), std::string::npos) << big.body;
+  EXPECT_EQ(store_errors(), 1);
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters/big").status, 404) << "nothing was created";
+
+  // A small filter fits; then Redis goes over its limit (a string it allowed
+  // while below it) and answers OOM to the next write.
+  ASSERT_EQ(
+      Call(*client, "PUT", "/v1/filters/small", R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  ASSERT_NE(redis.Cli({"SETRANGE", "filler", "5000000", "x"}).find("5000001"), std::string::npos);
+  Answer add = Call(*client, "POST", "/v1/filters/small/items", R"({"items":["ORD-1"]})");
+  EXPECT_EQ(add.status, 507) << add.body;
+  EXPECT_EQ(add.error(), "resource_exhausted") << add.body;
+  EXPECT_NE(add.json.value("message", "").find("OOM"), std::string::npos) << add.body;
+  EXPECT_EQ(store_errors(), 2);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
 TEST(ServerRedisTest, UnreachableAtStartThenServesOnceRedisIsUp) {

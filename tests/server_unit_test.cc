@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "http_server.h"
+#include "http_status.h"
 #include "items_body.h"
 
 namespace redbloom::server {
@@ -103,16 +104,15 @@ TEST(ItemsBodyTest, RejectsValidJsonOfTheWrongShape) {
   }
 }
 
-TEST(ItemsBodyTest, EnforcesLimitsAsResourceExhausted) {
+TEST(ItemsBodyTest, EnforcesLimitsAsTooLarge) {
   ItemLimits limits{.max_items = 3, .max_item_bytes = 5};
   EXPECT_TRUE(ParseStatus(R"({"items":["a","b","12345"]})", false, limits).ok());
   EXPECT_EQ(ParseStatus(R"({"items":["a","b","c","d"]})", false, limits).code(),
-            StatusCode::kResourceExhausted);
-  EXPECT_EQ(ParseStatus(R"({"items":["123456"]})", false, limits).code(),
-            StatusCode::kResourceExhausted);
+            StatusCode::kTooLarge);
+  EXPECT_EQ(ParseStatus(R"({"items":["123456"]})", false, limits).code(), StatusCode::kTooLarge);
   // The limit is on the unescaped item: "\u00e9" is 2 bytes, 6 of them 12.
   EXPECT_EQ(ParseStatus(R"({"items":["\u00e9\u00e9\u00e9"]})", false, limits).code(),
-            StatusCode::kResourceExhausted);
+            StatusCode::kTooLarge);
 }
 
 // Random strings (ASCII, multi-byte, control characters, quotes) serialized by
@@ -145,13 +145,30 @@ TEST(ItemsBodyTest, AppendJsonStringIsValidJsonEvenForInvalidUtf8) {
   }
 }
 
-TEST(HttpHelpersTest, PercentDecode) {
-  EXPECT_EQ(*PercentDecode("a%2Fb%20c+d%E2%82%AC"), "a/b c+d€");
-  EXPECT_EQ(*PercentDecode("%25"), "%");
-  EXPECT_EQ(*PercentDecode(""), "");
-  for (const char* bad : {"%", "%2", "a%zz", "%g0"}) {
-    EXPECT_EQ(PercentDecode(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+// Every code has its HTTP status; a store out of room is 507 and a store
+// error, an oversized request 413 and the client's error.
+TEST(HttpStatusTest, MapsEveryCode) {
+  const std::map<StatusCode, int> expected = {
+      {StatusCode::kOk, 200},
+      {StatusCode::kInvalidArgument, 400},
+      {StatusCode::kNotFound, 404},
+      {StatusCode::kAlreadyExists, 409},
+      {StatusCode::kConflict, 409},
+      {StatusCode::kUnavailable, 503},
+      {StatusCode::kDeadlineExceeded, 504},
+      {StatusCode::kResourceExhausted, 507},
+      {StatusCode::kTooLarge, 413},
+      {StatusCode::kDataLoss, 500},
+      {StatusCode::kUnimplemented, 501},
+      {StatusCode::kInternal, 500},
+  };
+  for (const auto& [code, http] : expected) {
+    EXPECT_EQ(HttpStatusFor(Status(code, "x")), http) << StatusCodeName(code);
   }
+  EXPECT_TRUE(IsStoreFault(StatusCode::kResourceExhausted));
+  EXPECT_TRUE(IsStoreFault(StatusCode::kUnavailable));
+  EXPECT_FALSE(IsStoreFault(StatusCode::kTooLarge));
+  EXPECT_FALSE(IsStoreFault(StatusCode::kInvalidArgument));
 }
 
 TEST(HttpHelpersTest, TokenMatches) {
@@ -308,6 +325,61 @@ TEST(ConfigTest, RejectsBadTokensAndListen) {
   flags.listen = std::nullopt;
   flags.config = "/nonexistent/redbloomd.json";
   EXPECT_EQ(ResolveConfig(flags, env.fn()).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigTest, IsLoopbackHost) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "localhost"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.5", "128.0.0.1", "::ffff:10.0.0.1", "::2",
+                           "example.internal", "127.0.0.1.example", ""}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
+}
+
+// The packaged config ships kPlaceholderToken; a service that would expose it
+// beyond loopback must not start, whichever source the token came from.
+TEST(ConfigTest, RefusesThePlaceholderTokenBeyondLoopback) {
+  const std::string path = ::testing::TempDir() + "/redbloomd-placeholder.json";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, R"({"listen":"127.0.0.1:8080","token":"%s"})",
+                 std::string(kPlaceholderToken).c_str());
+    std::fclose(f);
+  }
+  FakeEnv no_env({});
+  Flags flags;
+  flags.config = path;
+  auto c = ResolveConfig(flags, no_env.fn());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();  // loopback: starts (with a warning)
+  EXPECT_EQ(c->http.token, kPlaceholderToken);
+
+  for (const char* listen : {"0.0.0.0:8080", "[::]:8080", "10.0.0.5:80", "example.internal:80"}) {
+    flags.listen = listen;
+    auto refused = ResolveConfig(flags, no_env.fn());
+    ASSERT_FALSE(refused.ok()) << listen;
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("placeholder"), std::string::npos)
+        << refused.status().message();
+    EXPECT_NE(refused.status().message().find(listen), std::string::npos)
+        << refused.status().message();
+  }
+
+  // From the environment or a flag just the same; a changed token, or none,
+  // starts (no token beyond loopback is only warned about).
+  flags = Flags{};
+  flags.listen = "0.0.0.0:8080";
+  FakeEnv env_placeholder({{"REDBLOOMD_TOKEN", std::string(kPlaceholderToken)}});
+  EXPECT_EQ(ResolveConfig(flags, env_placeholder.fn()).status().code(),
+            StatusCode::kInvalidArgument);
+  flags.token = std::string(kPlaceholderToken);
+  EXPECT_EQ(ResolveConfig(flags, no_env.fn()).status().code(), StatusCode::kInvalidArgument);
+  flags.token = "a-real-secret";
+  EXPECT_TRUE(ResolveConfig(flags, env_placeholder.fn()).ok());
+  flags.token = "";
+  EXPECT_TRUE(ResolveConfig(flags, env_placeholder.fn()).ok());
+  std::remove(path.c_str());
 }
 
 TEST(ConfigTest, RedactUrlHidesPasswords) {

@@ -90,7 +90,7 @@ TEST_P(StoreTest, ListAndDrop) {
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, (std::vector<std::string>{"a", "b"}));
   ASSERT_TRUE(store_->Drop("a").ok());
-  EXPECT_EQ(*store_->List(), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(testing::ValueOrFail(store_->List()), (std::vector<std::string>{"b"}));
 }
 
 TEST_P(StoreTest, RejectsUnsafeNames) {
@@ -128,8 +128,8 @@ TEST_P(StoreTest, OpenHandlesFollowDropAndRecreate) {
   auto fresh = BloomFilter::Create(*store_, "f", {.capacity = 1000, .error_rate = 0.01});
   ASSERT_TRUE(fresh.ok());
   ASSERT_TRUE((*stale)->Add("after").ok());
-  EXPECT_TRUE(*(*fresh)->Contains("after"));
-  EXPECT_FALSE(*(*fresh)->Contains("before"));
+  EXPECT_TRUE(testing::ValueOrFail((*fresh)->Contains("after")));
+  EXPECT_FALSE(testing::ValueOrFail((*fresh)->Contains("before")));
 }
 
 TEST_P(StoreTest, AddReportsNewItemsAndCountsThem) {

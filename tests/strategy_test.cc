@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "test_util.h"
+
 namespace redbloom {
 namespace {
 
@@ -122,9 +124,9 @@ TEST(StrategyTest, BatchOffsetsEqualOneByOne) {
 }
 
 TEST(StrategyTest, ParseNames) {
-  EXPECT_EQ(*ParseStrategy("seed"), Strategy::kSeed);
-  EXPECT_EQ(*ParseStrategy("guava64"), Strategy::kGuava64);
-  EXPECT_EQ(*ParseStrategy("block"), Strategy::kBlock);
+  EXPECT_EQ(testing::ValueOrFail(ParseStrategy("seed")), Strategy::kSeed);
+  EXPECT_EQ(testing::ValueOrFail(ParseStrategy("guava64")), Strategy::kGuava64);
+  EXPECT_EQ(testing::ValueOrFail(ParseStrategy("block")), Strategy::kBlock);
   EXPECT_EQ(ParseStrategy("murmur").status().code(), StatusCode::kInvalidArgument);
 }
 

@@ -2,10 +2,39 @@
 #ifndef REDBLOOM_TESTS_TEST_UTIL_H_
 #define REDBLOOM_TESTS_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
+#include <source_location>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "redbloom/status.h"
+
+// ASSERT_OK_AND_ASSIGN(auto x, Call()): a fatal test failure that names the
+// status when Call() fails, so a test never reads a failed Result (which
+// aborts). For test bodies and other functions returning void.
+#define ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  REDBLOOM_ASSERT_OK_AND_ASSIGN_IMPL_(REDBLOOM_CONCAT_(_rb_assert_, __LINE__), lhs, expr)
+#define REDBLOOM_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr)          \
+  auto tmp = (expr);                                                 \
+  ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.status().ToString(); \
+  lhs = std::move(tmp).value()
+
 namespace redbloom::testing {
+
+// The value of `r`; if it failed, a (non-fatal) test failure at the caller's
+// line that names the status, and T{}. For reading a Result inside an
+// expectation, e.g. EXPECT_TRUE(ValueOrFail(f->Contains("x"))), without ever
+// reading a failed Result.
+template <typename T>
+T ValueOrFail(Result<T> r, std::source_location at = std::source_location::current()) {
+  if (!r.ok()) {
+    ADD_FAILURE_AT(at.file_name(), static_cast<int>(at.line())) << r.status().ToString();
+    return T{};
+  }
+  return std::move(r).value();
+}
 
 // A fresh directory under $TMPDIR, removed with its contents on destruction.
 class TempDir {

@@ -1,7 +1,4 @@
 // redbloom load, import, export, merge and dedup.
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +13,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "item_reader.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/transfer.h"
 
@@ -23,92 +21,6 @@ namespace redbloom::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Reads lines from a file descriptor in batches. In streaming mode a batch
-// ends as soon as no more input is ready, so `tail -f log | redbloom dedup`
-// answers each line as it arrives instead of waiting for a full batch.
-class LineReader {
- public:
-  explicit LineReader(std::string path) : path_(std::move(path)) {}
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
-  ~LineReader() {
-    if (fd_ > 0) ::close(fd_);
-  }
-
-  Status Open() {
-    if (path_ == "-") {
-      fd_ = 0;
-    } else {
-      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd_ < 0) return Status::Unavailable("cannot open " + path_ + ": " + std::strerror(errno));
-    }
-    struct stat st {};
-    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
-      total_bytes_ = static_cast<uint64_t>(st.st_size);
-    return Status::Ok();
-  }
-
-  // Fills `out` with up to `max` lines; false at end of input.
-  Result<bool> Next(std::vector<std::string>* out, size_t max, bool streaming) {
-    out->clear();
-    while (out->size() < max) {
-      const size_t nl = buf_.find('\n', pos_);
-      if (nl != std::string::npos) {
-        out->emplace_back(buf_, pos_, nl - pos_);
-        if (!out->back().empty() && out->back().back() == '\r') out->back().pop_back();
-        pos_ = nl + 1;
-        continue;
-      }
-      if (eof_) {
-        if (pos_ < buf_.size()) {
-          out->emplace_back(buf_, pos_);
-          if (!out->back().empty() && out->back().back() == '\r') out->back().pop_back();
-          pos_ = buf_.size();
-        }
-        break;
-      }
-      if (streaming && !out->empty() && !InputReady()) break;
-      buf_.erase(0, pos_);
-      pos_ = 0;
-      REDBLOOM_RETURN_IF_ERROR(Fill());
-    }
-    return !out->empty();
-  }
-
-  uint64_t bytes_read() const { return bytes_read_; }
-  uint64_t total_bytes() const { return total_bytes_; }  // 0 when unknown (a pipe)
-
- private:
-  bool InputReady() const {
-    pollfd p{fd_, POLLIN, 0};
-    return ::poll(&p, 1, 0) > 0;
-  }
-
-  Status Fill() {
-    char chunk[1 << 16];
-    while (true) {
-      const ssize_t r = ::read(fd_, chunk, sizeof(chunk));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0)
-        return Status::Unavailable("read error on " + Name() + ": " + std::strerror(errno));
-      if (r == 0) eof_ = true;
-      buf_.append(chunk, static_cast<size_t>(r));
-      bytes_read_ += static_cast<uint64_t>(r);
-      return Status::Ok();
-    }
-  }
-
-  std::string Name() const { return path_ == "-" ? "stdin" : path_; }
-
-  std::string path_;
-  int fd_ = -1;
-  std::string buf_;
-  size_t pos_ = 0;
-  bool eof_ = false;
-  uint64_t bytes_read_ = 0;
-  uint64_t total_bytes_ = 0;
-};
 
 std::string Human(double v) {
   char buf[32];
@@ -168,7 +80,7 @@ class Progress {
 constexpr size_t kBatch = 65536;
 
 int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
-  LineReader reader(file);
+  ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   auto filter = BloomFilter::Open(*ctx.store, name);
@@ -192,8 +104,8 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
     views.assign(lines.begin(), lines.end());
     if (Status s = builder.Add(views); !s.ok()) {
       progress.Done();
-      return Fail(s.WithContext("input near line " + std::to_string(builder.items() + 1) +
-                                "; nothing was written"));
+      return Fail(reader.Locate(s, (*filter)->config().encoding, lines)
+                      .WithContext("load (nothing was written)"));
     }
     progress.Update(builder.items(), reader.bytes_read());
   }
@@ -214,7 +126,7 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
 }
 
 int RunDedup(Context& ctx, const std::string& name, const std::string& file) {
-  LineReader reader(file);
+  ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   auto filter = BloomFilter::Open(*ctx.store, name);
@@ -230,7 +142,7 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file) {
     if (!*more) break;
     views.assign(lines.begin(), lines.end());
     if (Status s = (*filter)->AddMany(views, &added); !s.ok()) {
-      return Fail(s.WithContext("dedup near line " + std::to_string(seen + 1)));
+      return Fail(reader.Locate(s, (*filter)->config().encoding, lines).WithContext("dedup"));
     }
     out.clear();
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -269,18 +181,25 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   }
   GuavaImportOptions options;
   if (format == "guava") {
-    if (capacity.empty() || error.empty()) {
+    // Like Guava's readFrom, the file and the funnel are enough: its m and k
+    // become the filter's. Given, the capacity and error rate are checked
+    // against them.
+    if (capacity.empty() != error.empty()) {
       return Fail(Status::InvalidArgument(
-          "--format guava needs --capacity and --error: Guava files do not record them "
-          "(use the expectedInsertions and fpp of BloomFilter.create)"));
+          "give both --capacity and --error (BloomFilter.create's expectedInsertions and fpp), "
+          "or neither to take the file's bits and hashes"));
     }
-    auto n = ParseUint64(capacity);
-    if (!n.ok()) return Fail(n.status().WithContext("--capacity"));
-    auto p = ParseDouble(error);
-    if (!p.ok()) return Fail(p.status().WithContext("--error"));
     auto e = ParseEncoding(encoding);
     if (!e.ok()) return Fail(e.status());
-    options = {*n, *p, *e};
+    options.encoding = *e;
+    if (!capacity.empty()) {
+      auto n = ParseUint64(capacity);
+      if (!n.ok()) return Fail(n.status().WithContext("--capacity"));
+      auto p = ParseDouble(error);
+      if (!p.ok()) return Fail(p.status().WithContext("--error"));
+      options.capacity = *n;
+      options.error_rate = *p;
+    }
   } else if (!capacity.empty() || !error.empty() || encoding != "utf8") {
     return Fail(
         Status::InvalidArgument("--capacity, --error and --encoding apply to --format guava; a "
@@ -347,7 +266,7 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
                const std::string& file) {
   auto options = sizing.Parse();
   if (!options.ok()) return Fail(options.status());
-  LineReader reader(file);
+  ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   // The filter must exist: rebuild replaces, it does not create.
@@ -365,7 +284,7 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
       if (!more) break;
       views.assign(lines.begin(), lines.end());
       Status add = builder ? builder->Add(views) : f.AddMany(views);
-      if (!add.ok()) return add.WithContext("input near line " + std::to_string(items + 1));
+      if (!add.ok()) return reader.Locate(add, config.encoding, lines);
       items += lines.size();
       progress.Update(items, reader.bytes_read());
     }
@@ -406,8 +325,10 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
                    "guava: the funnel the Java side used (utf8, utf8x2, int32, int64, bytes)")
       ->capture_default_str();
   import->add_option("--capacity,-n", flags->capacity,
-                     "guava: BloomFilter.create's expectedInsertions");
-  import->add_option("--error,-p", flags->error, "guava: BloomFilter.create's fpp");
+                     "guava, optional: BloomFilter.create's expectedInsertions, checked against "
+                     "the file (without: the file's bits and hashes are taken as they are)");
+  import->add_option("--error,-p", flags->error,
+                     "guava, optional: BloomFilter.create's fpp, checked against the file");
 
   auto* exp =
       app.add_subcommand("export", "Export a filter as a Guava writeTo file or a redbloom dump");

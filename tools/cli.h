@@ -6,15 +6,12 @@
 #include <memory>
 #include <string>
 
+#include "exit_codes.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/status.h"
 #include "redbloom/store.h"
 
 namespace redbloom::cli {
-
-inline constexpr int kExitAbsent = 1;
-inline constexpr int kExitUsage = 2;
-inline constexpr int kExitIo = 3;
 
 // Prints "redbloom: error: <message> [<code>]" and returns the exit code.
 int Fail(const Status& s);
@@ -39,8 +36,12 @@ struct SizingFlags {
   std::string window;
   std::string slices;
   std::string ttl;
+  std::string shards;
 
   void AddKindsTo(CLI::App* cmd) {
+    cmd->add_option("--shards", shards,
+                    "Redis only: split a plain or counting filter over this many keys (1-1024), "
+                    "each in its own cluster slot, to pass one key's 512 MB and spread the load");
     cmd->add_flag("--counting", counting,
                   "Counting filter: 4-bit counters, so items can be removed (4x the memory)");
     cmd->add_flag("--scaling", scaling,
@@ -105,6 +106,14 @@ struct SizingFlags {
         return Status::InvalidArgument("--slices must be a number from 1 to 1024");
       }
       o.slices = static_cast<uint32_t>(*sl);
+    }
+    if (!shards.empty()) {
+      auto sh = ParseUint64(shards);
+      if (!sh.ok() || *sh < 1 || *sh > kMaxShards) {
+        return Status::InvalidArgument("--shards must be a number from 1 to " +
+                                       std::to_string(kMaxShards));
+      }
+      o.shards = static_cast<uint32_t>(*sh);
     }
     if (!ttl.empty()) {
       auto t = ParseDurationMillis(ttl);

@@ -9,7 +9,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,6 +17,7 @@
 
 #include "cli.h"
 #include "frontend/info_json.h"
+#include "item_reader.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/store.h"
@@ -42,49 +42,6 @@ namespace {
 // streams through bounded memory while each chunk is still one batch.
 constexpr size_t kChunkItems = 65536;
 
-// Items from the command line, then from --file (a path, or - for stdin),
-// one per line. A trailing "\r" is dropped (as Java's readLine does), so
-// files written on Windows give the same items; an empty line is the empty
-// string item.
-class ItemSource {
- public:
-  ItemSource(const std::vector<std::string>& args, const std::string& file)
-      : args_(args), file_(file) {}
-
-  Status Open() {
-    if (args_.empty() && file_.empty()) {
-      return Status::InvalidArgument("no items: give them as arguments or with --file PATH|-");
-    }
-    if (!file_.empty() && file_ != "-") {
-      stream_.open(file_, std::ios::binary);
-      if (!stream_) return Status::Unavailable("cannot open " + file_);
-    }
-    return Status::Ok();
-  }
-
-  // Fills `out` with up to kChunkItems items; false when nothing is left.
-  Result<bool> Next(std::vector<std::string>* out) {
-    out->clear();
-    while (next_arg_ < args_.size() && out->size() < kChunkItems)
-      out->push_back(args_[next_arg_++]);
-    if (file_.empty()) return !out->empty();
-    std::istream& in = file_ == "-" ? std::cin : stream_;
-    std::string line;
-    while (out->size() < kChunkItems && std::getline(in, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      out->push_back(std::move(line));
-    }
-    if (in.bad()) return Status::Unavailable("read error on " + (file_ == "-" ? "stdin" : file_));
-    return !out->empty();
-  }
-
- private:
-  const std::vector<std::string>& args_;
-  const std::string& file_;
-  std::ifstream stream_;
-  size_t next_arg_ = 0;
-};
-
 std::string Yes(bool b) { return b ? "yes" : "no"; }
 
 void PrintInfoText(const FilterInfo& info, const std::string& store_url) {
@@ -94,8 +51,11 @@ void PrintInfoText(const FilterInfo& info, const std::string& store_url) {
             << "kind:              " << FilterKindName(c.kind) << "\n"
             << "strategy:          " << StrategyName(c.strategy) << "\n"
             << "encoding:          " << EncodingName(c.encoding) << "\n"
-            << "capacity:          " << c.capacity << "\n"
-            << "error_rate:        " << FormatDouble(c.error_rate) << "\n"
+            << "capacity:          " << c.capacity
+            << (c.geometry_given ? " (derived from bits and hashes: m ln 2 / k)" : "") << "\n"
+            << "error_rate:        " << FormatDouble(c.error_rate)
+            << (c.geometry_given ? " (derived from hashes: 2^-k)" : "") << "\n"
+            << "geometry:          " << (c.geometry_given ? "given" : "derived") << "\n"
             << "bits:              " << c.geometry.bits << "\n"
             << "hashes:            " << c.geometry.hashes << "\n"
             << "capped:            " << Yes(c.geometry.capped);
@@ -149,7 +109,10 @@ enum class ItemOp { kAdd, kCheck, kRemove };
 int RunItems(Context& ctx, const std::string& name, const std::vector<std::string>& args,
              const std::string& file, bool quiet, ItemOp op) {
   const bool is_check = op == ItemOp::kCheck;
-  ItemSource source(args, file);
+  if (args.empty() && file.empty()) {
+    return Fail(Status::InvalidArgument("no items: give them as arguments or with --file PATH|-"));
+  }
+  ItemReader source(args, file);
   if (Status s = source.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   auto filter = BloomFilter::Open(*ctx.store, name);
@@ -162,7 +125,7 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   bool any_absent = false;
   std::string out;
   while (true) {
-    auto more = source.Next(&chunk);
+    auto more = source.Next(&chunk, kChunkItems);
     if (!more.ok()) return Fail(more.status());
     if (!*more) break;
     views.assign(chunk.begin(), chunk.end());
@@ -178,9 +141,10 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
         std::cerr << "redbloom: the first " << done << " items were processed\n";
       }
       const char* what = op == ItemOp::kCheck ? "check" : op == ItemOp::kAdd ? "add" : "remove";
-      return Fail(s.WithContext(s.code() == StatusCode::kInvalidArgument
-                                    ? "input near item " + std::to_string(done + 1)
-                                    : std::string(what)));
+      // A bad item is named by its place in the input (a line number).
+      return Fail(s.code() == StatusCode::kInvalidArgument
+                      ? source.Locate(s, (*filter)->config().encoding, chunk)
+                      : s.WithContext(what));
     }
     if (!quiet) {
       out.clear();

@@ -49,6 +49,9 @@ inline constexpr uint64_t kMinSliceMillis = 10;
 // A scaling filter stops growing here (kResourceExhausted): 32 layers at
 // expansion 2 hold 2^32 times the first capacity.
 inline constexpr uint64_t kMaxLayers = 32;
+// Redis stores: a plain or counting filter may be split over up to this
+// many shards (FilterOptions::shards).
+inline constexpr uint32_t kMaxShards = 1024;
 
 struct FilterOptions {
   uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
@@ -62,6 +65,18 @@ struct FilterOptions {
   // Any kind: the filter and all its keys/files disappear this many seconds
   // after creation. 0 = never.
   uint64_t ttl_seconds = 0;
+  // Plain and counting filters on Redis: split the cells over this many
+  // shards (1 to 1024), each its own key in its own cluster slot and sized
+  // for its share of the capacity, so a filter can pass one key's 512 MB and
+  // spread its load over a cluster's masters. 1 = one array.
+  uint32_t shards = 1;
+  // Given geometry, for bits that were sized elsewhere (a Guava writeTo file
+  // records m and k, not n and p). When `bits` is not 0 the filter has
+  // exactly m = bits and k = hashes; capacity and error_rate must then be 0,
+  // and the config derives them (FilterConfig::geometry_given). Plain and
+  // counting filters of strategy guava64 only.
+  uint64_t bits = 0;
+  uint32_t hashes = 0;
 };
 
 struct FilterConfig {
@@ -74,14 +89,28 @@ struct FilterConfig {
   uint64_t window_millis = 0;  // kWindow only, else 0
   uint32_t slices = 0;         // kWindow only, else 0
   uint64_t ttl_seconds = 0;    // as created; not part of the filter's identity
+  uint32_t shards = 1;         // plain and counting filters: shards (parts 0..shards-1)
   // The geometry of the filter's main bit array: the whole filter for plain
-  // and counting kinds, the first layer of a scaling filter, every slice of a
-  // window filter. Derived from the above; stored so a reader can verify it.
+  // and counting kinds (each shard, when sharded), the first layer of a
+  // scaling filter, every slice of a window filter. Derived from the above;
+  // stored so a reader can verify it.
   Geometry geometry;
+  // True when the geometry was given (FilterOptions::bits) rather than
+  // derived: then capacity and error_rate are derived from it instead, as
+  // the n at which m and k are optimal, n = round(m ln 2 / k), and the
+  // false-positive rate there, p = 2^-k (both exact in IEEE arithmetic, so
+  // every reader derives the same). Persisted with the config: file header
+  // flags bit 1, Redis metadata field geometry=given, dump line geometry=given.
+  bool geometry_given = false;
 
-  // Plain and counting filters keep all their cells in one array (part 0);
-  // scaling and window filters in several parts that come and go.
+  // Plain and counting filters keep all their cells in one array (part 0),
+  // unless sharded; scaling and window filters in several parts that come and
+  // go.
   bool one_array() const;
+  // The parts that exist from creation on: 0 .. initial_parts()-1 (a plain
+  // filter's one array or its shards, a scaling filter's first layer; none
+  // for a window filter).
+  uint64_t initial_parts() const;
   // Bits per cell: 4 for counting filters, else 1.
   uint32_t cell_bits() const;
   // Bytes that hold geometry.bits cells, as Redis stores them.

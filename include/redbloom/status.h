@@ -4,8 +4,8 @@
 // abseil's canonical codes, so each carries its retry meaning:
 //   kUnavailable / kDeadlineExceeded  -> transient, retry with backoff;
 //   kInvalidArgument / kConflict ...  -> the request itself is wrong, don't retry.
-// The CLI maps a code to an exit status and the HTTP service to an HTTP status,
-// each in exactly one place (ExitCodeFor / HttpStatusFor).
+// The CLI maps a code to an exit status (tools/exit_codes.h) and the HTTP
+// service to an HTTP status (server/http_status.h), each in exactly one place.
 //
 // A store failure is always an error. No call ever turns "the store could not
 // be read" into "the item is absent".
@@ -21,16 +21,22 @@ namespace redbloom {
 
 enum class StatusCode : int {
   kOk = 0,
-  kInvalidArgument,    // bad parameters or input; fix the request
-  kNotFound,           // the filter does not exist
-  kAlreadyExists,      // created before, with identical parameters
-  kConflict,           // exists with other parameters, or a concurrent change won
-  kUnavailable,        // store unreachable or connection lost; retryable
-  kDeadlineExceeded,   // store timed out; retryable
-  kResourceExhausted,  // a size limit was hit
-  kDataLoss,           // a stored filter is corrupt or of a foreign format
-  kUnimplemented,      // not supported by this store or filter kind
-  kInternal,           // a bug, or a store answer we do not understand
+  kInvalidArgument,   // bad parameters or input; fix the request
+  kNotFound,          // the filter does not exist
+  kAlreadyExists,     // created before, with identical parameters
+  kConflict,          // exists with other parameters, or a concurrent change won
+  kUnavailable,       // store unreachable or connection lost; retryable
+  kDeadlineExceeded,  // store timed out; retryable
+  // The store has no room left: Redis answered OOM (maxmemory), the disk is
+  // full (ENOSPC, EDQUOT), memory for a filter could not be allocated, or a
+  // scaling filter reached its last layer. A store error, not a bad request:
+  // the same request succeeds once there is room (a larger maxmemory, free
+  // disk, a rebuilt filter).
+  kResourceExhausted,
+  kTooLarge,       // the request is over a size limit (body, items, item length); send less
+  kDataLoss,       // a stored filter is corrupt or of a foreign format
+  kUnimplemented,  // not supported by this store or filter kind
+  kInternal,       // a bug, or a store answer we do not understand
 };
 
 // Stable lower-case name of a code ("invalid_argument"), used in JSON errors.
@@ -57,6 +63,7 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string msg) {
     return {StatusCode::kResourceExhausted, std::move(msg)};
   }
+  static Status TooLarge(std::string msg) { return {StatusCode::kTooLarge, std::move(msg)}; }
   static Status DataLoss(std::string msg) { return {StatusCode::kDataLoss, std::move(msg)}; }
   static Status Unimplemented(std::string msg) {
     return {StatusCode::kUnimplemented, std::move(msg)};
@@ -82,7 +89,15 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-// Either a value or a non-OK Status.
+namespace internal {
+// Prints `status` to stderr and aborts: reading the value of a failed Result
+// is a bug in the caller, and a crash that names the error beats reading
+// garbage (abseil's StatusOr::value() does the same).
+[[noreturn]] void DieReadingFailedResult(const Status& status);
+}  // namespace internal
+
+// Either a value or a non-OK Status. value(), operator* and operator-> on an
+// error abort with the status printed; check ok() first.
 template <typename T>
 class [[nodiscard]] Result {
  public:
@@ -93,25 +108,32 @@ class [[nodiscard]] Result {
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
+  T& value() & {
+    CheckOk();
+    return *value_;
+  }
+  const T& value() const& {
+    CheckOk();
+    return *value_;
+  }
+  T&& value() && {
+    CheckOk();
+    return std::move(*value_);
+  }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
 
  private:
+  void CheckOk() const {
+    if (!value_.has_value()) [[unlikely]]
+      internal::DieReadingFailedResult(status_);
+  }
+
   std::optional<T> value_;
   Status status_;
 };
-
-// CLI exit code for a status: 0 ok, 2 invalid input, 3 store or I/O error,
-// 4 not found or exists with other parameters (see README, "Exit codes").
-int ExitCodeFor(const Status& status);
-
-// HTTP status for a status: 400, 404, 409, 413, 503, 504, 500 ...
-int HttpStatusFor(const Status& status);
 
 }  // namespace redbloom
 

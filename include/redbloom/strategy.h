@@ -69,6 +69,12 @@ Status CheckStrategyEncoding(Strategy s, Encoding e);
 // The geometry a strategy gives to (capacity, error rate): kInvalidArgument
 // for parameters it cannot size (or that its Java side refuses).
 Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate);
+
+// The geometry of bits sized elsewhere (m and k as a Guava file records
+// them), after checking that this strategy could have produced it: guava64
+// needs m a multiple of 64, at most Guava's (2^31-1)*64, and 1 <= k <= 255.
+// The seed strategy sizes from capacity and error rate only (kInvalidArgument).
+Result<Geometry> GivenGeometry(Strategy s, uint64_t bits, uint32_t hashes);
 // The strategy's hash of an item's bytes (see funnel.h for the bytes).
 Hash128 HashBytes(Strategy s, std::string_view bytes);
 // Writes geometry.hashes offsets, each in [0, geometry.bits), to `out`.

@@ -8,8 +8,10 @@
 //   int64  words, big-endian; bit i of the filter is bit (i mod 64) of word i/64.
 // Redis keeps bit i at mask 0x80 >> (i mod 8) of byte i/8, so every word is
 // converted, not copied. Guava files carry neither the capacity, the error
-// rate nor the funnel: the importer supplies them and they are checked against
-// the file's m and k.
+// rate nor the funnel. Like Guava's readFrom, the importer needs only the
+// funnel: the file's m and k become the filter's geometry, with capacity and
+// error rate derived from them (FilterConfig::geometry_given). A capacity and
+// error rate the importer gives are checked against the file's m and k.
 //
 // redbloom dump (format version 1; docs/dump-format.md has the byte layout):
 // the full config and the item count, then the bitmap (or a counting
@@ -38,13 +40,19 @@ namespace redbloom {
 Status ExportGuava(BloomFilter& filter, std::ostream& out);
 
 struct GuavaImportOptions {
-  uint64_t capacity = 0;  // n and p the Java side created the filter with
+  // n and p the Java side created the filter with, or both 0 to take the
+  // file's m and k as they are.
+  uint64_t capacity = 0;
   double error_rate = 0;
   Encoding encoding = Encoding::kUtf8;  // the funnel the Java side used
 };
 // Reads a Guava file and ORs its bits into filter `name`, creating it (strategy
-// guava64) if it does not exist. The file's m and k must be what capacity and
-// error rate give. The whole file is validated before anything is written.
+// guava64) if it does not exist. Given a capacity and error rate, the file's
+// m and k must be what they give, and an existing filter must have them too.
+// Without, the new filter has the file's geometry (capacity and error rate
+// derived), and an existing plain guava64 filter of the same encoding, m and
+// k takes the bits whatever capacity it was created with. The whole file is
+// validated before anything is written.
 Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
                                                  std::istream& in,
                                                  const GuavaImportOptions& options);

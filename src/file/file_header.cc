@@ -52,6 +52,7 @@ Result<FieldMap> V1Fields(const uint8_t* h) {
   f["capacity"] = std::to_string(GetLE(h + 32, 8));
   f["error_rate"] = FormatDouble(std::bit_cast<double>(GetLE(h + 40, 8)));
   f["capped"] = (GetLE(h + 56, 4) & 1) != 0 ? "1" : "0";
+  if ((GetLE(h + 56, 4) & 2) != 0) f["geometry"] = "given";
   f["slices"] = std::to_string(GetLE(h + 60, 4));
   f["expansion"] = FormatDouble(std::bit_cast<double>(GetLE(h + 64, 8)));
   f["window_ms"] = std::to_string(GetLE(h + 72, 8));

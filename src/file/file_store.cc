@@ -151,6 +151,7 @@ class FileStore final : public Store {
 
   Status Create(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
+    REDBLOOM_RETURN_IF_ERROR(CheckUnsharded(config, url()));
     // A filter that expired but was never cleaned up must not block the name.
     if (auto old = ReadConfig(name); !old.ok() && old.status().code() != StatusCode::kNotFound) {
       return old.status();
@@ -207,7 +208,7 @@ class FileStore final : public Store {
                                              const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::shared_ptr<WordArray> main;
-    if (KindOf(config.kind).part0_at_create) {
+    if (config.initial_parts() > 0) {
       REDBLOOM_ASSIGN_OR_RETURN(main, OpenArray(name, PathOf(name), config, kMainPart));
     } else {
       // Still check that the filter exists with this config.
@@ -244,7 +245,7 @@ class FileStore final : public Store {
   // For FileParts.
   Result<std::shared_ptr<WordArray>> OpenPart(std::string_view name, const FilterConfig& config,
                                               uint64_t part) {
-    if (part == 0 && KindOf(config.kind).part0_at_create) {
+    if (part == 0 && config.initial_parts() > 0) {
       return OpenArray(name, PathOf(name), config, kMainPart);
     }
     auto a = OpenArray(name, PartPath(name, part), config, part);
@@ -257,7 +258,7 @@ class FileStore final : public Store {
 
   Status CreatePart(std::string_view name, const FilterConfig& config, uint64_t part,
                     uint64_t expires_at_ms) {
-    if (part == 0 && KindOf(config.kind).part0_at_create) return Status::Ok();
+    if (part == 0 && config.initial_parts() > 0) return Status::Ok();
     const std::string path = PartPath(name, part);
     if (::access(path.c_str(), F_OK) == 0) return Status::Ok();
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name));
@@ -281,7 +282,7 @@ class FileStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name));
     if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
     std::vector<uint64_t> parts;
-    if (KindOf(config.kind).part0_at_create) parts.push_back(0);
+    if (config.initial_parts() > 0) parts.push_back(0);
     const std::string dir = PartsDir(name);
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) {

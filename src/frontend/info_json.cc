@@ -17,19 +17,21 @@ nlohmann::ordered_json InfoJson(const FilterInfo& info, const std::string& store
   j["bits"] = c.geometry.bits;
   j["hashes"] = c.geometry.hashes;
   j["capped"] = c.geometry.capped;
+  // "given": bits and hashes came with the bits (a Guava file), and capacity
+  // and error_rate are derived from them; "derived": the other way round.
+  j["geometry"] = c.geometry_given ? "given" : "derived";
   if (c.kind == FilterKind::kScaling) j["expansion"] = c.expansion;
   if (c.kind == FilterKind::kWindow) {
     j["window_ms"] = c.window_millis;
     j["slices"] = c.slices;
   }
   j["ttl_seconds"] = c.ttl_seconds;
+  j["shards"] = c.shards;
   j["parts"] = info.parts;
   // "bits" and "hashes" size one part (a scaling filter's first layer, one
   // window slice); this counts the bits of all live parts, of which bits_set
   // and fill_ratio speak.
-  if (c.kind == FilterKind::kScaling || c.kind == FilterKind::kWindow) {
-    j["total_bits"] = info.bits;
-  }
+  if (!c.one_array()) j["total_bits"] = info.bits;
   j["memory_bytes"] = info.memory_bytes;
   j["bits_set"] = info.bits_set;
   j["items_added"] = info.items_added;

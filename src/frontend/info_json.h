@@ -13,7 +13,7 @@ namespace redbloom::frontend {
 
 // Fields in a fixed order: name, store, kind, strategy, encoding, capacity,
 // error_rate, bits, hashes, capped, [expansion], [window_ms, slices],
-// ttl_seconds, parts, memory_bytes, bits_set, items_added, approximate_items
+// ttl_seconds, shards, parts, [total_bits], memory_bytes, bits_set, items_added, approximate_items
 // (null when every bit is set), fill_ratio, current_fpp.
 nlohmann::ordered_json InfoJson(const FilterInfo& info, const std::string& store_url);
 

@@ -184,4 +184,55 @@ Status FilterContext::RemoveFrom(uint64_t part, std::span<const Hash128> hashes,
   return Status::Ok();
 }
 
+Status FilterContext::Routed(Op op, std::span<const uint32_t> part_of,
+                             std::span<const Hash128> hashes, uint8_t* out) {
+  const size_t slice = std::max<size_t>(1, bits_.preferred_batch());
+  std::map<uint32_t, std::vector<size_t>> items;  // part -> its items in this slice
+  std::vector<std::vector<Hash128>> part_hashes;
+  std::vector<std::vector<uint64_t>> offsets;
+  std::vector<std::vector<uint8_t>> answers;
+  std::vector<PartBatch> batches;
+  for (size_t start = 0; start < hashes.size(); start += slice) {
+    const size_t n = std::min(slice, hashes.size() - start);
+    items.clear();
+    for (size_t i = start; i < start + n; ++i) items[part_of[i]].push_back(i);
+    part_hashes.assign(items.size(), {});
+    offsets.assign(items.size(), {});
+    answers.assign(items.size(), {});
+    batches.clear();
+    size_t b = 0;
+    for (const auto& [part, which] : items) {
+      for (size_t i : which) part_hashes[b].push_back(hashes[i]);
+      REDBLOOM_RETURN_IF_ERROR(Offsets(part, part_hashes[b], &offsets[b]));
+      REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
+      answers[b].assign(which.size(), 0);
+      batches.push_back(PartBatch{.part = part,
+                                  .k = sizing.geometry.hashes,
+                                  .offsets = offsets[b].data(),
+                                  .items = which.size(),
+                                  .out = answers[b].data()});
+      ++b;
+    }
+    switch (op) {
+      case Op::kTest:
+        REDBLOOM_RETURN_IF_ERROR(bits_.Test(batches));
+        break;
+      case Op::kAdd:
+        REDBLOOM_RETURN_IF_ERROR(bits_.Add(batches));
+        break;
+      case Op::kRemove:
+        REDBLOOM_RETURN_IF_ERROR(bits_.Remove(batches));
+        break;
+    }
+    b = 0;
+    for (const auto& [part, which] : items) {
+      for (size_t j = 0; j < which.size(); ++j) {
+        if (out != nullptr) out[which[j]] |= answers[b][j];
+      }
+      ++b;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace redbloom::internal

@@ -73,6 +73,13 @@ class FilterContext {
                size_t* done = nullptr, uint64_t* room = nullptr);
   Status RemoveFrom(uint64_t part, std::span<const Hash128> hashes, uint8_t* out);
 
+  // Each item to its own part, part_of[i] (a sharded filter's shards): one
+  // store call per slice of items, with every part's batch in it (so the
+  // store can reach every shard at once). out[i] answers item i.
+  enum class Op { kTest, kAdd, kRemove };
+  Status Routed(Op op, std::span<const uint32_t> part_of, std::span<const Hash128> hashes,
+                uint8_t* out);
+
  private:
   // Offsets of `hashes` under part `part`'s geometry, into *out (resized).
   Status Offsets(uint64_t part, std::span<const Hash128> hashes, std::vector<uint64_t>* out);

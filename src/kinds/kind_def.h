@@ -53,8 +53,10 @@ struct KindDef {
   FilterKind id;          // stored in files and dumps; never reused
   std::string_view name;  // stored in Redis metadata and dumps, typed on the CLI
   uint32_t cell_bits;     // 1 (bits) or 4 (saturating counters)
-  bool one_array;         // all cells in part 0
-  bool part0_at_create;   // part 0 exists from creation on (else parts come later)
+  bool one_array;         // all cells in part 0 (or, sharded, in shards 0..S-1)
+  // How many parts exist from creation on (parts 0..N-1); later parts come
+  // and go with the policy.
+  uint64_t (*initial_parts)(const FilterConfig& config);
   // Checks the kind's own options and copies them into *config; rejects the
   // options of other kinds (see RejectScalingOptions, RejectWindowOptions).
   Status (*configure)(const FilterOptions& options, FilterConfig* config);
@@ -76,8 +78,16 @@ const KindDef& KindOf(FilterKind id);
 Status RejectScalingOptions(const FilterOptions& options);
 Status RejectWindowOptions(const FilterOptions& options);
 
-// The part of a one-array kind: part 0 only.
+// The parts of a one-array kind: part 0, or shards 0..S-1, each sized for its
+// share of the capacity (see ShardOf).
 Result<PartTarget> OneArrayTarget(const FilterConfig& config, uint64_t part);
+uint64_t OneArrayParts(const FilterConfig& config);
+
+// The shard of an item of a sharded filter, from its hash: bits mixed out of
+// both halves (fmix64 of h1 ^ rotl(h2, 32)), so that which shard an item
+// goes to is independent of its offsets within the shard, then mapped onto
+// [0, shards) by multiply-shift. Part of the layout, never changed.
+uint32_t ShardOf(const Hash128& hash, uint32_t shards);
 
 // Plain and counting filters: one array, part 0. Counting filters remove.
 class OneArrayPolicy final : public KindPolicy {

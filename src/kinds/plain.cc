@@ -6,32 +6,54 @@
 
 namespace redbloom::internal {
 
+namespace {
+
+// Sharded filters: each item's shard (ShardOf), as parts.
+std::vector<uint32_t> Shards(const FilterConfig& c, std::span<const Hash128> hashes) {
+  std::vector<uint32_t> out(hashes.size());
+  for (size_t i = 0; i < hashes.size(); ++i) out[i] = ShardOf(hashes[i], c.shards);
+  return out;
+}
+
+}  // namespace
+
 Status OneArrayPolicy::Add(FilterContext& f, std::span<const Hash128> hashes,
                            uint8_t* added) const {
-  return f.AddTo(0, hashes, added);
+  const FilterConfig& c = f.config();
+  if (c.shards == 1) return f.AddTo(0, hashes, added);
+  return f.Routed(FilterContext::Op::kAdd, Shards(c, hashes), hashes, added);
 }
 
 Status OneArrayPolicy::Contains(FilterContext& f, std::span<const Hash128> hashes,
                                 uint8_t* present) const {
-  const uint64_t part = 0;
-  return f.TestIn(std::span<const uint64_t>(&part, 1), hashes, present);
+  const FilterConfig& c = f.config();
+  if (c.shards == 1) {
+    const uint64_t part = 0;
+    return f.TestIn(std::span<const uint64_t>(&part, 1), hashes, present);
+  }
+  return f.Routed(FilterContext::Op::kTest, Shards(c, hashes), hashes, present);
 }
 
 Status OneArrayPolicy::Remove(FilterContext& f, std::span<const Hash128> hashes,
                               uint8_t* removed) const {
   if (!removes_) return KindPolicy::Remove(f, hashes, removed);
-  return f.RemoveFrom(0, hashes, removed);
+  const FilterConfig& c = f.config();
+  if (c.shards == 1) return f.RemoveFrom(0, hashes, removed);
+  return f.Routed(FilterContext::Op::kRemove, Shards(c, hashes), hashes, removed);
 }
 
-Result<std::vector<uint64_t>> OneArrayPolicy::LiveParts(FilterContext&) const {
-  return std::vector<uint64_t>{0};
+Result<std::vector<uint64_t>> OneArrayPolicy::LiveParts(FilterContext& f) const {
+  std::vector<uint64_t> parts(f.config().shards);
+  for (uint64_t p = 0; p < parts.size(); ++p) parts[p] = p;
+  return parts;
 }
 
 Status OneArrayPolicy::PrepareMerge(FilterContext& f, uint64_t part, bool* skip) const {
   *skip = false;
-  if (part != 0) {
-    return Status::InvalidArgument("filter '" + std::string(f.name()) +
-                                   "' has one part; cannot merge part " + std::to_string(part));
+  if (part >= f.config().shards) {
+    return Status::InvalidArgument("filter '" + std::string(f.name()) + "' has " +
+                                   std::to_string(f.config().shards) +
+                                   " part(s); cannot merge part " + std::to_string(part));
   }
   return Status::Ok();
 }
@@ -53,7 +75,7 @@ const KindDef kPlainKind = {
     .name = "plain",
     .cell_bits = 1,
     .one_array = true,
-    .part0_at_create = true,
+    .initial_parts = &OneArrayParts,
     .configure = &Configure,
     .part_target = &OneArrayTarget,
     .policy = &kPolicy,

@@ -61,11 +61,34 @@ Status RejectWindowOptions(const FilterOptions& o) {
 }
 
 Result<PartTarget> OneArrayTarget(const FilterConfig& c, uint64_t part) {
-  if (part != 0) {
-    return Status::InvalidArgument("a " + std::string(KindOf(c.kind).name) +
-                                   " filter has one part, not part " + std::to_string(part));
+  if (part >= c.shards) {
+    return Status::InvalidArgument(
+        "a " + std::string(KindOf(c.kind).name) + " filter has " +
+        (c.shards == 1 ? std::string("one part") : std::to_string(c.shards) + " shards") +
+        ", not part " + std::to_string(part));
   }
-  return PartTarget{c.capacity, c.error_rate};
+  if (c.shards == 1) return PartTarget{c.capacity, c.error_rate};
+  // A shard receives Binomial(n, 1/S) items: about n/S, give or take
+  // sqrt(n/S). Sizing each for two standard deviations more keeps nearly
+  // every shard within its capacity, so the whole keeps the rate asked for
+  // (the rate is convex in the load: a fuller shard costs more than an
+  // emptier one saves), at a memory cost of 2/sqrt(n/S): 0.2% for a million
+  // items a shard.
+  const double share = static_cast<double>(c.capacity) / c.shards;
+  return PartTarget{static_cast<uint64_t>(std::ceil(share + 2 * std::sqrt(share))), c.error_rate};
+}
+
+uint64_t OneArrayParts(const FilterConfig& c) { return c.shards; }
+
+uint32_t ShardOf(const Hash128& hash, uint32_t shards) {
+  uint64_t x = hash.h1 ^ ((hash.h2 << 32) | (hash.h2 >> 32));
+  // MurmurHash3's fmix64.
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return static_cast<uint32_t>(((x >> 32) * shards) >> 32);
 }
 
 Status KindPolicy::Remove(FilterContext& f, std::span<const Hash128>, uint8_t*) const {
@@ -103,7 +126,8 @@ Result<FilterKind> ParseFilterKind(std::string_view name) {
                                  known + ")");
 }
 
-bool FilterConfig::one_array() const { return KindOf(kind).one_array; }
+bool FilterConfig::one_array() const { return KindOf(kind).one_array && shards == 1; }
+uint64_t FilterConfig::initial_parts() const { return KindOf(kind).initial_parts(*this); }
 uint32_t FilterConfig::cell_bits() const { return KindOf(kind).cell_bits; }
 
 Result<PartSizing> SizePart(const FilterConfig& c, uint64_t part) {
@@ -113,6 +137,11 @@ Result<PartSizing> SizePart(const FilterConfig& c, uint64_t part) {
   PartSizing s;
   s.capacity = t.capacity;
   s.error_rate = t.error_rate;
+  if (c.geometry_given) {
+    // Bits sized elsewhere (a Guava file's m and k): one array, as given.
+    s.geometry = c.geometry;
+    return s;
+  }
   REDBLOOM_ASSIGN_OR_RETURN(s.geometry, GeometryFor(c.strategy, s.capacity, s.error_rate));
   return s;
 }

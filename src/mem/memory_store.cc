@@ -104,13 +104,14 @@ class MemoryStore final : public Store {
 
   Status Create(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
+    REDBLOOM_RETURN_IF_ERROR(CheckUnsharded(config, url()));
     std::lock_guard lock(mu_);
     auto existing = Find(name);
     if (existing.ok()) return ExistsStatus(name, (*existing)->config, config);
     auto filter = std::make_shared<MemFilter>();
     filter->config = config;
     filter->expires_at_ms = FilterExpiry(clock(), config);
-    if (KindOf(config.kind).part0_at_create) {
+    if (config.initial_parts() > 0) {
       REDBLOOM_ASSIGN_OR_RETURN(auto main,
                                 NewArray(config, 0, name, filter->remove_mutex, filter->writers));
       filter->parts.emplace(0, std::move(main));
@@ -160,7 +161,7 @@ class MemoryStore final : public Store {
       REDBLOOM_ASSIGN_OR_RETURN(auto filter, Find(name));
       if (!filter->config.SameFilterAs(config)) return ConfigChangedStatus(name);
       if (auto it = filter->parts.find(0);
-          KindOf(config.kind).part0_at_create && it != filter->parts.end()) {
+          config.initial_parts() > 0 && it != filter->parts.end()) {
         main = View(it->second);
       }
     }

@@ -15,9 +15,7 @@ namespace redbloom::internal {
 namespace {
 
 constexpr int kSlots = 16384;
-// Redirects followed within one call. ASK is followed one transaction at a
-// time (ASKING covers the command after it), so a call of up to 64
-// transactions may need that many during a migration.
+// Redirects followed within one call (each MOVED follows a reshard step).
 constexpr int kMaxRedirects = 200;
 // TRYAGAIN / CLUSTERDOWN: a migration step or a failover takes
 // milliseconds to seconds; wait for it this long in all before giving up.
@@ -39,7 +37,6 @@ class ClusterSource final : public ConnectionSource {
 
   Status Run(std::string_view key, Access access, bool idempotent, const Op& op) override {
     const int slot = KeySlot(key);
-    int ask_node = -1;
     int lost = 0;
     const auto give_up_at = std::chrono::steady_clock::now() + kMaxWait;
     for (int attempt = 0;; ++attempt) {
@@ -48,8 +45,7 @@ class ClusterSource final : public ConnectionSource {
         REDBLOOM_RETURN_IF_ERROR(Refresh(/*force=*/true));
         map = Map();
       }
-      int node = ask_node;
-      if (node < 0) node = NodeFor(*map, slot, access);
+      const int node = NodeFor(*map, slot, access);
       if (node < 0) {
         // No node serves the slot (a failover in progress): ask again.
         if (std::chrono::steady_clock::now() > give_up_at) {
@@ -68,13 +64,11 @@ class ClusterSource final : public ConnectionSource {
         if (!lease.ok()) {
           s = lease.status();
         } else {
-          if (ask_node >= 0) (*lease)->AskNext();
           s = op(**lease);
           wrote = (*lease)->wrote();
           redirect = (*lease)->redirect();
         }
       }
-      ask_node = -1;
       if (s.ok()) return s;
       if (redirect.has_value() && attempt < kMaxRedirects) {
         switch (redirect->kind) {
@@ -85,8 +79,6 @@ class ClusterSource final : public ConnectionSource {
             Learn(slot, NodeIndex(HostFor(*redirect, node), redirect->port));
             continue;
           case ClusterRedirect::Kind::kAsk:
-            ask_node = NodeIndex(HostFor(*redirect, node), redirect->port);
-            continue;
           case ClusterRedirect::Kind::kTryAgain:
           case ClusterRedirect::Kind::kClusterDown:
             if (std::chrono::steady_clock::now() > give_up_at) return s;
@@ -107,6 +99,15 @@ class ClusterSource final : public ConnectionSource {
       std::this_thread::sleep_for(Backoff(std::min(lost, 6)));
       (void)Refresh(/*force=*/true);
     }
+  }
+
+  std::string Route(std::string_view key) override {
+    std::shared_ptr<const SlotMap> map = Map();
+    if (!map) return {};
+    const int node = map->master[KeySlot(key)];
+    if (node < 0) return {};
+    std::lock_guard lock(mu_);
+    return nodes_[node].addr.Display();
   }
 
   Status ForEachServer(const Op& op) override {

@@ -1,6 +1,7 @@
 #include "redis/connection_source.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -12,6 +13,36 @@ std::chrono::milliseconds ConnectionSource::Backoff(int attempt) {
   thread_local std::minstd_rand rng(std::random_device{}());
   const int64_t base = std::min<int64_t>(1000, int64_t{25} << std::min(attempt, 10));
   return std::chrono::milliseconds(base / 2 + static_cast<int64_t>(rng() % (base / 2 + 1)));
+}
+
+Status ConnectionSource::InParallel(const std::vector<std::string>& keys,
+                                    const std::vector<std::function<Status()>>& tasks) {
+  if (tasks.empty()) return Status::Ok();
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t i = 0; i < tasks.size(); ++i) groups[Route(keys[i])].push_back(i);
+  std::vector<Status> results(tasks.size());
+  auto run_group = [&](const std::vector<size_t>& which) {
+    for (size_t i : which) results[i] = tasks[i]();
+  };
+  std::vector<std::thread> threads;
+  for (auto it = std::next(groups.begin()); it != groups.end(); ++it) {
+    threads.emplace_back(run_group, std::cref(it->second));
+  }
+  run_group(groups.begin()->second);
+  for (auto& t : threads) t.join();
+  for (const Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status ConnectionSource::RunEach(const std::vector<std::string>& keys, Access access,
+                                 bool idempotent, const std::vector<Op>& ops) {
+  std::vector<std::function<Status()>> tasks;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    tasks.push_back([&, i] { return Run(keys[i], access, idempotent, ops[i]); });
+  }
+  return InParallel(keys, tasks);
 }
 
 namespace {

@@ -45,6 +45,20 @@ class ConnectionSource {
   // too slow for one attempt gets no faster from a second one, and the
   // caller's time is up.
   virtual Status Run(std::string_view key, Access access, bool idempotent, const Op& op) = 0;
+  // Runs ops[i] as Run(keys[i], ...) does, all of them: ops whose keys live
+  // on one server run one after another, servers in parallel (one thread
+  // each). Returns the first error; every op runs to its end regardless.
+  Status RunEach(const std::vector<std::string>& keys, Access access, bool idempotent,
+                 const std::vector<Op>& ops);
+  // Runs tasks[i] (which talks to the server of keys[i]) for every i: the
+  // tasks of one server one after another, servers in parallel (one thread
+  // each). Returns the first error; every task runs to its end regardless.
+  Status InParallel(const std::vector<std::string>& keys,
+                    const std::vector<std::function<Status()>>& tasks);
+  // The server that holds `key` now, as a name ("" when all keys live on
+  // one server): what RunEach and InParallel group by.
+  virtual std::string Route(std::string_view /*key*/) { return {}; }
+
   // Runs `op` once on every server that holds keys (for SCAN).
   virtual Status ForEachServer(const Op& op) = 0;
   // Connects once, without retries, so that a wrong URL or a server that is

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 #include <deque>
+#include <functional>
+#include <map>
 #include <random>
 
 #include "kinds/kind_def.h"
@@ -45,13 +47,15 @@ constexpr size_t kCounterMergeChunk = 16 << 10;
 }  // namespace
 
 RedisBitStore::RedisBitStore(std::shared_ptr<RedisShared> shared, std::string name,
-                             const FilterConfig& config, uint64_t filter_expires_at_ms)
+                             const FilterConfig& config, uint64_t filter_expires_at_ms,
+                             std::string shard_token)
     : shared_(std::move(shared)),
       name_(std::move(name)),
       config_(config),
       keys_(KeysFor(name_, shared_->keys)),
       checked_(CheckedValues(name_, config)),
-      filter_expires_at_ms_(filter_expires_at_ms) {}
+      filter_expires_at_ms_(filter_expires_at_ms),
+      shard_token_(std::move(shard_token)) {}
 
 // Counts that could not be sent are sent now, best effort.
 RedisBitStore::~RedisBitStore() {
@@ -59,7 +63,7 @@ RedisBitStore::~RedisBitStore() {
   for (auto& [part, cells] : cells_) {
     const uint64_t uncounted = cells->pending.exchange(0);
     if (uncounted == 0) continue;
-    (void)shared_->source->Run(keys_.meta, Access::kMaster, /*idempotent=*/false,
+    (void)shared_->source->Run(cells->meta, Access::kMaster, /*idempotent=*/false,
                                [&](Connection& c) -> Status {
                                  CommandBuffer cmd;
                                  AppendCount(&cmd, *cells, uncounted);
@@ -81,11 +85,31 @@ Result<const RedisBitStore::Cells*> RedisBitStore::CellsOf(uint64_t part) {
   cells->geometry = sizing.geometry;
   cells->cell_bits = config_.cell_bits();
   cells->bytes = sizing.bytes(cells->cell_bits);
-  if (part == 0 && KindOf(config_.kind).part0_at_create) {
+  cells->meta = keys_.meta;
+  cells->checked = checked_;
+  cells->temp_key = [this](std::string_view suffix) {
+    return TempKeyFor(name_, shared_->keys, suffix);
+  };
+  if (part == 0 && config_.initial_parts() > 0) {
     cells->display = "filter '" + name_ + "'";
     cells->bitmap = keys_.bitmap;
     cells->scratch = keys_.scratch;
     cells->count_hash = keys_.meta;
+    cells->count_field = "count";
+  } else if (part < config_.initial_parts()) {
+    // A shard: its own keys and metadata copy, in its own slot.
+    const ShardKeys shard = ShardKeysFor(name_, shared_->keys, static_cast<uint32_t>(part),
+                                         static_cast<uint32_t>(config_.initial_parts()));
+    cells->display = "shard " + std::to_string(part) + " of filter '" + name_ + "'";
+    const auto shards = static_cast<uint32_t>(config_.initial_parts());
+    cells->temp_key = [this, part, shards](std::string_view suffix) {
+      return ShardTempKeyFor(name_, shared_->keys, static_cast<uint32_t>(part), shards, suffix);
+    };
+    cells->meta = shard.meta;
+    cells->checked.back() = ShardIdentity(name_, part, shard_token_);
+    cells->bitmap = shard.bitmap;
+    cells->scratch = shard.scratch;
+    cells->count_hash = shard.meta;
     cells->count_field = "count";
   } else {
     const PartKeys part_keys = PartKeysFor(name_, shared_->keys, part);
@@ -120,14 +144,14 @@ Status RedisBitStore::CheckBatch(const Cells& cells, const PartBatch& b) const {
   return Status::Ok();
 }
 
-void RedisBitStore::AppendMetaCheck(CommandBuffer* cmd) const {
+void RedisBitStore::AppendMetaCheck(CommandBuffer* cmd, const Cells& cells) const {
   cmd->Begin(2 + kChecked);
   cmd->Arg("HMGET");
-  cmd->Arg(keys_.meta);
+  cmd->Arg(cells.meta);
   for (std::string_view f : kCheckedFields) cmd->Arg(f);
 }
 
-Status RedisBitStore::CheckMeta(const redisReply* r) const {
+Status RedisBitStore::CheckMeta(const redisReply* r, const Cells& cells) const {
   if (r->type == REDIS_REPLY_ERROR) {
     return Status::DataLoss("metadata '" +
                             DisplayKey(KeysFor(name_, KeyMode::kPlain).meta, shared_->keys) +
@@ -136,7 +160,7 @@ Status RedisBitStore::CheckMeta(const redisReply* r) const {
   if (!IsArray(r, kChecked)) return Unexpected("HMGET", r);
   if (r->element[0]->type == REDIS_REPLY_NIL) return Gone();
   for (size_t i = 0; i < kChecked; ++i) {
-    if (ReplyText(r->element[i]) != checked_[i]) return ConfigChangedStatus(name_);
+    if (ReplyText(r->element[i]) != cells.checked[i]) return ConfigChangedStatus(name_);
   }
   return Status::Ok();
 }
@@ -184,8 +208,8 @@ Result<uint64_t> RedisBitStore::ParseCount(const Cells& cells, const redisReply*
 }
 
 void RedisBitStore::AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t delta) const {
-  BeginEval(cmd, scripts::kAddCount, {keys_.meta, cells.count_hash}, kChecked + 2);
-  for (const auto& v : checked_) cmd->Arg(v);
+  BeginEval(cmd, scripts::kAddCount, {cells.meta, cells.count_hash}, kChecked + 2);
+  for (const auto& v : cells.checked) cmd->Arg(v);
   cmd->Arg(delta);
   cmd->Arg(cells.count_field);
 }
@@ -198,11 +222,8 @@ Status WaitForReplicas(Connection& c, const RedisShared& shared) {
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
   if (r->type != REDIS_REPLY_INTEGER) return Unexpected("WAIT", r.get());
   if (r->integer < shared.wait_replicas) {
-    return Status::Unavailable(
-        "redis " + c.server().display + ": only " + std::to_string(r->integer) + " of " +
-        std::to_string(shared.wait_replicas) + " replicas confirmed the write within " +
-        std::to_string(shared.wait_timeout.count()) +
-        " ms (wait_replicas); it is on the master but may be lost in a failover");
+    return NotReplicatedStatus(c.server().display, static_cast<int>(r->integer),
+                               shared.wait_replicas, shared.wait_timeout);
   }
   return Status::Ok();
 }
@@ -255,7 +276,7 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         return Status::Ok();
       });
   if (!s.ok()) return s;
-  if (KindOf(config_.kind).part0_at_create) live.push_back(0);
+  for (uint64_t p = 0; p < config_.initial_parts(); ++p) live.push_back(p);
   std::sort(live.begin(), live.end());
   live.erase(std::unique(live.begin(), live.end()), live.end());
   return live;
@@ -266,12 +287,12 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
   if (!cells->listed) return Status::Ok();  // exists from creation on
   const uint64_t expires_at = CapExpiry(expires_at_ms, filter_expires_at_ms_);
   // Idempotent: creating a part that exists changes nothing.
-  return shared_->source->Run(keys_.meta, Access::kMaster, /*idempotent=*/true,
+  return shared_->source->Run(cells->meta, Access::kMaster, /*idempotent=*/true,
                               [&](Connection& c) -> Status {
                                 CommandBuffer cmd;
                                 BeginEval(&cmd, scripts::kCreatePart,
-                                          {keys_.meta, cells->bitmap, keys_.parts}, kChecked + 4);
-                                for (const auto& v : checked_) cmd.Arg(v);
+                                          {cells->meta, cells->bitmap, keys_.parts}, kChecked + 4);
+                                for (const auto& v : cells->checked) cmd.Arg(v);
                                 cmd.Arg(part);
                                 cmd.Arg(cells->bytes);
                                 cmd.Arg(expires_at);
@@ -288,23 +309,34 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
 
 Status RedisBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* parts_now) {
   const size_t batch = shared_->options.batch_items;
-  std::vector<Chunk> chunks;
+  // Chunks by the metadata key that routes them: the filter's own, and one
+  // per shard of a sharded filter (each in its own slot, maybe node).
+  std::map<std::string, std::vector<Chunk>> groups;
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(b.part));
     REDBLOOM_RETURN_IF_ERROR(CheckBatch(*cells, b));
     for (size_t first = 0; first < b.items; first += batch) {
-      chunks.push_back(Chunk{&b, cells, first, std::min(batch, b.items - first), {}});
+      groups[cells->meta].push_back(Chunk{&b, cells, first, std::min(batch, b.items - first), {}});
     }
   }
-  if (chunks.empty()) {
-    if (parts_now != nullptr) {
-      REDBLOOM_ASSIGN_OR_RETURN(*parts_now, ListParts());
-    }
-    return Status::Ok();
+  // The part list rides with the filter's own first transaction, if any.
+  if (parts_now != nullptr && groups.count(keys_.meta) == 0) {
+    REDBLOOM_ASSIGN_OR_RETURN(*parts_now, ListParts());
+    parts_now = nullptr;
   }
-  size_t done = 0;
-  return shared_->source->Run(keys_.meta, Access::kReplicaOk, /*idempotent=*/true,
-                              [&](Connection& c) { return TestOn(c, chunks, &done, parts_now); });
+  std::vector<std::string> keys;
+  std::vector<std::function<Status()>> tasks;
+  for (auto& [key, chunks] : groups) {
+    keys.push_back(key);
+    std::vector<uint64_t>* list = key == keys_.meta ? parts_now : nullptr;
+    tasks.push_back([this, &key, &chunks, list] {
+      size_t done = 0;
+      return shared_->source->Run(key, Access::kReplicaOk, /*idempotent=*/true,
+                                  [&](Connection& c) { return TestOn(c, chunks, &done, list); });
+    });
+  }
+  if (tasks.size() == 1) return tasks.front()();
+  return shared_->source->InParallel(keys, tasks);
 }
 
 // Tests chunks [*done, end) on one connection, advancing *done past every
@@ -383,7 +415,7 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
       if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
     }
   }
-  AppendMetaCheck(&cmd);
+  AppendMetaCheck(&cmd, cells);
   cmd.Command({"STRLEN", cells.bitmap});
   if (cells.listed) cmd.Command({"HEXISTS", keys_.parts, cells.count_field});
   if (list_parts) cmd.Command({"HKEYS", keys_.parts});
@@ -397,7 +429,7 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
   const size_t reads = chunk.reads;  // the cells' replies come first
   const size_t queued = reads + 2 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0);
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, queued));
-  REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[reads]));
+  REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[reads], cells));
   size_t at = reads + 2;
   bool exists = true;
   if (cells.listed) exists = exec->element[at++]->integer == 1;
@@ -405,7 +437,7 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
     const redisReply* r = exec->element[at];
     if (!IsArray(r, 0)) return Unexpected("HKEYS", r);
     parts_now->clear();
-    if (KindOf(config_.kind).part0_at_create) parts_now->push_back(0);
+    for (uint64_t p = 0; p < config_.initial_parts(); ++p) parts_now->push_back(p);
     for (size_t i = 0; i < r->elements; ++i) {
       Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
       if (!p.ok()) {
@@ -477,15 +509,15 @@ Result<uint64_t> RedisBitStore::ItemCount(uint64_t part) {
   REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
   uint64_t count = 0;
   Status s = shared_->source->Run(
-      keys_.meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
+      cells->meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
         CommandBuffer cmd;
         cmd.Command({"MULTI"});
-        AppendMetaCheck(&cmd);
+        AppendMetaCheck(&cmd, *cells);
         cmd.Command({"HGET", cells->count_hash, cells->count_field});
         cmd.Command({"EXEC"});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2));
-        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[0]));
+        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[0], *cells));
         REDBLOOM_ASSIGN_OR_RETURN(count, ParseCount(*cells, exec->element[1]));
         return Status::Ok();
       });
@@ -508,17 +540,17 @@ Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
     return stats;
   }
   Status s = shared_->source->Run(
-      keys_.meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
+      cells->meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
         CommandBuffer cmd;
         cmd.Command({"MULTI"});
         cmd.Command({"BITCOUNT", cells->bitmap});
-        AppendMetaCheck(&cmd);
+        AppendMetaCheck(&cmd, *cells);
         cmd.Command({"HGET", cells->count_hash, cells->count_field});
         AppendPresence(&cmd, *cells, keys_.parts);
         cmd.Command({"EXEC"});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 3 + PresenceReplies(*cells)));
-        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
+        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
         if (cells->listed && exec->element[4]->integer == 0) {
           return Status::NotFound(cells->display + " does not exist");
         }
@@ -547,11 +579,11 @@ Status RedisBitStore::Clear() {
     REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
     // Idempotent: clearing twice leaves the same empty part.
     Status cleared = shared_->source->Run(
-        keys_.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+        cells->meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           CommandBuffer cmd;
-          BeginEval(&cmd, scripts::kClear, {keys_.meta, cells->bitmap, cells->count_hash},
+          BeginEval(&cmd, scripts::kClear, {cells->meta, cells->bitmap, cells->count_hash},
                     kChecked + 2);
-          for (const auto& v : checked_) cmd.Arg(v);
+          for (const auto& v : cells->checked) cmd.Arg(v);
           cmd.Arg(cells->bytes);
           cmd.Arg(cells->count_field);
           REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
@@ -570,7 +602,7 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
   out->clear();
   if (len == 0) return Status::Ok();
   return shared_->source->Run(
-      keys_.meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
+      cells->meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
         CommandBuffer cmd;
         cmd.Command({"MULTI"});
         cmd.Begin(4);
@@ -578,12 +610,12 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
         cmd.Arg(cells->bitmap);
         cmd.Arg(offset);
         cmd.Arg(offset + len - 1);
-        AppendMetaCheck(&cmd);
+        AppendMetaCheck(&cmd, *cells);
         AppendPresence(&cmd, *cells, keys_.parts);
         cmd.Command({"EXEC"});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2 + PresenceReplies(*cells)));
-        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1]));
+        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
         if (cells->listed && exec->element[3]->integer == 0) {
           return Status::NotFound(cells->display + " does not exist");
         }
@@ -621,11 +653,12 @@ Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t ne
   // Pending adds are counted along with the load.
   const uint64_t uncounted = cells->pending.exchange(0);
   Status status = shared_->source->Run(
-      keys_.meta, Access::kMaster, /*idempotent=*/!cells->counting(), [&](Connection& c) -> Status {
+      cells->meta, Access::kMaster, /*idempotent=*/!cells->counting(),
+      [&](Connection& c) -> Status {
         thread_local std::mt19937_64 rng(std::random_device{}());
         char suffix[17];
         std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
-        const std::string upload = TempKeyFor(name_, shared_->keys, suffix);
+        const std::string upload = cells->temp_key(suffix);
         const std::string scratch = upload + ":or";
         // Non-zero pieces only; the item count rides with the last one.
         std::vector<size_t> pieces;
@@ -646,9 +679,9 @@ Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t ne
             // script deletes it.
             cmd.Command({"SET", upload, bitmap.substr(offset, chunk), "PX", kUploadTtlMillis});
           }
-          BeginEval(&cmd, script, {keys_.meta, upload, cells->bitmap, cells->count_hash, scratch},
+          BeginEval(&cmd, script, {cells->meta, upload, cells->bitmap, cells->count_hash, scratch},
                     kChecked + 4);
-          for (const auto& v : checked_) cmd.Arg(v);
+          for (const auto& v : cells->checked) cmd.Arg(v);
           cmd.Arg(static_cast<uint64_t>(offset));
           cmd.Arg(last ? count : uint64_t{0});
           cmd.Arg(cells->count_field);

@@ -9,6 +9,7 @@
 #define REDBLOOM_SRC_REDIS_REDIS_BIT_STORE_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,8 +42,10 @@ Status WaitForReplicas(Connection& c, const RedisShared& shared);
 
 class RedisBitStore final : public BitStore {
  public:
+  // `shard_token` names this incarnation of a sharded filter (metadata field
+  // shard_token); empty for other filters.
   RedisBitStore(std::shared_ptr<RedisShared> shared, std::string name, const FilterConfig& config,
-                uint64_t filter_expires_at_ms);
+                uint64_t filter_expires_at_ms, std::string shard_token);
   ~RedisBitStore() override;
 
   size_t preferred_batch() const override;
@@ -60,14 +63,19 @@ class RedisBitStore final : public BitStore {
   // The cells one operation works on: a filter's part.
   struct Cells {
     uint64_t part = 0;
-    std::string display;      // "filter 'x'" or "part 3 of filter 'x'", for messages
-    std::string bitmap;       // the key holding the cells
-    std::string scratch;      // its add transaction's scratch key
-    std::string count_hash;   // the hash holding its item count ...
-    std::string count_field;  // ... in this field
-    Geometry geometry;        // offsets are in [0, geometry.bits)
-    uint32_t cell_bits = 1;   // 1, or 4 for counting filters
-    uint64_t bytes = 0;       // the key's exact length
+    std::string display;               // "filter 'x'" or "part 3 of filter 'x'", for messages
+    std::string meta;                  // the metadata hash every operation checks (the filter's,
+                                       // or a shard's copy in the shard's slot); routes the cells
+    std::vector<std::string> checked;  // the values of its kCheckedFields
+    std::string bitmap;                // the key holding the cells
+    std::string scratch;               // its add transaction's scratch key
+    std::string count_hash;            // the hash holding its item count ...
+    std::string count_field;           // ... in this field
+    Geometry geometry;                 // offsets are in [0, geometry.bits)
+    uint32_t cell_bits = 1;            // 1, or 4 for counting filters
+    uint64_t bytes = 0;                // the key's exact length
+    // A bulk load's temporary key with this suffix, in the cells' slot.
+    std::function<std::string(std::string_view suffix)> temp_key;
     // True for parts listed in the parts hash (created later); false for
     // part 0 of kinds that have it from creation on.
     bool listed = false;
@@ -81,12 +89,12 @@ class RedisBitStore final : public BitStore {
   struct Chunk;
   Result<const Cells*> CellsOf(uint64_t part);
   Status CheckBatch(const Cells& cells, const PartBatch& b) const;
-  Status CheckMeta(const redisReply* r) const;
+  Status CheckMeta(const redisReply* r, const Cells& cells) const;
   Status ScriptError(Connection& c, const Cells& cells, const redisReply* r) const;
   Status BitmapError(Connection& c, const Cells& cells, const redisReply* r) const;
   Status Gone() const;
   Result<uint64_t> ParseCount(const Cells& cells, const redisReply* r) const;
-  void AppendMetaCheck(CommandBuffer* cmd) const;
+  void AppendMetaCheck(CommandBuffer* cmd, const Cells& cells) const;
   void AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t delta) const;
 
   Status TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
@@ -96,6 +104,7 @@ class RedisBitStore final : public BitStore {
                   std::vector<uint64_t>* parts_now);
   Status AddBatch(const Cells& cells, PartBatch& b);
   Status AddSmall(const Cells& cells, PartBatch& b);
+  Status RemoveBatch(const Cells& cells, PartBatch& b);
   Status AddOn(Connection& c, const Cells& cells, PartBatch& b, std::vector<Chunk>& chunks,
                size_t* done, uint64_t* uncounted);
   Status SendAdd(Connection& c, CommandBuffer& cmd, const Cells& cells, const Chunk& chunk,
@@ -114,6 +123,7 @@ class RedisBitStore final : public BitStore {
   const FilterKeys keys_;
   const std::vector<std::string> checked_;
   const uint64_t filter_expires_at_ms_;
+  const std::string shard_token_;
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Cells>> cells_;  // guarded by mu_
 };

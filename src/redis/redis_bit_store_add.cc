@@ -2,6 +2,7 @@
 // script, with reservations for scaling layers) and counting removes. The
 // rest of the class is in redis_bit_store.cc.
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "redis/redis_bit_store.h"
@@ -16,6 +17,8 @@ namespace redbloom::internal {
 // ---- Adds -------------------------------------------------------------------
 
 Status RedisBitStore::Add(std::span<PartBatch> batches) {
+  std::vector<std::string> keys;
+  std::vector<std::function<Status()>> tasks;
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(b.part));
     REDBLOOM_RETURN_IF_ERROR(CheckBatch(*cells, b));
@@ -23,9 +26,12 @@ Status RedisBitStore::Add(std::span<PartBatch> batches) {
     b.accepted = 0;
     b.room = 0;
     if (b.items == 0) continue;
-    REDBLOOM_RETURN_IF_ERROR(AddBatch(*cells, b));
+    keys.push_back(cells->meta);
+    tasks.push_back([this, cells, &b] { return AddBatch(*cells, b); });
   }
-  return Status::Ok();
+  // The shards of a sharded filter, on their nodes at once.
+  if (tasks.size() == 1) return tasks.front()();
+  return shared_->source->InParallel(keys, tasks);
 }
 
 // Adds are idempotent for the bits (a bit set twice stays set), so a batch
@@ -46,7 +52,7 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
   // Added items whose count update has not been sent: the last call's, and
   // then each transaction's until the next one's guard carries it.
   uint64_t uncounted = cells.pending.exchange(0);
-  Status s = shared_->source->Run(keys_.meta, Access::kMaster, /*idempotent=*/!cells.counting(),
+  Status s = shared_->source->Run(cells.meta, Access::kMaster, /*idempotent=*/!cells.counting(),
                                   [&](Connection& c) {
                                     Status added = AddOn(c, cells, b, chunks, &done, &uncounted);
                                     if (added.ok() && uncounted != 0) {
@@ -74,7 +80,7 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
 Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
   const uint64_t uncounted = b.capacity != 0 ? 0 : cells.pending.exchange(0);
   bool refused = false;
-  Status s = shared_->source->Run(keys_.meta, Access::kMaster, /*idempotent=*/!cells.counting(),
+  Status s = shared_->source->Run(cells.meta, Access::kMaster, /*idempotent=*/!cells.counting(),
                                   [&](Connection& c) -> Status {
                                     refused = false;
                                     Status e = EvalPerItem(
@@ -156,9 +162,9 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
   cmd.Clear();
   Streamer stream(c, cmd);
   cmd.Command({"MULTI"});
-  BeginEval(&cmd, scripts::kAddGuard, {keys_.meta, cells.bitmap, cells.scratch, cells.count_hash},
+  BeginEval(&cmd, scripts::kAddGuard, {cells.meta, cells.bitmap, cells.scratch, cells.count_hash},
             kChecked + 5);
-  for (const auto& v : checked_) cmd.Arg(v);
+  for (const auto& v : cells.checked) cmd.Arg(v);
   cmd.Arg(count_delta);
   cmd.Arg(cells.count_field);
   cmd.Arg(cells.bytes);
@@ -188,8 +194,8 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
       if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
     }
   }
-  BeginEval(&cmd, scripts::kAddCommit, {keys_.meta, cells.bitmap, cells.scratch}, kChecked);
-  for (const auto& v : checked_) cmd.Arg(v);
+  BeginEval(&cmd, scripts::kAddCommit, {cells.meta, cells.bitmap, cells.scratch}, kChecked);
+  for (const auto& v : cells.checked) cmd.Arg(v);
   cmd.Command({"EXEC"});
   return stream.Finish();
 }
@@ -249,9 +255,9 @@ Status RedisBitStore::EvalPerItem(Connection& c, const Cells& cells, std::string
                                   const uint64_t* offsets, size_t n, uint32_t k, uint8_t* out,
                                   uint64_t* room, bool* full) const {
   CommandBuffer cmd;
-  BeginEval(&cmd, script, {keys_.meta, cells.bitmap, cells.count_hash},
+  BeginEval(&cmd, script, {cells.meta, cells.bitmap, cells.count_hash},
             kChecked + extra_args + n * k);
-  for (const auto& v : checked_) cmd.Arg(v);
+  for (const auto& v : cells.checked) cmd.Arg(v);
   extras(cmd);
   for (size_t i = 0; i < n * k; ++i) cmd.Arg(offsets[i]);
   REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
@@ -282,6 +288,8 @@ Status RedisBitStore::EvalPerItem(Connection& c, const Cells& cells, std::string
 
 // Not retried: removing twice could take away another add of the item.
 Status RedisBitStore::Remove(std::span<PartBatch> batches) {
+  std::vector<std::string> keys;
+  std::vector<std::function<Status()>> tasks;
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(b.part));
     if (!cells->counting()) {
@@ -290,8 +298,18 @@ Status RedisBitStore::Remove(std::span<PartBatch> batches) {
     }
     REDBLOOM_RETURN_IF_ERROR(CheckBatch(*cells, b));
     if (b.items == 0) continue;
+    keys.push_back(cells->meta);
+    tasks.push_back([this, cells, &b] { return RemoveBatch(*cells, b); });
+  }
+  if (tasks.size() == 1) return tasks.front()();
+  return shared_->source->InParallel(keys, tasks);
+}
+
+Status RedisBitStore::RemoveBatch(const Cells& cells_ref, PartBatch& b) {
+  const Cells* cells = &cells_ref;
+  {
     Status removed = shared_->source->Run(
-        keys_.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+        cells->meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
           // Pending adds are counted first, so the removes below never take
           // the stored count under what this handle added.
           if (const uint64_t uncounted = cells->pending.exchange(0); uncounted != 0) {

@@ -57,7 +57,7 @@ struct RedisBitStore::Chunk {
   size_t n;                     // its number of items
   std::vector<uint32_t> order;  // op i of the command is cell order[i] of the run
   bool blocks = false;          // checks: GETRANGEs of the items' blocks (redis_ops.h)
-  BlockReads block_reads;       // checks with blocks: their plan
+  BlockReads block_reads{};     // checks with blocks: their plan
   size_t reads = 1;             // checks: its read commands
 };
 

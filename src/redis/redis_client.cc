@@ -153,9 +153,24 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
                           ", not " + std::string(wanted));
 }
 
+constexpr std::string_view kNotReplicated = "not replicated: ";
+
 bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
-         (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied));
+         (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
+          StartsWith(s.message(), kNotReplicated));
+}
+
+// Retrying would wait for replicas again, and they rarely come back within a
+// backoff: the caller decides (an add is safe to repeat later).
+Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,
+                           std::chrono::milliseconds waited) {
+  return Status::Unavailable(std::string(kNotReplicated) + "only " + std::to_string(confirmed) +
+                             " of " + std::to_string(wanted) + " replicas of redis " +
+                             std::string(server) + " confirmed the write within " +
+                             std::to_string(waited.count()) +
+                             " ms (wait_replicas); it is on the master but may be lost in a "
+                             "failover");
 }
 
 std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view text) {
@@ -332,21 +347,9 @@ Status Connection::Fail(int saved_errno) {
   return TransportStatus(ctx_.get(), saved_errno, *server_);
 }
 
-Status Connection::MaybeAsk() {
-  if (!ask_next_) return Status::Ok();
-  ask_next_ = false;
-  static constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
-  if (redisAppendFormattedCommand(ctx_.get(), kAsking.data(), kAsking.size()) != REDIS_OK) {
-    return Fail(errno);
-  }
-  ++owed_replies_;  // its +OK
-  return Status::Ok();
-}
-
 Status Connection::Append(const CommandBuffer& commands) {
   REDBLOOM_RETURN_IF_ERROR(commands.Validate());
   if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
-  REDBLOOM_RETURN_IF_ERROR(MaybeAsk());
   if (redisAppendFormattedCommand(ctx_.get(), commands.data().data(), commands.data().size()) !=
       REDIS_OK) {
     return Fail(errno);
@@ -356,7 +359,6 @@ Status Connection::Append(const CommandBuffer& commands) {
 
 Status Connection::AppendRaw(std::string_view bytes) {
   if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
-  REDBLOOM_RETURN_IF_ERROR(MaybeAsk());
   if (redisAppendFormattedCommand(ctx_.get(), bytes.data(), bytes.size()) != REDIS_OK) {
     return Fail(errno);
   }
@@ -446,7 +448,6 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       if (usable) {
         conn->wrote_ = false;
         conn->redirect_.reset();
-        conn->ask_next_ = false;
         return Lease(this, std::move(conn));
       }
       conn.reset();  // closes it

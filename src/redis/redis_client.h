@@ -116,9 +116,14 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server);
 // The message for a key of the wrong type: "key X holds a list, not a bitmap".
 Status WrongTypeStatus(std::string_view key_display, std::string_view type,
                        std::string_view wanted = "a bitmap");
-// True for failures that retrying cannot fix (bad credentials, ACL denial),
-// although their code is kUnavailable.
+// True for failures that retrying at once cannot fix (bad credentials, ACL
+// denial, too few replicas to confirm a write), although their code is
+// kUnavailable.
 bool IsPermanentFailure(const Status& s);
+// The message of a write that fewer replicas confirmed than wait_replicas
+// asks for (see WaitForReplicas); IsPermanentFailure knows it.
+Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,
+                           std::chrono::milliseconds waited);
 
 // A Redis Cluster node's answer that the command belongs elsewhere or must
 // wait. The node executed nothing of the command that got it.
@@ -171,9 +176,6 @@ class Connection {
   // Redis Cluster: the first redirect (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)
   // read since the connection was handed out, if any.
   const std::optional<ClusterRedirect>& redirect() const { return redirect_; }
-  // Redis Cluster: the next command goes out after ASKING (its +OK is
-  // dropped like an owed reply), for a slot that is being imported here.
-  void AskNext() { ask_next_ = true; }
 
  private:
   friend class ConnectionPool;
@@ -187,12 +189,8 @@ class Connection {
 
   ContextPtr ctx_;
   const ServerParams* server_;
-  // Writes the pending ASKING, if any, before the next command.
-  Status MaybeAsk();
-
   bool broken_ = false;
   bool wrote_ = false;
-  bool ask_next_ = false;
   int owed_replies_ = 0;
   std::optional<ClusterRedirect> redirect_;
 };

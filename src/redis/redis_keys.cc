@@ -164,6 +164,26 @@ std::string TempKeyFor(std::string_view name, KeyMode mode, std::string_view suf
   return Encode(Tag(name).tag + "/tmp/" + std::string(suffix), mode);
 }
 
+namespace {
+
+std::string ShardPrefix(std::string_view name, uint32_t shard, uint32_t shards) {
+  const uint16_t base = KeySlot(KeysFor(name, KeyMode::kPlain).bitmap);
+  const auto slot = static_cast<uint16_t>((base + uint64_t{shard} * 16384 / shards) % 16384);
+  return "{" + SlotTag(slot) + "}" + std::string(name) + "/shard/" + std::to_string(shard);
+}
+
+}  // namespace
+
+ShardKeys ShardKeysFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards) {
+  const std::string p = ShardPrefix(name, shard, shards);
+  return {Encode(p, mode), Encode(p + "/add", mode), Encode(p + ":meta", mode)};
+}
+
+std::string ShardTempKeyFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards,
+                            std::string_view suffix) {
+  return Encode(ShardPrefix(name, shard, shards) + "/tmp/" + std::string(suffix), mode);
+}
+
 std::string DisplayKey(std::string_view text, KeyMode mode) {
   if (mode == KeyMode::kJdk) return "jdk(" + std::string(text) + ")";
   return std::string(text);

@@ -79,6 +79,22 @@ PartKeys PartKeysFor(std::string_view name, KeyMode mode, uint64_t part);
 // TAG/tmp/SUFFIX: a bulk load's upload, ORed into the bitmap, then deleted.
 std::string TempKeyFor(std::string_view name, KeyMode mode, std::string_view suffix);
 
+// Shard S (1 <= S < shards) of a sharded filter: its own bitmap, scratch key
+// and metadata copy, all in slot (slot(NAME) + S * 16384 / shards) mod 16384,
+// so the shards spread evenly over the slot space and so over a cluster's
+// masters. With P = "{" + SlotTag(that slot) + "}" + NAME + "/shard/" + S:
+//   bitmap P, scratch P/add, meta P:meta.
+// Shard 0 is the filter's own keys (KeysFor).
+struct ShardKeys {
+  std::string bitmap;
+  std::string scratch;
+  std::string meta;
+};
+ShardKeys ShardKeysFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards);
+// P/tmp/SUFFIX: a bulk load's upload into shard S, in the shard's slot.
+std::string ShardTempKeyFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards,
+                            std::string_view suffix);
+
 // A printable form of key bytes for messages: the name itself in plain mode,
 // "jdk(NAME)" for a Java-serialized key.
 std::string DisplayKey(std::string_view name_or_key_text, KeyMode mode);

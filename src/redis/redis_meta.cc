@@ -7,8 +7,12 @@
 
 namespace redbloom::internal {
 
+std::string_view MetaFormat(const FilterConfig& c) {
+  return c.shards > 1 ? kMetaFormatSharded : kMetaFormatVersion;
+}
+
 std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig& c) {
-  return {std::string(kMetaFormatVersion),
+  return {std::string(MetaFormat(c)),
           std::string(FilterKindName(c.kind)),
           std::string(StrategyName(c.strategy)),
           std::string(EncodingName(c.encoding)),
@@ -17,11 +21,15 @@ std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig
           std::string(name)};
 }
 
+std::string ShardIdentity(std::string_view name, uint64_t shard, std::string_view token) {
+  return std::string(name) + "/shard/" + std::to_string(shard) + "@" + std::string(token);
+}
+
 std::vector<std::pair<std::string, std::string>> MetaFields(std::string_view name,
                                                             const FilterConfig& c,
                                                             std::string_view origin,
                                                             uint64_t expires_at_ms) {
-  std::vector<std::pair<std::string, std::string>> f = {{"format", std::string(kMetaFormatVersion)},
+  std::vector<std::pair<std::string, std::string>> f = {{"format", std::string(MetaFormat(c))},
                                                         {"name", std::string(name)}};
   for (auto& field : ConfigToFields(c)) f.push_back(std::move(field));
   f.emplace_back("count", "0");
@@ -50,9 +58,10 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
     return it->second;
   };
   REDBLOOM_ASSIGN_OR_RETURN(std::string format, get("format"));
-  if (format != kMetaFormatVersion) {
-    return corrupt("format version '" + format + "' is not supported (this build reads version " +
-                   std::string(kMetaFormatVersion) + ")");
+  if (format != kMetaFormatVersion && format != kMetaFormatSharded) {
+    return corrupt("format version '" + format + "' is not supported (this build reads versions " +
+                   std::string(kMetaFormatVersion) + " and " + std::string(kMetaFormatSharded) +
+                   ")");
   }
   StoredMeta meta;
   REDBLOOM_ASSIGN_OR_RETURN(meta.name, get("name"));
@@ -70,6 +79,17 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
   if (auto it = f.find("origin");
       it != f.end() && it->second != "create" && it->second != "attach") {
     return corrupt("origin '" + it->second + "' is not create or attach");
+  }
+  if (format != MetaFormat(meta.config)) {
+    return corrupt("format " + format +
+                   " does not fit shards=" + std::to_string(meta.config.shards));
+  }
+  if (meta.config.shards > 1) {
+    REDBLOOM_ASSIGN_OR_RETURN(meta.shard_token, get("shard_token"));
+    if (meta.shard_token.empty()) return corrupt("field 'shard_token' is empty");
+    REDBLOOM_ASSIGN_OR_RETURN(std::string ready, get("shards_ready"));
+    if (ready != "0" && ready != "1") return corrupt("shards_ready '" + ready + "' is not 0 or 1");
+    meta.shards_ready = ready == "1";
   }
   if (meta.config.kind == FilterKind::kScaling) {
     REDBLOOM_ASSIGN_OR_RETURN(std::string layers, get("layers"));

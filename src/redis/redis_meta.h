@@ -17,7 +17,11 @@
 
 namespace redbloom::internal {
 
+// Format 1: every filter of one key per part. Format 2: a sharded filter,
+// whose shards format-1 clients would not know to read; they refuse it.
 inline constexpr std::string_view kMetaFormatVersion = "1";
+inline constexpr std::string_view kMetaFormatSharded = "2";
+std::string_view MetaFormat(const FilterConfig& c);
 
 // The seven fields every cell operation checks (the scripts' meta_state and
 // the HMGET of a check), in this order: a filter dropped or re-created with
@@ -26,6 +30,12 @@ inline constexpr std::string_view kCheckedFields[] = {"format", "kind",   "strat
                                                       "bits",   "hashes", "name"};
 inline constexpr size_t kChecked = std::size(kCheckedFields);
 std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig& c);
+
+// The `name` a shard's metadata copy holds: NAME/shard/S@TOKEN. It contains
+// '/', so no filter has it (List skips it), and the token of the filter's
+// incarnation, so a shard left from a dropped filter of the same name never
+// passes a check of the new one.
+std::string ShardIdentity(std::string_view name, uint64_t shard, std::string_view token);
 
 // Every field of a new filter's metadata hash.
 std::vector<std::pair<std::string, std::string>> MetaFields(std::string_view name,
@@ -39,6 +49,8 @@ struct StoredMeta {
   FilterConfig config;
   int64_t count = 0;           // may be briefly negative (a remove before a pending add's count)
   uint64_t expires_at_ms = 0;  // 0: never
+  std::string shard_token;     // sharded filters: this incarnation's token
+  bool shards_ready = true;    // sharded filters: false while a create is placing them
 };
 
 // Parses and validates an HGETALL reply. Anything missing, malformed or of an

@@ -52,19 +52,28 @@ namespace redbloom::internal::scripts {
 
 // KEYS: meta, bitmap. ARGV: main_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
-// exists without metadata; {3, type} the meta key is not a hash.
+// exists without metadata; {3, type} the meta key is not a hash; {5, used,
+// maxmemory} the bitmap does not fit under the server's maxmemory.
 inline constexpr std::string_view kCreate =
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
     "if bt ~= 'none' then return {2, bt} end\n"
+    "local bytes = tonumber(ARGV[1])\n"
+    // Redis checks maxmemory only before a command, so a server below its
+    // limit would allocate a bitmap of any size and then refuse every write
+    // (noeviction) or evict keys, other filters' bits among them (false
+    // negatives). A bitmap that does not fit is refused here instead.
+    "local info = redis.call('INFO', 'memory')\n"
+    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
+    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
+    "if max > 0 and used + bytes > max then return {5, used, max} end\n"
     // Size the bitmap before writing the metadata: if the allocation fails
-    // (maxmemory), the script stops with nothing written (scripts do not roll
+    // (OOM), the script stops with nothing written (scripts do not roll
     // back). Writing its last byte makes Redis allocate the string once, at
     // its final size, instead of growing it by doubling as bits arrive. A
     // window filter has no main bitmap (main_bytes 0).
-    "local bytes = tonumber(ARGV[1])\n"
     "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
     "if ARGV[2] ~= '0' then\n"
@@ -72,6 +81,29 @@ inline constexpr std::string_view kCreate =
     "  if bytes > 0 then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end\n"
     "end\n"
     "return {0}\n";
+
+// A sharded filter's shard S > 0 (see ShardKeysFor): replaces whatever the
+// shard's keys hold (a shard left by an interrupted create or drop) with a
+// sized, empty bitmap and the shard's metadata copy. Run by the creator that
+// won the filter's metadata, before it marks the shards ready.
+// KEYS: shard meta, shard bitmap. ARGV: bytes, expires_at_ms, field, value...
+inline constexpr std::string_view kCreateShard =
+    "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
+    "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\\0')\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
+    "if ARGV[2] ~= '0' then\n"
+    "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
+    "end\n"
+    "return 1\n";
+
+// Marks a sharded filter's shards as placed, if the metadata still belongs
+// to the create that placed them. KEYS: meta. ARGV: shard token. Returns 1,
+// or 0 if the filter was dropped or re-created meanwhile.
+inline constexpr std::string_view kShardsReady =
+    "if redis.call('HGET', KEYS[1], 'shard_token') ~= ARGV[1] then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'shards_ready', '1')\n"
+    "return 1\n";
 
 // KEYS: meta, bitmap. ARGV: data_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} attached; {1, HGETALL} metadata exists; {2, type} the bitmap is

@@ -3,7 +3,11 @@
 // open filter are a RedisBitStore (redis_bit_store.h); the key layout is in
 // docs/format.md and redis_keys.h, the metadata in redis_meta.h.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <map>
+#include <random>
+#include <thread>
 #include <utility>
 
 #include "kinds/kind_def.h"
@@ -53,16 +57,17 @@ class RedisStore final : public Store {
         CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits()));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
+    if (config.shards > 1) return CreateSharded(name, config, keys, expires_at);
     // Part 0 is sized now unless the kind's parts all come later (a window
     // filter's time slices).
-    const uint64_t main_bytes = KindOf(config.kind).part0_at_create ? config.data_bytes() : 0;
+    const uint64_t main_bytes = config.initial_parts() > 0 ? config.data_bytes() : 0;
     // Not idempotent: a create whose answer was lost and that is sent again
     // would report kAlreadyExists for the filter it made itself.
     return shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
           REDBLOOM_ASSIGN_OR_RETURN(
               ReplyPtr r, EvalWithMeta(c, scripts::kCreate, name, keys, config, main_bytes,
-                                       expires_at, "create"));
+                                       expires_at, "create", {}));
           const int64_t code = r->element[0]->integer;
           if (code == 0) return WaitForReplicas(c, *shared_);
           if (code == 1) {
@@ -77,6 +82,7 @@ class RedisStore final : public Store {
                 "' exists without redbloom metadata (written by another program, "
                 "e.g. a Java service?); use attach to adopt it, or delete it");
           }
+          if (code == 5 && r->elements >= 3) return NoRoom(name, main_bytes, r.get());
           return MetaWrongType(r.get(), name);
         });
   }
@@ -95,7 +101,7 @@ class RedisStore final : public Store {
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           REDBLOOM_ASSIGN_OR_RETURN(
               ReplyPtr r, EvalWithMeta(c, scripts::kAttach, name, keys, config, config.data_bytes(),
-                                       expires_at, "attach"));
+                                       expires_at, "attach", {}));
           const int64_t code = r->element[0]->integer;
           if (code == 0) return WaitForReplicas(c, *shared_);
           if (code == 1) {
@@ -188,6 +194,112 @@ class RedisStore final : public Store {
   Status Drop(std::string_view name) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
+    // A sharded filter's shards live in other slots: the metadata goes first
+    // (the filter is gone for every client at once), then the shards. A drop
+    // cut short between the two leaves shards nobody reads; the next create
+    // of the name replaces them.
+    auto meta = ReadMeta(name, /*wait_ready=*/false);
+    const uint32_t shards = meta.ok() ? meta->config.shards : 1;
+    Status dropped = DropMain(name, keys);
+    if (!dropped.ok() || shards == 1) return dropped;
+    return DropShards(name, shards);
+  }
+
+  // A sharded filter: its metadata first (as the lock: of racing creators one
+  // wins, the others see the filter exist), marked not ready; then every
+  // shard, each a script in its own slot; then ready. Readers wait for ready.
+  Status CreateSharded(std::string_view name, const FilterConfig& config, const FilterKeys& keys,
+                       uint64_t expires_at) {
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    char token[17];
+    std::snprintf(token, sizeof(token), "%016llx", static_cast<unsigned long long>(rng()));
+    bool won = false;
+    Status s = shared_->source->Run(
+        keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+          REDBLOOM_ASSIGN_OR_RETURN(
+              ReplyPtr r,
+              EvalWithMeta(c, scripts::kCreate, name, keys, config, config.data_bytes(), expires_at,
+                           "create", {{"shard_token", token}, {"shards_ready", "0"}}));
+          const int64_t code = r->element[0]->integer;
+          if (code == 0) {
+            won = true;
+            return Status::Ok();
+          }
+          if (code == 1) {
+            REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ExistingMeta(r.get(), name));
+            return ExistsStatus(name, existing.config, config);
+          }
+          if (code == 2) {
+            return Status::Conflict("key '" + DisplayName(name) +
+                                    "' exists without redbloom metadata; delete it first");
+          }
+          if (code == 5 && r->elements >= 3) {
+            return NoRoom(name, config.data_bytes() * config.shards, r.get());
+          }
+          return MetaWrongType(r.get(), name);
+        });
+    if (!won) return s;
+    std::vector<std::string> routes;
+    std::vector<ConnectionSource::Op> ops;
+    for (uint32_t shard = 1; shard < config.shards; ++shard) {
+      const ShardKeys k = ShardKeysFor(name, shared_->keys, shard, config.shards);
+      std::vector<std::pair<std::string, std::string>> fields;
+      const std::vector<std::string> checked = CheckedValues(name, config);
+      for (size_t i = 0; i < kChecked; ++i) {
+        fields.emplace_back(kCheckedFields[i],
+                            i + 1 == kChecked ? ShardIdentity(name, shard, token) : checked[i]);
+      }
+      fields.emplace_back("count", "0");
+      routes.push_back(k.meta);
+      ops.push_back([this, k, fields, &config, expires_at](Connection& c) -> Status {
+        CommandBuffer cmd;
+        BeginEval(&cmd, scripts::kCreateShard, {k.meta, k.bitmap}, 2 + 2 * fields.size());
+        cmd.Arg(config.data_bytes());
+        cmd.Arg(expires_at);
+        for (const auto& [f, v] : fields) {
+          cmd.Arg(f);
+          cmd.Arg(v);
+        }
+        REDBLOOM_RETURN_IF_ERROR(Call(c, cmd).status());
+        return WaitForReplicas(c, *shared_);
+      });
+    }
+    // Idempotent: placing a shard twice leaves the same empty shard.
+    REDBLOOM_RETURN_IF_ERROR(
+        shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops)
+            .WithContext("creating the shards of filter '" + std::string(name) + "'"));
+    return shared_->source->Run(
+        keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          CommandBuffer cmd;
+          BeginEval(&cmd, scripts::kShardsReady, {keys.meta}, 1);
+          cmd.Arg(std::string_view(token));
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+          if (r->type != REDIS_REPLY_INTEGER) return Unexpected("shards ready", r.get());
+          if (r->integer != 1) {
+            return Status::Conflict("filter '" + std::string(name) +
+                                    "' was dropped or re-created while its shards were placed");
+          }
+          return WaitForReplicas(c, *shared_);
+        });
+  }
+
+  Status DropShards(std::string_view name, uint32_t shards) {
+    std::vector<std::string> routes;
+    std::vector<ConnectionSource::Op> ops;
+    for (uint32_t s = 1; s < shards; ++s) {
+      const ShardKeys k = ShardKeysFor(name, shared_->keys, s, shards);
+      routes.push_back(k.meta);
+      ops.push_back([k](Connection& c) -> Status {
+        CommandBuffer cmd;
+        cmd.Command({"UNLINK", k.meta, k.bitmap, k.scratch});
+        return Call(c, cmd).status();
+      });
+    }
+    // Idempotent: unlinking twice leaves the same nothing.
+    return shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops);
+  }
+
+  Status DropMain(std::string_view name, const FilterKeys& keys) {
     // Not idempotent: a repeated drop would answer kNotFound.
     return shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
@@ -217,8 +329,8 @@ class RedisStore final : public Store {
                                              const FilterConfig& config) override {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta meta, ReadMeta(name));
     if (!meta.config.SameFilterAs(config)) return ConfigChangedStatus(name);
-    return std::unique_ptr<BitStore>(
-        std::make_unique<RedisBitStore>(shared_, std::string(name), config, meta.expires_at_ms));
+    return std::unique_ptr<BitStore>(std::make_unique<RedisBitStore>(
+        shared_, std::string(name), config, meta.expires_at_ms, meta.shard_token));
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
@@ -271,8 +383,24 @@ class RedisStore final : public Store {
     return DisplayKey(KeysFor(name, KeyMode::kPlain).meta, shared_->keys);
   }
 
-  // The stored metadata of `name`, validated (see ParseMeta).
-  Result<StoredMeta> ReadMeta(std::string_view name) {
+  // The stored metadata of `name`, validated (see ParseMeta). A sharded
+  // filter whose create is still placing its shards is waited for (up to a
+  // few seconds) when `wait_ready`, then kUnavailable.
+  Result<StoredMeta> ReadMeta(std::string_view name, bool wait_ready = true) {
+    for (int attempt = 0;; ++attempt) {
+      REDBLOOM_ASSIGN_OR_RETURN(StoredMeta meta, ReadMetaOnce(name));
+      if (!wait_ready || meta.shards_ready) return meta;
+      if (attempt >= 100) {
+        return Status::Unavailable(
+            "sharded filter '" + std::string(name) +
+            "' is being created: its shards are not all in place yet (if no create is running, "
+            "one was interrupted: drop the filter and create it again)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+  }
+
+  Result<StoredMeta> ReadMetaOnce(std::string_view name) {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     StoredMeta meta;
@@ -343,8 +471,10 @@ class RedisStore final : public Store {
   // returns its array reply, whose first element is the outcome code.
   Result<ReplyPtr> EvalWithMeta(Connection& c, std::string_view script, std::string_view name,
                                 const FilterKeys& keys, const FilterConfig& config, uint64_t bytes,
-                                uint64_t expires_at, std::string_view origin) {
-    const auto fields = MetaFields(name, config, origin, expires_at);
+                                uint64_t expires_at, std::string_view origin,
+                                const std::vector<std::pair<std::string, std::string>>& extra) {
+    auto fields = MetaFields(name, config, origin, expires_at);
+    fields.insert(fields.end(), extra.begin(), extra.end());
     CommandBuffer cmd;
     BeginEval(&cmd, script, {keys.meta, keys.bitmap}, 2 + 2 * fields.size());
     cmd.Arg(bytes);
@@ -365,6 +495,14 @@ class RedisStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ParseMeta(r->element[1], DisplayMeta(name)));
     if (existing.name != name) return CollisionStatus(name, existing.name, DisplayMeta(name));
     return existing;
+  }
+
+  // The create script found no room under maxmemory (code 5): {5, used, max}.
+  Status NoRoom(std::string_view name, uint64_t bytes, const redisReply* r) const {
+    return Status::ResourceExhausted(
+        url_.Redacted() + " has no room for filter '" + DisplayName(name) + "': its " +
+        std::to_string(bytes) + " bytes and the " + std::to_string(r->element[1]->integer) +
+        " bytes in use exceed maxmemory " + std::to_string(r->element[2]->integer));
   }
 
   Status MetaWrongType(const redisReply* r, std::string_view name) const {

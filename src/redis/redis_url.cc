@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdint>
 
+#include "util/percent.h"
+
 namespace redbloom::internal {
 namespace {
 
@@ -14,29 +16,10 @@ Status BadUrl(std::string_view why) {
       "redis[s]-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options])");
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-Result<std::string> PercentDecode(std::string_view s, std::string_view what) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out.push_back(s[i]);
-      continue;
-    }
-    if (i + 2 >= s.size()) {
-      return BadUrl("truncated %-escape in the " + std::string(what));
-    }
-    const int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
-    if (hi < 0 || lo < 0) return BadUrl("bad %-escape in the " + std::string(what));
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
+Result<std::string> DecodeUserInfo(std::string_view s, std::string_view what) {
+  Result<std::string> decoded = PercentDecode(s, "the " + std::string(what));
+  if (!decoded.ok()) return BadUrl(decoded.status().message());
+  return decoded;
 }
 
 // A decimal integer in [lo, hi], the whole string.
@@ -213,9 +196,9 @@ Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaul
     if (colon == std::string_view::npos) {
       return BadUrl("credentials need a password: use user:password@ or :password@");
     }
-    REDBLOOM_ASSIGN_OR_RETURN(url.user, PercentDecode(cred.substr(0, colon), "user name"));
+    REDBLOOM_ASSIGN_OR_RETURN(url.user, DecodeUserInfo(cred.substr(0, colon), "user name"));
     REDBLOOM_ASSIGN_OR_RETURN(std::string password,
-                              PercentDecode(cred.substr(colon + 1), "password"));
+                              DecodeUserInfo(cred.substr(colon + 1), "password"));
     if (password.empty()) return BadUrl("the password after ':' is empty");
     url.password = std::move(password);
   }

@@ -188,6 +188,7 @@ const StrategyDef kBlockStrategy = {
     .encodings = kAllEncodings,
     .hash = &Hash,
     .geometry = &BlockGeometry,
+    .given_geometry = nullptr,
     .offsets = &Offsets,
     .false_positive_rate = &FalsePositiveRate,
     .estimate_items = &EstimateItems,

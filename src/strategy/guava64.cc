@@ -4,6 +4,9 @@
 // with (h1, h2) the two little-endian longs of murmur3_128 and m a multiple
 // of 64 (Guava's long[] words; Guava64Geometry). Filters shared with Guava
 // use it by name.
+#include <cstdint>
+#include <string>
+
 #include "strategy/strategy_def.h"
 
 namespace redbloom::internal {
@@ -38,6 +41,25 @@ void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) 
   }
 }
 
+// A Guava file's m and k: m a positive multiple of 64 (Guava's long words),
+// at most Guava's (2^31-1) words, and 1 <= k <= 255 (Guava stores k in a
+// byte).
+Result<Geometry> Given(uint64_t bits, uint32_t hashes) {
+  if (bits == 0 || bits % 64 != 0 || bits / 64 > static_cast<uint64_t>(INT32_MAX)) {
+    return Status::InvalidArgument(
+        "guava64 needs a positive multiple of 64 bits up to (2^31-1)*64, not " +
+        std::to_string(bits));
+  }
+  if (hashes < 1 || hashes > kMaxHashes) {
+    return Status::InvalidArgument("hashes must be from 1 to " + std::to_string(kMaxHashes) +
+                                   ", not " + std::to_string(hashes));
+  }
+  Geometry g;
+  g.bits = bits;
+  g.hashes = hashes;
+  return g;
+}
+
 }  // namespace
 
 extern const StrategyDef kGuava64Strategy;
@@ -48,6 +70,7 @@ const StrategyDef kGuava64Strategy = {
     .encodings = kAllEncodings,
     .hash = &Hash,
     .geometry = &Guava64Geometry,
+    .given_geometry = &Given,
     .offsets = &Offsets,
     .false_positive_rate = &UniformFalsePositiveRate,
     .estimate_items = &UniformEstimateItems,

@@ -41,6 +41,7 @@ const StrategyDef kSeedStrategy = {
     .encodings = kAllEncodings,
     .hash = &Hash,
     .geometry = &SeedGeometry,
+    .given_geometry = nullptr,
     .offsets = &Offsets,
     .false_positive_rate = &UniformFalsePositiveRate,
     .estimate_items = &UniformEstimateItems,

@@ -22,6 +22,10 @@ struct StrategyDef {
   uint32_t encodings;        // bit (1 << Encoding) for each encoding it accepts
   Hash128 (*hash)(std::string_view bytes);
   Result<Geometry> (*geometry)(uint64_t capacity, double error_rate);
+  // Checks bits sized elsewhere (m and k as a Guava file records them) that
+  // this strategy could have produced; null if it sizes from capacity and
+  // error rate only.
+  Result<Geometry> (*given_geometry)(uint64_t bits, uint32_t hashes);
   // The offsets of hashes.size() items, g.hashes each, item after item:
   // batch-first, so that per-filter constants (a modulus's inverse) are
   // computed once per batch, not once per item.

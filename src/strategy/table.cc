@@ -108,6 +108,16 @@ Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate) {
   return def->geometry(capacity, error_rate);
 }
 
+Result<Geometry> GivenGeometry(Strategy s, uint64_t bits, uint32_t hashes) {
+  const auto* def = FindStrategy(s);
+  if (def == nullptr) return Status::InvalidArgument("unknown strategy");
+  if (def->given_geometry == nullptr) {
+    return Status::InvalidArgument("strategy " + std::string(def->name) +
+                                   " is sized by capacity and error rate, not by bits and hashes");
+  }
+  return def->given_geometry(bits, hashes);
+}
+
 Hash128 HashBytes(Strategy s, std::string_view bytes) { return StrategyOf(s).hash(bytes); }
 
 void ComputeOffsets(Strategy s, const Hash128& hash, const Geometry& geometry, uint64_t* out) {

@@ -1,6 +1,6 @@
 // The Java side of redbloom's interop test: answers questions with Debian's
-// Guava 31.1 (libguava-java) and with the blog posts' BloomFilterHelper,
-// copied below verbatim, so the C++ test can require identical answers.
+// Guava 31.1 (libguava-java) and with the blog posts' BloomFilterHelper
+// (BloomFilterHelper.java, verbatim), so the C++ test can require identical answers.
 //
 // Items travel as lower-case hex of their bytes, one per line, so any content
 // (newlines, NUL, astral-plane emoji, invalid UTF-8 for the bytes funnel)
@@ -24,7 +24,6 @@
 // Exit status: 0 ok, 2 bad input (one line on stderr).
 
 import com.google.common.base.Charsets;
-import com.google.common.base.Preconditions;
 import com.google.common.hash.BloomFilter;
 import com.google.common.hash.Funnel;
 import com.google.common.hash.Funnels;
@@ -40,6 +39,7 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
+import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -49,62 +49,6 @@ import java.util.ArrayList;
 import java.util.List;
 
 public final class GuavaOracle {
-
-  // ---------------------------------------------------------------------------
-  // The second blog post's BloomFilterHelper, verbatim (only made a static
-  // nested class, its package line dropped). This IS the
-  // reference for the `seed` strategy: do not "fix" it.
-  static class BloomFilterHelper <T> {
-
-    private int numHashFunctions;
-
-    private int bitSize;
-
-    private Funnel<T> funnel;
-
-    public BloomFilterHelper(Funnel<T> funnel, int expectedInsertions, double fpp) {
-        Preconditions.checkArgument(funnel != null, "funnel不能为空");
-        this.funnel = funnel;
-        bitSize = optimalNumOfBits(expectedInsertions, fpp);
-        numHashFunctions = optimalNumOfHashFunctions(expectedInsertions, bitSize);
-    }
-
-    int[] murmurHashOffset(T value) {
-        int[] offset = new int[numHashFunctions];
-
-        long hash64 = Hashing.murmur3_128().hashObject(value, funnel).asLong();
-        int hash1 = (int) hash64;
-        int hash2 = (int) (hash64 >>> 32);
-        for (int i = 1; i <= numHashFunctions; i++) {
-            int nextHash = hash1 + i * hash2;
-            if (nextHash < 0) {
-                nextHash = ~nextHash;
-            }
-            offset[i - 1] = nextHash % bitSize;
-        }
-
-        return offset;
-    }
-
-    /**
-     * 计算bit数组长度
-     */
-    private int optimalNumOfBits(long n, double p) {
-        if (p == 0) {
-            p = Double.MIN_VALUE;
-        }
-        return (int) (-n * Math.log(p) / (Math.log(2) * Math.log(2)));
-    }
-
-    /**
-     * 计算hash方法执行次数
-     */
-    private int optimalNumOfHashFunctions(long n, long m) {
-        return Math.max(1, (int) Math.round((double) m / n * Math.log(2)));
-    }
-
-  }
-  // ---------------------------------------------------------------------------
 
   /** Bad input from the caller: reported on stderr with exit status 2. */
   static final class BadInput extends Exception {
@@ -304,6 +248,14 @@ public final class GuavaOracle {
   //                    "w" when read back from writeTo, "r" when only
   //                    reflection was affordable; E when create() throws
   //   log HEX HEX      raw bits of Math.log(p) and StrictMath.log(p)
+  // The helper keeps its sizing in private fields and is kept verbatim, so
+  // they are read by reflection.
+  static int helperField(BloomFilterHelper<?> h, String name) throws Exception {
+    Field f = BloomFilterHelper.class.getDeclaredField(name);
+    f.setAccessible(true);
+    return f.getInt(h);
+  }
+
   static void sizing(String[] args, List<String> data, PrintWriter out) throws Exception {
     need(args, 1, "sizing");
     loadGuavaSizing();
@@ -317,7 +269,8 @@ public final class GuavaOracle {
 
       if (n >= 0 && n <= Integer.MAX_VALUE) {
         BloomFilterHelper<CharSequence> h = new BloomFilterHelper<>(funnel, (int) n, p);
-        sb.append("seed ").append(h.bitSize).append(' ').append(h.numHashFunctions);
+        sb.append("seed ").append(helperField(h, "bitSize")).append(' ')
+            .append(helperField(h, "numHashFunctions"));
       } else {
         sb.append("seed E");
       }

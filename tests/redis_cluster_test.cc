@@ -1,0 +1,404 @@
+// The Redis Cluster store against a real local cluster (3 masters, 3
+// replicas) that the test starts: routing, sharded filters, resharding and
+// failover while clients work. (Every store operation and every filter kind
+// also runs on the cluster in store_test and kinds_test.)
+#include "redis_cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/store.h"
+#include "redis/redis_keys.h"
+#include "redis_server.h"
+#include "test_util.h"
+
+namespace redbloom {
+namespace {
+
+using testing::RedisCluster;
+using testing::RedisServer;
+
+std::vector<std::string> Items(const std::string& prefix, int n, int from = 0) {
+  std::vector<std::string> v;
+  for (int i = from; i < from + n; ++i) v.push_back(prefix + std::to_string(i));
+  return v;
+}
+std::vector<std::string_view> Views(const std::vector<std::string>& v, size_t from = 0,
+                                    size_t n = SIZE_MAX) {
+  n = std::min(n, v.size() - from);
+  return {v.begin() + from, v.begin() + from + n};
+}
+
+std::unique_ptr<Store> MustOpen(const std::string& url) {
+  auto s = Store::Open(url);
+  EXPECT_TRUE(s.ok()) << url << ": " << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+int CountPresent(BloomFilter& f, const std::vector<std::string>& items) {
+  std::vector<uint8_t> present;
+  Status s = f.ContainsMany(Views(items), &present);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  int n = 0;
+  for (uint8_t p : present) n += p;
+  return n;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+class RedisClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new RedisCluster();
+    cluster_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    cluster_->WaitUntilOk();
+    cluster_->FlushAll();
+    store_ = MustOpen(cluster_->url());
+    ASSERT_NE(store_, nullptr);
+  }
+
+  // redis-cli in cluster mode (follows redirects).
+  static std::string Cli(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "redis-cli", "-c", "-p",
+                                     std::to_string(cluster_->Masters().front()->port())};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunCommand(argv).out;
+  }
+
+  static inline RedisCluster* cluster_ = nullptr;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(RedisClusterTest, SlotsAgreeWithTheServers) {
+  RedisServer& node = cluster_->node(0);
+  for (const std::string key : {"orders", "{orders}:meta", "a{b", "x}", "{user1000}.following",
+                                "foo{}{bar}", "订单", "{rb42}x/shard/3:meta", ""}) {
+    EXPECT_EQ(Trim(node.Cli({"CLUSTER", "KEYSLOT", key})), std::to_string(internal::KeySlot(key)))
+        << "'" << key << "'";
+  }
+}
+
+TEST_F(RedisClusterTest, FiltersLandOnEveryMasterAndListAsksThemAll) {
+  std::set<int> ports;
+  for (int i = 0; i < 30; ++i) {
+    const std::string name = "f" + std::to_string(i);
+    auto f = BloomFilter::Create(*store_, name, {.capacity = 1000, .error_rate = 0.01});
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_TRUE((*f)->Add("x").ok());
+    RedisServer& owner = cluster_->MasterOf(internal::KeySlot(name));
+    ports.insert(owner.port());
+    // Every key of the filter is on its bitmap's node.
+    for (const std::string& key : std::vector<std::string>{name, "{" + name + "}:meta"}) {
+      EXPECT_EQ(Trim(owner.Cli({"EXISTS", key})), "1") << key;
+    }
+  }
+  EXPECT_EQ(ports.size(), 3u) << "30 filters should use all three masters";
+  auto names = store_->List();
+  ASSERT_TRUE(names.ok()) << names.status().ToString();
+  EXPECT_EQ(names->size(), 30u);
+}
+
+// A sharded filter: its shards in slots spread over the slot space, so over
+// the masters; it keeps the rate asked for, and drop removes every key.
+TEST_F(RedisClusterTest, ShardedFilterSpreadsOverMastersAndKeepsItsRate) {
+  auto f =
+      BloomFilter::Create(*store_, "big", {.capacity = 40000, .error_rate = 0.01, .shards = 8});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto items = Items("ORD-", 40000);
+  for (size_t i = 0; i < items.size(); i += 1000) {
+    ASSERT_TRUE((*f)->AddMany(Views(items, i, 1000)).ok());
+  }
+  EXPECT_EQ(CountPresent(**f, items), 40000) << "no false negatives";
+  const double fpp = CountPresent(**f, Items("never-", 50000)) / 50000.0;
+  EXPECT_LE(fpp, 0.0115) << "the shards together keep the rate";
+  auto info = (*f)->Info();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->parts, 8u);
+  EXPECT_EQ(info->items_added + 0, info->items_added);
+  EXPECT_NEAR(static_cast<double>(info->approximate_items), 40000, 1000);
+  std::set<int> ports;
+  for (uint32_t s = 1; s < 8; ++s) {
+    const auto k = internal::ShardKeysFor("big", internal::KeyMode::kPlain, s, 8);
+    RedisServer& owner = cluster_->MasterOf(internal::KeySlot(k.bitmap));
+    ports.insert(owner.port());
+    EXPECT_EQ(Trim(owner.Cli({"EXISTS", k.bitmap, k.meta})), "2") << s;
+  }
+  EXPECT_EQ(ports.size(), 3u) << "shards spread over every master";
+  // Each shard holds about an eighth of the items.
+  std::vector<uint8_t> present;
+  auto config = store_->ReadConfig("big");
+  ASSERT_TRUE(config.ok());
+  auto bits = store_->OpenBits("big", *config);
+  ASSERT_TRUE(bits.ok());
+  for (uint64_t p = 0; p < 8; ++p) {
+    EXPECT_NEAR(static_cast<double>(*(*bits)->ItemCount(p)), 5000, 500) << "shard " << p;
+  }
+  ASSERT_TRUE(store_->Drop("big").ok());
+  for (RedisServer* m : cluster_->Masters()) {
+    EXPECT_EQ(Trim(m->Cli({"DBSIZE"})), "0") << "keys left on " << m->port();
+  }
+}
+
+// Past one key's 2^32 bits (512 MiB): 16 shards of 34 MB each. Created and
+// described, not filled.
+TEST_F(RedisClusterTest, ShardedFilterPassesOneKeysLimit) {
+  const FilterOptions big{.capacity = 450'000'000, .error_rate = 0.01, .shards = 16};
+  auto one = BloomFilter::Create(*store_, "one", {.capacity = 450'000'000, .error_rate = 0.01});
+  EXPECT_EQ(one.status().code(), StatusCode::kInvalidArgument) << "one key cannot hold it";
+  auto f = BloomFilter::Create(*store_, "huge", big);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto info = (*f)->Info();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_GT(info->bits, uint64_t{1} << 32);
+  EXPECT_EQ(info->parts, 16u);
+  EXPECT_EQ(info->bits_set, 0u);
+  ASSERT_TRUE((*f)->AddMany(Views(Items("x", 100))).ok());
+  EXPECT_EQ(CountPresent(**f, Items("x", 100)), 100);
+  ASSERT_TRUE(store_->Drop("huge").ok());
+}
+
+// Every CLI command on a redis-cluster:// URL, every kind included: the text
+// contract does not depend on the deployment.
+TEST_F(RedisClusterTest, EveryCliCommandWorksOnTheCluster) {
+  testing::TempDir dir;
+  auto run = [&](std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", cluster_->url()});
+    return testing::RunCommand(args, input);
+  };
+  auto ok = [&](std::vector<std::string> args, const std::string& input = "") {
+    auto r = run(args, input);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    return r;
+  };
+  // guava64 for the two filters exported as Guava files and merged below.
+  ok({"create", "plain", "-n", "1000", "-p", "0.01", "--strategy", "guava64"});
+  ok({"create", "counts", "-n", "1000", "-p", "0.01", "--counting"});
+  ok({"create", "grows", "-n", "100", "-p", "0.01", "--scaling"});
+  ok({"create", "recent", "-n", "1000", "-p", "0.01", "--window", "1h", "--slices", "6"});
+  ok({"create", "spread", "-n", "1000", "-p", "0.01", "--shards", "4"});
+  ok({"create", "brief", "-n", "1000", "-p", "0.01", "--ttl", "1h"});
+  std::string many;
+  for (int i = 0; i < 500; ++i) many += "item-" + std::to_string(i) + "\n";
+  for (const char* f : {"plain", "counts", "grows", "recent", "spread", "brief"}) {
+    ok({"add", f, "--quiet", "--file", "-"}, many);
+    auto check = run({"check", f, "--quiet", "--file", "-"}, many);
+    EXPECT_EQ(check.exit_code, 0) << f << ": every added item is found";
+    EXPECT_EQ(run({"check", f, "never-added-x"}).exit_code, 1) << f;
+    auto info = ok({"info", f, "--json"});
+    EXPECT_NE(info.out.find("\"items_added\""), std::string::npos) << info.out;
+  }
+  EXPECT_EQ(testing::Lines(ok({"remove", "counts", "item-1"}).out),
+            (std::vector<std::string>{"1\titem-1"}));
+  EXPECT_EQ(ok({"list"}).out, "brief\ncounts\ngrows\nplain\nrecent\nspread\n");
+  // Bulk: load, export and import in both formats, merge, dedup, rebuild.
+  ok({"create", "loaded", "-n", "1000", "-p", "0.01", "--strategy", "guava64"});
+  ok({"load", "loaded", "--file", "-"}, many);
+  EXPECT_EQ(run({"check", "loaded", "--quiet", "--file", "-"}, many).exit_code, 0);
+  for (const char* format : {"redbloom", "guava"}) {
+    const std::string path = dir.path() + "/" + format;
+    ok({"export", "loaded", "--format", format, "--file", path});
+    ok({"import", std::string("from-") + format, "--format", format, "--file", path});
+    EXPECT_EQ(
+        run({"check", std::string("from-") + format, "--quiet", "--file", "-"}, many).exit_code, 0)
+        << format;
+  }
+  const std::string spread_dump = dir.path() + "/spread";
+  ok({"export", "spread", "--format", "redbloom", "--file", spread_dump});
+  ok({"import", "spread-copy", "--format", "redbloom", "--file", spread_dump});
+  EXPECT_EQ(run({"check", "spread-copy", "--quiet", "--file", "-"}, many).exit_code, 0);
+  ok({"merge", "merged", "plain", "loaded"});
+  EXPECT_EQ(run({"check", "merged", "--quiet", "--file", "-"}, many).exit_code, 0);
+  EXPECT_EQ(ok({"dedup", "plain"}, "item-1\nfresh-1\nfresh-1\n").out, "fresh-1\n");
+  ok({"rebuild", "plain", "--file", "-", "-n", "5000", "-p", "0.001"}, many);
+  EXPECT_EQ(run({"check", "plain", "--quiet", "--file", "-"}, many).exit_code, 0);
+  auto rebuilt = ok({"info", "plain", "--json"});
+  EXPECT_NE(rebuilt.out.find("\"capacity\": 5000"), std::string::npos) << rebuilt.out;
+  for (const char* f : {"plain", "counts", "grows", "recent", "spread", "brief", "loaded"}) {
+    ok({"drop", f});
+  }
+  EXPECT_EQ(run({"check", "plain", "x"}).exit_code, 4);
+}
+
+// read_from=replica: checks go to the replicas (READONLY), adds to the
+// masters; with wait_replicas the replicas hold every acknowledged add.
+TEST_F(RedisClusterTest, ChecksCanReadFromReplicas) {
+  auto store = MustOpen(cluster_->url() + "?read_from=replica&wait_replicas=1");
+  ASSERT_NE(store, nullptr);
+  auto f = BloomFilter::Create(*store, "replicated", {.capacity = 10000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto items = Items("rep-", 5000);
+  ASSERT_TRUE((*f)->AddMany(Views(items)).ok());
+  // A check reads with BITFIELD_RO, or GETRANGE for block filters.
+  auto calls = [](RedisServer& node) {
+    const std::string stats = node.Cli({"INFO", "commandstats"});
+    long total = 0;
+    for (const std::string command : {"bitfield_ro", "getrange"}) {
+      const std::string field = "cmdstat_" + command + ":calls=";
+      const size_t at = stats.find(field);
+      if (at != std::string::npos) total += std::stol(stats.substr(at + field.size()));
+    }
+    return total;
+  };
+  RedisServer& master = cluster_->MasterOf(internal::KeySlot("replicated"));
+  std::vector<RedisServer*> replicas;
+  for (size_t i = 0; i < cluster_->size(); ++i) {
+    RedisServer& n = cluster_->node(i);
+    if (!n.running() || &n == &master) continue;
+    if (n.Cli({"INFO", "replication"}).find("master_port:" + std::to_string(master.port())) !=
+        std::string::npos) {
+      replicas.push_back(&n);
+    }
+  }
+  ASSERT_FALSE(replicas.empty());
+  const long master_before = calls(master);
+  long replica_before = 0;
+  for (RedisServer* r : replicas) replica_before += calls(*r);
+  EXPECT_EQ(CountPresent(**f, items), 5000);
+  long replica_after = 0;
+  for (RedisServer* r : replicas) replica_after += calls(*r);
+  EXPECT_GT(replica_after, replica_before) << "checks went to a replica";
+  EXPECT_EQ(calls(master), master_before) << "no check went to the master";
+}
+
+// Moves a filter's slot to another master key by key (as redis-cli
+// --cluster reshard does) while a client keeps adding to it and another
+// filter spread over shards: no call fails and nothing is lost.
+TEST_F(RedisClusterTest, ReshardingWhileAddingLosesNothing) {
+  ASSERT_TRUE(BloomFilter::Create(*store_, "moving", {.capacity = 40000, .error_rate = 0.01}).ok());
+  ASSERT_TRUE(
+      BloomFilter::Create(*store_, "spread", {.capacity = 40000, .error_rate = 0.01, .shards = 6})
+          .ok());
+  const auto items = Items("r-", 30000);
+  std::atomic<bool> done{false};
+  std::atomic<int> errors{0};
+  std::string first_error;
+  std::thread writer([&] {
+    auto store = MustOpen(cluster_->url());
+    auto moving = BloomFilter::Open(*store, "moving");
+    auto spread = BloomFilter::Open(*store, "spread");
+    ASSERT_TRUE(moving.ok() && spread.ok());
+    for (size_t i = 0; i < items.size(); i += 500) {
+      for (auto* f : {&*moving, &*spread}) {
+        Status s = (*f)->AddMany(Views(items, i, 500));
+        if (!s.ok() && errors++ == 0) first_error = s.ToString();
+      }
+      std::vector<uint8_t> present;
+      Status s = (*moving)->ContainsMany(Views(items, 0, i + 500), &present);
+      if (!s.ok() && errors++ == 0) first_error = s.ToString();
+      if (s.ok() && std::count(present.begin(), present.end(), 1) != int(i + 500)) ++errors;
+    }
+    done = true;
+  });
+
+  const int slot = internal::KeySlot("moving");
+  RedisServer& from = cluster_->MasterOf(slot);
+  RedisServer* to = nullptr;
+  for (RedisServer* m : cluster_->Masters()) {
+    if (m != &from) to = m;
+  }
+  ASSERT_NE(to, nullptr);
+  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
+  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the writer start
+  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
+  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+  for (;;) {
+    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "1"}));
+    std::string key;
+    if (!std::getline(keys, key) || key.empty()) break;
+    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a migration in progress
+  }
+  for (RedisServer* node : {to, &from}) {
+    node->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
+  }
+  for (RedisServer* m : cluster_->Masters()) {
+    if (m != to && m != &from) m->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
+  }
+  writer.join();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(errors, 0) << first_error;
+  EXPECT_EQ(&cluster_->MasterOf(slot), to) << "the slot moved";
+  auto fresh = MustOpen(cluster_->url());
+  for (const char* name : {"moving", "spread"}) {
+    auto f = BloomFilter::Open(*fresh, name);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ(CountPresent(**f, items), 30000) << name;
+  }
+}
+
+// A master killed with SIGKILL while adds run with wait_replicas=1: its
+// replica takes over, every acknowledged add is there, failed calls were
+// errors (never "absent"), and the same store object goes on working once
+// the killed node is back as the new master's replica.
+TEST_F(RedisClusterTest, KilledMasterLosesNoAcknowledgedAdd) {
+  auto store = MustOpen(cluster_->url() + "?wait_replicas=1&wait_timeout_ms=500");
+  ASSERT_NE(store, nullptr);
+  auto f = BloomFilter::Create(*store, "durable", {.capacity = 200000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto items = Items("d-", 200000);
+  std::vector<size_t> acked;  // batch starts
+  std::atomic<int> failed{0};
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> next{0};
+  std::string first_error;
+  std::thread writer([&] {
+    for (size_t i = 0; i < items.size() && !stop; i += 200) {
+      next = i;
+      Status s = (*f)->AddMany(Views(items, i, 200));
+      if (s.ok()) {
+        acked.push_back(i);
+      } else if (failed++ == 0) {
+        first_error = s.ToString();
+      }
+    }
+  });
+  while (next < 4000) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  RedisServer& master = cluster_->MasterOf(internal::KeySlot("durable"));
+  master.Stop(/*hard=*/true);
+  cluster_->WaitUntilOk(/*replicas_up=*/false);  // its replica took over
+  // Checks work at once on the new master; adds need a replica to confirm
+  // them, so until one is back they fail (as errors, never silently).
+  EXPECT_TRUE(*(*f)->Contains(items[0]));
+  // A replacement replica joins, and adds are acknowledged again.
+  cluster_->ReplaceAsReplica(master, cluster_->MasterOf(internal::KeySlot("durable")));
+  const size_t target = next + 2000;
+  while (next < target && next + 200 < items.size()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop = true;
+  writer.join();
+  // The same handle adds and checks after the switch.
+  const Status after = (*f)->Add("after");
+  ASSERT_TRUE(after.ok()) << after.ToString();
+  EXPECT_TRUE(*(*f)->Contains("after"));
+  std::vector<std::string> must;
+  for (size_t start : acked) {
+    for (size_t j = start; j < start + 200; ++j) must.push_back(items[j]);
+  }
+  EXPECT_GT(acked.size(), 30u);
+  EXPECT_EQ(CountPresent(**f, must), static_cast<int>(must.size()))
+      << "acknowledged adds lost in the failover (" << failed
+      << " calls failed, the first: " << first_error << ")";
+}
+
+}  // namespace
+}  // namespace redbloom

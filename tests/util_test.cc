@@ -1,0 +1,58 @@
+// The library's internal utilities that the CLI, the service and the tests
+// share: percent-encoding and UTF-8 well-formedness.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "redbloom/funnel.h"
+#include "test_util.h"
+#include "util/percent.h"
+#include "util/utf8.h"
+
+namespace redbloom::internal {
+namespace {
+
+TEST(PercentTest, DecodesEscapesOfEitherCaseAndKeepsPlus) {
+  EXPECT_EQ(testing::ValueOrFail(PercentDecode("a%2Fb%20c+d%E2%82%ac", "the path")), "a/b c+d€");
+  EXPECT_EQ(testing::ValueOrFail(PercentDecode("%25", "the path")), "%");
+  EXPECT_EQ(testing::ValueOrFail(PercentDecode("", "the path")), "");
+}
+
+TEST(PercentTest, RejectsMalformedEscapesWithoutQuotingThem) {
+  for (const char* bad : {"%", "%2", "a%zz", "%g0", "p%4"}) {
+    auto r = PercentDecode(bad, "the password");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("in the password"), std::string::npos);
+    if (std::string_view(bad).size() > 2) {  // "%" and "%2" occur in any such message
+      EXPECT_EQ(r.status().message().find(bad), std::string::npos) << r.status().message();
+    }
+  }
+}
+
+TEST(PercentTest, EncodesAllButUnreservedAndRoundTrips) {
+  EXPECT_EQ(PercentEncode("a/b c+d€~._-"), "a%2Fb%20c%2Bd%E2%82%AC~._-");
+  EXPECT_EQ(PercentEncode("user:x@y/z", ":@"), "user:x@y%2Fz");
+  std::string all;
+  for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
+  EXPECT_EQ(testing::ValueOrFail(PercentDecode(PercentEncode(all), "the path")), all);
+}
+
+TEST(Utf8Test, SequenceLengthFollowsTheUnicodeTable) {
+  EXPECT_EQ(Utf8SequenceLength("a", 0), 1u);
+  EXPECT_EQ(Utf8SequenceLength("\xc3\xa9", 0), 2u);          // é
+  EXPECT_EQ(Utf8SequenceLength("\xe8\xae\xa2", 0), 3u);      // 订
+  EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98\x80", 0), 4u);  // 😀
+  for (const char* bad :
+       {"\x80", "\xc0\xaf", "\xc1\xbf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf0\x80\x80\xaf",
+        "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xc3", "\xe8\xae", "\xff"}) {
+    EXPECT_EQ(Utf8SequenceLength(bad, 0), 0u) << ::testing::PrintToString(std::string(bad));
+    EXPECT_FALSE(IsValidUtf8(bad)) << ::testing::PrintToString(std::string(bad));
+  }
+  EXPECT_TRUE(IsValidUtf8("pedido-ção-订单-😀"));
+  EXPECT_TRUE(IsValidUtf8(std::string_view("a\0b", 3)));
+  EXPECT_FALSE(IsValidUtf8("ok\xed\xbf\xbf"));  // a lone low surrogate at the end
+}
+
+}  // namespace
+}  // namespace redbloom::internal

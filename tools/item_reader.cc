@@ -1,0 +1,104 @@
+#include "item_reader.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace redbloom::cli {
+
+ItemReader::ItemReader(std::vector<std::string> args, std::string path)
+    : args_(std::move(args)), path_(std::move(path)) {}
+
+ItemReader::~ItemReader() {
+  if (fd_ > 0) ::close(fd_);
+}
+
+Status ItemReader::Open() {
+  if (path_.empty()) return Status::Ok();
+  if (path_ == "-") {
+    fd_ = 0;
+  } else {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return Status::Unavailable("cannot open " + path_ + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
+    total_bytes_ = static_cast<uint64_t>(st.st_size);
+  return Status::Ok();
+}
+
+Result<bool> ItemReader::Next(std::vector<std::string>* out, size_t max, bool streaming) {
+  out->clear();
+  batch_first_arg_ = next_arg_;
+  while (next_arg_ < args_.size() && out->size() < max) out->push_back(args_[next_arg_++]);
+  batch_args_ = out->size();
+  batch_first_line_ = lines_ + 1;
+  if (fd_ < 0) return !out->empty();
+  const auto take_line = [&](size_t end) {
+    out->emplace_back(buf_, pos_, end - pos_);
+    if (!out->back().empty() && out->back().back() == '\r') out->back().pop_back();
+    ++lines_;
+  };
+  while (out->size() < max) {
+    const size_t nl = buf_.find('\n', pos_);
+    if (nl != std::string::npos) {
+      take_line(nl);
+      pos_ = nl + 1;
+      continue;
+    }
+    if (eof_) {
+      if (pos_ < buf_.size()) {
+        take_line(buf_.size());
+        pos_ = buf_.size();
+      }
+      break;
+    }
+    if (streaming && !out->empty() && !InputReady()) break;
+    buf_.erase(0, pos_);
+    pos_ = 0;
+    REDBLOOM_RETURN_IF_ERROR(Fill());
+  }
+  return !out->empty();
+}
+
+std::string ItemReader::Where(size_t i) const {
+  if (i < batch_args_) return "argument " + std::to_string(batch_first_arg_ + i + 1);
+  return "line " + std::to_string(batch_first_line_ + (i - batch_args_)) + " of " + Name();
+}
+
+Status ItemReader::Locate(const Status& s, Encoding encoding,
+                          const std::vector<std::string>& batch) const {
+  if (s.code() != StatusCode::kInvalidArgument) return s;
+  std::string scratch;
+  std::string_view bytes;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Status item = EncodeItem(encoding, batch[i], &scratch, &bytes);
+    if (!item.ok()) return item.WithContext(Where(i));
+  }
+  return s;
+}
+
+bool ItemReader::InputReady() const {
+  pollfd p{fd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+Status ItemReader::Fill() {
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t r = ::read(fd_, chunk, sizeof(chunk));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::Unavailable("read error on " + Name() + ": " + std::strerror(errno));
+    if (r == 0) eof_ = true;
+    buf_.append(chunk, static_cast<size_t>(r));
+    bytes_read_ += static_cast<uint64_t>(r);
+    return Status::Ok();
+  }
+}
+
+}  // namespace redbloom::cli

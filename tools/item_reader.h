@@ -1,0 +1,72 @@
+// Where the CLI's items come from: the command line's arguments, then the
+// lines of a file or stdin. The one line reader of the CLI (add, check,
+// remove, load, dedup, rebuild).
+#ifndef REDBLOOM_TOOLS_ITEM_READER_H_
+#define REDBLOOM_TOOLS_ITEM_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "redbloom/funnel.h"
+#include "redbloom/status.h"
+
+namespace redbloom::cli {
+
+// Reads items in batches: the arguments first, then one item per line of
+// `path` (a file, "-" for stdin, or "" for none). A trailing "\r" is dropped,
+// as Java's readLine does, so files written on Windows give the same items;
+// an empty line is the empty-string item, and a last line without "\n"
+// counts. Memory stays bounded by one batch however long the input is.
+class ItemReader {
+ public:
+  ItemReader(std::vector<std::string> args, std::string path);
+  ItemReader(const ItemReader&) = delete;
+  ItemReader& operator=(const ItemReader&) = delete;
+  ~ItemReader();
+
+  // Opens the file: kUnavailable "cannot open PATH: <errno text>".
+  Status Open();
+
+  // Fills `out` with up to `max` items; false when nothing is left. With
+  // `streaming`, a batch ends as soon as no more input is ready, so
+  // `tail -f log | redbloom dedup` answers each line as it arrives.
+  Result<bool> Next(std::vector<std::string>* out, size_t max, bool streaming = false);
+
+  // Where item i of the last batch came from: "argument 2", "line 70001 of
+  // items.txt" or "line 3 of stdin".
+  std::string Where(size_t i) const;
+
+  // `s` is the error of handing the last batch (`batch`) to a filter of
+  // `encoding`. If an item of the batch cannot be hashed, the error is that
+  // item's, named by its place in the input (Where); otherwise `s` as it is.
+  Status Locate(const Status& s, Encoding encoding, const std::vector<std::string>& batch) const;
+
+  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t total_bytes() const { return total_bytes_; }  // 0 when unknown (a pipe)
+
+ private:
+  bool InputReady() const;
+  Status Fill();
+  std::string Name() const { return path_ == "-" ? "stdin" : path_; }
+
+  std::vector<std::string> args_;
+  std::string path_;
+  size_t next_arg_ = 0;
+  int fd_ = -1;
+  std::string buf_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+  uint64_t lines_ = 0;  // lines of the file read so far
+  uint64_t bytes_read_ = 0;
+  uint64_t total_bytes_ = 0;
+  // The last batch: its arguments (from index batch_first_arg_), then file
+  // lines from line batch_first_line_ (1-based).
+  size_t batch_first_arg_ = 0;
+  size_t batch_args_ = 0;
+  uint64_t batch_first_line_ = 1;
+};
+
+}  // namespace redbloom::cli
+
+#endif  // REDBLOOM_TOOLS_ITEM_READER_H_
