@@ -54,8 +54,8 @@ inline constexpr uint64_t kMaxLayers = 32;
 inline constexpr uint32_t kMaxShards = 1024;
 
 struct FilterOptions {
-  uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
-  double error_rate = 0;  // p, target false-positive rate at n items, in (0, 1)
+  uint64_t capacity = 0;                 // n, expected number of distinct items (>= 1)
+  double error_rate = 0;                 // p, target false-positive rate at n items, in (0, 1)
   Strategy strategy = kDefaultStrategy;  // see strategy.h
   Encoding encoding = Encoding::kUtf8;
   FilterKind kind = FilterKind::kPlain;
