@@ -63,6 +63,11 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Attach(Store& store, std::stri
   if (config.kind != FilterKind::kPlain) {
     return Status::InvalidArgument("attach adopts plain bitmaps only");
   }
+  if (config.shards != 1) {
+    return Status::InvalidArgument(
+        "attach adopts one existing bitmap; it cannot be sharded (create a sharded filter "
+        "instead)");
+  }
   REDBLOOM_RETURN_IF_ERROR(store.Attach(name, config));
   return Open(store, name);
 }

@@ -652,6 +652,23 @@ TEST_F(RedisStoreTest, AttachRefusesABitmapWrittenWithMoreBits) {
   EXPECT_EQ(raw_->Int({"EXISTS", "{wide}:meta"}), 0);
 }
 
+TEST_F(RedisStoreTest, AttachRefusesShards) {
+  // A Java service's bitmap is one key; a sharded filter's items would go to
+  // other keys the service never reads.
+  raw_->Run({"SETBIT", "javas", "5", "1"});
+  FilterOptions o = Options(1000, 0.01, Strategy::kSeed);
+  o.shards = 4;
+  auto f = BloomFilter::Attach(*store_, "javas", o);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(f.status().message().find("cannot be sharded"), std::string::npos)
+      << f.status().ToString();
+  auto config = MakeConfig(o);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(store_->Attach("javas", *config).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(raw_->Int({"EXISTS", "{javas}:meta"}), 0) << "nothing written";
+}
+
 TEST_F(RedisStoreTest, CreateOverABareBitmapPointsToAttach) {
   raw_->Run({"SETBIT", "bare", "5", "1"});
   const Status s = store_->Create("bare", Config());

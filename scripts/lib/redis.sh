@@ -17,9 +17,9 @@ redis_cleanup() {
 on_exit redis_cleanup
 
 start_redis() {
-  local name=$1 port
+  local name=$1 port=${redis_port:-}
   shift
-  port=$(free_port)
+  [ -n "$port" ] || port=$(free_port)
   mkdir -p "$redis_tmp/$name"
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$redis_tmp/$name" \
     --daemonize no --logfile "$redis_tmp/$name/redis.log" "$@" </dev/null >/dev/null 2>&1 &
@@ -52,4 +52,38 @@ redis_bench_setup() {
   require_tools "$name" cmake ninja redis-server redis-cli
   release_build "$dir" "$target" -DREDBLOOM_BUILD_SERVER=OFF -DREDBLOOM_BUILD_CLI=OFF
   start_bench_servers
+}
+
+# start_cluster NAME MASTERS  -> sets $cluster_url (redis-cluster://, two seeds)
+#   and $cluster_nodes (host:port,... of every master). Masters only, no
+#   replicas, no persistence; each node is stopped on exit like the others.
+start_cluster() {
+  local name=$1 masters=$2 i ports=() addrs=()
+  local port bus
+  for i in $(seq "$masters"); do
+    # Neither port listens until the node starts, so free_port alone could
+    # hand out the same one twice.
+    port=$(free_port)
+    bus=$(free_port)
+    while [ "$bus" = "$port" ]; do bus=$(free_port); done
+    redis_port=$port start_redis "$name-$i" --cluster-enabled yes --cluster-config-file nodes.conf \
+      --cluster-port "$bus"
+    ports+=("$started_port")
+    addrs+=("127.0.0.1:$started_port")
+  done
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$redis_tmp/$name.create" 2>&1 || {
+    cat "$redis_tmp/$name.create" >&2
+    exit 1
+  }
+  for _ in $(seq 300); do
+    if redis-cli -p "${ports[0]}" CLUSTER INFO | grep -q cluster_state:ok &&
+      redis-cli -p "${ports[-1]}" CLUSTER INFO | grep -q cluster_state:ok; then
+      cluster_url="redis-cluster://${addrs[0]},${addrs[1]:-${addrs[0]}}"
+      cluster_nodes=$(IFS=,; echo "${addrs[*]}")
+      return
+    fi
+    sleep 0.1
+  done
+  echo "cluster $name did not reach cluster_state:ok" >&2
+  exit 1
 }

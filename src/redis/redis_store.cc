@@ -89,8 +89,8 @@ class RedisStore final : public Store {
 
   Status Attach(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
-    if (config.kind != FilterKind::kPlain) {
-      return Status::InvalidArgument("attach adopts plain bitmaps only");
+    if (config.kind != FilterKind::kPlain || config.shards != 1) {
+      return Status::InvalidArgument("attach adopts one plain, unsharded bitmap only");
     }
     REDBLOOM_RETURN_IF_ERROR(
         CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits()));
