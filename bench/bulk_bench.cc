@@ -1,9 +1,10 @@
 // Loading many items into a Redis filter: `redbloom load` (bits built here,
 // uploaded once, merged with BITOP OR) against batched adds (BITFIELD, 1000
 // items per command, pipelined), side by side on one server in one run, and
-// RedisBloom's BF.MADD on the same items when a module server is given.
+// RedisBloom's BF.MADD on the same items when the server has it loaded
+// (--redisbloom; scripts/bench-bulk.sh loads REDISBLOOM_MODULE into it).
 //
-//   bulk_bench --url redis://127.0.0.1:PORT [--module-url URL] [--sizes 1e6,1e7] [--reps 3]
+//   bulk_bench --url redis://127.0.0.1:PORT [--redisbloom] [--sizes 1e6,1e7] [--reps 3]
 //
 // Every timed load is checked afterwards: all items present, FPP near 1%.
 #include <hiredis/hiredis.h>
@@ -43,7 +44,7 @@ double Median(std::vector<double> v) {
 
 struct Args {
   std::string url;
-  std::string module_url;
+  bool redisbloom = false;  // the server at --url has RedisBloom loaded
   std::vector<uint64_t> sizes = {1000000, 10000000};
   int reps = 3;
 };
@@ -54,7 +55,7 @@ Args Parse(int argc, char** argv) {
   CLI::App app("Bulk load against batched add into Redis (see scripts/bench-bulk.sh)",
                "bulk_bench");
   app.add_option("--url", a.url, "redis:// URL of a plain redis-server")->required();
-  app.add_option("--module-url", a.module_url, "redis:// URL of a server with RedisBloom loaded");
+  app.add_flag("--redisbloom", a.redisbloom, "the server has RedisBloom loaded: add BF.MADD");
   app.add_option("--sizes", sizes, "item counts, comma-separated")->delimiter(',');
   app.add_option("--reps", a.reps, "repetitions")->check(CLI::PositiveNumber);
   try {
@@ -107,7 +108,7 @@ struct RedisBloom {
   // BF.MADD 1000 items per command, 16 commands in flight.
   double Load(const std::vector<std::string_view>& items) {
     Command({"DEL", "bf"});
-    Command({"BF.RESERVE", "bf", "0.01", std::to_string(items.size())});
+    Command({"BF.RESERVE", "bf", "0.01", std::to_string(items.size()), "NONSCALING"});
     const auto start = Clock::now();
     size_t pending = 0;
     for (size_t i = 0; i < items.size(); i += 1000) {
@@ -146,51 +147,54 @@ int main(int argc, char** argv) {
   auto store = redbloom::Store::Open(args.url);
   if (!store.ok()) Die(store.status().ToString());
   std::unique_ptr<RedisBloom> module;
-  if (!args.module_url.empty()) module = std::make_unique<RedisBloom>(args.module_url);
+  if (args.redisbloom) module = std::make_unique<RedisBloom>(args.url);
 
-  std::printf("%-10s %14s %14s %8s %14s %10s\n", "items", "load items/s", "add items/s", "ratio",
-              "BF.MADD/s", "load s");
-  for (uint64_t n : args.sizes) {
-    std::vector<std::string> items;
-    items.reserve(n);
-    for (uint64_t i = 0; i < n; ++i) items.push_back("ORD-" + std::to_string(i));
-    std::vector<std::string_view> views(items.begin(), items.end());
-    const redbloom::FilterOptions options{.capacity = n, .error_rate = 0.01};
+  std::printf("%-8s %-10s %14s %14s %8s %14s %10s\n", "strategy", "items", "load items/s",
+              "add items/s", "ratio", "BF.MADD/s", "load s");
+  for (redbloom::Strategy strategy : {redbloom::Strategy::kGuava64, redbloom::Strategy::kBlock})
+    for (uint64_t n : args.sizes) {
+      std::vector<std::string> items;
+      items.reserve(n);
+      for (uint64_t i = 0; i < n; ++i) items.push_back("ORD-" + std::to_string(i));
+      std::vector<std::string_view> views(items.begin(), items.end());
+      const redbloom::FilterOptions options{
+          .capacity = n, .error_rate = 0.01, .strategy = strategy};
 
-    std::vector<double> load_s, add_s, madd_s;
-    for (int rep = 0; rep < args.reps; ++rep) {
-      // load: what `redbloom load` does.
+      std::vector<double> load_s, add_s, madd_s;
+      for (int rep = 0; rep < args.reps; ++rep) {
+        // load: what `redbloom load` does.
+        (void)redbloom::BloomFilter::Drop(**store, "bulk-load");
+        auto f = redbloom::BloomFilter::Create(**store, "bulk-load", options);
+        if (!f.ok()) Die(f.status().ToString());
+        auto start = Clock::now();
+        redbloom::BitmapBuilder builder((*f)->config());
+        Check(builder.Add(views), "build");
+        Check((*f)->OrBitmap(builder.bitmap(), builder.new_items()), "load");
+        load_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        Verify(**f, views);
+
+        // Batched add: AddMany over the whole input; the store sends 1000 items
+        // per command with the next batch in flight.
+        (void)redbloom::BloomFilter::Drop(**store, "bulk-add");
+        auto g = redbloom::BloomFilter::Create(**store, "bulk-add", options);
+        if (!g.ok()) Die(g.status().ToString());
+        start = Clock::now();
+        Check((*g)->AddMany(views), "add");
+        add_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+        Verify(**g, views);
+
+        if (module) madd_s.push_back(module->Load(views));
+      }
+      const double load = Median(load_s), add = Median(add_s);
+      char madd[32] = "-";
+      if (module) std::snprintf(madd, sizeof(madd), "%.0f", n / Median(madd_s));
+      std::printf("%-8s %-10llu %14.0f %14.0f %7.1fx %14s %10.2f\n",
+                  std::string(redbloom::StrategyName(strategy)).c_str(),
+                  static_cast<unsigned long long>(n), n / load, n / add, add / load, madd, load);
+      std::fflush(stdout);
       (void)redbloom::BloomFilter::Drop(**store, "bulk-load");
-      auto f = redbloom::BloomFilter::Create(**store, "bulk-load", options);
-      if (!f.ok()) Die(f.status().ToString());
-      auto start = Clock::now();
-      redbloom::BitmapBuilder builder((*f)->config());
-      Check(builder.Add(views), "build");
-      Check((*f)->OrBitmap(builder.bitmap(), builder.new_items()), "load");
-      load_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-      Verify(**f, views);
-
-      // Batched add: AddMany over the whole input; the store sends 1000 items
-      // per command with the next batch in flight.
       (void)redbloom::BloomFilter::Drop(**store, "bulk-add");
-      auto g = redbloom::BloomFilter::Create(**store, "bulk-add", options);
-      if (!g.ok()) Die(g.status().ToString());
-      start = Clock::now();
-      Check((*g)->AddMany(views), "add");
-      add_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-      Verify(**g, views);
-
-      if (module) madd_s.push_back(module->Load(views));
     }
-    const double load = Median(load_s), add = Median(add_s);
-    char madd[32] = "-";
-    if (module) std::snprintf(madd, sizeof(madd), "%.0f", n / Median(madd_s));
-    std::printf("%-10llu %14.0f %14.0f %7.1fx %14s %10.2f\n", static_cast<unsigned long long>(n),
-                n / load, n / add, add / load, madd, load);
-    std::fflush(stdout);
-    (void)redbloom::BloomFilter::Drop(**store, "bulk-load");
-    (void)redbloom::BloomFilter::Drop(**store, "bulk-add");
-  }
   std::printf(
       "(medians of %d runs; ratio = load items/s / batched-add items/s; every run checked "
       "for no false negatives and FPP <= 1.5%%)\n",

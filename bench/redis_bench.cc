@@ -1,15 +1,19 @@
-// Redis benchmark (issue #3): add and check items/s through redbloom's Redis
-// store with batches of 1, 100 and 1000, against the same server in the same
-// run as
+// Redis benchmark (issues #3 and #17): add and check items/s through
+// redbloom's Redis store for every strategy (seed with batches of 1, 100 and
+// 1000; guava64 at 1000; block at 1 and 1000), against the same server in the
+// same run as
 //   (a) the seed's way: k blocking SETBIT / GETBIT round trips per item, as
 //       the blog posts' Spring RedisService does (hiredis here, so the client
 //       is not what is slow);
 //   (b) pipelined SETBIT / GETBIT: every offset of 1000 items in one write;
-//   (c) with --module-url, RedisBloom's BF.MADD / BF.MEXISTS, 1000 per command;
+//   (c) with --redisbloom (the server has RedisBloom loaded), BF.MADD /
+//       BF.MEXISTS, 1000 per command, on a NONSCALING filter of the same
+//       capacity and rate, on the same server as the bitmap rows;
 //   (d) with --tls-url (a TLS port of the --url server), redbloom over TLS,
 //       to put the cost of TLS per item next to plain TCP.
-// Every approach uses the seed strategy's offsets (k = 7, m = 9585058 for
-// 1e6 items at 1%), so (a) is bit for bit what the Java service does.
+// (a) and (b) use the seed strategy's offsets (k = 7, m = 9585058 for 1e6
+// items at 1%), so (a) is bit for bit what the Java service does. No filter
+// is filled past its capacity over all repetitions.
 //
 // A second table puts a Redisson-layout filter (strategy redisson, the same
 // n and p: m = 9585058, k = 7, and its {NAME}:config) through redbloom and
@@ -22,7 +26,7 @@
 // process's CPU per item, and the speed-up over the seed's way. Before any
 // figure is printed, every approach's filter is checked for false negatives.
 //
-//   redis_bench --url redis://127.0.0.1:6379 [--module-url URL] [--tls-url URL] [--reps 3]
+//   redis_bench --url redis://127.0.0.1:6379 [--redisbloom] [--tls-url URL] [--reps 3]
 // scripts/bench-redis.sh starts the servers and runs this.
 #include <hiredis/hiredis.h>
 #include <sys/resource.h>
@@ -178,7 +182,7 @@ struct Row {
 
 struct Args {
   std::string url;
-  std::string module_url;
+  bool redisbloom = false;  // the server at --url has RedisBloom loaded
   std::string tls_url;
   int reps = 3;
   double scale = 1.0;  // multiplies item counts (0.1 for a smoke run)
@@ -189,7 +193,8 @@ Args ParseArgs(int argc, char** argv) {
   CLI::App app("redbloom's Redis store against the seed's way (see scripts/bench-redis.sh)",
                "redis_bench");
   app.add_option("--url", a.url, "redis:// URL of a plain redis-server")->required();
-  app.add_option("--module-url", a.module_url, "redis:// URL of a server with RedisBloom loaded");
+  app.add_flag("--redisbloom", a.redisbloom,
+               "the server has RedisBloom loaded: add BF.MADD / BF.MEXISTS rows");
   app.add_option("--tls-url", a.tls_url,
                  "rediss:// URL of a TLS port of the --url server (adds redbloom over TLS)");
   app.add_option("--reps", a.reps, "repetitions")->check(CLI::PositiveNumber);
@@ -236,10 +241,13 @@ class Bench {
       RunSeedWay(rep);
       RunPipelined(rep);
       for (size_t batch : {size_t{1}, size_t{100}, size_t{1000}}) {
-        RunLibrary(*store_, "redbloom", batch, rep);
-        if (tls_store_ != nullptr) RunLibrary(*tls_store_, "redbloom over TLS", batch, rep);
+        RunLibrary(*store_, Strategy::kSeed, batch, rep);
+        if (tls_store_ != nullptr) RunLibrary(*tls_store_, Strategy::kSeed, batch, rep);
       }
-      if (!args_.module_url.empty()) RunRedisBloom(rep);
+      RunLibrary(*store_, Strategy::kGuava64, 1000, rep);
+      RunLibrary(*store_, Strategy::kBlock, 1, rep);
+      RunLibrary(*store_, Strategy::kBlock, 1000, rep);
+      if (args_.redisbloom) RunRedisBloom(rep);
       for (size_t batch : {size_t{1}, size_t{1000}}) {
         RunRedissonWay(batch, rep);
         RunRedissonLibrary(batch, rep);
@@ -341,7 +349,7 @@ class Bench {
     }
   }
 
-  void RunLibrary(Store& store, const std::string& approach, size_t batch, int rep) {
+  void RunLibrary(Store& store, Strategy strategy, size_t batch, int rep) {
     // About a second per run on loopback: batch 1 is one round trip per item.
     // Never more than the filter's capacity over all repetitions, so every
     // run sees a filter at or below its design fill.
@@ -350,15 +358,19 @@ class Bench {
                                                                : 300'000),
                                           kCapacity / static_cast<uint64_t>(args_.reps));
     const bool tls = &store != store_.get();
-    const std::string name = (tls ? "tls" : "lib") + std::to_string(batch);
-    auto filter = BloomFilter::Create(store, name, options_);
+    const std::string sn(StrategyName(strategy));
+    const std::string name = (tls ? "tls-" : "lib-") + sn + "-" + std::to_string(batch);
+    FilterOptions options = options_;
+    options.strategy = strategy;
+    auto filter = BloomFilter::Create(store, name, options);
     Check(filter.status(), "create " + name);
+    const std::string approach = "redbloom " + sn + (tls ? " over TLS" : "");
     Row* add = &NewRow("add", approach, batch);
     Row* check = &NewRow("check", approach, batch);
     std::vector<uint8_t> flags;
     {
       const auto items =
-          Items(std::string(tls ? "ORD-tls-" : "ORD-lib-") + std::to_string(rep) + "-", 0, n);
+          Items(std::string(tls ? "ORD-tls-" : "ORD-lib-") + sn + std::to_string(rep) + "-", 0, n);
       add->samples.push_back(Measure(raw_, n, [&] {
         for (size_t i = 0; i < n; i += batch) {
           Check((*filter)->AddMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags), "add");
@@ -372,19 +384,20 @@ class Bench {
           for (uint8_t f : flags) found += f;
         }
       }));
-      if (found != n) Die("redbloom lost items (batch " + std::to_string(batch) + ")");
+      if (found != n) Die("redbloom " + sn + " lost items (batch " + std::to_string(batch) + ")");
     }
   }
 
   // (c) RedisBloom's BF.MADD / BF.MEXISTS: hashing and bits on the server.
+  // NONSCALING: one filter of exactly this capacity and rate, never grown.
   void RunRedisBloom(int rep) {
-    if (!module_) {
-      module_ = std::make_unique<Raw>(args_.module_url);
-      module_->Command({"FLUSHALL"});
-      module_->Command({"BF.RESERVE", "rb", std::to_string(kErrorRate), std::to_string(kCapacity)});
+    Raw& module = raw_;
+    if (rep == 0) {
+      module.Command({"BF.RESERVE", "rb", std::to_string(kErrorRate), std::to_string(kCapacity),
+                      "NONSCALING"});
     }
-    Raw& module = *module_;
-    const uint64_t n = Count(300'000);
+    const uint64_t n =
+        std::min<uint64_t>(Count(300'000), kCapacity / static_cast<uint64_t>(args_.reps));
     constexpr size_t kBatch = 1000;
     Row* add = &NewRow("add", "RedisBloom BF.MADD", kBatch);
     Row* check = &NewRow("check", "RedisBloom BF.MEXISTS", kBatch);
@@ -410,6 +423,18 @@ class Bench {
       uint64_t found = 0;
       check->samples.push_back(Measure(module, n, [&] { found = run("BF.MEXISTS"); }));
       if (found != n) Die("RedisBloom lost items");
+      // Its false positives on never-added items, as a check of the filter.
+      const auto others = Items("ORD-rb-absent-" + std::to_string(rep) + "-", 0, 10000);
+      internal::CommandBuffer probe;
+      probe.Begin(2 + others.size());
+      probe.Arg("BF.MEXISTS");
+      probe.Arg("rb");
+      for (const auto& o : others) probe.Arg(o);
+      module.Append(probe);
+      auto r = module.Read();
+      uint64_t fp = 0;
+      for (size_t i = 0; i < r->elements; ++i) fp += r->element[i]->integer == 1 ? 1 : 0;
+      if (fp > 10000 * kErrorRate * 3) Die("RedisBloom's FPP is out of bounds");
     }
   }
 
@@ -534,6 +559,23 @@ class Bench {
                     m.client_us, ratio(r, seed), ceiling(r, seed));
       }
     }
+    // Issue #17's target: a block check costs redis-server at most a third of
+    // a guava64 check, per item.
+    auto server = [&](const std::string& op, const std::string& approach) {
+      for (const Row& r : rows_) {
+        if (r.op == op && r.approach == approach && r.batch == 1000) return r.Median().server_us;
+      }
+      return 0.0;
+    };
+    for (const std::string op : {"add", "check"}) {
+      const double g = server(op, "redbloom guava64"), b = server(op, "redbloom block");
+      if (g > 0 && b > 0) {
+        std::printf(
+            "\n%s, batch 1000: redis-server CPU per item block %.2f us / guava64 %.2f us = %.2f",
+            op.c_str(), b, g, b / g);
+      }
+    }
+    std::printf("\n");
     std::printf(
         "\nitems/s and us/item: wall clock, median of %d interleaved repetitions; vs seed: median "
         "of per-repetition ratios; server us: redis-server CPU per item (INFO CPU); client us: "
@@ -582,7 +624,6 @@ class Bench {
   FilterOptions options_;
   FilterConfig config_;
   std::deque<Row> rows_;  // stable addresses: rows are filled after later ones are added
-  std::unique_ptr<Raw> module_;
 };
 
 }  // namespace

@@ -5,10 +5,10 @@ set -euo pipefail
 
 packages=(
   # build
-  g++ cmake ninja-build pkg-config make
+  g++ clang cmake ninja-build pkg-config make
   # libraries
   libhiredis-dev libssl-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
-  libhighwayhash-dev
+  libhighwayhash-dev libxxhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
   # TLS tests make their CA and certificates at run time

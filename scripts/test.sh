@@ -27,6 +27,13 @@ bash scripts/build.sh build -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_BUILD_BENCH=ON 
 echo "== tests"
 (cd build && ctest --output-on-failure --no-tests=error -j"$jobs")
 
+echo "== sizing under clang"
+# The Java-exact sizing must not depend on the compiler: java_log_test,
+# built with clang against the same sources, must pin the same checksum.
+clang++ -std=c++20 -O2 -Iinclude tests/java_log_test.cc src/sizing.cc src/status.cc \
+  -lgtest -lgtest_main -pthread -o build/java_log_test_clang
+build/java_log_test_clang --gtest_brief=1
+
 echo "== install, and build tests/consumer against it with find_package(redbloom)"
 step=$(date +%s)
 prefix=$(mktemp -d)

@@ -5,6 +5,7 @@
 
 #include "kinds/filter_context.h"
 #include "kinds/kind_def.h"
+#include "prefetch.h"
 #include "redbloom/funnel.h"
 #include "redbloom/sizing.h"
 #include "redbloom/strategy.h"
@@ -25,7 +26,9 @@ struct BloomFilter::State {
 };
 
 BloomFilter::BloomFilter(Store& store, std::string name, std::shared_ptr<State> state)
-    : store_(store), name_(std::move(name)), state_(std::move(state)) {}
+    : store_(store), name_(std::move(name)), current_(state.get()) {
+  states_.push_back(std::move(state));
+}
 
 BloomFilter::~BloomFilter() = default;
 
@@ -100,16 +103,11 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
   return store.Replace(name, temp);
 }
 
-std::shared_ptr<BloomFilter::State> BloomFilter::state() const {
-  std::lock_guard lock(mu_);
-  return state_;
-}
-
-FilterConfig BloomFilter::config() const { return state()->config; }
+FilterConfig BloomFilter::config() const { return state().config; }
 
 template <typename Op>
 Status BloomFilter::WithReopen(Op&& op) {
-  std::shared_ptr<State> current = state();
+  State* current = &state();
   Status s = op(*current);
   if (s.code() != StatusCode::kConflict) return s;
   // The filter may have been rebuilt or re-created under us. Reopen it; if it
@@ -118,8 +116,11 @@ Status BloomFilter::WithReopen(Op&& op) {
   if (!fresh.ok()) return fresh.status().code() == StatusCode::kNotFound ? fresh.status() : s;
   {
     std::lock_guard lock(mu_);
-    if (state_ == current) state_ = *fresh;
-    current = state_;
+    if (current_.load(std::memory_order_relaxed) == current) {
+      states_.push_back(*fresh);
+      current_.store(fresh->get(), std::memory_order_release);
+    }
+    current = current_.load(std::memory_order_relaxed);
   }
   return op(*current);
 }
@@ -128,6 +129,20 @@ Status BloomFilter::HashAll(const FilterConfig& config, std::span<const std::str
                             std::vector<Hash128>* hashes) const {
   hashes->resize(items.size());
   const internal::StrategyDef& strategy = internal::StrategyOf(config.strategy);
+  if (config.encoding == Encoding::kUtf8 || config.encoding == Encoding::kBytes) {
+    // The item is its own bytes: validate them all, then hash, without a
+    // Status per item (a quarter of a batched `block` check went there).
+    if (config.encoding == Encoding::kUtf8) {
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (!IsValidUtf8(items[i])) {
+          return Status::InvalidArgument("item is not valid UTF-8")
+              .WithContext("item " + std::to_string(i + 1));
+        }
+      }
+    }
+    for (size_t i = 0; i < items.size(); ++i) (*hashes)[i] = strategy.hash(items[i]);
+    return Status::Ok();
+  }
   std::string scratch;
   std::string_view bytes;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -138,11 +153,34 @@ Status BloomFilter::HashAll(const FilterConfig& config, std::span<const std::str
   return Status::Ok();
 }
 
+Status BloomFilter::OneItem(One op, std::string_view item, bool* answer) {
+  uint8_t out = 0;
+  Status s = WithReopen([&](State& st) -> Status {
+    // Hashed here, under the state's config: a reopen may change the strategy.
+    thread_local std::string scratch;
+    std::string_view bytes;
+    REDBLOOM_RETURN_IF_ERROR(EncodeItem(st.config.encoding, item, &scratch, &bytes));
+    const Hash128 hash = internal::StrategyOf(st.config.strategy).hash(bytes);
+    const std::span<const Hash128> one(&hash, 1);
+    out = 0;
+    FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
+    const internal::KindPolicy& policy = *KindOf(st.config.kind).policy;
+    switch (op) {
+      case One::kAdd:
+        return policy.Add(f, one, &out);
+      case One::kContains:
+        return policy.Contains(f, one, &out);
+      case One::kRemove:
+        return policy.Remove(f, one, &out);
+    }
+    return Status::Internal("unknown operation");
+  });
+  if (s.ok() && answer != nullptr) *answer = out != 0;
+  return s;
+}
+
 Status BloomFilter::Add(std::string_view item, bool* added) {
-  std::vector<uint8_t> out;
-  REDBLOOM_RETURN_IF_ERROR(AddMany(std::span<const std::string_view>(&item, 1), &out));
-  if (added != nullptr) *added = out[0] != 0;
-  return Status::Ok();
+  return OneItem(One::kAdd, item, added);
 }
 
 Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added) {
@@ -152,9 +190,9 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
 }
 
 Result<bool> BloomFilter::Contains(std::string_view item) {
-  std::vector<uint8_t> present;
-  REDBLOOM_RETURN_IF_ERROR(ContainsMany(std::span<const std::string_view>(&item, 1), &present));
-  return present[0] != 0;
+  bool present = false;
+  REDBLOOM_RETURN_IF_ERROR(OneItem(One::kContains, item, &present));
+  return present;
 }
 
 Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
@@ -165,10 +203,7 @@ Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
 }
 
 Status BloomFilter::Remove(std::string_view item, bool* removed) {
-  std::vector<uint8_t> out;
-  REDBLOOM_RETURN_IF_ERROR(RemoveMany(std::span<const std::string_view>(&item, 1), &out));
-  if (removed != nullptr) *removed = out[0] != 0;
-  return Status::Ok();
+  return OneItem(One::kRemove, item, removed);
 }
 
 Status BloomFilter::RemoveMany(std::span<const std::string_view> items,
@@ -246,7 +281,7 @@ Status BloomFilter::Clear() {
   return WithReopen([&](State& st) { return st.bits->Clear(); });
 }
 
-Status BloomFilter::Flush() { return state()->bits->Flush(); }
+Status BloomFilter::Flush() { return state().bits->Flush(); }
 
 namespace {
 
@@ -372,33 +407,49 @@ Status BitmapBuilder::AddHashes(std::span<const Hash128> hashes) {
                                    "plain and counting filters");
   }
   const internal::StrategyDef& strategy = internal::StrategyOf(config_.strategy);
-  offsets_.resize(config_.geometry.hashes);
+  const uint32_t k = config_.geometry.hashes;
+  const bool counters = config_.cell_bits() == 4;
   auto* bytes = reinterpret_cast<uint8_t*>(bitmap_.data());
-  if (config_.cell_bits() == 4) {
-    // Counter i is nibble i in Redis order: byte i/2, high nibble when even.
-    // Every add counts, as a counting filter's adds do: each needs a remove.
-    for (const Hash128& h : hashes) {
-      strategy.offsets(h, config_.geometry, offsets_.data());
-      for (uint64_t o : offsets_) {
-        const unsigned shift = (o & 1) ? 0 : 4;
-        uint8_t& byte = bytes[o >> 1];
-        if (((byte >> shift) & 0xF) != 0xF) byte = static_cast<uint8_t>(byte + (1u << shift));
+  // Offsets a slice at a time, then the cells with the lines of the items
+  // 16 ahead prefetched, as the stores' batches do (word_bits.cc): without
+  // the prefetch a load of 1e7 items was slower than adding them.
+  constexpr size_t kSlice = 1024;
+  constexpr size_t kAhead = 16;
+  for (size_t start = 0; start < hashes.size(); start += kSlice) {
+    const size_t n = std::min(kSlice, hashes.size() - start);
+    offsets_.resize(n * k);
+    strategy.offsets(hashes.subspan(start, n), config_.geometry, offsets_.data());
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) {
+        for (uint32_t j = 0; j < k; ++j) {
+          const uint64_t o = offsets_[(i + kAhead) * k + j];
+          internal::PrefetchForWrite(&bytes[counters ? o >> 1 : o >> 3]);
+        }
       }
+      const uint64_t* item = &offsets_[i * k];
+      if (counters) {
+        // Counter i is nibble i in Redis order: byte i/2, high nibble when
+        // even. Every add counts, as a counting filter's adds do: each needs
+        // a remove.
+        for (uint32_t j = 0; j < k; ++j) {
+          const uint64_t o = item[j];
+          const unsigned shift = (o & 1) ? 0 : 4;
+          uint8_t& byte = bytes[o >> 1];
+          if (((byte >> shift) & 0xF) != 0xF) byte = static_cast<uint8_t>(byte + (1u << shift));
+        }
+        continue;
+      }
+      uint8_t fresh = 0;
+      for (uint32_t j = 0; j < k; ++j) {
+        const uint64_t o = item[j];
+        const auto mask = static_cast<uint8_t>(0x80u >> (o & 7));
+        fresh |= static_cast<uint8_t>(~bytes[o >> 3] & mask);
+        bytes[o >> 3] |= mask;
+      }
+      new_items_ += fresh != 0 ? 1 : 0;
     }
-    new_items_ += hashes.size();
-    items_ += hashes.size();
-    return Status::Ok();
   }
-  for (const Hash128& h : hashes) {
-    strategy.offsets(h, config_.geometry, offsets_.data());
-    bool fresh = false;
-    for (uint64_t o : offsets_) {
-      const uint8_t mask = static_cast<uint8_t>(0x80u >> (o & 7));
-      fresh |= (bytes[o >> 3] & mask) == 0;
-      bytes[o >> 3] |= mask;
-    }
-    new_items_ += fresh ? 1 : 0;
-  }
+  if (counters) new_items_ += hashes.size();
   items_ += hashes.size();
   return Status::Ok();
 }

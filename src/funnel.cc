@@ -1,6 +1,7 @@
 #include "redbloom/funnel.h"
 
 #include <charconv>
+#include <cstring>
 
 #include "util/utf8.h"
 
@@ -38,6 +39,14 @@ Result<Encoding> ParseEncoding(std::string_view name) {
 
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
+  // ASCII eight bytes at a time: most items are ASCII ids, and the byte loop
+  // below cost ~2 ns of an item's ~10 here.
+  while (s.size() - i >= 8) {
+    uint64_t chunk;
+    std::memcpy(&chunk, s.data() + i, 8);
+    if ((chunk & 0x8080808080808080ULL) != 0) break;
+    i += 8;
+  }
   while (i < s.size()) {
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;

@@ -5,6 +5,11 @@
 
 #include <cstring>
 
+// Header-only use: the short-input paths inline into Xxh3_128, and nothing
+// is linked.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace redbloom {
 namespace {
 
@@ -142,6 +147,11 @@ Hash128 HighwayHash128(std::string_view bytes, const HighwayKey& key) {
   highwayhash::InstructionSets::Run<highwayhash::HighwayHash>(lanes, bytes.data(), bytes.size(),
                                                               &out);
   return Hash128{out[0], out[1]};
+}
+
+Hash128 Xxh3_128(const void* data, size_t len) {
+  const XXH128_hash_t h = XXH3_128bits(data, len);
+  return Hash128{h.low64, h.high64};
 }
 
 std::array<uint8_t, 16> Hash128::bytes() const {

@@ -4,22 +4,109 @@
 #include <limits>
 #include <string>
 
-#if REDBLOOM_HAVE_QUADMATH
-#include <quadmath.h>
+// The double-double arithmetic below relies on every operation rounding
+// once: no fused multiply-add may merge two of them (GCC in ISO C++ mode
+// does not; clang would where the target has FMA).
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
 #endif
 
 namespace redbloom {
+namespace {
+
+// Double-double numbers (hi + lo, |lo| <= ulp(hi)/2) after Dekker and
+// Knuth: each operation below is exact or accurate to about 2^-104
+// relative, with IEEE double operations only, so any compiler and any
+// x86-64 or ARM64 target computes the same bits.
+struct DD {
+  double hi;
+  double lo;
+};
+
+// a + b = s + e exactly.
+DD TwoSum(double a, double b) {
+  const double s = a + b;
+  const double bb = s - a;
+  return {s, (a - (s - bb)) + (b - bb)};
+}
+
+// The same for |a| >= |b|.
+DD FastTwoSum(double a, double b) {
+  const double s = a + b;
+  return {s, b - (s - a)};
+}
+
+// a * b = p + e exactly (Dekker's product: halves of 26 bits multiply exactly).
+DD TwoProduct(double a, double b) {
+  constexpr double kSplit = 134217729.0;  // 2^27 + 1
+  const double p = a * b;
+  const double ca = kSplit * a, cb = kSplit * b;
+  const double ah = ca - (ca - a), al = a - ah;
+  const double bh = cb - (cb - b), bl = b - bh;
+  return {p, ((ah * bh - p) + ah * bl + al * bh) + al * bl};
+}
+
+DD Add(DD x, DD y) {
+  DD s = TwoSum(x.hi, y.hi);
+  const DD t = TwoSum(x.lo, y.lo);
+  s.lo += t.hi;
+  s = FastTwoSum(s.hi, s.lo);
+  s.lo += t.lo;
+  return FastTwoSum(s.hi, s.lo);
+}
+
+DD Mul(DD x, DD y) {
+  DD p = TwoProduct(x.hi, y.hi);
+  p.lo += x.hi * y.lo + x.lo * y.hi;
+  return FastTwoSum(p.hi, p.lo);
+}
+
+DD Div(DD x, DD y) {
+  const double q1 = x.hi / y.hi;
+  DD r = Add(x, Mul({-q1, 0}, y));
+  const double q2 = r.hi / y.hi;
+  r = Add(r, Mul({-q2, 0}, y));
+  const double q3 = r.hi / y.hi;
+  return Add(FastTwoSum(q1, q2), {q3, 0});
+}
+
+// ln 2 to 107 bits (checked against libquadmath's logq(2) in sizing_test).
+constexpr DD kLn2 = {0x1.62e42fefa39efp-1, 0x1.abc9e3b39803fp-56};
+
+// ln(x) for finite x > 0, to about 2^-100 relative: x = 2^e f with f in
+// [sqrt(1/2), sqrt(2)), ln f = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...) with
+// s = (f - 1)/(f + 1), |s| <= 0.172, so 23 terms reach 2^-110.
+DD LogDD(double x) {
+  int e = 0;
+  double f = std::frexp(x, &e);  // f in [1/2, 1), exact
+  if (f < 0.70710678118654752) {
+    f *= 2;  // exact
+    --e;
+  }
+  // f - 1 is exact (Sterbenz); f + 1 is not always, hence TwoSum.
+  const DD s = Div({f - 1, 0}, TwoSum(f, 1));
+  const DD s2 = Mul(s, s);
+  DD term = s;
+  DD sum = s;
+  for (int n = 1; n < 40; ++n) {
+    term = Mul(term, s2);
+    const DD t = Div(term, {2.0 * n + 1, 0});
+    sum = Add(sum, t);
+    if (std::fabs(t.hi) < 0x1p-115 * std::fabs(sum.hi) || t.hi == 0) break;
+  }
+  return Add(Mul({static_cast<double>(e), 0}, kLn2), Mul({2, 0}, sum));
+}
+
+}  // namespace
 
 double JavaLog(double x) {
-#if REDBLOOM_HAVE_QUADMATH
-  // log in 113-bit precision, rounded once to double: the correctly rounded
-  // result except when the true value lies within ~2^-60 ulp of a midpoint.
-  return static_cast<double>(logq(static_cast<__float128>(x)));
-#else
-  // 64-bit-mantissa log rounded to double: correctly rounded but for about
-  // one value in 2^11.
-  return static_cast<double>(std::log(static_cast<long double>(x)));
-#endif
+  if (!(x > 0) || std::isinf(x)) return std::log(x);  // NaN, -inf, 0, +inf: as Math.log
+  if (x == 1) return 0;
+  // The double nearest hi + lo: FastTwoSum left hi = RN(hi + lo). It is the
+  // correctly rounded log unless the true value lies within ~2^-100 of a
+  // midpoint between two doubles, which sizing_test checks does not happen
+  // for 10^6 error rates of every form people type and 10^6 random ones.
+  return LogDD(x).hi;
 }
 
 namespace {

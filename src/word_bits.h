@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,15 @@ struct WordArray {
   // this process, and/or a file to flock() for handles in other processes.
   std::shared_ptr<std::mutex> remove_mutex;
   int lock_fd = -1;
+  // In-process arrays (mem:) only: the writers of 1-bit cells. A batch that
+  // gets it exclusively (try_lock: it never waits for it) sets its bits with
+  // plain loads and stores; otherwise it holds it shared and uses locked
+  // ORs, as every writer of a file array does (its other writers may be
+  // other processes). A locked OR costs ~5 ns here and serialises memory
+  // accesses: at 1e7 items a guava64 add took 60 ns per item with them and
+  // 35 ns with plain stores, for two locked operations per batch instead of
+  // about five per item.
+  std::shared_ptr<std::shared_mutex> writers;
 
   uint64_t word_count() const { return (cells * cell_bits + 63) / 64; }
   // Bytes of the cells as Redis would hold them (the words may pad them).
@@ -100,9 +110,12 @@ class WordBitStore final : public BitStore {
  private:
   // The part's array: kNotFound if it does not exist.
   Result<std::shared_ptr<WordArray>> Array(uint64_t part);
+  // The same without copying a shared_ptr (two locked operations) per call.
+  Result<WordArray*> ArrayPtr(uint64_t part);
 
   std::unique_ptr<WordParts> parts_;
   std::shared_ptr<WordArray> main_;
+  WordArray* main_raw_ = nullptr;  // main_.get(): the hot path copies no shared_ptr
   std::mutex mu_;
   std::map<uint64_t, std::shared_ptr<WordArray>> open_;  // guarded by mu_
 };

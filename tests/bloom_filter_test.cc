@@ -155,7 +155,8 @@ TEST_P(BloomFilterTest, AttachIsOnlyForStoresWithForeignBits) {
 
 INSTANTIATE_TEST_SUITE_P(All, BloomFilterTest,
                          ::testing::Combine(::testing::Values("mem", "file"),
-                                            ::testing::Values(Strategy::kSeed, Strategy::kGuava64)),
+                                            ::testing::Values(Strategy::kSeed, Strategy::kGuava64,
+                                                              Strategy::kBlock)),
                          [](const auto& param_info) {
                            return std::get<0>(param_info.param) + "_" +
                                   std::string(StrategyName(std::get<1>(param_info.param)));

@@ -89,13 +89,14 @@ TEST_F(RedisAclTest, WriterRunsEveryCommand) {
   };
   std::string many;
   for (int i = 0; i < 300; ++i) many += "item-" + std::to_string(i) + "\n";
-  ok({"create", "plain", "-n", "1000", "-p", "0.01"});
+  ok({"create", "plain", "-n", "1000", "-p", "0.01", "--strategy", "guava64"});
+  ok({"create", "rsn", "-n", "1000", "-p", "0.01", "--strategy", "redisson"});
   ok({"create", "counts", "-n", "1000", "-p", "0.01", "--counting"});
   ok({"create", "grows", "-n", "100", "-p", "0.01", "--scaling"});
   ok({"create", "recent", "-n", "1000", "-p", "0.01", "--window", "1h", "--slices", "6"});
   ok({"create", "brief", "-n", "1000", "-p", "0.01", "--ttl", "1h"});
   ok({"create", "spread", "-n", "1000", "-p", "0.01", "--shards", "3"});
-  for (const char* f : {"plain", "counts", "grows", "recent", "brief", "spread"}) {
+  for (const char* f : {"plain", "rsn", "counts", "grows", "recent", "brief", "spread"}) {
     ok({"add", f, "--quiet", "--file", "-"}, many);
     ok({"add", f, "one-more"});
     ok({"check", f, "--quiet", "--file", "-"}, many);
@@ -114,9 +115,9 @@ TEST_F(RedisAclTest, WriterRunsEveryCommand) {
   ok({"rebuild", "plain", "--file", "-", "-n", "2000", "-p", "0.01"}, many);
   server_->Cli({"SETBIT", "javas", "7", "1"});
   ok({"attach", "javas", "-n", "1000", "-p", "0.01", "--strategy", "seed"});
-  EXPECT_EQ(testing::Lines(ok({"list"}).out).size(), 10u);
+  EXPECT_EQ(testing::Lines(ok({"list"}).out).size(), 11u);
   for (const char* f :
-       {"plain", "counts", "grows", "recent", "brief", "spread", "javas", "merged"}) {
+       {"plain", "rsn", "counts", "grows", "recent", "brief", "spread", "javas", "merged"}) {
     ok({"drop", f});
   }
 }
@@ -124,7 +125,12 @@ TEST_F(RedisAclTest, WriterRunsEveryCommand) {
 TEST_F(RedisAclTest, ReaderReadsAndCannotWrite) {
   const std::string w = Url("writer", "wpw");
   ASSERT_EQ(Run(w, {"create", "orders", "-n", "1000", "-p", "0.01"}).exit_code, 0);
-  ASSERT_EQ(Run(w, {"create", "grows", "-n", "10", "-p", "0.01", "--scaling"}).exit_code, 0);
+  // guava64 checks read with BITFIELD_RO, block checks (the default) with
+  // GETRANGE: both are covered.
+  ASSERT_EQ(
+      Run(w, {"create", "grows", "-n", "10", "-p", "0.01", "--scaling", "--strategy", "guava64"})
+          .exit_code,
+      0);
   ASSERT_EQ(Run(w, {"add", "orders", "ORD-1", "ORD-2"}).exit_code, 0);
   ASSERT_EQ(
       Run(w, {"add", "grows", "--quiet", "--file", "-"}, "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\n")

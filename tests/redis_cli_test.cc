@@ -42,7 +42,9 @@ class RedisCliTest : public SharedRedisTest {
 TEST_F(RedisCliTest, FullLifecycle) {
   auto create = Run({"create", "orders", "--capacity", "1000", "--error", "0.01"});
   ASSERT_EQ(create.exit_code, 0) << create.err;
-  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "bits"}), "9600");  // Guava's m, rounded to 64
+  // Without --strategy a filter is a block one: m in whole 512-bit blocks.
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "strategy"}), "block");
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:meta", "bits"}), "10240");
 
   // Same parameters again: fine. Other parameters: exit 4, naming both.
   EXPECT_EQ(Run({"create", "orders", "--capacity", "1000", "--error", "0.01"}).exit_code, 0);
@@ -71,8 +73,8 @@ TEST_F(RedisCliTest, FullLifecycle) {
   auto info = Run({"info", "orders", "--json"});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   auto j = nlohmann::json::parse(info.out);
-  EXPECT_EQ(j["bits"], 9600);
-  EXPECT_EQ(j["hashes"], 7);
+  EXPECT_EQ(j["bits"], 10240);
+  EXPECT_EQ(j["hashes"], 5);
   EXPECT_EQ(j["items_added"], 4);
   EXPECT_EQ(j["bits_set"], raw_->Int({"BITCOUNT", "orders"}));
   EXPECT_EQ(Run({"info", "orders"}).exit_code, 0);

@@ -13,6 +13,7 @@
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
 #include "redis/redis_keys.h"
+#include "redis/redis_ops.h"
 #include "redis/redis_url.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
@@ -189,21 +190,21 @@ TEST_P(RedisEncodingTest, NoFalseNegativesAndFppWithinBounds) {
   EXPECT_NEAR(static_cast<double>(info->approximate_items), kItems, kItems * 0.05);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, RedisEncodingTest,
-                         ::testing::Combine(::testing::Values(Strategy::kGuava64, Strategy::kSeed),
-                                            ::testing::Values(Encoding::kUtf8, Encoding::kUtf8x2,
-                                                              Encoding::kInt32, Encoding::kInt64,
-                                                              Encoding::kBytes)),
-                         [](const auto& param_info) {
-                           return std::string(StrategyName(std::get<0>(param_info.param))) + "_" +
-                                  std::string(EncodingName(std::get<1>(param_info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, RedisEncodingTest,
+    ::testing::Combine(::testing::Values(Strategy::kGuava64, Strategy::kSeed, Strategy::kBlock),
+                       ::testing::Values(Encoding::kUtf8, Encoding::kUtf8x2, Encoding::kInt32,
+                                         Encoding::kInt64, Encoding::kBytes)),
+    [](const auto& param_info) {
+      return std::string(StrategyName(std::get<0>(param_info.param))) + "_" +
+             std::string(EncodingName(std::get<1>(param_info.param)));
+    });
 
 // Redis holds exactly the bytes the mem: store holds for the same items: one
 // bit order everywhere, so exports, the Java service and redis-cli agree.
 TEST_F(RedisStoreTest, BitsAreByteIdenticalToTheMemoryStore) {
   auto mem = MustOpen("mem:");
-  for (Strategy s : {Strategy::kGuava64, Strategy::kSeed}) {
+  for (Strategy s : {Strategy::kGuava64, Strategy::kSeed, Strategy::kBlock}) {
     const std::string name = std::string("same-") + std::string(StrategyName(s));
     auto r = BloomFilter::Create(*store_, name, Options(3000, 0.02, s));
     auto m = BloomFilter::Create(*mem, name, Options(3000, 0.02, s));
@@ -244,15 +245,20 @@ TEST_F(RedisStoreTest, AddReportsEachItemNewOnceEvenWithinOneBatch) {
 }
 
 // Redis sends each batch's cell ops sorted by offset and maps the answers
-// back: every item's "new" and "present" must still be what the memory store,
-// which works item by item, answers. A small, overfilled filter makes items
-// share cells, both within a batch and across batches.
+// back, or reads a `block` item's 64 bytes with one GETRANGE and tests its
+// bits here: every item's "new" and "present" must still be what the memory
+// store, which works item by item, answers. A small, overfilled filter makes
+// items share cells, both within a batch and across batches.
 TEST_F(RedisStoreTest, AnswersMatchTheMemoryStoreItemForItem) {
   auto mem = MustOpen("mem:");
-  for (FilterKind kind : {FilterKind::kPlain, FilterKind::kCounting}) {
-    FilterOptions o = Options(300, 0.05);
+  for (auto [kind, strategy] : {std::pair{FilterKind::kPlain, Strategy::kGuava64},
+                                {FilterKind::kCounting, Strategy::kGuava64},
+                                {FilterKind::kPlain, Strategy::kBlock},
+                                {FilterKind::kCounting, Strategy::kBlock}}) {
+    FilterOptions o = Options(300, 0.05, strategy);
     o.kind = kind;
-    const std::string name = "answers-" + std::string(FilterKindName(kind));
+    const std::string name =
+        "answers-" + std::string(FilterKindName(kind)) + "-" + std::string(StrategyName(strategy));
     auto r = BloomFilter::Create(*store_, name, o);
     auto m = BloomFilter::Create(*mem, name, o);
     ASSERT_TRUE(r.ok() && m.ok());
@@ -693,6 +699,26 @@ TEST_F(RedisStoreTest, JdkKeysAreJavaSerializedAndSeparateFromPlainKeys) {
 // The Java-side check of these bytes is redis_java_test (ObjectOutputStream
 // itself); this pins the parts of the format that have no Java counterpart
 // in that test's names: the length prefix and the modified UTF-8 of U+0000.
+// A check reads block items' blocks in ascending order, and blocks at most
+// kMergeGap bytes apart with one GETRANGE; each item maps to the read that
+// holds its block.
+TEST(RedisOpsTest, NearbyBlocksShareOneRead) {
+  // k = 2 offsets per item, in blocks 100, 0, 2, 6, 2 (the 512-bit blocks).
+  const std::vector<uint64_t> offsets = {100 * 512 + 3, 100 * 512 + 70, 5,           400,
+                                         2 * 512,       2 * 512 + 9,    6 * 512 + 1, 6 * 512 + 500,
+                                         2 * 512 + 1,   2 * 512 + 2};
+  internal::BlockReads plan;
+  internal::PlanBlockReads(offsets.data(), 5, 2, &plan);
+  // Blocks 0 and 2 are 64 bytes apart: one read. Block 6 starts 192 bytes
+  // after block 2 ends (<= 256): the same read. Block 100 is far: its own.
+  EXPECT_EQ(plan.first, (std::vector<uint64_t>{0, 6400}));
+  EXPECT_EQ(plan.last, (std::vector<uint64_t>{6 * 64 + 63, 6400 + 63}));
+  EXPECT_EQ(plan.range_of, (std::vector<uint32_t>{1, 0, 0, 0, 0}));
+  EXPECT_TRUE(internal::ItemsInBlocks(offsets.data(), 5, 2));
+  const std::vector<uint64_t> spread = {5, 512 + 5};  // one item over two blocks
+  EXPECT_FALSE(internal::ItemsInBlocks(spread.data(), 1, 2));
+}
+
 TEST(RedisKeysTest, JdkSerializationFraming) {
   const std::string s = internal::JdkSerializedString(std::string("a\0b", 3));
   ASSERT_EQ(s.size(), 4u + 1 + 2 + 4);

@@ -96,10 +96,11 @@ TEST(SizingTest, FppAndCountEstimates) {
   EXPECT_EQ(ApproximateCount(9600, 9600, 7), std::numeric_limits<uint64_t>::max());
 }
 
-// Bits sized elsewhere (a Guava file's m and k): the config keeps them and
+// Bits sized elsewhere (a Guava file's m and k, so guava64 filters): the
+// config keeps them and
 // derives n = round(m ln 2 / k) and p = 2^-k, and reads back the same.
 TEST(SizingTest, GivenGeometryDerivesCapacityAndErrorRate) {
-  auto c = MakeConfig({.bits = 9600, .hashes = 7});
+  auto c = MakeConfig({.strategy = Strategy::kGuava64, .bits = 9600, .hashes = 7});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->geometry_given);
   EXPECT_EQ(c->geometry, (Geometry{.bits = 9600, .hashes = 7}));
@@ -113,11 +114,13 @@ TEST(SizingTest, GivenGeometryDerivesCapacityAndErrorRate) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *c);
   // Not the filter that capacity 951 at 1/128 gives: that one derives m.
-  auto derived = MakeConfig({.capacity = c->capacity, .error_rate = c->error_rate});
+  auto derived = MakeConfig(
+      {.capacity = c->capacity, .error_rate = c->error_rate, .strategy = Strategy::kGuava64});
   ASSERT_TRUE(derived.ok());
   EXPECT_FALSE(derived->SameFilterAs(*c));
   // A counting filter may have given geometry; its cells are sized by it.
-  auto counting = MakeConfig({.kind = FilterKind::kCounting, .bits = 640, .hashes = 3});
+  auto counting = MakeConfig(
+      {.strategy = Strategy::kGuava64, .kind = FilterKind::kCounting, .bits = 640, .hashes = 3});
   ASSERT_TRUE(counting.ok()) << counting.status().ToString();
   EXPECT_EQ(counting->data_bytes(), 320u);
   EXPECT_EQ(testing::ValueOrFail(SizePart(*counting, 0)).geometry, counting->geometry);
@@ -125,21 +128,34 @@ TEST(SizingTest, GivenGeometryDerivesCapacityAndErrorRate) {
 
 TEST(SizingTest, GivenGeometryIsCheckedLikeGuavasOwn) {
   const auto code = [](const FilterOptions& o) { return MakeConfig(o).status().code(); };
-  EXPECT_EQ(code({.bits = 9601, .hashes = 7}), StatusCode::kInvalidArgument)
+  EXPECT_EQ(code({.strategy = Strategy::kGuava64, .bits = 9601, .hashes = 7}),
+            StatusCode::kInvalidArgument)
       << "not a multiple of 64";
-  EXPECT_EQ(code({.bits = 64ULL << 31, .hashes = 7}), StatusCode::kInvalidArgument)
+  EXPECT_EQ(code({.strategy = Strategy::kGuava64, .bits = 64ULL << 31, .hashes = 7}),
+            StatusCode::kInvalidArgument)
       << "over Guava's (2^31-1)*64 bits";
-  EXPECT_EQ(code({.bits = 9600, .hashes = 0}), StatusCode::kInvalidArgument);
-  EXPECT_EQ(code({.bits = 9600, .hashes = 256}), StatusCode::kInvalidArgument);
-  EXPECT_EQ(code({.bits = 0, .hashes = 7}), StatusCode::kInvalidArgument);
-  EXPECT_EQ(code({.capacity = 1000, .error_rate = 0.01, .bits = 9600, .hashes = 7}),
+  EXPECT_EQ(code({.strategy = Strategy::kGuava64, .bits = 9600, .hashes = 0}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.strategy = Strategy::kGuava64, .bits = 9600, .hashes = 256}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.strategy = Strategy::kGuava64, .bits = 0, .hashes = 7}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.capacity = 1000,
+                  .error_rate = 0.01,
+                  .strategy = Strategy::kGuava64,
+                  .bits = 9600,
+                  .hashes = 7}),
             StatusCode::kInvalidArgument)
       << "capacity and bits are two sizings";
   EXPECT_EQ(code({.strategy = Strategy::kSeed, .bits = 9600, .hashes = 7}),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(code({.kind = FilterKind::kScaling, .bits = 9600, .hashes = 7}),
+  EXPECT_EQ(code({.strategy = Strategy::kGuava64,
+                  .kind = FilterKind::kScaling,
+                  .bits = 9600,
+                  .hashes = 7}),
             StatusCode::kInvalidArgument);
-  EXPECT_TRUE(MakeConfig({.bits = (64ULL << 31) - 64, .hashes = 255}).ok());
+  EXPECT_TRUE(
+      MakeConfig({.strategy = Strategy::kGuava64, .bits = (64ULL << 31) - 64, .hashes = 255}).ok());
 }
 
 }  // namespace

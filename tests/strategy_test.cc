@@ -51,7 +51,7 @@ TEST(StrategyTest, SeedMatchesJavaIntArithmetic) {
 
 TEST(StrategyTest, OffsetsStayInRange) {
   uint64_t x = 1;
-  for (Strategy s : {Strategy::kSeed, Strategy::kGuava64}) {
+  for (Strategy s : Strategies()) {
     auto g = GeometryFor(s, 777, 0.003);
     ASSERT_TRUE(g.ok());
     std::vector<uint64_t> out(g->hashes);
@@ -74,9 +74,59 @@ TEST(StrategyTest, Guava64StepsByH2AndMasksTheSign) {
   EXPECT_EQ(out[2], 1u);
 }
 
+// guava64's offsets come from a Barrett reduction, not `%`: they must be
+// the same integers as Java's (c & Long.MAX_VALUE) % m for every m Guava can
+// have, from one word to its limit of (2^31 - 1) * 64 bits.
+TEST(StrategyTest, Guava64OffsetsEqualJavaRemainders) {
+  uint64_t x = 0x2545F4914F6CDD1DULL;
+  auto next = [&x] {
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    return x * 0x2545F4914F6CDD1DULL;
+  };
+  std::vector<uint64_t> sizes = {64, 128, 640, 9600, 95850624, ((1ULL << 31) - 1) * 64};
+  for (int i = 0; i < 200; ++i) sizes.push_back((next() % ((1ULL << 31) - 1) + 1) * 64);
+  for (uint64_t m : sizes) {
+    const Geometry g{m, 16, false};
+    std::vector<uint64_t> got(16);
+    for (int trial = 0; trial < 2000; ++trial) {
+      // Extremes too: all ones, the sign bit alone, zero.
+      const Hash128 h = trial == 0   ? Hash128{~0ULL, ~0ULL}
+                        : trial == 1 ? Hash128{1ULL << 63, 1ULL << 63}
+                        : trial == 2 ? Hash128{0, 0}
+                                     : Hash128{next(), next()};
+      ComputeOffsets(Strategy::kGuava64, h, g, got.data());
+      uint64_t c = h.h1;
+      for (int j = 0; j < 16; ++j, c += h.h2) {
+        ASSERT_EQ(got[j], (c & 0x7fffffffffffffffULL) % m) << "m " << m << " trial " << trial;
+      }
+    }
+  }
+}
+
+TEST(StrategyTest, BatchOffsetsEqualOneByOne) {
+  for (Strategy s : Strategies()) {
+    auto g = GeometryFor(s, 12345, 0.004);
+    ASSERT_TRUE(g.ok());
+    std::vector<Hash128> hashes;
+    for (uint64_t i = 0; i < 100; ++i) hashes.push_back(Hash128{i * 0x9E3779B97F4A7C15ULL, ~i});
+    std::vector<uint64_t> many(hashes.size() * g->hashes), one(g->hashes);
+    ComputeOffsets(s, hashes, *g, many.data());
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      ComputeOffsets(s, hashes[i], *g, one.data());
+      ASSERT_EQ(
+          std::vector<uint64_t>(many.begin() + i * g->hashes, many.begin() + (i + 1) * g->hashes),
+          one)
+          << StrategyName(s) << " item " << i;
+    }
+  }
+}
+
 TEST(StrategyTest, ParseNames) {
   EXPECT_EQ(testing::ValueOrFail(ParseStrategy("seed")), Strategy::kSeed);
   EXPECT_EQ(testing::ValueOrFail(ParseStrategy("guava64")), Strategy::kGuava64);
+  EXPECT_EQ(testing::ValueOrFail(ParseStrategy("block")), Strategy::kBlock);
   EXPECT_EQ(ParseStrategy("murmur").status().code(), StatusCode::kInvalidArgument);
 }
 

@@ -358,7 +358,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   rebuild->add_option("NAME", flags->name, "Filter name (must exist)")->required();
   rebuild->add_option("--file,-f", flags->file, "Items, one per line: PATH, or - for stdin")
       ->required();
-  flags->sizing.AddTo(rebuild, "guava64");
+  flags->sizing.AddTo(rebuild, StrategyName(kDefaultStrategy));
   rebuild->add_flag("--counting", flags->sizing.counting, "Rebuild as a counting filter");
 
   return [=, &ctx]() -> int {

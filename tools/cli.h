@@ -27,7 +27,7 @@ struct Context {
 struct SizingFlags {
   std::string capacity;
   std::string error;
-  std::string strategy = "guava64";
+  std::string strategy{StrategyName(kDefaultStrategy)};
   std::string encoding = "utf8";
   // Kinds (create and rebuild only).
   bool counting = false;

@@ -240,7 +240,7 @@ int Main(int argc, char** argv) {
   auto* create =
       app.add_subcommand("create", "Create a filter sized for --capacity items at --error");
   create->add_option("NAME", name, "Filter name")->required();
-  create_flags.AddTo(create, "guava64");
+  create_flags.AddTo(create, StrategyName(kDefaultStrategy));
   create_flags.AddKindsTo(create);
 
   auto* attach = app.add_subcommand(
@@ -282,7 +282,7 @@ int Main(int argc, char** argv) {
 
   auto* offsets = app.add_subcommand(
       "offsets", "Print each item's bit offsets, in the strategy's order, one line per item");
-  offsets_flags.AddTo(offsets, "guava64");
+  offsets_flags.AddTo(offsets, StrategyName(kDefaultStrategy));
   offsets->add_option("ITEM", items, "Items")->required();
 
   auto run_bulk = AddBulkCommands(app, ctx);

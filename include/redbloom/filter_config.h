@@ -55,9 +55,9 @@ inline constexpr uint32_t kMaxShards = 1024;
 
 struct FilterOptions {
   uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
-  double error_rate =
-      0;  // p, target false-positive rate at n items, in (0, 1) ([0, 1] for redisson)
-  Strategy strategy = Strategy::kGuava64;
+  // p, target false-positive rate at n items, in (0, 1) ([0, 1] for redisson)
+  double error_rate = 0;
+  Strategy strategy = kDefaultStrategy;  // see strategy.h
   Encoding encoding = Encoding::kUtf8;
   FilterKind kind = FilterKind::kPlain;
   double expansion = 2;        // kScaling: capacity factor from one layer to the next, in [1, 16]
@@ -82,7 +82,7 @@ struct FilterOptions {
 
 struct FilterConfig {
   FilterKind kind = FilterKind::kPlain;
-  Strategy strategy = Strategy::kGuava64;
+  Strategy strategy = kDefaultStrategy;
   Encoding encoding = Encoding::kUtf8;
   uint64_t capacity = 0;
   double error_rate = 0;

@@ -3,6 +3,9 @@
 //                   Hashing.murmur3_128() (strategies seed and guava64)
 //   HighwayHash128  Google's HighwayHash-128 under a 256-bit key (strategy
 //                   redisson, with Redisson's fixed key)
+//   Xxh3_128        XXH3-128 with seed 0 (xxHash 0.8, Debian's libxxhash-dev),
+//                   for the `block` strategy, which no Java program shares:
+//                   about 2 ns for a 12-byte item here against murmur3's 5 ns.
 //
 // Bit positions outlive processes and languages, so this hash and its seed are
 // fixed for every strategy that uses them; they are never std::hash or any
@@ -44,6 +47,12 @@ inline Hash128 Murmur3_128(std::string_view bytes, uint32_t seed = 0) {
 // portable); all give the same result.
 using HighwayKey = std::array<uint64_t, 4>;
 Hash128 HighwayHash128(std::string_view bytes, const HighwayKey& key);
+
+// XXH3_128bits (seed 0): h1 is the low 64 bits, h2 the high 64. Its output
+// is frozen by xxHash's specification since 0.8.0, so bits set with it stay
+// valid across library versions.
+Hash128 Xxh3_128(const void* data, size_t len);
+inline Hash128 Xxh3_128(std::string_view bytes) { return Xxh3_128(bytes.data(), bytes.size()); }
 
 }  // namespace redbloom
 

@@ -49,7 +49,10 @@ int64_t JavaMathRound(double v);     // Math.round: nearest, ties toward +infini
 // case we could find) the correctly rounded log; glibc's log is not always:
 // out of 33,095 error rates tried, 7 differed by one ulp (p = 0.691 among
 // them), enough to move m by one at some n and so every offset of the seed
-// strategy. This computes log in higher precision and rounds once.
+// strategy. This computes log in double-double arithmetic (~2^-100 relative,
+// plain IEEE double operations, so every compiler gives the same bits) and
+// rounds once; sizing_test checks it against 113-bit logq on 5 million
+// inputs and pins the sizing of 53,946 filters under GCC and clang.
 double JavaLog(double x);
 
 // The seed helper's sizing. Errors: invalid n/p, m == 0, k > kMaxHashes.

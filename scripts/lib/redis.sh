@@ -5,7 +5,9 @@
 #   start_bench_servers                       -> sets bench_redis_args (--url, and
 #       --module-url when $REDISBLOOM_MODULE names a RedisBloom module file, and
 #       --tls-url when $TLS is 1: a TLS port on the same server, with a CA and
-#       certificate made by openssl in the temporary directory)
+#       certificate made by openssl in the temporary directory,
+#       --redisbloom when $REDISBLOOM_MODULE names a RedisBloom module file: the
+#       same server then loads it, so its rows and the bitmap rows share one server)
 #   redis_bench_setup NAME DIR TARGET         -> checks the tools, builds TARGET (the
 #       library only, Release) in DIR, then start_bench_servers
 redis_tmp=$(mktemp -d)
@@ -51,24 +53,23 @@ make_bench_certs() {
 }
 
 start_bench_servers() {
+  local module_args=()
+  [ -z "${REDISBLOOM_MODULE:-}" ] || module_args=(--loadmodule "$REDISBLOOM_MODULE")
   if [ "${TLS:-0}" = 1 ]; then
     require_tools bench openssl
     make_bench_certs
     local tls_port
     tls_port=$(free_port)
-    start_redis plain --tls-port "$tls_port" --tls-cert-file "$redis_tmp/tls/server.crt" \
-      --tls-key-file "$redis_tmp/tls/server.key" --tls-ca-cert-file "$redis_tmp/tls/ca.crt" \
-      --tls-auth-clients no
+    start_redis plain "${module_args[@]}" --tls-port "$tls_port" \
+      --tls-cert-file "$redis_tmp/tls/server.crt" --tls-key-file "$redis_tmp/tls/server.key" \
+      --tls-ca-cert-file "$redis_tmp/tls/ca.crt" --tls-auth-clients no
     bench_redis_args=(--url "redis://127.0.0.1:$started_port"
       --tls-url "rediss://127.0.0.1:$tls_port?cacert=$redis_tmp/tls/ca.crt")
   else
-    start_redis plain
+    start_redis plain "${module_args[@]}"
     bench_redis_args=(--url "redis://127.0.0.1:$started_port")
   fi
-  if [ -n "${REDISBLOOM_MODULE:-}" ]; then
-    start_redis module --loadmodule "$REDISBLOOM_MODULE"
-    bench_redis_args+=(--module-url "redis://127.0.0.1:$started_port")
-  fi
+  [ -z "${REDISBLOOM_MODULE:-}" ] || bench_redis_args+=(--redisbloom)
   echo "== $(redis-server --version | cut -d' ' -f1-3), loopback, $(nproc) cores"
 }
 

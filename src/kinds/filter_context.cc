@@ -7,6 +7,7 @@
 namespace redbloom::internal {
 
 Result<PartSizing> PartCache::Sizing(const FilterConfig& config, uint64_t part) {
+  if (part == 0 && part0_ready_.load(std::memory_order_acquire)) return part0_;
   {
     std::lock_guard lock(mu_);
     auto it = sizing_.find(part);
@@ -14,7 +15,12 @@ Result<PartSizing> PartCache::Sizing(const FilterConfig& config, uint64_t part) 
   }
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing s, SizePart(config, part));
   std::lock_guard lock(mu_);
-  return sizing_.try_emplace(part, s).first->second;
+  const PartSizing& kept = sizing_.try_emplace(part, s).first->second;
+  if (part == 0 && !part0_ready_.load(std::memory_order_relaxed)) {
+    part0_ = kept;
+    part0_ready_.store(true, std::memory_order_release);
+  }
+  return kept;
 }
 
 std::vector<uint64_t> PartCache::known_parts() const {
@@ -56,14 +62,32 @@ Status FilterContext::Offsets(uint64_t part, std::span<const Hash128> hashes,
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
   const Geometry& g = sizing.geometry;
   out->resize(hashes.size() * g.hashes);
-  for (size_t i = 0; i < hashes.size(); ++i) {
-    strategy_.offsets(hashes[i], g, out->data() + i * g.hashes);
-  }
+  strategy_.offsets(hashes, g, out->data());
   return Status::Ok();
 }
 
+namespace {
+
+// Single-item calls on part 0 (every call of a plain or counting filter)
+// keep their offsets on the stack: no scratch, no Result copies.
+constexpr uint32_t kStackOffsets = 64;
+
+}  // namespace
+
 Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Hash128> hashes,
                              uint8_t* present, std::vector<uint64_t>* parts_now) {
+  if (const PartSizing* sizing = cache_.part0();
+      sizing != nullptr && hashes.size() == 1 && parts.size() == 1 && parts[0] == 0 &&
+      parts_now == nullptr && sizing->geometry.hashes <= kStackOffsets) {
+    uint64_t offsets[kStackOffsets];
+    strategy_.offsets(hashes, sizing->geometry, offsets);
+    uint8_t answer = 0;
+    PartBatch batch{
+        .part = 0, .k = sizing->geometry.hashes, .offsets = offsets, .items = 1, .out = &answer};
+    REDBLOOM_RETURN_IF_ERROR(bits_.Test(std::span<PartBatch>(&batch, 1), nullptr));
+    present[0] |= answer;
+    return Status::Ok();
+  }
   if (parts.empty()) {
     if (parts_now != nullptr) {
       REDBLOOM_ASSIGN_OR_RETURN(*parts_now, bits_.ListParts());
@@ -73,9 +97,14 @@ Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Ha
   // One slice tests every part, so the store's batch is shared among them.
   const size_t slice =
       std::max<size_t>(1, std::min(hashes.size(), bits_.preferred_batch() / parts.size()));
-  std::vector<std::vector<uint64_t>> offsets(parts.size());
-  std::vector<std::vector<uint8_t>> answers(parts.size());
-  std::vector<PartBatch> batches(parts.size());
+  // Scratch kept per thread: a call allocates nothing once a thread has
+  // seen its largest batch (single-item calls included).
+  thread_local std::vector<std::vector<uint64_t>> offsets;
+  thread_local std::vector<std::vector<uint8_t>> answers;
+  thread_local std::vector<PartBatch> batches;
+  if (offsets.size() < parts.size()) offsets.resize(parts.size());
+  if (answers.size() < parts.size()) answers.resize(parts.size());
+  batches.resize(parts.size());
   bool first = true;
   for (size_t start = 0; start < hashes.size() || first; start += slice) {
     const size_t n = std::min(slice, hashes.size() - start);
@@ -90,7 +119,8 @@ Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Ha
                              .items = n,
                              .out = answers[p].data()};
     }
-    REDBLOOM_RETURN_IF_ERROR(bits_.Test(batches, first ? parts_now : nullptr));
+    REDBLOOM_RETURN_IF_ERROR(bits_.Test(std::span<PartBatch>(batches.data(), parts.size()),
+                                        first ? parts_now : nullptr));
     first = false;
     for (size_t p = 0; p < parts.size(); ++p) {
       for (size_t i = 0; i < n; ++i) present[start + i] |= answers[p][i];
@@ -102,10 +132,22 @@ Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Ha
 
 Status FilterContext::AddTo(uint64_t part, std::span<const Hash128> hashes, uint8_t* out,
                             uint64_t capacity, size_t* done, uint64_t* room) {
+  if (const PartSizing* sizing = cache_.part0(); sizing != nullptr && hashes.size() == 1 &&
+                                                 part == 0 && capacity == 0 &&
+                                                 sizing->geometry.hashes <= kStackOffsets) {
+    uint64_t offsets[kStackOffsets];
+    strategy_.offsets(hashes, sizing->geometry, offsets);
+    PartBatch batch{
+        .part = 0, .k = sizing->geometry.hashes, .offsets = offsets, .items = 1, .out = out};
+    REDBLOOM_RETURN_IF_ERROR(bits_.Add(std::span<PartBatch>(&batch, 1)));
+    if (done != nullptr) *done = 1;
+    if (room != nullptr) *room = batch.room;
+    return Status::Ok();
+  }
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
   const uint32_t k = sizing.geometry.hashes;
   const size_t slice = std::max<size_t>(1, bits_.preferred_batch());
-  std::vector<uint64_t> offsets;
+  thread_local std::vector<uint64_t> offsets;  // see TestIn
   if (done != nullptr) *done = 0;
   for (size_t start = 0; start < hashes.size(); start += slice) {
     const size_t n = std::min(slice, hashes.size() - start);

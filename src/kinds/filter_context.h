@@ -4,6 +4,7 @@
 #ifndef REDBLOOM_SRC_KINDS_FILTER_CONTEXT_H_
 #define REDBLOOM_SRC_KINDS_FILTER_CONTEXT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -26,6 +27,10 @@ class PartCache {
  public:
   // Sizing of part `part`, computed once.
   Result<PartSizing> Sizing(const FilterConfig& config, uint64_t part);
+  // Part 0's sizing without a lock, once Sizing computed it; else null.
+  const PartSizing* part0() const {
+    return part0_ready_.load(std::memory_order_acquire) ? &part0_ : nullptr;
+  }
   // Parts the handle knows to exist (scaling layers), or empty if unknown.
   std::vector<uint64_t> known_parts() const;
   void set_known_parts(std::vector<uint64_t> parts);
@@ -34,6 +39,10 @@ class PartCache {
   void set_created(uint64_t part);
 
  private:
+  // Part 0 (every call of a plain filter) is read without the mutex once
+  // set: a lock per call cost single-item calls ~20 ns here.
+  std::atomic<bool> part0_ready_{false};
+  PartSizing part0_;  // written once, before part0_ready_
   mutable std::mutex mu_;
   std::map<uint64_t, PartSizing> sizing_;
   std::vector<uint64_t> known_parts_;
@@ -72,8 +81,7 @@ class FilterContext {
                 uint8_t* out);
 
  private:
-  // Offsets of hashes[first, first + n) under part `part`'s geometry, into
-  // *out (resized).
+  // Offsets of `hashes` under part `part`'s geometry, into *out (resized).
   Status Offsets(uint64_t part, std::span<const Hash128> hashes, std::vector<uint64_t>* out);
 
   std::string_view name_;

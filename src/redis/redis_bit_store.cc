@@ -12,6 +12,7 @@
 #include "redis/redis_bit_store_impl.h"
 #include "redis/redis_companion.h"
 #include "redis/redis_meta.h"
+#include "redis/redis_ops.h"
 #include "redis/redis_pipeline.h"
 #include "redis/redis_scripts.h"
 #include "stores.h"
@@ -384,7 +385,8 @@ Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* 
       size_t replies = 0;
       for (size_t j = *done + 1; j < next; ++j) {
         replies +=
-            2 + 3 + (chunks[j].cells->listed ? 1 : 0) + (j == list_at ? 1 : 0) + CompanionReplies();
+            2 + chunks[j].reads + 2 + (chunks[j].cells->listed ? 1 : 0) + (j == list_at ? 1 : 0) +
+            CompanionReplies();
       }
       Drain(c, replies);
       return s;
@@ -401,25 +403,39 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
   const uint32_t k = chunk.batch->k;
   const uint64_t* o = chunk.batch->offsets + chunk.first * k;
   const size_t count = chunk.n * k;
-  SortedOrder(o, count, &chunk.order);
   cmd.Clear();
   Streamer stream(c, cmd);
   // MULTI makes the cells, the metadata and the part's size one snapshot: a
   // filter dropped or re-created in between cannot pass the check with the
   // old cells. Every command here is allowed on read-only replicas.
   cmd.Command({"MULTI"});
-  cmd.Begin(2 + 3 * count);
-  cmd.Arg("BITFIELD_RO");
-  cmd.Arg(cells.bitmap);
-  for (size_t i = 0; i < count; ++i) {
-    if (cells.counting()) {
-      cmd.Raw(kGetU4, 2);
-      cmd.Arg('#', o[chunk.order[i]]);
-    } else {
-      cmd.Raw(kGetU1, 2);
-      cmd.Arg(o[chunk.order[i]]);
+  // Items whose bits share a 64-byte block: GETRANGEs of the blocks, nearby
+  // ones merged (redis_ops.h).
+  chunk.blocks = !cells.counting() && ItemsInBlocks(o, chunk.n, k);
+  chunk.reads = 1;
+  if (chunk.blocks) {
+    BlockReads& plan = chunk.block_reads;
+    PlanBlockReads(o, chunk.n, k, &plan);
+    chunk.reads = plan.first.size();
+    for (size_t r = 0; r < plan.first.size(); ++r) {
+      AppendRangeRead(&cmd, cells.bitmap, plan.first[r], plan.last[r]);
+      if (r % 64 == 63) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
     }
-    if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
+  } else {
+    SortedOrder(o, count, &chunk.order);
+    cmd.Begin(2 + 3 * count);
+    cmd.Arg("BITFIELD_RO");
+    cmd.Arg(cells.bitmap);
+    for (size_t i = 0; i < count; ++i) {
+      if (cells.counting()) {
+        cmd.Raw(kGetU4, 2);
+        cmd.Arg('#', o[chunk.order[i]]);
+      } else {
+        cmd.Raw(kGetU1, 2);
+        cmd.Arg(o[chunk.order[i]]);
+      }
+      if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
+    }
   }
   AppendMetaCheck(&cmd, cells);
   cmd.Command({"STRLEN", cells.bitmap});
@@ -433,11 +449,13 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
 Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_parts,
                                std::vector<uint64_t>* parts_now) {
   const Cells& cells = *chunk.cells;
-  const size_t queued = 3 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0) + CompanionReplies();
+  const size_t reads = chunk.reads;  // the cells' replies come first
+  const size_t queued =
+      reads + 2 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0) + CompanionReplies();
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, queued));
-  REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], cells));
+  REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[reads], cells));
   REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
-  size_t at = 3;
+  size_t at = reads + 2;
   bool exists = true;
   if (cells.listed) exists = exec->element[at++]->integer == 1;
   if (list_parts && parts_now != nullptr) {
@@ -462,11 +480,22 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
     std::fill(b.out + chunk.first, b.out + chunk.first + chunk.n, 0);
     return Status::Ok();
   }
-  const redisReply* length = exec->element[2];
+  const redisReply* length = exec->element[reads + 1];
   if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, length);
   if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
   if (static_cast<uint64_t>(length->integer) != cells.bytes) {
     return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer));
+  }
+  if (chunk.blocks) {
+    const BlockReads& plan = chunk.block_reads;
+    for (size_t i = 0; i < chunk.n; ++i) {
+      const uint32_t range = plan.range_of[i];
+      const redisReply* r = exec->element[range];
+      if (r->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, r);
+      REDBLOOM_RETURN_IF_ERROR(DecodeBlockRead(
+          r, plan.first[range], b.offsets + (chunk.first + i) * k, k, &b.out[chunk.first + i]));
+    }
+    return Status::Ok();
   }
   const redisReply* bits = exec->element[0];
   if (bits->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, bits);

@@ -12,6 +12,7 @@
 
 #include "redis/redis_bit_store.h"
 #include "redis/redis_keys.h"
+#include "redis/redis_ops.h"
 
 namespace redbloom::internal {
 
@@ -55,6 +56,9 @@ struct RedisBitStore::Chunk {
   size_t first;                 // its first item in the batch
   size_t n;                     // its number of items
   std::vector<uint32_t> order;  // op i of the command is cell order[i] of the run
+  bool blocks = false;          // checks: GETRANGEs of the items' blocks (redis_ops.h)
+  BlockReads block_reads{};     // checks with blocks: their plan
+  size_t reads = 1;             // checks: its read commands
 };
 
 inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, uint64_t len) {

@@ -31,11 +31,14 @@ constexpr HighwayKey kRedissonKey = {0x9e3779b97f4a7c15ULL, 0xf39cc0605cedc834UL
 
 Hash128 Hash(std::string_view bytes) { return HighwayHash128(bytes, kRedissonKey); }
 
-void Offsets(const Hash128& hash, const Geometry& g, uint64_t* out) {
-  uint64_t combined = hash.h1;
-  for (uint32_t i = 0; i < g.hashes; ++i) {
-    out[i] = (combined & 0x7fffffffffffffffULL) % g.bits;
-    combined += (i % 2 == 0) ? hash.h2 : hash.h1;  // long addition, wraps mod 2^64
+void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
+  for (const Hash128& hash : hashes) {
+    uint64_t combined = hash.h1;
+    for (uint32_t i = 0; i < g.hashes; ++i) {
+      out[i] = (combined & 0x7fffffffffffffffULL) % g.bits;
+      combined += (i % 2 == 0) ? hash.h2 : hash.h1;  // long addition, wraps mod 2^64
+    }
+    out += g.hashes;
   }
 }
 

@@ -13,7 +13,7 @@ namespace {
 
 Hash128 Hash(std::string_view bytes) { return Murmur3_128(bytes); }
 
-void Offsets(const Hash128& hash, const Geometry& g, uint64_t* out) {
+void ItemOffsets(const Hash128& hash, const Geometry& g, uint64_t* out) {
   const uint32_t hash1 = static_cast<uint32_t>(hash.as_long());
   const uint32_t hash2 = static_cast<uint32_t>(hash.as_long() >> 32);
   const auto m = static_cast<uint32_t>(g.bits);  // a positive Java int
@@ -21,6 +21,13 @@ void Offsets(const Hash128& hash, const Geometry& g, uint64_t* out) {
     uint32_t next = hash1 + i * hash2;     // wraps mod 2^32, as Java's int does
     if (next & 0x80000000u) next = ~next;  // leaves a value in [0, 2^31)
     out[i - 1] = next % m;
+  }
+}
+
+void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
+  for (const Hash128& h : hashes) {
+    ItemOffsets(h, g, out);
+    out += g.hashes;
   }
 }
 

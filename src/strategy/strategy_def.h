@@ -56,7 +56,10 @@ struct StrategyDef {
   // this strategy could have produced; null if it sizes from capacity and
   // error rate only.
   Result<Geometry> (*given_geometry)(uint64_t bits, uint32_t hashes);
-  void (*offsets)(const Hash128& hash, const Geometry& g, uint64_t* out);
+  // The offsets of hashes.size() items, g.hashes each, item after item:
+  // batch-first, so that per-filter constants (a modulus's inverse) are
+  // computed once per batch, not once per item.
+  void (*offsets)(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out);
   double (*false_positive_rate)(uint64_t bits_set, const Geometry& g);
   uint64_t (*estimate_items)(uint64_t bits_set, const Geometry& g);
   // The (capacity, error rate) the strategy takes, checked before any kind
@@ -68,6 +71,12 @@ struct StrategyDef {
 };
 
 inline constexpr uint32_t kAllEncodings = 0xFFFFFFFFu;
+
+// The high 64 bits of a 64x64-bit product: one `mul` on x86-64.
+__extension__ typedef unsigned __int128 Uint128;
+inline uint64_t MulHigh64(uint64_t a, uint64_t b) {
+  return static_cast<uint64_t>((static_cast<Uint128>(a) * b) >> 64);
+}
 constexpr uint32_t EncodingBit(Encoding e) { return uint32_t{1} << static_cast<unsigned>(e); }
 
 // The classic model that fits any strategy whose k offsets are independent

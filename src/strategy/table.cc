@@ -10,6 +10,7 @@ namespace redbloom::internal {
 extern const StrategyDef kSeedStrategy;      // seed.cc
 extern const StrategyDef kGuava64Strategy;   // guava64.cc
 extern const StrategyDef kRedissonStrategy;  // redisson.cc
+extern const StrategyDef kBlockStrategy;     // block.cc
 
 namespace {
 
@@ -17,6 +18,7 @@ const StrategyDef* const kStrategies[] = {
     &kSeedStrategy,
     &kGuava64Strategy,
     &kRedissonStrategy,
+    &kBlockStrategy,
 };
 
 }  // namespace
@@ -128,7 +130,12 @@ Result<Geometry> GivenGeometry(Strategy s, uint64_t bits, uint32_t hashes) {
 Hash128 HashBytes(Strategy s, std::string_view bytes) { return StrategyOf(s).hash(bytes); }
 
 void ComputeOffsets(Strategy s, const Hash128& hash, const Geometry& geometry, uint64_t* out) {
-  StrategyOf(s).offsets(hash, geometry, out);
+  StrategyOf(s).offsets(std::span<const Hash128>(&hash, 1), geometry, out);
+}
+
+void ComputeOffsets(Strategy s, std::span<const Hash128> hashes, const Geometry& geometry,
+                    uint64_t* out) {
+  StrategyOf(s).offsets(hashes, geometry, out);
 }
 
 double FalsePositiveRate(Strategy s, uint64_t bits_set, const Geometry& geometry) {

@@ -1,0 +1,197 @@
+// Strategy "block": every bit of an item in one 512-bit block (one 64-byte
+// cache line, eight 64-bit words), for speed. No Java program shares it.
+//
+//   hash     XXH3-128 of the item's bytes (h1, h2)
+//   block    b = floor(h1 * B / 2^64), B = m / 512 blocks (Lemire's fastrange:
+//            a multiply, no division)
+//   offsets  word w_j = (s + j) mod 8 with s = h2 mod 8, and bit t_j = the
+//            j-th 6-bit field of h2 >> 3 (ten fields; past them the fields
+//            come from a fresh mix of h2):
+//            offset_j = 512 b + 64 w_j + t_j, for j = 0..k-1
+// So an item touches one cache line in memory (one miss instead of k) and
+// one 64-byte range in Redis (one GETRANGE instead of k BITFIELD ops), and
+// for k <= 8 each of its bits sits in a different word.
+//
+// The price is FPP: blocks receive unequal numbers of items, and an
+// overloaded block answers "maybe" more often. The model (after RocksDB's
+// util/bloom_impl.h, which sizes its cache-local filters the same way): the
+// items per block are Poisson with mean lambda = 512 n / m, a block holding
+// x items has each bit set with probability 1 - (1 - q)^x where q is the
+// chance that one item sets a given bit (k/512 for k <= 8), and
+//   FPP = sum over x of Poisson(x; lambda) (1 - (1 - q)^x)^k.
+// Sizing inverts it: for each k near the classic optimum, the largest
+// lambda whose FPP is within the requested rate, and the k that needs the
+// fewest blocks. At 1% that is k = 6 and about 9.95 bits per item (a classic
+// filter needs 9.59 at k = 7); at 0.1% k = 9 and 15.6 bits (classic 14.4).
+//
+// A one-word block (all k bits in one 64-bit word: one locked OR per insert
+// in memory, one BITFIELD GET per check in Redis) was measured too: it needs
+// 12.7 bits per item at 1%, 25.9 at 0.1% and 51 at 0.01%, against 9.95,
+// 15.6 and 22.2 here. The line is as fast in memory and its Redis checks
+// are within a third of guava64's, so it is the shape kept.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "strategy/strategy_def.h"
+
+namespace redbloom::internal {
+namespace {
+
+constexpr uint64_t kBlockBits = 512;
+constexpr uint32_t kBlockWords = 8;
+// Geometry limit, the same as Guava's: (2^31 - 1) 64-bit words.
+constexpr uint64_t kMaxBits = ((uint64_t{1} << 31) - 1) * 64 / kBlockBits * kBlockBits;
+
+Hash128 Hash(std::string_view bytes) { return Xxh3_128(bytes); }
+
+// MurmurHash3's 64-bit finalizer, to draw more bit fields past the first ten.
+uint64_t Mix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  k ^= k >> 33;
+  return k;
+}
+
+// k <= 10 (error rates down to about 1e-3): every field from h2, no
+// bookkeeping in the loop.
+constexpr uint32_t kFieldsInH2 = 10;
+
+void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
+  const uint64_t blocks = g.bits / kBlockBits;
+  const uint32_t k = g.hashes;
+  for (const Hash128& h : hashes) {
+    const uint64_t base = MulHigh64(h.h1, blocks) * kBlockBits;
+    const uint64_t start = h.h2 & (kBlockWords - 1);
+    uint64_t fields = h.h2 >> 3;
+    const uint32_t direct = std::min(k, kFieldsInH2);
+    for (uint32_t j = 0; j < direct; ++j) {
+      out[j] = base + ((start + j) & (kBlockWords - 1)) * 64 + ((fields >> (6 * j)) & 63);
+    }
+    uint64_t seed = h.h2;
+    for (uint32_t j = direct; j < k; ++j) {
+      if ((j - direct) % kFieldsInH2 == 0) {
+        seed = Mix(seed + 0x9E3779B97F4A7C15ULL);
+        fields = seed;
+      }
+      out[j] = base + ((start + j) & (kBlockWords - 1)) * 64 + (fields & 63);
+      fields >>= 6;
+    }
+    out += k;
+  }
+}
+
+// The chance that one item sets a given bit of its block: its k bits go
+// round the eight words, so a word receives a = k / 8 or a + 1 of them
+// (the latter with probability (k mod 8) / 8), each uniform over 64 bits.
+double BitProbability(uint32_t k) {
+  const double a = k / kBlockWords;
+  const double b = k % kBlockWords;
+  auto set_by = [](double draws) { return -std::expm1(draws * std::log1p(-1.0 / 64)); };
+  return b / kBlockWords * set_by(a + 1) + (1 - b / kBlockWords) * set_by(a);
+}
+
+// FPP at a mean of `lambda` items per block (see the top of the file). The
+// Poisson weights are summed in log space over lambda +- 12 sd (plus 40), so
+// a lambda of thousands neither underflows nor loses mass above 1e-30.
+double BlockFpp(double lambda, uint32_t k) {
+  if (!(lambda > 0)) return 0.0;
+  const double log_unset = std::log1p(-BitProbability(k));
+  const double spread = 12 * std::sqrt(lambda) + 40;
+  const auto first = static_cast<uint64_t>(std::max(0.0, std::floor(lambda - spread)));
+  const auto last = static_cast<uint64_t>(std::ceil(lambda + spread));
+  const double log_lambda = std::log(lambda);
+  // log Poisson(x) = x log(lambda) - lambda - log(x!), log(x!) summed up.
+  double log_factorial = 0;
+  for (uint64_t i = 2; i <= first; ++i) log_factorial += std::log(static_cast<double>(i));
+  double fpp = 0;
+  for (uint64_t x = first; x <= last; ++x) {
+    if (x >= 2 && x > first) log_factorial += std::log(static_cast<double>(x));
+    const double weight = std::exp(static_cast<double>(x) * log_lambda - lambda - log_factorial);
+    const double bit_set = -std::expm1(static_cast<double>(x) * log_unset);
+    fpp += weight * std::pow(bit_set, k);
+  }
+  return std::min(1.0, fpp);
+}
+
+// The largest mean load whose FPP is at most p, by bisection (FPP rises with
+// the load).
+double MaxLoad(double p, uint32_t k) {
+  double lo = 0, hi = 1;
+  while (BlockFpp(hi, k) <= p && hi < 1e7) hi *= 2;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (BlockFpp(mid, k) <= p ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+Result<Geometry> BlockGeometry(uint64_t capacity, double error_rate) {
+  REDBLOOM_RETURN_IF_ERROR(ValidateCapacityAndErrorRate(capacity, error_rate));
+  // A blocked filter's best k is at or a little below the classic optimum
+  // log2(1/p); the search covers that range.
+  const auto classic = static_cast<uint32_t>(std::ceil(-std::log2(error_rate)));
+  const uint32_t lowest = classic > 5 ? classic - 5 : 1;
+  const uint32_t highest = std::min(kMaxHashes, classic + 1);
+  const double n = static_cast<double>(capacity);
+  Geometry best;
+  uint64_t best_blocks = std::numeric_limits<uint64_t>::max();
+  for (uint32_t k = lowest; k <= highest; ++k) {
+    const double load = MaxLoad(error_rate, k);
+    if (!(load > 0)) continue;
+    const double blocks_needed = std::ceil(n / load);
+    if (blocks_needed * kBlockBits > static_cast<double>(kMaxBits)) continue;
+    auto blocks = static_cast<uint64_t>(blocks_needed);
+    // The bisection's last step may leave n / blocks a hair above `load`.
+    while (BlockFpp(n / static_cast<double>(blocks), k) > error_rate) ++blocks;
+    if (blocks < best_blocks) {
+      best_blocks = blocks;
+      best.bits = blocks * kBlockBits;
+      best.hashes = k;
+    }
+  }
+  if (best.bits == 0 || best.bits > kMaxBits) {
+    return Status::InvalidArgument("capacity " + std::to_string(capacity) + " at error rate " +
+                                   std::to_string(error_rate) + " needs more than " +
+                                   std::to_string(kMaxBits) + " bits");
+  }
+  return best;
+}
+
+double FalsePositiveRate(uint64_t bits_set, const Geometry& g) {
+  if (g.bits == 0 || bits_set >= g.bits) return 1.0;
+  // A Poisson load of mean lambda leaves a bit unset with probability
+  // E[(1 - q)^x] = exp(-lambda q): the fill gives lambda back.
+  const double fill = static_cast<double>(bits_set) / static_cast<double>(g.bits);
+  const double lambda = -std::log1p(-fill) / BitProbability(g.hashes);
+  return BlockFpp(lambda, g.hashes);
+}
+
+uint64_t EstimateItems(uint64_t bits_set, const Geometry& g) {
+  if (g.bits == 0 || g.hashes == 0) return 0;
+  if (bits_set >= g.bits) return std::numeric_limits<uint64_t>::max();
+  const double fill = static_cast<double>(bits_set) / static_cast<double>(g.bits);
+  const double lambda = -std::log1p(-fill) / BitProbability(g.hashes);
+  return static_cast<uint64_t>(JavaMathRound(lambda * static_cast<double>(g.bits / kBlockBits)));
+}
+
+}  // namespace
+
+extern const StrategyDef kBlockStrategy;
+const StrategyDef kBlockStrategy = {
+    .id = Strategy::kBlock,
+    .name = "block",
+    .summary = "all of an item's bits in one 64-byte block (XXH3): fastest, redbloom only",
+    .encodings = kAllEncodings,
+    .hash = &Hash,
+    .geometry = &BlockGeometry,
+    .given_geometry = nullptr,
+    .offsets = &Offsets,
+    .false_positive_rate = &FalsePositiveRate,
+    .estimate_items = &EstimateItems,
+};
+
+}  // namespace redbloom::internal
