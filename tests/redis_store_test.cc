@@ -1028,6 +1028,43 @@ TEST(RedisReplicationTest, WaitReplicasAcknowledgesOnlyReplicatedWrites) {
   EXPECT_EQ(bulk.code(), StatusCode::kUnavailable) << bulk.ToString();
 }
 
+// An add whose bits are all set already writes nothing: a repeated add of an
+// item whose first add was not replicated must not be acknowledged either
+// (by another client whose connection was open before, as in a pool). Redis
+// 7.0 passes this with WAIT alone; the test keeps any client-side shortcut
+// (no WAIT when nothing was new) from breaking it.
+TEST(RedisReplicationTest, RepeatedAddIsNotAcknowledgedBeforeItsBitsAreReplicated) {
+  RedisServer master({"--repl-diskless-sync-delay", "0"});
+  master.Start();
+  RedisServer replica(
+      {"--replicaof", "127.0.0.1", std::to_string(master.port()), "--enable-debug-command", "yes"});
+  replica.Start();
+  for (int i = 0; i < 500 && replica.Cli({"INFO", "replication"}).find("master_link_status:up") ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // Two clients (two connections, as a pool has), both connected before the
+  // first add.
+  const std::string url = master.url() + "?wait_replicas=1&wait_timeout_ms=300&pool_size=1";
+  auto first = MustOpen(url);
+  auto second = MustOpen(url);
+  auto created = BloomFilter::Create(*first, "f", Options(1000));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto again = BloomFilter::Open(*second, "f");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  // The replica stops answering for 3 s: it receives nothing in that time.
+  std::thread asleep([&] { replica.Cli({"DEBUG", "SLEEP", "3"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const Status s1 = (*created)->Add("lagging");
+  EXPECT_EQ(s1.code(), StatusCode::kUnavailable) << s1.ToString();
+  // The bits are on the master only. The second client's add finds them all
+  // set: it must not be acknowledged either.
+  const Status s2 = (*again)->Add("lagging");
+  EXPECT_EQ(s2.code(), StatusCode::kUnavailable) << s2.ToString();
+  asleep.join();
+}
+
 TEST_F(RedisStoreTest, SlowServerIsDeadlineExceededAndTheConnectionRecovers) {
   auto store = MustOpen(server_->url() + "?command_timeout_ms=100");
   auto f = BloomFilter::Create(*store, "f", Options());
