@@ -1,8 +1,8 @@
 // mem: an in-process store for tests and embedding. Filters live as long as
 // the Store object; cells are plain words updated with atomic operations.
+#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <new>
 
 #include "kinds/kind_def.h"
 #include "stores.h"
@@ -11,8 +11,12 @@
 namespace redbloom::internal {
 namespace {
 
+struct FreeWords {
+  void operator()(uint64_t* p) const { std::free(p); }
+};
+
 struct MemArray {
-  std::unique_ptr<uint64_t[]> words;
+  std::unique_ptr<uint64_t[], FreeWords> words;
   uint64_t count = 0;
   uint64_t superseded = 0;
   uint64_t expires_at_ms = 0;  // 0 = never
@@ -34,7 +38,10 @@ Result<std::shared_ptr<MemArray>> NewArray(const FilterConfig& config, uint64_t 
   WordArray& v = a->view;
   v.cells = sizing.geometry.bits;
   v.cell_bits = config.cell_bits();
-  a->words.reset(new (std::nothrow) uint64_t[v.word_count()]());
+  // calloc, not new T[n](): a large block comes zeroed from mmap, and
+  // value-initialising it would touch every page, making a 12 GB filter
+  // resident (and take seconds) before a single add (issue #15.6).
+  a->words.reset(static_cast<uint64_t*>(std::calloc(v.word_count(), sizeof(uint64_t))));
   if (!a->words) {
     return Status::ResourceExhausted("cannot allocate " + std::to_string(v.word_count() * 8) +
                                      " bytes for filter '" + std::string(name) + "'");
