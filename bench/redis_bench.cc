@@ -5,16 +5,24 @@
 //       the blog posts' Spring RedisService does (hiredis here, so the client
 //       is not what is slow);
 //   (b) pipelined SETBIT / GETBIT: every offset of 1000 items in one write;
-//   (c) with --module-url, RedisBloom's BF.MADD / BF.MEXISTS, 1000 per command.
+//   (c) with --module-url, RedisBloom's BF.MADD / BF.MEXISTS, 1000 per command;
+//   (d) with --tls-url (a TLS port of the --url server), redbloom over TLS,
+//       to put the cost of TLS per item next to plain TCP.
 // Every approach uses the seed strategy's offsets (k = 7, m = 9585058 for
 // 1e6 items at 1%), so (a) is bit for bit what the Java service does.
+//
+// A second table puts a Redisson-layout filter (strategy redisson, the same
+// n and p: m = 9585058, k = 7, and its {NAME}:config) through redbloom and
+// through the way Redisson's RBloomFilter sends add and contains: one EVAL
+// of its script per call, which checks the config hash and runs one SETBIT /
+// GETBIT per index (tests/redisson_replay.h), with 1 and 1000 items per call.
 //
 // Per row: items/s and us/item (median of --reps), the redis-server CPU per
 // item (INFO CPU used_cpu_user + used_cpu_sys, delta over the run) and this
 // process's CPU per item, and the speed-up over the seed's way. Before any
 // figure is printed, every approach's filter is checked for false negatives.
 //
-//   redis_bench --url redis://127.0.0.1:6379 [--module-url URL] [--reps 3]
+//   redis_bench --url redis://127.0.0.1:6379 [--module-url URL] [--tls-url URL] [--reps 3]
 // scripts/bench-redis.sh starts the servers and runs this.
 #include <hiredis/hiredis.h>
 #include <sys/resource.h>
@@ -35,6 +43,7 @@
 #include "redbloom/store.h"
 #include "redis/redis_client.h"
 #include "redis/redis_url.h"
+#include "redisson_replay.h"
 
 namespace redbloom {
 namespace {
@@ -153,6 +162,7 @@ Sample Measure(Raw& info, uint64_t items, const std::function<void()>& run) {
 struct Row {
   std::string op, approach;
   size_t batch;
+  bool redisson;  // the second table: a Redisson-layout filter
   std::vector<Sample> samples;
 
   Sample Median() const {
@@ -169,6 +179,7 @@ struct Row {
 struct Args {
   std::string url;
   std::string module_url;
+  std::string tls_url;
   int reps = 3;
   double scale = 1.0;  // multiplies item counts (0.1 for a smoke run)
 };
@@ -179,6 +190,8 @@ Args ParseArgs(int argc, char** argv) {
                "redis_bench");
   app.add_option("--url", a.url, "redis:// URL of a plain redis-server")->required();
   app.add_option("--module-url", a.module_url, "redis:// URL of a server with RedisBloom loaded");
+  app.add_option("--tls-url", a.tls_url,
+                 "rediss:// URL of a TLS port of the --url server (adds redbloom over TLS)");
   app.add_option("--reps", a.reps, "repetitions")->check(CLI::PositiveNumber);
   app.add_option("--scale", a.scale, "multiplies item counts (0.1 for a smoke run)")
       ->check(CLI::PositiveNumber);
@@ -196,6 +209,11 @@ class Bench {
     auto store = Store::Open(args_.url);
     Check(store.status(), "open " + args_.url);
     store_ = std::move(store).value();
+    if (!args_.tls_url.empty()) {
+      auto tls = Store::Open(args_.tls_url);
+      Check(tls.status(), "open " + args_.tls_url);
+      tls_store_ = std::move(tls).value();
+    }
     options_ = FilterOptions{.capacity = kCapacity,
                              .error_rate = kErrorRate,
                              .strategy = Strategy::kSeed,
@@ -217,10 +235,18 @@ class Bench {
     for (int rep = 0; rep < args_.reps; ++rep) {
       RunSeedWay(rep);
       RunPipelined(rep);
-      for (size_t batch : {size_t{1}, size_t{100}, size_t{1000}}) RunLibrary(batch, rep);
+      for (size_t batch : {size_t{1}, size_t{100}, size_t{1000}}) {
+        RunLibrary(*store_, "redbloom", batch, rep);
+        if (tls_store_ != nullptr) RunLibrary(*tls_store_, "redbloom over TLS", batch, rep);
+      }
       if (!args_.module_url.empty()) RunRedisBloom(rep);
+      for (size_t batch : {size_t{1}, size_t{1000}}) {
+        RunRedissonWay(batch, rep);
+        RunRedissonLibrary(batch, rep);
+      }
     }
     Print();
+    PrintRedisson();
   }
 
  private:
@@ -241,11 +267,14 @@ class Bench {
   }
 
   // The row for (op, approach, batch), created on first use.
-  Row& NewRow(const std::string& op, const std::string& approach, size_t batch) {
+  Row& NewRow(const std::string& op, const std::string& approach, size_t batch,
+              bool redisson = false) {
     for (Row& r : rows_) {
-      if (r.op == op && r.approach == approach && r.batch == batch) return r;
+      if (r.op == op && r.approach == approach && r.batch == batch && r.redisson == redisson) {
+        return r;
+      }
     }
-    rows_.push_back({op, approach, batch, {}});
+    rows_.push_back({op, approach, batch, redisson, {}});
     return rows_.back();
   }
 
@@ -312,7 +341,7 @@ class Bench {
     }
   }
 
-  void RunLibrary(size_t batch, int rep) {
+  void RunLibrary(Store& store, const std::string& approach, size_t batch, int rep) {
     // About a second per run on loopback: batch 1 is one round trip per item.
     // Never more than the filter's capacity over all repetitions, so every
     // run sees a filter at or below its design fill.
@@ -320,14 +349,16 @@ class Bench {
                                                 : batch == 100 ? 100'000
                                                                : 300'000),
                                           kCapacity / static_cast<uint64_t>(args_.reps));
-    const std::string name = "lib" + std::to_string(batch);
-    auto filter = BloomFilter::Create(*store_, name, options_);
+    const bool tls = &store != store_.get();
+    const std::string name = (tls ? "tls" : "lib") + std::to_string(batch);
+    auto filter = BloomFilter::Create(store, name, options_);
     Check(filter.status(), "create " + name);
-    Row* add = &NewRow("add", "redbloom", batch);
-    Row* check = &NewRow("check", "redbloom", batch);
+    Row* add = &NewRow("add", approach, batch);
+    Row* check = &NewRow("check", approach, batch);
     std::vector<uint8_t> flags;
     {
-      const auto items = Items("ORD-lib-" + std::to_string(rep) + "-", 0, n);
+      const auto items =
+          Items(std::string(tls ? "ORD-tls-" : "ORD-lib-") + std::to_string(rep) + "-", 0, n);
       add->samples.push_back(Measure(raw_, n, [&] {
         for (size_t i = 0; i < n; i += batch) {
           Check((*filter)->AddMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags), "add");
@@ -382,6 +413,86 @@ class Bench {
     }
   }
 
+  // ---- Redisson layout ---------------------------------------------------
+
+  uint64_t RedissonCount(size_t batch) const {
+    // About a second each; under the capacity over all repetitions.
+    return std::min<uint64_t>(Count(batch == 1 ? 5000 : 100'000),
+                              kCapacity / static_cast<uint64_t>(args_.reps));
+  }
+
+  // Redisson's add(Collection) / contains(Collection): one EVAL per call.
+  void RunRedissonWay(size_t batch, int rep) {
+    const Geometry g = *RedissonGeometry(kCapacity, kErrorRate);
+    const std::string name = "redisson-way" + std::to_string(batch);
+    const std::string config = testing::RedissonConfigKey(name);
+    if (rep == 0) {
+      raw_.Command({"EVAL", testing::kRedissonTryInit, "1", config, std::to_string(g.bits),
+                    std::to_string(g.hashes), std::to_string(kCapacity), "0.01"});
+    }
+    const uint64_t n = RedissonCount(batch);
+    const auto items = Items("ORD-rw-" + std::to_string(rep) + "-", 0, n);
+    auto run = [&](const char* script, bool add) {
+      uint64_t answered = 0;
+      internal::CommandBuffer cmd;
+      std::vector<uint64_t> indexes;
+      for (size_t start = 0; start < n; start += batch) {
+        const size_t end = std::min<size_t>(n, start + batch);
+        indexes.clear();
+        for (size_t i = start; i < end; ++i) {
+          testing::AppendRedissonIndexes(items[i], g.bits, g.hashes, &indexes);
+        }
+        cmd.Clear();
+        cmd.Begin(8 + indexes.size());
+        cmd.Arg("EVAL");
+        cmd.Arg(script);
+        cmd.Arg("2");
+        cmd.Arg(config);
+        cmd.Arg(name);
+        cmd.Arg(g.bits);
+        cmd.Arg(uint64_t{g.hashes});
+        cmd.Arg(add ? uint64_t{g.hashes} : uint64_t{end - start});
+        for (uint64_t i : indexes) cmd.Arg(i);
+        raw_.Append(cmd);
+        answered += static_cast<uint64_t>(raw_.Read()->integer);
+      }
+      return answered;
+    };
+    NewRow("add", "Redisson's script", batch, /*redisson=*/true)
+        .samples.push_back(Measure(raw_, n, [&] { run(testing::kRedissonAdd, true); }));
+    uint64_t found = 0;
+    NewRow("check", "Redisson's script", batch, /*redisson=*/true)
+        .samples.push_back(
+            Measure(raw_, n, [&] { found = run(testing::kRedissonContains, false); }));
+    if (found != n) Die("Redisson's way lost items (batch " + std::to_string(batch) + ")");
+  }
+
+  // redbloom on a filter of strategy redisson, created by redbloom.
+  void RunRedissonLibrary(size_t batch, int rep) {
+    const std::string name = "redisson-lib" + std::to_string(batch);
+    FilterOptions options = options_;
+    options.strategy = Strategy::kRedisson;
+    auto filter = BloomFilter::Create(*store_, name, options);
+    Check(filter.status(), "create " + name);
+    const uint64_t n = RedissonCount(batch);
+    const auto items = Items("ORD-rl-" + std::to_string(rep) + "-", 0, n);
+    std::vector<uint8_t> flags;
+    NewRow("add", "redbloom", batch, /*redisson=*/true).samples.push_back(Measure(raw_, n, [&] {
+      for (size_t i = 0; i < n; i += batch) {
+        Check((*filter)->AddMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags), "add");
+      }
+    }));
+    uint64_t found = 0;
+    NewRow("check", "redbloom", batch, /*redisson=*/true).samples.push_back(Measure(raw_, n, [&] {
+      for (size_t i = 0; i < n; i += batch) {
+        Check((*filter)->ContainsMany(Views(items, i, std::min<size_t>(batch, n - i)), &flags),
+              "check");
+        for (uint8_t f : flags) found += f;
+      }
+    }));
+    if (found != n) Die("redbloom lost items of a Redisson-layout filter");
+  }
+
   void Print() const {
     const Row* seed_add = nullptr;
     const Row* seed_check = nullptr;
@@ -415,7 +526,7 @@ class Bench {
                 "items/s", "us/item", "server us", "client us", "vs seed", "ceiling");
     for (const std::string op : {"add", "check"}) {
       for (const Row& r : rows_) {
-        if (r.op != op) continue;
+        if (r.op != op || r.redisson) continue;
         const Sample m = r.Median();
         const Row& seed = op == "add" ? *seed_add : *seed_check;
         std::printf("%-6s %-36s %6zu %12.0f %10.2f %12.2f %12.2f %8.1fx %8.1fx\n", r.op.c_str(),
@@ -431,10 +542,43 @@ class Bench {
         "shape on this server and host.\n",
         args_.reps);
   }
+  // The Redisson-layout rows, each against Redisson's own script at the same
+  // batch (median of per-repetition ratios).
+  void PrintRedisson() const {
+    std::printf("\nRedisson layout (strategy redisson, m=%llu, k=%u, {NAME}:config checked)\n",
+                static_cast<unsigned long long>(RedissonGeometry(kCapacity, kErrorRate)->bits),
+                RedissonGeometry(kCapacity, kErrorRate)->hashes);
+    std::printf("%-6s %-20s %6s %12s %10s %12s %12s %13s\n", "op", "approach", "batch", "items/s",
+                "us/item", "server us", "client us", "vs Redisson");
+    for (const std::string op : {"add", "check"}) {
+      for (const Row& r : rows_) {
+        if (r.op != op || !r.redisson) continue;
+        const Row* base = nullptr;
+        for (const Row& b : rows_) {
+          if (b.redisson && b.op == op && b.batch == r.batch && b.approach != "redbloom") base = &b;
+        }
+        std::vector<double> ratios;
+        for (size_t i = 0; base != nullptr && i < r.samples.size() && i < base->samples.size();
+             ++i) {
+          ratios.push_back(r.samples[i].items_per_s / base->samples[i].items_per_s);
+        }
+        std::sort(ratios.begin(), ratios.end());
+        const Sample m = r.Median();
+        std::printf("%-6s %-20s %6zu %12.0f %10.2f %12.2f %12.2f %12.1fx\n", r.op.c_str(),
+                    r.approach.c_str(), r.batch, m.items_per_s, 1e6 / m.items_per_s, m.server_us,
+                    m.client_us, ratios.empty() ? 0.0 : ratios[ratios.size() / 2]);
+      }
+    }
+    std::printf(
+        "\nRedisson's script: one EVAL per call of its add / contains script (config check, then "
+        "one SETBIT / GETBIT per index), as RBloomFilter.add(Collection) / contains(Collection) "
+        "send it; batch 1 is add(item). Same server, same run, same columns as above.\n");
+  }
 
   Args args_;
   Raw raw_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<Store> tls_store_;
   FilterOptions options_;
   FilterConfig config_;
   std::deque<Row> rows_;  // stable addresses: rows are filled after later ones are added

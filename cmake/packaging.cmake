@@ -8,7 +8,7 @@
 #   libredbloom-dev  libredbloom.a, the headers and the CMake package files.
 #                    A static library carries its private dependencies, so
 #                    this one depends on their -dev packages (hiredis through
-#                    pkg-config, zlib), which a server running redbloomd
+#                    pkg-config, HighwayHash, zlib), which a server running redbloomd
 #                    should not have to install.
 # The split follows the install components "runtime" and "dev".
 
@@ -87,6 +87,6 @@ This package holds the static library, its C++20 headers and the CMake
 package: find_package(redbloom) and link redbloom::redbloom.")
 # What redbloomConfig.cmake finds and a static libredbloom.a links: not
 # computable from the archive, so listed here.
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libhiredis-dev, zlib1g-dev, pkg-config")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libhiredis-dev, libssl-dev, libhighwayhash-dev, zlib1g-dev, pkg-config")
 
 include(CPack)

@@ -6,6 +6,7 @@
 #   scripts/bench-redis.sh                          # 3 repetitions (about a minute)
 #   REPS=5 scripts/bench-redis.sh
 #   REDISBLOOM_MODULE=/path/redisbloom.so scripts/bench-redis.sh   # adds BF.MADD/BF.MEXISTS
+#   TLS=1 scripts/bench-redis.sh                    # adds redbloom over TLS (same server)
 #   BENCH_BUILD_DIR=/tmp/bb scripts/bench-redis.sh
 #
 # The script starts its own redis-server(s) on free loopback ports, with no

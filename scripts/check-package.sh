@@ -78,7 +78,7 @@ grep -q '^-rw------- root/root .* \./etc/redbloom/redbloomd.json$' "$tmp/runtime
 
 depends=$(dpkg-deb -f "$runtime" Depends)
 echo "   Depends: $depends"
-for lib in libc6 libstdc\\+\\+6 libhiredis libcpp-httplib zlib1g init-system-helpers; do
+for lib in libc6 libstdc\\+\\+6 libhiredis libssl3 libhighwayhash0 libcpp-httplib zlib1g init-system-helpers; do
   echo "$depends" | grep -Eq "(^|, )$lib" || fail "redbloom Depends lacks $lib: $depends"
 done
 dpkg-deb -e "$runtime" "$tmp/control"
@@ -88,7 +88,7 @@ for script in postinst prerm postrm; do
   sh -n "$tmp/control/$script" || fail "$script: syntax error"
 done
 dev_depends=$(dpkg-deb -f "$dev" Depends)
-for pkg in libhiredis-dev zlib1g-dev pkg-config; do
+for pkg in libhiredis-dev libssl-dev libhighwayhash-dev zlib1g-dev pkg-config; do
   echo "$dev_depends" | grep -q "$pkg" || fail "libredbloom-dev Depends lacks $pkg: $dev_depends"
 done
 dpkg-deb -x "$runtime" "$root"

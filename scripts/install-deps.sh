@@ -7,9 +7,12 @@ packages=(
   # build
   g++ cmake ninja-build pkg-config make
   # libraries
-  libhiredis-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
+  libhiredis-dev libssl-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libfmt-dev zlib1g-dev
+  libhighwayhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
+  # TLS tests make their CA and certificates at run time
+  openssl
   # docs/openapi.json's test validates real answers with Debian's JSON Schema library
   python3 python3-jsonschema
   # Debian packages (scripts/package.sh, scripts/check-package.sh): cpack's

@@ -380,7 +380,11 @@ Reply Service::Ready() {
   if (!store.ok()) return ErrorReply(store.status());
   Status s = (*store)->Ping();
   if (!s.ok()) return StoreErrorReply(s);
-  return JsonReply(200, Json{{"status", "ready"}});
+  Json body{{"status", "ready"}};
+  // Which server takes writes now: with Sentinel it changes at a failover,
+  // and an operator wants to see that each instance followed it.
+  if (std::string master = (*store)->Master(); !master.empty()) body["master"] = master;
+  return JsonReply(200, body);
 }
 
 Reply Service::MetricsText() const {

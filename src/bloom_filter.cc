@@ -56,7 +56,14 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Open(Store& store, std::string
 Result<std::unique_ptr<BloomFilter>> BloomFilter::Attach(Store& store, std::string_view name,
                                                          const FilterOptions& options) {
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-  REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(options));
+  FilterOptions adopted = options;
+  if (options.capacity == 0 && options.error_rate == 0) {
+    REDBLOOM_ASSIGN_OR_RETURN(FilterOptions recorded,
+                              store.ReadForeignOptions(name, options.strategy));
+    adopted.capacity = recorded.capacity;
+    adopted.error_rate = recorded.error_rate;
+  }
+  REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(adopted));
   if (config.kind != FilterKind::kPlain) {
     return Status::InvalidArgument("attach adopts plain bitmaps only");
   }

@@ -122,7 +122,7 @@ Result<FilterConfig> MakeGivenGeometryConfig(const FilterOptions& options) {
 
 Result<FilterConfig> MakeConfig(const FilterOptions& options) {
   if (options.bits != 0 || options.hashes != 0) return MakeGivenGeometryConfig(options);
-  REDBLOOM_RETURN_IF_ERROR(ValidateCapacityAndErrorRate(options.capacity, options.error_rate));
+  REDBLOOM_RETURN_IF_ERROR(CheckParameters(options.strategy, options.capacity, options.error_rate));
   const internal::KindDef* kind = internal::FindKind(options.kind);
   if (kind == nullptr) return Status::InvalidArgument("unknown filter kind");
   REDBLOOM_RETURN_IF_ERROR(CheckStrategyEncoding(options.strategy, options.encoding));

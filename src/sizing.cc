@@ -34,12 +34,17 @@ double RawBits(uint64_t n, double p) {
   return neg_n * JavaLog(p) / Ln2Squared();
 }
 
-// max(1, (int) Math.round((double) m / n * Math.log(2)))
-Result<uint32_t> OptimalHashes(uint64_t n, int64_t m) {
+// max(1, (int) Math.round((double) m / n * Math.log(2))), the same in all
+// three helpers.
+int64_t JavaOptimalHashes(uint64_t n, int64_t m) {
   const double v = static_cast<double>(m) / static_cast<double>(n) * JavaLog(2.0);
   // (int) of a long keeps its low 32 bits; for every valid (n, p) the value
-  // is below 2^11, so this only matters for the range check below.
-  const int64_t k = std::max<int64_t>(1, static_cast<int32_t>(JavaMathRound(v)));
+  // is below 2^11, so this only matters for the range checks.
+  return std::max<int64_t>(1, static_cast<int32_t>(JavaMathRound(v)));
+}
+
+Result<uint32_t> OptimalHashes(uint64_t n, int64_t m) {
+  const int64_t k = JavaOptimalHashes(n, m);
   if (k > kMaxHashes) {
     return Status::InvalidArgument("error rate too small: it needs " + std::to_string(k) +
                                    " hash functions, more than " + std::to_string(kMaxHashes));
@@ -121,6 +126,38 @@ Result<Geometry> Guava64Geometry(uint64_t capacity, double error_rate) {
   return g;
 }
 
+Status ValidateRedissonParameters(uint64_t capacity, double error_rate) {
+  // tryInitAsync's own checks, in its order and with its messages.
+  if (error_rate > 1) {
+    return Status::InvalidArgument("Bloom filter false probability can't be greater than 1");
+  }
+  if (error_rate < 0) {
+    return Status::InvalidArgument("Bloom filter false probability can't be negative");
+  }
+  if (capacity > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return Status::InvalidArgument("capacity must be below 2^63 (Redisson takes a Java long)");
+  }
+  return Status::Ok();
+}
+
+Result<Geometry> RedissonGeometry(uint64_t capacity, double error_rate) {
+  REDBLOOM_RETURN_IF_ERROR(ValidateRedissonParameters(capacity, error_rate));
+  // optimalNumOfBits: `if (p == 0) p = Double.MIN_VALUE;`
+  const double p = error_rate == 0 ? std::numeric_limits<double>::denorm_min() : error_rate;
+  const int64_t m = JavaDoubleToLong(RawBits(capacity, p));
+  // NaN, n = 0 and p = 1 all land here, as in Redisson.
+  if (m == 0) return Status::InvalidArgument("Bloom filter calculated size is 0");
+  if (m < 0 || static_cast<uint64_t>(m) > kRedissonMaxBits) {
+    return Status::InvalidArgument("Bloom filter size can't be greater than " +
+                                   std::to_string(kRedissonMaxBits) + ". But calculated size is " +
+                                   std::to_string(m));
+  }
+  Geometry g;
+  g.bits = static_cast<uint64_t>(m);
+  g.hashes = static_cast<uint32_t>(JavaOptimalHashes(capacity, m));
+  return g;
+}
+
 double FppAtFill(uint64_t bits_set, uint64_t bits, uint32_t hashes) {
   if (bits == 0) return 1.0;
   return std::pow(static_cast<double>(bits_set) / static_cast<double>(bits), hashes);
@@ -138,6 +175,15 @@ uint64_t ApproximateCount(uint64_t bits_set, uint64_t bits, uint32_t hashes) {
   const double fraction = static_cast<double>(bits_set) / static_cast<double>(bits);
   const double estimate = -std::log1p(-fraction) * static_cast<double>(bits) / hashes;
   return static_cast<uint64_t>(JavaMathRound(estimate));
+}
+
+uint64_t RedissonCount(uint64_t bits_set, uint64_t bits, uint32_t hashes) {
+  if (bits == 0 || hashes == 0) return 0;
+  if (bits_set == bits) return std::numeric_limits<uint64_t>::max();
+  // -size is a long negated before the division, as Java reads it.
+  const double scale = -static_cast<double>(static_cast<int64_t>(bits)) / hashes;
+  const double v = scale * JavaLog(1 - static_cast<double>(bits_set) / static_cast<double>(bits));
+  return static_cast<uint64_t>(std::max<int64_t>(0, JavaMathRound(v)));
 }
 
 }  // namespace redbloom

@@ -65,6 +65,11 @@ Status Store::Attach(std::string_view name, const FilterConfig& /*config*/) {
                                std::string(name) + "'; use create");
 }
 
+Result<FilterOptions> Store::ReadForeignOptions(std::string_view name, Strategy /*strategy*/) {
+  return Status::Unimplemented("store " + url() + " holds no filters written by other programs ('" +
+                               std::string(name) + "'): create it instead");
+}
+
 std::string DefaultStoreUrl() {
   const char* env = std::getenv("REDBLOOM_STORE");
   if (env != nullptr && *env != '\0') return env;

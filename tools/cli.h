@@ -54,13 +54,26 @@ struct SizingFlags {
     cmd->add_option("--ttl", ttl, "Delete the whole filter this long after creation (e.g. 7d)");
   }
 
-  void AddTo(CLI::App* cmd, std::string_view default_strategy) {
+  // attach: --capacity and --error may both be left out when the Java side
+  // records them (Redisson's config hash).
+  bool parameters_optional = false;
+
+  void AddTo(CLI::App* cmd, std::string_view default_strategy, bool optional_parameters = false) {
     strategy = std::string(default_strategy);
-    cmd->add_option("--capacity,-n", capacity,
-                    "Expected number of distinct items (e.g. 1000000 or 1e6)")
-        ->required();
-    cmd->add_option("--error,-p", error, "Target false-positive rate, strictly between 0 and 1")
-        ->required();
+    parameters_optional = optional_parameters;
+    auto* n = cmd->add_option(
+        "--capacity,-n", capacity,
+        "Expected number of distinct items (e.g. 1000000 or 1e6)" +
+            std::string(optional_parameters ? "; leave out with --error to take those "
+                                              "Redisson recorded (strategy redisson)"
+                                            : ""));
+    auto* p = cmd->add_option("--error,-p", error,
+                              "Target false-positive rate, strictly between 0 and 1 (redisson: 0 "
+                              "to 1, as Redisson takes it)");
+    if (!optional_parameters) {
+      n->required();
+      p->required();
+    }
     std::string help = "Index strategy:";
     for (Strategy s : Strategies()) {
       help += "\n  " + std::string(StrategyName(s)) + ": " + std::string(StrategySummary(s));
@@ -72,6 +85,19 @@ struct SizingFlags {
 
   Result<FilterOptions> Parse() const {
     FilterOptions o;
+    if (parameters_optional && capacity.empty() && error.empty()) {
+      // Both 0: BloomFilter::Attach reads what the Java side recorded.
+      REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(strategy));
+      REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(encoding));
+      return o;
+    }
+    if (capacity.empty() || error.empty()) {
+      return Status::InvalidArgument("give both --capacity and --error" +
+                                     std::string(parameters_optional
+                                                     ? ", or neither to take those the Java "
+                                                       "side recorded (strategy redisson)"
+                                                     : ""));
+    }
     auto n = ParseUint64(capacity);
     if (!n.ok()) return n.status().WithContext("--capacity");
     auto p = ParseDouble(error);

@@ -246,10 +246,11 @@ int Main(int argc, char** argv) {
   auto* attach = app.add_subcommand(
       "attach",
       "Adopt a bitmap a Java service already writes (Redis), recording its parameters without "
-      "changing a bit");
+      "changing a bit; a Redisson RBloomFilter's (--strategy redisson) come from its config "
+      "hash");
   attach->add_option("NAME", name, "Filter name: exactly the Redis key the Java service uses")
       ->required();
-  attach_flags.AddTo(attach, "seed");
+  attach_flags.AddTo(attach, "seed", /*optional_parameters=*/true);
 
   auto add_item_flags = [&](CLI::App* cmd) {
     cmd->add_option("NAME", name, "Filter name")->required();

@@ -73,7 +73,10 @@ class BloomFilter {
   // Opens an existing filter (kNotFound if none), checking its stored config.
   static Result<std::unique_ptr<BloomFilter>> Open(Store& store, std::string_view name);
   // Adopts bits that a Java seed service wrote under `name`, recording
-  // `options` for them without changing any bit (Redis stores only).
+  // `options` for them without changing any bit (Redis stores only). With
+  // options.capacity and options.error_rate both 0, they are read from what
+  // the Java side records (Redisson's config hash; Store::ReadForeignOptions),
+  // and only the strategy and encoding come from `options`.
   static Result<std::unique_ptr<BloomFilter>> Attach(Store& store, std::string_view name,
                                                      const FilterOptions& options);
   static Status Drop(Store& store, std::string_view name);

@@ -55,7 +55,8 @@ inline constexpr uint32_t kMaxShards = 1024;
 
 struct FilterOptions {
   uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
-  double error_rate = 0;  // p, target false-positive rate at n items, in (0, 1)
+  double error_rate =
+      0;  // p, target false-positive rate at n items, in (0, 1) ([0, 1] for redisson)
   Strategy strategy = Strategy::kGuava64;
   Encoding encoding = Encoding::kUtf8;
   FilterKind kind = FilterKind::kPlain;

@@ -2,6 +2,9 @@
 //   mem:                                  in-process, for tests and embedding
 //   file:DIR                              one memory-mapped file per filter (the default)
 //   redis://[user:password@]host[:port][/db][?options]   one Redis server
+//   rediss://...                          the same over TLS
+//   redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]
+//                                         the master that Redis Sentinel names
 // Each store lives in its own folder (src/mem, src/file, src/redis) and is
 // registered by URL scheme in one table (src/store_table.cc).
 //
@@ -199,6 +202,13 @@ class Store {
   // recording `config` for them, without changing a bit. Stores that cannot
   // hold foreign bits answer kUnimplemented.
   virtual Status Attach(std::string_view name, const FilterConfig& config);
+  // What a filter's Java side records about it beside its bits, for attach
+  // without explicit parameters: Redisson keeps the capacity and error rate
+  // in its {NAME}:config hash. Returns options of `strategy` with those
+  // filled in. kNotFound if there is no such record, kDataLoss if it is
+  // malformed, kInvalidArgument for a strategy whose Java side records
+  // nothing; stores that hold no foreign bits answer kUnimplemented.
+  virtual Result<FilterOptions> ReadForeignOptions(std::string_view name, Strategy strategy);
   // kNotFound if there is no such filter; kDataLoss if its stored config is
   // corrupt or of an unknown format version.
   virtual Result<FilterConfig> ReadConfig(std::string_view name) = 0;
@@ -212,6 +222,11 @@ class Store {
                                                      const FilterConfig& config) = 0;
   // OK if the store can be used now (for readiness checks).
   virtual Status Ping() = 0;
+  // The server that takes writes now, as "host:port", for readiness reports:
+  // redis://'s one server, or the master the sentinels named last for
+  // redis-sentinel:// (it changes with a failover). "" for stores without
+  // a server (mem:, file:) or before one was found.
+  virtual std::string Master() const { return ""; }
 
   // Rebuilds: atomically makes filter `source` the filter called `name`,
   // replacing what was there, and removes the name `source`. Readers of the

@@ -12,6 +12,9 @@
 //            offset_i = f(h1 + i*h2) % m for i = 1..k, m the unrounded int size
 //   guava64  Guava's BloomFilterStrategies.MURMUR128_MITZ_64 (Guava's default):
 //            c = h1; offset_i = (c & Long.MAX_VALUE) % m; c += h2, m a multiple of 64
+//   redisson Redisson's RBloomFilter: HighwayHash-128 with Redisson's key,
+//            c = h1; offset_i = (c & Long.MAX_VALUE) % m; c += (i even ? h2 : h1),
+//            m unrounded (at most 2^32 - 2)
 //
 // Strategies are registered in one table (src/strategy/table.cc), one file
 // each under src/strategy/. A Strategy value is the strategy's stored id: the
@@ -36,6 +39,7 @@ namespace redbloom {
 enum class Strategy : uint8_t {
   kSeed = 0,
   kGuava64 = 1,
+  kRedisson = 2,
 };
 
 // The registered strategies, by id.
@@ -50,6 +54,10 @@ std::string_view StrategySummary(Strategy s);
 // interop strategy takes only the encodings its Java side can produce).
 Status CheckStrategyEncoding(Strategy s, Encoding e);
 
+// kInvalidArgument for a (capacity, error rate) the strategy never takes,
+// whatever the filter's kind (MakeConfig calls it first): 0 < p < 1 for seed
+// and guava64; 0 <= p <= 1 for redisson, as Redisson checks it.
+Status CheckParameters(Strategy s, uint64_t capacity, double error_rate);
 // The geometry a strategy gives to (capacity, error rate): kInvalidArgument
 // for parameters it cannot size (or that its Java side refuses).
 Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate);

@@ -3,7 +3,9 @@
 # first.
 #   start_redis NAME [redis-server args...]   -> sets $started_port
 #   start_bench_servers                       -> sets bench_redis_args (--url, and
-#       --module-url when $REDISBLOOM_MODULE names a RedisBloom module file)
+#       --module-url when $REDISBLOOM_MODULE names a RedisBloom module file, and
+#       --tls-url when $TLS is 1: a TLS port on the same server, with a CA and
+#       certificate made by openssl in the temporary directory)
 #   redis_bench_setup NAME DIR TARGET         -> checks the tools, builds TARGET (the
 #       library only, Release) in DIR, then start_bench_servers
 redis_tmp=$(mktemp -d)
@@ -35,9 +37,34 @@ start_redis() {
   exit 1
 }
 
+# A throwaway CA and a server certificate for 127.0.0.1 in $redis_tmp/tls.
+make_bench_certs() {
+  local d=$redis_tmp/tls
+  mkdir -p "$d"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -keyout "$d/ca.key" -out "$d/ca.crt" -subj /CN=bench-ca 2>/dev/null
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$d/server.key" -out "$d/server.csr" -subj /CN=bench 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\n' >"$d/ext"
+  openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -set_serial 1 \
+    -days 1 -out "$d/server.crt" -extfile "$d/ext" 2>/dev/null
+}
+
 start_bench_servers() {
-  start_redis plain
-  bench_redis_args=(--url "redis://127.0.0.1:$started_port")
+  if [ "${TLS:-0}" = 1 ]; then
+    require_tools bench openssl
+    make_bench_certs
+    local tls_port
+    tls_port=$(free_port)
+    start_redis plain --tls-port "$tls_port" --tls-cert-file "$redis_tmp/tls/server.crt" \
+      --tls-key-file "$redis_tmp/tls/server.key" --tls-ca-cert-file "$redis_tmp/tls/ca.crt" \
+      --tls-auth-clients no
+    bench_redis_args=(--url "redis://127.0.0.1:$started_port"
+      --tls-url "rediss://127.0.0.1:$tls_port?cacert=$redis_tmp/tls/ca.crt")
+  else
+    start_redis plain
+    bench_redis_args=(--url "redis://127.0.0.1:$started_port")
+  fi
   if [ -n "${REDISBLOOM_MODULE:-}" ]; then
     start_redis module --loadmodule "$REDISBLOOM_MODULE"
     bench_redis_args+=(--module-url "redis://127.0.0.1:$started_port")

@@ -1,11 +1,16 @@
 #include "redis/connection_source.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "redis/cluster_source.h"
+#include "redis/sentinel_source.h"
+#include "redis/tls_transport.h"
 
 namespace redbloom::internal {
 
@@ -79,13 +84,12 @@ class SingleServerSource final : public ConnectionSource {
     return Run("", Access::kMaster, /*idempotent=*/true, op);
   }
 
+  std::string Master() const override { return pool_.server().display; }
+
   Status Check() override {
     Result<ConnectionPool::Lease> lease = pool_.Acquire();
     if (!lease.ok()) return lease.status();
-    CommandBuffer cmd;
-    cmd.Command({"PING"});
-    REDBLOOM_RETURN_IF_ERROR((*lease)->Append(cmd));
-    return (*lease)->ReadOk().status();
+    return PingServer(**lease);
   }
 
  private:
@@ -104,13 +108,32 @@ ServerParams ServerParamsFor(const RedisUrl& url, const HostPort& host) {
   server.connect_timeout = url.options.connect_timeout;
   server.command_timeout = url.options.command_timeout;
   server.display = host.Display();
+  if (url.tls.enabled) server.tls = TlsContext::For(url.tls);
   return server;
 }
 
+namespace {
+
+// insecure=1 is for trying things out; it must never go unnoticed in
+// production, so it is said on stderr (the service's log), once per URL and
+// process.
+void WarnIfInsecure(const RedisUrl& url) {
+  if (!url.tls.enabled || !url.tls.insecure) return;
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  const std::string shown = url.Redacted();
+  std::lock_guard lock(mu);
+  if (!warned.insert(shown).second) return;
+  std::fprintf(stderr,
+               "redbloom: WARNING: %s: insecure=1 turns off TLS certificate verification; anyone "
+               "on the network path can read and change this traffic\n",
+               shown.c_str());
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& url) {
-  if (url.tls.enabled) {
-    return Status::Unimplemented("TLS (rediss://) is not supported by this build yet");
-  }
+  WarnIfInsecure(url);
   switch (url.mode) {
     case RedisMode::kSingle:
       return NewSingleServerSource(ServerParamsFor(url, url.hosts.front()), url.options);
@@ -122,7 +145,7 @@ Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& ur
       }
       return std::unique_ptr<ConnectionSource>(NewClusterSource(url));
     case RedisMode::kSentinel:
-      return Status::Unimplemented("redis-sentinel:// is not supported by this build yet");
+      return NewSentinelSource(url);
   }
   return Status::InvalidArgument("unknown redis mode");
 }

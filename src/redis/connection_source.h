@@ -64,6 +64,9 @@ class ConnectionSource {
   // Connects once, without retries, so that a wrong URL or a server that is
   // down fails when the store opens rather than at its first operation.
   virtual Status Check() = 0;
+  // The server that takes writes now, "host:port" (Sentinel: the master the
+  // sentinels named last; "" before the first was found), for /readyz.
+  virtual std::string Master() const { return ""; }
 
   // 25 ms, 50 ms, 100 ms ... capped at 1 s, each scaled by a random factor
   // in [0.5, 1) so that many clients cut off together do not reconnect in

@@ -10,6 +10,7 @@
 
 #include "kinds/kind_def.h"
 #include "redis/redis_bit_store_impl.h"
+#include "redis/redis_companion.h"
 #include "redis/redis_meta.h"
 #include "redis/redis_pipeline.h"
 #include "redis/redis_scripts.h"
@@ -53,6 +54,7 @@ RedisBitStore::RedisBitStore(std::shared_ptr<RedisShared> shared, std::string na
       config_(config),
       keys_(KeysFor(name_, shared_->keys)),
       checked_(CheckedValues(name_, config)),
+      companion_(CompanionKey(name_, shared_->keys, config)),
       filter_expires_at_ms_(filter_expires_at_ms),
       shard_token_(std::move(shard_token)) {}
 
@@ -150,6 +152,23 @@ void RedisBitStore::AppendMetaCheck(CommandBuffer* cmd, const Cells& cells) cons
   for (std::string_view f : kCheckedFields) cmd->Arg(f);
 }
 
+std::vector<std::string> RedisBitStore::ScriptKeys(
+    std::initializer_list<std::string_view> keys) const {
+  std::vector<std::string> out(keys.begin(), keys.end());
+  if (!companion_.empty()) out.push_back(companion_);
+  return out;
+}
+
+void RedisBitStore::AppendCompanionCheck(CommandBuffer* cmd) const {
+  if (!companion_.empty()) AppendCompanionRead(cmd, companion_);
+}
+
+Status RedisBitStore::CheckCompanion(const redisReply* exec) const {
+  if (companion_.empty()) return Status::Ok();
+  return CheckCompanionReply(exec->element[exec->elements - 1], name_,
+                             DisplayKey(companion_, shared_->keys), config_);
+}
+
 Status RedisBitStore::CheckMeta(const redisReply* r, const Cells& cells) const {
   if (r->type == REDIS_REPLY_ERROR) {
     return Status::DataLoss("metadata '" +
@@ -183,6 +202,9 @@ Status RedisBitStore::ScriptError(Connection& c, const Cells& cells, const redis
   const std::string_view text = ReplyText(r);
   if (Contains(text, "REDBLOOM_GONE")) return Gone();
   if (Contains(text, "REDBLOOM_CHANGED")) return ConfigChangedStatus(name_);
+  if (Contains(text, "REDBLOOM_COMPANION")) {
+    return CompanionChangedStatus(name_, DisplayKey(companion_, shared_->keys), config_);
+  }
   if (Contains(text, "REDBLOOM_NOPART")) return Status::NotFound(cells.display + " does not exist");
   if (Contains(text, "REDBLOOM_VANISHED")) {
     return VanishedStatus(cells, shared_->keys, NumberAfter(text, "REDBLOOM_VANISHED"));
@@ -207,7 +229,7 @@ Result<uint64_t> RedisBitStore::ParseCount(const Cells& cells, const redisReply*
 }
 
 void RedisBitStore::AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t delta) const {
-  BeginEval(cmd, scripts::kAddCount, {cells.meta, cells.count_hash}, kChecked + 2);
+  BeginEval(cmd, scripts::kAddCount, ScriptKeys({cells.meta, cells.count_hash}), kChecked + 2);
   for (const auto& v : cells.checked) cmd->Arg(v);
   cmd->Arg(delta);
   cmd->Arg(cells.count_field);
@@ -286,22 +308,21 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
   if (!cells->listed) return Status::Ok();  // exists from creation on
   const uint64_t expires_at = CapExpiry(expires_at_ms, filter_expires_at_ms_);
   // Idempotent: creating a part that exists changes nothing.
-  return shared_->source->Run(cells->meta, Access::kMaster, /*idempotent=*/true,
-                              [&](Connection& c) -> Status {
-                                CommandBuffer cmd;
-                                BeginEval(&cmd, scripts::kCreatePart,
-                                          {cells->meta, cells->bitmap, keys_.parts}, kChecked + 4);
-                                for (const auto& v : cells->checked) cmd.Arg(v);
-                                cmd.Arg(part);
-                                cmd.Arg(cells->bytes);
-                                cmd.Arg(expires_at);
-                                cmd.Arg(filter_expires_at_ms_);
-                                REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-                                REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
-                                if (r->type == REDIS_REPLY_ERROR)
-                                  return ScriptError(c, *cells, r.get());
-                                return Status::Ok();
-                              });
+  return shared_->source->Run(
+      cells->meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+        CommandBuffer cmd;
+        BeginEval(&cmd, scripts::kCreatePart, ScriptKeys({cells->meta, cells->bitmap, keys_.parts}),
+                  kChecked + 4);
+        for (const auto& v : cells->checked) cmd.Arg(v);
+        cmd.Arg(part);
+        cmd.Arg(cells->bytes);
+        cmd.Arg(expires_at);
+        cmd.Arg(filter_expires_at_ms_);
+        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+        if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, *cells, r.get());
+        return Status::Ok();
+      });
 }
 
 // ---- Checks -----------------------------------------------------------------
@@ -362,7 +383,8 @@ Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* 
       // the next user of this connection would read them as its own.
       size_t replies = 0;
       for (size_t j = *done + 1; j < next; ++j) {
-        replies += 2 + 3 + (chunks[j].cells->listed ? 1 : 0) + (j == list_at ? 1 : 0);
+        replies +=
+            2 + 3 + (chunks[j].cells->listed ? 1 : 0) + (j == list_at ? 1 : 0) + CompanionReplies();
       }
       Drain(c, replies);
       return s;
@@ -403,6 +425,7 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
   cmd.Command({"STRLEN", cells.bitmap});
   if (cells.listed) cmd.Command({"HEXISTS", keys_.parts, cells.count_field});
   if (list_parts) cmd.Command({"HKEYS", keys_.parts});
+  AppendCompanionCheck(&cmd);
   cmd.Command({"EXEC"});
   return stream.Finish();
 }
@@ -410,9 +433,10 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
 Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_parts,
                                std::vector<uint64_t>* parts_now) {
   const Cells& cells = *chunk.cells;
-  const size_t queued = 3 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0);
+  const size_t queued = 3 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0) + CompanionReplies();
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, queued));
   REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], cells));
+  REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
   size_t at = 3;
   bool exists = true;
   if (cells.listed) exists = exec->element[at++]->integer == 1;
@@ -486,10 +510,12 @@ Result<uint64_t> RedisBitStore::ItemCount(uint64_t part) {
         cmd.Command({"MULTI"});
         AppendMetaCheck(&cmd, *cells);
         cmd.Command({"HGET", cells->count_hash, cells->count_field});
+        AppendCompanionCheck(&cmd);
         cmd.Command({"EXEC"});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2));
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2 + CompanionReplies()));
         REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[0], *cells));
+        REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
         REDBLOOM_ASSIGN_OR_RETURN(count, ParseCount(*cells, exec->element[1]));
         return Status::Ok();
       });
@@ -519,10 +545,13 @@ Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
         AppendMetaCheck(&cmd, *cells);
         cmd.Command({"HGET", cells->count_hash, cells->count_field});
         AppendPresence(&cmd, *cells, keys_.parts);
+        AppendCompanionCheck(&cmd);
         cmd.Command({"EXEC"});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 3 + PresenceReplies(*cells)));
+        REDBLOOM_ASSIGN_OR_RETURN(
+            ReplyPtr exec, ReadTransaction(c, 3 + PresenceReplies(*cells) + CompanionReplies()));
         REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
+        REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
         if (cells->listed && exec->element[4]->integer == 0) {
           return Status::NotFound(cells->display + " does not exist");
         }
@@ -553,8 +582,8 @@ Status RedisBitStore::Clear() {
     Status cleared = shared_->source->Run(
         cells->meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           CommandBuffer cmd;
-          BeginEval(&cmd, scripts::kClear, {cells->meta, cells->bitmap, cells->count_hash},
-                    kChecked + 2);
+          BeginEval(&cmd, scripts::kClear,
+                    ScriptKeys({cells->meta, cells->bitmap, cells->count_hash}), kChecked + 2);
           for (const auto& v : cells->checked) cmd.Arg(v);
           cmd.Arg(cells->bytes);
           cmd.Arg(cells->count_field);
@@ -584,10 +613,13 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
         cmd.Arg(offset + len - 1);
         AppendMetaCheck(&cmd, *cells);
         AppendPresence(&cmd, *cells, keys_.parts);
+        AppendCompanionCheck(&cmd);
         cmd.Command({"EXEC"});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2 + PresenceReplies(*cells)));
+        REDBLOOM_ASSIGN_OR_RETURN(
+            ReplyPtr exec, ReadTransaction(c, 2 + PresenceReplies(*cells) + CompanionReplies()));
         REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
+        REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
         if (cells->listed && exec->element[3]->integer == 0) {
           return Status::NotFound(cells->display + " does not exist");
         }
@@ -651,7 +683,8 @@ Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t ne
             // script deletes it.
             cmd.Command({"SET", upload, bitmap.substr(offset, chunk), "PX", kUploadTtlMillis});
           }
-          BeginEval(&cmd, script, {cells->meta, upload, cells->bitmap, cells->count_hash, scratch},
+          BeginEval(&cmd, script,
+                    ScriptKeys({cells->meta, upload, cells->bitmap, cells->count_hash, scratch}),
                     kChecked + 4);
           for (const auto& v : cells->checked) cmd.Arg(v);
           cmd.Arg(static_cast<uint64_t>(offset));

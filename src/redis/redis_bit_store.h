@@ -10,10 +10,12 @@
 
 #include <atomic>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "redbloom/store.h"
@@ -95,6 +97,15 @@ class RedisBitStore final : public BitStore {
   Status Gone() const;
   Result<uint64_t> ParseCount(const Cells& cells, const redisReply* r) const;
   void AppendMetaCheck(CommandBuffer* cmd, const Cells& cells) const;
+  // Filters whose strategy's Java side keeps a companion hash (Redisson's
+  // config; redis_companion.h). A guarded script gets its key after its own
+  // keys (meta_state's second argument); a check transaction reads it back
+  // just before EXEC, one more reply, and CheckCompanion checks that reply
+  // (the last of EXEC's). Without one these add nothing.
+  std::vector<std::string> ScriptKeys(std::initializer_list<std::string_view> keys) const;
+  void AppendCompanionCheck(CommandBuffer* cmd) const;
+  size_t CompanionReplies() const { return companion_.empty() ? 0 : 1; }
+  Status CheckCompanion(const redisReply* exec) const;
   void AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t delta) const;
 
   Status TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
@@ -122,6 +133,7 @@ class RedisBitStore final : public BitStore {
   const FilterConfig config_;
   const FilterKeys keys_;
   const std::vector<std::string> checked_;
+  const std::string companion_;  // its key, or ""
   const uint64_t filter_expires_at_ms_;
   const std::string shard_token_;
   std::mutex mu_;

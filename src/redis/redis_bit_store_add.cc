@@ -69,7 +69,12 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
                                       }
                                     }
                                     if (!added.ok()) return added;
-                                    return WaitForReplicas(c, *shared_);
+                                    Status waited = WaitForReplicas(c, *shared_);
+                                    // The chunks may be on this server alone: a retry (after a
+                                    // failover, on the new master) sends them again, not only
+                                    // another WAIT, which there would confirm nothing of them.
+                                    if (!waited.ok()) done = 0;
+                                    return waited;
                                   });
   // What could not be sent rides with this handle's next command.
   cells.pending += uncounted;
@@ -162,8 +167,8 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
   cmd.Clear();
   Streamer stream(c, cmd);
   cmd.Command({"MULTI"});
-  BeginEval(&cmd, scripts::kAddGuard, {cells.meta, cells.bitmap, cells.scratch, cells.count_hash},
-            kChecked + 5);
+  BeginEval(&cmd, scripts::kAddGuard,
+            ScriptKeys({cells.meta, cells.bitmap, cells.scratch, cells.count_hash}), kChecked + 5);
   for (const auto& v : cells.checked) cmd.Arg(v);
   cmd.Arg(count_delta);
   cmd.Arg(cells.count_field);
@@ -194,7 +199,8 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
       if (i % 256 == 255) REDBLOOM_RETURN_IF_ERROR(stream.MaybePush());
     }
   }
-  BeginEval(&cmd, scripts::kAddCommit, {cells.meta, cells.bitmap, cells.scratch}, kChecked);
+  BeginEval(&cmd, scripts::kAddCommit, ScriptKeys({cells.meta, cells.bitmap, cells.scratch}),
+            kChecked);
   for (const auto& v : cells.checked) cmd.Arg(v);
   cmd.Command({"EXEC"});
   return stream.Finish();
@@ -255,7 +261,7 @@ Status RedisBitStore::EvalPerItem(Connection& c, const Cells& cells, std::string
                                   const uint64_t* offsets, size_t n, uint32_t k, uint8_t* out,
                                   uint64_t* room, bool* full) const {
   CommandBuffer cmd;
-  BeginEval(&cmd, script, {cells.meta, cells.bitmap, cells.count_hash},
+  BeginEval(&cmd, script, ScriptKeys({cells.meta, cells.bitmap, cells.count_hash}),
             kChecked + extra_args + n * k);
   for (const auto& v : cells.checked) cmd.Arg(v);
   extras(cmd);

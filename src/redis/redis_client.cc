@@ -1,24 +1,21 @@
 #include "redis/redis_client.h"
 
 #include <poll.h>
-#include <sys/time.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+
+#include "redis/tls_transport.h"
 
 namespace redbloom::internal {
 namespace {
 
 constexpr std::string_view kAuthFailed = "authentication failed";
 constexpr std::string_view kPermissionDenied = "permission denied";
-
-timeval ToTimeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
+// Failures of TLS itself (a certificate that does not verify, a server that
+// rejects ours): retrying cannot fix them.
+constexpr std::string_view kTlsFailed = "TLS failed";
 
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
 
@@ -85,30 +82,44 @@ Status CommandBuffer::Validate() const {
 
 // ---- Errors ----------------------------------------------------------------
 
-Status TransportStatus(const redisContext* c, int saved_errno, const ServerParams& server) {
+Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
+  using Kind = IoFailure::Kind;
   const std::string where = "redis " + server.display;
-  if (c == nullptr) return Status::ResourceExhausted("cannot allocate a connection to " + where);
-  const std::string text = c->errstr;
-  switch (c->err) {
-    case REDIS_ERR_IO:
-      // hiredis reports an expired SO_RCVTIMEO/SO_SNDTIMEO as an I/O error
-      // with errno EAGAIN.
-      if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
-          text == std::strerror(EAGAIN)) {
-        return Status::DeadlineExceeded(where + " did not answer within " +
-                                        std::to_string(server.command_timeout.count()) +
-                                        " ms (command_timeout_ms)");
-      }
-      return Status::Unavailable("lost connection to " + where + ": " + text);
-    case REDIS_ERR_EOF:
-      return Status::Unavailable(where + " closed the connection");
-    case REDIS_ERR_PROTOCOL:
-      return Status::Internal("protocol error talking to " + where + ": " + text);
-    case REDIS_ERR_OOM:
-      return Status::ResourceExhausted("out of memory reading from " + where);
-    default:
-      return Status::Unavailable("cannot talk to " + where + ": " + text);
+  const std::string hint = failure.hint.empty() ? "" : " (" + failure.hint + ")";
+  switch (failure.kind) {
+    case Kind::kNone:
+      break;
+    case Kind::kConnect:
+      return Status::Unavailable("cannot connect to " + where + ": " + failure.detail + hint);
+    case Kind::kConnectTimeout:
+      return Status::Unavailable("cannot connect to " + where + " within " +
+                                 std::to_string(server.connect_timeout.count()) +
+                                 " ms (connect_timeout_ms)" + hint);
+    case Kind::kHandshakeTimeout:
+      return Status::Unavailable(where + " did not complete the TLS handshake within " +
+                                 std::to_string(server.connect_timeout.count()) +
+                                 " ms (connect_timeout_ms)" + hint);
+    case Kind::kCertificate:
+      return Status::Unavailable(std::string(kTlsFailed) + ": the certificate of " + where +
+                                 " does not verify: " + failure.detail + hint);
+    case Kind::kHandshake:
+      return Status::Unavailable(std::string(kTlsFailed) + ": handshake with " + where +
+                                 " failed: " + failure.detail + hint);
+    case Kind::kTls:
+      return Status::Unavailable(std::string(kTlsFailed) + " talking to " + where + ": " +
+                                 failure.detail + hint);
+    case Kind::kTlsConfig:
+      return Status::InvalidArgument("TLS for " + where + ": " + failure.detail);
+    case Kind::kTimeout:
+      return Status::DeadlineExceeded(where + " did not answer within " +
+                                      std::to_string(server.command_timeout.count()) +
+                                      " ms (command_timeout_ms)");
+    case Kind::kClosed:
+      return Status::Unavailable(where + " closed the connection" + hint);
+    case Kind::kIo:
+      return Status::Unavailable("lost connection to " + where + ": " + failure.detail + hint);
   }
+  return Status::Internal("bug: a transport failure without a kind talking to " + where);
 }
 
 Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
@@ -155,10 +166,26 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 
 constexpr std::string_view kNotReplicated = "not replicated: ";
 
+Status PingServer(Connection& c) {
+  CommandBuffer cmd;
+  cmd.Command({"PING"});
+  REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+  REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+  if (r->type == REDIS_REPLY_ERROR) {
+    const std::string_view text(r->str, r->len);
+    if (text.starts_with("NOPERM")) return Status::Ok();
+    return ReplyErrorStatus(text, c.server());
+  }
+  if (r->type != REDIS_REPLY_STATUS || std::string_view(r->str, r->len) != "PONG") {
+    return Status::Internal("PING to " + c.server().display + " got an unexpected reply");
+  }
+  return Status::Ok();
+}
+
 bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
-          StartsWith(s.message(), kNotReplicated));
+          StartsWith(s.message(), kTlsFailed) || StartsWith(s.message(), kNotReplicated));
 }
 
 // Retrying would wait for replicas again, and they rarely come back within a
@@ -284,10 +311,10 @@ void Unhook(redisReply* r) {
   }
 }
 
-void UseSharedSmallIntegers(redisContext* ctx) {
-  // Initialised once (thread-safe), from the first context's default table.
-  static const ReplyFunctions functions(*ctx->reader->fn);
-  ctx->reader->fn = const_cast<redisReplyObjectFunctions*>(&functions.table);
+void UseSharedSmallIntegers(redisReader* reader) {
+  // Initialised once (thread-safe), from the first reader's default table.
+  static const ReplyFunctions functions(*reader->fn);
+  reader->fn = const_cast<redisReplyObjectFunctions*>(&functions.table);
 }
 
 }  // namespace
@@ -301,23 +328,57 @@ void FreeReply(void* reply) {
 
 // ---- Connection ------------------------------------------------------------
 
-Result<std::unique_ptr<Connection>> Connection::Open(const ServerParams& server) {
-  errno = 0;
-  ContextPtr ctx(
-      redisConnectWithTimeout(server.host.c_str(), server.port, ToTimeval(server.connect_timeout)));
-  if (ctx == nullptr || ctx->err != 0) {
-    const std::string why = ctx == nullptr ? "out of memory" : ctx->errstr;
-    return Status::Unavailable("cannot connect to redis " + server.display + ": " + why);
-  }
-  // The handshake is part of connecting, so it gets the connect timeout.
-  if (redisSetTimeout(ctx.get(), ToTimeval(server.connect_timeout)) != REDIS_OK) {
-    return TransportStatus(ctx.get(), errno, server);
-  }
-  // Keepalive notices a peer that vanished without a FIN (a dead host).
-  redisEnableKeepAlive(ctx.get());
-  UseSharedSmallIntegers(ctx.get());
-  std::unique_ptr<Connection> conn(new Connection(std::move(ctx), &server));
+namespace {
 
+// Bytes asked of the socket per read. A 1000-item check's answer is ~28 KB,
+// and hiredis read 16 KB at a time: 64 KB takes such an answer in one call.
+constexpr size_t kReadChunk = 64 * 1024;
+// The reader drops its buffer when idle and holding more than this: bigger
+// than the largest answer of a batch, so steady traffic reallocates nothing,
+// while a connection that once read a multi-megabyte bitmap gives it back.
+constexpr size_t kReaderKeep = 256 * 1024;
+
+}  // namespace
+
+Connection::Connection(std::unique_ptr<Transport> transport, const ServerParams* server)
+    : transport_(std::move(transport)), reader_(redisReaderCreate()), server_(server) {
+  if (reader_ != nullptr) {
+    reader_->maxbuf = kReaderKeep;
+    UseSharedSmallIntegers(reader_.get());
+  }
+}
+
+Connection::~Connection() = default;
+
+Result<std::unique_ptr<Connection>> Connection::Open(const ServerParams& server) {
+  const Deadline deadline = std::chrono::steady_clock::now() + server.connect_timeout;
+  IoFailure failure;
+  Socket socket = ConnectTcp(server.host, server.port, deadline, &failure);
+  if (socket.get() < 0) return TransportStatus(failure, server);
+  std::unique_ptr<Transport> transport;
+  if (server.tls != nullptr) {
+    transport = StartTls(std::move(socket), *server.tls, server.host, deadline, &failure);
+    if (transport == nullptr) return TransportStatus(failure, server);
+  } else {
+    transport = NewPlainTransport(std::move(socket));
+  }
+  std::unique_ptr<Connection> conn(new Connection(std::move(transport), &server));
+  if (conn->reader_ == nullptr) {
+    return Status::ResourceExhausted("cannot allocate a reply reader for redis " + server.display);
+  }
+  // The handshake is part of connecting, so it gets what is left of the
+  // connect timeout.
+  const int left = MillisLeft(deadline);
+  if (left == 0) return TransportStatus({IoFailure::Kind::kConnectTimeout, "", ""}, server);
+  conn->transport_->SetTimeout(std::chrono::milliseconds(left));
+  REDBLOOM_RETURN_IF_ERROR(conn->Hello());
+  conn->transport_->SetTimeout(server.command_timeout);
+  conn->wrote_ = false;
+  return conn;
+}
+
+Status Connection::Hello() {
+  const ServerParams& server = *server_;
   CommandBuffer hello;
   if (server.password.has_value()) {
     if (server.user.empty()) {
@@ -328,62 +389,115 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ServerParams& server)
   }
   if (server.db != 0) hello.Command({"SELECT", std::to_string(server.db)});
   if (server.readonly) hello.Command({"READONLY"});
-  if (hello.commands() > 0) {
-    REDBLOOM_RETURN_IF_ERROR(conn->Append(hello));
-    for (size_t i = 0; i < hello.commands(); ++i) {
-      Result<ReplyPtr> r = conn->ReadOk();
-      if (!r.ok()) return r.status();
-    }
+  if (!server.role.empty()) hello.Command({"ROLE"});  // last: its answer is checked below
+  if (hello.commands() == 0) return Status::Ok();
+  REDBLOOM_RETURN_IF_ERROR(Append(hello));
+  ReplyPtr last;
+  for (size_t i = 0; i < hello.commands(); ++i) {
+    REDBLOOM_ASSIGN_OR_RETURN(last, ReadOk());
   }
-  if (redisSetTimeout(conn->ctx_.get(), ToTimeval(server.command_timeout)) != REDIS_OK) {
-    return conn->Fail(errno);
+  if (server.role.empty()) return Status::Ok();
+  // ROLE: ["master", offset, replicas] or ["slave", host, port, state, offset].
+  const redisReply* r = last.get();
+  const std::string_view role =
+      r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? ReplyText(r->element[0]) : "";
+  if (role != server.role) {
+    return Status::Unavailable(
+        "redis " + server.display + " is a " +
+        (role.empty() ? std::string("server of unknown role") : std::string(role)) + ", not a " +
+        server.role + " (a failover may be under way)");
   }
-  conn->wrote_ = false;
-  return conn;
+  if (role == "slave" && (r->elements < 4 || ReplyText(r->element[3]) != "connected")) {
+    return Status::Unavailable("replica redis " + server.display +
+                               " is not in sync with its master yet");
+  }
+  return Status::Ok();
 }
 
-Status Connection::Fail(int saved_errno) {
+Status Connection::Fail(const IoFailure& failure) {
   broken_ = true;
-  return TransportStatus(ctx_.get(), saved_errno, *server_);
+  if (!received_ && server_->tls == nullptr &&
+      (failure.kind == IoFailure::Kind::kClosed || failure.kind == IoFailure::Kind::kIo)) {
+    // A TLS port resets a connection whose first bytes are not a TLS
+    // handshake, before sending anything.
+    IoFailure hinted = failure;
+    hinted.hint = "it answered nothing: if the port speaks TLS, use rediss://";
+    return TransportStatus(hinted, *server_);
+  }
+  return TransportStatus(failure, *server_);
+}
+
+Status Connection::Broken() const {
+  return Status::Unavailable("connection to redis " + server_->display + " is broken");
 }
 
 Status Connection::Append(const CommandBuffer& commands) {
   REDBLOOM_RETURN_IF_ERROR(commands.Validate());
-  if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
-  if (redisAppendFormattedCommand(ctx_.get(), commands.data().data(), commands.data().size()) !=
-      REDIS_OK) {
-    return Fail(errno);
-  }
+  if (broken_) return Broken();
+  out_.append(commands.data());
   return Status::Ok();
 }
 
 Status Connection::AppendRaw(std::string_view bytes) {
-  if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
-  if (redisAppendFormattedCommand(ctx_.get(), bytes.data(), bytes.size()) != REDIS_OK) {
-    return Fail(errno);
-  }
+  if (broken_) return Broken();
+  out_.append(bytes);
   return Status::Ok();
 }
 
 Status Connection::Flush() {
-  if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
+  if (broken_) return Broken();
   wrote_ = true;
-  int done = 0;
-  while (done == 0) {
-    errno = 0;
-    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) return Fail(errno);
+  size_t done = 0;
+  while (done < out_.size()) {
+    IoFailure failure;
+    const ssize_t n = transport_->Write(out_.data() + done, out_.size() - done, &failure);
+    if (n < 0) return Fail(failure);
+    done += static_cast<size_t>(n);
   }
+  // clear() keeps the capacity: the next batch's commands reuse it.
+  out_.clear();
   return Status::Ok();
 }
 
-Result<ReplyPtr> Connection::Read() {
-  if (broken_) return Status::Unavailable("connection to redis " + server_->display + " is broken");
-  wrote_ = true;
+Result<ReplyPtr> Connection::ReadReply() {
   for (;;) {
     void* raw = nullptr;
-    errno = 0;
-    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) return Fail(errno);
-    ReplyPtr reply(static_cast<redisReply*>(raw));
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      broken_ = true;
+      std::string hint;
+      if (server_->tls == nullptr && (first_byte_ == '\x15' || first_byte_ == '\x16')) {
+        hint = " (it answered with TLS: use rediss://)";
+      }
+      return Status::Internal("protocol error talking to redis " + server_->display + ": " +
+                              reader_->errstr + hint);
+    }
+    if (raw != nullptr) {
+      ReplyPtr reply(static_cast<redisReply*>(raw));
+      if (reply->type == REDIS_REPLY_ERROR && StartsWith(ReplyText(reply.get()), "READONLY")) {
+        saw_readonly_ = true;
+      }
+      return reply;
+    }
+    // As hiredis did: whatever is queued goes out before waiting for input.
+    if (!out_.empty()) REDBLOOM_RETURN_IF_ERROR(Flush());
+    if (in_.size() != kReadChunk) in_.resize(kReadChunk);
+    IoFailure failure;
+    const ssize_t n = transport_->Read(in_.data(), in_.size(), &failure);
+    if (n < 0) return Fail(failure);
+    if (!received_) first_byte_ = in_[0];
+    received_ = true;
+    if (redisReaderFeed(reader_.get(), in_.data(), static_cast<size_t>(n)) != REDIS_OK) {
+      broken_ = true;
+      return Status::ResourceExhausted("out of memory reading from redis " + server_->display);
+    }
+  }
+}
+
+Result<ReplyPtr> Connection::Read() {
+  if (broken_) return Broken();
+  wrote_ = true;
+  for (;;) {
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr reply, ReadReply());
     // Owed replies come first in the stream; they confirm best-effort count
     // updates, so their content, error or not, changes nothing here.
     if (owed_replies_ == 0) {
@@ -407,24 +521,23 @@ bool Connection::Settle() {
   // others: those are read (and dropped) by the next Read, after the next
   // command is already on its way, so an owed reply never costs a round trip.
   while (owed_replies_ > 0 && !broken_) {
-    pollfd p{ctx_->fd, POLLIN, 0};
-    if (::poll(&p, 1, 0) <= 0) break;
-    void* raw = nullptr;
-    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) {
-      broken_ = true;
-      break;
-    }
-    FreeReply(raw);
+    if (!transport_->InputReady()) break;
+    if (!ReadReply().ok()) break;  // marks the connection broken
     --owed_replies_;
   }
   return !broken_;
 }
 
-bool Connection::LooksClosed() const {
-  pollfd p{ctx_->fd, POLLIN, 0};
-  // An idle connection has nothing to read: readable means EOF, a reset, or
-  // data nobody asked for (e.g. a server that restarted and sent an error).
-  return ::poll(&p, 1, 0) != 0;
+Connection::Wake Connection::WaitForInput(int wake_fd, std::chrono::milliseconds timeout) {
+  if (broken_ || reader_->pos < reader_->len || transport_->InputReady()) return Wake::kInput;
+  pollfd p[2] = {{transport_->fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+  for (;;) {
+    const int n = ::poll(p, wake_fd >= 0 ? 2 : 1, static_cast<int>(timeout.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) return Wake::kTimeout;
+    if (wake_fd >= 0 && p[1].revents != 0) return Wake::kWoken;
+    return Wake::kInput;
+  }
 }
 
 // ---- ConnectionPool --------------------------------------------------------
@@ -447,6 +560,7 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       const bool usable = conn->Settle() && (conn->owed_replies_ > 0 || !conn->LooksClosed());
       if (usable) {
         conn->wrote_ = false;
+        conn->saw_readonly_ = false;
         conn->redirect_.reset();
         return Lease(this, std::move(conn));
       }

@@ -1,6 +1,7 @@
-// A small blocking Redis client over hiredis: RESP command building,
-// connections with timeouts and AUTH/SELECT, a bounded pool, and the one
-// place where hiredis errors become a Status. Internal.
+// A small blocking Redis client: RESP command building, connections (plain
+// TCP or TLS, transport.h) with timeouts and AUTH/SELECT, replies parsed by
+// hiredis' reader, a bounded pool, and the one place where transport and
+// reply errors become a Status. Internal.
 //
 // Thread safety: a Connection is used by one thread at a time (the pool hands
 // it out); ConnectionPool is thread-safe.
@@ -21,8 +22,11 @@
 #include <vector>
 
 #include "redbloom/status.h"
+#include "redis/transport.h"
 
 namespace redbloom::internal {
+
+class TlsContext;  // tls_transport.h
 
 // Frees a reply read through a Connection, whose integer 0s and 1s inside
 // arrays are shared objects (see UseSharedSmallIntegers); freeReplyObject
@@ -34,6 +38,14 @@ struct ReplyDeleter {
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
+struct ReaderDeleter {
+  void operator()(redisReader* r) const {
+    if (r != nullptr) redisReaderFree(r);
+  }
+};
+using ReaderPtr = std::unique_ptr<redisReader, ReaderDeleter>;
+
+// For code that talks to Redis through hiredis' own contexts (benchmarks).
 struct ContextDeleter {
   void operator()(redisContext* c) const {
     if (c != nullptr) redisFree(c);
@@ -100,25 +112,39 @@ struct ServerParams {
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds command_timeout{5000};
   std::string display;  // "127.0.0.1:6379", for messages
+  // TLS (rediss://): the CA, certificate and key to use; null for plain TCP.
+  std::shared_ptr<const TlsContext> tls;
+  // The role the server must report (ROLE) when a connection opens:
+  // "master" or "slave" (then also with its link to the master up); empty
+  // for any. Sentinel sets it, so a pool never starts talking to a master
+  // that was demoted, or to a replica still syncing. Checked in the same
+  // round trip as AUTH and SELECT.
+  std::string role;
 };
 
-// Errors. Every hiredis failure becomes a Status here and nowhere else:
+// Errors. Every transport failure and error reply becomes a Status here and
+// nowhere else:
 //   I/O error, EOF, refused/unreachable       -> kUnavailable   (retryable)
 //   read/write timeout                        -> kDeadlineExceeded
+//   connect or TLS handshake timeout          -> kUnavailable
+//   certificate does not verify, other TLS
+//     handshake or protocol failure           -> kUnavailable "TLS ..." (permanent)
+//   cacert/cert/key cannot be loaded          -> kInvalidArgument
+//   a server in the wrong role (ROLE)         -> kUnavailable
 //   NOAUTH / WRONGPASS / AUTH misconfigured    -> kUnavailable "authentication failed ..."
 //   LOADING / BUSY / MASTERDOWN / READONLY     -> kUnavailable   (server not ready)
 //   OOM                                        -> kResourceExhausted
 //   WRONGTYPE                                  -> kConflict (see WrongTypeStatus)
 //   NOPERM                                     -> kUnavailable "permission denied ..."
 //   anything else the server says             -> kInternal, with the server's text
-Status TransportStatus(const redisContext* c, int saved_errno, const ServerParams& server);
+Status TransportStatus(const IoFailure& failure, const ServerParams& server);
 Status ReplyErrorStatus(std::string_view text, const ServerParams& server);
 // The message for a key of the wrong type: "key X holds a list, not a bitmap".
 Status WrongTypeStatus(std::string_view key_display, std::string_view type,
                        std::string_view wanted = "a bitmap");
 // True for failures that retrying at once cannot fix (bad credentials, ACL
-// denial, too few replicas to confirm a write), although their code is
-// kUnavailable.
+// denial, a certificate that does not verify, too few replicas to confirm a
+// write), although their code is kUnavailable.
 bool IsPermanentFailure(const Status& s);
 // The message of a write that fewer replicas confirmed than wait_replicas
 // asks for (see WaitForReplicas); IsPermanentFailure knows it.
@@ -138,12 +164,16 @@ struct ClusterRedirect {
 // "CLUSTERDOWN ..."; nullopt for any other reply text.
 std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view error_text);
 
-// One TCP connection, authenticated and on the right database.
+// One connection (TCP, or TLS over TCP), authenticated, on the right
+// database, and in the right role.
 class Connection {
  public:
-  // Connects, authenticates and selects the database, within
-  // connect_timeout; then sets command_timeout for every later read/write.
+  // Connects, runs the TLS handshake, authenticates, selects the database
+  // and checks the role, all within connect_timeout; then sets
+  // command_timeout for every later read/write. `server` must outlive the
+  // connection.
   static Result<std::unique_ptr<Connection>> Open(const ServerParams& server);
+  ~Connection();
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -167,7 +197,16 @@ class Connection {
   // True once anything was written since the connection was handed out: a
   // failure after that may have executed on the server.
   bool wrote() const { return wrote_; }
+  // True once the server answered READONLY since the connection was handed
+  // out: it is a replica now (a demoted master), so no write sent on this
+  // connection ran, and the command may be sent again to the new master.
+  bool saw_readonly() const { return saw_readonly_; }
   const ServerParams& server() const { return *server_; }
+
+  // For a subscriber (Sentinel's +switch-master): waits until a reply can be
+  // read, `wake_fd` becomes readable, or `timeout` passes.
+  enum class Wake { kInput, kWoken, kTimeout };
+  Wake WaitForInput(int wake_fd, std::chrono::milliseconds timeout);
 
   // Counts the reply of a command sent without waiting for it (an add's
   // count update); the next Read drops it, so it never costs a round trip.
@@ -179,21 +218,38 @@ class Connection {
 
  private:
   friend class ConnectionPool;
-  Connection(ContextPtr ctx, const ServerParams* server) : ctx_(std::move(ctx)), server_(server) {}
-  Status Fail(int saved_errno);
+  Connection(std::unique_ptr<Transport> transport, const ServerParams* server);
+  Status Fail(const IoFailure& failure);
+  Status Broken() const;
+  // Sends the AUTH, SELECT and ROLE a new connection needs, and checks the
+  // answers.
+  Status Hello();
+  // The next reply in the stream, owed or not.
+  Result<ReplyPtr> ReadReply();
   // Reads owed replies that have arrived; false if the connection broke.
   bool Settle();
   // True if the server has closed the connection (or sent something nobody
   // asked for) while it sat idle.
-  bool LooksClosed() const;
+  bool LooksClosed() const { return transport_->LooksClosed(); }
 
-  ContextPtr ctx_;
+  std::unique_ptr<Transport> transport_;
+  ReaderPtr reader_;
   const ServerParams* server_;
+  std::string out_;        // queued output, not yet written
+  std::string in_;         // one read's worth of input, before the reader copies it
+  bool received_ = false;  // anything ever arrived, and what first (for hints on
+  char first_byte_ = 0;    // a TLS port spoken to in plain text, and back)
   bool broken_ = false;
   bool wrote_ = false;
+  bool saw_readonly_ = false;
   int owed_replies_ = 0;
   std::optional<ClusterRedirect> redirect_;
 };
+
+// Sends PING on `c`: reachable and authenticated, or the Status why not. An
+// ACL user without +ping gets NOPERM, which proves both just as well, so a
+// reader's ACL needs only the commands its reads use (README, "ACL").
+Status PingServer(Connection& c);
 
 class ConnectionPool {
  public:

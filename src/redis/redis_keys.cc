@@ -184,6 +184,15 @@ std::string ShardTempKeyFor(std::string_view name, KeyMode mode, uint32_t shard,
   return Encode(ShardPrefix(name, shard, shards) + "/tmp/" + std::string(suffix), mode);
 }
 
+std::string CompanionKeyFor(std::string_view name, KeyMode mode, std::string_view suffix) {
+  const Prefix p = Tag(name);
+  if (p.bitmap_is_tag) return Encode(p.tag + ":" + std::string(suffix), mode);
+  if (name.find('{') != std::string_view::npos) {
+    return Encode(std::string(name) + ":" + std::string(suffix), mode);
+  }
+  return Encode("{" + std::string(name) + "}:" + std::string(suffix), mode);
+}
+
 std::string DisplayKey(std::string_view text, KeyMode mode) {
   if (mode == KeyMode::kJdk) return "jdk(" + std::string(text) + ")";
   return std::string(text);

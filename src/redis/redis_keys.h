@@ -95,6 +95,14 @@ ShardKeys ShardKeysFor(std::string_view name, KeyMode mode, uint32_t shard, uint
 std::string ShardTempKeyFor(std::string_view name, KeyMode mode, uint32_t shard, uint32_t shards,
                             std::string_view suffix);
 
+// The key of a hash that a strategy's Java side keeps beside the bitmap
+// (strategy_def.h, CompanionHash): Redisson's suffixName, NAME:SUFFIX if NAME
+// contains '{', else {NAME}:SUFFIX, whatever TAG is. A rebuild's temporary
+// filter, which no Java client opens, uses TAG:SUFFIX, in the slot of the
+// filter it replaces. Names like "a{b" put Redisson's key in another slot
+// than the bitmap (Redisson hashes the whole key); callers check KeySlot.
+std::string CompanionKeyFor(std::string_view name, KeyMode mode, std::string_view suffix);
+
 // A printable form of key bytes for messages: the name itself in plain mode,
 // "jdk(NAME)" for a Java-serialized key.
 std::string DisplayKey(std::string_view name_or_key_text, KeyMode mode);

@@ -21,17 +21,31 @@
 
 namespace redbloom::internal::scripts {
 
-// Shared prologue. meta_state(key) returns 'ok', 'gone' or 'changed'; pcall,
+// Shared prologue. meta_state(key, companion) returns 'ok', 'gone',
+// 'changed' or 'companion'. With a companion key (a filter whose strategy's
+// Java side keeps a hash beside the bitmap: Redisson's {NAME}:config, passed
+// as the KEYS entry after the script's own), that hash's size and
+// hashIterations must equal the expected bits and hashes (ARGV[5], ARGV[6])
+// too, as Redisson's own scripts compare them; a Redisson client that deleted
+// the filter, or re-created it with other parameters, makes it 'companion'
+// (REDBLOOM_COMPANION, kConflict). Without one, `companion` is nil (KEYS has
+// no such entry). pcall,
 // because HMGET on a key of another type raises, and a guard that raised
 // would leave the rest of its transaction unguarded. fail(state) is the
 // error reply the client maps to kNotFound / kConflict.
 #define REDBLOOM_LUA_PROLOGUE                                                                  \
-  "local function meta_state(key)\n"                                                           \
+  "local function meta_state(key, companion)\n"                                                \
   "  local m = redis.pcall('HMGET', key, 'format', 'kind', 'strategy', 'encoding',\n"          \
   "                        'bits', 'hashes', 'name')\n"                                        \
   "  if type(m) ~= 'table' or m.err then return 'changed' end\n"                               \
   "  if not m[1] then return 'gone' end\n"                                                     \
   "  for i = 1, 7 do if m[i] ~= ARGV[i] then return 'changed' end end\n"                       \
+  "  if companion then\n"                                                                      \
+  "    local c = redis.pcall('HMGET', companion, 'size', 'hashIterations')\n"                  \
+  "    if type(c) ~= 'table' or c.err or c[1] ~= ARGV[5] or c[2] ~= ARGV[6] then\n"            \
+  "      return 'companion'\n"                                                                 \
+  "    end\n"                                                                                  \
+  "  end\n"                                                                                    \
   "  return 'ok'\n"                                                                            \
   "end\n"                                                                                      \
   "local function fail(s)\n"                                                                   \
@@ -153,7 +167,7 @@ inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
     "  redis.call('RPUSH', KEYS[3], 'refused')\n"
     "  return reply\n"
     "end\n"
-    "local s = meta_state(KEYS[1])\n"
+    "local s = meta_state(KEYS[1], KEYS[5])\n"
     "if s ~= 'ok' then return refuse(fail(s)) end\n"
     "local bad = no_part(KEYS[4], ARGV[9]) or length_error(KEYS[2], ARGV[10])\n"
     "if bad then return refuse(bad) end\n"
@@ -176,7 +190,7 @@ inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
 inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
     // The guard ran in this same transaction: the bitmap key is absent and
     // the scratch key a string exactly when the guard moved the bitmap.
-    "if meta_state(KEYS[1]) == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 and\n"
+    "if meta_state(KEYS[1], KEYS[4]) == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 and\n"
     "   redis.call('TYPE', KEYS[3])['ok'] == 'string' then\n"
     "  redis.call('RENAME', KEYS[3], KEYS[2])\n"
     "  return 1\n"
@@ -195,7 +209,7 @@ inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
 // Returns {flags, room}: one '0'/'1' per item, 1 if the item turned at least
 // one cell on (the ops run in item order), and the room left.
 inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1])\n"
+    "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "local bad = no_part(KEYS[3], ARGV[9]) or length_error(KEYS[2], ARGV[12])\n"
     "if bad then return bad end\n"
@@ -239,14 +253,14 @@ inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
 // KEYS: meta, count hash. ARGV: the seven expected fields, count delta, count
 // field. The count update of an add's last batch, sent without waiting.
 inline constexpr std::string_view kAddCount = REDBLOOM_LUA_PROLOGUE
-    "if meta_state(KEYS[1]) ~= 'ok' then return 0 end\n"
+    "if meta_state(KEYS[1], KEYS[3]) ~= 'ok' then return 0 end\n"
     "redis.call('HINCRBY', KEYS[2], ARGV[9], ARGV[8])\n"
     "return 1\n";
 
 // KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, data_bytes,
 // count field. Clears the cells and the count; the key keeps its TTL.
 inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1])\n"
+    "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "local bad = no_part(KEYS[3], ARGV[9]) or length_error(KEYS[2], ARGV[8])\n"
     "if bad then return bad end\n"
@@ -266,7 +280,7 @@ inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
 // may hold more adds than 15, so it is never decremented. Atomic: the whole
 // batch runs as one script. Returns one '0'/'1' per item.
 inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1])\n"
+    "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "local bad = no_part(KEYS[3], ARGV[8]) or length_error(KEYS[2], ARGV[10])\n"
     "if bad then return bad end\n"
@@ -312,7 +326,7 @@ inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
 // KEYS: meta, part bitmap, parts hash. ARGV: the seven expected fields, P,
 // part bytes, part expires_at_ms, filter expires_at_ms.
 inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1])\n"
+    "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
     "  redis.call('SETRANGE', KEYS[2], tonumber(ARGV[9]) - 1, '\\0')\n"
@@ -391,7 +405,7 @@ inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS
 // O(piece), not O(filter): a 512 MB filter loads as many short scripts, with
 // other clients served between them. SETRANGE keeps the key's TTL.
 inline constexpr std::string_view kOrRange = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1])\n"
+    "local s = meta_state(KEYS[1], KEYS[6])\n"
     "if s ~= 'ok' then redis.call('UNLINK', KEYS[2]) return fail(s) end\n"
     "local bad = no_part(KEYS[4], ARGV[10]) or length_error(KEYS[3], ARGV[11])\n"
     "if bad then redis.call('UNLINK', KEYS[2]) return bad end\n"
@@ -413,7 +427,7 @@ inline constexpr std::string_view kOrRange = REDBLOOM_LUA_PROLOGUE
 // them). Lua walks the piece byte by byte (~125 ns a byte), so pieces are
 // kept small (see kCounterMergeChunk) to hold the server ~2 ms at most.
 inline constexpr std::string_view kAddRange = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1])\n"
+    "local s = meta_state(KEYS[1], KEYS[6])\n"
     "if s ~= 'ok' then redis.call('UNLINK', KEYS[2]) return fail(s) end\n"
     "local bad = no_part(KEYS[4], ARGV[10]) or length_error(KEYS[3], ARGV[11])\n"
     "if bad then redis.call('UNLINK', KEYS[2]) return bad end\n"
@@ -449,6 +463,102 @@ inline constexpr std::string_view kAddRange = REDBLOOM_LUA_PROLOGUE
     "end\n"
     "if ARGV[9] ~= '0' then redis.call('HINCRBY', KEYS[4], ARGV[10], ARGV[9]) end\n"
     "return 1\n";
+
+// ---- Filters with a companion hash (Redisson's {NAME}:config) -----------------
+// These replace kCreate, kAttach and kReplace for filters whose strategy's
+// Java side keeps a hash beside the bitmap (strategy_def.h, CompanionHash).
+// The cell scripts above check it through meta_state's second argument.
+
+// KEYS: meta, bitmap, companion. ARGV: main_bytes, expires_at_ms, the number
+// C of companion arguments, C companion field/value arguments, then the
+// metadata's field/value pairs. Writes the companion hash exactly as the Java
+// side's own init does, never over an existing one. Returns kCreate's codes
+// (room for the bitmap checked as kCreate does), and {8, type} when the
+// companion key exists without metadata (a filter the Java side created:
+// attach adopts it).
+inline constexpr std::string_view kCreateCompanion =
+    "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
+    "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
+    "if mt ~= 'none' then return {3, mt} end\n"
+    "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
+    "if bt ~= 'none' then return {2, bt} end\n"
+    "local ct = redis.call('TYPE', KEYS[3])['ok']\n"
+    "if ct ~= 'none' then return {8, ct} end\n"
+    "local bytes = tonumber(ARGV[1])\n"
+    "local info = redis.call('INFO', 'memory')\n"
+    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
+    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
+    "if max > 0 and used + bytes > max then return {5, used, max} end\n"
+    "local c = tonumber(ARGV[3])\n"
+    // Bitmap first, as in kCreate: a failed allocation leaves nothing behind.
+    "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
+    "redis.call('HSET', KEYS[3], unpack(ARGV, 4, 3 + c))\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 4 + c))\n"
+    "if ARGV[2] ~= '0' then\n"
+    "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    "  redis.call('PEXPIREAT', KEYS[3], ARGV[2])\n"
+    "  if bytes > 0 then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end\n"
+    "end\n"
+    "return {0}\n";
+
+// KEYS: meta, bitmap, companion. ARGV: data_bytes, expires_at_ms, bits,
+// hashes, then the metadata's field/value pairs. Adopts a filter the Java
+// side created: its companion must exist and hold these bits and hashes.
+// Returns kAttach's codes, and {8, 'none'} no companion; {9, type} the
+// companion is not a hash; {10, size, hashIterations} it holds other
+// parameters.
+inline constexpr std::string_view kAttachCompanion =
+    "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
+    "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
+    "if mt ~= 'none' then return {3, mt} end\n"
+    "local ct = redis.call('TYPE', KEYS[3])['ok']\n"
+    "if ct == 'none' then return {8, ct} end\n"
+    "if ct ~= 'hash' then return {9, ct} end\n"
+    "local c = redis.call('HMGET', KEYS[3], 'size', 'hashIterations')\n"
+    "if c[1] ~= ARGV[3] or c[2] ~= ARGV[4] then\n"
+    "  return {10, c[1] or '(none)', c[2] or '(none)'}\n"
+    "end\n"
+    "local want = tonumber(ARGV[1])\n"
+    "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
+    "if bt ~= 'none' and bt ~= 'string' then return {2, bt} end\n"
+    "local len = redis.call('STRLEN', KEYS[2])\n"
+    "if len > want then return {4, len} end\n"
+    "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
+    "if ARGV[2] ~= '0' then\n"
+    "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
+    "  redis.call('PEXPIREAT', KEYS[3], ARGV[2])\n"
+    "end\n"
+    "return {0}\n";
+
+// kReplace for a filter or a replacement with a companion hash. KEYS: name
+// meta, name bitmap, name parts hash, source meta, source bitmap, name
+// companion, source companion, then the part bitmaps of the filter being
+// replaced. ARGV: name, source, '1' if the old filter has a companion (else
+// '0'), '1' if the replacement has one, its part numbers... The name's
+// companion becomes the source's (or goes, if the replacement has none; a
+// hash there that the old filter did not own is left alone). Returns as
+// kReplace.
+inline constexpr std::string_view kReplaceCompanion = REDBLOOM_LUA_SAME_PARTS
+    "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
+    "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
+    "if not same_parts(KEYS[3], 5) then return {2} end\n"
+    "for i = 8, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"
+    "redis.call('UNLINK', KEYS[3])\n"
+    "if redis.call('EXISTS', KEYS[5]) == 1 then\n"
+    "  redis.call('RENAME', KEYS[5], KEYS[2])\n"
+    "else\n"
+    "  redis.call('UNLINK', KEYS[2])\n"
+    "end\n"
+    "if ARGV[4] == '1' and redis.call('EXISTS', KEYS[7]) == 1 then\n"
+    "  redis.call('RENAME', KEYS[7], KEYS[6])\n"
+    "elseif ARGV[3] == '1' then\n"
+    "  redis.call('UNLINK', KEYS[6])\n"
+    "end\n"
+    "redis.call('RENAME', KEYS[4], KEYS[1])\n"
+    "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"
+    "return {1}\n";
 
 #undef REDBLOOM_LUA_PROLOGUE
 #undef REDBLOOM_LUA_SAME_PARTS

@@ -14,6 +14,7 @@
 #include "redis/connection_source.h"
 #include "redis/redis_bit_store.h"
 #include "redis/redis_client.h"
+#include "redis/redis_companion.h"
 #include "redis/redis_keys.h"
 #include "redis/redis_meta.h"
 #include "redis/redis_pipeline.h"
@@ -50,11 +51,13 @@ class RedisStore final : public Store {
       : Store(url.options.clock), url_(std::move(url)), shared_(std::move(shared)) {}
 
   std::string url() const override { return url_.Redacted(); }
+  std::string Master() const override { return shared_->source->Master(); }
 
   Status Create(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     REDBLOOM_RETURN_IF_ERROR(
         CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits()));
+    REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
     if (config.shards > 1) return CreateSharded(name, config, keys, expires_at);
@@ -83,6 +86,8 @@ class RedisStore final : public Store {
                 "e.g. a Java service?); use attach to adopt it, or delete it");
           }
           if (code == 5 && r->elements >= 3) return NoRoom(name, main_bytes, r.get());
+          if (code >= 8)
+            return CompanionCodeStatus(r.get(), name, DisplayCompanion(name, config), config);
           return MetaWrongType(r.get(), name);
         });
   }
@@ -94,6 +99,7 @@ class RedisStore final : public Store {
     }
     REDBLOOM_RETURN_IF_ERROR(
         CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits()));
+    REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
     // Idempotent: attaching again with the same parameters succeeds.
@@ -118,6 +124,8 @@ class RedisStore final : public Store {
                 " bytes: whoever wrote it used more bits (another capacity or error rate?); attach "
                 "with the writer's exact parameters");
           }
+          if (code >= 8)
+            return CompanionCodeStatus(r.get(), name, DisplayCompanion(name, config), config);
           return MetaWrongType(r.get(), name);
         });
   }
@@ -125,6 +133,11 @@ class RedisStore final : public Store {
   Result<FilterConfig> ReadConfig(std::string_view name) override {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta meta, ReadMeta(name));
     return meta.config;
+  }
+
+  Result<FilterOptions> ReadForeignOptions(std::string_view name, Strategy strategy) override {
+    REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+    return ReadCompanionOptions(*shared_, name, strategy);
   }
 
   Result<std::vector<std::string>> List() override {
@@ -148,6 +161,11 @@ class RedisStore final : public Store {
         REDBLOOM_RETURN_IF_ERROR(c.Append(names_cmd));
         for (size_t i = 0; i < keys->elements; ++i) {
           REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr name, c.Read());
+          if (name->type == REDIS_REPLY_ERROR) {
+            // Not a reason to leave the filter out: an ACL denial, say.
+            Drain(c, keys->elements - i - 1);
+            return ReplyErrorStatus(ReplyText(name.get()), c.server());
+          }
           const std::string text = ReplyString(name.get());
           // Only hashes that are the metadata of the name they hold, in this
           // store's key mode, are filters; anything else merely ends in :meta.
@@ -303,9 +321,13 @@ class RedisStore final : public Store {
     // Not idempotent: a repeated drop would answer kNotFound.
     return shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+          // A Java side's companion hash (Redisson's config) goes with the filter.
+          REDBLOOM_ASSIGN_OR_RETURN(const std::string companion,
+                                    StoredCompanionKey(c, shared_->keys, name, keys));
           auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
             std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts};
             for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
+            if (!companion.empty()) all.push_back(companion);
             BeginEval(cmd, scripts::kDrop, all, 1 + parts.size());
             cmd->Arg(name);
             for (uint64_t p : parts) cmd->Arg(p);
@@ -329,6 +351,7 @@ class RedisStore final : public Store {
                                              const FilterConfig& config) override {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta meta, ReadMeta(name));
     if (!meta.config.SameFilterAs(config)) return ConfigChangedStatus(name);
+    REDBLOOM_RETURN_IF_ERROR(CheckCompanion(name, config));
     return std::unique_ptr<BitStore>(std::make_unique<RedisBitStore>(
         shared_, std::string(name), config, meta.expires_at_ms, meta.shard_token));
   }
@@ -345,13 +368,31 @@ class RedisStore final : public Store {
     // the facade reopens). Not idempotent: done twice, the source is gone.
     return shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+          // Companion hashes (Redisson's config): the replacement's becomes
+          // the name's, and the old filter's goes.
+          REDBLOOM_ASSIGN_OR_RETURN(const std::string old_companion,
+                                    StoredCompanionKey(c, shared_->keys, name, keys));
+          const std::string new_companion = CompanionKey(source, shared_->keys, replacement.config);
+          const bool companions = !old_companion.empty() || !new_companion.empty();
+          const std::string name_companion =
+              !old_companion.empty() ? old_companion
+                                     : CompanionKey(name, shared_->keys, replacement.config);
           auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
             std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts, from.meta,
                                             from.bitmap};
+            if (companions) {
+              all.push_back(name_companion);
+              all.push_back(new_companion.empty() ? name_companion : new_companion);
+            }
             for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
-            BeginEval(cmd, scripts::kReplace, all, 2 + parts.size());
+            BeginEval(cmd, companions ? scripts::kReplaceCompanion : scripts::kReplace, all,
+                      (companions ? 4 : 2) + parts.size());
             cmd->Arg(name);
             cmd->Arg(source);
+            if (companions) {
+              cmd->Arg(old_companion.empty() ? "0" : "1");
+              cmd->Arg(new_companion.empty() ? "0" : "1");
+            }
             for (uint64_t p : parts) cmd->Arg(p);
           };
           return WithParts(c, keys, name, "replaced", build, [&](const redisReply* r) -> Status {
@@ -368,17 +409,31 @@ class RedisStore final : public Store {
   }
 
   Status Ping() override {
-    return shared_->source->ForEachServer([&](Connection& c) -> Status {
-      CommandBuffer cmd;
-      cmd.Command({"PING"});
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
-      if (ReplyText(r.get()) != "PONG") return Unexpected("PING", r.get());
-      return Status::Ok();
-    });
+    return shared_->source->ForEachServer([&](Connection& c) { return PingServer(c); });
   }
 
  private:
   std::string DisplayName(std::string_view name) const { return DisplayKey(name, shared_->keys); }
+  std::string DisplayCompanion(std::string_view name, const FilterConfig& config) const {
+    return DisplayKey(CompanionKey(name, shared_->keys, config), shared_->keys);
+  }
+
+  // A filter whose Java side keeps a companion hash is opened only while
+  // that hash still describes it (see CheckCompanionReply). From the master,
+  // as ReadMeta reads the metadata: a replica may not have a new filter's
+  // hash yet.
+  Status CheckCompanion(std::string_view name, const FilterConfig& config) {
+    const std::string key = CompanionKey(name, shared_->keys, config);
+    if (key.empty()) return Status::Ok();
+    return shared_->source->Run(
+        key, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          CommandBuffer cmd;
+          AppendCompanionRead(&cmd, key);
+          REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+          return CheckCompanionReply(r.get(), name, DisplayKey(key, shared_->keys), config);
+        });
+  }
   std::string DisplayMeta(std::string_view name) const {
     return DisplayKey(KeysFor(name, KeyMode::kPlain).meta, shared_->keys);
   }
@@ -406,29 +461,30 @@ class RedisStore final : public Store {
     StoredMeta meta;
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          // HGETALL and EXISTS only, so that a reader's ACL needs no TYPE;
+          // TYPE is asked only to word an error.
           CommandBuffer cmd;
-          cmd.Command({"TYPE", keys.meta});
           cmd.Command({"HGETALL", keys.meta});
-          cmd.Command({"TYPE", keys.bitmap});
+          cmd.Command({"EXISTS", keys.bitmap});
           REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta_type, c.ReadOk());
           REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr hash, c.Read());
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr bitmap_type, c.ReadOk());
-          const std::string mt = ReplyString(meta_type.get());
-          if (mt == "none") {
-            const std::string bt = ReplyString(bitmap_type.get());
-            if (bt == "none") return NotFoundStatus(name);
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr bitmap_exists, c.ReadOk());
+          if (hash->type == REDIS_REPLY_ERROR) {
+            if (ReplyText(hash.get()).starts_with("WRONGTYPE")) {
+              return Status::DataLoss("metadata key '" + DisplayMeta(name) + "' holds a " +
+                                      KeyType(c, keys.meta) + ", not a hash");
+            }
+            return ReplyErrorStatus(ReplyText(hash.get()), c.server());
+          }
+          if (hash->type == REDIS_REPLY_ARRAY && hash->elements == 0) {
+            if (bitmap_exists->type != REDIS_REPLY_INTEGER || bitmap_exists->integer == 0) {
+              return NotFoundStatus(name);
+            }
+            const std::string bt = KeyType(c, keys.bitmap);
             return Status::NotFound("filter '" + std::string(name) + "' does not exist: key '" +
                                     DisplayName(name) + "' is a " + bt +
                                     " without redbloom metadata" +
                                     (bt == "string" ? "; adopt it with attach" : ""));
-          }
-          if (mt != "hash") {
-            return Status::DataLoss("metadata key '" + DisplayMeta(name) + "' holds a " + mt +
-                                    ", not a hash");
-          }
-          if (hash->type == REDIS_REPLY_ERROR) {
-            return ReplyErrorStatus(ReplyText(hash.get()), c.server());
           }
           REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
           if (meta.name != name) return CollisionStatus(name, meta.name, DisplayMeta(name));
@@ -467,8 +523,9 @@ class RedisStore final : public Store {
     return ReplyErrorStatus(text, c.server());
   }
 
-  // Runs a create/attach script with the metadata fields as arguments;
-  // returns its array reply, whose first element is the outcome code.
+  // Runs a create/attach script with the metadata fields as arguments (for a
+  // filter with a companion hash, its companion variant); returns its array
+  // reply, whose first element is the outcome code.
   Result<ReplyPtr> EvalWithMeta(Connection& c, std::string_view script, std::string_view name,
                                 const FilterKeys& keys, const FilterConfig& config, uint64_t bytes,
                                 uint64_t expires_at, std::string_view origin,
@@ -476,12 +533,18 @@ class RedisStore final : public Store {
     auto fields = MetaFields(name, config, origin, expires_at);
     fields.insert(fields.end(), extra.begin(), extra.end());
     CommandBuffer cmd;
-    BeginEval(&cmd, script, {keys.meta, keys.bitmap}, 2 + 2 * fields.size());
-    cmd.Arg(bytes);
-    cmd.Arg(expires_at);
-    for (const auto& [field, value] : fields) {
-      cmd.Arg(field);
-      cmd.Arg(value);
+    if (const std::string companion = CompanionKey(name, shared_->keys, config);
+        !companion.empty()) {
+      BeginCompanionEval(&cmd, script == scripts::kCreate, keys, companion, config, bytes,
+                         expires_at, fields);
+    } else {
+      BeginEval(&cmd, script, {keys.meta, keys.bitmap}, 2 + 2 * fields.size());
+      cmd.Arg(bytes);
+      cmd.Arg(expires_at);
+      for (const auto& [field, value] : fields) {
+        cmd.Arg(field);
+        cmd.Arg(value);
+      }
     }
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
     if (!IsArray(r.get(), 1) || r->element[0]->type != REDIS_REPLY_INTEGER ||

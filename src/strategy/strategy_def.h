@@ -5,8 +5,12 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "config_codec.h"
 #include "redbloom/funnel.h"
 #include "redbloom/hash.h"
 #include "redbloom/sizing.h"
@@ -14,6 +18,32 @@
 #include "redbloom/strategy.h"
 
 namespace redbloom::internal {
+
+// A hash that a strategy's Java side keeps next to the bitmap in Redis and
+// checks before every operation (Redisson's {NAME}:config). The Redis store
+// writes it when it creates such a filter (exactly as the Java side would),
+// checks it on attach, compares two of its fields on every cell operation,
+// and expires and drops it with the filter; other stores have none.
+struct CompanionHash {
+  // The key: NAME:suffix if NAME contains '{', else {NAME}:suffix (Redisson's
+  // suffixName), never KeysFor's prefix.
+  std::string_view suffix;
+  // Every field of a new filter's hash, in the order the Java side writes
+  // them. Fields kCompanionBitsField and kCompanionHashesField must hold
+  // g.bits and g.hashes in canonical decimal.
+  std::vector<std::pair<std::string, std::string>> (*fields)(uint64_t capacity, double error_rate,
+                                                             const Geometry& g);
+  // The capacity and error rate recorded in `fields`, checked against its
+  // bits and hashes fields: kDataLoss "<where>: <why>" for anything missing,
+  // malformed or inconsistent.
+  Status (*parameters)(const FieldMap& fields, std::string_view where, uint64_t* capacity,
+                       double* error_rate);
+};
+// The fields every cell operation compares, by these names (the Lua scripts
+// in redis_scripts.h name them too): Redisson's add and contains scripts
+// compare exactly these two, as strings.
+inline constexpr std::string_view kCompanionBitsField = "size";
+inline constexpr std::string_view kCompanionHashesField = "hashIterations";
 
 struct StrategyDef {
   Strategy id;               // stored in files, dumps; never reused
@@ -29,6 +59,12 @@ struct StrategyDef {
   void (*offsets)(const Hash128& hash, const Geometry& g, uint64_t* out);
   double (*false_positive_rate)(uint64_t bits_set, const Geometry& g);
   uint64_t (*estimate_items)(uint64_t bits_set, const Geometry& g);
+  // The (capacity, error rate) the strategy takes, checked before any kind
+  // or sizing runs; nullptr means ValidateCapacityAndErrorRate (1 <= n < 2^63,
+  // 0 < p < 1).
+  Status (*check_parameters)(uint64_t capacity, double error_rate) = nullptr;
+  // Its Java side's per-filter hash on Redis, or nullptr.
+  const CompanionHash* companion = nullptr;
 };
 
 inline constexpr uint32_t kAllEncodings = 0xFFFFFFFFu;

@@ -7,14 +7,16 @@
 
 namespace redbloom::internal {
 
-extern const StrategyDef kSeedStrategy;     // seed.cc
-extern const StrategyDef kGuava64Strategy;  // guava64.cc
+extern const StrategyDef kSeedStrategy;      // seed.cc
+extern const StrategyDef kGuava64Strategy;   // guava64.cc
+extern const StrategyDef kRedissonStrategy;  // redisson.cc
 
 namespace {
 
 const StrategyDef* const kStrategies[] = {
     &kSeedStrategy,
     &kGuava64Strategy,
+    &kRedissonStrategy,
 };
 
 }  // namespace
@@ -98,6 +100,13 @@ Status CheckStrategyEncoding(Strategy s, Encoding e) {
                                    " (it takes " + allowed + ")");
   }
   return Status::Ok();
+}
+
+Status CheckParameters(Strategy s, uint64_t capacity, double error_rate) {
+  const auto* def = FindStrategy(s);
+  if (def == nullptr) return Status::InvalidArgument("unknown strategy");
+  if (def->check_parameters == nullptr) return ValidateCapacityAndErrorRate(capacity, error_rate);
+  return def->check_parameters(capacity, error_rate);
 }
 
 Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate) {

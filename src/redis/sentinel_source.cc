@@ -1,0 +1,396 @@
+#include "redis/sentinel_source.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "redis/redis_client.h"
+#include "redis/redis_pipeline.h"
+
+namespace redbloom::internal {
+namespace {
+
+// The +switch-master subscriber PINGs a sentinel that said nothing for this
+// long, and gives it up if the PING is not answered by the next round.
+constexpr auto kWatchQuiet = std::chrono::seconds(15);
+// With read_from=replica and no usable replica, reads go to the master, and
+// replicas are looked for again after this long.
+constexpr auto kReplicaRetry = std::chrono::seconds(5);
+
+using PoolPtr = std::shared_ptr<ConnectionPool>;
+using Clock = std::chrono::steady_clock;
+
+// A reply's text as a string ("" for other types).
+std::string Text(const redisReply* r) { return std::string(ReplyText(r)); }
+
+Result<int> ParsePort(std::string_view text) {
+  int port = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || port < 1 ||
+      port > 65535) {
+    return Status::Internal("a sentinel named port '" + std::string(text) + "'");
+  }
+  return port;
+}
+
+class SentinelSource final : public ConnectionSource {
+ public:
+  explicit SentinelSource(const RedisUrl& url)
+      : ConnectionSource(url.options), url_(url), wake_fd_(::eventfd(0, EFD_CLOEXEC)) {
+    watcher_ = std::thread([this] { Watch(); });
+  }
+
+  ~SentinelSource() override {
+    {
+      std::lock_guard lock(stop_mu_);
+      stopping_ = true;
+    }
+    stop_cv_.notify_all();
+    const uint64_t one = 1;
+    if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof(one));
+    watcher_.join();
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+  }
+
+  Status Run(std::string_view /*key*/, Access access, bool idempotent, const Op& op) override {
+    const bool replica = access == Access::kReplicaOk && url_.read_from == ReadFrom::kReplica;
+    for (int attempt = 0;; ++attempt) {
+      Status s;
+      bool wrote = false;
+      bool readonly = false;
+      PoolPtr pool;
+      if (Result<PoolPtr> target = Target(replica); !target.ok()) {
+        s = target.status();
+      } else {
+        pool = std::move(target).value();
+        Result<ConnectionPool::Lease> lease = pool->Acquire();
+        if (!lease.ok()) {
+          s = lease.status();
+        } else {
+          s = op(**lease);
+          wrote = (*lease)->wrote();
+          readonly = (*lease)->saw_readonly();
+        }
+      }
+      if (s.ok()) return s;
+      // A lost or silent server may have been failed over: whatever it was,
+      // the sentinels are asked again before it is used next.
+      if (pool != nullptr &&
+          (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded)) {
+        Forget(pool);
+      }
+      if (s.code() != StatusCode::kUnavailable || IsPermanentFailure(s) ||
+          attempt >= options().max_retries) {
+        return s;
+      }
+      // A write that may have run is sent again only if that is harmless,
+      // or if the server said READONLY: it is a replica, so nothing ran.
+      if (wrote && !idempotent && !readonly) return s;
+      std::this_thread::sleep_for(Backoff(attempt));
+    }
+  }
+
+  Status ForEachServer(const Op& op) override {
+    return Run("", Access::kMaster, /*idempotent=*/true, op);
+  }
+
+  Status Check() override {
+    REDBLOOM_ASSIGN_OR_RETURN(PoolPtr pool, Target(/*replica=*/false));
+    Result<ConnectionPool::Lease> lease = pool->Acquire();
+    Status s = lease.status();
+    if (s.ok()) {
+      CommandBuffer cmd;
+      cmd.Command({"PING"});
+      s = (*lease)->Append(cmd);
+      if (s.ok()) s = (*lease)->ReadOk().status();
+    }
+    if (!s.ok()) Forget(pool);
+    return s;
+  }
+
+  std::string Master() const override {
+    std::lock_guard lock(mu_);
+    return master_ != nullptr ? master_->server().display : "";
+  }
+
+ private:
+  // The pool for the next operation: the master's, or with `replica` a
+  // replica's (the master's if there is no usable replica).
+  Result<PoolPtr> Target(bool replica) {
+    if (PoolPtr known = Known(replica)) return known;
+    // One lookup at a time: after a failover every caller waits for the
+    // first one's answer rather than asking the sentinels itself.
+    std::lock_guard resolving(resolve_mu_);
+    if (PoolPtr known = Known(replica)) return known;
+    if (replica) {
+      if (PoolPtr r = FindReplica()) {
+        std::lock_guard lock(mu_);
+        replica_ = r;
+        return r;
+      }
+    }
+    bool stale = false;
+    {
+      std::lock_guard lock(mu_);
+      stale = master_ == nullptr || master_stale_;
+    }
+    if (stale) REDBLOOM_RETURN_IF_ERROR(FindMaster());
+    std::lock_guard lock(mu_);
+    if (replica) {
+      replica_ = master_;
+      replica_retry_at_ = Clock::now() + kReplicaRetry;
+    }
+    return master_;
+  }
+
+  // The pool to use without asking anyone, or null.
+  PoolPtr Known(bool replica) const {
+    std::lock_guard lock(mu_);
+    const bool master_ok = master_ != nullptr && !master_stale_;
+    if (!replica) return master_ok ? master_ : nullptr;
+    if (replica_ == nullptr) return nullptr;
+    if (replica_ == master_ && (!master_ok || Clock::now() >= replica_retry_at_)) return nullptr;
+    return replica_;
+  }
+
+  // `pool` failed: its server is looked up again before the next use.
+  void Forget(const PoolPtr& pool) {
+    std::lock_guard lock(mu_);
+    if (pool == master_) master_stale_ = true;
+    if (pool == replica_) replica_.reset();
+  }
+
+  // Makes `host` the master, keeping the pool (and its warm connections) if
+  // it already is.
+  void SetMaster(const HostPort& host) {
+    std::lock_guard lock(mu_);
+    if (master_ == nullptr || master_->server().display != host.Display()) {
+      if (replica_ == master_) replica_.reset();
+      master_ = std::make_shared<ConnectionPool>(DataParams(host, "master"), options().pool_size);
+    }
+    master_stale_ = false;
+  }
+
+  Status FindMaster() {
+    CommandBuffer cmd;
+    cmd.Command({"SENTINEL", "get-master-addr-by-name", url_.master_name});
+    std::string sentinel;
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, AskSentinels(cmd, &sentinel));
+    if (r->type == REDIS_REPLY_NIL) {
+      return Status::InvalidArgument("sentinel " + sentinel + " knows no master named '" +
+                                     url_.master_name +
+                                     "' (the name after the '/' in the URL; see SENTINEL MASTERS)");
+    }
+    if (!IsArray(r.get(), 2)) {
+      return Status::Internal("sentinel " + sentinel +
+                              " answered get-master-addr-by-name with something else than an "
+                              "address");
+    }
+    REDBLOOM_ASSIGN_OR_RETURN(int port, ParsePort(ReplyText(r->element[1])));
+    SetMaster(HostPort{Text(r->element[0]), port});
+    return Status::Ok();
+  }
+
+  // A replica the sentinels list as up whose ROLE says it is in sync (the
+  // check runs as its pool's first connection opens), or null.
+  PoolPtr FindReplica() {
+    CommandBuffer cmd;
+    cmd.Command({"SENTINEL", "replicas", url_.master_name});
+    std::string sentinel;
+    Result<ReplyPtr> r = AskSentinels(cmd, &sentinel);
+    if (!r.ok() || (*r)->type != REDIS_REPLY_ARRAY) return nullptr;
+    std::vector<HostPort> candidates;
+    for (size_t i = 0; i < (*r)->elements; ++i) {
+      const redisReply* fields = (*r)->element[i];
+      if (fields->type != REDIS_REPLY_ARRAY) continue;
+      std::string ip, port, flags;
+      for (size_t f = 0; f + 1 < fields->elements; f += 2) {
+        const std::string_view name = ReplyText(fields->element[f]);
+        std::string* into = name == "ip"      ? &ip
+                            : name == "port"  ? &port
+                            : name == "flags" ? &flags
+                                              : nullptr;
+        if (into != nullptr) *into = Text(fields->element[f + 1]);
+      }
+      Result<int> p = ParsePort(port);
+      if (ip.empty() || !p.ok() || flags.find("down") != std::string::npos ||
+          flags.find("disconnected") != std::string::npos) {
+        continue;
+      }
+      candidates.push_back(HostPort{ip, *p});
+    }
+    // Clients pick at random, so that they spread over the replicas.
+    thread_local std::minstd_rand rng(std::random_device{}());
+    std::shuffle(candidates.begin(), candidates.end(), rng);
+    for (const HostPort& host : candidates) {
+      auto pool = std::make_shared<ConnectionPool>(DataParams(host, "slave"), options().pool_size);
+      if (pool->Acquire().ok()) return pool;  // the connection stays, idle, in the pool
+    }
+    return nullptr;
+  }
+
+  // Sends `cmd` to the sentinels in turn, from the one that answered last,
+  // until one answers; *who names it.
+  Result<ReplyPtr> AskSentinels(const CommandBuffer& cmd, std::string* who) {
+    size_t first = 0;
+    {
+      std::lock_guard lock(mu_);
+      first = first_sentinel_;
+    }
+    const size_t n = url_.hosts.size();
+    std::string failures;
+    Status first_failure;
+    bool all_permanent = true;  // then the first failure is the answer
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = (first + i) % n;
+      const ServerParams params = SentinelParams(url_.hosts[at]);
+      Status s;
+      {
+        Result<std::unique_ptr<Connection>> conn = Connection::Open(params);
+        s = conn.status();
+        if (s.ok()) s = (*conn)->Append(cmd);
+        if (s.ok()) {
+          Result<ReplyPtr> r = (*conn)->ReadOk();
+          if (r.ok()) {
+            std::lock_guard lock(mu_);
+            first_sentinel_ = at;
+            *who = params.display;
+            return r;
+          }
+          s = r.status();
+        }
+      }
+      failures += (failures.empty() ? "" : "; ") + s.message();
+      if (i == 0) first_failure = s;
+      all_permanent =
+          all_permanent && (IsPermanentFailure(s) || s.code() == StatusCode::kInvalidArgument);
+    }
+    if (all_permanent) return first_failure;
+    return Status::Unavailable("no sentinel of master '" + url_.master_name +
+                               "' answered: " + failures);
+  }
+
+  ServerParams SentinelParams(const HostPort& host) const {
+    ServerParams p = ServerParamsFor(url_, host);
+    p.user = url_.sentinel_user;
+    p.password = url_.sentinel_password;
+    p.db = 0;
+    return p;
+  }
+
+  ServerParams DataParams(const HostPort& host, const char* role) const {
+    ServerParams p = ServerParamsFor(url_, host);
+    p.role = role;
+    return p;
+  }
+
+  // ---- +switch-master ------------------------------------------------------
+
+  // The subscriber thread: stays subscribed to +switch-master on one
+  // sentinel (the next one when it fails), until the source is destroyed.
+  void Watch() {
+    size_t at = 0;
+    int attempt = 0;
+    bool subscribed_before = false;
+    while (!Stopping()) {
+      const ServerParams params = SentinelParams(url_.hosts[at % url_.hosts.size()]);
+      if (Result<std::unique_ptr<Connection>> conn = Connection::Open(params); conn.ok()) {
+        CommandBuffer cmd;
+        cmd.Command({"SUBSCRIBE", "+switch-master"});
+        if ((*conn)->Append(cmd).ok() && (*conn)->ReadOk().ok()) {
+          // A switch announced while nobody listened is found by asking.
+          if (subscribed_before) MarkMasterStale();
+          subscribed_before = true;
+          attempt = 0;
+          Listen(**conn);
+        }
+      }
+      ++at;
+      std::unique_lock lock(stop_mu_);
+      stop_cv_.wait_for(lock, Backoff(attempt++), [this] { return stopping_; });
+    }
+  }
+
+  // Reads announcements until the connection fails or the source stops.
+  void Listen(Connection& c) {
+    bool pinged = false;
+    for (;;) {
+      switch (c.WaitForInput(wake_fd_, kWatchQuiet)) {
+        case Connection::Wake::kWoken:
+          return;
+        case Connection::Wake::kTimeout: {
+          if (pinged) return;  // the last PING went unanswered: a dead sentinel
+          CommandBuffer ping;
+          ping.Command({"PING"});
+          if (!c.Append(ping).ok() || !c.Flush().ok()) return;
+          pinged = true;
+          continue;
+        }
+        case Connection::Wake::kInput:
+          break;
+      }
+      Result<ReplyPtr> r = c.Read();
+      if (!r.ok()) return;
+      pinged = false;
+      // ["message", "+switch-master", "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"]
+      const redisReply* m = r->get();
+      if (IsArray(m, 3) && ReplyText(m->element[0]) == "message") OnSwitch(Text(m->element[2]));
+    }
+  }
+
+  void OnSwitch(const std::string& text) {
+    std::vector<std::string> words;
+    for (size_t start = 0; start <= text.size();) {
+      const size_t space = std::min(text.find(' ', start), text.size());
+      words.push_back(text.substr(start, space - start));
+      start = space + 1;
+    }
+    if (words.size() != 5 || words[0] != url_.master_name) return;
+    Result<int> port = ParsePort(words[4]);
+    if (!port.ok()) return MarkMasterStale();
+    SetMaster(HostPort{words[3], *port});
+    std::lock_guard lock(mu_);
+    replica_.reset();  // the replicas are reconfigured too
+  }
+
+  void MarkMasterStale() {
+    std::lock_guard lock(mu_);
+    master_stale_ = true;
+    replica_.reset();
+  }
+
+  bool Stopping() {
+    std::lock_guard lock(stop_mu_);
+    return stopping_;
+  }
+
+  const RedisUrl url_;
+  mutable std::mutex mu_;
+  PoolPtr master_;                      // mu_
+  bool master_stale_ = false;           // mu_: look the master up before the next use
+  PoolPtr replica_;                     // mu_: serves kReplicaOk reads (may be master_)
+  Clock::time_point replica_retry_at_;  // mu_: when replica_ == master_
+  size_t first_sentinel_ = 0;           // mu_: the sentinel that answered last
+  std::mutex resolve_mu_;               // held while asking the sentinels
+
+  const int wake_fd_;  // written once, to stop the subscriber
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;  // stop_mu_
+  std::thread watcher_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConnectionSource> NewSentinelSource(const RedisUrl& url) {
+  return std::make_unique<SentinelSource>(url);
+}
+
+}  // namespace redbloom::internal

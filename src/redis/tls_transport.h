@@ -1,0 +1,63 @@
+// TLS under a Redis connection (rediss://), with OpenSSL. Internal.
+//
+// Debian 12's hiredis (0.14) has no TLS, so redbloom runs the TLS session on
+// its own socket (transport.h) and keeps hiredis for what it does well,
+// parsing RESP (redis_client.cc). OpenSSL never touches the socket itself:
+// a small BIO of ours sends with MSG_NOSIGNAL (a closed peer is an error, not
+// a SIGPIPE) and notes the first bytes the server sent, which tell a plain
+// Redis port ("-ERR ...") from a failed handshake.
+//
+// Verification is on by default: the chain against `cacert` (else the
+// system's CAs) and the name: `sni` if given, else the host (an IP address
+// is matched against the certificate's IP SANs). redis-cli checks the chain
+// only; Lettuce (Spring Boot's default client) checks both, as here.
+#ifndef REDBLOOM_SRC_REDIS_TLS_TRANSPORT_H_
+#define REDBLOOM_SRC_REDIS_TLS_TRANSPORT_H_
+
+#include <memory>
+#include <string>
+
+#include "redis/redis_url.h"
+#include "redis/transport.h"
+
+struct ssl_ctx_st;
+
+namespace redbloom::internal {
+
+// The CA, certificate and key of one set of TlsOptions, loaded once and
+// shared by every connection made with them (every server of a store).
+class TlsContext {
+ public:
+  // The context for `options`: the same object while any holder of it
+  // lives, so a store's pools and its Sentinel or Cluster nodes load the
+  // files once; a store opened later loads them again (rotated files).
+  static std::shared_ptr<const TlsContext> For(const TlsOptions& options);
+
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+  ~TlsContext();
+
+  const TlsOptions& options() const { return options_; }
+  // Why the CA, certificate or key could not be loaded ("" if they were);
+  // every connection attempt then fails with it (kTlsConfig).
+  const std::string& error() const { return error_; }
+  ssl_ctx_st* ctx() const { return ctx_; }
+
+ private:
+  explicit TlsContext(TlsOptions options);
+
+  TlsOptions options_;
+  ssl_ctx_st* ctx_ = nullptr;
+  std::string error_;
+};
+
+// Runs the TLS handshake over `socket` (connected, non-blocking) before
+// `deadline`, as the client of `host`. On failure returns null and fills
+// *failure: kCertificate (with OpenSSL's reason), kHandshake,
+// kHandshakeTimeout, kIo/kClosed, or kTlsConfig.
+std::unique_ptr<Transport> StartTls(Socket socket, const TlsContext& context,
+                                    const std::string& host, Deadline deadline, IoFailure* failure);
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_REDIS_TLS_TRANSPORT_H_

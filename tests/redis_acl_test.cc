@@ -1,0 +1,173 @@
+// The README's ACL rules, run as written: a real redis-server gets the
+// reader and writer users exactly as the README defines them, and every CLI
+// command runs as each. If redbloom starts using a command the rules lack,
+// or the README's rules drift from the code, this fails.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "redis_server.h"
+#include "test_util.h"
+
+namespace redbloom {
+namespace {
+
+// The arguments of the `ACL SETUSER` line in the code block after
+// "<!-- acl:ROLE -->" in README.md, with the password placeholder replaced.
+std::vector<std::string> ReadmeAclRule(const std::string& role, const std::string& password) {
+  std::ifstream in(std::string(REDBLOOM_SOURCE_DIR) + "/README.md");
+  std::string line;
+  bool marked = false;
+  while (std::getline(in, line)) {
+    if (line == "<!-- acl:" + role + " -->") marked = true;
+    if (marked && line.starts_with("ACL SETUSER ")) {
+      std::istringstream words(line);
+      std::vector<std::string> args;
+      for (std::string w; words >> w;) {
+        if (w.starts_with(">")) w = ">" + password;
+        args.push_back(w);
+      }
+      return args;
+    }
+  }
+  ADD_FAILURE() << "README.md has no ACL SETUSER line after <!-- acl:" << role << " -->";
+  return {};
+}
+
+class RedisAclTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new testing::RedisServer();
+    server_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    server_->Cli({"FLUSHALL"});
+    AddUser("reader", "rpw");
+    AddUser("writer", "wpw");
+  }
+
+  // Defines the README's user for `role`, named as the README names it.
+  void AddUser(const std::string& role, const std::string& password) {
+    std::vector<std::string> rule = ReadmeAclRule(role, password);
+    ASSERT_GE(rule.size(), 4u);
+    user_[role] = rule[2];
+    server_->Cli({"ACL", "DELUSER", rule[2]});
+    rule.insert(rule.begin() + 3, "reset");  // start from no permissions at all
+    EXPECT_EQ(server_->Cli(rule), "OK\n");
+  }
+
+  std::string Url(const std::string& role, const std::string& password) {
+    return "redis://" + user_[role] + ":" + password +
+           "@127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  testing::CommandResult Run(const std::string& url, std::vector<std::string> args,
+                             const std::string& input = "") {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", url});
+    return testing::RunCommand(args, input);
+  }
+
+  static inline testing::RedisServer* server_ = nullptr;
+  std::map<std::string, std::string> user_;
+  testing::TempDir dir_;
+};
+
+TEST_F(RedisAclTest, WriterRunsEveryCommand) {
+  const std::string w = Url("writer", "wpw");
+  auto ok = [&](std::vector<std::string> args, const std::string& input = "") {
+    auto r = Run(w, args, input);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << " " << args[1] << ": " << r.err;
+    return r;
+  };
+  std::string many;
+  for (int i = 0; i < 300; ++i) many += "item-" + std::to_string(i) + "\n";
+  ok({"create", "plain", "-n", "1000", "-p", "0.01"});
+  ok({"create", "counts", "-n", "1000", "-p", "0.01", "--counting"});
+  ok({"create", "grows", "-n", "100", "-p", "0.01", "--scaling"});
+  ok({"create", "recent", "-n", "1000", "-p", "0.01", "--window", "1h", "--slices", "6"});
+  ok({"create", "brief", "-n", "1000", "-p", "0.01", "--ttl", "1h"});
+  ok({"create", "spread", "-n", "1000", "-p", "0.01", "--shards", "3"});
+  for (const char* f : {"plain", "counts", "grows", "recent", "brief", "spread"}) {
+    ok({"add", f, "--quiet", "--file", "-"}, many);
+    ok({"add", f, "one-more"});
+    ok({"check", f, "--quiet", "--file", "-"}, many);
+    ok({"info", f});
+  }
+  ok({"remove", "counts", "item-1"});
+  ok({"load", "plain", "--file", "-"}, many);
+  ok({"load", "counts", "--file", "-"}, many);
+  for (const char* format : {"redbloom", "guava"}) {
+    const std::string path = dir_.path() + "/" + format;
+    ok({"export", "plain", "--format", format, "--file", path});
+    ok({"import", std::string("from-") + format, "--format", format, "--file", path});
+  }
+  ok({"merge", "merged", "plain", "from-redbloom"});
+  ok({"dedup", "plain"}, "item-1\nfresh\n");
+  ok({"rebuild", "plain", "--file", "-", "-n", "2000", "-p", "0.01"}, many);
+  server_->Cli({"SETBIT", "javas", "7", "1"});
+  ok({"attach", "javas", "-n", "1000", "-p", "0.01", "--strategy", "seed"});
+  EXPECT_EQ(testing::Lines(ok({"list"}).out).size(), 10u);
+  for (const char* f :
+       {"plain", "counts", "grows", "recent", "brief", "spread", "javas", "merged"}) {
+    ok({"drop", f});
+  }
+}
+
+TEST_F(RedisAclTest, ReaderReadsAndCannotWrite) {
+  const std::string w = Url("writer", "wpw");
+  ASSERT_EQ(Run(w, {"create", "orders", "-n", "1000", "-p", "0.01"}).exit_code, 0);
+  ASSERT_EQ(Run(w, {"create", "grows", "-n", "10", "-p", "0.01", "--scaling"}).exit_code, 0);
+  ASSERT_EQ(Run(w, {"add", "orders", "ORD-1", "ORD-2"}).exit_code, 0);
+  ASSERT_EQ(
+      Run(w, {"add", "grows", "--quiet", "--file", "-"}, "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\n")
+          .exit_code,
+      0);
+
+  const std::string r = Url("reader", "rpw");
+  auto check = Run(r, {"check", "orders", "ORD-1", "ORD-404"});
+  EXPECT_EQ(check.exit_code, 1) << check.err;
+  EXPECT_EQ(testing::Lines(check.out), (std::vector<std::string>{"1\tORD-1", "0\tORD-404"}));
+  EXPECT_EQ(Run(r, {"check", "grows", "a", "l"}).exit_code, 0) << "every layer is read";
+  auto info = Run(r, {"info", "orders"});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  auto list = Run(r, {"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(testing::Lines(list.out), (std::vector<std::string>{"grows", "orders"}));
+  auto exported =
+      Run(r, {"export", "orders", "--format", "redbloom", "--file", dir_.path() + "/d"});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+
+  // Writes are refused by Redis, and said so: exit 3, never a silent no-op.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"add", "orders", "ORD-3"},
+        std::vector<std::string>{"create", "other", "-n", "10", "-p", "0.1"},
+        std::vector<std::string>{"drop", "orders"}}) {
+    auto denied = Run(r, args);
+    EXPECT_EQ(denied.exit_code, 3) << args[0];
+    EXPECT_NE(denied.err.find("permission denied"), std::string::npos) << denied.err;
+  }
+  EXPECT_EQ(testing::Lines(Run(w, {"check", "orders", "ORD-3"}).out),
+            (std::vector<std::string>{"0\tORD-3"}));
+}
+
+// A user that lacks a command `list` needs gets an error, not an empty list
+// (which read as "no filters" before).
+TEST_F(RedisAclTest, ListFailsRatherThanHideFilters) {
+  ASSERT_EQ(Run(Url("writer", "wpw"), {"create", "orders", "-n", "100", "-p", "0.01"}).exit_code,
+            0);
+  server_->Cli({"ACL", "SETUSER", user_["reader"], "-hget"});
+  auto list = Run(Url("reader", "rpw"), {"list"});
+  EXPECT_EQ(list.exit_code, 3) << list.out;
+  EXPECT_NE(list.err.find("permission denied"), std::string::npos) << list.err;
+}
+
+}  // namespace
+}  // namespace redbloom
