@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -82,6 +84,48 @@ std::chrono::milliseconds DefaultRevalidate(std::string_view /*store_url*/) {
 }
 
 }  // namespace
+
+Result<uint64_t> ParseByteSize(std::string_view text) {
+  const auto bad = [&] {
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is not a byte size (e.g. 1073741824, 1GiB, 512M)");
+  };
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr == text.data()) return bad();
+  std::string suffix(ptr, text.data() + text.size());
+  for (char& ch : suffix) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (suffix.ends_with("ib")) suffix.resize(suffix.size() - 2);
+  int shift = 0;
+  if (suffix == "k") {
+    shift = 10;
+  } else if (suffix == "m") {
+    shift = 20;
+  } else if (suffix == "g") {
+    shift = 30;
+  } else if (suffix == "t") {
+    shift = 40;
+  } else if (!suffix.empty()) {
+    return bad();
+  }
+  if (shift != 0 && v > (UINT64_MAX >> shift)) return bad();
+  return v << shift;
+}
+
+uint64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+uint64_t DefaultMaxFilterBytes(std::string_view store_url, uint64_t physical_bytes) {
+  // A quarter leaves room for several filters, the page cache and the rest
+  // of the machine: a filter larger than memory works, but each add or check
+  // then waits for the disk.
+  if (store_url.starts_with("file:") || store_url.starts_with("mem:")) return physical_bytes / 4;
+  return 0;
+}
 
 bool IsLoopbackHost(std::string_view host) {
   if (host == "localhost") return true;
@@ -174,6 +218,20 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
       st = GetInt(v, key, 1, 3600, &h.read_timeout_s);
     } else if (key == "write_timeout_s") {
       st = GetInt(v, key, 1, 3600, &h.write_timeout_s);
+    } else if (key == "header_timeout_s") {
+      st = GetInt(v, key, 1, 3600, &h.header_timeout_s);
+    } else if (key == "body_timeout_s") {
+      st = GetInt(v, key, 1, 3600, &h.body_timeout_s);
+    } else if (key == "max_connections") {
+      // httplib answers 500 on descriptors past FD_SETSIZE (1024).
+      st = GetInt(v, key, 1, 1000, &h.max_connections);
+    } else if (key == "max_connections_per_client") {
+      st = GetInt(v, key, 0, 1000, &h.max_connections_per_client);
+    } else if (key == "max_filter_bytes") {
+      uint64_t bytes = 0;
+      st = GetInt(v, key, 0, INT64_MAX, &bytes);
+      c->max_filter_bytes = bytes;
+      c->max_filter_bytes_source = "config";
     } else if (key == "max_body_bytes") {
       st = GetInt(v, key, 1024, int64_t{1} << 30, &h.max_body_bytes);
     } else if (key == "max_items") {
@@ -257,6 +315,12 @@ Result<ServerConfig> ResolveConfig(const Flags& flags,
     c.http.token = *flags.token;  // an explicit empty token turns auth off
     c.token_source = "flag";
   }
+  if (flags.max_filter_bytes) {
+    Result<uint64_t> bytes = ParseByteSize(*flags.max_filter_bytes);
+    if (!bytes.ok()) return bytes.status().WithContext("--max-filter-bytes");
+    c.max_filter_bytes = *bytes;
+    c.max_filter_bytes_source = "flag";
+  }
   if (c.store.empty()) c.store = DefaultStoreUrl();
   REDBLOOM_RETURN_IF_ERROR(ValidateToken(c.http.token, c.token_source));
   REDBLOOM_RETURN_IF_ERROR(ParseListen(c.listen, &c.http.host, &c.http.port));
@@ -268,6 +332,9 @@ Result<ServerConfig> ResolveConfig(const Flags& flags,
         "or REDBLOOMD_TOKEN), or listen on 127.0.0.1");
   }
   c.service.store_url = c.store;
+  c.service.max_filter_bytes = c.max_filter_bytes
+                                   ? *c.max_filter_bytes
+                                   : DefaultMaxFilterBytes(c.store, PhysicalMemoryBytes());
   c.service.revalidate_after = c.filter_revalidate_ms
                                    ? std::chrono::milliseconds(*c.filter_revalidate_ms)
                                    : DefaultRevalidate(c.store);
@@ -295,8 +362,10 @@ std::string ConfigToJson(const ServerConfig& c) {
                     : c.http.host + ":" + std::to_string(c.http.port);
   j["store"] = RedactUrl(c.store);
   j["token"] = c.http.token.empty() ? "" : "***";
-  j["sources"] = {
-      {"listen", c.listen_source}, {"store", c.store_source}, {"token", c.token_source}};
+  j["sources"] = {{"listen", c.listen_source},
+                  {"store", c.store_source},
+                  {"token", c.token_source},
+                  {"max_filter_bytes", c.max_filter_bytes_source}};
   j["config_file"] = c.config_file;
   j["access_log"] = c.access_log;
   j["access_log_flush_ms"] = c.access_log_flush.count();
@@ -307,9 +376,14 @@ std::string ConfigToJson(const ServerConfig& c) {
   j["keep_alive_max_requests"] = c.http.keep_alive_max_requests;
   j["read_timeout_s"] = c.http.read_timeout_s;
   j["write_timeout_s"] = c.http.write_timeout_s;
+  j["header_timeout_s"] = c.http.header_timeout_s;
+  j["body_timeout_s"] = c.http.body_timeout_s;
+  j["max_connections"] = c.http.max_connections;
+  j["max_connections_per_client"] = c.http.max_connections_per_client;
   j["max_body_bytes"] = c.http.max_body_bytes;
   j["max_items"] = c.service.limits.max_items;
   j["max_item_bytes"] = c.service.limits.max_item_bytes;
+  j["max_filter_bytes"] = c.service.max_filter_bytes;
   j["filter_revalidate_ms"] = c.service.revalidate_after.count();
   j["filter_cache_size"] = c.service.filter_cache_size;
   j["store_connect_timeout_ms"] = c.service.store_options.connect_timeout.count();

@@ -25,11 +25,13 @@ struct ServerConfig {
   HttpOptions http;                             // host/port/token filled from listen/token
   ServiceOptions service;                       // store_url filled from store
   std::optional<int64_t> filter_revalidate_ms;  // unset: depends on the store (see config.cc)
+  std::optional<uint64_t> max_filter_bytes;     // unset: depends on the store (see config.cc)
   std::string config_file;                      // "" if none was read
   // Where each of listen/store/token came from: "flag", "env", "config", "default".
   std::string listen_source = "default";
   std::string store_source = "default";
   std::string token_source = "default";
+  std::string max_filter_bytes_source = "default";
 };
 
 // Values given on the command line (unset when absent).
@@ -38,6 +40,7 @@ struct Flags {
   std::optional<std::string> store;
   std::optional<std::string> token;
   std::optional<std::string> config;
+  std::optional<std::string> max_filter_bytes;  // a byte size, see ParseByteSize
 };
 
 // Largest config file read; it holds a few dozen settings.
@@ -55,6 +58,18 @@ bool IsLoopbackHost(std::string_view host);
 
 // Splits "HOST:PORT" or "[IPv6]:PORT"; port 0 asks for any free port.
 Status ParseListen(std::string_view listen, std::string* host, int* port);
+
+// A byte count: digits with an optional binary suffix K, M, G, T (or KiB,
+// MiB, GiB, TiB; any case): "1073741824", "1GiB", "512m".
+Result<uint64_t> ParseByteSize(std::string_view text);
+
+// The default max_filter_bytes for a store: a quarter of physical memory for
+// mem: and file: stores, whose filters are mapped into this process; 0 (no
+// limit) for Redis, whose server refuses a filter over its maxmemory at
+// create. `physical_bytes` is injectable for tests.
+uint64_t DefaultMaxFilterBytes(std::string_view store_url, uint64_t physical_bytes);
+// Physical memory of this machine (sysconf), 0 if unknown.
+uint64_t PhysicalMemoryBytes();
 
 // Applies a JSON config file's settings to `config` (kInvalidArgument for an
 // unknown key, a wrong type or a value out of range).

@@ -1,18 +1,15 @@
 #include "http_server.h"
 
-#include <fcntl.h>
 #include <httplib.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <optional>
 
 #include "openapi.h"
 #include "redbloom/store.h"
@@ -40,6 +37,9 @@ struct RequestContext {
   bool active = false;
   Clock::time_point start;
   Target target;
+  // Set by the logger, which httplib calls after writing each response: the
+  // response did not say "Connection: close".
+  bool keep_alive = false;
 };
 thread_local RequestContext t_ctx;
 
@@ -184,6 +184,8 @@ std::string DefaultErrorCode(int status) {
       return "not_found";
     case 405:
       return "method_not_allowed";
+    case 408:
+      return "request_timeout";
     case 413:
     case 414:
     case 431:
@@ -260,6 +262,26 @@ std::string UtcTimestamp() {
 
 }  // namespace
 
+// httplib::Server keeps request parsing, routing and writing in
+// process_request(), protected; ConnectionServer owns the sockets and calls it.
+class RequestProcessor : public httplib::Server {
+ public:
+  bool Process(httplib::Stream& stream, bool last, bool* closed) {
+    return process_request(stream, last, *closed, nullptr);
+  }
+};
+
+bool IsPriorityRequest(std::string_view line) {
+  const size_t sp = line.find(' ');
+  if (sp == std::string_view::npos) return false;
+  const std::string_view method = line.substr(0, sp);
+  if (method != "GET" && method != "HEAD") return false;
+  std::string_view target = line.substr(sp + 1);
+  target = target.substr(0, target.find(' '));
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path == "/healthz" || path == "/readyz" || path == "/metrics";
+}
+
 std::vector<RouteSpec> Routes() {
   std::vector<RouteSpec> routes;
   for (size_t r = 0; r < kRouteCount; ++r) {
@@ -290,54 +312,47 @@ HttpServer::HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpO
       metrics_(metrics),
       log_(log),
       options_(std::move(options)),
-      server_(std::make_unique<httplib::Server>()) {
+      processor_(std::make_unique<RequestProcessor>()) {
+  using std::chrono::seconds;
+  ConnectionOptions c;
+  c.host = options_.host;
+  c.port = options_.port;
+  c.workers = options_.threads;
+  c.header_timeout = seconds(options_.header_timeout_s);
+  c.body_timeout = seconds(options_.body_timeout_s);
+  c.read_timeout = seconds(options_.read_timeout_s);
+  c.write_timeout = seconds(options_.write_timeout_s);
+  c.keep_alive_timeout = seconds(options_.keep_alive_timeout_s);
+  c.keep_alive_max_requests = options_.keep_alive_max_requests;
+  c.max_connections = options_.max_connections;
+  c.max_connections_per_client = options_.max_connections_per_client;
+  connections_ = std::make_unique<ConnectionServer>(
+      std::move(c), [this](httplib::Stream& stream, bool last) { return Serve(stream, last); },
+      IsPriorityRequest, metrics_);
   Install();
 }
 
 HttpServer::~HttpServer() = default;
 
-Status HttpServer::Bind() {
-  const std::string where = options_.host + ":" + std::to_string(options_.port);
-  errno = 0;
-  if (options_.port == 0) {
-    const int port = server_->bind_to_any_port(options_.host);
-    if (port < 0) {
-      return Status::Unavailable("cannot listen on " + where + ": " + std::strerror(errno));
-    }
-    port_ = port;
-  } else {
-    if (!server_->bind_to_port(options_.host, options_.port)) {
-      return Status::Unavailable("cannot listen on " + where + ": " + std::strerror(errno));
-    }
-    port_ = options_.port;
-  }
-  return Status::Ok();
+Status HttpServer::Bind() { return connections_->Bind(); }
+
+void HttpServer::Run() { connections_->Run(); }
+
+void HttpServer::Stop() { connections_->Stop(); }
+
+bool HttpServer::Serve(httplib::Stream& stream, bool last) {
+  t_ctx.keep_alive = false;
+  bool closed = false;
+  const bool written = processor_->Process(stream, last, &closed);
+  return written && !closed && t_ctx.keep_alive;
 }
 
-void HttpServer::Run() { server_->listen_after_bind(); }
-
-void HttpServer::Stop() { server_->stop(); }
-
 void HttpServer::Install() {
-  httplib::Server& s = *server_;
-  // Responses are written as headers then body; without TCP_NODELAY, Nagle
-  // holds the body until the client's delayed ACK (40 ms on Linux).
-  s.set_tcp_nodelay(true);
-  // httplib's default is SO_REUSEPORT, which lets a second redbloomd bind the
-  // same port and silently take half the connections (perhaps on another
-  // store). SO_REUSEADDR alone still allows a quick restart over TIME_WAIT.
-  s.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
+  httplib::Server& s = *processor_;
+  // Only for the Keep-Alive response header: ConnectionServer enforces both.
   s.set_keep_alive_max_count(static_cast<size_t>(options_.keep_alive_max_requests));
   s.set_keep_alive_timeout(options_.keep_alive_timeout_s);
-  s.set_read_timeout(options_.read_timeout_s);
-  s.set_write_timeout(options_.write_timeout_s);
   s.set_payload_max_length(options_.max_body_bytes);
-  const int threads = options_.threads;
-  // httplib takes ownership of the queue it gets from this factory.
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
 
   s.set_pre_routing_handler([this](const Request& req, Response& res) {
     RequestContext& ctx = t_ctx;
@@ -495,12 +510,14 @@ void HttpServer::Install() {
       return true;
     });
     if (!ok) {
+      const std::optional<std::string> timed_out = RequestReadTimeout();
       Reply r =
           too_large
               ? ErrorReply(413, "too_large",
                            "request body is larger than " + std::to_string(max_body) + " bytes")
-              : ErrorReply(400, "invalid_argument",
-                           "the request body was truncated or could not be read");
+          : timed_out ? ErrorReply(408, "request_timeout", *timed_out)
+                      : ErrorReply(400, "invalid_argument",
+                                   "the request body was truncated or could not be read");
       r.headers.emplace_back("Connection", "close");
       Apply(std::move(r), res);
       return;
@@ -539,6 +556,7 @@ void HttpServer::Install() {
 
   s.set_logger([this](const Request& req, const Response& res) {
     RequestContext& ctx = t_ctx;
+    ctx.keep_alive = res.get_header_value("Connection") != "close";
     std::chrono::nanoseconds latency{0};
     Route route = Route::kUnmatched;
     if (ctx.active) {

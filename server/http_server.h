@@ -2,9 +2,10 @@
 // bearer-token auth, request limits, JSON error bodies for every failure
 // (including the ones httplib answers itself), access log and metrics.
 //
-// Threading: httplib serves each connection on one pool thread for its whole
-// keep-alive life, so `threads` bounds the concurrently open connections;
-// more connections wait in the accept queue.
+// Connections, deadlines and limits are ConnectionServer's (connections.h):
+// httplib parses and answers each request on a worker once its headers have
+// arrived, so `threads` bounds the requests in progress, not the open
+// connections (max_connections does).
 #ifndef REDBLOOM_SERVER_HTTP_SERVER_H_
 #define REDBLOOM_SERVER_HTTP_SERVER_H_
 
@@ -16,15 +17,14 @@
 #include <vector>
 
 #include "access_log.h"
+#include "connections.h"
 #include "metrics.h"
 #include "redbloom/status.h"
 #include "service.h"
 
-namespace httplib {
-class Server;
-}  // namespace httplib
-
 namespace redbloom::server {
+
+class RequestProcessor;  // httplib's request parsing and routing (http_server.cc)
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -38,8 +38,14 @@ struct HttpOptions {
   int threads = 16;
   int keep_alive_timeout_s = 5;
   int keep_alive_max_requests = 1000;
+  // Longest wait for one read of a body, or one write.
   int read_timeout_s = 5;
   int write_timeout_s = 5;
+  // See ConnectionOptions for these four.
+  int header_timeout_s = 5;
+  int body_timeout_s = 30;
+  int max_connections = 512;
+  int max_connections_per_client = 256;  // 0: no limit
   // Log single-item paths in full. Off by default: items are often card
   // numbers, tokens or e-mail addresses.
   bool log_items = false;
@@ -54,7 +60,7 @@ class HttpServer {
 
   // Binds the listening socket (kUnavailable if the address is taken).
   Status Bind();
-  int port() const { return port_; }
+  int port() const { return connections_->port(); }
   // Serves until Stop(); returns after in-flight requests are answered.
   void Run();
   // Stops accepting connections. Idle keep-alive connections are closed
@@ -63,14 +69,21 @@ class HttpServer {
 
  private:
   void Install();
+  // Serves one request from `stream` (ConnectionServer's RequestHandler).
+  bool Serve(httplib::Stream& stream, bool last);
 
   Service* service_;
   Metrics* metrics_;
   AccessLog* log_;
   HttpOptions options_;
-  std::unique_ptr<httplib::Server> server_;
-  int port_ = 0;
+  std::unique_ptr<RequestProcessor> processor_;
+  std::unique_ptr<ConnectionServer> connections_;
 };
+
+// True for the request lines served by the reserved workers: GET or HEAD of
+// /healthz, /readyz and /metrics, so that probes and scrapes answer while
+// every other worker is busy.
+bool IsPriorityRequest(std::string_view request_line);
 
 // A route as docs/openapi.json names it: the path template and the methods
 // answered ("GET, HEAD, DELETE"; HEAD wherever GET).

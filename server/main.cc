@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
                  "bearer token required on /v1 and /metrics [env REDBLOOMD_TOKEN; prefer the "
                  "env or token_file: flags are visible in ps]");
   app.add_option("--config", flags.config, "JSON config file (docs/http-api.md, \"Config file\")");
+  app.add_option("--max-filter-bytes", flags.max_filter_bytes,
+                 "largest filter PUT may create, e.g. 8GiB; 0 = no limit [config "
+                 "max_filter_bytes; default: 1/4 of RAM for mem: and file:, none for Redis]");
   bool print_config = false;
   app.add_flag("--print-config", print_config, "print the effective configuration and exit");
   app.set_version_flag("--version", "redbloomd " REDBLOOM_VERSION);

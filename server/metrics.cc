@@ -151,6 +151,28 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
   Line(&out, "redbloomd_http_requests_in_flight", "",
        std::to_string(in_flight_.load(std::memory_order_relaxed)));
 
+  Header(&out, "redbloomd_connections_accepted_total", "counter",
+         "Connections accepted within the connection limits.");
+  Line(&out, "redbloomd_connections_accepted_total", "",
+       u(connections_accepted_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_connections_open", "gauge", "Connections open now.");
+  Line(&out, "redbloomd_connections_open", "",
+       std::to_string(connections_open_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_connections_refused_total", "counter",
+         "Connections answered 429 (max_connections_per_client from the address) or 503 "
+         "(max_connections in all) and closed at accept, by reason.");
+  Line(&out, "redbloomd_connections_refused_total", "reason=\"per_client\"",
+       u(refusals_[static_cast<size_t>(Refusal::kPerClient)].load(std::memory_order_relaxed)));
+  Line(&out, "redbloomd_connections_refused_total", "reason=\"total\"",
+       u(refusals_[static_cast<size_t>(Refusal::kTotal)].load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_request_timeouts_total", "counter",
+         "Requests cut off because their headers (header_timeout_s) or body (body_timeout_s, "
+         "read_timeout_s) did not arrive in time, by phase.");
+  Line(&out, "redbloomd_request_timeouts_total", "phase=\"headers\"",
+       u(timeouts_[static_cast<size_t>(TimeoutPhase::kHeaders)].load(std::memory_order_relaxed)));
+  Line(&out, "redbloomd_request_timeouts_total", "phase=\"body\"",
+       u(timeouts_[static_cast<size_t>(TimeoutPhase::kBody)].load(std::memory_order_relaxed)));
+
   Header(&out, "redbloomd_items_added_total", "counter", "Items in successful add requests.");
   Line(&out, "redbloomd_items_added_total", "", u(items_added_.load(std::memory_order_relaxed)));
   Header(&out, "redbloomd_items_new_total", "counter",

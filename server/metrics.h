@@ -37,6 +37,17 @@ inline constexpr size_t kRouteCount = 11;
 // The route template, used as the `route` label and in the access log.
 std::string_view RouteLabel(Route route);
 
+// Why a connection was refused at accept (the `reason` label).
+enum class Refusal : uint8_t {
+  kPerClient,  // max_connections_per_client from its address are open
+  kTotal,      // max_connections are open
+};
+// Which deadline a request missed (the `phase` label).
+enum class TimeoutPhase : uint8_t {
+  kHeaders,  // header_timeout_s
+  kBody,     // body_timeout_s or read_timeout_s while reading the body
+};
+
 class Metrics {
  public:
   Metrics();
@@ -59,6 +70,17 @@ class Metrics {
   // store was unreachable, timed out, or answered something unexpected).
   void StoreError(StatusCode code);
   void FilterOpened() { filter_opens_.fetch_add(1, std::memory_order_relaxed); }
+  void ConnectionOpened() {
+    connections_accepted_.fetch_add(1, std::memory_order_relaxed);
+    connections_open_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void ConnectionClosed() { connections_open_.fetch_sub(1, std::memory_order_relaxed); }
+  void ConnectionRefused(Refusal why) {
+    refusals_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void RequestTimedOut(TimeoutPhase phase) {
+    timeouts_[static_cast<size_t>(phase)].fetch_add(1, std::memory_order_relaxed);
+  }
 
   // `cache_entries`: open filter handles; `store_open`: the store was opened.
   std::string Render(size_t cache_entries, bool store_open) const;
@@ -91,6 +113,10 @@ class Metrics {
   std::atomic<uint64_t> items_present_{0};
   std::atomic<uint64_t> items_removed_{0};
   std::atomic<uint64_t> filter_opens_{0};
+  std::atomic<uint64_t> connections_accepted_{0};
+  std::atomic<int64_t> connections_open_{0};
+  std::array<std::atomic<uint64_t>, 2> refusals_{};  // by Refusal
+  std::array<std::atomic<uint64_t>, 2> timeouts_{};  // by TimeoutPhase
   const double start_time_;
 };
 

@@ -145,7 +145,36 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   return o;
 }
 
+// "1.1 MiB": a size for people, next to the exact bytes.
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
+  return buf;
+}
+
 }  // namespace
+
+Result<uint64_t> FilterBytes(const FilterConfig& config) {
+  const bool window = config.kind == FilterKind::kWindow;
+  // A window filter holds `slices` live slices, all alike; the other kinds
+  // exist from creation as their initial parts (a scaling filter's later
+  // layers come only as it fills).
+  const uint64_t parts = window ? config.slices : config.initial_parts();
+  uint64_t total = 0;
+  for (uint64_t p = 0; p < parts; ++p) {
+    REDBLOOM_ASSIGN_OR_RETURN(PartSizing part, SizePart(config, window ? 0 : p));
+    const uint64_t bytes = part.bytes(config.cell_bits());
+    total = bytes > UINT64_MAX - total ? UINT64_MAX : total + bytes;
+  }
+  return total;
+}
 
 Reply ErrorReply(int http_status, std::string_view code, std::string_view message) {
   Json j;
@@ -376,6 +405,24 @@ Reply Service::ListFilters() {
 Reply Service::PutFilter(std::string_view name, std::string_view body) {
   Result<FilterOptions> options = ParseFilterOptions(body);
   if (!options.ok()) return ErrorReply(options.status());
+  if (options_.max_filter_bytes != 0) {
+    // Checked before the store is touched: sizing is arithmetic, and a
+    // filter too large for the machine must not be half-created.
+    Result<FilterConfig> config = MakeConfig(*options);
+    if (!config.ok()) return ErrorReply(config.status());
+    Result<uint64_t> bytes = FilterBytes(*config);
+    if (!bytes.ok()) return ErrorReply(bytes.status());
+    if (*bytes > options_.max_filter_bytes) {
+      return ErrorReply(Status::TooLarge(
+          "filter '" + std::string(name) + "' needs " + std::to_string(*bytes) + " bytes (" +
+          HumanBytes(*bytes) + ") for capacity " + std::to_string(config->capacity) +
+          " at error_rate " + FormatDouble(config->error_rate) + "; this server's limit is " +
+          std::to_string(options_.max_filter_bytes) + " bytes (" +
+          HumanBytes(options_.max_filter_bytes) +
+          "): ask for less, or raise max_filter_bytes in the config file (or "
+          "--max-filter-bytes)"));
+    }
+  }
   Result<Store*> store = GetStore();
   if (!store.ok()) return ErrorReply(store.status());
   bool created = false;

@@ -93,7 +93,15 @@ struct ServiceOptions {
   // See FilterCache. 0 re-reads the stored config on every request.
   std::chrono::milliseconds revalidate_after{0};
   size_t filter_cache_size = 4096;
+  // Largest filter PUT may create, in bytes of cells (every shard of a plain
+  // or counting filter, every slice of a window filter, the first layer of a
+  // scaling filter); larger ones get 413. 0: no limit.
+  uint64_t max_filter_bytes = 0;
 };
+
+// The bytes a filter's cells take once created, as max_filter_bytes counts
+// them (see ServiceOptions).
+Result<uint64_t> FilterBytes(const FilterConfig& config);
 
 class Service {
  public:

@@ -479,6 +479,7 @@ Result<FilterInfo> BloomFilter::Info() {
       info.bits += g.bits;
       info.memory_bytes += sizing.bytes(c.cell_bits());
       info.bits_set += stats->bits_set;
+      info.bits_set_exact = info.bits_set_exact && stats->bits_set_exact;
       info.items_added += stats->items_added;
       const uint64_t estimate = EstimateItems(c.strategy, stats->bits_set, g);
       info.approximate_items = (estimate == UINT64_MAX || info.approximate_items == UINT64_MAX)

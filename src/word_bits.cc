@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -386,20 +387,51 @@ Status WordBitStore::Remove(std::span<PartBatch> batches) {
   return Status::Ok();
 }
 
+// Info() must stay fast on any filter: a 12 GB file filter took 30 s to
+// count and pulled all of it into memory (issue #15.6). Parts up to
+// kExactScanWords are counted exactly (64 MiB, about 10 ms from memory);
+// larger ones are estimated from kSampleBlocks blocks of kSampleBlockWords
+// words (one 4 KiB page each, 4 MiB in all), evenly spread. A Bloom filter's
+// cells are set by uniform hashes, so the sampled fill f estimates the whole
+// with standard error sqrt(f(1-f)/n): for n = 2^25 sampled bits, 8.6e-5 at
+// half fill, i.e. about 0.025% on approximate_items.
+constexpr uint64_t kExactScanWords = (uint64_t{64} << 20) / 8;
+constexpr uint64_t kSampleBlocks = 1024;
+constexpr uint64_t kSampleBlockWords = 512;
+
 Result<FilterStats> WordBitStore::Stats(uint64_t part) {
   REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(part));
   const WordArray& a = *array;
   FilterStats stats;
-  const uint64_t n = a.word_count();
-  for (uint64_t w = 0; w < n; ++w) {
-    const uint64_t v = std::atomic_ref<uint64_t>(a.words[w]).load(std::memory_order_relaxed);
-    if (a.cell_bits == 1) {
-      stats.bits_set += static_cast<uint64_t>(std::popcount(v));
-    } else {
-      // Non-zero nibbles: fold each nibble's bits into its lowest bit.
-      const uint64_t folded = (v | (v >> 1) | (v >> 2) | (v >> 3)) & 0x1111111111111111ULL;
-      stats.bits_set += static_cast<uint64_t>(std::popcount(folded));
+  const auto count = [&a](uint64_t from, uint64_t to) {
+    uint64_t set = 0;
+    for (uint64_t w = from; w < to; ++w) {
+      const uint64_t v = std::atomic_ref<uint64_t>(a.words[w]).load(std::memory_order_relaxed);
+      if (a.cell_bits == 1) {
+        set += static_cast<uint64_t>(std::popcount(v));
+      } else {
+        // Non-zero nibbles: fold each nibble's bits into its lowest bit.
+        const uint64_t folded = (v | (v >> 1) | (v >> 2) | (v >> 3)) & 0x1111111111111111ULL;
+        set += static_cast<uint64_t>(std::popcount(folded));
+      }
     }
+    return set;
+  };
+  const uint64_t n = a.word_count();
+  if (n <= kExactScanWords) {
+    stats.bits_set = count(0, n);
+  } else {
+    const uint64_t blocks = n / kSampleBlockWords;  // > kSampleBlocks here
+    uint64_t set = 0;
+    for (uint64_t i = 0; i < kSampleBlocks; ++i) {
+      const uint64_t b = i * blocks / kSampleBlocks;
+      set += count(b * kSampleBlockWords, (b + 1) * kSampleBlockWords);
+    }
+    const double sampled_cells =
+        static_cast<double>(kSampleBlocks * kSampleBlockWords * 64 / a.cell_bits);
+    const double estimate = std::round(static_cast<double>(set) / sampled_cells * a.cells);
+    stats.bits_set = std::min(a.cells, static_cast<uint64_t>(estimate));
+    stats.bits_set_exact = false;
   }
   stats.items_added = std::atomic_ref<uint64_t>(*a.count).load(std::memory_order_relaxed);
   return stats;

@@ -16,6 +16,7 @@ redbloom_add_test(funnel_test funnel_test.cc LABELS core)
 redbloom_add_test(store_test store_test.cc LABELS "core;redis")
 redbloom_add_test(file_store_test file_store_test.cc LABELS core LIBS ZLIB::ZLIB)
 redbloom_add_test(bloom_filter_test bloom_filter_test.cc LABELS core)
+redbloom_add_test(info_sample_test info_sample_test.cc LABELS core)
 if(TARGET redbloom_cli)
   redbloom_add_test(cli_test cli_test.cc ${PROJECT_SOURCE_DIR}/tools/exit_codes.cc
                     LABELS core LIBS nlohmann_json::nlohmann_json)

@@ -156,13 +156,27 @@ TEST_P(ServerApiTest, GetFilterReportsTheCliInfoFields) {
   std::vector<std::string> keys;
   const auto ordered = nlohmann::ordered_json::parse(info.body);
   for (const auto& [k, v] : ordered.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"name",       "store",       "kind",
-                                            "strategy",   "encoding",    "capacity",
-                                            "error_rate", "bits",        "hashes",
-                                            "capped",     "geometry",    "ttl_seconds",
-                                            "shards",     "parts",       "memory_bytes",
-                                            "bits_set",   "items_added", "approximate_items",
-                                            "fill_ratio", "current_fpp"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"name",
+                                            "store",
+                                            "kind",
+                                            "strategy",
+                                            "encoding",
+                                            "capacity",
+                                            "error_rate",
+                                            "bits",
+                                            "hashes",
+                                            "capped",
+                                            "geometry",
+                                            "ttl_seconds",
+                                            "shards",
+                                            "parts",
+                                            "memory_bytes",
+                                            "bits_set",
+                                            "bits_set_method",
+                                            "items_added",
+                                            "approximate_items",
+                                            "fill_ratio",
+                                            "current_fpp"}));
   EXPECT_EQ(info.json["name"], "orders");
   EXPECT_EQ(info.json["error_rate"], 0.001);
   EXPECT_EQ(info.json["items_added"], CountTrue(added.json["added"]));
@@ -497,11 +511,13 @@ TEST_P(ServerApiTest, TruncatedBodiesAreRejectedAndAddNothing) {
   // The client sends less than Content-Length and closes its side.
   const std::string closed = RawExchange(server_->port(), head + body, /*shut_write=*/true);
   EXPECT_TRUE(closed.empty() || closed.starts_with("HTTP/1.1 400")) << closed;
-  // The client sends less and waits: the read times out (1 s) with a 400.
+  // The client sends less and waits: the read times out (1 s) with a 408
+  // that names the limit.
   const std::string waited =
       RawExchange(server_->port(), head + body, /*shut_write=*/false, std::chrono::seconds(4));
-  EXPECT_TRUE(waited.starts_with("HTTP/1.1 400")) << waited;
-  EXPECT_NE(waited.find("truncated"), std::string::npos) << waited;
+  EXPECT_TRUE(waited.starts_with("HTTP/1.1 408")) << waited;
+  EXPECT_NE(waited.find("\"request_timeout\""), std::string::npos) << waited;
+  EXPECT_NE(waited.find("read_timeout_s"), std::string::npos) << waited;
   // Nothing was added, and the server is fine.
   Answer check = Do("POST", "/v1/filters/orders/check", body);
   ASSERT_EQ(check.status, 200) << check.body;

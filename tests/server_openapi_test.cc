@@ -58,6 +58,32 @@ class ServerOpenApiTest : public ::testing::Test {
     return a;
   }
 
+  // Records an exchange made over a raw socket (for answers a client library
+  // cannot provoke, such as a body that stops arriving).
+  void RecordRaw(const std::string& method, const std::string& target, const std::string& raw) {
+    const size_t end = raw.find("\r\n\r\n");
+    ASSERT_NE(end, std::string::npos) << raw;
+    ASSERT_TRUE(raw.starts_with("HTTP/1.1 ")) << raw;
+    const int status = std::stoi(raw.substr(9, 3));
+    json h = json::object();
+    size_t line = raw.find("\r\n") + 2;
+    while (line < end) {
+      const size_t next = raw.find("\r\n", line);
+      const std::string header = raw.substr(line, next - line);
+      const size_t colon = header.find(':');
+      if (colon != std::string::npos) {
+        h[Lower(header.substr(0, colon))] = header.substr(header.find_first_not_of(' ', colon + 1));
+      }
+      line = next + 2;
+    }
+    exchanges_.push_back({{"method", method},
+                          {"target", target},
+                          {"status", status},
+                          {"headers", h},
+                          {"body", raw.substr(end + 4)},
+                          {"request_body", ""}});
+  }
+
   // Runs openapi_check.py over the recorded exchanges; its output is the
   // failure message.
   void CheckAgainstDocument(const json& unexercised) {
@@ -102,7 +128,8 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
   o.store = "file:" + store_dir;
   o.token = kToken;
   o.config_json = R"({"max_items": 5, "max_item_bytes": 64, "max_body_bytes": 1024,
-                      "filter_revalidate_ms": 0})";
+                      "filter_revalidate_ms": 0, "max_filter_bytes": 1048576,
+                      "read_timeout_s": 1})";
   RedbloomdProcess server(o);
   server.Start();
   auto c = server.Client();
@@ -143,6 +170,7 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
   Expect(400, *c, "PUT", "/v1/filters/bad", "{not json");
   Expect(401, *anon, "PUT", "/v1/filters/bad", R"({"capacity":10,"error_rate":0.01})");
   Expect(413, *c, "PUT", "/v1/filters/bad", big_body);
+  Expect(413, *c, "PUT", "/v1/filters/huge", R"({"capacity":1e7,"error_rate":0.01})");
   Expect(415, *c, "PUT", "/v1/filters/bad", "capacity=10", text_plain);
   Expect(200, *c, "GET", "/v1/filters");
   Expect(401, *anon, "GET", "/v1/filters");
@@ -176,6 +204,14 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
     Expect(405, *c, "GET", orders);
   }
   Expect(501, *c, "POST", "/v1/filters/orders/remove", R"({"items":["ORD-1"]})");
+  // A body that stops arriving: 408 after read_timeout_s.
+  RecordRaw("POST", "/v1/filters/orders/items",
+            RawExchange(server.port(),
+                        "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                        "Bearer " +
+                            std::string(kToken) +
+                            "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+                        /*shut_write=*/false));
 
   // Single items.
   Expect(200, *c, "GET", "/v1/filters/orders/items/ORD-1");
@@ -266,6 +302,15 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
       {{"operation", "DELETE /v1/filters/{name}"},
        {"status", "500"},
        {"why", "dropping a corrupt filter succeeds: it unlinks the file without reading it"}},
+      {{"operation", "PUT /v1/filters/{name}"},
+       {"status", "408"},
+       {"why", "every body is read by one reader; POST .../items checks its 408 here"}},
+      {{"operation", "POST /v1/filters/{name}/check"},
+       {"status", "408"},
+       {"why", "every body is read by one reader; POST .../items checks its 408 here"}},
+      {{"operation", "POST /v1/filters/{name}/remove"},
+       {"status", "408"},
+       {"why", "every body is read by one reader; POST .../items checks its 408 here"}},
       {{"operation", "PUT /v1/filters/{name}"},
        {"status", "501"},
        {"why", "every store supports every kind today; a store without one answers 501"}},

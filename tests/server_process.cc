@@ -230,6 +230,19 @@ std::string RawConnection::ReadResponse(std::chrono::milliseconds timeout) {
   return out;
 }
 
+bool RawConnection::WaitClosed(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    if (::recv(fd_, buf, sizeof(buf), 0) <= 0) return true;
+  }
+}
+
 bool Accepting(int port) {
   try {
     RawConnection c(port);

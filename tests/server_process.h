@@ -108,6 +108,9 @@ class RawConnection {
   // One whole response (headers and Content-Length bytes), or what came
   // before the server closed or `timeout` passed.
   std::string ReadResponse(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // True once the server has closed the connection (a read sees the end, or
+  // a reset), within `timeout`; bytes still arriving are read and dropped.
+  bool WaitClosed(std::chrono::milliseconds timeout);
 
  private:
   int fd_ = -1;

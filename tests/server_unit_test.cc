@@ -13,11 +13,15 @@
 #include "http_server.h"
 #include "http_status.h"
 #include "items_body.h"
+#include "redbloom/filter_config.h"
+#include "service.h"
+#include "test_util.h"
 
 namespace redbloom::server {
 namespace {
 
 using nlohmann::json;
+using testing::ValueOrFail;
 
 ItemLimits Big() { return ItemLimits{.max_items = 1000000, .max_item_bytes = 1 << 20}; }
 
@@ -232,7 +236,8 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
       "write_timeout_s":4,"max_body_bytes":2048,"max_items":7,"max_item_bytes":9,
       "filter_revalidate_ms":250,"filter_cache_size":3,"store_connect_timeout_ms":100,
       "store_command_timeout_ms":200,"store_pool_size":2,"store_max_retries":0,
-      "store_batch_items":10})",
+      "store_batch_items":10,"header_timeout_s":6,"body_timeout_s":7,"max_connections":8,
+      "max_connections_per_client":0,"max_filter_bytes":4096})",
                               &c)
                   .ok());
   EXPECT_EQ(c.listen, "0.0.0.0:9000");
@@ -257,12 +262,96 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
   EXPECT_EQ(c.service.store_options.pool_size, 2);
   EXPECT_EQ(c.service.store_options.max_retries, 0);
   EXPECT_EQ(c.service.store_options.batch_items, 10u);
+  EXPECT_EQ(c.http.header_timeout_s, 6);
+  EXPECT_EQ(c.http.body_timeout_s, 7);
+  EXPECT_EQ(c.http.max_connections, 8);
+  EXPECT_EQ(c.http.max_connections_per_client, 0);
+  EXPECT_EQ(c.max_filter_bytes, 4096u);
+  EXPECT_EQ(c.max_filter_bytes_source, "config");
 
-  for (const char* bad : {R"({"listn":"x"})", R"({"threads":0})", R"({"threads":"4"})",
-                          R"({"threads":1.5})", R"({"max_body_bytes":10})", R"({"log_items":1})",
-                          R"([1])", R"({"token":5})", R"({"store_pool_size":99999})", "{"}) {
+  for (const char* bad :
+       {R"({"listn":"x"})", R"({"threads":0})", R"({"threads":"4"})", R"({"threads":1.5})",
+        R"({"max_body_bytes":10})", R"({"log_items":1})", R"([1])", R"({"token":5})",
+        R"({"store_pool_size":99999})", R"({"header_timeout_s":0})", R"({"max_connections":1001})",
+        R"({"max_connections_per_client":-1})", R"({"max_filter_bytes":-1})", "{"}) {
     ServerConfig d;
     EXPECT_EQ(ApplyConfigJson(bad, &d).code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ConfigTest, ParseByteSize) {
+  EXPECT_EQ(ValueOrFail(ParseByteSize("0")), 0u);
+  EXPECT_EQ(ValueOrFail(ParseByteSize("1073741824")), uint64_t{1} << 30);
+  EXPECT_EQ(ValueOrFail(ParseByteSize("1GiB")), uint64_t{1} << 30);
+  EXPECT_EQ(ValueOrFail(ParseByteSize("512m")), uint64_t{512} << 20);
+  EXPECT_EQ(ValueOrFail(ParseByteSize("2K")), 2048u);
+  EXPECT_EQ(ValueOrFail(ParseByteSize("3TiB")), uint64_t{3} << 40);
+  for (const char* bad :
+       {"", "G", "1.5G", "-1", "10X", "1 GiB", "99999999999999999999", "16777216T"}) {
+    EXPECT_EQ(ParseByteSize(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+// The default limit is sized to the machine for the stores this process
+// maps, and left to the Redis server's maxmemory otherwise; a flag or the
+// config file overrides it.
+TEST(ConfigTest, MaxFilterBytesDefaultsToAQuarterOfMemoryForLocalStores) {
+  constexpr uint64_t kRam = uint64_t{16} << 30;
+  EXPECT_EQ(DefaultMaxFilterBytes("file:/var/lib/redbloom", kRam), kRam / 4);
+  EXPECT_EQ(DefaultMaxFilterBytes("mem:", kRam), kRam / 4);
+  EXPECT_EQ(DefaultMaxFilterBytes("redis://127.0.0.1:6379", kRam), 0u);
+  EXPECT_EQ(DefaultMaxFilterBytes("redis-cluster://127.0.0.1:7000", kRam), 0u);
+  ASSERT_GT(PhysicalMemoryBytes(), 0u);
+
+  FakeEnv env({});
+  Flags flags;
+  flags.store = "file:/tmp/x";
+  auto c = ResolveConfig(flags, env.fn());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->service.max_filter_bytes, PhysicalMemoryBytes() / 4);
+  EXPECT_EQ(c->max_filter_bytes_source, "default");
+  flags.max_filter_bytes = "2GiB";
+  c = ResolveConfig(flags, env.fn());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->service.max_filter_bytes, uint64_t{2} << 30);
+  EXPECT_EQ(c->max_filter_bytes_source, "flag");
+  flags.max_filter_bytes = "lots";
+  EXPECT_EQ(ResolveConfig(flags, env.fn()).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ServiceTest, FilterBytesCountsEveryShardAndSliceButOneLayer) {
+  FilterOptions o{.capacity = 1'000'000, .error_rate = 0.01};
+  ASSERT_OK_AND_ASSIGN(FilterConfig plain, MakeConfig(o));
+  EXPECT_EQ(ValueOrFail(FilterBytes(plain)), plain.data_bytes());
+  o.kind = FilterKind::kCounting;
+  ASSERT_OK_AND_ASSIGN(FilterConfig counting, MakeConfig(o));
+  EXPECT_EQ(ValueOrFail(FilterBytes(counting)), counting.data_bytes());
+  EXPECT_EQ(counting.data_bytes(), (counting.geometry.bits * 4 + 7) / 8);
+  o.kind = FilterKind::kScaling;
+  ASSERT_OK_AND_ASSIGN(FilterConfig scaling, MakeConfig(o));
+  EXPECT_EQ(ValueOrFail(FilterBytes(scaling)), scaling.data_bytes());  // the first layer
+  o.kind = FilterKind::kWindow;
+  o.window_millis = 60000;
+  o.slices = 10;
+  ASSERT_OK_AND_ASSIGN(FilterConfig window, MakeConfig(o));
+  EXPECT_EQ(ValueOrFail(FilterBytes(window)), 10 * window.data_bytes());
+  o = FilterOptions{.capacity = 1'000'000, .error_rate = 0.01, .shards = 4};
+  ASSERT_OK_AND_ASSIGN(FilterConfig sharded, MakeConfig(o));
+  uint64_t shards = 0;
+  for (uint64_t p = 0; p < 4; ++p) shards += ValueOrFail(SizePart(sharded, p)).bytes(1);
+  EXPECT_EQ(ValueOrFail(FilterBytes(sharded)), shards);
+  EXPECT_GE(shards, plain.data_bytes() - 64);
+}
+
+TEST(HttpHelpersTest, PriorityRequestsAreHealthReadinessAndMetricsReads) {
+  for (const char* yes : {"GET /healthz HTTP/1.1", "HEAD /readyz HTTP/1.1", "GET /metrics HTTP/1.0",
+                          "GET /healthz?verbose HTTP/1.1"}) {
+    EXPECT_TRUE(IsPriorityRequest(yes)) << yes;
+  }
+  for (const char* no :
+       {"POST /healthz HTTP/1.1", "GET /healthzz HTTP/1.1", "GET /v1/filters HTTP/1.1",
+        "GET /v1/filters/healthz HTTP/1.1", "GET", "", "get /healthz HTTP/1.1"}) {
+    EXPECT_FALSE(IsPriorityRequest(no)) << no;
   }
 }
 

@@ -55,6 +55,9 @@ struct FilterInfo {
                                    // (like BF.CARD; UINT64_MAX if a part is full)
   double fill_ratio = 0;           // bits_set / bits
   double current_fpp = 0;          // (fill)^k per part, combined over the parts
+  // False when bits_set (and so the figures derived from it) was estimated
+  // from a sample of a large part (see FilterStats::bits_set_exact).
+  bool bits_set_exact = true;
 };
 
 class BloomFilter {

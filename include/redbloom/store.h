@@ -68,6 +68,11 @@ struct StoreOptions {
 struct FilterStats {
   uint64_t bits_set = 0;     // cells that are non-zero
   uint64_t items_added = 0;  // the part's item count (see BitStore::Add)
+  // False when bits_set is estimated from a sample of the cells, as memory
+  // and file stores do for parts over 64 MiB so that Stats never reads a
+  // whole large part (the estimate's standard error is under 1e-4 of the
+  // cells).
+  bool bits_set_exact = true;
 };
 
 // One part's share of a call to BitStore: `items` runs of k offsets each,

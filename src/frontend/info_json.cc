@@ -34,6 +34,9 @@ nlohmann::ordered_json InfoJson(const FilterInfo& info, const std::string& store
   if (!c.one_array()) j["total_bits"] = info.bits;
   j["memory_bytes"] = info.memory_bytes;
   j["bits_set"] = info.bits_set;
+  // "sampled": parts over 64 MiB are estimated from 4 MiB of their cells, so
+  // that info never reads a whole large filter.
+  j["bits_set_method"] = info.bits_set_exact ? "exact" : "sampled";
   j["items_added"] = info.items_added;
   if (info.approximate_items == UINT64_MAX) {
     j["approximate_items"] = nullptr;  // every bit set: the estimate is unbounded

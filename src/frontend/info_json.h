@@ -13,8 +13,9 @@ namespace redbloom::frontend {
 
 // Fields in a fixed order: name, store, kind, strategy, encoding, capacity,
 // error_rate, bits, hashes, capped, [expansion], [window_ms, slices],
-// ttl_seconds, shards, parts, [total_bits], memory_bytes, bits_set, items_added, approximate_items
-// (null when every bit is set), fill_ratio, current_fpp.
+// ttl_seconds, shards, parts, [total_bits], memory_bytes, bits_set, bits_set_method ("exact" or
+// "sampled"), items_added, approximate_items (null when every bit is set), fill_ratio,
+// current_fpp.
 nlohmann::ordered_json InfoJson(const FilterInfo& info, const std::string& store_url);
 
 }  // namespace redbloom::frontend

@@ -20,14 +20,40 @@ namespace {
 constexpr size_t kLineBytes = 64;
 constexpr size_t kHugePage = size_t{2} << 20;
 
-struct AlignedDelete {
-  size_t alignment = kLineBytes;
-  void operator()(uint64_t* p) const { ::operator delete[](p, std::align_val_t{alignment}); }
+// Frees words from either source of NewWords.
+struct WordsDelete {
+  size_t bytes = 0;
+  bool mapped = false;
+  void operator()(uint64_t* p) const {
+    if (mapped) {
+      ::munmap(p, bytes);
+    } else {
+      ::operator delete[](p, std::align_val_t{kLineBytes});
+    }
+  }
 };
+using Words = std::unique_ptr<uint64_t[], WordsDelete>;
+
+// Zeroed words, 64-byte aligned (a `block` item's 512-bit block is then one
+// cache line). Large arrays are an anonymous mapping: the kernel zeroes
+// pages as they are first touched, so creating a 12 GB filter makes nothing
+// resident (issue #15.6), and the huge-page advice comes before any touch
+// (transparent_hugepage = madvise, as here: random accesses then miss the
+// TLB far less; only a hint, nothing depends on it).
+Words NewWords(size_t bytes) {
+  if (bytes >= kHugePage) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return Words(nullptr, WordsDelete{bytes, true});
+    ::madvise(p, bytes, MADV_HUGEPAGE);
+    return Words(static_cast<uint64_t*>(p), WordsDelete{bytes, true});
+  }
+  auto* p = new (std::align_val_t{kLineBytes}, std::nothrow) uint64_t[bytes / 8];
+  if (p != nullptr) std::memset(p, 0, bytes);
+  return Words(p, WordsDelete{bytes, false});
+}
 
 struct MemArray {
-  // 64-byte aligned, so that a `block` item's 512-bit block is one cache line.
-  std::unique_ptr<uint64_t[], AlignedDelete> words;
+  Words words;
   uint64_t count = 0;
   uint64_t superseded = 0;
   uint64_t expires_at_ms = 0;  // 0 = never
@@ -51,22 +77,13 @@ Result<std::shared_ptr<MemArray>> NewArray(const FilterConfig& config, uint64_t 
   WordArray& v = a->view;
   v.cells = sizing.geometry.bits;
   v.cell_bits = config.cell_bits();
-  // Huge pages where the kernel offers them on request (transparent_hugepage
-  // = madvise, as here): a filter's random accesses then miss the TLB far
-  // less. The advice must come before the memory is first touched, so the
-  // words are zeroed after it. Only a hint; nothing depends on it.
   const size_t bytes = v.word_count() * 8;
-  const size_t alignment = bytes >= kHugePage ? kHugePage : kLineBytes;
-  a->words = std::unique_ptr<uint64_t[], AlignedDelete>(
-      new (std::align_val_t{alignment}, std::nothrow) uint64_t[v.word_count()],
-      AlignedDelete{alignment});
+  a->words = NewWords(bytes);
   if (!a->words) {
     return Status::ResourceExhausted("cannot allocate " + std::to_string(bytes) +
                                      " bytes for filter '" + std::string(name) + "'");
   }
   v.words = a->words.get();
-  if (alignment == kHugePage) ::madvise(v.words, bytes, MADV_HUGEPAGE);
-  std::memset(v.words, 0, bytes);
   v.count = &a->count;
   v.superseded = &a->superseded;
   v.remove_mutex = remove_mutex;

@@ -1,0 +1,705 @@
+#include "connections.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace redbloom::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Largest header block read ahead of a worker. httplib allows an 8 KiB
+// request line and 8 KiB per header line; 64 KiB leaves room for a few dozen
+// long headers and bounds what 512 slow connections can pin (32 MiB).
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+constexpr size_t kReadChunk = 16 * 1024;
+// Workers reserved for PriorityRequest: two, so that a /readyz waiting on an
+// unresponsive store (up to its command timeout) does not hold up /healthz.
+constexpr int kPriorityWorkers = 2;
+// After accept() fails for want of descriptors, how long to stop accepting:
+// the listening socket stays readable, so retrying at once would spin.
+constexpr milliseconds kAcceptPause{100};
+
+thread_local std::optional<std::string> t_read_timeout;
+
+std::string SecondsText(milliseconds d) {
+  char buf[32];
+  if (d.count() % 1000 == 0) {
+    std::snprintf(buf, sizeof(buf), "%lld s", static_cast<long long>(d.count() / 1000));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3g s", static_cast<double>(d.count()) / 1000);
+  }
+  return buf;
+}
+
+int CeilMillis(Clock::duration d) {
+  if (d <= Clock::duration::zero()) return 0;
+  const auto ms = std::chrono::ceil<milliseconds>(d).count();
+  return static_cast<int>(std::min<int64_t>(ms, 1 << 30));
+}
+
+// A complete answer written by the connection layer itself, before httplib
+// has a request: messages are fixed ASCII, so no JSON escaping is needed.
+std::string ErrorResponse(int status, std::string_view phrase, std::string_view code,
+                          std::string_view message) {
+  std::string body = "{\"error\":\"";
+  body.append(code).append("\",\"message\":\"").append(message).append("\"}");
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " ";
+  out.append(phrase).append("\r\nContent-Type: application/json\r\nContent-Length: ");
+  out.append(std::to_string(body.size()));
+  if (status == 429 || status == 503) out.append("\r\nRetry-After: 1");
+  out.append("\r\nConnection: close\r\n\r\n").append(body);
+  return out;
+}
+
+// Best effort on a non-blocking socket: a few hundred bytes fit any fresh
+// socket buffer, and a client that does not read them loses nothing it can
+// use.
+void SendAndClose(int fd, const std::string& bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  // FIN after the answer, so that the client reads it before the close.
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+
+// Numeric host of a socket address; an IPv4-mapped IPv6 address is given as
+// IPv4, so that one client counts once on a dual-stack socket.
+std::pair<std::string, int> AddressOf(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+      ::inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12], host, sizeof(host));
+    } else {
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    }
+    port = ntohs(a->sin6_port);
+  }
+  return {host, port};
+}
+
+struct Connection {
+  int fd = -1;
+  std::string peer;  // numeric address: the per-client key
+  int peer_port = 0;
+  std::string local;
+  int local_port = 0;
+  std::string buf;  // received, not yet consumed
+  size_t pos = 0;   // buf[pos..] is unread
+  // Header scan of the request that starts at `pos` (absolute indexes).
+  size_t scan = 0;
+  size_t line_start = 0;
+  bool request_line = false;
+  bool idle = false;  // no byte of the next request yet (keep-alive wait)
+  bool registered = false;
+  bool in_worker = false;
+  bool keep = false;  // the worker's verdict: may carry another request
+  int served = 0;
+  Clock::time_point deadline;
+};
+
+// Writes a connection-level answer before the connection is closed.
+void Answer(const Connection& c, const std::string& bytes) {
+  // One small write on a socket with nothing else queued: it fits.
+  [[maybe_unused]] const ssize_t n = ::send(c.fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  ::shutdown(c.fd, SHUT_WR);
+}
+
+// The socket as httplib reads and writes it on a worker: bytes the event
+// thread already read come first, and every wait is bounded by read_timeout
+// and by the request's body deadline (or write_timeout).
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(Connection& c, const ConnectionOptions& o)
+      : c_(c), o_(o), deadline_(Clock::now() + o.body_timeout) {}
+
+  bool is_readable() const override {
+    return c_.pos < c_.buf.size() || Wait(POLLIN, std::min(o_.read_timeout, Left()));
+  }
+  bool is_writable() const override { return Wait(POLLOUT, o_.write_timeout); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (c_.pos == c_.buf.size()) {
+      const ssize_t n = Fill();
+      if (n <= 0) return n;
+    }
+    const size_t n = std::min(size, c_.buf.size() - c_.pos);
+    std::memcpy(ptr, c_.buf.data() + c_.pos, n);
+    c_.pos += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    while (true) {
+      const ssize_t n = ::send(c_.fd, ptr, size, MSG_NOSIGNAL);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !Wait(POLLOUT, o_.write_timeout)) {
+        broken_ = true;
+        return -1;
+      }
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.peer;
+    port = c_.peer_port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.local;
+    port = c_.local_port;
+  }
+  socket_t socket() const override { return c_.fd; }
+
+  // A read or write failed: the connection cannot carry another request.
+  bool broken() const { return broken_; }
+
+ private:
+  // Rounded up, so that a wait never ends before the deadline.
+  milliseconds Left() const { return milliseconds(CeilMillis(deadline_ - Clock::now())); }
+
+  bool Wait(short events, milliseconds timeout) const {
+    const auto until = Clock::now() + timeout;
+    while (true) {
+      pollfd p{c_.fd, events, 0};
+      const int r = ::poll(&p, 1, CeilMillis(until - Clock::now()));
+      if (r > 0) return true;
+      if (r == 0 || errno != EINTR) return false;
+    }
+  }
+
+  // Reads more into the (consumed) buffer: > 0 bytes, 0 at the end of the
+  // stream, -1 on an error or a timeout (then t_read_timeout says which).
+  ssize_t Fill() {
+    c_.buf.clear();
+    c_.pos = 0;
+    while (true) {
+      const milliseconds left = Left();
+      const bool body_deadline = left <= o_.read_timeout;
+      if (!Wait(POLLIN, std::min(o_.read_timeout, left))) {
+        broken_ = true;
+        t_read_timeout = body_deadline
+                             ? "the request body did not arrive within body_timeout_s (" +
+                                   SecondsText(o_.body_timeout) + ")"
+                             : "no byte of the request body arrived for read_timeout_s (" +
+                                   SecondsText(o_.read_timeout) + ")";
+        return -1;
+      }
+      c_.buf.resize(kReadChunk);
+      const ssize_t n = ::recv(c_.fd, c_.buf.data(), kReadChunk, 0);
+      c_.buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      if (n > 0) return n;
+      if (n == 0) {
+        broken_ = true;
+        return 0;
+      }
+      if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+        broken_ = true;
+        return -1;
+      }
+    }
+  }
+
+  Connection& c_;
+  const ConnectionOptions& o_;
+  const Clock::time_point deadline_;
+  bool broken_ = false;
+};
+
+class WorkQueue {
+ public:
+  void Push(Connection* c) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(c);
+    }
+    cv_.notify_one();
+  }
+  // The next connection, or null once closed and drained.
+  Connection* Pop() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return !queue_.empty() || closed_; });
+    if (queue_.empty()) return nullptr;
+    Connection* c = queue_.front();
+    queue_.pop_front();
+    return c;
+  }
+  void Close() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Connection*> queue_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+std::optional<std::string> RequestReadTimeout() { return t_read_timeout; }
+
+// The event thread's state. Everything here but the queues and `returned_`
+// is touched by the event thread only, so the bookkeeping takes no lock.
+class ConnectionServer::Loop {
+ public:
+  explicit Loop(ConnectionServer& s) : s_(s), o_(s.options_) {}
+
+  void Run();
+
+ private:
+  void Watch(Connection& c);
+  void Unwatch(Connection& c);
+  void SetDeadline(Connection& c, Clock::time_point t);
+  void ClearDeadline(Connection& c);
+  void Accept();
+  void Admit(int fd, const sockaddr_storage& peer);
+  void OnReadable(Connection& c);
+  bool HeadComplete(Connection& c);
+  void Dispatch(Connection& c);
+  void Resume(Connection& c);
+  void Close(Connection& c);
+  void Expire(Clock::time_point now);
+  void TakeReturned();
+  void StopListening();
+  void Work(WorkQueue* queue);
+  void Serve(Connection& c);
+
+  ConnectionServer& s_;
+  const ConnectionOptions& o_;
+  int epoll_fd_ = -1;
+  bool listening_ = false;
+  std::optional<Clock::time_point> accept_paused_until_;
+  std::unordered_map<int, std::unique_ptr<Connection>> conns_;
+  std::unordered_map<std::string, int> per_client_;
+  std::set<std::pair<Clock::time_point, int>> deadlines_;
+  WorkQueue general_;
+  WorkQueue priority_;
+  std::mutex returned_mu_;
+  std::vector<Connection*> returned_;  // guarded by returned_mu_
+};
+
+void ConnectionServer::Loop::Watch(Connection& c) {
+  if (c.registered) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = c.fd;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) == 0) c.registered = true;
+}
+
+void ConnectionServer::Loop::Unwatch(Connection& c) {
+  if (!c.registered) return;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  c.registered = false;
+}
+
+void ConnectionServer::Loop::SetDeadline(Connection& c, Clock::time_point t) {
+  ClearDeadline(c);
+  c.deadline = t;
+  deadlines_.emplace(t, c.fd);
+}
+
+void ConnectionServer::Loop::ClearDeadline(Connection& c) { deadlines_.erase({c.deadline, c.fd}); }
+
+void ConnectionServer::Loop::StopListening() {
+  if (!listening_) return;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, s_.listen_fd_, nullptr);
+  listening_ = false;
+}
+
+void ConnectionServer::Loop::Accept() {
+  while (true) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    const int fd = ::accept4(s_.listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      Admit(fd, peer);
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      StopListening();
+      accept_paused_until_ = Clock::now() + kAcceptPause;
+    }
+    return;  // EAGAIN: all taken
+  }
+}
+
+void ConnectionServer::Loop::Admit(int fd, const sockaddr_storage& peer) {
+  auto [host, port] = AddressOf(peer);
+  const int limit = o_.max_connections_per_client;
+  if (conns_.size() >= static_cast<size_t>(o_.max_connections) || fd >= FD_SETSIZE) {
+    s_.metrics_->ConnectionRefused(Refusal::kTotal);
+    SendAndClose(
+        fd, ErrorResponse(503, "Service Unavailable", "too_many_connections",
+                          "the server has max_connections (" + std::to_string(o_.max_connections) +
+                              ") connections open; retry later"));
+    return;
+  }
+  if (limit > 0 && per_client_[host] >= limit) {
+    s_.metrics_->ConnectionRefused(Refusal::kPerClient);
+    SendAndClose(
+        fd, ErrorResponse(429, "Too Many Requests", "too_many_connections",
+                          "this address has max_connections_per_client (" + std::to_string(limit) +
+                              ") connections open; reuse them (keep-alive) or close "
+                              "some"));
+    return;
+  }
+  ++per_client_[host];
+  s_.metrics_->ConnectionOpened();
+  int yes = 1;
+  // Responses go out as headers then body; without TCP_NODELAY, Nagle holds
+  // the body until the client's delayed ACK (40 ms on Linux).
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+  auto c = std::make_unique<Connection>();
+  c->fd = fd;
+  c->peer = std::move(host);
+  c->peer_port = port;
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    std::tie(c->local, c->local_port) = AddressOf(local);
+  }
+  Connection& ref = *c;
+  conns_.emplace(fd, std::move(c));
+  // A new connection is held to the header deadline from the start: one
+  // that sends nothing is as much a slow client as one that sends a byte.
+  SetDeadline(ref, Clock::now() + o_.header_timeout);
+  Watch(ref);
+}
+
+void ConnectionServer::Loop::OnReadable(Connection& c) {
+  while (true) {
+    if (c.buf.size() - c.pos >= kMaxHeaderBytes) {
+      Answer(c, ErrorResponse(431, "Request Header Fields Too Large", "too_large",
+                              "request headers are larger than " + std::to_string(kMaxHeaderBytes) +
+                                  " bytes"));
+      Close(c);
+      return;
+    }
+    const size_t old = c.buf.size();
+    c.buf.resize(old + kReadChunk);
+    const ssize_t n = ::recv(c.fd, c.buf.data() + old, kReadChunk, 0);
+    c.buf.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+    if (n > 0) {
+      if (c.idle) {
+        c.idle = false;
+        SetDeadline(c, Clock::now() + o_.header_timeout);
+      }
+      if (HeadComplete(c)) {
+        Dispatch(c);
+        return;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    Close(c);  // the client closed (or reset) before finishing its headers
+    return;
+  }
+}
+
+// Mirrors httplib's reading: the request line is the first line ending in
+// '\n'; the headers end at the first later line that is exactly "\r\n"
+// (httplib skips lines ending in a bare '\n').
+bool ConnectionServer::Loop::HeadComplete(Connection& c) {
+  while (true) {
+    const size_t nl = c.buf.find('\n', c.scan);
+    if (nl == std::string::npos) {
+      c.scan = c.buf.size();
+      return false;
+    }
+    if (!c.request_line) {
+      c.request_line = true;
+    } else if (nl == c.line_start + 1 && c.buf[c.line_start] == '\r') {
+      return true;
+    }
+    c.line_start = c.scan = nl + 1;
+  }
+}
+
+void ConnectionServer::Loop::Dispatch(Connection& c) {
+  ClearDeadline(c);
+  Unwatch(c);
+  c.in_worker = true;
+  std::string_view line(c.buf);
+  line = line.substr(c.pos, line.find('\n', c.pos) - c.pos);
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  (s_.priority_ && s_.priority_(line) ? priority_ : general_).Push(&c);
+}
+
+void ConnectionServer::Loop::Resume(Connection& c) {
+  c.buf.erase(0, c.pos);
+  c.pos = c.scan = c.line_start = 0;
+  c.request_line = false;
+  if (c.buf.empty()) {
+    c.idle = true;
+    SetDeadline(c, Clock::now() + o_.keep_alive_timeout);
+  } else {
+    c.idle = false;  // a pipelined request has begun
+    SetDeadline(c, Clock::now() + o_.header_timeout);
+    if (HeadComplete(c)) {
+      Dispatch(c);
+      return;
+    }
+  }
+  Watch(c);
+}
+
+void ConnectionServer::Loop::Close(Connection& c) {
+  ClearDeadline(c);
+  Unwatch(c);
+  ::close(c.fd);
+  auto it = per_client_.find(c.peer);
+  if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+  s_.metrics_->ConnectionClosed();
+  conns_.erase(c.fd);  // destroys c
+}
+
+void ConnectionServer::Loop::Expire(Clock::time_point now) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const int fd = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) continue;
+    Connection& c = *it->second;
+    if (!c.idle) {
+      // The header deadline: the client gets a 408 if it had started a
+      // request, and the connection goes either way.
+      s_.metrics_->RequestTimedOut(TimeoutPhase::kHeaders);
+      if (c.buf.size() > c.pos) {
+        Answer(c, ErrorResponse(408, "Request Timeout", "request_timeout",
+                                "the request headers did not arrive within header_timeout_s (" +
+                                    SecondsText(o_.header_timeout) + ")"));
+      }
+    }
+    Close(c);
+  }
+}
+
+void ConnectionServer::Loop::TakeReturned() {
+  std::vector<Connection*> back;
+  {
+    std::lock_guard lock(returned_mu_);
+    back.swap(returned_);
+  }
+  for (Connection* c : back) {
+    c->in_worker = false;
+    if (c->keep) {
+      Resume(*c);
+    } else {
+      Close(*c);
+    }
+  }
+}
+
+void ConnectionServer::Loop::Serve(Connection& c) {
+  t_read_timeout.reset();
+  ConnectionStream stream(c, o_);
+  const bool last = s_.stopping_.load() || c.served + 1 >= o_.keep_alive_max_requests;
+  bool keep = false;
+  try {
+    keep = s_.handler_(stream, last);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "redbloomd: exception while serving a request: %s\n", e.what());
+  }
+  ++c.served;
+  if (t_read_timeout) s_.metrics_->RequestTimedOut(TimeoutPhase::kBody);
+  c.keep = keep && !last && !stream.broken() && !t_read_timeout;
+  t_read_timeout.reset();
+}
+
+void ConnectionServer::Loop::Work(WorkQueue* queue) {
+  while (Connection* c = queue->Pop()) {
+    Serve(*c);
+    {
+      std::lock_guard lock(returned_mu_);
+      returned_.push_back(c);
+    }
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t w = ::write(s_.wake_fd_, &one, sizeof(one));
+  }
+}
+
+void ConnectionServer::Loop::Run() {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) {
+    std::fprintf(stderr, "redbloomd: epoll_create1: %s\n", std::strerror(errno));
+    return;
+  }
+  for (int fd : {s_.wake_fd_, s_.listen_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+  listening_ = true;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < o_.workers; ++i) threads.emplace_back([this] { Work(&general_); });
+  for (int i = 0; i < kPriorityWorkers; ++i) threads.emplace_back([this] { Work(&priority_); });
+
+  std::vector<epoll_event> events(64);
+  while (true) {
+    if (s_.stopping_.load() && s_.listen_fd_ >= 0) {
+      StopListening();
+      accept_paused_until_.reset();
+      ::close(s_.listen_fd_);  // new connections are refused from here on
+      s_.listen_fd_ = -1;
+    }
+    if (s_.stopping_.load() && conns_.empty()) break;
+    int timeout = -1;
+    if (!deadlines_.empty()) timeout = CeilMillis(deadlines_.begin()->first - Clock::now());
+    if (accept_paused_until_) {
+      const int pause = CeilMillis(*accept_paused_until_ - Clock::now());
+      timeout = timeout < 0 ? pause : std::min(timeout, pause);
+    }
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout);
+    if (n < 0 && errno != EINTR) {
+      std::fprintf(stderr, "redbloomd: epoll_wait: %s\n", std::strerror(errno));
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == s_.wake_fd_) {
+        uint64_t count = 0;
+        [[maybe_unused]] const ssize_t r = ::read(s_.wake_fd_, &count, sizeof(count));
+      } else if (fd == s_.listen_fd_) {
+        if (listening_) Accept();
+      } else if (auto it = conns_.find(fd); it != conns_.end() && !it->second->in_worker) {
+        OnReadable(*it->second);
+      }
+    }
+    TakeReturned();
+    const auto now = Clock::now();
+    Expire(now);
+    if (accept_paused_until_ && now >= *accept_paused_until_ && s_.listen_fd_ >= 0) {
+      accept_paused_until_.reset();
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = s_.listen_fd_;
+      if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, s_.listen_fd_, &ev) == 0) listening_ = true;
+    }
+  }
+  general_.Close();
+  priority_.Close();
+  for (auto& t : threads) t.join();
+  TakeReturned();
+  while (!conns_.empty()) Close(*conns_.begin()->second);
+  ::close(epoll_fd_);
+  epoll_fd_ = -1;
+}
+
+// ---------------------------------------------------------------------------
+// ConnectionServer
+
+ConnectionServer::ConnectionServer(ConnectionOptions options, RequestHandler handler,
+                                   PriorityRequest priority, Metrics* metrics)
+    : options_(std::move(options)),
+      handler_(std::move(handler)),
+      priority_(std::move(priority)),
+      metrics_(metrics),
+      wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+ConnectionServer::~ConnectionServer() {
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+Status ConnectionServer::Bind() {
+  const std::string where = options_.host + ":" + std::to_string(options_.port);
+  if (wake_fd_ < 0) return Status::Unavailable(std::string("eventfd: ") + std::strerror(errno));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(options_.port);
+  if (int rc = ::getaddrinfo(options_.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return Status::Unavailable("cannot listen on " + where + ": " + ::gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
+  int error = 0;
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      error = errno;
+      continue;
+    }
+    // SO_REUSEADDR allows a quick restart over TIME_WAIT; not SO_REUSEPORT,
+    // which would let a second redbloomd silently take half the connections.
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (ai->ai_family == AF_INET6) {
+      int no = 0;  // "::" takes IPv4 too, as httplib's listener did
+      ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
+    }
+    // A deep backlog: connections are taken at once and refused explicitly
+    // past the limits, rather than left in SYN retries.
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      error = errno;
+      ::close(fd);
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    listen_fd_ = fd;
+    port_ = AddressOf(bound).second;
+    return Status::Ok();
+  }
+  return Status::Unavailable("cannot listen on " + where + ": " + std::strerror(error));
+}
+
+void ConnectionServer::Run() {
+  if (listen_fd_ < 0) return;
+  loop_ = std::make_unique<Loop>(*this);
+  loop_->Run();
+}
+
+void ConnectionServer::Stop() {
+  stopping_.store(true);
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t w = ::write(wake_fd_, &one, sizeof(one));
+}
+
+}  // namespace redbloom::server

@@ -1,0 +1,118 @@
+// The connection layer of redbloomd: accepts TCP connections, reads each
+// request's header block on one event thread (epoll), and hands a request to
+// a worker thread only once its headers are all there. httplib parses and
+// answers the request on the worker (see HttpServer); this layer owns the
+// sockets, the deadlines and the limits.
+//
+// Why not httplib's own loop: cpp-httplib 0.11 (Debian 12) gives each
+// connection a pool thread for its whole keep-alive life, and its read
+// timeout applies to each recv() alone. Twenty clients sending a header byte
+// every 2 s held all sixteen threads forever, and /healthz waited behind them
+// (issue #15.7). Here a connection costs a thread only while a complete
+// request is being served:
+//   - headers must arrive within header_timeout of the first byte (of the
+//     connection, for a new one), or the client gets 408 and is closed;
+//   - a body must arrive within body_timeout of the headers (408), and no
+//     read may wait longer than read_timeout (408);
+//   - an idle keep-alive connection is closed after keep_alive_timeout;
+//   - at most max_connections are open, and at most
+//     max_connections_per_client from one address (503 / 429 at accept);
+//   - requests that a PriorityRequest picks (health, readiness, metrics) go
+//     to two reserved workers, so they answer while every other worker is
+//     busy.
+#ifndef REDBLOOM_SERVER_CONNECTIONS_H_
+#define REDBLOOM_SERVER_CONNECTIONS_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "metrics.h"
+#include "redbloom/status.h"
+
+namespace httplib {
+class Stream;
+}  // namespace httplib
+
+namespace redbloom::server {
+
+struct ConnectionOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0 picks a free port; see ConnectionServer::port()
+  // Threads serving requests (besides the event thread and the two reserved
+  // workers); bounds the requests in progress, not the open connections.
+  int workers = 16;
+  // From a request's first byte (a new connection: from accept) to the end
+  // of its headers. 5 s is ample for any client (headers are < 1 KB) and
+  // frees a slowloris connection's slot in bounded time.
+  std::chrono::milliseconds header_timeout{5000};
+  // From the end of the headers to the end of the body: 30 s moves the
+  // largest default body (16 MiB) at 0.5 MiB/s.
+  std::chrono::milliseconds body_timeout{30000};
+  // Longest wait for any one read (of the body) or write.
+  std::chrono::milliseconds read_timeout{5000};
+  std::chrono::milliseconds write_timeout{5000};
+  // An idle keep-alive connection is closed after this.
+  std::chrono::milliseconds keep_alive_timeout{5000};
+  int keep_alive_max_requests = 1000;
+  // Open connections, all addresses together. Each is a file descriptor and
+  // up to 64 KiB of header buffer; httplib answers 500 on descriptors past
+  // FD_SETSIZE (1024, it uses select()), so more are refused at accept.
+  int max_connections = 512;
+  // Open connections from one client address; 0 = no limit. A load balancer
+  // or a local proxy shows as one address for all its clients, so behind one
+  // this must cover its whole connection pool.
+  int max_connections_per_client = 256;
+};
+
+// Serves one request read from `stream` (httplib parses, routes, answers).
+// `last` asks for "Connection: close". Returns true when the connection may
+// carry another request.
+using RequestHandler = std::function<bool(httplib::Stream& stream, bool last)>;
+// True for a request line ("GET /healthz HTTP/1.1") served by the reserved
+// workers.
+using PriorityRequest = std::function<bool(std::string_view request_line)>;
+
+// When the request being served on this thread stopped reading its body
+// because a deadline passed: a message naming the limit, for a 408 answer.
+// nullopt otherwise (no read timed out, or not on a worker).
+std::optional<std::string> RequestReadTimeout();
+
+class ConnectionServer {
+ public:
+  ConnectionServer(ConnectionOptions options, RequestHandler handler, PriorityRequest priority,
+                   Metrics* metrics);
+  ConnectionServer(const ConnectionServer&) = delete;
+  ConnectionServer& operator=(const ConnectionServer&) = delete;
+  ~ConnectionServer();
+
+  // Binds and listens (kUnavailable if the address is taken).
+  Status Bind();
+  int port() const { return port_; }
+  // Serves until Stop() and every connection has gone: requests already
+  // received are answered (with "Connection: close"), and idle keep-alive
+  // connections are closed within keep_alive_timeout.
+  void Run();
+  // Stops accepting connections at once; may be called from any thread.
+  void Stop();
+
+ private:
+  class Loop;
+  ConnectionOptions options_;
+  RequestHandler handler_;
+  PriorityRequest priority_;
+  Metrics* metrics_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: Stop() and workers wake the event thread
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<Loop> loop_;
+};
+
+}  // namespace redbloom::server
+
+#endif  // REDBLOOM_SERVER_CONNECTIONS_H_

@@ -1,0 +1,386 @@
+// redbloomd under hostile or oversized load, as a real process on loopback:
+// slow clients (slowloris) are cut off at the header and body deadlines and
+// never keep /healthz from answering; one client address cannot hold more
+// than its share of connections; a filter larger than the configured limit
+// is refused before anything is created; and info on a big filter does not
+// read its whole bitmap.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server_process.h"
+#include "test_util.h"
+
+namespace redbloom::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+int64_t MillisSince(Clock::time_point t0) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
+}
+
+// Resident set of a process in bytes (VmRSS), or -1.
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("VmRSS:")) return std::stoll(line.substr(6)) * 1024;  // "NNN kB"
+  }
+  return -1;
+}
+
+// Sends `piece` on every connection each `period` until stopped: the pace of
+// a slow client, well inside the per-read timeout, so only a deadline over
+// the whole header (or body) can end it.
+class Trickler {
+ public:
+  Trickler(std::vector<std::unique_ptr<RawConnection>>* conns, std::string piece,
+           milliseconds period)
+      : thread_([this, conns, piece = std::move(piece), period] {
+          std::unique_lock lock(mu_);
+          while (!stop_) {
+            for (auto& c : *conns) c->Send(piece);
+            cv_.wait_for(lock, period, [this] { return stop_; });
+          }
+        }) {}
+  Trickler(const Trickler&) = delete;
+  Trickler& operator=(const Trickler&) = delete;
+  ~Trickler() { Stop(); }
+
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// GET /healthz on a fresh connection, as a load balancer's probe does, with
+// `budget` for connecting and for the answer. Returns the status (0 if none)
+// and the time it took.
+std::pair<int, int64_t> ProbeHealth(int port, milliseconds budget) {
+  httplib::Client probe("127.0.0.1", port);
+  probe.set_connection_timeout(budget);
+  probe.set_read_timeout(budget);
+  const auto t0 = Clock::now();
+  auto res = probe.Get("/healthz");
+  return {res ? res->status : 0, MillisSince(t0)};
+}
+
+class ServerLimitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : {"REDBLOOMD_LISTEN", "REDBLOOM_STORE", "REDBLOOMD_TOKEN"}) ::unsetenv(v);
+  }
+
+  std::string StoreUrl() const { return "file:" + dir_.path() + "/store"; }
+
+  static std::string Metrics(RedbloomdProcess& server) {
+    auto c = server.Client();
+    return Call(*c, "GET", "/metrics").body;
+  }
+
+  TempDir dir_;
+};
+
+// The issue's attack: more slow connections than worker threads, each
+// sending a byte of its headers now and then. With the defaults (16 workers,
+// 5 s to send the headers), /healthz keeps answering at once, and each slow
+// connection is answered 408 and closed when its 5 s are up, not before.
+TEST_F(ServerLimitsTest, SlowlorisIsCutOffAtTheHeaderDeadlineAndHealthStillAnswers) {
+  RedbloomdProcess server(StoreUrl());
+  server.Start();
+  constexpr int kSlow = 24;  // more than the default 16 workers
+  constexpr int64_t kHeaderTimeoutMs = 5000;
+  const auto t0 = Clock::now();
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < kSlow; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(server.port()));
+    slow.back()->Send("GET /v1/filters HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+  }
+  Trickler trickle(&slow, "a", milliseconds(250));
+
+  // Probe for most of the header deadline, while every slow connection is open.
+  int probes = 0;
+  while (MillisSince(t0) < kHeaderTimeoutMs - 1500) {
+    const auto [status, ms] = ProbeHealth(server.port(), milliseconds(1000));
+    EXPECT_EQ(status, 200) << "probe " << probes << " at " << MillisSince(t0) << " ms";
+    EXPECT_LT(ms, 1000) << "probe " << probes;
+    ++probes;
+    if (status != 200) break;  // one starved probe says it all
+  }
+  EXPECT_GE(probes, 3);
+
+  for (int i = 0; i < kSlow; ++i) {
+    const std::string response =
+        slow[i]->ReadResponse(milliseconds(kHeaderTimeoutMs + 3000 - MillisSince(t0)));
+    const int64_t at = MillisSince(t0);
+    EXPECT_TRUE(response.starts_with("HTTP/1.1 408")) << "connection " << i << ": " << response;
+    EXPECT_NE(response.find("\"request_timeout\""), std::string::npos) << response;
+    // Each connection was opened after t0, so its deadline is after t0 + 5 s.
+    EXPECT_GE(at, kHeaderTimeoutMs) << "connection " << i << " was cut before its deadline";
+    EXPECT_TRUE(slow[i]->WaitClosed(milliseconds(2000))) << "connection " << i;
+  }
+  trickle.Stop();
+  const std::string metrics = Metrics(server);
+  EXPECT_EQ(Sample(metrics, R"(redbloomd_request_timeouts_total{phase="headers"})"), kSlow)
+      << metrics;
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
+// Slow bodies hold a worker each while they arrive; with every worker so
+// held, /healthz still answers (health and readiness have a worker of their
+// own), and a body that takes longer than body_timeout_s is answered 408.
+TEST_F(ServerLimitsTest, HealthAnswersWhileEveryWorkerWaitsForABody) {
+  RedbloomdProcess server(StoreUrl(), R"({"threads": 2})");
+  server.Start();
+  {
+    auto c = server.Client();
+    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
+              201);
+  }
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(server.port()));
+    slow.back()->Send(
+        "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n{\"items\":[");
+  }
+  Trickler trickle(&slow, " ", milliseconds(250));
+  const auto t0 = Clock::now();
+  int probes = 0;
+  while (MillisSince(t0) < 2500) {
+    const auto [status, ms] = ProbeHealth(server.port(), milliseconds(1000));
+    EXPECT_EQ(status, 200) << "probe " << probes;
+    EXPECT_LT(ms, 1000) << "probe " << probes;
+    ++probes;
+    if (status != 200) break;
+  }
+  EXPECT_GE(probes, 2);
+  trickle.Stop();
+}
+
+TEST_F(ServerLimitsTest, BodyNotReceivedWithinBodyTimeoutIs408) {
+  RedbloomdProcess server(StoreUrl(), R"({"body_timeout_s": 1})");
+  server.Start();
+  {
+    auto c = server.Client();
+    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
+              201);
+  }
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  slow.push_back(std::make_unique<RawConnection>(server.port()));
+  const auto t0 = Clock::now();
+  slow[0]->Send(
+      "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 1000\r\n\r\n{\"items\":[\"slow\"");
+  Trickler trickle(&slow, " ", milliseconds(200));
+  const std::string response = slow[0]->ReadResponse(seconds(5));
+  const int64_t at = MillisSince(t0);
+  trickle.Stop();
+  EXPECT_TRUE(response.starts_with("HTTP/1.1 408")) << response;
+  EXPECT_NE(response.find("body_timeout_s"), std::string::npos) << response;
+  EXPECT_GE(at, 1000);
+  EXPECT_LT(at, 4000);
+  auto c = server.Client();
+  EXPECT_EQ(Call(*c, "GET", "/v1/filters/f/items/slow").json["present"], false);
+  EXPECT_EQ(Sample(Metrics(server), R"(redbloomd_request_timeouts_total{phase="body"})"), 1);
+}
+
+// One address may hold max_connections_per_client connections; the next is
+// answered 429 and closed, and counted. Closing one makes room again.
+TEST_F(ServerLimitsTest, ConnectionsPerClientAddressAreCapped) {
+  RedbloomdProcess server(StoreUrl(), R"({"max_connections_per_client": 4})");
+  server.Start();
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(std::make_unique<RawConnection>(server.port()));
+    held.back()->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");  // kept alive after
+    const std::string r = held.back()->ReadResponse();
+    ASSERT_TRUE(r.starts_with("HTTP/1.1 200")) << "connection " << i << ": " << r;
+  }
+  RawConnection extra(server.port());
+  extra.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string refused = extra.ReadResponse();
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 429")) << refused;
+  EXPECT_NE(refused.find("\"too_many_connections\""), std::string::npos) << refused;
+  EXPECT_NE(refused.find("max_connections_per_client"), std::string::npos) << refused;
+  EXPECT_TRUE(extra.WaitClosed(seconds(2)));
+
+  // The held connections still work.
+  held[0]->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(held[0]->ReadResponse().starts_with("HTTP/1.1 200"));
+
+  // Once one closes (and the server has seen it close), a new one is let in.
+  held.pop_back();
+  std::string admitted;
+  for (int attempt = 0; attempt < 100 && !admitted.starts_with("HTTP/1.1 200"); ++attempt) {
+    RawConnection again(server.port());
+    again.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    admitted = again.ReadResponse();
+    if (!admitted.starts_with("HTTP/1.1 200")) std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_TRUE(admitted.starts_with("HTTP/1.1 200")) << admitted;
+
+  held.clear();
+  std::string metrics;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    metrics = Metrics(server);
+    if (Sample(metrics, "redbloomd_connections_open") == 1) break;  // just the metrics request
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(Sample(metrics, "redbloomd_connections_open"), 1) << metrics;
+  const double refusals =
+      Sample(metrics, R"(redbloomd_connections_refused_total{reason="per_client"})");
+  EXPECT_GE(refusals, 1) << metrics;
+  EXPECT_EQ(Sample(metrics, R"(redbloomd_connections_refused_total{reason="total"})"), 0)
+      << metrics;
+}
+
+// The server-wide cap: max_connections open at once, whatever the address.
+TEST_F(ServerLimitsTest, ConnectionsBeyondTheServerCapAre503) {
+  RedbloomdProcess server(StoreUrl(), R"({"max_connections": 3})");
+  server.Start();
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<RawConnection>(server.port()));
+    held.back()->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(held.back()->ReadResponse().starts_with("HTTP/1.1 200")) << i;
+  }
+  RawConnection extra(server.port());
+  const std::string refused = extra.ReadResponse();
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 503")) << refused;
+  EXPECT_NE(refused.find("max_connections"), std::string::npos) << refused;
+  held.clear();
+  // Until the server has seen the three close, this request may be refused too.
+  Answer metrics;
+  for (int attempt = 0; attempt < 100 && metrics.status != 200; ++attempt) {
+    auto c = server.Client();
+    metrics = Call(*c, "GET", "/metrics");
+    if (metrics.status != 200) std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_EQ(metrics.status, 200) << metrics.body;
+  EXPECT_GE(Sample(metrics.body, R"(redbloomd_connections_refused_total{reason="total"})"), 1)
+      << metrics.body;
+  EXPECT_EQ(Sample(metrics.body, R"(redbloomd_connections_refused_total{reason="per_client"})"), 0)
+      << metrics.body;
+}
+
+// The connection layer reads ahead of httplib; bytes of the next request
+// read with this one are kept for it, so pipelined requests are answered in
+// order, and a header block past 64 KiB is refused without waiting for more.
+TEST_F(ServerLimitsTest, PipelinedRequestsAreAnsweredInOrderAndHugeHeadersAre431) {
+  RedbloomdProcess server(StoreUrl());
+  server.Start();
+  RawConnection c(server.port());
+  c.Send(
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /v1/nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string all;
+  for (int i = 0; i < 3; ++i) all += c.ReadResponse();
+  EXPECT_TRUE(c.WaitClosed(seconds(2)));
+  const size_t first = all.find("{\"status\":\"ok\"}");
+  const size_t second = all.find("{\"status\":\"ready\"}");
+  const size_t third = all.find("HTTP/1.1 404");
+  ASSERT_NE(first, std::string::npos) << all;
+  ASSERT_NE(second, std::string::npos) << all;
+  ASSERT_NE(third, std::string::npos) << all;
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, third);
+
+  RawConnection big(server.port());
+  big.Send("GET /healthz HTTP/1.1\r\n");
+  for (int i = 0; i < 40; ++i)
+    big.Send("X-Filler-" + std::to_string(i) + ": " + std::string(2000, 'f') + "\r\n");
+  const std::string refused = big.ReadResponse();
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 431")) << refused;
+  EXPECT_TRUE(big.WaitClosed(seconds(2)));
+}
+
+// A filter over max_filter_bytes is refused with 413 before anything is
+// created; the message names the limit and how to raise it. Window filters
+// count every slice.
+TEST_F(ServerLimitsTest, FiltersOverMaxFilterBytesAre413AndNotCreated) {
+  RedbloomdProcess server(StoreUrl(), R"({"max_filter_bytes": 1048576})");
+  server.Start();
+  auto c = server.Client();
+  // 1e6 items at 1%: 9,585,059 bits, 1.2 MB.
+  Answer big = Call(*c, "PUT", "/v1/filters/big", R"({"capacity":1e6,"error_rate":0.01})");
+  EXPECT_EQ(big.status, 413) << big.body;
+  EXPECT_EQ(big.error(), "too_large");
+  const std::string message = big.json.value("message", "");
+  EXPECT_NE(message.find("1198136 bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("max_filter_bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("--max-filter-bytes"), std::string::npos) << message;
+  EXPECT_EQ(Call(*c, "GET", "/v1/filters/big").status, 404);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/store/big.rbf"));
+
+  // Each slice of this window is under the limit, all ten are not.
+  Answer window = Call(*c, "PUT", "/v1/filters/window",
+                       R"({"capacity":1000000,"error_rate":0.01,"kind":"window",
+                           "window_ms":60000,"slices":10})");
+  EXPECT_EQ(window.status, 413) << window.body;
+  EXPECT_EQ(Call(*c, "GET", "/v1/filters/window").status, 404);
+
+  Answer small = Call(*c, "PUT", "/v1/filters/small", R"({"capacity":1e5,"error_rate":0.01})");
+  EXPECT_EQ(small.status, 201) << small.body;
+  EXPECT_EQ(Call(*c, "GET", "/v1/filters").json["filters"], json::parse(R"(["small"])"));
+}
+
+// Info on a 2^31-bit filter estimates the fill from a sample rather than
+// reading 256 MiB: the server's resident memory barely grows, where a scan
+// would map in the whole file.
+TEST_F(ServerLimitsTest, InfoOnABigFilterSamplesInsteadOfReadingEveryPage) {
+  RedbloomdProcess server(StoreUrl(), R"({"max_filter_bytes": 1073741824})");
+  server.Start();
+  auto c = server.Client();
+  const int64_t before = ResidentBytes(server.pid());
+  ASSERT_GT(before, 0);
+  // 2^31 bits at k = 7 (Guava sizes 224,100,000 items at 1% so).
+  Answer created =
+      Call(*c, "PUT", "/v1/filters/big", R"({"capacity":224100000,"error_rate":0.01})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const uint64_t bits = created.json["bits"].get<uint64_t>();
+  ASSERT_GE(bits, uint64_t{1} << 31);
+  EXPECT_EQ(created.json["bits_set_method"], "sampled") << created.body;
+  ASSERT_EQ(
+      Call(*c, "POST", "/v1/filters/big/items", R"({"items":["a","b","c","d","e","f"]})").status,
+      200);
+  Answer info = Call(*c, "GET", "/v1/filters/big");
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_EQ(info.json["bits_set_method"], "sampled") << info.body;
+  EXPECT_EQ(info.json["items_added"], 6);
+  const int64_t grown = ResidentBytes(server.pid()) - before;
+  // A scan maps all 256 MiB; the sample reads about 4 MiB.
+  EXPECT_LT(grown, 32 << 20) << "resident memory grew by " << grown << " bytes";
+
+  // A small filter is still counted exactly.
+  Answer small = Call(*c, "PUT", "/v1/filters/small", R"({"capacity":1000,"error_rate":0.01})");
+  EXPECT_EQ(small.json["bits_set_method"], "exact") << small.body;
+}
+
+}  // namespace
+}  // namespace redbloom::testing
