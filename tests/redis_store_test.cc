@@ -1046,15 +1046,15 @@ TEST(RedisReplicationTest, RepeatedAddIsNotAcknowledgedBeforeItsBitsAreReplicate
   }
   // Two clients (two connections, as a pool has), both connected before the
   // first add.
-  const std::string url = master.url() + "?wait_replicas=1&wait_timeout_ms=300&pool_size=1";
+  const std::string url = master.url() + "?wait_replicas=1&wait_timeout_ms=1000&pool_size=1";
   auto first = MustOpen(url);
   auto second = MustOpen(url);
   auto created = BloomFilter::Create(*first, "f", Options(1000));
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   auto again = BloomFilter::Open(*second, "f");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  // The replica stops answering for 3 s: it receives nothing in that time.
-  std::thread asleep([&] { replica.Cli({"DEBUG", "SLEEP", "3"}); });
+  // The replica stops answering for 4 s: it receives nothing in that time.
+  std::thread asleep([&] { replica.Cli({"DEBUG", "SLEEP", "4"}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const Status s1 = (*created)->Add("lagging");
   EXPECT_EQ(s1.code(), StatusCode::kUnavailable) << s1.ToString();
