@@ -384,6 +384,11 @@ Reply Service::Ready() {
   // Which server takes writes now: with Sentinel it changes at a failover,
   // and an operator wants to see that each instance followed it.
   if (std::string master = (*store)->Master(); !master.empty()) body["master"] = master;
+  // Still ready, but an operator should act: e.g. a Redis that can evict
+  // filter keys (each then fails with data_loss on its next use).
+  Result<std::vector<std::string>> warnings = (*store)->Warnings();
+  if (!warnings.ok()) return StoreErrorReply(warnings.status());
+  if (!warnings->empty()) body["warnings"] = *warnings;
   return JsonReply(200, body);
 }
 

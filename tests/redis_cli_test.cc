@@ -295,5 +295,26 @@ TEST(RedisCliOutOfMemoryTest, AFullRedisIsAStoreError) {
   EXPECT_NE(add.err.find("[resource_exhausted]"), std::string::npos) << add.err;
 }
 
+// `info` says on stderr, and in its JSON, when Redis can evict filter keys.
+TEST_F(RedisCliTest, InfoWarnsAboutAnEvictingServer) {
+  ASSERT_EQ(Run({"create", "orders", "-n", "1000", "-p", "0.01"}).exit_code, 0);
+  auto calm = Run({"info", "orders"});
+  EXPECT_EQ(calm.exit_code, 0);
+  EXPECT_EQ(calm.err.find("warning"), std::string::npos) << calm.err;
+  raw_->Run({"CONFIG", "SET", "maxmemory", "1gb"});
+  raw_->Run({"CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"});
+  auto text = Run({"info", "orders"});
+  auto json = Run({"info", "orders", "--json"});
+  raw_->Run({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  raw_->Run({"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.err.find("warning: redis 127.0.0.1"), std::string::npos) << text.err;
+  EXPECT_NE(text.err.find("allkeys-lfu"), std::string::npos) << text.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  ASSERT_TRUE(j.contains("warnings")) << json.out;
+  EXPECT_NE(j["warnings"][0].get<std::string>().find("allkeys-lfu"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace redbloom

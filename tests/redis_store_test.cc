@@ -1065,6 +1065,41 @@ TEST(RedisReplicationTest, RepeatedAddIsNotAcknowledgedBeforeItsBitsAreReplicate
   asleep.join();
 }
 
+// A server that can evict filter keys is a warning (an evicted bitmap is
+// data_loss on its next use); noeviction, or no maxmemory, is none.
+TEST_F(RedisStoreTest, WarnsWhenTheServerCanEvictFilterKeys) {
+  auto store = MustOpen(server_->url());
+  auto none = store->Warnings();
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty()) << (*none)[0];
+  raw_->Run({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"});
+  auto no_limit = store->Warnings();
+  ASSERT_TRUE(no_limit.ok());
+  EXPECT_TRUE(no_limit->empty()) << "without maxmemory nothing is ever evicted";
+  raw_->Run({"CONFIG", "SET", "maxmemory", "1gb"});
+  auto any = store->Warnings();
+  raw_->Run({"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"});
+  auto volatile_only = store->Warnings();
+  raw_->Run({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  raw_->Run({"CONFIG", "SET", "maxmemory", "0"});
+  ASSERT_TRUE(any.ok());
+  ASSERT_EQ(any->size(), 1u);
+  EXPECT_NE((*any)[0].find("allkeys-lru"), std::string::npos) << (*any)[0];
+  EXPECT_NE((*any)[0].find("noeviction"), std::string::npos) << (*any)[0];
+  ASSERT_TRUE(volatile_only.ok());
+  ASSERT_EQ(volatile_only->size(), 1u);
+  EXPECT_NE((*volatile_only)[0].find("TTL"), std::string::npos) << (*volatile_only)[0];
+
+  // A user that may not run INFO: the policy is unknown, which is said.
+  raw_->Run({"ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "+@all", "-info"});
+  auto limited = MustOpen("redis://noinfo:pw@127.0.0.1:" + std::to_string(server_->port()));
+  auto unknown = limited->Warnings();
+  raw_->Run({"ACL", "DELUSER", "noinfo"});
+  ASSERT_TRUE(unknown.ok()) << unknown.status().ToString();
+  ASSERT_EQ(unknown->size(), 1u);
+  EXPECT_NE((*unknown)[0].find("INFO"), std::string::npos) << (*unknown)[0];
+}
+
 TEST_F(RedisStoreTest, SlowServerIsDeadlineExceededAndTheConnectionRecovers) {
   auto store = MustOpen(server_->url() + "?command_timeout_ms=100");
   auto f = BloomFilter::Create(*store, "f", Options());

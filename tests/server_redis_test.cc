@@ -70,6 +70,23 @@ TEST(ServerRedisTest, ServesFromARedisCluster) {
   EXPECT_EQ(ready.status, 503) << ready.body;
 }
 
+// /readyz stays 200 but warns when Redis can evict filter keys.
+TEST(ServerRedisTest, ReadyzWarnsAboutAnEvictingServer) {
+  RedisServer redis({"--maxmemory", "1gb", "--maxmemory-policy", "allkeys-lru"});
+  redis.Start();
+  RedbloomdProcess server(redis.url());
+  server.Start();
+  auto client = server.Client();
+  auto ready = Call(*client, "GET", "/readyz");
+  ASSERT_EQ(ready.status, 200) << ready.body;
+  ASSERT_TRUE(ready.json.contains("warnings")) << ready.body;
+  EXPECT_NE(ready.json["warnings"][0].get<std::string>().find("allkeys-lru"), std::string::npos);
+  redis.Cli({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  auto calm = Call(*client, "GET", "/readyz");
+  EXPECT_EQ(calm.status, 200);
+  EXPECT_FALSE(calm.json.contains("warnings")) << calm.body;
+}
+
 TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
   RedisServer redis;
   redis.Start();

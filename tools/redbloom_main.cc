@@ -172,8 +172,15 @@ int RunInfo(Context& ctx, const std::string& name, bool json) {
   if (!filter.ok()) return Fail(filter.status());
   auto info = (*filter)->Info();
   if (!info.ok()) return Fail(info.status());
+  // Setup problems of the store (a Redis that can evict filter keys) go to
+  // stderr, and into the JSON for scripts.
+  auto warnings = ctx.store->Warnings();
+  if (!warnings.ok()) return Fail(warnings.status());
+  for (const auto& w : *warnings) std::cerr << "redbloom: warning: " << w << "\n";
   if (json) {
-    std::cout << frontend::InfoJson(*info, ctx.store->url()).dump(2) << "\n";
+    auto j = frontend::InfoJson(*info, ctx.store->url());
+    if (!warnings->empty()) j["warnings"] = *warnings;
+    std::cout << j.dump(2) << "\n";
   } else {
     PrintInfoText(*info, ctx.store->url());
   }

@@ -227,6 +227,12 @@ class Store {
   // redis-sentinel:// (it changes with a failover). "" for stores without
   // a server (mem:, file:) or before one was found.
   virtual std::string Master() const { return ""; }
+  // What an operator should change in the store's setup, one sentence each;
+  // empty when nothing. Redis: a server whose maxmemory-policy can evict
+  // filter keys (an evicted bitmap is data_loss on its next use, see
+  // docs/format.md, "Operations"). Errors only if the store cannot be
+  // reached; a setting it may not read (an ACL without INFO) is a warning.
+  virtual Result<std::vector<std::string>> Warnings() { return std::vector<std::string>(); }
 
   // Rebuilds: atomically makes filter `source` the filter called `name`,
   // replacing what was there, and removes the name `source`. Readers of the

@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -43,6 +46,34 @@ Status CollisionStatus(std::string_view name, std::string_view owner, std::strin
   return Status::Conflict("filter '" + std::string(name) + "' shares its metadata key '" +
                           std::string(meta_key) + "' with filter '" + std::string(owner) +
                           "' (names 'x' and '{x}' map to the same key); choose another name");
+}
+
+// The warning for a server whose `INFO memory` says it evicts keys when
+// full: every allkeys-* policy can evict a filter's bitmap; volatile-* ones
+// only keys with a TTL (filters created with one, window slices).
+std::optional<std::string> EvictionWarning(const std::string& info, const std::string& server) {
+  const std::string lines = "\n" + info;
+  auto field = [&](std::string_view name) -> std::string {
+    const std::string key = "\n" + std::string(name) + ":";
+    const size_t at = lines.find(key);
+    if (at == std::string::npos) return "";
+    const size_t from = at + key.size();
+    return lines.substr(from, lines.find_first_of("\r\n", from) - from);
+  };
+  const std::string policy = field("maxmemory_policy");
+  const std::string maxmemory = field("maxmemory");
+  if (policy.empty() || policy == "noeviction" || maxmemory.empty() || maxmemory == "0") {
+    return std::nullopt;
+  }
+  const std::string setting = "maxmemory-policy " + policy + ", maxmemory " + maxmemory;
+  if (policy.starts_with("allkeys-")) {
+    return "redis " + server + " evicts any key when full (" + setting +
+           "): an evicted filter loses its bits, and its next use fails with data_loss; set "
+           "maxmemory-policy noeviction";
+  }
+  return "redis " + server + " evicts keys that have a TTL when full (" + setting +
+         "): filters created with a TTL and window filters can lose their bits; use "
+         "noeviction, or no TTL on filters you cannot lose";
 }
 
 class RedisStore final : public Store {
@@ -406,6 +437,36 @@ class RedisStore final : public Store {
             }
           });
         });
+  }
+
+  Result<std::vector<std::string>> Warnings() override {
+    std::vector<std::string> out;
+    std::mutex mu;  // a cluster's masters are asked in parallel
+    Status s = shared_->source->ForEachServer([&](Connection& c) -> Status {
+      CommandBuffer cmd;
+      cmd.Command({"INFO", "memory"});
+      REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+      std::optional<std::string> warning;
+      if (r->type == REDIS_REPLY_ERROR) {
+        const Status e = ReplyErrorStatus(ReplyText(r.get()), c.server());
+        if (!ReplyText(r.get()).starts_with("NOPERM")) return e;
+        warning = "redis " + c.server().display +
+                  " does not let this user run INFO, so whether it can evict filter keys is "
+                  "unknown (" +
+                  e.message() + ")";
+      } else {
+        warning = EvictionWarning(ReplyString(r.get()), c.server().display);
+      }
+      if (warning.has_value()) {
+        std::lock_guard<std::mutex> lock(mu);
+        out.push_back(std::move(*warning));
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
   Status Ping() override {
