@@ -57,6 +57,7 @@ TEST_P(InfoSampleTest, EstimateAgreesWithAnExactCount) {
   ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
   FilterOptions o;
   o.kind = c.kind;
+  o.strategy = Strategy::kGuava64;  // given geometry (bits, hashes) takes guava64
   o.bits = c.cells;
   o.hashes = 7;
   ASSERT_OK_AND_ASSIGN(auto filter, BloomFilter::Create(*store, "f", o));

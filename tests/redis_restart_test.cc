@@ -1,5 +1,5 @@
 // A Redis restart in the middle of a load: errors reach the caller, and no
-// acknowledged item is lost.
+// acknowledged item is lost without the caller hearing of it.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +11,7 @@
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
 #include "redis_server.h"
+#include "test_util.h"
 
 namespace redbloom {
 namespace {
@@ -97,6 +98,69 @@ TEST(RedisRestartTest, ErrorsAreSurfacedAndAcknowledgedItemsSurvive) {
   auto hit = (*f)->Contains(Batch(acknowledged.back(), 1)[0]);
   ASSERT_TRUE(hit.ok()) << hit.status().ToString();
   EXPECT_TRUE(*hit);
+}
+
+// Without persistence, a restart loses every acknowledged add. The client
+// cannot undo that, but it must not hide it: the first call after the
+// restart fails ("restarted"), instead of reconnecting and reporting success
+// on the emptied server.
+TEST(RedisRestartTest, ARestartIsReportedNotRetriedOver) {
+  testing::RedisServer server;
+  server.Start();
+  auto store = Store::Open(server.url());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto f = BloomFilter::Create(**store, "f", FilterOptions{.capacity = 1000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->Add("acknowledged").ok());
+  server.Stop(/*hard=*/true);
+  server.Start();  // same port, empty dataset, a new run_id
+  // The same filter re-created by someone else, so that an add would succeed.
+  auto other = Store::Open(server.url());
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(
+      BloomFilter::Create(**other, "f", FilterOptions{.capacity = 1000, .error_rate = 0.01}).ok());
+
+  const Status s = (*f)->Add("after");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("restarted"), std::string::npos) << s.ToString();
+  // Told once; then the store works on the server as it is now.
+  auto lost = (*f)->Contains("acknowledged");
+  ASSERT_TRUE(lost.ok()) << lost.status().ToString();
+  EXPECT_FALSE(*lost) << "the dataset is the empty one; the caller was told above";
+}
+
+// The case through the CLI: `add --file` streaming while Redis
+// restarts from an older RDB. Before, the client reconnected and exited 0
+// with acknowledged items gone; now it exits 3 and says the server restarted.
+TEST(RedisRestartTest, CliAddAcrossARestartFromAnOlderSnapshotExitsNonZero) {
+  testing::RedisServer server({"--dbfilename", "dump.rdb"});
+  server.Start();
+  const std::string cli = REDBLOOM_CLI_PATH;
+  const std::string url = server.url() + "?max_retries=5&connect_timeout_ms=300";
+  ASSERT_EQ(testing::RunCommand({cli, "--store", url, "create", "f", "-n", "3000000", "-p", "0.01"})
+                .exit_code,
+            0);
+  ASSERT_NE(server.Cli({"SAVE"}).find("OK"), std::string::npos);  // the snapshot: no items
+  std::string input;
+  for (int i = 0; i < 2'000'000; ++i) input += "ORD-" + std::to_string(i) + "\n";
+  std::atomic<bool> restarted{false};
+  std::thread restarter([&] {
+    // Once the add has acknowledged some items, kill and restart from the
+    // snapshot (as a crash between two saves would).
+    while (server.Cli({"HGET", "{f}:meta", "count"}).find_first_not_of("0\n") ==
+           std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    server.Stop(/*hard=*/true);
+    server.Start();
+    restarted = true;
+  });
+  const testing::CommandResult r =
+      testing::RunCommand({cli, "--store", url, "add", "f", "--quiet", "--file", "-"}, input);
+  restarter.join();
+  ASSERT_TRUE(restarted);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("restarted"), std::string::npos) << r.err;
 }
 
 }  // namespace

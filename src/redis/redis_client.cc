@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <utility>
 
 #include "redis/tls_transport.h"
 
@@ -165,6 +166,7 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 }
 
 constexpr std::string_view kNotReplicated = "not replicated: ";
+constexpr std::string_view kRestarted = "restarted: ";
 
 Status PingServer(Connection& c) {
   CommandBuffer cmd;
@@ -185,11 +187,21 @@ Status PingServer(Connection& c) {
 bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
-          StartsWith(s.message(), kTlsFailed) || StartsWith(s.message(), kNotReplicated));
+          StartsWith(s.message(), kTlsFailed) || StartsWith(s.message(), kNotReplicated) ||
+          StartsWith(s.message(), kRestarted));
 }
 
 // Retrying would wait for replicas again, and they rarely come back within a
 // backoff: the caller decides (an add is safe to repeat later).
+Status RestartedStatus(std::string_view server, std::string_view was, std::string_view now) {
+  return Status::Unavailable(
+      std::string(kRestarted) + "redis " + std::string(server) + " restarted (run_id " +
+      std::string(was.substr(0, 8)) + "... is now " + std::string(now.substr(0, 8)) +
+      "...) since this client last used it: writes it acknowledged before the restart are kept "
+      "only as far as its persistence (RDB/AOF) or a replica kept them; this call was not "
+      "retried on the restarted server (see docs/format.md, Durability)");
+}
+
 Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,
                            std::chrono::milliseconds waited) {
   return Status::Unavailable(std::string(kNotReplicated) + "only " + std::to_string(confirmed) +
@@ -389,11 +401,27 @@ Status Connection::Hello() {
   }
   if (server.db != 0) hello.Command({"SELECT", std::to_string(server.db)});
   if (server.readonly) hello.Command({"READONLY"});
+  const size_t info_at = hello.commands();
+  hello.Command({"INFO", "server"});  // for run_id (ConnectionPool::Acquire)
   if (!server.role.empty()) hello.Command({"ROLE"});  // last: its answer is checked below
-  if (hello.commands() == 0) return Status::Ok();
   REDBLOOM_RETURN_IF_ERROR(Append(hello));
   ReplyPtr last;
   for (size_t i = 0; i < hello.commands(); ++i) {
+    if (i == info_at) {
+      // A user without +info only loses restart detection.
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr info, Read());
+      if (info->type != REDIS_REPLY_ERROR) {
+        const std::string text(ReplyText(info.get()));
+        const size_t at = text.find("run_id:");
+        if (at != std::string::npos) {
+          const size_t from = at + 7;
+          run_id_ = text.substr(from, text.find_first_of("\r\n", from) - from);
+        }
+      } else if (!ReplyText(info.get()).starts_with("NOPERM")) {
+        return ReplyErrorStatus(ReplyText(info.get()), server);
+      }
+      continue;
+    }
     REDBLOOM_ASSIGN_OR_RETURN(last, ReadOk());
   }
   if (server.role.empty()) return Status::Ok();
@@ -577,6 +605,19 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
         --open_;
         returned_.notify_one();
         return conn.status();
+      }
+      const std::string& now = (*conn)->run_id_;
+      if (!now.empty()) {
+        lock.lock();
+        if (run_id_.empty() || run_id_ == now) {
+          run_id_ = now;
+          lock.unlock();
+        } else {
+          const std::string was = std::exchange(run_id_, now);
+          idle_.push_back(std::move(conn).value());
+          returned_.notify_one();
+          return RestartedStatus(server_.display, was, now);
+        }
       }
       return Lease(this, std::move(conn).value());
     }

@@ -148,6 +148,9 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 bool IsPermanentFailure(const Status& s);
 // The message of a write that fewer replicas confirmed than wait_replicas
 // asks for (see WaitForReplicas); IsPermanentFailure knows it.
+// The message of a server found restarted (see ConnectionPool::Acquire);
+// IsPermanentFailure knows it.
+Status RestartedStatus(std::string_view server, std::string_view was, std::string_view now);
 Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,
                            std::chrono::milliseconds waited);
 
@@ -242,6 +245,7 @@ class Connection {
   bool broken_ = false;
   bool wrote_ = false;
   bool saw_readonly_ = false;
+  std::string run_id_;  // INFO server's run_id at connect; "" if INFO is denied
   int owed_replies_ = 0;
   std::optional<ClusterRedirect> redirect_;
 };
@@ -282,6 +286,14 @@ class ConnectionPool {
   // An idle connection (the most recently used, so one thread keeps reusing
   // one warm connection), else a new one while fewer than `size` exist, else
   // waits up to command_timeout for one to come back (kDeadlineExceeded).
+  //
+  // Restarts: every new connection reads the server's run_id. If it differs
+  // from the one this pool saw before, the server restarted in between and
+  // may have come back with an older dataset (its last RDB or AOF), without
+  // writes it had acknowledged. Retrying a call on it would report success
+  // for work landing on that older dataset and hide the loss, so Acquire
+  // fails once with RestartedStatus (kUnavailable, not retried by the
+  // sources) and keeps the connection for the next caller.
   Result<Lease> Acquire();
 
   const ServerParams& server() const { return server_; }
@@ -295,6 +307,7 @@ class ConnectionPool {
   std::condition_variable returned_;
   std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
   int open_ = 0;                                   // idle + on loan + connecting; mu_
+  std::string run_id_;                             // the server's, as last seen; mu_
 };
 
 // A reply as text for messages (status, error or string); "" otherwise.
