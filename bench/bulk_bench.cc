@@ -7,7 +7,6 @@
 //   bulk_bench --url redis://127.0.0.1:PORT [--redisbloom] [--sizes 1e6,1e7] [--reps 3]
 //
 // Every timed load is checked afterwards: all items present, FPP near 1%.
-#include <hiredis/hiredis.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "raw_redis.h"
 #include "redbloom/bloom_filter.h"
 
 #ifndef __OPTIMIZE__
@@ -87,38 +87,24 @@ void Verify(redbloom::BloomFilter& f, const std::vector<std::string_view>& items
   if (fpp > 0.015) Die("FPP " + std::to_string(fpp) + " is above 1.5%");
 }
 
+// RedisBloom's BF.MADD on the same server, through the tests' raw client.
 struct RedisBloom {
-  explicit RedisBloom(const std::string& url) {
-    const size_t colon = url.rfind(':');
-    ctx.reset(redisConnect("127.0.0.1", std::atoi(url.c_str() + colon + 1)));
-    if (!ctx || ctx->err) Die("cannot connect to the RedisBloom server " + url);
-  }
-  void Command(const std::vector<std::string>& argv) {
-    std::vector<const char*> a;
-    std::vector<size_t> l;
-    for (const auto& s : argv) {
-      a.push_back(s.data());
-      l.push_back(s.size());
-    }
-    auto* r = static_cast<redisReply*>(
-        redisCommandArgv(ctx.get(), static_cast<int>(a.size()), a.data(), l.data()));
-    if (r == nullptr || r->type == REDIS_REPLY_ERROR) Die("RedisBloom: " + argv[0] + " failed");
-    freeReplyObject(r);
-  }
+  explicit RedisBloom(const std::string& url) : raw(url) {}
   // BF.MADD 1000 items per command, 16 commands in flight.
   double Load(const std::vector<std::string_view>& items) {
-    Command({"DEL", "bf"});
-    Command({"BF.RESERVE", "bf", "0.01", std::to_string(items.size()), "NONSCALING"});
+    raw.Must({"DEL", "bf"});
+    raw.Must({"BF.RESERVE", "bf", "0.01", std::to_string(items.size()), "NONSCALING"});
     const auto start = Clock::now();
     size_t pending = 0;
+    redbloom::internal::CommandBuffer cmd;
     for (size_t i = 0; i < items.size(); i += 1000) {
-      std::vector<const char*> a = {"BF.MADD", "bf"};
-      std::vector<size_t> l = {7, 2};
-      for (size_t j = i; j < std::min(items.size(), i + 1000); ++j) {
-        a.push_back(items[j].data());
-        l.push_back(items[j].size());
-      }
-      redisAppendCommandArgv(ctx.get(), static_cast<int>(a.size()), a.data(), l.data());
+      const size_t end = std::min(items.size(), i + 1000);
+      cmd.Clear();
+      cmd.Begin(2 + end - i);
+      cmd.Arg("BF.MADD");
+      cmd.Arg("bf");
+      for (size_t j = i; j < end; ++j) cmd.Arg(items[j]);
+      raw.Append(cmd);
       if (++pending == 16) {
         Drain(pending);
         pending = 0;
@@ -128,22 +114,25 @@ struct RedisBloom {
     return std::chrono::duration<double>(Clock::now() - start).count();
   }
   void Drain(size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      void* r = nullptr;
-      if (redisGetReply(ctx.get(), &r) != REDIS_OK || r == nullptr) Die("BF.MADD failed");
-      freeReplyObject(r);
-    }
+    for (size_t i = 0; i < n; ++i) raw.ReadOk();
   }
-  struct Free {
-    void operator()(redisContext* c) const { redisFree(c); }
-  };
-  std::unique_ptr<redisContext, Free> ctx;
+  redbloom::testing::RawRedis raw;
 };
 
 }  // namespace
 
+int Run(const Args& args);
+
 int main(int argc, char** argv) {
   const Args args = Parse(argc, argv);
+  try {
+    return Run(args);
+  } catch (const std::exception& e) {  // the raw client's failures
+    Die(e.what());
+  }
+}
+
+int Run(const Args& args) {
   auto store = redbloom::Store::Open(args.url);
   if (!store.ok()) Die(store.status().ToString());
   std::unique_ptr<RedisBloom> module;

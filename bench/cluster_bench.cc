@@ -34,9 +34,9 @@
 #include <thread>
 #include <vector>
 
+#include "raw_redis.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
-#include "redis/redis_client.h"
 
 namespace redbloom {
 namespace {
@@ -50,46 +50,16 @@ void Check(const Status& s, const std::string& what) {
   if (!s.ok()) Die(what + ": " + s.ToString());
 }
 
-// INFO CPU of one node, through the library's own connection class.
+// A node, for INFO CPU (through the tests' raw client).
 class Node {
  public:
-  explicit Node(const std::string& host_port) {
-    const size_t colon = host_port.rfind(':');
-    if (colon == std::string::npos) Die("--nodes wants host:port, not " + host_port);
-    params_.host = host_port.substr(0, colon);
-    params_.port = std::atoi(host_port.c_str() + colon + 1);
-    params_.display = host_port;
-    auto c = internal::Connection::Open(params_);
-    Check(c.status(), "connect to " + host_port);
-    conn_ = std::move(c).value();
-  }
-
-  std::string Command(std::initializer_list<std::string_view> args) {
-    internal::CommandBuffer cmd;
-    cmd.Command(args);
-    Check(conn_->Append(cmd), params_.display);
-    auto r = conn_->ReadOk();
-    Check(r.status(), params_.display);
-    const redisReply* reply = r->get();
-    return reply->str != nullptr ? std::string(reply->str, reply->len) : std::string();
-  }
-
-  // used_cpu_user + used_cpu_sys, in seconds.
-  double Cpu() {
-    const std::string info = Command({"INFO", "CPU"});
-    auto field = [&](const char* name) {
-      const size_t at = info.find(name);
-      if (at == std::string::npos) Die(std::string("INFO CPU lacks ") + name);
-      return std::strtod(info.c_str() + at + std::strlen(name) + 1, nullptr);
-    };
-    return field("used_cpu_user") + field("used_cpu_sys");
-  }
-
-  const std::string& name() const { return params_.display; }
+  explicit Node(const std::string& host_port) : name_(host_port), raw_("redis://" + host_port) {}
+  double Cpu() { return raw_.ServerCpu(); }
+  const std::string& name() const { return name_; }
 
  private:
-  internal::ServerParams params_;
-  std::unique_ptr<internal::Connection> conn_;
+  std::string name_;
+  testing::RawRedis raw_;
 };
 
 struct Args {
@@ -299,7 +269,11 @@ Args ParseArgs(int argc, char** argv) {
 }  // namespace redbloom
 
 int main(int argc, char** argv) {
-  redbloom::Bench bench(redbloom::ParseArgs(argc, argv));
-  bench.Run();
+  try {
+    redbloom::Bench bench(redbloom::ParseArgs(argc, argv));
+    bench.Run();
+  } catch (const std::exception& e) {  // the raw client's failures
+    redbloom::Die(e.what());
+  }
   return 0;
 }

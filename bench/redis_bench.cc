@@ -3,7 +3,7 @@
 // 1000; guava64 at 1000; block at 1 and 1000), against the same server in the
 // same run as
 //   (a) the seed's way: k blocking SETBIT / GETBIT round trips per item, as
-//       the blog posts' Spring RedisService does (hiredis here, so the client
+//       the blog posts' Spring RedisService does (a C++ client here, so the client
 //       is not what is slow);
 //   (b) pipelined SETBIT / GETBIT: every offset of 1000 items in one write;
 //   (c) with --redisbloom (the server has RedisBloom loaded), BF.MADD /
@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "raw_redis.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
 #include "redis/redis_client.h"
@@ -81,61 +82,8 @@ std::vector<std::string_view> Views(const std::vector<std::string>& v, size_t fr
   return {v.begin() + static_cast<ptrdiff_t>(from), v.begin() + static_cast<ptrdiff_t>(from + n)};
 }
 
-// A raw hiredis connection for the baselines and for INFO.
-class Raw {
- public:
-  explicit Raw(const std::string& url) {
-    auto u = internal::ParseRedisUrl(url, StoreOptions());
-    if (!u.ok()) Die(u.status().ToString());
-    ctx_.reset(redisConnect(u->host().c_str(), u->port()));
-    if (ctx_ == nullptr || ctx_->err != 0) Die("cannot connect to " + url);
-    if (u->password.has_value()) {
-      Command(u->user.empty() ? std::vector<std::string>{"AUTH", *u->password}
-                              : std::vector<std::string>{"AUTH", u->user, *u->password});
-    }
-  }
-
-  internal::ReplyPtr Command(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(
-        redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data()));
-    if (r == nullptr) Die(std::string("redis: ") + ctx_->errstr);
-    if (r->type == REDIS_REPLY_ERROR) Die(args[0] + ": " + r->str);
-    return internal::ReplyPtr(r);
-  }
-  void Append(const internal::CommandBuffer& cmd) {
-    if (redisAppendFormattedCommand(ctx_.get(), cmd.data().data(), cmd.data().size()) != REDIS_OK) {
-      Die("append failed");
-    }
-  }
-  internal::ReplyPtr Read() {
-    void* r = nullptr;
-    if (redisGetReply(ctx_.get(), &r) != REDIS_OK || r == nullptr) Die(ctx_->errstr);
-    auto reply = internal::ReplyPtr(static_cast<redisReply*>(r));
-    if (reply->type == REDIS_REPLY_ERROR) Die(std::string("redis: ") + reply->str);
-    return reply;
-  }
-
-  // used_cpu_user + used_cpu_sys of the server, in seconds.
-  double ServerCpu() {
-    auto r = Command({"INFO", "CPU"});
-    const std::string info(r->str, r->len);
-    auto field = [&](const char* name) {
-      const size_t at = info.find(name);
-      if (at == std::string::npos) Die(std::string("INFO CPU lacks ") + name);
-      return std::strtod(info.c_str() + at + std::strlen(name) + 1, nullptr);
-    };
-    return field("used_cpu_user") + field("used_cpu_sys");
-  }
-
- private:
-  std::unique_ptr<redisContext, internal::ContextDeleter> ctx_;
-};
+// The baselines and INFO go through the tests' raw client (tests/raw_redis.h).
+using Raw = testing::RawRedis;
 
 double ProcessCpu() {
   rusage u{};
@@ -226,7 +174,7 @@ class Bench {
     auto config = MakeConfig(options_);
     Check(config.status(), "config");
     config_ = *config;
-    raw_.Command({"FLUSHALL"});
+    raw_.Must({"FLUSHALL"});
   }
 
   void Run() {
@@ -297,7 +245,7 @@ class Bench {
       const auto items = Items("ORD-seed-" + std::to_string(rep) + "-", 0, n);
       const auto offsets = Offsets(items);
       add->samples.push_back(Measure(raw_, n, [&] {
-        for (uint64_t o : offsets) raw_.Command({"SETBIT", "seedway", std::to_string(o), "1"});
+        for (uint64_t o : offsets) raw_.Must({"SETBIT", "seedway", std::to_string(o), "1"});
       }));
       uint64_t found = 0;
       check->samples.push_back(Measure(raw_, n, [&] {
@@ -305,8 +253,7 @@ class Bench {
           bool all = true;
           for (uint32_t j = 0; j < k && all; ++j) {
             all =
-                raw_.Command({"GETBIT", "seedway", std::to_string(offsets[i * k + j])})->integer ==
-                1;
+                raw_.Must({"GETBIT", "seedway", std::to_string(offsets[i * k + j])})->integer == 1;
           }
           found += all ? 1 : 0;
         }
@@ -338,7 +285,7 @@ class Bench {
             if (set) cmd.Arg("1");
           }
           raw_.Append(cmd);
-          for (size_t i = start; i < end; ++i) ones += raw_.Read()->integer == 1 ? 1 : 0;
+          for (size_t i = start; i < end; ++i) ones += raw_.ReadOk()->integer == 1 ? 1 : 0;
         }
         return ones;
       };
@@ -393,8 +340,8 @@ class Bench {
   void RunRedisBloom(int rep) {
     Raw& module = raw_;
     if (rep == 0) {
-      module.Command({"BF.RESERVE", "rb", std::to_string(kErrorRate), std::to_string(kCapacity),
-                      "NONSCALING"});
+      module.Must({"BF.RESERVE", "rb", std::to_string(kErrorRate), std::to_string(kCapacity),
+                   "NONSCALING"});
     }
     const uint64_t n =
         std::min<uint64_t>(Count(300'000), kCapacity / static_cast<uint64_t>(args_.reps));
@@ -414,7 +361,7 @@ class Bench {
           cmd.Arg("rb");
           for (size_t i = start; i < end; ++i) cmd.Arg(items[i]);
           module.Append(cmd);
-          auto r = module.Read();
+          auto r = module.ReadOk();
           for (size_t i = 0; i < r->elements; ++i) ones += r->element[i]->integer == 1 ? 1 : 0;
         }
         return ones;
@@ -431,7 +378,7 @@ class Bench {
       probe.Arg("rb");
       for (const auto& o : others) probe.Arg(o);
       module.Append(probe);
-      auto r = module.Read();
+      auto r = module.ReadOk();
       uint64_t fp = 0;
       for (size_t i = 0; i < r->elements; ++i) fp += r->element[i]->integer == 1 ? 1 : 0;
       if (fp > 10000 * kErrorRate * 3) Die("RedisBloom's FPP is out of bounds");
@@ -452,8 +399,8 @@ class Bench {
     const std::string name = "redisson-way" + std::to_string(batch);
     const std::string config = testing::RedissonConfigKey(name);
     if (rep == 0) {
-      raw_.Command({"EVAL", testing::kRedissonTryInit, "1", config, std::to_string(g.bits),
-                    std::to_string(g.hashes), std::to_string(kCapacity), "0.01"});
+      raw_.Must({"EVAL", testing::kRedissonTryInit, "1", config, std::to_string(g.bits),
+                 std::to_string(g.hashes), std::to_string(kCapacity), "0.01"});
     }
     const uint64_t n = RedissonCount(batch);
     const auto items = Items("ORD-rw-" + std::to_string(rep) + "-", 0, n);
@@ -479,7 +426,7 @@ class Bench {
         cmd.Arg(add ? uint64_t{g.hashes} : uint64_t{end - start});
         for (uint64_t i : indexes) cmd.Arg(i);
         raw_.Append(cmd);
-        answered += static_cast<uint64_t>(raw_.Read()->integer);
+        answered += static_cast<uint64_t>(raw_.ReadOk()->integer);
       }
       return answered;
     };
@@ -635,7 +582,11 @@ int main(int argc, char** argv) {
         "built without optimisation; its figures would mean nothing "
         "(use scripts/bench-redis.sh, which builds -O3)");
   }
-  redbloom::Bench bench(redbloom::ParseArgs(argc, argv));
-  bench.Run();
+  try {
+    redbloom::Bench bench(redbloom::ParseArgs(argc, argv));
+    bench.Run();
+  } catch (const std::exception& e) {  // the raw client's failures
+    redbloom::Die(e.what());
+  }
   return 0;
 }
