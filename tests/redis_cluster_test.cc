@@ -281,6 +281,54 @@ TEST_F(RedisClusterTest, ChecksCanReadFromReplicas) {
 // Moves a filter's slot to another master key by key (as redis-cli
 // --cluster reshard does) while a client keeps adding to it and another
 // filter spread over shards: no call fails and nothing is lost.
+// A slot whose keys have all moved but whose migration is not finalised:
+// the old owner answers ASK, and the client follows it to the importing node
+// (with ASKING) at once, instead of waiting for the map to change.
+TEST_F(RedisClusterTest, AskIsFollowedToTheImportingNode) {
+  ASSERT_TRUE(BloomFilter::Create(*store_, "asked", {.capacity = 10000, .error_rate = 0.01}).ok());
+  auto f = BloomFilter::Open(*store_, "asked");
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->AddMany(Views(Items("before-", 1000))).ok());
+
+  const int slot = internal::KeySlot("asked");
+  RedisServer& from = cluster_->MasterOf(slot);
+  RedisServer* to = nullptr;
+  for (RedisServer* m : cluster_->Masters()) {
+    if (m != &from) to = m;
+  }
+  ASSERT_NE(to, nullptr);
+  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
+  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
+  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
+  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+  for (;;) {
+    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
+    std::string key;
+    if (!std::getline(keys, key) || key.empty()) break;
+    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
+  }
+  // Half way: every key on `to`, the slot still `from`'s in every map.
+  // Checks (single-key commands in a transaction) follow ASK at once.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(CountPresent(**f, Items("before-", 1000)), 1000);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5))
+      << "ASK was waited out, not followed";
+  // Adds name their scratch key, which exists on neither node, so the
+  // importing node answers TRYAGAIN until the migration is finalised: they
+  // wait, then complete.
+  Status added;
+  std::thread adder([&] { added = (*f)->AddMany(Views(Items("during-", 1000))); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (RedisServer* m : cluster_->Masters()) {
+    m->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
+  }
+  adder.join();
+  EXPECT_TRUE(added.ok()) << added.ToString();
+  EXPECT_EQ(CountPresent(**f, Items("during-", 1000)), 1000);
+  EXPECT_EQ(CountPresent(**f, Items("before-", 1000)), 1000);
+  EXPECT_EQ(&cluster_->MasterOf(slot), to);
+}
+
 TEST_F(RedisClusterTest, ReshardingWhileAddingLosesNothing) {
   ASSERT_TRUE(BloomFilter::Create(*store_, "moving", {.capacity = 40000, .error_rate = 0.01}).ok());
   ASSERT_TRUE(

@@ -39,13 +39,17 @@ class ClusterSource final : public ConnectionSource {
     const int slot = KeySlot(key);
     int lost = 0;
     const auto give_up_at = std::chrono::steady_clock::now() + kMaxWait;
+    // After ASK: the node that imports the slot, for the next attempt only.
+    int asking = -1;
     for (int attempt = 0;; ++attempt) {
       std::shared_ptr<const SlotMap> map = Map();
       if (!map) {
         REDBLOOM_RETURN_IF_ERROR(Refresh(/*force=*/true));
         map = Map();
       }
-      const int node = NodeFor(*map, slot, access);
+      const int node = asking >= 0 ? asking : NodeFor(*map, slot, access);
+      const bool send_asking = asking >= 0;
+      asking = -1;
       if (node < 0) {
         // No node serves the slot (a failover in progress): ask again.
         if (std::chrono::steady_clock::now() > give_up_at) {
@@ -63,6 +67,8 @@ class ClusterSource final : public ConnectionSource {
         Result<ConnectionPool::Lease> lease = Pool(node).Acquire();
         if (!lease.ok()) {
           s = lease.status();
+        } else if (send_asking && !(s = SendAsking(**lease)).ok()) {
+          // The connection broke; retried below like any lost node.
         } else {
           s = op(**lease);
           wrote = (*lease)->wrote();
@@ -79,6 +85,21 @@ class ClusterSource final : public ConnectionSource {
             Learn(slot, NodeIndex(HostFor(*redirect, node), redirect->port));
             continue;
           case ClusterRedirect::Kind::kAsk:
+            // The slot is being migrated and this key has already moved:
+            // the command runs on the importing node if ASKING precedes it
+            // (the flag lasts to EXEC, so a MULTI transaction is covered).
+            // Nothing ran on the node that answered ASK. If the filter's
+            // keys are split between the two nodes, the importing node
+            // answers TRYAGAIN and the call waits below; the migration of a
+            // slot's few keys takes milliseconds.
+            if (send_asking) {
+              // ASK again from the importing node: back off before retrying.
+              if (std::chrono::steady_clock::now() > give_up_at) return s;
+              std::this_thread::sleep_for(Backoff(std::min(attempt, 4)));
+              continue;
+            }
+            asking = NodeIndex(HostFor(*redirect, node), redirect->port);
+            continue;
           case ClusterRedirect::Kind::kTryAgain:
           case ClusterRedirect::Kind::kClusterDown:
             if (std::chrono::steady_clock::now() > give_up_at) return s;
@@ -99,6 +120,16 @@ class ClusterSource final : public ConnectionSource {
       std::this_thread::sleep_for(Backoff(std::min(lost, 6)));
       (void)Refresh(/*force=*/true);
     }
+  }
+
+  // Sends ASKING ahead of the op's commands; its +OK is dropped by the op's
+  // first read (an owed reply), so the op reads its own replies as always.
+  static Status SendAsking(Connection& c) {
+    CommandBuffer asking;
+    asking.Command({"ASKING"});
+    REDBLOOM_RETURN_IF_ERROR(c.Append(asking));
+    c.OweReply();
+    return Status::Ok();
   }
 
   std::string Route(std::string_view key) override {
