@@ -384,9 +384,8 @@ Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* 
       // the next user of this connection would read them as its own.
       size_t replies = 0;
       for (size_t j = *done + 1; j < next; ++j) {
-        replies +=
-            2 + chunks[j].reads + 2 + (chunks[j].cells->listed ? 1 : 0) + (j == list_at ? 1 : 0) +
-            CompanionReplies();
+        replies += 2 + chunks[j].reads + 2 + (chunks[j].cells->listed ? 1 : 0) +
+                   (j == list_at ? 1 : 0) + CompanionReplies();
       }
       Drain(c, replies);
       return s;

@@ -402,7 +402,7 @@ Status Connection::Hello() {
   if (server.db != 0) hello.Command({"SELECT", std::to_string(server.db)});
   if (server.readonly) hello.Command({"READONLY"});
   const size_t info_at = hello.commands();
-  hello.Command({"INFO", "server"});  // for run_id (ConnectionPool::Acquire)
+  hello.Command({"INFO", "server"});                  // for run_id (ConnectionPool::Acquire)
   if (!server.role.empty()) hello.Command({"ROLE"});  // last: its answer is checked below
   REDBLOOM_RETURN_IF_ERROR(Append(hello));
   ReplyPtr last;
