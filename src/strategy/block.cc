@@ -35,6 +35,7 @@
 #include <string>
 
 #include "strategy/strategy_def.h"
+#include "word_kernels.h"
 
 namespace redbloom::internal {
 namespace {
@@ -60,29 +61,46 @@ uint64_t Mix(uint64_t k) {
 // bookkeeping in the loop.
 constexpr uint32_t kFieldsInH2 = 10;
 
-void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
-  const uint64_t blocks = g.bits / kBlockBits;
-  const uint32_t k = g.hashes;
-  for (const Hash128& h : hashes) {
-    const uint64_t base = MulHigh64(h.h1, blocks) * kBlockBits;
+// The layout (see the top of the file), in the form word_kernels.h takes:
+// the in-memory kernels and Offsets below both come from it, so they cannot
+// disagree.
+struct Layout {
+  struct Context {
+    uint64_t blocks;
+    uint32_t k;
+  };
+  static Context Prepare(const Geometry& g) { return {g.bits / kBlockBits, g.hashes}; }
+  static uint64_t Line(const Hash128& h, const Context& c) { return MulHigh64(h.h1, c.blocks); }
+  template <typename F>
+  static void Bits(const Hash128& h, const Context& c, F&& f) {
     const uint64_t start = h.h2 & (kBlockWords - 1);
     uint64_t fields = h.h2 >> 3;
-    const uint32_t direct = std::min(k, kFieldsInH2);
+    const uint32_t direct = std::min(c.k, kFieldsInH2);
     for (uint32_t j = 0; j < direct; ++j) {
-      out[j] = base + ((start + j) & (kBlockWords - 1)) * 64 + ((fields >> (6 * j)) & 63);
+      f(static_cast<uint32_t>((start + j) & (kBlockWords - 1)),
+        static_cast<uint32_t>((fields >> (6 * j)) & 63));
     }
     uint64_t seed = h.h2;
-    for (uint32_t j = direct; j < k; ++j) {
+    for (uint32_t j = direct; j < c.k; ++j) {
       if ((j - direct) % kFieldsInH2 == 0) {
         seed = Mix(seed + 0x9E3779B97F4A7C15ULL);
         fields = seed;
       }
-      out[j] = base + ((start + j) & (kBlockWords - 1)) * 64 + (fields & 63);
+      f(static_cast<uint32_t>((start + j) & (kBlockWords - 1)), static_cast<uint32_t>(fields & 63));
       fields >>= 6;
     }
-    out += k;
+  }
+};
+
+void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
+  const Layout::Context c = Layout::Prepare(g);
+  for (const Hash128& h : hashes) {
+    const uint64_t base = Layout::Line(h, c) * kBlockBits;
+    Layout::Bits(h, c, [&](uint32_t w, uint32_t bit) { *out++ = base + 64 * w + bit; });
   }
 }
+
+const WordKernels kKernels = LineKernelsOf<Layout>();
 
 // The chance that one item sets a given bit of its block: its k bits go
 // round the eight words, so a word receives a = k / 8 or a + 1 of them
@@ -192,6 +210,7 @@ const StrategyDef kBlockStrategy = {
     .offsets = &Offsets,
     .false_positive_rate = &FalsePositiveRate,
     .estimate_items = &EstimateItems,
+    .word_kernels = &kKernels,
 };
 
 }  // namespace redbloom::internal
