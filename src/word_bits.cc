@@ -379,26 +379,43 @@ Status WordBitStore::Add(std::span<PartBatch> batches) {
   return Status::Ok();
 }
 
+WordArray* WordBitStore::LiveMain(uint64_t part) const {
+  if (part != 0 || main_raw_ == nullptr) return nullptr;
+  uint64_t* superseded = main_raw_->superseded;
+  if (superseded != nullptr &&
+      std::atomic_ref<uint64_t>(*superseded).load(std::memory_order_acquire) != 0) {
+    return nullptr;
+  }
+  return main_raw_;
+}
+
 Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
                                 const StrategyDef& strategy, const Geometry& g, uint8_t* present) {
-  auto a = ArrayPtr(part);
-  if (!a.ok()) {
-    // A part never created holds nothing.
-    return a.status().code() == StatusCode::kNotFound ? Status::Ok() : a.status();
+  WordArray* a = LiveMain(part);
+  if (a == nullptr) {
+    auto array = ArrayPtr(part);
+    if (!array.ok()) {
+      // A part never created holds nothing.
+      return array.status().code() == StatusCode::kNotFound ? Status::Ok() : array.status();
+    }
+    a = *array;
   }
-  if (KernelsFit(strategy, **a, g)) {
-    strategy.word_kernels->test(hashes, g, (*a)->words, present);
+  if (KernelsFit(strategy, *a, g)) {
+    strategy.word_kernels->test(hashes, g, a->words, present);
     return Status::Ok();
   }
-  REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(**a, hashes, strategy, g));
-  TestCells(**a, offsets, hashes.size(), g.hashes,
+  REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, hashes, strategy, g));
+  TestCells(*a, offsets, hashes.size(), g.hashes,
             [present](size_t i, bool all) { present[i] |= all ? 1 : 0; });
   return Status::Ok();
 }
 
 Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
                                const StrategyDef& strategy, const Geometry& g, uint8_t* added) {
-  REDBLOOM_ASSIGN_OR_RETURN(WordArray * a, ArrayPtr(part));
+  WordArray* a = LiveMain(part);
+  if (a == nullptr) {
+    REDBLOOM_ASSIGN_OR_RETURN(a, ArrayPtr(part));
+  }
   if (!KernelsFit(strategy, *a, g)) {
     REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, hashes, strategy, g));
     AddCount(*a, SetCells(*a, offsets, hashes.size(), g.hashes, added));

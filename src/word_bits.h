@@ -133,6 +133,9 @@ class WordBitStore final : public BitStore, public HashedCells {
   Result<std::shared_ptr<WordArray>> Array(uint64_t part);
   // The same without copying a shared_ptr (two locked operations) per call.
   Result<WordArray*> ArrayPtr(uint64_t part);
+  // Part 0's array if it was opened eagerly and is still live, else null
+  // (then ArrayPtr says why): the common case, without building a Result.
+  WordArray* LiveMain(uint64_t part) const;
 
   std::unique_ptr<WordParts> parts_;
   std::shared_ptr<WordArray> main_;

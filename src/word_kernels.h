@@ -27,8 +27,10 @@
 // ScatterKernelsOf<Layout>: k offsets anywhere in the bitmap (guava64).
 //   struct Context;                                   per-batch constants
 //   static Context Prepare(const Geometry& g);
-//   static void Offsets(const Hash128& h, const Context& c, uint64_t* out);
-//       the item's g.hashes offsets, in the strategy's order
+//   template <typename F>
+//   static void ForEachOffset(const Hash128& h, const Context& c, uint32_t k, F&& f);
+//       calls f(offset) for each of the item's k (= g.hashes) offsets, in the
+//       strategy's order
 //
 // LineKernelsOf<Layout>: all k bits of an item in one 64-byte line (block).
 //   struct Context;
@@ -36,10 +38,14 @@
 //   static uint64_t Line(const Hash128& h, const Context& c);
 //       the item's line: its bits are at offsets 512 * line + [0, 512), and
 //       line < g.bits / 512
-//   template <typename F> static void Bits(const Hash128& h, const Context& c, F&& f);
-//       calls f(word, bit) for each of the item's g.hashes bits, in the
+//   template <typename F>
+//   static void Bits(const Hash128& h, const Context& c, uint32_t k, F&& f);
+//       calls f(word, bit) for each of the item's k (= g.hashes) bits, in the
 //       strategy's order: offset 512 * line + 64 * word + bit, word < 8,
 //       bit < 64
+//
+// (k is a parameter, not read from the context, so that the kernels can pass
+// it as a constant and have the loops unrolled.)
 #ifndef REDBLOOM_SRC_WORD_KERNELS_H_
 #define REDBLOOM_SRC_WORD_KERNELS_H_
 
@@ -67,6 +73,7 @@ inline uint64_t LoadWord(uint64_t& word) {
 // items.
 inline bool TestItemBits(uint64_t* words, const uint64_t* item, uint32_t k) {
   uint64_t all = 1;
+#pragma GCC unroll 16
   for (uint32_t j = 0; j < k; ++j)
     all &= LoadWord(words[WordIndex(item[j])]) >> ((item[j] & 63) ^ 7);
   return (all & 1) != 0;
@@ -97,11 +104,9 @@ inline bool SetBit(uint64_t& word, unsigned bit_in_word) {
 // a `block` add about 15 ns per item here in mispredictions.
 template <bool kExclusive>
 inline bool SetItemBits(uint64_t* words, const uint64_t* item, uint32_t k) {
-  uint64_t missing = 0;
-  for (uint32_t j = 0; j < k; ++j)
-    missing |= BitMask(item[j]) & ~LoadWord(words[WordIndex(item[j])]);
-  if (missing == 0) return false;
+  if (TestItemBits(words, item, k)) return false;
   bool was_new = false;
+#pragma GCC unroll 16
   for (uint32_t j = 0; j < k; ++j) {
     was_new |= SetBit<kExclusive>(words[WordIndex(item[j])], (item[j] & 63) ^ 7);
   }
@@ -150,95 +155,112 @@ constexpr size_t kScatterAhead = 16;
 constexpr size_t kLineAhead = 32;
 // Scatter kernels keep the offsets of the items in flight on the stack.
 constexpr uint32_t kScatterMaxHashes = 32;
+// Each kernel is compiled once per k up to this, with its loops unrolled
+// (the layouts' loops say `#pragma GCC unroll`: GCC 12 at -O2 left them
+// rolled), and once for any k.
+constexpr uint32_t kUnrolledHashes = 12;
 
-// The offsets of item i go to ring slot i % kScatterAhead, and its lines are
-// prefetched, kScatterAhead items before it is touched. (The loops below
-// keep every value they use in locals: a store through the uint8_t answer
-// pointer may alias anything reached through a pointer or a reference, and
-// the compiler would reload it for every item.)
-template <typename Layout>
-inline void ScatterPrepare(const Hash128& h, const typename Layout::Context& c, uint64_t* words,
-                           uint32_t k, bool prefetch, bool write, uint64_t* item) {
-  Layout::Offsets(h, c, item);
-  // A single item has nothing to overlap its misses with.
-  if (prefetch)
-    for (uint32_t j = 0; j < k; ++j) {
-      if (write)
-        PrefetchForWrite(&words[WordIndex(item[j])]);
-      else
-        PrefetchForRead(&words[WordIndex(item[j])]);
+// The loops below keep every value they use in locals: a store through the
+// uint8_t answer pointer may alias anything reached through a pointer or a
+// reference, and the compiler would reload it for every item. kK is k when
+// it is known at compile time, else 0.
+
+// The offsets of item i go to ring slot i % kScatterAhead, and their lines
+// are requested as they are computed, kScatterAhead items before the item's
+// cells are touched (a single item has nothing to overlap its misses with).
+template <typename Layout, uint32_t kK, bool kWrite>
+inline void ScatterPrepare(const Hash128& h, const typename Layout::Context& c, uint32_t k,
+                           uint64_t* words, bool prefetch, uint64_t* item) {
+  uint32_t j = 0;
+  Layout::ForEachOffset(h, c, kK != 0 ? kK : k, [&](uint64_t offset) {
+    item[j++] = offset;
+    if (!prefetch) return;
+    if constexpr (kWrite) {
+      PrefetchForWrite(&words[WordIndex(offset)]);
+    } else {
+      PrefetchForRead(&words[WordIndex(offset)]);
     }
+  });
 }
 
-template <typename Layout>
+template <typename Layout, uint32_t kK>
 void ScatterTest(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                  uint8_t* present) {
   static_assert((kScatterAhead & (kScatterAhead - 1)) == 0);
   const typename Layout::Context c = Layout::Prepare(g);
-  const uint32_t k = g.hashes;
+  const uint32_t k = kK != 0 ? kK : g.hashes;
   const Hash128* const h = hashes.data();
   const size_t n = hashes.size();
   const bool prefetch = n > 1;
   uint64_t ring[kScatterAhead][kScatterMaxHashes];
   const size_t lead = std::min(n, kScatterAhead);
   for (size_t i = 0; i < lead; ++i) {
-    ScatterPrepare<Layout>(h[i], c, words, k, prefetch, false, ring[i]);
+    ScatterPrepare<Layout, kK, false>(h[i], c, k, words, prefetch, ring[i]);
   }
   for (size_t i = 0; i < n; ++i) {
     uint64_t* item = ring[i % kScatterAhead];
-    present[i] |= TestItemBits(words, item, k) ? 1 : 0;
+    present[i] |= TestItemBits(words, item, kK != 0 ? kK : k) ? 1 : 0;
     if (i + kScatterAhead < n) {
-      ScatterPrepare<Layout>(h[i + kScatterAhead], c, words, k, prefetch, false, item);
+      ScatterPrepare<Layout, kK, false>(h[i + kScatterAhead], c, k, words, prefetch, item);
     }
   }
 }
 
-template <typename Layout, bool kExclusive>
+template <typename Layout, uint32_t kK, bool kExclusive>
 int64_t ScatterSet(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                    uint8_t* added) {
   const typename Layout::Context c = Layout::Prepare(g);
-  const uint32_t k = g.hashes;
+  const uint32_t k = kK != 0 ? kK : g.hashes;
   const Hash128* const h = hashes.data();
   const size_t n = hashes.size();
   const bool prefetch = n > 1;
   uint64_t ring[kScatterAhead][kScatterMaxHashes];
   const size_t lead = std::min(n, kScatterAhead);
   for (size_t i = 0; i < lead; ++i) {
-    ScatterPrepare<Layout>(h[i], c, words, k, prefetch, true, ring[i]);
+    ScatterPrepare<Layout, kK, true>(h[i], c, k, words, prefetch, ring[i]);
   }
   int64_t fresh = 0;
   for (size_t i = 0; i < n; ++i) {
     uint64_t* item = ring[i % kScatterAhead];
-    const bool was_new = SetItemBits<kExclusive>(words, item, k);
+    const bool was_new = SetItemBits<kExclusive>(words, item, kK != 0 ? kK : k);
     if (added != nullptr) added[i] = was_new ? 1 : 0;
     fresh += was_new ? 1 : 0;
     if (i + kScatterAhead < n) {
-      ScatterPrepare<Layout>(h[i + kScatterAhead], c, words, k, prefetch, true, item);
+      ScatterPrepare<Layout, kK, true>(h[i + kScatterAhead], c, k, words, prefetch, item);
     }
   }
   return fresh;
 }
 
+// Whether every bit of an item is set in its line (word_bits.h's order: bit
+// b of a word's bytes in Redis order is bit b ^ 7 of the little-endian word).
 template <typename Layout>
+inline bool LineItemSet(uint64_t* line, const Hash128& h, const typename Layout::Context& c,
+                        uint32_t k) {
+  uint64_t all = 1;
+  Layout::Bits(h, c, k, [&](uint32_t w, uint32_t bit) { all &= LoadWord(line[w]) >> (bit ^ 7); });
+  return (all & 1) != 0;
+}
+
+template <typename Layout, uint32_t kK>
 void LineTest(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
               uint8_t* present) {
   const typename Layout::Context c = Layout::Prepare(g);
+  const uint32_t k = kK != 0 ? kK : g.hashes;
   const Hash128* const h = hashes.data();
   const size_t n = hashes.size();
   for (size_t i = 0; i < n; ++i) {
     if (i + kLineAhead < n) PrefetchForRead(words + 8 * Layout::Line(h[i + kLineAhead], c));
     uint64_t* const line = words + 8 * Layout::Line(h[i], c);
-    uint64_t missing = 0;
-    Layout::Bits(h[i], c,
-                 [&](uint32_t w, uint32_t bit) { missing |= BitMask(bit) & ~LoadWord(line[w]); });
-    present[i] |= missing == 0 ? 1 : 0;
+    present[i] |= LineItemSet<Layout>(line, h[i], c, kK != 0 ? kK : k) ? 1 : 0;
   }
 }
 
-template <typename Layout, bool kExclusive>
+template <typename Layout, uint32_t kK, bool kExclusive>
 int64_t LineSet(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                 uint8_t* added) {
   const typename Layout::Context c = Layout::Prepare(g);
+  const uint32_t k = kK != 0 ? kK : g.hashes;
   const Hash128* const h = hashes.data();
   const size_t n = hashes.size();
   int64_t fresh = 0;
@@ -246,12 +268,9 @@ int64_t LineSet(std::span<const Hash128> hashes, const Geometry& g, uint64_t* wo
     if (i + kLineAhead < n) PrefetchForWrite(words + 8 * Layout::Line(h[i + kLineAhead], c));
     uint64_t* const line = words + 8 * Layout::Line(h[i], c);
     // Read first, then write only an item that lacks a bit (SetItemBits).
-    uint64_t missing = 0;
-    Layout::Bits(h[i], c,
-                 [&](uint32_t w, uint32_t bit) { missing |= BitMask(bit) & ~LoadWord(line[w]); });
     bool was_new = false;
-    if (missing != 0) {
-      Layout::Bits(h[i], c, [&](uint32_t w, uint32_t bit) {
+    if (!LineItemSet<Layout>(line, h[i], c, kK != 0 ? kK : k)) {
+      Layout::Bits(h[i], c, kK != 0 ? kK : k, [&](uint32_t w, uint32_t bit) {
         was_new |= SetBit<kExclusive>(line[w], bit ^ 7);
       });
     }
@@ -261,27 +280,92 @@ int64_t LineSet(std::span<const Hash128> hashes, const Geometry& g, uint64_t* wo
   return fresh;
 }
 
+// Runs f.template operator()<kK>() with kK = k if k <= kUnrolledHashes, else
+// with kK = 0 (k known at run time only).
+template <typename F>
+decltype(auto) WithK(uint32_t k, F&& f) {
+  static_assert(kUnrolledHashes == 12);
+  switch (k) {
+    case 1:
+      return f.template operator()<1>();
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    case 4:
+      return f.template operator()<4>();
+    case 5:
+      return f.template operator()<5>();
+    case 6:
+      return f.template operator()<6>();
+    case 7:
+      return f.template operator()<7>();
+    case 8:
+      return f.template operator()<8>();
+    case 9:
+      return f.template operator()<9>();
+    case 10:
+      return f.template operator()<10>();
+    case 11:
+      return f.template operator()<11>();
+    case 12:
+      return f.template operator()<12>();
+    default:
+      return f.template operator()<0>();
+  }
+}
+
+template <typename Layout>
+struct ScatterEntries {
+  static void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
+                   uint8_t* present) {
+    WithK(g.hashes, [&]<uint32_t kK>() { ScatterTest<Layout, kK>(hashes, g, words, present); });
+  }
+  template <bool kExclusive>
+  static int64_t Set(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
+                     uint8_t* added) {
+    return WithK(g.hashes, [&]<uint32_t kK>() {
+      return ScatterSet<Layout, kK, kExclusive>(hashes, g, words, added);
+    });
+  }
+};
+
+template <typename Layout>
+struct LineEntries {
+  static void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
+                   uint8_t* present) {
+    WithK(g.hashes, [&]<uint32_t kK>() { LineTest<Layout, kK>(hashes, g, words, present); });
+  }
+  template <bool kExclusive>
+  static int64_t Set(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
+                     uint8_t* added) {
+    return WithK(g.hashes, [&]<uint32_t kK>() {
+      return LineSet<Layout, kK, kExclusive>(hashes, g, words, added);
+    });
+  }
+};
+
 }  // namespace word_kernels_internal
 
 template <typename Layout>
 constexpr WordKernels ScatterKernelsOf() {
-  namespace in = word_kernels_internal;
+  using E = word_kernels_internal::ScatterEntries<Layout>;
   return WordKernels{
-      .max_hashes = in::kScatterMaxHashes,
-      .test = &in::ScatterTest<Layout>,
-      .set_exclusive = &in::ScatterSet<Layout, true>,
-      .set_shared = &in::ScatterSet<Layout, false>,
+      .max_hashes = word_kernels_internal::kScatterMaxHashes,
+      .test = &E::Test,
+      .set_exclusive = &E::template Set<true>,
+      .set_shared = &E::template Set<false>,
   };
 }
 
 template <typename Layout>
 constexpr WordKernels LineKernelsOf() {
-  namespace in = word_kernels_internal;
+  using E = word_kernels_internal::LineEntries<Layout>;
   return WordKernels{
       .max_hashes = kMaxHashes,
-      .test = &in::LineTest<Layout>,
-      .set_exclusive = &in::LineSet<Layout, true>,
-      .set_shared = &in::LineSet<Layout, false>,
+      .test = &E::Test,
+      .set_exclusive = &E::template Set<true>,
+      .set_shared = &E::template Set<false>,
   };
 }
 

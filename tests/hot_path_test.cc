@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
+#include "redbloom/funnel.h"
 #include "redbloom/store.h"
 #include "redbloom/strategy.h"
 #include "strategy/strategy_def.h"
 #include "test_util.h"
+#include "util/utf8.h"
 #include "word_bits.h"
 #include "word_kernels.h"
 
@@ -155,6 +157,34 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
     }
   }
   EXPECT_GE(strategies, 2) << "guava64 and block have kernels";
+}
+
+// IsValidUtf8 checks ASCII a word at a time (overlapping words for the tail)
+// before any byte: for every length up to 40 and every position of a
+// non-ASCII byte, well-formed or not, it must agree with the sequence rules
+// applied byte by byte.
+TEST(Utf8Test, WordAtATimeAgreesWithTheSequenceRules) {
+  auto by_bytes = [](std::string_view s) {
+    for (size_t i = 0; i < s.size();) {
+      const size_t n = internal::Utf8SequenceLength(s, i);
+      if (n == 0) return false;
+      i += n;
+    }
+    return true;
+  };
+  const std::vector<std::string> inserts = {
+      "\xc3\xa7",     "\xe8\xae\xa2", "\xf0\x9f\x98\x80", "\x80", "\xc3",
+      "\xed\xa0\x80", "\xff",         "\xf4\x90\x80\x80"};
+  for (size_t len = 0; len <= 40; ++len) {
+    const std::string ascii(len, 'a');
+    EXPECT_TRUE(IsValidUtf8(ascii)) << len;
+    for (size_t at = 0; at <= len; ++at) {
+      for (const std::string& insert : inserts) {
+        const std::string s = ascii.substr(0, at) + insert + ascii.substr(at);
+        ASSERT_EQ(IsValidUtf8(s), by_bytes(s)) << "length " << s.size() << " at " << at;
+      }
+    }
+  }
 }
 
 class HotPathTest : public ::testing::TestWithParam<std::string> {

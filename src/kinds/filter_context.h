@@ -92,7 +92,20 @@ class FilterContext {
 
  private:
   // Part `part`'s geometry (part 0's without a lock once known).
-  Status GeometryOf(uint64_t part, Geometry* g);
+  Status GeometryOf(uint64_t part, Geometry* g) {
+    if (const PartSizing* sizing = cache_.part0(); part == 0 && sizing != nullptr) {
+      *g = sizing->geometry;
+      return Status::Ok();
+    }
+    return SizedGeometry(part, g);
+  }
+  Status SizedGeometry(uint64_t part, Geometry* g);
+  // TestIn and AddTo through the BitStore, with offsets (stores without
+  // HashedCells, and reservations).
+  Status TestInStore(std::span<const uint64_t> parts, std::span<const Hash128> hashes,
+                     uint8_t* present, std::vector<uint64_t>* parts_now);
+  Status AddToStore(uint64_t part, std::span<const Hash128> hashes, uint8_t* out, uint64_t capacity,
+                    size_t* done, uint64_t* room);
   // Offsets of `hashes` under part `part`'s geometry, into *out (resized).
   Status Offsets(uint64_t part, std::span<const Hash128> hashes, std::vector<uint64_t>* out);
 

@@ -39,10 +39,12 @@ struct Layout {
   static Context Prepare(const Geometry& g) {
     return {g.bits, ~uint64_t{0} / g.bits, g.hashes};  // one division per batch
   }
-  static void Offsets(const Hash128& hash, const Context& c, uint64_t* out) {
+  template <typename F>
+  static void ForEachOffset(const Hash128& hash, const Context& c, uint32_t k, F&& f) {
     uint64_t combined = hash.h1;
-    for (uint32_t i = 0; i < c.k; ++i) {
-      out[i] = ModBarrett(combined & 0x7fffffffffffffffULL, c.m, c.inverse);
+#pragma GCC unroll 16
+    for (uint32_t i = 0; i < k; ++i) {
+      f(ModBarrett(combined & 0x7fffffffffffffffULL, c.m, c.inverse));
       combined += hash.h2;  // long addition, wraps mod 2^64
     }
   }
@@ -51,8 +53,7 @@ struct Layout {
 void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
   const Layout::Context c = Layout::Prepare(g);
   for (const Hash128& hash : hashes) {
-    Layout::Offsets(hash, c, out);
-    out += c.k;
+    Layout::ForEachOffset(hash, c, c.k, [&](uint64_t offset) { *out++ = offset; });
   }
 }
 
