@@ -422,6 +422,18 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
     return Status::Ok();
   }
   const WordKernels& kernels = *strategy.word_kernels;
+  if (hashes.size() == 1) {
+    // A single item whose bits are all set cannot be new: no lock, no write
+    // (adding what a filter holds is common: dedup). Adds only ever turn
+    // bits on, so a bit seen set stays set (Clear aside, which no add is
+    // ordered with anyway).
+    uint8_t present = 0;
+    kernels.test(hashes, g, a->words, &present);
+    if (present != 0) {
+      if (added != nullptr) added[0] = 0;
+      return Status::Ok();
+    }
+  }
   int64_t fresh = 0;
   if (!a->writers) {
     fresh = kernels.set_shared(hashes, g, a->words, added);
