@@ -111,6 +111,29 @@ Words NewWords(size_t bytes) {
   return Words(p, WordsDelete{bytes, false});
 }
 
+namespace {
+
+bool CpuHasAvx2() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> vector_kernels_off{false};
+
+}  // namespace
+
+bool VectorKernelsEnabled() {
+  static const bool have = CpuHasAvx2();
+  return have && !vector_kernels_off.load(std::memory_order_relaxed);
+}
+
+void SetVectorKernelsEnabledForTesting(bool enabled) {
+  vector_kernels_off.store(!enabled, std::memory_order_relaxed);
+}
+
 // The low three bits of each counter add without leaving it; the top bit and
 // the carry out of the counter come from a full adder over the three top
 // bits, and a carry saturates the counter at 15.

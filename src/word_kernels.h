@@ -148,6 +148,13 @@ struct WordKernels {
                         uint8_t* added);
 };
 
+// Whether kernels may use this CPU's vector instructions (AVX2 on x86-64): a
+// layout may offer a vector form of its hottest loop and fall back to the
+// portable one where this is false. Tests turn it off to check the portable
+// code on machines that have the instructions.
+bool VectorKernelsEnabled();
+void SetVectorKernelsEnabledForTesting(bool enabled);
+
 namespace word_kernels_internal {
 
 // Items whose lines are requested ahead of the one being touched. Measured
