@@ -332,6 +332,7 @@ Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* p
 Status WordBitStore::Add(std::span<PartBatch> batches) {
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(WordArray * a, ArrayPtr(b.part));
+    REDBLOOM_RETURN_IF_ERROR(a->writable);
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(*a, b.offsets, b.items * b.k));
     if (b.capacity != 0) {
       if (!Reserve(*a, b)) continue;
@@ -348,6 +349,7 @@ Status WordBitStore::Remove(std::span<PartBatch> batches) {
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(b.part));
     WordArray& a = *array;
+    REDBLOOM_RETURN_IF_ERROR(a.writable);
     if (a.cell_bits != 4) {
       return Status::Unimplemented(
           "items can be removed only from counting filters (create with --counting)");
@@ -449,6 +451,7 @@ Status WordBitStore::Clear() {
     if (!array.ok() && array.status().code() == StatusCode::kNotFound) continue;  // expired
     if (!array.ok()) return array.status();
     WordArray& a = **array;
+    REDBLOOM_RETURN_IF_ERROR(a.writable);
     std::shared_lock<std::shared_mutex> writing;  // see WordArray::writers
     if (a.writers) writing = std::shared_lock(*a.writers);
     const uint64_t n = a.word_count();
@@ -495,6 +498,7 @@ Status WordBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::s
 Status WordBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) {
   REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(part));
   WordArray& a = *array;
+  REDBLOOM_RETURN_IF_ERROR(a.writable);
   if (bitmap.size() > a.bitmap_bytes()) {
     return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
                                    " bytes is larger than the part's " +

@@ -56,6 +56,9 @@ struct WordArray {
   uint64_t* superseded = nullptr;
   std::shared_ptr<void> keepalive;
   std::function<Status()> flush;
+  // Not OK when the cells are mapped read-only (a file we may not write, or
+  // one whose disk blocks could not be reserved): every write answers it.
+  Status writable;
   // Serialises removes (counting filters): a mutex shared by every handle in
   // this process, and/or a file to flock() for handles in other processes.
   std::shared_ptr<std::mutex> remove_mutex;

@@ -181,8 +181,8 @@ class Store {
   virtual ~Store() = default;
 
   // Opens a store by URL (the schemes are registered in src/store_table.cc).
-  // Nothing is contacted for mem: and file: beyond creating the directory;
-  // redis:// connects once to fail fast.
+  // Nothing is contacted or created for mem: and file: (a file: directory is
+  // made by the first create); redis:// connects once to fail fast.
   static Result<std::unique_ptr<Store>> Open(std::string_view url,
                                              const StoreOptions& options = StoreOptions());
   // The registered URL schemes with their syntax, for help texts:
