@@ -108,7 +108,8 @@ class WordBitStore final : public BitStore {
   Status Clear() override;
   Status Flush() override;
   Status ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) override;
-  Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) override;
+  Status OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
+                  uint64_t new_items) override;
 
  private:
   // The part's array: kNotFound if it does not exist.

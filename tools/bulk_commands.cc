@@ -159,20 +159,6 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file) {
   return 0;
 }
 
-Result<std::string> ReadAllInput(const std::string& file) {
-  std::ostringstream buf;
-  if (file == "-") {
-    buf << std::cin.rdbuf();
-    if (std::cin.bad()) return Status::Unavailable("read error on stdin");
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Status::Unavailable("cannot open " + file + ": " + std::strerror(errno));
-    buf << in.rdbuf();
-    if (in.bad()) return Status::Unavailable("read error on " + file);
-  }
-  return buf.str();
-}
-
 int RunImport(Context& ctx, const std::string& name, const std::string& format,
               const std::string& file, const std::string& encoding, const std::string& capacity,
               const std::string& error) {
@@ -205,10 +191,17 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
         Status::InvalidArgument("--capacity, --error and --encoding apply to --format guava; a "
                                 "redbloom dump carries its own"));
   }
-  auto data = ReadAllInput(file);
-  if (!data.ok()) return Fail(data.status());
+  // The input is streamed, not read into memory: the importer reads a file
+  // twice (to check it all, then to write it) and holds only what a pipe
+  // actually sends, so memory never follows a size the input claims.
+  std::ifstream file_in;
+  if (file != "-") {
+    file_in.open(file, std::ios::binary);
+    if (!file_in)
+      return Fail(Status::Unavailable("cannot open " + file + ": " + std::strerror(errno)));
+  }
+  std::istream& in = file == "-" ? std::cin : file_in;
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
-  std::istringstream in(std::move(data).value());
   auto filter = format == "guava" ? ImportGuava(*ctx.store, name, in, options)
                                   : ImportDump(*ctx.store, name, in);
   if (!filter.ok()) return Fail(filter.status().WithContext("import"));

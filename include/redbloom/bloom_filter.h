@@ -149,6 +149,16 @@ class BloomFilter {
   // slices it lacks and skips those that have left its window. Every part is
   // checked (id and size) before anything is written.
   Status MergeParts(std::span<const Part> parts);
+  // MergeParts for one piece of a part, so that imports stream a filter of
+  // any size in bounded memory: merges `bytes` into part `part` at byte
+  // `offset` (making the part exist first, as MergeParts does) and adds
+  // `new_items` to its count; empty `bytes` only adds to the count.
+  // *skipped (if given) is set when the part has left the filter (a window
+  // slice past its window): nothing is written then.
+  Status MergePartBytes(uint64_t part, uint64_t offset, std::string_view bytes, uint64_t new_items,
+                        bool* skipped = nullptr);
+  // One part's fill and count (kNotFound if the part does not exist).
+  Result<FilterStats> PartStats(uint64_t part);
 
  private:
   struct State;

@@ -170,7 +170,14 @@ class BitStore {
   // would give 3, ORing 1 into 1 would lose an item to its first remove).
   // Never lowers a cell, so it is safe with concurrent writers: each of their
   // adds survives. The part's count grows by `new_items`.
-  virtual Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) = 0;
+  Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) {
+    return OrBitsAt(part, 0, bitmap, new_items);
+  }
+  // The same for bytes [offset, offset + bytes.size()) of a part, so that an
+  // import streams a large part in pieces; empty `bytes` only adds to the
+  // count. kInvalidArgument past the part's end.
+  virtual Status OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
+                          uint64_t new_items) = 0;
 };
 
 class Store {
