@@ -421,6 +421,11 @@ Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
 BitmapBuilder::BitmapBuilder(const FilterConfig& config)
     : config_(config), bitmap_(config.data_bytes(), '\0') {}
 
+BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string bitmap)
+    : config_(config), bitmap_(std::move(bitmap)) {
+  bitmap_.resize(config.data_bytes(), '\0');
+}
+
 Status BitmapBuilder::Add(std::span<const std::string_view> items) {
   std::vector<Hash128> hashes(items.size());
   std::string scratch;

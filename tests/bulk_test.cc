@@ -730,6 +730,17 @@ class BulkCliTest : public ::testing::Test {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path() + "/s"});
     return RunCommand(args, input);
   }
+  // The filter's items_added, from `info --json`.
+  uint64_t ItemsAdded(const std::string& name) {
+    auto info = Run({"info", "--json", name});
+    EXPECT_EQ(info.exit_code, 0) << info.err;
+    auto json = nlohmann::json::parse(info.out, nullptr, /*allow_exceptions=*/false);
+    if (!json.is_object() || !json.contains("items_added")) {
+      ADD_FAILURE() << "info --json " << name << ": " << info.out;
+      return 0;
+    }
+    return json["items_added"].get<uint64_t>();
+  }
   testing::TempDir dir_;
 };
 
@@ -769,6 +780,60 @@ TEST_F(BulkCliTest, LoadImportExportMergeDedup) {
   EXPECT_EQ(dedup.out, "new-1\nnew-2\n");
   EXPECT_EQ(Run({"dedup", "f"}, "new-1\n").out, "");
   EXPECT_EQ(Run({"load", "missing", "--file", "-"}, "a\n").exit_code, 4);
+}
+
+// Loading, importing and merging what a filter already holds adds nothing to
+// its count (issue #15.9): a plain filter counts items that set a new bit,
+// as `add` does, and a counting filter every item, as its adds do.
+TEST_F(BulkCliTest, RepeatedLoadsImportsAndMergesCountOnlyNewItems) {
+  ASSERT_EQ(Run({"create", "f", "-n", "50000", "-p", "0.01", "--strategy", "guava64"}).exit_code,
+            0);
+  std::string input;
+  for (int i = 0; i < 1000; ++i) input += "ORD-" + std::to_string(i) + "\n";
+  auto first = Run({"load", "f", "--file", "-"}, input);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const uint64_t once = ItemsAdded("f");
+  EXPECT_GE(once, 990u);
+  EXPECT_LE(once, 1000u);
+  EXPECT_NE(first.err.find("loaded 1000 items into f: " + std::to_string(once) + " new"),
+            std::string::npos)
+      << first.err;
+  EXPECT_EQ(first.err.find("distinct"), std::string::npos) << first.err;
+  // Again, and with every line repeated: nothing is new.
+  auto second = Run({"load", "f", "--file", "-"}, input + input);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("loaded 2000 items into f: 0 new"), std::string::npos) << second.err;
+  EXPECT_EQ(ItemsAdded("f"), once) << "the same 1,000 items loaded twice";
+
+  const std::string guava = dir_.path() + "/f.guava", dump = dir_.path() + "/f.dump";
+  ASSERT_EQ(Run({"export", "f", "--format", "guava", "--file", guava}).exit_code, 0);
+  ASSERT_EQ(Run({"export", "f", "--format", "redbloom", "--file", dump}).exit_code, 0);
+  // Into the filter the dump came from, twice: nothing new.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(Run({"import", "f", "--format", "redbloom", "--file", dump}).exit_code, 0);
+    EXPECT_EQ(ItemsAdded("f"), once) << "dump import " << round;
+    ASSERT_EQ(Run({"import", "f", "--format", "guava", "--file", guava}).exit_code, 0);
+    EXPECT_EQ(ItemsAdded("f"), once) << "Guava import " << round;
+  }
+  // Into a new filter the dump's count comes along exactly; a second import
+  // adds nothing.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(Run({"import", "h", "--format", "redbloom", "--file", dump}).exit_code, 0);
+    EXPECT_EQ(ItemsAdded("h"), once) << "round " << round;
+    ASSERT_EQ(Run({"merge", "m", "f"}).exit_code, 0);
+    EXPECT_EQ(ItemsAdded("m"), once) << "merge round " << round;
+  }
+  ASSERT_EQ(Run({"merge", "m", "f", "h"}).exit_code, 0);
+  EXPECT_EQ(ItemsAdded("m"), once) << "h holds the same items as f";
+
+  // A counting filter counts every add: each needs its own remove.
+  ASSERT_EQ(Run({"create", "c", "-n", "50000", "-p", "0.01", "--counting"}).exit_code, 0);
+  auto counted = Run({"load", "c", "--file", "-"}, input);
+  ASSERT_EQ(counted.exit_code, 0) << counted.err;
+  EXPECT_NE(counted.err.find("loaded 1000 items into c: 1000 counted"), std::string::npos)
+      << counted.err;
+  ASSERT_EQ(Run({"load", "c", "--file", "-"}, input).exit_code, 0);
+  EXPECT_EQ(ItemsAdded("c"), 2000u);
 }
 
 // Importing into a filter that already holds the bits adds nothing to its

@@ -93,7 +93,18 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
         name + " --file PATH' for this one"));
   }
 
-  BitmapBuilder builder((*filter)->config());
+  // A plain filter's load starts from the filter's bits, so that the count
+  // grows only by items that set a new bit, as adds count them (loading the
+  // same items twice adds nothing, issue #15.9). A counting filter counts
+  // every item, as its adds do, and its builder holds only the load's
+  // counters (OrBitmap adds them).
+  const bool counters = (*filter)->config().cell_bits() == 4;
+  std::string current;
+  if (!counters) {
+    if (Status s = (*filter)->ReadBitmap(&current); !s.ok()) return Fail(s);
+  }
+  BitmapBuilder builder = counters ? BitmapBuilder((*filter)->config())
+                                   : BitmapBuilder((*filter)->config(), std::move(current));
   Progress progress(reader.total_bytes());
   std::vector<std::string> lines;
   std::vector<std::string_view> views;
@@ -119,9 +130,17 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
     return Fail(
         s.WithContext("nothing or part of the load was written; loading again is harmless"));
   const double secs = progress.seconds();
-  std::cerr << "loaded " << builder.items() << " items (" << builder.new_items()
-            << " distinct to the filter's eye) into " << name << " in " << FormatDouble(secs)
-            << " s (" << Human(secs > 0 ? builder.items() / secs : 0) << " items/s)\n";
+  std::cerr << "loaded " << builder.items() << " items into " << name << ": ";
+  if (counters) {
+    std::cerr << builder.new_items() << " counted (a counting filter counts every add)";
+  } else {
+    // An item that sets no new bit is a repeat, an item the filter held, or
+    // one it would take for held (a false positive): the filter cannot tell.
+    std::cerr << builder.new_items() << " new, " << builder.items() - builder.new_items()
+              << " already present (repeats, or false positives)";
+  }
+  std::cerr << ", in " << FormatDouble(secs) << " s ("
+            << Human(secs > 0 ? builder.items() / secs : 0) << " items/s)\n";
   return 0;
 }
 
