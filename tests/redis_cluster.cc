@@ -131,4 +131,21 @@ RedisServer& RedisCluster::MasterOf(int slot) {
   throw std::runtime_error("no master serves slot " + std::to_string(slot));
 }
 
+RedisServer& RedisCluster::WaitForFailover(int slot, const RedisServer& old) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      RedisServer& now = MasterOf(slot);
+      if (&now != &old) {
+        WaitUntilOk(/*replicas_up=*/false);
+        return now;
+      }
+    } catch (const std::runtime_error&) {
+      // No running master claims the slot yet: the failover is under way.
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("no replica took over slot " + std::to_string(slot) + " within 30 s");
+}
+
 }  // namespace redbloom::testing

@@ -422,12 +422,14 @@ TEST_F(RedisClusterTest, KilledMasterLosesNoAcknowledgedAdd) {
   while (next < 4000) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   RedisServer& master = cluster_->MasterOf(internal::KeySlot("durable"));
   master.Stop(/*hard=*/true);
-  cluster_->WaitUntilOk(/*replicas_up=*/false);  // its replica took over
+  RedisServer& promoted = cluster_->WaitForFailover(internal::KeySlot("durable"), master);
   // Checks work at once on the new master; adds need a replica to confirm
   // them, so until one is back they fail (as errors, never silently).
-  EXPECT_TRUE(*(*f)->Contains(items[0]));
+  const Result<bool> first = (*f)->Contains(items[0]);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(*first);
   // A replacement replica joins, and adds are acknowledged again.
-  cluster_->ReplaceAsReplica(master, cluster_->MasterOf(internal::KeySlot("durable")));
+  cluster_->ReplaceAsReplica(master, promoted);
   const size_t target = next + 2000;
   while (next < target && next + 200 < items.size()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
