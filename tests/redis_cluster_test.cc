@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -393,26 +394,6 @@ TEST_F(RedisClusterTest, ReshardingWhileAddingLosesNothing) {
   }
 }
 
-// The first slot a master owns, from its own line of CLUSTER NODES.
-int FirstSlotOf(const RedisServer& m) {
-  std::istringstream nodes(m.Cli({"CLUSTER", "NODES"}));
-  std::string line;
-  int first = -1;
-  while (std::getline(nodes, line)) {
-    if (line.find("myself") == std::string::npos) continue;
-    std::istringstream fields(line);
-    std::string field;
-    for (int i = 0; i < 8 && fields >> field; ++i) {
-    }
-    while (fields >> field) {
-      if (field.front() == '[') continue;
-      const int from = std::stoi(field.substr(0, field.find('-')));
-      if (first < 0 || from < first) first = from;
-    }
-  }
-  return first;
-}
-
 // redis-cli --cluster reshard, the way operators move slots, while CLI loads
 // run into a plain and a sharded filter: no load fails, nothing is lost. The
 // plain filter's slot is among the slots moved (reshard takes a node's lowest
@@ -421,8 +402,9 @@ TEST_F(RedisClusterTest, RedisCliReshardWhileLoadsRunLosesNothing) {
   RedisServer* from = cluster_->Masters().front();
   RedisServer* to = cluster_->Masters().back();
   ASSERT_NE(from, to);
-  const int first = FirstSlotOf(*from);
-  ASSERT_GE(first, 0);
+  const auto ranges = RedisCluster::SlotsOf(*from);
+  ASSERT_FALSE(ranges.empty());
+  const int first = std::min_element(ranges.begin(), ranges.end())->first;
   constexpr int kMoved = 300;
   std::string name;
   for (int i = 0; i < 100000 && name.empty(); ++i) {
