@@ -286,8 +286,12 @@ Status SeekTo(std::istream& in, std::istream::pos_type at) {
   return Status::Ok();
 }
 
-// A store failing in the middle of an import has taken some of the bits.
-constexpr std::string_view kPartlyWritten = "import stopped part way; some bits were written";
+// A store that fails in the middle of an import may have taken some of the
+// bits already: say so, unless nothing had been written.
+Status ImportStopped(const Status& s, bool wrote_some) {
+  if (!wrote_some) return s;
+  return s.WithContext("import stopped part way; some of its bits were written");
+}
 
 // Bytes left in a seekable stream.
 Result<uint64_t> Remaining(std::istream& in) {
@@ -414,6 +418,7 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   // the filter's size.
   REDBLOOM_RETURN_IF_ERROR(SeekTo(*in, data_start));
   std::string bytes;
+  bool wrote_some = false;
   for (uint64_t w = 0; w < words; w += kWordsPerRead) {
     const uint64_t n = std::min(kWordsPerRead, words - w);
     REDBLOOM_RETURN_IF_ERROR(ReadExactly(*in, n * 8, &chunk, "the Guava bit array"));
@@ -423,7 +428,8 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
     }
     if (bytes.find_first_not_of('\0') == std::string::npos) continue;
     Status s = filter->MergePartBytes(0, w * 8, bytes, 0);
-    if (!s.ok()) return s.WithContext(kPartlyWritten);
+    if (!s.ok()) return ImportStopped(s, wrote_some);
+    wrote_some = true;
   }
   REDBLOOM_RETURN_IF_ERROR(CountAfter(*filter, counts));
   REDBLOOM_RETURN_IF_ERROR(filter->Flush());
@@ -574,11 +580,14 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   REDBLOOM_RETURN_IF_ERROR(CountBefore(*filter, created, &counts));
   REDBLOOM_RETURN_IF_ERROR(SeekTo(*in, data_start));
   Status store_error;
+  bool wrote_some = false;
   Status written = ReadChunks(*in, h, [&](size_t i, uint64_t offset, std::string_view bytes) {
     store_error = filter->MergePartBytes(h.parts[i].id, offset, bytes, 0);
-    return store_error;
+    if (!store_error.ok()) return store_error;
+    wrote_some = true;
+    return Status::Ok();
   });
-  if (!store_error.ok()) return store_error.WithContext(kPartlyWritten);
+  if (!store_error.ok()) return ImportStopped(store_error, wrote_some);
   if (!written.ok()) {
     return written.WithContext("the input changed while it was imported; part of it was written");
   }

@@ -82,6 +82,7 @@ std::string Items(const std::string& prefix, int n) {
 
 class FileDiskTest : public ::testing::Test {
  protected:
+  TempDir dir_;  // beside the mounts, for files the tests keep outside them
   CommandResult Run(const std::string& store, std::vector<std::string> args,
                     const std::string& input = "") {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + store});
@@ -198,6 +199,14 @@ TEST_F(FileDiskTest, ReadOnlyMountServesChecksAndInfo) {
   EXPECT_EQ(add.exit_code, 3) << add.err;
   EXPECT_NE(add.err.find("Read-only file system"), std::string::npos) << add.err;
   EXPECT_EQ(Run(store, {"check", "f", "new-item"}).exit_code, 1);
+  // Export reads; importing the export back is a write, refused before any bit.
+  const std::string dump = dir_.path() + "/f.dump";
+  auto exported = Run(store, {"export", "f", "--format", "redbloom", "--file", dump});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  auto imported = Run(store, {"import", "f", "--format", "redbloom", "--file", dump});
+  EXPECT_EQ(imported.exit_code, 3) << imported.err;
+  EXPECT_NE(imported.err.find("Read-only file system"), std::string::npos) << imported.err;
+  EXPECT_EQ(imported.err.find("part way"), std::string::npos) << imported.err;
 }
 
 TEST_F(FileDiskTest, LibraryOnAReadOnlyMountReadsAndRefusesWrites) {
