@@ -1,6 +1,7 @@
 // redbloom load, import, export, merge and dedup.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -79,19 +80,47 @@ class Progress {
 
 constexpr size_t kBatch = 65536;
 
+// Load into a filter that is not one array (sharded, scaling, window): one
+// bitmap cannot be built locally, so the items are added in batches, as
+// `add --file` does. What was acknowledged stays if a batch fails.
+int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& reader) {
+  Progress progress(reader.total_bytes());
+  std::vector<std::string> lines;
+  std::vector<std::string_view> views;
+  std::vector<uint8_t> added;
+  uint64_t items = 0, fresh = 0;
+  while (true) {
+    auto more = reader.Next(&lines, kBatch, /*streaming=*/false);
+    if (!more.ok()) return Fail(more.status());
+    if (!*more) break;
+    views.assign(lines.begin(), lines.end());
+    if (Status s = filter.AddMany(views, &added); !s.ok()) {
+      progress.Done();
+      return Fail(reader.Locate(s, filter.config().encoding, lines)
+                      .WithContext("load (the batches before this one were written; loading "
+                                   "again is harmless)"));
+    }
+    items += lines.size();
+    fresh += static_cast<uint64_t>(std::count(added.begin(), added.end(), 1));
+    progress.Update(items, reader.bytes_read());
+  }
+  progress.Done();
+  if (Status s = filter.Flush(); !s.ok()) return Fail(s);
+  const double secs = progress.seconds();
+  std::cerr << "loaded " << items << " items (" << fresh << " new to the filter) into " << name
+            << " in " << FormatDouble(secs) << " s (" << Human(secs > 0 ? items / secs : 0)
+            << " items/s), in batches: a " << FilterKindName(filter.config().kind)
+            << (filter.config().shards > 1 ? " sharded" : "") << " filter is not one bitmap\n";
+  return 0;
+}
+
 int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   auto filter = BloomFilter::Open(*ctx.store, name);
   if (!filter.ok()) return Fail(filter.status());
-  const FilterKind kind = (*filter)->config().kind;
-  if (!(*filter)->config().one_array()) {
-    return Fail(Status::InvalidArgument(
-        "'" + name + "' is a " + std::string(FilterKindName(kind)) +
-        " filter: load builds one bitmap, for plain and counting filters; use 'redbloom add " +
-        name + " --file PATH' for this one"));
-  }
+  if (!(*filter)->config().one_array()) return LoadInBatches(**filter, name, reader);
 
   BitmapBuilder builder((*filter)->config());
   Progress progress(reader.total_bytes());
@@ -331,9 +360,10 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
 
   auto* load = app.add_subcommand(
       "load",
-      "Bulk-load items (one per line) into a plain or counting filter: bits (counters) are built "
-      "locally and merged into the filter in one bulk write (on Redis: upload to a temporary key, "
-      "then BITOP OR, or a counter-adding script). Prints a summary.");
+      "Bulk-load items (one per line): for a plain or counting filter of one array, bits "
+      "(counters) are built locally and merged into the filter in one bulk write (on Redis: "
+      "upload to a temporary key, then BITOP OR, or a counter-adding script); sharded, scaling "
+      "and window filters are added to in batches. Prints a summary.");
   load->add_option("NAME", flags->name, "Filter name")->required();
   load->add_option("--file,-f", flags->file, "PATH, or - for stdin")->required();
 
