@@ -283,6 +283,7 @@ TEST_F(CliTest, StoreDefaultsToTheEnvironment) {
 // by every command that reads lines (here in the second chunk of 65,536).
 TEST_F(CliTest, InvalidUtf8IsNamedByItsLineInEveryCommand) {
   Create("u", {"--counting"}, "100000");
+  Create("s", {"--scaling"}, "100000");
   std::string text;
   for (int i = 1; i <= 70002; ++i)
     text += (i == 70001 ? "bad\xff" : "ok" + std::to_string(i)) + "\n";
@@ -295,6 +296,7 @@ TEST_F(CliTest, InvalidUtf8IsNamedByItsLineInEveryCommand) {
            {"load", "u", "--file", path},
            {"dedup", "u", "--file", path},
            {"rebuild", "u", "--file", path, "-n", "100000", "-p", "0.01", "--counting"},
+           {"load", "s", "--file", path},  // a scaling filter loads in batches
        }) {
     auto r = Run(cmd);
     EXPECT_EQ(r.exit_code, 2) << cmd[0] << ": " << r.err;
