@@ -174,12 +174,32 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   return 0;
 }
 
-int RunDedup(Context& ctx, const std::string& name, const std::string& file) {
+// Given the flags of create, dedup creates NAME as create would (an
+// identical filter is used as it is, one with other parameters is exit 4), so
+// the first run of a pipeline needs no separate create.
+int RunDedup(Context& ctx, const std::string& name, const std::string& file,
+             const SizingFlags& sizing) {
+  std::optional<FilterOptions> options;
+  if (sizing.given()) {
+    auto o = sizing.Parse();
+    if (!o.ok()) return Fail(o.status());
+    options = *o;
+  }
   ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
-  auto filter = BloomFilter::Open(*ctx.store, name);
-  if (!filter.ok()) return Fail(filter.status());
+  bool created = false;
+  auto filter = options ? BloomFilter::Create(*ctx.store, name, *options, &created)
+                        : BloomFilter::Open(*ctx.store, name);
+  if (!filter.ok()) {
+    if (filter.status().code() == StatusCode::kNotFound && !options) {
+      return Fail(Status::NotFound("filter '" + name +
+                                   "' does not exist; create it, or give dedup --capacity N "
+                                   "--error P to create it on first use"));
+    }
+    return Fail(filter.status());
+  }
+  if (created) std::cerr << "created " << name << ": " << (*filter)->config().ToString() << "\n";
   std::vector<std::string> lines;
   std::vector<std::string_view> views;
   std::vector<uint8_t> added;
@@ -347,6 +367,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
     std::string name, file = "-", format, encoding = "utf8", capacity, error;
     std::vector<std::string> sources;
     SizingFlags sizing;
+    SizingFlags dedup_sizing;
   };
   auto flags = std::make_shared<Flags>();
 
@@ -389,10 +410,15 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   merge->add_option("SRC", flags->sources, "Source filters")->required();
 
   auto* dedup = app.add_subcommand(
-      "dedup", "Unix filter: print only the input lines not already in the filter, and add them");
+      "dedup",
+      "Unix filter: print only the input lines not already in the filter, and add them; with "
+      "--capacity and --error, create the filter if it does not exist");
   dedup->add_option("NAME", flags->name, "Filter name")->required();
   dedup->add_option("--file,-f", flags->file, "PATH, or - for stdin (the default)")
       ->capture_default_str();
+  flags->dedup_sizing.AddTo(dedup, StrategyName(kDefaultStrategy),
+                            SizingFlags::Need::kCreateIfMissing);
+  flags->dedup_sizing.AddKindsTo(dedup);
 
   auto* rebuild = app.add_subcommand(
       "rebuild",
@@ -413,7 +439,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
     }
     if (*exp) return RunExport(ctx, flags->name, flags->format, flags->file);
     if (*merge) return RunMerge(ctx, flags->name, flags->sources);
-    if (*dedup) return RunDedup(ctx, flags->name, flags->file);
+    if (*dedup) return RunDedup(ctx, flags->name, flags->file, flags->dedup_sizing);
     return -1;
   };
 }
