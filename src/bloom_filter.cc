@@ -370,6 +370,37 @@ Status BloomFilter::MergeParts(std::span<const Part> parts) {
   });
 }
 
+Status BloomFilter::MergePartBytes(uint64_t part, uint64_t offset, std::string_view bytes,
+                                   uint64_t new_items, bool* skipped) {
+  return WithReopen([&](State& st) -> Status {
+    const FilterConfig& c = st.config;
+    auto size = PartBytes(c, part);
+    if (!size.ok()) return size.status().WithContext("part " + std::to_string(part));
+    if (offset > *size || bytes.size() > *size - offset) {
+      return Status::InvalidArgument("bytes [" + std::to_string(offset) + ", " +
+                                     std::to_string(offset + bytes.size()) + ") of part " +
+                                     std::to_string(part) + " lie outside its " +
+                                     std::to_string(*size) + " bytes");
+    }
+    FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
+    bool skip = false;
+    REDBLOOM_RETURN_IF_ERROR(KindOf(c.kind).policy->PrepareMerge(f, part, &skip));
+    if (skipped != nullptr) *skipped = skip;
+    if (skip) return Status::Ok();
+    return st.bits->OrBitsAt(part, offset, bytes, new_items);
+  });
+}
+
+Result<FilterStats> BloomFilter::PartStats(uint64_t part) {
+  FilterStats stats;
+  Status s = WithReopen([&](State& st) -> Status {
+    REDBLOOM_ASSIGN_OR_RETURN(stats, st.bits->Stats(part));
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return stats;
+}
+
 Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
   return WithReopen([&](State& st) -> Status {
     const FilterConfig& c = st.config;
@@ -389,6 +420,11 @@ Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
 
 BitmapBuilder::BitmapBuilder(const FilterConfig& config)
     : config_(config), bitmap_(config.data_bytes(), '\0') {}
+
+BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string bitmap)
+    : config_(config), bitmap_(std::move(bitmap)) {
+  bitmap_.resize(config.data_bytes(), '\0');
+}
 
 Status BitmapBuilder::Add(std::span<const std::string_view> items) {
   std::vector<Hash128> hashes(items.size());

@@ -107,8 +107,9 @@ int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& read
   progress.Done();
   if (Status s = filter.Flush(); !s.ok()) return Fail(s);
   const double secs = progress.seconds();
-  std::cerr << "loaded " << items << " items (" << fresh << " new to the filter) into " << name
-            << " in " << FormatDouble(secs) << " s (" << Human(secs > 0 ? items / secs : 0)
+  std::cerr << "loaded " << items << " items into " << name << ": " << fresh << " new, "
+            << items - fresh << " already present (repeats, or false positives), in "
+            << FormatDouble(secs) << " s (" << Human(secs > 0 ? items / secs : 0)
             << " items/s), in batches: a " << FilterKindName(filter.config().kind)
             << (filter.config().shards > 1 ? " sharded" : "") << " filter is not one bitmap\n";
   return 0;
@@ -122,7 +123,18 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   if (!filter.ok()) return Fail(filter.status());
   if (!(*filter)->config().one_array()) return LoadInBatches(**filter, name, reader);
 
-  BitmapBuilder builder((*filter)->config());
+  // A plain filter's load starts from the filter's bits, so that the count
+  // grows only by items that set a new bit, as adds count them (loading the
+  // same items twice adds nothing, issue #15.9). A counting filter counts
+  // every item, as its adds do, and its builder holds only the load's
+  // counters (OrBitmap adds them).
+  const bool counters = (*filter)->config().cell_bits() == 4;
+  std::string current;
+  if (!counters) {
+    if (Status s = (*filter)->ReadBitmap(&current); !s.ok()) return Fail(s);
+  }
+  BitmapBuilder builder = counters ? BitmapBuilder((*filter)->config())
+                                   : BitmapBuilder((*filter)->config(), std::move(current));
   Progress progress(reader.total_bytes());
   std::vector<std::string> lines;
   std::vector<std::string_view> views;
@@ -148,9 +160,17 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
     return Fail(
         s.WithContext("nothing or part of the load was written; loading again is harmless"));
   const double secs = progress.seconds();
-  std::cerr << "loaded " << builder.items() << " items (" << builder.new_items()
-            << " distinct to the filter's eye) into " << name << " in " << FormatDouble(secs)
-            << " s (" << Human(secs > 0 ? builder.items() / secs : 0) << " items/s)\n";
+  std::cerr << "loaded " << builder.items() << " items into " << name << ": ";
+  if (counters) {
+    std::cerr << builder.new_items() << " counted (a counting filter counts every add)";
+  } else {
+    // An item that sets no new bit is a repeat, an item the filter held, or
+    // one it would take for held (a false positive): the filter cannot tell.
+    std::cerr << builder.new_items() << " new, " << builder.items() - builder.new_items()
+              << " already present (repeats, or false positives)";
+  }
+  std::cerr << ", in " << FormatDouble(secs) << " s ("
+            << Human(secs > 0 ? builder.items() / secs : 0) << " items/s)\n";
   return 0;
 }
 
@@ -208,20 +228,6 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
   return 0;
 }
 
-Result<std::string> ReadAllInput(const std::string& file) {
-  std::ostringstream buf;
-  if (file == "-") {
-    buf << std::cin.rdbuf();
-    if (std::cin.bad()) return Status::Unavailable("read error on stdin");
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Status::Unavailable("cannot open " + file + ": " + std::strerror(errno));
-    buf << in.rdbuf();
-    if (in.bad()) return Status::Unavailable("read error on " + file);
-  }
-  return buf.str();
-}
-
 int RunImport(Context& ctx, const std::string& name, const std::string& format,
               const std::string& file, const std::string& encoding, const std::string& capacity,
               const std::string& error) {
@@ -254,10 +260,17 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
         Status::InvalidArgument("--capacity, --error and --encoding apply to --format guava; a "
                                 "redbloom dump carries its own"));
   }
-  auto data = ReadAllInput(file);
-  if (!data.ok()) return Fail(data.status());
+  // The input is streamed, not read into memory: the importer reads a file
+  // twice (to check it all, then to write it) and holds only what a pipe
+  // actually sends, so memory never follows a size the input claims.
+  std::ifstream file_in;
+  if (file != "-") {
+    file_in.open(file, std::ios::binary);
+    if (!file_in)
+      return Fail(Status::Unavailable("cannot open " + file + ": " + std::strerror(errno)));
+  }
+  std::istream& in = file == "-" ? std::cin : file_in;
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
-  std::istringstream in(std::move(data).value());
   auto filter = format == "guava" ? ImportGuava(*ctx.store, name, in, options)
                                   : ImportDump(*ctx.store, name, in);
   if (!filter.ok()) return Fail(filter.status().WithContext("import"));
