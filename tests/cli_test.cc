@@ -354,6 +354,16 @@ TEST_F(CliTest, CannotOpenSaysWhy) {
     EXPECT_NE(r.err.find(": No such file or directory"), std::string::npos)
         << cmd[0] << ": " << r.err;
   }
+  // The path the user gave is named (not only the export's temporary file),
+  // and a directory given as input is one, not a "truncated" dump.
+  auto exported = Run({"export", "f", "--format", "redbloom", "--file", missing + "/out.dump"});
+  EXPECT_NE(exported.err.find("cannot write " + missing + "/out.dump "), std::string::npos)
+      << exported.err;
+  for (const char* format : {"redbloom", "guava"}) {
+    auto dir = Run({"import", "g", "--format", format, "--file", dir_.path()});
+    EXPECT_EQ(dir.exit_code, 3) << dir.err;
+    EXPECT_NE(dir.err.find(dir_.path() + ": Is a directory"), std::string::npos) << dir.err;
+  }
   auto store = RunCommand({REDBLOOM_CLI_PATH, "--store", "file:/dev/null/sub", "list"});
   EXPECT_EQ(store.exit_code, 3);
   EXPECT_NE(store.err.find("/dev/null/sub: Not a directory"), std::string::npos) << store.err;

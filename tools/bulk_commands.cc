@@ -1,4 +1,5 @@
 // redbloom load, import, export, merge and dedup.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -268,6 +269,11 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
     file_in.open(file, std::ios::binary);
     if (!file_in)
       return Fail(Status::Unavailable("cannot open " + file + ": " + std::strerror(errno)));
+    // A directory opens, and then every read fails: say so, not "truncated".
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Fail(Status::Unavailable("cannot read " + file + ": " + std::strerror(EISDIR)));
+    }
   }
   std::istream& in = file == "-" ? std::cin : file_in;
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
@@ -304,8 +310,10 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) {
+      const int err = errno;
       std::remove(tmp.c_str());
-      return Fail(Status::Unavailable("cannot write " + tmp + ": " + std::strerror(errno)));
+      return Fail(Status::Unavailable("cannot write " + file + " (through its temporary " + tmp +
+                                      "): " + std::strerror(err)));
     }
   }
   if (std::rename(tmp.c_str(), file.c_str()) != 0) {
