@@ -109,20 +109,28 @@ template <typename Op>
 Status BloomFilter::WithReopen(Op&& op) {
   State* current = &state();
   Status s = op(*current);
-  if (s.code() != StatusCode::kConflict) return s;
   // The filter may have been rebuilt or re-created under us. Reopen it; if it
-  // is still the same filter the conflict was something else: report it.
-  auto fresh = Load(store_, name_);
-  if (!fresh.ok()) return fresh.status().code() == StatusCode::kNotFound ? fresh.status() : s;
-  {
-    std::lock_guard lock(mu_);
-    if (current_.load(std::memory_order_relaxed) == current) {
-      states_.push_back(*fresh);
-      current_.store(fresh->get(), std::memory_order_release);
+  // is still the same filter the conflict was something else: report it. A
+  // second swap can land while reopening (two rebuilds in a row: the config
+  // read from one file, the cells opened from the next), so try a few times.
+  for (int attempt = 0; attempt < 4 && s.code() == StatusCode::kConflict; ++attempt) {
+    auto fresh = Load(store_, name_);
+    if (!fresh.ok()) {
+      if (fresh.status().code() == StatusCode::kNotFound) return fresh.status();
+      if (fresh.status().code() == StatusCode::kConflict) continue;
+      return s;
     }
-    current = current_.load(std::memory_order_relaxed);
+    {
+      std::lock_guard lock(mu_);
+      if (current_.load(std::memory_order_relaxed) == current) {
+        states_.push_back(*fresh);
+        current_.store(fresh->get(), std::memory_order_release);
+      }
+      current = current_.load(std::memory_order_relaxed);
+    }
+    s = op(*current);
   }
-  return op(*current);
+  return s;
 }
 
 Status BloomFilter::HashAll(const FilterConfig& config, std::span<const std::string_view> items,
