@@ -1,15 +1,19 @@
 #include "word_bits.h"
 
 #include <sys/file.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "prefetch.h"
+#include "strategy/strategy_def.h"
+#include "word_kernels.h"
 
 namespace redbloom::internal {
 namespace {
@@ -68,6 +72,44 @@ class FileLock {
 };
 
 }  // namespace
+
+namespace {
+
+constexpr size_t kLineBytes = 64;
+constexpr size_t kHugePage = size_t{2} << 20;
+
+}  // namespace
+
+void WordsDelete::operator()(uint64_t* p) const {
+  if (mapped) {
+    ::munmap(p, bytes);
+  } else {
+    ::operator delete[](p, std::align_val_t{kLineBytes});
+  }
+}
+
+Words NewWords(size_t bytes) {
+  if (bytes >= kHugePage) {
+    // Map a huge page more than asked and keep the 2 MiB aligned part: only
+    // whole aligned 2 MiB ranges can be huge pages (an unaligned 12 MB
+    // mapping kept about 2 MB of it on 4 KiB pages).
+    const size_t mapped = bytes + kHugePage;
+    void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return Words(nullptr, WordsDelete{bytes, true});
+    const auto start = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t aligned = (start + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1);
+    if (aligned > start) ::munmap(p, aligned - start);
+    const uintptr_t end = start + mapped;
+    if (end > aligned + bytes)
+      ::munmap(reinterpret_cast<void*>(aligned + bytes), end - aligned - bytes);
+    auto* words = reinterpret_cast<uint64_t*>(aligned);
+    ::madvise(words, bytes, MADV_HUGEPAGE);
+    return Words(words, WordsDelete{bytes, true});
+  }
+  auto* p = new (std::align_val_t{kLineBytes}, std::nothrow) uint64_t[bytes / 8];
+  if (p != nullptr) std::memset(p, 0, bytes);
+  return Words(p, WordsDelete{bytes, false});
+}
 
 // The low three bits of each counter add without leaving it; the top bit and
 // the carry out of the counter come from a full adder over the three top
@@ -151,14 +193,17 @@ bool Reserve(WordArray& a, PartBatch& b) {
   }
 }
 
-// Prefetches the cache lines of item `i` of a batch: the lines of its k
-// offsets, each once when consecutive offsets share it (a `block` item's k
-// offsets are all in one line).
-inline void PrefetchItem(const uint64_t* words, const uint64_t* item, uint32_t k, bool counters,
+// Prefetches the cache lines of an item's cells (PrefetchItemLines, for
+// 4-bit counters too).
+inline void PrefetchItem(uint64_t* words, const uint64_t* item, uint32_t k, bool counters,
                          bool write) {
+  if (!counters) {
+    PrefetchItemLines(words, item, k, write);
+    return;
+  }
   uint64_t last_line = ~uint64_t{0};
   for (uint32_t j = 0; j < k; ++j) {
-    const uint64_t word = counters ? CounterWord(item[j]) : WordIndex(item[j]);
+    const uint64_t word = CounterWord(item[j]);
     if ((word >> 3) == last_line) continue;
     last_line = word >> 3;
     if (write) {
@@ -169,102 +214,91 @@ inline void PrefetchItem(const uint64_t* words, const uint64_t* item, uint32_t k
   }
 }
 
-// Sets the bits of b's items: with plain loads and stores when `kExclusive`
-// (the caller holds WordArray::writers exclusively), else with a locked OR
-// (`lock bts`) for each bit found unset. Each item is read first without a
-// branch per bit, then written only if it lacks a bit: at half fill whether
-// a given bit is set is a coin toss, and a branch on it per bit cost a
-// `block` add about 15 ns per item here in mispredictions. Returns the items
-// that turned a bit on.
-template <bool kExclusive>
-int64_t SetBits(uint64_t* words, const PartBatch& b, uint32_t k) {
-  int64_t fresh = 0;
-  for (size_t i = 0; i < b.items; ++i) {
-    if (i + kPrefetchItems < b.items) {
-      PrefetchItem(words, b.offsets + (i + kPrefetchItems) * k, k, false, true);
-    }
-    const uint64_t* item = b.offsets + i * k;
-    uint64_t missing = 0;
-    for (uint32_t j = 0; j < k; ++j) {
-      const uint64_t w =
-          std::atomic_ref<uint64_t>(words[WordIndex(item[j])]).load(std::memory_order_relaxed);
-      missing |= BitMask(item[j]) & ~w;
-    }
-    bool was_new = false;
-    if (missing != 0) {
-      for (uint32_t j = 0; j < k; ++j) {
-        std::atomic_ref<uint64_t> word(words[WordIndex(item[j])]);
-        const uint64_t mask = BitMask(item[j]);
-        const uint64_t before = word.load(std::memory_order_relaxed);
-        if constexpr (kExclusive) {
-          word.store(before | mask, std::memory_order_relaxed);
-          was_new = true;
-        } else if ((before & mask) == 0) {
-          // Read first: a plain load does not take the cache line exclusive
-          // the way a locked OR does. fetch_or of one tested bit is a single
-          // `lock bts`; it says exactly whether this call turned it on.
-          const unsigned shift = static_cast<unsigned>(std::countr_zero(mask));
-          if ((word.fetch_or(uint64_t{1} << shift, std::memory_order_relaxed) &
-               (uint64_t{1} << shift)) == 0) {
-            was_new = true;
-          }
-        }
-      }
-    }
-    if (b.out != nullptr) b.out[i] = was_new ? 1 : 0;
-    fresh += was_new ? 1 : 0;
+inline bool TestCounters(uint64_t* words, const uint64_t* item, uint32_t k) {
+  for (uint32_t j = 0; j < k; ++j) {
+    if (LoadCounter(words, item[j]) == 0) return false;
   }
-  return fresh;
+  return true;
 }
 
-// Increments the counters of b's items (counting filters). Every add
-// counts, since each one needs its own remove.
-int64_t IncrementCounters(uint64_t* words, const PartBatch& b, uint32_t k) {
-  for (size_t i = 0; i < b.items; ++i) {
-    if (i + kPrefetchItems < b.items) {
-      PrefetchItem(words, b.offsets + (i + kPrefetchItems) * k, k, true, true);
+// Counting filters: every add increments, since each one needs its own
+// remove; the answer says whether a counter left zero.
+inline bool IncrementItem(uint64_t* words, const uint64_t* item, uint32_t k) {
+  bool was_new = false;
+  for (uint32_t j = 0; j < k; ++j) was_new |= StepCounter(words, item[j], +1) == 0;
+  return was_new;
+}
+
+// Calls visit(i, offsets of item i) for every item of a batch, in order, with
+// the cache lines of the item kPrefetchItems further on already requested.
+template <typename Visit>
+void ForEachItem(uint64_t* words, const uint64_t* offsets, size_t items, uint32_t k, bool counters,
+                 bool write, Visit&& visit) {
+  for (size_t i = 0; i < items; ++i) {
+    if (i + kPrefetchItems < items) {
+      PrefetchItem(words, offsets + (i + kPrefetchItems) * k, k, counters, write);
     }
-    const uint64_t* item = b.offsets + i * k;
-    bool was_new = false;
-    for (uint32_t j = 0; j < k; ++j) was_new |= StepCounter(words, item[j], +1) == 0;
-    if (b.out != nullptr) b.out[i] = was_new ? 1 : 0;
+    visit(i, offsets + i * k);
   }
-  return static_cast<int64_t>(b.items);
 }
 
-// Sets (or increments) the cells of b's items. Returns the items that turned
-// a cell on (counting filters: every item).
-int64_t SetCells(WordArray& a, const PartBatch& b, uint32_t k) {
-  if (a.cell_bits == 4) return IncrementCounters(a.words, b, k);
-  if (!a.writers) return SetBits<false>(a.words, b, k);
-  std::unique_lock exclusive(*a.writers, std::try_to_lock);
-  if (exclusive.owns_lock()) return SetBits<true>(a.words, b, k);
-  std::shared_lock shared(*a.writers);
-  return SetBits<false>(a.words, b, k);
+// Tests the items of an offsets batch: answer(i, all cells non-zero).
+template <typename Answer>
+void TestCells(const WordArray& a, const uint64_t* offsets, size_t items, uint32_t k,
+               Answer&& answer) {
+  uint64_t* words = a.words;
+  if (a.cell_bits == 4) {
+    ForEachItem(words, offsets, items, k, true, false,
+                [&](size_t i, const uint64_t* item) { answer(i, TestCounters(words, item, k)); });
+    return;
+  }
+  ForEachItem(words, offsets, items, k, false, false,
+              [&](size_t i, const uint64_t* item) { answer(i, TestItemBits(words, item, k)); });
 }
 
-void TestCells(const WordArray& a, const PartBatch& b, uint32_t k) {
+// Sets (or increments) the cells of an offsets batch; out[i] (if out is not
+// null) = 1 if item i turned a cell on. Returns the items that did (counting
+// filters: every item).
+int64_t SetCells(WordArray& a, const uint64_t* offsets, size_t items, uint32_t k, uint8_t* out) {
   uint64_t* words = a.words;
   const bool counters = a.cell_bits == 4;
-  for (size_t i = 0; i < b.items; ++i) {
-    if (i + kPrefetchItems < b.items) {
-      PrefetchItem(words, b.offsets + (i + kPrefetchItems) * k, k, counters, false);
-    }
-    const uint64_t* item = b.offsets + i * k;
-    uint64_t all = 1;
-    if (counters) {
-      for (uint32_t j = 0; j < k && all; ++j) all = LoadCounter(words, item[j]) != 0;
-    } else {
-      // No early exit: k loads of prefetched lines cost less than the
-      // mispredicted branch that leaving early would add for absent items.
-      for (uint32_t j = 0; j < k; ++j) {
-        const uint64_t w =
-            std::atomic_ref<uint64_t>(words[WordIndex(item[j])]).load(std::memory_order_relaxed);
-        all &= w >> ((item[j] & 63) ^ 7);
-      }
-    }
-    b.out[i] = static_cast<uint8_t>(all & 1);
+  auto run = [&](auto set_item) {
+    int64_t fresh = 0;
+    ForEachItem(words, offsets, items, k, counters, true, [&](size_t i, const uint64_t* item) {
+      const bool was_new = set_item(item);
+      if (out != nullptr) out[i] = was_new ? 1 : 0;
+      fresh += was_new ? 1 : 0;
+    });
+    return counters ? static_cast<int64_t>(items) : fresh;
+  };
+  if (counters) return run([&](const uint64_t* item) { return IncrementItem(words, item, k); });
+  auto shared = [&](const uint64_t* item) { return SetItemBits<false>(words, item, k); };
+  if (!a.writers) return run(shared);
+  std::unique_lock exclusive(*a.writers, std::try_to_lock);
+  if (exclusive.owns_lock()) {
+    return run([&](const uint64_t* item) { return SetItemBits<true>(words, item, k); });
   }
+  std::shared_lock lock(*a.writers);
+  return run(shared);
+}
+
+// Whether a strategy's kernels (word_kernels.h) can run on array `a` for
+// geometry `g`: 1-bit cells, a k they take, and every cell of g in the array.
+bool KernelsFit(const StrategyDef& strategy, const WordArray& a, const Geometry& g) {
+  return strategy.word_kernels != nullptr && a.cell_bits == 1 &&
+         g.hashes <= strategy.word_kernels->max_hashes && g.bits <= a.cells;
+}
+
+// The general path for hashed items: the batch's offsets first (per thread
+// scratch, so a call allocates nothing once a thread has seen its largest
+// batch), range-checked.
+Result<const uint64_t*> OffsetsOf(const WordArray& a, std::span<const Hash128> hashes,
+                                  const StrategyDef& strategy, const Geometry& g) {
+  thread_local std::vector<uint64_t> offsets;
+  offsets.resize(hashes.size() * g.hashes);
+  strategy.offsets(hashes, g, offsets.data());
+  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(a, offsets.data(), offsets.size()));
+  return offsets.data();
 }
 
 }  // namespace
@@ -321,7 +355,8 @@ Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* p
     }
     if (!a.ok()) return a.status();
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(**a, b.offsets, b.items * b.k));
-    TestCells(**a, b, b.k);
+    uint8_t* out = b.out;
+    TestCells(**a, b.offsets, b.items, b.k, [out](size_t i, bool all) { out[i] = all ? 1 : 0; });
   }
   if (parts_now != nullptr) {
     REDBLOOM_ASSIGN_OR_RETURN(*parts_now, parts_->List());
@@ -336,12 +371,69 @@ Status WordBitStore::Add(std::span<PartBatch> batches) {
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(*a, b.offsets, b.items * b.k));
     if (b.capacity != 0) {
       if (!Reserve(*a, b)) continue;
-      SetCells(*a, b, b.k);
+      SetCells(*a, b.offsets, b.items, b.k, b.out);
     } else {
-      AddCount(*a, SetCells(*a, b, b.k));
+      AddCount(*a, SetCells(*a, b.offsets, b.items, b.k, b.out));
     }
     b.accepted = b.items;
   }
+  return Status::Ok();
+}
+
+WordArray* WordBitStore::LiveMain(uint64_t part) const {
+  if (part != 0 || main_raw_ == nullptr) return nullptr;
+  uint64_t* superseded = main_raw_->superseded;
+  if (superseded != nullptr &&
+      std::atomic_ref<uint64_t>(*superseded).load(std::memory_order_acquire) != 0) {
+    return nullptr;
+  }
+  return main_raw_;
+}
+
+Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
+                                const StrategyDef& strategy, const Geometry& g, uint8_t* present) {
+  WordArray* a = LiveMain(part);
+  if (a == nullptr) {
+    auto array = ArrayPtr(part);
+    if (!array.ok()) {
+      // A part never created holds nothing.
+      return array.status().code() == StatusCode::kNotFound ? Status::Ok() : array.status();
+    }
+    a = *array;
+  }
+  if (KernelsFit(strategy, *a, g)) {
+    strategy.word_kernels->test(hashes, g, a->words, present);
+    return Status::Ok();
+  }
+  REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, hashes, strategy, g));
+  TestCells(*a, offsets, hashes.size(), g.hashes,
+            [present](size_t i, bool all) { present[i] |= all ? 1 : 0; });
+  return Status::Ok();
+}
+
+Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
+                               const StrategyDef& strategy, const Geometry& g, uint8_t* added) {
+  WordArray* a = LiveMain(part);
+  if (a == nullptr) {
+    REDBLOOM_ASSIGN_OR_RETURN(a, ArrayPtr(part));
+  }
+  REDBLOOM_RETURN_IF_ERROR(a->writable);  // a read-only mapping (file store)
+  if (!KernelsFit(strategy, *a, g)) {
+    REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, hashes, strategy, g));
+    AddCount(*a, SetCells(*a, offsets, hashes.size(), g.hashes, added));
+    return Status::Ok();
+  }
+  const WordKernels& kernels = *strategy.word_kernels;
+  int64_t fresh = 0;
+  if (!a->writers) {
+    fresh = kernels.set_shared(hashes, g, a->words, added);
+  } else if (std::unique_lock exclusive(*a->writers, std::try_to_lock); exclusive.owns_lock()) {
+    fresh = kernels.set_exclusive(hashes, g, a->words, added);
+  } else {
+    std::shared_lock shared(*a->writers);
+    fresh = kernels.set_shared(hashes, g, a->words, added);
+  }
+  AddCount(*a, fresh);
   return Status::Ok();
 }
 
@@ -506,11 +598,21 @@ Status WordBitStore::OrBitsAt(uint64_t part, uint64_t offset, std::string_view b
                                    ") lie outside the part's " + std::to_string(a.bitmap_bytes()));
   }
   const bool counters = a.cell_bits == 4;
-  std::shared_lock<std::shared_mutex> writing;  // see WordArray::writers
-  if (a.writers) writing = std::shared_lock(*a.writers);
+  // Bits are ORed with plain loads and stores by a merge that holds the
+  // filter's writer lock alone (a 12 MB bitmap took about 10 ms with a
+  // locked OR per word), else with locked ORs (see WordArray::writers).
+  std::unique_lock<std::shared_mutex> alone;
+  std::shared_lock<std::shared_mutex> writing;
+  if (a.writers && !counters) alone = std::unique_lock(*a.writers, std::try_to_lock);
+  if (a.writers && !alone.owns_lock()) writing = std::shared_lock(*a.writers);
+  const bool plain = alone.owns_lock();
   auto merge = [&](uint64_t w, uint64_t v) {
     if (v == 0) return;
     std::atomic_ref<uint64_t> word(a.words[w]);
+    if (plain) {
+      word.store(word.load(std::memory_order_relaxed) | v, std::memory_order_relaxed);
+      return;
+    }
     if (!counters) {
       word.fetch_or(v, std::memory_order_relaxed);
       return;

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hashed_cells.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/store.h"
 
@@ -37,6 +38,20 @@ static_assert(std::endian::native == std::endian::little,
 
 inline uint64_t WordIndex(uint64_t bit) { return bit >> 6; }
 inline uint64_t BitMask(uint64_t bit) { return uint64_t{1} << ((bit & 63) ^ 7); }
+
+// Zeroed words in this process's memory, 64-byte aligned (a `block` item's
+// 512-bit block is then one cache line). Large arrays are an anonymous
+// mapping, 2 MiB aligned and advised MADV_HUGEPAGE before any touch
+// (transparent_hugepage = madvise, as here): the kernel zeroes pages as they
+// are first touched, so creating a 12 GB filter makes nothing resident (issue
+// #15.6), and random accesses miss the TLB far less. Null if out of memory.
+struct WordsDelete {
+  size_t bytes = 0;
+  bool mapped = false;
+  void operator()(uint64_t* p) const;
+};
+using Words = std::unique_ptr<uint64_t[], WordsDelete>;
+Words NewWords(size_t bytes);
 
 // Adds the sixteen 4-bit counters of `b` to those of `a`, each saturating at
 // 15 (counting filters' merge).
@@ -90,8 +105,9 @@ class WordParts {
 };
 
 // A BitStore over word arrays, with atomic word operations: several threads
-// (and, on a shared file mapping, several processes) may add at once.
-class WordBitStore final : public BitStore {
+// (and, on a shared file mapping, several processes) may add at once. It
+// also takes hashed items (HashedCells), the in-memory fast path.
+class WordBitStore final : public BitStore, public HashedCells {
  public:
   // `main`: part 0 when the kind has it from creation (opened eagerly, so the
   // common one-array calls take no lock), else null.
@@ -111,11 +127,19 @@ class WordBitStore final : public BitStore {
   Status OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
                   uint64_t new_items) override;
 
+  Status TestHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
+                    const Geometry& g, uint8_t* present) override;
+  Status AddHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
+                   const Geometry& g, uint8_t* added) override;
+
  private:
   // The part's array: kNotFound if it does not exist.
   Result<std::shared_ptr<WordArray>> Array(uint64_t part);
   // The same without copying a shared_ptr (two locked operations) per call.
   Result<WordArray*> ArrayPtr(uint64_t part);
+  // Part 0's array if it was opened eagerly and is still live, else null
+  // (then ArrayPtr says why): the common case, without building a Result.
+  WordArray* LiveMain(uint64_t part) const;
 
   std::unique_ptr<WordParts> parts_;
   std::shared_ptr<WordArray> main_;

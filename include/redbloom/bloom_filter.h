@@ -200,27 +200,36 @@ Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::strin
 // which OrBitmap adds.
 class BitmapBuilder {
  public:
+  // Throws std::bad_alloc if there is no memory for the bitmap.
   explicit BitmapBuilder(const FilterConfig& config);
   // Starts from `bitmap` (a plain filter's ReadBitmap()), so that new_items()
   // counts the items that set a bit neither the filter nor an earlier item
   // had: what adding them one by one would count. Plain filters only (a
   // counting filter's OrBitmap adds counters, so its builder starts empty).
-  BitmapBuilder(const FilterConfig& config, std::string bitmap);
+  BitmapBuilder(const FilterConfig& config, std::string_view bitmap);
+  ~BitmapBuilder();
+  BitmapBuilder(BitmapBuilder&&) noexcept;
+  BitmapBuilder& operator=(BitmapBuilder&&) noexcept;
 
   // Validates every item first, then sets their bits; a bad item fails the
   // call without changing the bitmap.
   Status Add(std::span<const std::string_view> items);
   Status AddHashes(std::span<const Hash128> hashes);
 
-  const std::string& bitmap() const { return bitmap_; }
+  // The bitmap so far: config.data_bytes() bytes in Redis bit order, valid
+  // while the builder lives and until its next Add.
+  std::string_view bitmap() const;
   // Items that set at least one bit not already set in this builder (by the
   // bitmap it started from, or an earlier item); counting filters: every item.
   uint64_t new_items() const { return new_items_; }
   uint64_t items() const { return items_; }
 
  private:
+  // The bitmap as the in-memory stores keep their cells (64-bit words on
+  // huge pages), so that it is built with the same kernels as their adds.
+  struct Words;
   FilterConfig config_;
-  std::string bitmap_;
+  std::unique_ptr<Words> words_;
   std::vector<uint64_t> offsets_;
   uint64_t new_items_ = 0;
   uint64_t items_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "hashed_cells.h"
 #include "strategy/strategy_def.h"
 
 namespace redbloom::internal {
@@ -55,7 +56,7 @@ FilterContext::FilterContext(std::string_view name, const FilterConfig& config, 
       bits_(bits),
       clock_(clock),
       cache_(cache),
-      strategy_(StrategyOf(config.strategy)) {}
+      strategy_(cache.strategy() != nullptr ? *cache.strategy() : StrategyOf(config.strategy)) {}
 
 Status FilterContext::Offsets(uint64_t part, std::span<const Hash128> hashes,
                               std::vector<uint64_t>* out) {
@@ -63,6 +64,12 @@ Status FilterContext::Offsets(uint64_t part, std::span<const Hash128> hashes,
   const Geometry& g = sizing.geometry;
   out->resize(hashes.size() * g.hashes);
   strategy_.offsets(hashes, g, out->data());
+  return Status::Ok();
+}
+
+Status FilterContext::SizedGeometry(uint64_t part, Geometry* g) {
+  REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
+  *g = sizing.geometry;
   return Status::Ok();
 }
 
@@ -76,6 +83,22 @@ constexpr uint32_t kStackOffsets = 64;
 
 Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Hash128> hashes,
                              uint8_t* present, std::vector<uint64_t>* parts_now) {
+  HashedCells* cells = cache_.hashed_cells();
+  if (cells == nullptr) return TestInStore(parts, hashes, present, parts_now);
+  // Memory stores compute the offsets themselves, part by part.
+  for (uint64_t part : parts) {
+    Geometry g;
+    REDBLOOM_RETURN_IF_ERROR(GeometryOf(part, &g));
+    REDBLOOM_RETURN_IF_ERROR(cells->TestHashes(part, hashes, strategy_, g, present));
+  }
+  if (parts_now != nullptr) {
+    REDBLOOM_ASSIGN_OR_RETURN(*parts_now, bits_.ListParts());
+  }
+  return Status::Ok();
+}
+
+Status FilterContext::TestInStore(std::span<const uint64_t> parts, std::span<const Hash128> hashes,
+                                  uint8_t* present, std::vector<uint64_t>* parts_now) {
   if (const PartSizing* sizing = cache_.part0();
       sizing != nullptr && hashes.size() == 1 && parts.size() == 1 && parts[0] == 0 &&
       parts_now == nullptr && sizing->geometry.hashes <= kStackOffsets) {
@@ -132,6 +155,20 @@ Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Ha
 
 Status FilterContext::AddTo(uint64_t part, std::span<const Hash128> hashes, uint8_t* out,
                             uint64_t capacity, size_t* done, uint64_t* room) {
+  HashedCells* cells = cache_.hashed_cells();
+  // Reservations (capacity) are the BitStore's business.
+  if (cells == nullptr || capacity != 0) return AddToStore(part, hashes, out, capacity, done, room);
+  Geometry g;
+  REDBLOOM_RETURN_IF_ERROR(GeometryOf(part, &g));
+  if (done != nullptr) *done = 0;
+  REDBLOOM_RETURN_IF_ERROR(cells->AddHashes(part, hashes, strategy_, g, out));
+  if (done != nullptr) *done = hashes.size();
+  if (room != nullptr) *room = 0;
+  return Status::Ok();
+}
+
+Status FilterContext::AddToStore(uint64_t part, std::span<const Hash128> hashes, uint8_t* out,
+                                 uint64_t capacity, size_t* done, uint64_t* room) {
   if (const PartSizing* sizing = cache_.part0(); sizing != nullptr && hashes.size() == 1 &&
                                                  part == 0 && capacity == 0 &&
                                                  sizing->geometry.hashes <= kStackOffsets) {

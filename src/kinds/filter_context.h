@@ -21,6 +21,7 @@
 namespace redbloom::internal {
 
 struct StrategyDef;
+class HashedCells;
 
 // State a filter handle keeps between calls, for its policy. Thread-safe.
 class PartCache {
@@ -37,12 +38,21 @@ class PartCache {
   // Window slices this handle has created (so each is created once).
   bool created(uint64_t part) const;
   void set_created(uint64_t part);
+  // Set once when the filter is opened, before any call: the store's
+  // HashedCells (hashed_cells.h) or null, and the config's strategy (so that
+  // no call looks it up in the table).
+  HashedCells* hashed_cells() const { return hashed_cells_; }
+  void set_hashed_cells(HashedCells* cells) { hashed_cells_ = cells; }
+  const StrategyDef* strategy() const { return strategy_; }
+  void set_strategy(const StrategyDef* strategy) { strategy_ = strategy; }
 
  private:
   // Part 0 (every call of a plain filter) is read without the mutex once
   // set: a lock per call cost single-item calls ~20 ns here.
   std::atomic<bool> part0_ready_{false};
   PartSizing part0_;  // written once, before part0_ready_
+  HashedCells* hashed_cells_ = nullptr;
+  const StrategyDef* strategy_ = nullptr;
   mutable std::mutex mu_;
   std::map<uint64_t, PartSizing> sizing_;
   std::vector<uint64_t> known_parts_;
@@ -81,6 +91,21 @@ class FilterContext {
                 uint8_t* out);
 
  private:
+  // Part `part`'s geometry (part 0's without a lock once known).
+  Status GeometryOf(uint64_t part, Geometry* g) {
+    if (const PartSizing* sizing = cache_.part0(); part == 0 && sizing != nullptr) {
+      *g = sizing->geometry;
+      return Status::Ok();
+    }
+    return SizedGeometry(part, g);
+  }
+  Status SizedGeometry(uint64_t part, Geometry* g);
+  // TestIn and AddTo through the BitStore, with offsets (stores without
+  // HashedCells, and reservations).
+  Status TestInStore(std::span<const uint64_t> parts, std::span<const Hash128> hashes,
+                     uint8_t* present, std::vector<uint64_t>* parts_now);
+  Status AddToStore(uint64_t part, std::span<const Hash128> hashes, uint8_t* out, uint64_t capacity,
+                    size_t* done, uint64_t* room);
   // Offsets of `hashes` under part `part`'s geometry, into *out (resized).
   Status Offsets(uint64_t part, std::span<const Hash128> hashes, std::vector<uint64_t>* out);
 

@@ -1,13 +1,9 @@
 // mem: an in-process store for tests and embedding. Filters live as long as
 // the Store object; cells are plain words updated with atomic operations, or
 // by a batch that holds the filter's writer lock alone (WordArray::writers).
-#include <sys/mman.h>
-
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <mutex>
-#include <new>
 #include <shared_mutex>
 
 #include "kinds/kind_def.h"
@@ -16,41 +12,6 @@
 
 namespace redbloom::internal {
 namespace {
-
-constexpr size_t kLineBytes = 64;
-constexpr size_t kHugePage = size_t{2} << 20;
-
-// Frees words from either source of NewWords.
-struct WordsDelete {
-  size_t bytes = 0;
-  bool mapped = false;
-  void operator()(uint64_t* p) const {
-    if (mapped) {
-      ::munmap(p, bytes);
-    } else {
-      ::operator delete[](p, std::align_val_t{kLineBytes});
-    }
-  }
-};
-using Words = std::unique_ptr<uint64_t[], WordsDelete>;
-
-// Zeroed words, 64-byte aligned (a `block` item's 512-bit block is then one
-// cache line). Large arrays are an anonymous mapping: the kernel zeroes
-// pages as they are first touched, so creating a 12 GB filter makes nothing
-// resident (issue #15.6), and the huge-page advice comes before any touch
-// (transparent_hugepage = madvise, as here: random accesses then miss the
-// TLB far less; only a hint, nothing depends on it).
-Words NewWords(size_t bytes) {
-  if (bytes >= kHugePage) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return Words(nullptr, WordsDelete{bytes, true});
-    ::madvise(p, bytes, MADV_HUGEPAGE);
-    return Words(static_cast<uint64_t*>(p), WordsDelete{bytes, true});
-  }
-  auto* p = new (std::align_val_t{kLineBytes}, std::nothrow) uint64_t[bytes / 8];
-  if (p != nullptr) std::memset(p, 0, bytes);
-  return Words(p, WordsDelete{bytes, false});
-}
 
 struct MemArray {
   Words words;

@@ -35,6 +35,7 @@
 #include <string>
 
 #include "strategy/strategy_def.h"
+#include "word_kernels.h"
 
 namespace redbloom::internal {
 namespace {
@@ -60,29 +61,58 @@ uint64_t Mix(uint64_t k) {
 // bookkeeping in the loop.
 constexpr uint32_t kFieldsInH2 = 10;
 
-void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
-  const uint64_t blocks = g.bits / kBlockBits;
-  const uint32_t k = g.hashes;
-  for (const Hash128& h : hashes) {
-    const uint64_t base = MulHigh64(h.h1, blocks) * kBlockBits;
-    const uint64_t start = h.h2 & (kBlockWords - 1);
+// The layout (see the top of the file), in the form word_kernels.h takes:
+// the in-memory kernels and Offsets below both come from it, so they cannot
+// disagree.
+struct Layout {
+  struct Context {
+    uint64_t blocks;
+    uint32_t k;
+  };
+  static Context Prepare(const Geometry& g) { return {g.bits / kBlockBits, g.hashes}; }
+  static uint64_t Line(const Hash128& h, const Context& c) { return MulHigh64(h.h1, c.blocks); }
+  template <typename F>
+  static void Bits(const Hash128& h, const Context& /*c*/, uint32_t k, F&& f) {
+    const auto start = static_cast<uint32_t>(h.h2 & (kBlockWords - 1));
     uint64_t fields = h.h2 >> 3;
     const uint32_t direct = std::min(k, kFieldsInH2);
-    for (uint32_t j = 0; j < direct; ++j) {
-      out[j] = base + ((start + j) & (kBlockWords - 1)) * 64 + ((fields >> (6 * j)) & 63);
+#pragma GCC unroll 10
+    for (uint32_t j = 0; j < direct; ++j, fields >>= 6) {
+      f((start + j) & (kBlockWords - 1), static_cast<uint32_t>(fields & 63));
     }
-    uint64_t seed = h.h2;
-    for (uint32_t j = direct; j < k; ++j) {
-      if ((j - direct) % kFieldsInH2 == 0) {
-        seed = Mix(seed + 0x9E3779B97F4A7C15ULL);
-        fields = seed;
+    if (k > kFieldsInH2) [[unlikely]] {
+      uint64_t more[kMoreSeeds];
+      MoreFields(h.h2, k, more);
+      for (uint32_t j = kFieldsInH2; j < k; ++j) {
+        const uint32_t i = j - kFieldsInH2;
+        f((start + j) & (kBlockWords - 1),
+          static_cast<uint32_t>((more[i / kFieldsInH2] >> (6 * (i % kFieldsInH2))) & 63));
       }
-      out[j] = base + ((start + j) & (kBlockWords - 1)) * 64 + (fields & 63);
-      fields >>= 6;
     }
-    out += k;
+  }
+
+  // Bits kFieldsInH2 .. k-1 (error rates below about 1e-3) take their fields
+  // from fresh mixes of h2, ten per mix. Out of line, so that the common
+  // loop above keeps its registers.
+  static constexpr uint32_t kMoreSeeds = (kMaxHashes - kFieldsInH2) / kFieldsInH2 + 1;
+  [[gnu::noinline]] static void MoreFields(uint64_t h2, uint32_t k, uint64_t* more) {
+    uint64_t seed = h2;
+    for (uint32_t i = 0; kFieldsInH2 + i * kFieldsInH2 < k; ++i) {
+      seed = Mix(seed + 0x9E3779B97F4A7C15ULL);
+      more[i] = seed;
+    }
+  }
+};
+
+void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
+  const Layout::Context c = Layout::Prepare(g);
+  for (const Hash128& h : hashes) {
+    const uint64_t base = Layout::Line(h, c) * kBlockBits;
+    Layout::Bits(h, c, c.k, [&](uint32_t w, uint32_t bit) { *out++ = base + 64 * w + bit; });
   }
 }
+
+const WordKernels kKernels = LineKernelsOf<Layout>();
 
 // The chance that one item sets a given bit of its block: its k bits go
 // round the eight words, so a word receives a = k / 8 or a + 1 of them
@@ -192,6 +222,7 @@ const StrategyDef kBlockStrategy = {
     .offsets = &Offsets,
     .false_positive_rate = &FalsePositiveRate,
     .estimate_items = &EstimateItems,
+    .word_kernels = &kKernels,
 };
 
 }  // namespace redbloom::internal

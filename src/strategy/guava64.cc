@@ -8,6 +8,7 @@
 #include <string>
 
 #include "strategy/strategy_def.h"
+#include "word_kernels.h"
 
 namespace redbloom::internal {
 namespace {
@@ -27,19 +28,36 @@ inline uint64_t ModBarrett(uint64_t a, uint64_t m, uint64_t inverse) {
   return r >= m ? r - m : r;
 }
 
-void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
-  const uint64_t m = g.bits;
-  const uint64_t inverse = ~uint64_t{0} / m;  // one division per batch
-  const uint32_t k = g.hashes;
-  for (const Hash128& hash : hashes) {
+// The offsets of one item, in the form word_kernels.h takes: the batch
+// offsets and the in-memory kernels both come from it.
+struct Layout {
+  struct Context {
+    uint64_t m;
+    uint64_t inverse;
+    uint32_t k;
+  };
+  static Context Prepare(const Geometry& g) {
+    return {g.bits, ~uint64_t{0} / g.bits, g.hashes};  // one division per batch
+  }
+  template <typename F>
+  static void ForEachOffset(const Hash128& hash, const Context& c, uint32_t k, F&& f) {
     uint64_t combined = hash.h1;
+#pragma GCC unroll 16
     for (uint32_t i = 0; i < k; ++i) {
-      out[i] = ModBarrett(combined & 0x7fffffffffffffffULL, m, inverse);
+      f(ModBarrett(combined & 0x7fffffffffffffffULL, c.m, c.inverse));
       combined += hash.h2;  // long addition, wraps mod 2^64
     }
-    out += k;
+  }
+};
+
+void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) {
+  const Layout::Context c = Layout::Prepare(g);
+  for (const Hash128& hash : hashes) {
+    Layout::ForEachOffset(hash, c, c.k, [&](uint64_t offset) { *out++ = offset; });
   }
 }
+
+const WordKernels kKernels = ScatterKernelsOf<Layout>();
 
 // A Guava file's m and k: m a positive multiple of 64 (Guava's long words),
 // at most Guava's (2^31-1) words, and 1 <= k <= 255 (Guava stores k in a
@@ -74,6 +92,7 @@ const StrategyDef kGuava64Strategy = {
     .offsets = &Offsets,
     .false_positive_rate = &UniformFalsePositiveRate,
     .estimate_items = &UniformEstimateItems,
+    .word_kernels = &kKernels,
 };
 
 }  // namespace redbloom::internal

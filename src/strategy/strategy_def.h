@@ -19,6 +19,8 @@
 
 namespace redbloom::internal {
 
+struct WordKernels;  // word_kernels.h
+
 // A hash that a strategy's Java side keeps next to the bitmap in Redis and
 // checks before every operation (Redisson's {NAME}:config). The Redis store
 // writes it when it creates such a filter (exactly as the Java side would),
@@ -68,6 +70,9 @@ struct StrategyDef {
   Status (*check_parameters)(uint64_t capacity, double error_rate) = nullptr;
   // Its Java side's per-filter hash on Redis, or nullptr.
   const CompanionHash* companion = nullptr;
+  // Its offsets fused with the in-memory stores' cell accesses
+  // (word_kernels.h), or nullptr for the general path.
+  const WordKernels* word_kernels = nullptr;
 };
 
 inline constexpr uint32_t kAllEncodings = 0xFFFFFFFFu;

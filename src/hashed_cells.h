@@ -1,0 +1,53 @@
+// A capability that some BitStores add to the BitStore interface: cells in
+// this process's memory (mem:, file:) that take hashed items and compute
+// their offsets themselves, a few items ahead of the cells they touch (or
+// run the strategy's line kernels, line_kernels.h). Internal.
+//
+// Why: a BitStore batch carries every item's offsets, computed before the
+// store touches any cell. In memory that is two passes over the batch, one
+// of arithmetic (guava64's seven Barrett reductions per item) and one of
+// cache misses, and neither overlaps the other. Here the store asks the
+// strategy for the offsets of a few items at a time (still a batch call,
+// so per-filter constants are computed once per group) while the cache
+// lines of earlier items are on their way. FilterContext uses it for the
+// calls it can (see filter_context.cc); everything else, and every store
+// without it, goes through BitStore with offsets.
+#ifndef REDBLOOM_SRC_HASHED_CELLS_H_
+#define REDBLOOM_SRC_HASHED_CELLS_H_
+
+#include <cstdint>
+#include <span>
+
+#include "redbloom/hash.h"
+#include "redbloom/sizing.h"
+#include "redbloom/status.h"
+#include "redbloom/store.h"
+
+namespace redbloom::internal {
+
+struct StrategyDef;
+
+class HashedCells {
+ public:
+  virtual ~HashedCells() = default;
+
+  // present[i] |= 1 if every cell of item i in part `part` is non-zero. A
+  // part that does not exist holds nothing (present is left as it is).
+  // `g` is the part's geometry; an offset outside the part is
+  // kInvalidArgument, as BitStore::Test answers it.
+  virtual Status TestHashes(uint64_t part, std::span<const Hash128> hashes,
+                            const StrategyDef& strategy, const Geometry& g, uint8_t* present) = 0;
+  // BitStore::Add of these items without a capacity: every item is added,
+  // added[i] (if `added` is not null) = 1 if item i turned a cell on, and
+  // the part's count grows as BitStore::Add says.
+  virtual Status AddHashes(uint64_t part, std::span<const Hash128> hashes,
+                           const StrategyDef& strategy, const Geometry& g, uint8_t* added) = 0;
+};
+
+// The capability of `bits`, or null if its store has none. A dynamic_cast:
+// ask once per open filter, not per call.
+inline HashedCells* HashedCellsOf(BitStore& bits) { return dynamic_cast<HashedCells*>(&bits); }
+
+}  // namespace redbloom::internal
+
+#endif  // REDBLOOM_SRC_HASHED_CELLS_H_
