@@ -177,7 +177,11 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
   try {
     j = Json::parse(text);
   } catch (const Json::exception& e) {
-    return Status::InvalidArgument(std::string("config file is not valid JSON: ") + e.what());
+    const bool truncated =
+        std::string_view(e.what()).find("unexpected end of input") != std::string_view::npos;
+    return Status::InvalidArgument(std::string(truncated ? "config file is truncated JSON: "
+                                                         : "config file is not valid JSON: ") +
+                                   e.what());
   }
   if (!j.is_object()) return Status::InvalidArgument("config file must hold a JSON object");
   std::string token_file;

@@ -62,7 +62,10 @@ class Reader {
   // per-item path builds no Status.
   const Status& error() const { return error_; }
   Status Error(std::string_view what) const {
-    std::string msg = "malformed JSON at byte " + std::to_string(pos_) + ": ";
+    // A body that stops early (a client cut it short) says so.
+    std::string msg =
+        (AtEnd() ? "truncated JSON: the body ends at byte " : "malformed JSON at byte ") +
+        std::to_string(pos_) + ": ";
     msg += what;
     return Status::InvalidArgument(std::move(msg));
   }

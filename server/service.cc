@@ -76,7 +76,9 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   try {
     j = Json::parse(body);
   } catch (const Json::exception& e) {
-    return Status::InvalidArgument("malformed JSON: " + StripJsonExceptionPrefix(e.what()));
+    const std::string what = StripJsonExceptionPrefix(e.what());
+    const bool truncated = what.find("unexpected end of input") != std::string::npos;
+    return Status::InvalidArgument((truncated ? "truncated JSON: " : "malformed JSON: ") + what);
   }
   if (!j.is_object()) {
     return Status::InvalidArgument("the body must be an object {\"capacity\":N,\"error_rate\":P}");

@@ -121,20 +121,28 @@ template <typename Op>
 Status BloomFilter::WithReopen(Op&& op) {
   State* current = &state();
   Status s = op(*current);
-  if (s.code() != StatusCode::kConflict) return s;
   // The filter may have been rebuilt or re-created under us. Reopen it; if it
-  // is still the same filter the conflict was something else: report it.
-  auto fresh = Load(store_, name_);
-  if (!fresh.ok()) return fresh.status().code() == StatusCode::kNotFound ? fresh.status() : s;
-  {
-    std::lock_guard lock(mu_);
-    if (current_.load(std::memory_order_relaxed) == current) {
-      states_.push_back(*fresh);
-      current_.store(fresh->get(), std::memory_order_release);
+  // is still the same filter the conflict was something else: report it. A
+  // second swap can land while reopening (two rebuilds in a row: the config
+  // read from one file, the cells opened from the next), so try a few times.
+  for (int attempt = 0; attempt < 4 && s.code() == StatusCode::kConflict; ++attempt) {
+    auto fresh = Load(store_, name_);
+    if (!fresh.ok()) {
+      if (fresh.status().code() == StatusCode::kNotFound) return fresh.status();
+      if (fresh.status().code() == StatusCode::kConflict) continue;
+      return s;
     }
-    current = current_.load(std::memory_order_relaxed);
+    {
+      std::lock_guard lock(mu_);
+      if (current_.load(std::memory_order_relaxed) == current) {
+        states_.push_back(*fresh);
+        current_.store(fresh->get(), std::memory_order_release);
+      }
+      current = current_.load(std::memory_order_relaxed);
+    }
+    s = op(*current);
   }
-  return op(*current);
+  return s;
 }
 
 namespace {
@@ -409,6 +417,37 @@ Status BloomFilter::MergeParts(std::span<const Part> parts) {
   });
 }
 
+Status BloomFilter::MergePartBytes(uint64_t part, uint64_t offset, std::string_view bytes,
+                                   uint64_t new_items, bool* skipped) {
+  return WithReopen([&](State& st) -> Status {
+    const FilterConfig& c = st.config;
+    auto size = PartBytes(c, part);
+    if (!size.ok()) return size.status().WithContext("part " + std::to_string(part));
+    if (offset > *size || bytes.size() > *size - offset) {
+      return Status::InvalidArgument("bytes [" + std::to_string(offset) + ", " +
+                                     std::to_string(offset + bytes.size()) + ") of part " +
+                                     std::to_string(part) + " lie outside its " +
+                                     std::to_string(*size) + " bytes");
+    }
+    FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
+    bool skip = false;
+    REDBLOOM_RETURN_IF_ERROR(KindOf(c.kind).policy->PrepareMerge(f, part, &skip));
+    if (skipped != nullptr) *skipped = skip;
+    if (skip) return Status::Ok();
+    return st.bits->OrBitsAt(part, offset, bytes, new_items);
+  });
+}
+
+Result<FilterStats> BloomFilter::PartStats(uint64_t part) {
+  FilterStats stats;
+  Status s = WithReopen([&](State& st) -> Status {
+    REDBLOOM_ASSIGN_OR_RETURN(stats, st.bits->Stats(part));
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return stats;
+}
+
 Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
   return WithReopen([&](State& st) -> Status {
     const FilterConfig& c = st.config;
@@ -452,6 +491,12 @@ std::string_view BitmapBuilder::bitmap() const {
   // The words hold bytes in Redis order (word_bits.h).
   return {reinterpret_cast<const char*>(words_->words.get()),
           static_cast<size_t>(config_.data_bytes())};
+}
+
+BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string_view bitmap)
+    : BitmapBuilder(config) {
+  std::memcpy(words_->words.get(), bitmap.data(),
+              std::min<size_t>(bitmap.size(), static_cast<size_t>(config.data_bytes())));
 }
 
 Status BitmapBuilder::Add(std::span<const std::string_view> items) {

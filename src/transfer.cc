@@ -3,8 +3,12 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <vector>
 
 #include "config_codec.h"
@@ -173,8 +177,9 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
 // encoding, bits and hashes (a Guava file's bits fit a filter created with
 // the capacity and error rate that give its m and k).
 Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view name,
-                                                  const FilterConfig& config,
-                                                  bool same_cells = false) {
+                                                  const FilterConfig& config, bool same_cells,
+                                                  bool* created) {
+  *created = false;
   auto existing = store.ReadConfig(name);
   if (existing.ok()) {
     const bool cells_match =
@@ -189,7 +194,115 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
   if (existing.status().code() != StatusCode::kNotFound) return existing.status();
   Status s = store.Create(name, config);
   if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
+  *created = s.ok();
   return BloomFilter::Open(store, name);
+}
+
+// What a merge of bits (an import, a merge of filters) adds to a part's item
+// count. The count means "adds that set a new cell" (docs/format.md), but
+// which of a bitmap's items were new to the filter is unknowable once they
+// are bits, so (docs/dump-format.md, "Item counts"):
+// - counting cells: the sources' counts, since every add counts there (each
+//   needs its own remove);
+// - bits, into a part that held none, from one source: that source's count,
+//   exactly (an export/import round trip keeps it);
+// - bits otherwise: how much Guava's estimate of the part's items (from its
+//   bits set) grew, at most the sources' counts. Merging what a filter holds
+//   adds nothing; adds running at the same time can only make it larger.
+struct PartCount {
+  uint64_t id = 0;
+  uint64_t source_items = 0;  // the sources' counts for the part, summed
+  int sources = 1;            // how many sources hold this part
+  uint64_t bits_before = 0;   // the part's fill before the merge
+};
+
+// Bits set in part `id`; a part that does not exist yet holds none.
+Result<uint64_t> BitsSet(BloomFilter& filter, uint64_t id) {
+  auto stats = filter.PartStats(id);
+  if (!stats.ok() && stats.status().code() == StatusCode::kNotFound) return uint64_t{0};
+  if (!stats.ok()) return stats.status();
+  return stats->bits_set;
+}
+
+// Before anything is written: the fill of each part (none for a filter that
+// was just created for this merge).
+Status CountBefore(BloomFilter& filter, bool created, std::vector<PartCount>* parts) {
+  if (created || filter.config().cell_bits() != 1) return Status::Ok();
+  for (PartCount& p : *parts) {
+    REDBLOOM_ASSIGN_OR_RETURN(p.bits_before, BitsSet(filter, p.id));
+  }
+  return Status::Ok();
+}
+
+// After the bits are written: adds each part's share to its count.
+Status CountAfter(BloomFilter& filter, std::span<const PartCount> parts) {
+  const FilterConfig config = filter.config();
+  for (const PartCount& p : parts) {
+    uint64_t items = p.source_items;
+    if (config.cell_bits() == 1 && !(p.bits_before == 0 && p.sources == 1)) {
+      REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, SizePart(config, p.id));
+      REDBLOOM_ASSIGN_OR_RETURN(uint64_t bits_after, BitsSet(filter, p.id));
+      const Geometry& g = sizing.geometry;
+      const uint64_t before = ApproximateCount(p.bits_before, g.bits, g.hashes);
+      const uint64_t after = ApproximateCount(bits_after, g.bits, g.hashes);
+      uint64_t grown = 0;
+      if (after == UINT64_MAX) {
+        grown = before == UINT64_MAX ? 0 : p.source_items;  // full: unbounded estimate
+      } else if (after > before) {
+        grown = after - before;
+      }
+      items = std::min(grown, p.source_items);
+    }
+    if (items == 0) continue;
+    // Only the count: a part that has left the filter (a window slice past
+    // its window) is skipped.
+    REDBLOOM_RETURN_IF_ERROR(filter.MergePartBytes(p.id, 0, std::string_view(), items));
+  }
+  return Status::Ok();
+}
+
+// `in` itself when it can seek back (a file), else everything it holds, read
+// in bounded pieces as it arrives (a pipe): what is held is what came, never
+// a size that a header claims. Imports read their input twice: once to check
+// all of it before anything is written, once to write.
+Result<std::istream*> Rewindable(std::istream& in, std::optional<std::istringstream>* held) {
+  if (in.tellg() != std::istream::pos_type(-1)) return &in;
+  in.clear();
+  std::string all;
+  std::string piece(1 << 16, '\0');
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    all.append(piece.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return Status::Unavailable("read failed");
+  held->emplace(std::move(all));
+  return &held->value();
+}
+
+Status SeekTo(std::istream& in, std::istream::pos_type at) {
+  in.clear();
+  in.seekg(at);
+  if (!in) return Status::Unavailable("cannot seek back in the input");
+  return Status::Ok();
+}
+
+// A store that fails in the middle of an import may have taken some of the
+// bits already: say so, unless nothing had been written.
+Status ImportStopped(const Status& s, bool wrote_some) {
+  if (!wrote_some) return s;
+  return s.WithContext("import stopped part way; some of its bits were written");
+}
+
+// Bytes left in a seekable stream.
+Result<uint64_t> Remaining(std::istream& in) {
+  const auto at = in.tellg();
+  in.seekg(0, std::ios::end);
+  const auto end = in.tellg();
+  REDBLOOM_RETURN_IF_ERROR(SeekTo(in, at));
+  if (at == std::istream::pos_type(-1) || end == std::istream::pos_type(-1) || end < at) {
+    return Status::Unavailable("cannot tell the input's length");
+  }
+  return static_cast<uint64_t>(end - at);
 }
 
 }  // namespace
@@ -230,7 +343,7 @@ Status ExportGuava(BloomFilter& filter, std::ostream& out) {
 }
 
 Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
-                                                 std::istream& in,
+                                                 std::istream& input,
                                                  const GuavaImportOptions& options) {
   const bool with_capacity = options.capacity != 0 || options.error_rate != 0;
   FilterOptions o;
@@ -241,8 +354,10 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   // Check given values before reading anything.
   if (with_capacity) REDBLOOM_RETURN_IF_ERROR(MakeConfig(o).status());
 
+  std::optional<std::istringstream> held;
+  REDBLOOM_ASSIGN_OR_RETURN(std::istream * in, Rewindable(input, &held));
   std::string head;
-  REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 6, &head, "the Guava header"));
+  REDBLOOM_RETURN_IF_ERROR(ReadExactly(*in, 6, &head, "the Guava header"));
   const uint8_t ordinal = static_cast<uint8_t>(head[0]);
   const uint32_t k = static_cast<uint8_t>(head[1]);
   const uint64_t words = GetBE(head.data() + 2, 4);
@@ -250,6 +365,17 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
     return Status::InvalidArgument(
         "Guava strategy ordinal " + std::to_string(ordinal) +
         " is not supported (only 1, MURMUR128_MITZ_64, Guava's default since 2013)");
+  }
+  // The declared size against what the input holds, before anything is
+  // sized from it (issue #15.6: 14 bytes could ask for gigabytes).
+  REDBLOOM_ASSIGN_OR_RETURN(const uint64_t held_bytes, Remaining(*in));
+  if (held_bytes < words * 8) {
+    return Status::DataLoss("the Guava file is truncated: its header declares " +
+                            std::to_string(words) + " words (" + std::to_string(words * 8) +
+                            " bytes), but " + std::to_string(held_bytes) + " bytes follow it");
+  }
+  if (held_bytes > words * 8) {
+    return Status::InvalidArgument("unexpected bytes after the Guava bit array");
   }
   if (!with_capacity) {
     // As Guava's readFrom: the file's m and k are the filter's geometry.
@@ -267,28 +393,45 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
         " and k=" + std::to_string(config.geometry.hashes) +
         "; pass the expectedInsertions and fpp the Java side used");
   }
-  // Validate and convert everything before touching the store.
-  std::string bitmap(config.data_bytes(), '\0');
+  const auto data_start = in->tellg();
+  // Guava does not store a count: it is estimated from the bits, as Guava's
+  // own approximateElementCount() does, so the bits are counted first.
+  uint64_t bits_set = 0;
   std::string chunk;
   const uint64_t kWordsPerRead = 8192;
   for (uint64_t w = 0; w < words; w += kWordsPerRead) {
     const uint64_t n = std::min(kWordsPerRead, words - w);
-    REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, n * 8, &chunk, "the Guava bit array"));
+    REDBLOOM_RETURN_IF_ERROR(ReadExactly(*in, n * 8, &chunk, "the Guava bit array"));
     for (uint64_t i = 0; i < n; ++i) {
-      GuavaWordToRedisBytes(GetBE(chunk.data() + 8 * i, 8), bitmap.data() + 8 * (w + i));
+      bits_set += static_cast<uint64_t>(std::popcount(GetBE(chunk.data() + 8 * i, 8)));
     }
   }
-  if (in.peek() != std::char_traits<char>::eof()) {
-    return Status::InvalidArgument("unexpected bytes after the Guava bit array");
-  }
-  REDBLOOM_ASSIGN_OR_RETURN(auto filter,
-                            OpenOrCreate(store, name, config, /*same_cells=*/!with_capacity));
-  // Guava does not store a count; estimate it from the bits, as Guava's own
-  // approximateElementCount() does.
-  uint64_t bits_set = 0;
-  for (unsigned char b : bitmap) bits_set += static_cast<uint64_t>(__builtin_popcount(b));
   const uint64_t estimate = ApproximateCount(bits_set, config.geometry.bits, k);
-  REDBLOOM_RETURN_IF_ERROR(filter->OrBitmap(bitmap, estimate == UINT64_MAX ? 0 : estimate));
+
+  bool created = false;
+  REDBLOOM_ASSIGN_OR_RETURN(
+      auto filter, OpenOrCreate(store, name, config, /*same_cells=*/!with_capacity, &created));
+  std::vector<PartCount> counts = {
+      {.id = 0, .source_items = estimate == UINT64_MAX ? 0 : estimate}};
+  REDBLOOM_RETURN_IF_ERROR(CountBefore(*filter, created, &counts));
+  // Converted and written a piece at a time: memory stays bounded whatever
+  // the filter's size.
+  REDBLOOM_RETURN_IF_ERROR(SeekTo(*in, data_start));
+  std::string bytes;
+  bool wrote_some = false;
+  for (uint64_t w = 0; w < words; w += kWordsPerRead) {
+    const uint64_t n = std::min(kWordsPerRead, words - w);
+    REDBLOOM_RETURN_IF_ERROR(ReadExactly(*in, n * 8, &chunk, "the Guava bit array"));
+    bytes.resize(n * 8);
+    for (uint64_t i = 0; i < n; ++i) {
+      GuavaWordToRedisBytes(GetBE(chunk.data() + 8 * i, 8), bytes.data() + 8 * i);
+    }
+    if (bytes.find_first_not_of('\0') == std::string::npos) continue;
+    Status s = filter->MergePartBytes(0, w * 8, bytes, 0);
+    if (!s.ok()) return ImportStopped(s, wrote_some);
+    wrote_some = true;
+  }
+  REDBLOOM_RETURN_IF_ERROR(CountAfter(*filter, counts));
   REDBLOOM_RETURN_IF_ERROR(filter->Flush());
   return filter;
 }
@@ -339,8 +482,10 @@ Status ExportDump(BloomFilter& filter, std::ostream& out) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view name,
-                                                std::istream& in) {
+namespace {
+
+// Reads a dump's header, checking its magic, version and checksum.
+Result<DumpHeader> ReadDumpHeader(std::istream& in) {
   std::string buf;
   REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 16, &buf, "the dump header"));
   if (std::memcmp(buf.data(), kDumpMagic, sizeof(kDumpMagic)) != 0) {
@@ -357,51 +502,100 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, header_len, &header, "the dump header"));
   REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 4, &buf, "the dump header"));
   if (GetBE(buf.data(), 4) != Crc(header)) return Status::DataLoss("dump header checksum mismatch");
-  REDBLOOM_ASSIGN_OR_RETURN(DumpHeader h, DecodeDumpHeader(header));
+  return DecodeDumpHeader(header);
+}
 
-  // The header was checked to be a valid part table for its config, so this
-  // is at most the filter's own size.
-  std::string bitmap(h.data_bytes, '\0');
+// Where a piece of a dump's data goes: part `index` of the header's table,
+// at `offset` in that part.
+using ChunkSink = std::function<Status(size_t index, uint64_t offset, std::string_view bytes)>;
+
+// Reads a dump's chunks up to and including its end marker, checking each
+// chunk's place and checksum; with a sink, hands each chunk's bytes to it,
+// split where one part ends and the next begins. One chunk (at most 1 MiB)
+// is in memory at a time, whatever the filter's size.
+Status ReadChunks(std::istream& in, const DumpHeader& h, const ChunkSink& sink) {
+  std::string buf, data, crc_bytes, tail;
   uint64_t chunks = 0;
   uint32_t running = 0;
-  std::string data;
   while (true) {
     REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 12, &buf, "a dump chunk"));
     const uint64_t off = GetBE(buf.data(), 8);
     if (off == UINT64_MAX) {
-      std::string tail;
       REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 8, &tail, "the dump end marker"));
       const uint64_t expected_chunks = GetBE(buf.data() + 8, 4) << 32 | GetBE(tail.data(), 4);
       if (expected_chunks != chunks || GetBE(tail.data() + 4, 4) != running) {
         return Status::DataLoss("dump end marker does not match its chunks");
       }
-      break;
+      return Status::Ok();
     }
     const uint64_t len = GetBE(buf.data() + 8, 4);
-    if (len == 0 || len > kDumpChunk || off > bitmap.size() || len > bitmap.size() - off) {
+    if (len == 0 || len > kDumpChunk || off > h.data_bytes || len > h.data_bytes - off) {
       return Status::DataLoss("dump chunk at offset " + std::to_string(off) +
                               " lies outside the filter's bitmap");
     }
     const uint32_t frame_crc = Crc(std::string_view(buf).substr(0, 12));
     REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, len, &data, "a dump chunk"));
-    std::string crc_bytes;
     REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 4, &crc_bytes, "a dump chunk"));
     if (GetBE(crc_bytes.data(), 4) != Crc(data, frame_crc)) {
       return Status::DataLoss("dump chunk at offset " + std::to_string(off) +
                               " fails its checksum");
     }
-    std::memcpy(bitmap.data() + off, data.data(), len);
     running = Crc(crc_bytes, running);
     ++chunks;
+    if (!sink) continue;
+    // The parts' bytes lie end to end in table order.
+    uint64_t base = 0, at = off;
+    std::string_view rest = data;
+    for (size_t i = 0; i < h.parts.size() && !rest.empty(); ++i) {
+      const uint64_t size = h.part_bytes[i];
+      if (at < base + size) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(rest.size(), base + size - at));
+        REDBLOOM_RETURN_IF_ERROR(sink(i, at - base, rest.substr(0, n)));
+        rest.remove_prefix(n);
+        at += n;
+      }
+      base += size;
+    }
   }
-  uint64_t at = 0;
-  for (size_t i = 0; i < h.parts.size(); ++i) {
-    h.parts[i].bytes = bitmap.substr(at, h.part_bytes[i]);
-    at += h.part_bytes[i];
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view name,
+                                                std::istream& input) {
+  std::optional<std::istringstream> held;
+  REDBLOOM_ASSIGN_OR_RETURN(std::istream * in, Rewindable(input, &held));
+  REDBLOOM_ASSIGN_OR_RETURN(DumpHeader h, ReadDumpHeader(*in));
+  // Nothing is sized from the header's claims: the whole dump is checked
+  // first, a chunk at a time (a 200-byte dump may declare a filter of
+  // gigabytes, issue #15.6), then read again to write it.
+  const auto data_start = in->tellg();
+  REDBLOOM_RETURN_IF_ERROR(ReadChunks(*in, h, nullptr));
+
+  bool created = false;
+  REDBLOOM_ASSIGN_OR_RETURN(auto filter,
+                            OpenOrCreate(store, name, h.config, /*same_cells=*/false, &created));
+  std::vector<PartCount> counts;
+  for (const auto& part : h.parts) counts.push_back({.id = part.id, .source_items = part.items});
+  REDBLOOM_RETURN_IF_ERROR(CountBefore(*filter, created, &counts));
+  REDBLOOM_RETURN_IF_ERROR(SeekTo(*in, data_start));
+  Status store_error;
+  bool wrote_some = false;
+  Status written = ReadChunks(*in, h, [&](size_t i, uint64_t offset, std::string_view bytes) {
+    store_error = filter->MergePartBytes(h.parts[i].id, offset, bytes, 0);
+    if (!store_error.ok()) return store_error;
+    wrote_some = true;
+    return Status::Ok();
+  });
+  if (!store_error.ok()) return ImportStopped(store_error, wrote_some);
+  if (!written.ok()) {
+    return written.WithContext("the input changed while it was imported; part of it was written");
   }
-  bitmap = std::string();
-  REDBLOOM_ASSIGN_OR_RETURN(auto filter, OpenOrCreate(store, name, h.config));
-  REDBLOOM_RETURN_IF_ERROR(filter->MergeParts(h.parts));
+  // Parts with no chunk (all zeros) are created too, and every count added.
+  for (const auto& part : h.parts) {
+    REDBLOOM_RETURN_IF_ERROR(filter->MergePartBytes(part.id, 0, std::string_view(), 0));
+  }
+  REDBLOOM_RETURN_IF_ERROR(CountAfter(*filter, counts));
   REDBLOOM_RETURN_IF_ERROR(filter->Flush());
   return filter;
 }
@@ -452,11 +646,13 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   // Sources are combined part by part here first, then merged into dest in
   // one call: bits are ORed, counters added (see BitStore::OrBits).
   std::map<uint64_t, BloomFilter::Part> merged;
+  std::map<uint64_t, int> sources_of;
   std::vector<BloomFilter::Part> parts;
   for (auto& f : filters) {
     if (f->name() == dest) continue;  // its cells are already there
     REDBLOOM_RETURN_IF_ERROR(f->ReadParts(&parts));
     for (auto& part : parts) {
+      ++sources_of[part.id];
       auto [it, fresh] = merged.try_emplace(part.id);
       BloomFilter::Part& into = it->second;
       if (fresh) {
@@ -467,14 +663,24 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
       internal::MergeCellBytes(part.bytes, &into.bytes, first.kind == FilterKind::kCounting);
     }
   }
+  bool created = false;
   if (!target) {
     Status s = store.Create(dest, first);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
+    created = s.ok();
     REDBLOOM_ASSIGN_OR_RETURN(target, BloomFilter::Open(store, dest));
   }
+  // The counts are added afterwards, by what the merge added (PartCount).
   std::vector<BloomFilter::Part> all;
-  for (auto& [id, part] : merged) all.push_back(std::move(part));
+  std::vector<PartCount> counts;
+  for (auto& [id, part] : merged) {
+    counts.push_back({.id = id, .source_items = part.items, .sources = sources_of[id]});
+    part.items = 0;
+    all.push_back(std::move(part));
+  }
+  REDBLOOM_RETURN_IF_ERROR(CountBefore(*target, created, &counts));
   REDBLOOM_RETURN_IF_ERROR(target->MergeParts(all));
+  REDBLOOM_RETURN_IF_ERROR(CountAfter(*target, counts));
   return target->Flush();
 }
 

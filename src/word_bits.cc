@@ -390,6 +390,7 @@ Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* p
 Status WordBitStore::Add(std::span<PartBatch> batches) {
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(WordArray * a, ArrayPtr(b.part));
+    REDBLOOM_RETURN_IF_ERROR(a->writable);
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(*a, b.offsets, b.items * b.k));
     if (b.capacity != 0) {
       if (!Reserve(*a, b)) continue;
@@ -439,6 +440,7 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
   if (a == nullptr) {
     REDBLOOM_ASSIGN_OR_RETURN(a, ArrayPtr(part));
   }
+  REDBLOOM_RETURN_IF_ERROR(a->writable);  // a read-only mapping (file store)
   if (!KernelsFit(strategy, *a, g)) {
     REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, hashes, strategy, g));
     AddCount(*a, SetCells(*a, offsets, hashes.size(), g.hashes, added));
@@ -474,6 +476,7 @@ Status WordBitStore::Remove(std::span<PartBatch> batches) {
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(b.part));
     WordArray& a = *array;
+    REDBLOOM_RETURN_IF_ERROR(a.writable);
     if (a.cell_bits != 4) {
       return Status::Unimplemented(
           "items can be removed only from counting filters (create with --counting)");
@@ -575,6 +578,7 @@ Status WordBitStore::Clear() {
     if (!array.ok() && array.status().code() == StatusCode::kNotFound) continue;  // expired
     if (!array.ok()) return array.status();
     WordArray& a = **array;
+    REDBLOOM_RETURN_IF_ERROR(a.writable);
     std::shared_lock<std::shared_mutex> writing;  // see WordArray::writers
     if (a.writers) writing = std::shared_lock(*a.writers);
     const uint64_t n = a.word_count();
@@ -618,13 +622,15 @@ Status WordBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::s
   return Status::Ok();
 }
 
-Status WordBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) {
+Status WordBitStore::OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
+                              uint64_t new_items) {
   REDBLOOM_ASSIGN_OR_RETURN(auto array, Array(part));
   WordArray& a = *array;
-  if (bitmap.size() > a.bitmap_bytes()) {
-    return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
-                                   " bytes is larger than the part's " +
-                                   std::to_string(a.bitmap_bytes()));
+  REDBLOOM_RETURN_IF_ERROR(a.writable);
+  if (offset > a.bitmap_bytes() || bytes.size() > a.bitmap_bytes() - offset) {
+    return Status::InvalidArgument("bytes [" + std::to_string(offset) + ", " +
+                                   std::to_string(offset + bytes.size()) +
+                                   ") lie outside the part's " + std::to_string(a.bitmap_bytes()));
   }
   const bool counters = a.cell_bits == 4;
   // Bits are ORed with plain loads and stores by a merge that holds the
@@ -635,8 +641,6 @@ Status WordBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t new
   if (a.writers && !counters) alone = std::unique_lock(*a.writers, std::try_to_lock);
   if (a.writers && !alone.owns_lock()) writing = std::shared_lock(*a.writers);
   const bool plain = alone.owns_lock();
-  // Whole words, then the tail zero-padded: little-endian loads keep the
-  // Redis byte order of the words.
   auto merge = [&](uint64_t w, uint64_t v) {
     if (v == 0) return;
     std::atomic_ref<uint64_t> word(a.words[w]);
@@ -653,16 +657,23 @@ Status WordBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t new
         !word.compare_exchange_weak(cur, SaturatingNibbleAdd(cur, v), std::memory_order_relaxed)) {
     }
   };
-  const size_t full_words = bitmap.size() / 8;
-  for (size_t w = 0; w < full_words; ++w) {
-    uint64_t v;
-    std::memcpy(&v, bitmap.data() + 8 * w, 8);
-    merge(w, v);
-  }
-  if (bitmap.size() % 8 != 0) {
+  // Byte b of a word is its bits 8b..8b+7 (little-endian loads keep the
+  // Redis byte order), so a piece that starts or ends inside a word fills
+  // the other bytes of that word with zeros.
+  size_t i = 0;
+  uint64_t pos = offset;
+  while (i < bytes.size()) {
+    const size_t in_word = static_cast<size_t>(pos % 8);
+    const size_t n = std::min<size_t>(8 - in_word, bytes.size() - i);
     uint64_t v = 0;
-    std::memcpy(&v, bitmap.data() + 8 * full_words, bitmap.size() % 8);
-    merge(full_words, v);
+    if (n == 8) {
+      std::memcpy(&v, bytes.data() + i, 8);
+    } else {
+      std::memcpy(reinterpret_cast<char*>(&v) + in_word, bytes.data() + i, n);
+    }
+    merge(pos / 8, v);
+    i += n;
+    pos += n;
   }
   AddCount(a, static_cast<int64_t>(new_items));
   return Status::Ok();

@@ -71,6 +71,9 @@ struct WordArray {
   uint64_t* superseded = nullptr;
   std::shared_ptr<void> keepalive;
   std::function<Status()> flush;
+  // Not OK when the cells are mapped read-only (a file we may not write, or
+  // one whose disk blocks could not be reserved): every write answers it.
+  Status writable;
   // Serialises removes (counting filters): a mutex shared by every handle in
   // this process, and/or a file to flock() for handles in other processes.
   std::shared_ptr<std::mutex> remove_mutex;
@@ -121,7 +124,8 @@ class WordBitStore final : public BitStore, public HashedCells {
   Status Clear() override;
   Status Flush() override;
   Status ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) override;
-  Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) override;
+  Status OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
+                  uint64_t new_items) override;
 
   Status TestHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
                     const Geometry& g, uint8_t* present) override;

@@ -1,6 +1,11 @@
 // Bulk load, Guava import/export against real Guava, dumps between every pair
 // of stores, and merge.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -14,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "config_codec.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/clock.h"
 #include "redbloom/transfer.h"
@@ -604,13 +610,16 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
     ASSERT_TRUE((*both)->ContainsMany(Views(*items), &present).ok());
     for (size_t i = 0; i < items->size(); ++i) ASSERT_EQ(present[i], 1) << (*items)[i];
   }
-  // Counts add up (each a little under its adds: a scaling filter skips an
-  // item that already tests present).
+  // Counts add up, as far as bits can tell: a layer from one source keeps
+  // its count, a layer both hold counts what its fill grew by, at most the
+  // sum of theirs (the two hold different items here).
   auto scaled = BloomFilter::Open(mem, "scaled");
   ASSERT_TRUE(scaled.ok());
-  EXPECT_EQ(testing::ValueOrFail((*both)->Info()).items_added,
-            testing::ValueOrFail((*scaled)->Info()).items_added +
-                testing::ValueOrFail((*other)->Info()).items_added);
+  const uint64_t sum = testing::ValueOrFail((*scaled)->Info()).items_added +
+                       testing::ValueOrFail((*other)->Info()).items_added;
+  const uint64_t merged = testing::ValueOrFail((*both)->Info()).items_added;
+  EXPECT_LE(merged, sum);
+  EXPECT_GE(merged, sum * 97 / 100);
   FilterOptions wider = scaling;
   wider.expansion = 4;
   ASSERT_TRUE(BloomFilter::Create(mem, "wider", wider).ok());
@@ -721,6 +730,17 @@ class BulkCliTest : public ::testing::Test {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path() + "/s"});
     return RunCommand(args, input);
   }
+  // The filter's items_added, from `info --json`.
+  uint64_t ItemsAdded(const std::string& name) {
+    auto info = Run({"info", "--json", name});
+    EXPECT_EQ(info.exit_code, 0) << info.err;
+    auto json = nlohmann::json::parse(info.out, nullptr, /*allow_exceptions=*/false);
+    if (!json.is_object() || !json.contains("items_added")) {
+      ADD_FAILURE() << "info --json " << name << ": " << info.out;
+      return 0;
+    }
+    return json["items_added"].get<uint64_t>();
+  }
   testing::TempDir dir_;
 };
 
@@ -760,6 +780,331 @@ TEST_F(BulkCliTest, LoadImportExportMergeDedup) {
   EXPECT_EQ(dedup.out, "new-1\nnew-2\n");
   EXPECT_EQ(Run({"dedup", "f"}, "new-1\n").out, "");
   EXPECT_EQ(Run({"load", "missing", "--file", "-"}, "a\n").exit_code, 4);
+}
+
+// Loading, importing and merging what a filter already holds adds nothing to
+// its count (issue #15.9): a plain filter counts items that set a new bit,
+// as `add` does, and a counting filter every item, as its adds do.
+TEST_F(BulkCliTest, RepeatedLoadsImportsAndMergesCountOnlyNewItems) {
+  ASSERT_EQ(Run({"create", "f", "-n", "50000", "-p", "0.01", "--strategy", "guava64"}).exit_code,
+            0);
+  std::string input;
+  for (int i = 0; i < 1000; ++i) input += "ORD-" + std::to_string(i) + "\n";
+  auto first = Run({"load", "f", "--file", "-"}, input);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const uint64_t once = ItemsAdded("f");
+  EXPECT_GE(once, 990u);
+  EXPECT_LE(once, 1000u);
+  EXPECT_NE(first.err.find("loaded 1000 items into f: " + std::to_string(once) + " new"),
+            std::string::npos)
+      << first.err;
+  EXPECT_EQ(first.err.find("distinct"), std::string::npos) << first.err;
+  // Again, and with every line repeated: nothing is new.
+  auto second = Run({"load", "f", "--file", "-"}, input + input);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("loaded 2000 items into f: 0 new"), std::string::npos) << second.err;
+  EXPECT_EQ(ItemsAdded("f"), once) << "the same 1,000 items loaded twice";
+
+  const std::string guava = dir_.path() + "/f.guava", dump = dir_.path() + "/f.dump";
+  ASSERT_EQ(Run({"export", "f", "--format", "guava", "--file", guava}).exit_code, 0);
+  ASSERT_EQ(Run({"export", "f", "--format", "redbloom", "--file", dump}).exit_code, 0);
+  // Into the filter the dump came from, twice: nothing new.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(Run({"import", "f", "--format", "redbloom", "--file", dump}).exit_code, 0);
+    EXPECT_EQ(ItemsAdded("f"), once) << "dump import " << round;
+    ASSERT_EQ(Run({"import", "f", "--format", "guava", "--file", guava}).exit_code, 0);
+    EXPECT_EQ(ItemsAdded("f"), once) << "Guava import " << round;
+  }
+  // Into a new filter the dump's count comes along exactly; a second import
+  // adds nothing.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(Run({"import", "h", "--format", "redbloom", "--file", dump}).exit_code, 0);
+    EXPECT_EQ(ItemsAdded("h"), once) << "round " << round;
+    ASSERT_EQ(Run({"merge", "m", "f"}).exit_code, 0);
+    EXPECT_EQ(ItemsAdded("m"), once) << "merge round " << round;
+  }
+  ASSERT_EQ(Run({"merge", "m", "f", "h"}).exit_code, 0);
+  EXPECT_EQ(ItemsAdded("m"), once) << "h holds the same items as f";
+
+  // A counting filter counts every add: each needs its own remove.
+  ASSERT_EQ(Run({"create", "c", "-n", "50000", "-p", "0.01", "--counting"}).exit_code, 0);
+  auto counted = Run({"load", "c", "--file", "-"}, input);
+  ASSERT_EQ(counted.exit_code, 0) << counted.err;
+  EXPECT_NE(counted.err.find("loaded 1000 items into c: 1000 counted"), std::string::npos)
+      << counted.err;
+  ASSERT_EQ(Run({"load", "c", "--file", "-"}, input).exit_code, 0);
+  EXPECT_EQ(ItemsAdded("c"), 2000u);
+}
+
+// Importing into a filter that already holds the bits adds nothing to its
+// count, on every store (fill before and after, not the dump's count).
+TEST_F(DumpTest, ReimportingWhatAFilterHoldsAddsNoCount) {
+  const auto items = Items("k-", 3000);
+  for (const FilterKind kind : {FilterKind::kPlain, FilterKind::kScaling}) {
+    for (const auto& [label, url] : Urls()) {
+      const std::string where = label + " " + std::string(FilterKindName(kind));
+      ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
+      ASSERT_OK_AND_ASSIGN(
+          auto f,
+          BloomFilter::Create(*store, "src", {.capacity = 2000, .error_rate = 0.01, .kind = kind}));
+      ASSERT_TRUE(f->AddMany(Views(kind == FilterKind::kPlain ? Items("k-", 2000) : items)).ok());
+      const uint64_t before = testing::ValueOrFail(f->Info()).items_added;
+      std::stringstream dump;
+      ASSERT_TRUE(ExportDump(*f, dump).ok()) << where;
+      for (int round = 0; round < 2; ++round) {
+        std::istringstream in(dump.str());
+        auto r = ImportDump(*store, "src", in);
+        ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
+        EXPECT_EQ(testing::ValueOrFail(f->Info()).items_added, before) << where;
+        std::istringstream again(dump.str());
+        ASSERT_TRUE(ImportDump(*store, "copy", again).ok()) << where;
+        auto copy = BloomFilter::Open(*store, "copy");
+        ASSERT_TRUE(copy.ok());
+        EXPECT_EQ(testing::ValueOrFail((*copy)->Info()).items_added, before)
+            << where << ", round " << round;
+      }
+      ASSERT_TRUE(Merge(*store, "copy", std::vector<std::string>{"src"}).ok()) << where;
+      auto copy = BloomFilter::Open(*store, "copy");
+      ASSERT_TRUE(copy.ok());
+      EXPECT_EQ(testing::ValueOrFail((*copy)->Info()).items_added, before) << where;
+      ASSERT_TRUE(BloomFilter::Drop(*store, "src").ok());
+      ASSERT_TRUE(BloomFilter::Drop(*store, "copy").ok());
+    }
+  }
+}
+
+// Imports stream a part in pieces (BloomFilter::MergePartBytes): pieces of
+// any size, at any offset (inside a word, too), give what merging the whole
+// part at once gives, on every store, for bits and for counters.
+TEST_F(DumpTest, PiecesAtAnyOffsetMergeLikeTheWholePart) {
+  std::mt19937_64 rng(7);
+  for (const FilterKind kind : {FilterKind::kPlain, FilterKind::kCounting}) {
+    for (const auto& [label, url] : Urls()) {
+      const std::string where = label + " " + std::string(FilterKindName(kind));
+      ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
+      ASSERT_OK_AND_ASSIGN(
+          auto whole, BloomFilter::Create(*store, "whole",
+                                          {.capacity = 20000, .error_rate = 0.01, .kind = kind}));
+      ASSERT_OK_AND_ASSIGN(
+          auto pieces, BloomFilter::Create(*store, "pieces",
+                                           {.capacity = 20000, .error_rate = 0.01, .kind = kind}));
+      const size_t bytes = whole->config().data_bytes();
+      std::string base(bytes, '\0'), merged(bytes, '\0');
+      for (size_t i = 0; i < bytes; ++i) {
+        base[i] = static_cast<char>(rng() & 0x11);
+        merged[i] = static_cast<char>(rng() & 0x13);
+      }
+      for (auto* f : {whole.get(), pieces.get()}) ASSERT_TRUE(f->OrBitmap(base, 0).ok()) << where;
+      ASSERT_TRUE(whole->OrBitmap(merged, 0).ok()) << where;
+      for (size_t at = 0; at < bytes;) {
+        const size_t n = std::min<size_t>(bytes - at, 1 + rng() % 40000);
+        Status s = pieces->MergePartBytes(0, at, std::string_view(merged).substr(at, n), 0);
+        ASSERT_TRUE(s.ok()) << where << " at " << at << ": " << s.ToString();
+        at += n;
+      }
+      EXPECT_TRUE(pieces->MergePartBytes(0, 0, "", 5).ok()) << where;
+      EXPECT_EQ(pieces->MergePartBytes(0, bytes - 1, "ab", 0).code(), StatusCode::kInvalidArgument)
+          << where << ": past the part's end";
+      std::string a, b;
+      ASSERT_TRUE(whole->ReadBitmap(&a).ok());
+      ASSERT_TRUE(pieces->ReadBitmap(&b).ok());
+      EXPECT_TRUE(a == b) << where;
+      EXPECT_EQ(testing::ValueOrFail(pieces->Info()).items_added, 5u) << where;
+      ASSERT_TRUE(BloomFilter::Drop(*store, "whole").ok());
+      ASSERT_TRUE(BloomFilter::Drop(*store, "pieces").ok());
+    }
+  }
+}
+
+// A child's exit and its peak resident memory (wait4's ru_maxrss).
+struct Measured {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string err;
+  uint64_t max_rss_bytes = 0;
+};
+
+// Runs argv with stdin read from `stdin_file` (a regular file: seekable), or,
+// when `piped` is given, fed through a pipe (a stream of unknown length, as
+// `cat dump | redbloom import ... --file -` gives).
+Measured RunMeasured(const std::vector<std::string>& argv, const std::string& stdin_file,
+                     const std::string* piped = nullptr) {
+  testing::TempDir tmp;
+  const std::string err_path = tmp.path() + "/stderr";
+  int in_pipe[2] = {-1, -1};
+  if (piped != nullptr && ::pipe2(in_pipe, O_CLOEXEC) != 0) return {};
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  const pid_t pid = ::fork();
+  if (pid < 0) return {};
+  if (pid == 0) {
+    const int in = piped != nullptr ? in_pipe[0] : ::open(stdin_file.c_str(), O_RDONLY | O_CLOEXEC);
+    const int out = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    const int err = ::open(err_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+    if (in < 0 || out < 0 || err < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  if (piped != nullptr) {
+    ::close(in_pipe[0]);
+    size_t done = 0;
+    while (done < piped->size()) {
+      const ssize_t w = ::write(in_pipe[1], piped->data() + done, piped->size() - done);
+      if (w <= 0) break;  // the child stopped reading
+      done += static_cast<size_t>(w);
+    }
+    ::close(in_pipe[1]);
+  }
+  int status = 0;
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
+  Measured m;
+  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  m.err = ReadFile(err_path);
+  m.max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+  return m;
+}
+
+void PutBE(std::string* out, uint64_t v, int n) {
+  for (int i = n - 1; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// A dump's header for `config` with no data: valid as far as it goes (the
+// checksum is right), 200-odd bytes that claim the whole filter.
+std::string DumpHead(const FilterConfig& config) {
+  const uint64_t bytes = testing::ValueOrFail(PartBytes(config, 0));
+  auto fields = internal::ConfigToFields(config);
+  fields.emplace_back("items_added", "0");
+  fields.emplace_back("data_bytes", std::to_string(bytes));
+  fields.emplace_back("parts", "0:0:" + std::to_string(bytes));
+  const std::string header = internal::FieldsToLines(fields);
+  std::string out = "RBDUMP\r\n";
+  PutBE(&out, 1, 4);
+  PutBE(&out, header.size(), 4);
+  out += header;
+  PutBE(&out,
+        crc32(0, reinterpret_cast<const Bytef*>(header.data()), static_cast<uInt>(header.size())),
+        4);
+  return out;
+}
+
+class ImportBoundsTest : public ::testing::Test {
+ protected:
+  Measured Import(const std::string& name, const std::string& format, const std::string& file,
+                  const std::string* piped = nullptr) {
+    return RunMeasured({REDBLOOM_CLI_PATH, "--store", store_, "import", name, "--format", format,
+                        "--file", piped != nullptr ? "-" : file},
+                       file, piped);
+  }
+  // What the CLI takes to start, open this store and list it.
+  uint64_t BaselineRss() {
+    const std::string empty = dir_.path() + "/empty";
+    std::ofstream(empty).flush();
+    Measured m = RunMeasured({REDBLOOM_CLI_PATH, "--store", store_, "list"}, empty);
+    EXPECT_EQ(m.exit_code, 0) << m.err;
+    return m.max_rss_bytes;
+  }
+  void Write(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+  }
+
+  testing::TempDir dir_;
+  const std::string store_ = "file:" + dir_.path() + "/s";
+};
+
+// A 200-byte dump that claims a filter of a billion items (1.2 GB) is refused
+// as truncated before anything of that size is allocated (issue #15.6).
+TEST_F(ImportBoundsTest, ShortDumpClaimingAHugeFilterIsTruncatedWithoutAllocating) {
+  ASSERT_OK_AND_ASSIGN(FilterConfig huge,
+                       MakeConfig({.capacity = 1'000'000'000, .error_rate = 0.01}));
+  ASSERT_GT(huge.data_bytes(), 1'000'000'000u);
+  const uint64_t baseline = BaselineRss();
+  std::string hostile = DumpHead(huge);
+  // One chunk frame at the end of the claimed bitmap, and then nothing.
+  PutBE(&hostile, huge.data_bytes() - 4096, 8);
+  PutBE(&hostile, 4096, 4);
+  ASSERT_LT(hostile.size(), 300u);
+  const std::string path = dir_.path() + "/hostile.dump";
+  Write(path, hostile);
+  for (const bool piped : {false, true}) {
+    Measured m = Import("h", "redbloom", path, piped ? &hostile : nullptr);
+    EXPECT_EQ(m.exit_code, 3) << m.err;
+    EXPECT_NE(m.err.find("truncated"), std::string::npos) << m.err;
+    EXPECT_LT(m.max_rss_bytes, baseline + (16 << 20))
+        << "peak RSS " << m.max_rss_bytes << " against " << baseline << " for `list`";
+  }
+  auto list = RunCommand({REDBLOOM_CLI_PATH, "--store", store_, "list"});
+  EXPECT_EQ(list.out, "") << "nothing was created";
+}
+
+// The same for a Guava file that declares 2^25 words (256 MiB) and holds one.
+TEST_F(ImportBoundsTest, ShortGuavaFileClaimingAHugeArrayIsTruncatedWithoutAllocating) {
+  const uint64_t baseline = BaselineRss();
+  std::string hostile;
+  hostile.push_back(1);  // MURMUR128_MITZ_64
+  hostile.push_back(7);  // k
+  PutBE(&hostile, uint64_t{1} << 25, 4);
+  PutBE(&hostile, 0x0123456789abcdef, 8);
+  const std::string path = dir_.path() + "/hostile.guava";
+  Write(path, hostile);
+  for (const bool piped : {false, true}) {
+    Measured m = Import("g", "guava", path, piped ? &hostile : nullptr);
+    EXPECT_EQ(m.exit_code, 3) << m.err;
+    EXPECT_NE(m.err.find("truncated"), std::string::npos) << m.err;
+    EXPECT_LT(m.max_rss_bytes, baseline + (16 << 20))
+        << "peak RSS " << m.max_rss_bytes << " against " << baseline << " for `list`";
+  }
+  EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--store", store_, "list"}).out, "");
+}
+
+// A real 48 MB filter imports from a file at about its own size in memory
+// (the store's mapping of the new filter), not several times it; from a
+// pipe, the input is held once more.
+TEST_F(ImportBoundsTest, ImportMemoryIsBoundedByTheFilterNotAMultipleOfIt) {
+  const std::string dump = dir_.path() + "/big.dump", guava = dir_.path() + "/big.guava";
+  uint64_t filter_bytes = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir_.path() + "/src"));
+    ASSERT_OK_AND_ASSIGN(
+        auto f, BloomFilter::Create(
+                    *store, "big",
+                    {.capacity = 40'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64}));
+    filter_bytes = f->config().data_bytes();
+    // Enough items that every 1 MiB chunk of the dump holds bits.
+    ASSERT_TRUE(f->AddMany(Views(Items("big-", 300000))).ok());
+    std::ofstream d(dump, std::ios::binary), g(guava, std::ios::binary);
+    ASSERT_TRUE(ExportDump(*f, d).ok());
+    ASSERT_TRUE(ExportGuava(*f, g).ok());
+  }
+  ASSERT_GT(filter_bytes, 40u << 20);
+  ASSERT_GT(ReadFile(dump).size(), filter_bytes * 9 / 10) << "the dump is not sparse";
+  const uint64_t baseline = BaselineRss();
+  const auto bound = [&](double times) {
+    return baseline + static_cast<uint64_t>(times * static_cast<double>(filter_bytes));
+  };
+  Measured from_file = Import("d", "redbloom", dump);
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_LT(from_file.max_rss_bytes, bound(1.4)) << "filter " << filter_bytes << " bytes";
+  Measured guava_file = Import("g", "guava", guava);
+  ASSERT_EQ(guava_file.exit_code, 0) << guava_file.err;
+  EXPECT_LT(guava_file.max_rss_bytes, bound(1.4)) << "filter " << filter_bytes << " bytes";
+  const std::string piped = ReadFile(dump);
+  Measured from_pipe = Import("p", "redbloom", dump, &piped);
+  ASSERT_EQ(from_pipe.exit_code, 0) << from_pipe.err;
+  EXPECT_LT(from_pipe.max_rss_bytes, bound(2.4)) << "filter " << filter_bytes << " bytes";
+  for (const char* name : {"d", "g", "p"}) {
+    EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--store", store_, "check", "-q", name, "big-0",
+                          "big-299999"})
+                  .exit_code,
+              0)
+        << name;
+  }
 }
 
 }  // namespace

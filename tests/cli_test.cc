@@ -1,9 +1,19 @@
 // The CLI's text interface is a contract: output lines, stderr, exit codes.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,8 +42,22 @@ class CliTest : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
+  // Writes `text` to a file in the test's directory and returns its path.
+  std::string WriteFile(const std::string& name, const std::string& text) {
+    const std::string path = dir_.path() + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+
   testing::TempDir dir_;
 };
+
+// Counts the occurrences of `needle` in `text`.
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
 
 // The exit codes are a contract (README, "Exit codes"): every code has one,
 // and a store out of room is a store error (3), an oversized request bad
@@ -253,6 +277,330 @@ TEST_F(CliTest, StoreDefaultsToTheEnvironment) {
                            {"REDBLOOM_STORE=file:" + dir_.path()});
   ASSERT_EQ(create.exit_code, 0) << create.err;
   EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"e"}));
+}
+
+// Invalid UTF-8 in a utf8 filter's input is named by its line in the input,
+// by every command that reads lines (here in the second chunk of 65,536).
+TEST_F(CliTest, InvalidUtf8IsNamedByItsLineInEveryCommand) {
+  Create("u", {"--counting"}, "100000");
+  Create("s", {"--scaling"}, "100000");
+  std::string text;
+  for (int i = 1; i <= 70002; ++i)
+    text += (i == 70001 ? "bad\xff" : "ok" + std::to_string(i)) + "\n";
+  const std::string path = WriteFile("u.txt", text);
+  const std::string where = "line 70001 of " + path + ": item is not valid UTF-8";
+  for (std::vector<std::string> cmd : std::vector<std::vector<std::string>>{
+           {"add", "-q", "u", "--file", path},
+           {"check", "-q", "u", "--file", path},
+           {"remove", "-q", "u", "--file", path},
+           {"load", "u", "--file", path},
+           {"dedup", "u", "--file", path},
+           {"rebuild", "u", "--file", path, "-n", "100000", "-p", "0.01", "--counting"},
+           {"load", "s", "--file", path},  // a scaling filter loads in batches
+       }) {
+    auto r = Run(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(where), std::string::npos) << cmd[0] << ": " << r.err;
+    EXPECT_EQ(r.err.find("item 4465"), std::string::npos) << cmd[0] << ": " << r.err;
+  }
+}
+
+// A line longer than an item may be (1 MiB) is an input error named by its
+// line, not a line buffered without bound (`add -f /dev/zero` would take all
+// memory); the chunks before it stay added, and stderr says so.
+TEST_F(CliTest, OverlongLinesAreNamedByTheirLine) {
+  Create("f", {}, "200000");
+  std::string text;
+  for (int i = 1; i <= 70000; ++i) text += "ok" + std::to_string(i) + "\n";
+  text += std::string((1 << 20) + 1, 'x') + "\nlast\n";
+  const std::string path = WriteFile("long.txt", text);
+  for (std::vector<std::string> cmd : std::vector<std::vector<std::string>>{
+           {"add", "-q", "f", "--file", path},
+           {"check", "-q", "f", "--file", path},
+           {"load", "f", "--file", path},
+           {"dedup", "f", "--file", path},
+       }) {
+    auto r = Run(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("line 70001 of " + path + ": longer than 1048576 bytes"),
+              std::string::npos)
+        << cmd[0] << ": " << r.err.substr(0, 300);
+  }
+  auto add = Run({"add", "-q", "f", "--file", "-"}, text);
+  EXPECT_NE(add.err.find("line 70001 of stdin"), std::string::npos) << add.err.substr(0, 300);
+  EXPECT_NE(add.err.find("the first 65536 items were added"), std::string::npos) << add.err;
+  // A line of exactly 1 MiB (plus a Windows "\r") is an item like any other.
+  auto fits = Run({"add", "-q", "f", "--file", "-"}, std::string(1 << 20, 'y') + "\r\n");
+  EXPECT_EQ(fits.exit_code, 0) << fits.err.substr(0, 300);
+}
+
+// Every path the user names that cannot be opened gives the system's reason.
+TEST_F(CliTest, CannotOpenSaysWhy) {
+  Create("f", {"--counting"});
+  const std::string missing = dir_.path() + "/missing";
+  for (std::vector<std::string> cmd : std::vector<std::vector<std::string>>{
+           {"add", "f", "--file", missing},
+           {"check", "f", "--file", missing},
+           {"remove", "f", "--file", missing},
+           {"load", "f", "--file", missing},
+           {"dedup", "f", "--file", missing},
+           {"rebuild", "f", "--file", missing, "-n", "10", "-p", "0.1"},
+           {"import", "g", "--format", "redbloom", "--file", missing},
+           {"export", "f", "--format", "redbloom", "--file", missing + "/out.dump"},
+       }) {
+    auto r = Run(cmd);
+    EXPECT_EQ(r.exit_code, 3) << cmd[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(missing), std::string::npos) << cmd[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(": No such file or directory"), std::string::npos)
+        << cmd[0] << ": " << r.err;
+  }
+  // The path the user gave is named (not only the export's temporary file),
+  // and a directory given as input is one, not a "truncated" dump.
+  auto exported = Run({"export", "f", "--format", "redbloom", "--file", missing + "/out.dump"});
+  EXPECT_NE(exported.err.find("cannot write " + missing + "/out.dump "), std::string::npos)
+      << exported.err;
+  for (const char* format : {"redbloom", "guava"}) {
+    auto dir = Run({"import", "g", "--format", format, "--file", dir_.path()});
+    EXPECT_EQ(dir.exit_code, 3) << dir.err;
+    EXPECT_NE(dir.err.find(dir_.path() + ": Is a directory"), std::string::npos) << dir.err;
+  }
+  auto store = RunCommand({REDBLOOM_CLI_PATH, "--store", "file:/dev/null/sub", "list"});
+  EXPECT_EQ(store.exit_code, 3);
+  EXPECT_NE(store.err.find("/dev/null/sub: Not a directory"), std::string::npos) << store.err;
+}
+
+// dedup creates its filter when given --capacity and --error (as create
+// would: an identical filter is used, one with other parameters is exit 4);
+// without them a missing filter is a not_found that says how to create it.
+TEST_F(CliTest, DedupCreatesItsFilterWhenSized) {
+  auto missing = Run({"dedup", "seen"}, "a\n");
+  EXPECT_EQ(missing.exit_code, 4) << missing.err;
+  EXPECT_NE(missing.err.find("filter 'seen' does not exist"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("--capacity"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("[not_found]"), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.out, "");
+
+  auto first = Run({"dedup", "seen", "--capacity", "1000", "--error", "0.01"}, "a\nb\na\n");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(Lines(first.out), (std::vector<std::string>{"a", "b"}));
+  auto again = Run({"dedup", "seen", "-n", "1000", "-p", "0.01"}, "b\nc\n");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(Lines(again.out), (std::vector<std::string>{"c"}));
+  auto plain = Run({"dedup", "seen"}, "c\nd\n");
+  EXPECT_EQ(Lines(plain.out), (std::vector<std::string>{"d"}));
+  auto j = nlohmann::json::parse(Run({"info", "seen", "--json"}).out);
+  EXPECT_EQ(j["capacity"], 1000);
+  EXPECT_EQ(j["strategy"], "block");
+
+  auto other = Run({"dedup", "seen", "-n", "2000", "-p", "0.01"}, "e\n");
+  EXPECT_EQ(other.exit_code, 4) << other.err;
+  EXPECT_NE(other.err.find("other parameters"), std::string::npos) << other.err;
+  EXPECT_EQ(other.out, "");
+  auto half = Run({"dedup", "new", "-n", "1000"}, "e\n");
+  EXPECT_EQ(half.exit_code, 2) << half.err;
+  EXPECT_NE(half.err.find("give both --capacity and --error"), std::string::npos) << half.err;
+  auto kind_alone = Run({"dedup", "seen", "--scaling"}, "e\n");
+  EXPECT_EQ(kind_alone.exit_code, 2) << kind_alone.err;
+
+  // The kinds of create: a window filter forgets what it saw a day ago.
+  auto window = Run({"dedup", "daily", "-n", "1000", "-p", "0.01", "--window", "24h", "--slices",
+                     "24", "--encoding", "int64"},
+                    "1\n2\n1\n");
+  ASSERT_EQ(window.exit_code, 0) << window.err;
+  EXPECT_EQ(Lines(window.out), (std::vector<std::string>{"1", "2"}));
+  auto w = nlohmann::json::parse(Run({"info", "daily", "--json"}).out);
+  EXPECT_EQ(w["kind"], "window");
+  EXPECT_EQ(w["encoding"], "int64");
+}
+
+// A shell command line in its own process group, its stdout read line by
+// line as it arrives; Stop (or the destructor) ends the whole group.
+class ShellPipeline {
+ public:
+  ShellPipeline(const std::string& script, const std::vector<std::string>& env) {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::dup2(out[1], 1);
+      const int null = ::open("/dev/null", O_RDONLY);
+      ::dup2(null, 0);
+      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+      ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::setpgid(pid_, pid_);  // in the parent too, so Stop reaches the group whichever runs first
+    ::close(out[1]);
+    out_ = out[0];
+  }
+  ShellPipeline(const ShellPipeline&) = delete;
+  ShellPipeline& operator=(const ShellPipeline&) = delete;
+  ~ShellPipeline() {
+    Stop();
+    ::close(out_);
+  }
+
+  // The next line of output, or "<none>" if none came within `timeout`
+  // (or the pipeline ended).
+  std::string ReadLine(std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (buf_.find('\n') == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{out_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "<none>";
+      char chunk[4096];
+      const ssize_t r = ::read(out_, chunk, sizeof(chunk));
+      if (r <= 0) return "<none>";
+      buf_.append(chunk, static_cast<size_t>(r));
+    }
+    const size_t nl = buf_.find('\n');
+    std::string line = buf_.substr(0, nl);
+    buf_.erase(0, nl + 1);
+    return line;
+  }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(-pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::string buf_;
+};
+
+// The README's streaming example runs exactly as written (the line is taken
+// from README.md): its first run creates the filter, each URL comes out once,
+// and a line appended to the log comes out while `tail -f` is still running.
+TEST_F(CliTest, ReadmeDedupExampleRunsAsWritten) {
+  std::ifstream readme(std::string(REDBLOOM_SOURCE_DIR) + "/README.md");
+  std::string line, example;
+  while (std::getline(readme, line)) {
+    if (line.find("| redbloom dedup") != std::string::npos) {
+      example = line;
+      break;
+    }
+  }
+  ASSERT_EQ(example.rfind("tail -f access.log |", 0), 0u) << "README example: " << example;
+  const std::string bin = dir_.path() + "/bin";
+  std::filesystem::create_directory(bin);
+  std::filesystem::create_symlink(REDBLOOM_CLI_PATH, bin + "/redbloom");
+  const std::string log =
+      WriteFile("access.log", "10:00\tGET\t/a\n10:01\tGET\t/b\n10:02\tGET\t/a\n");
+  const char* path = std::getenv("PATH");
+  ShellPipeline pipeline("cd '" + dir_.path() + "' && " + example,
+                         {"PATH=" + bin + ":" + (path ? path : "/usr/bin:/bin"),
+                          "REDBLOOM_STORE=file:" + dir_.path() + "/store"});
+  ASSERT_EQ(pipeline.ReadLine(), "/a") << example;
+  EXPECT_EQ(pipeline.ReadLine(), "/b");
+  std::ofstream(log, std::ios::app) << "10:03\tGET\t/b\n10:04\tGET\t/c\n10:05\tGET\t/a\n";
+  EXPECT_EQ(pipeline.ReadLine(), "/c") << "a line appended to the log comes out at once, once";
+  pipeline.Stop();
+  auto check = RunCommand({REDBLOOM_CLI_PATH, "check", "seen-urls", "/a", "/b", "/c"}, "",
+                          {"REDBLOOM_STORE=file:" + dir_.path() + "/store"});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+}
+
+// mem: keeps filters in the process; the CLI says so, once per run.
+TEST_F(CliTest, MemStoreWarnsThatNothingPersists) {
+  auto create =
+      RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", "create", "f", "-n", "10", "-p", "0.1"});
+  EXPECT_EQ(create.exit_code, 0) << create.err;
+  EXPECT_EQ(Count(create.err, "redbloom: warning: --store mem:"), 1u) << create.err;
+  EXPECT_NE(create.err.find("nothing persists past this process"), std::string::npos) << create.err;
+  auto env = RunCommand({REDBLOOM_CLI_PATH, "list"}, "", {"REDBLOOM_STORE=mem:"});
+  EXPECT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_EQ(Count(env.err, "warning"), 1u) << env.err;
+  EXPECT_EQ(Run({"create", "g", "-n", "10", "-p", "0.1"}).err.find("warning"), std::string::npos);
+}
+
+// A name that starts with "-" is given after "--"; a command whose only
+// positional is the name still takes its options after it.
+TEST_F(CliTest, NamesStartingWithADashWorkAfterDoubleDash) {
+  auto create = Run({"create", "--", "-x", "-n", "10", "-p", "0.1"});
+  ASSERT_EQ(create.exit_code, 0) << create.err;
+  EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"-x"}));
+  auto add = Run({"add", "--", "-x", "a", "-b"});
+  EXPECT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_EQ(Lines(add.out), (std::vector<std::string>{"1\ta", "1\t-b"}));
+  auto check = Run({"check", "-q", "--", "-x", "a", "-b"});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(Run({"check", "-q", "--", "-x", "zz"}).exit_code, 1);
+  auto info = Run({"info", "--", "-x", "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(nlohmann::json::parse(info.out)["name"], "-x");
+  auto dedup = Run({"dedup", "--", "-x"}, "a\nc\n");
+  EXPECT_EQ(Lines(dedup.out), (std::vector<std::string>{"c"})) << dedup.err;
+  EXPECT_EQ(Run({"create", "-n", "10", "-p", "0.1", "--", "-y"}).exit_code, 0);
+  EXPECT_EQ(Run({"drop", "--", "-x"}).exit_code, 0);
+  EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"-y"}));
+  EXPECT_EQ(Run({"create", "--", "-z", "extra", "-n", "10", "-p", "0.1"}).exit_code, 2);
+}
+
+// --json: one document, per item {"item", "new"|"present"|"removed"}, with
+// counts; the exit codes are those of the text output.
+TEST_F(CliTest, AddCheckAndRemoveAsJson) {
+  Create("f", {"--counting"});
+  auto add = Run({"add", "f", "--json", "a", "b\t\"q\"", "a", ""});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  auto j = nlohmann::json::parse(add.out);
+  EXPECT_EQ(j, nlohmann::json::parse(R"({"filter":"f","items":[
+      {"item":"a","new":true},{"item":"b\t\"q\"","new":true},{"item":"a","new":false},
+      {"item":"","new":true}],"count":4,"new":3})"))
+      << add.out;
+  auto check = Run({"check", "f", "--json", "-f", "-"}, "a\nzz\n");
+  EXPECT_EQ(check.exit_code, 1) << check.err;
+  EXPECT_EQ(nlohmann::json::parse(check.out), nlohmann::json::parse(R"({"filter":"f","items":[
+      {"item":"a","present":true},{"item":"zz","present":false}],
+      "count":2,"present":1,"absent":1})"))
+      << check.out;
+  auto all = Run({"check", "f", "--json", "a"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(nlohmann::json::parse(all.out)["present"], 1);
+  auto remove = Run({"remove", "f", "--json", "a", "zz"});
+  EXPECT_EQ(remove.exit_code, 1) << remove.err;
+  EXPECT_EQ(nlohmann::json::parse(remove.out), nlohmann::json::parse(R"({"filter":"f","items":[
+      {"item":"a","removed":true},{"item":"zz","removed":false}],
+      "count":2,"removed":1,"not_removed":1})"))
+      << remove.out;
+  EXPECT_EQ(Run({"check", "f", "--json", "--quiet", "a"}).exit_code, 2);
+  auto missing = Run({"check", "nope", "--json", "a"});
+  EXPECT_EQ(missing.exit_code, 4);
+  EXPECT_EQ(missing.out, "");
+}
+
+// A long --json run streams; an error part way still ends one document, with
+// the items done before it and the error.
+TEST_F(CliTest, JsonOutputStreamsAndEndsWithTheError) {
+  Create("ints", {"--encoding", "int32"}, "100000");
+  std::string text;
+  for (int i = 1; i <= 70002; ++i) text += (i == 70001 ? "x" : "") + std::to_string(i) + "\n";
+  auto r = Run({"add", "ints", "--json", "-f", "-"}, text);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["count"], 65536);
+  EXPECT_EQ(j["items"].size(), 65536u);
+  EXPECT_EQ(j["items"][65535], nlohmann::json::parse(R"({"item":"65536","new":true})"));
+  EXPECT_EQ(j["error"]["code"], "invalid_argument");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("line 70001 of stdin"), std::string::npos)
+      << j["error"];
+}
+
+// --version prints the version CMake's project() declares.
+TEST_F(CliTest, VersionIsTheProjectVersion) {
+  std::ifstream cmake(std::string(REDBLOOM_SOURCE_DIR) + "/CMakeLists.txt");
+  const std::string text{std::istreambuf_iterator<char>(cmake), {}};
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(project\(redbloom VERSION ([0-9.]+))")));
+  auto r = RunCommand({REDBLOOM_CLI_PATH, "--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "redbloom " + m[1].str() + "\n");
 }
 
 }  // namespace

@@ -205,6 +205,38 @@ TEST_F(FileStoreTest, VersionOneFilesStillOpen) {
   ExpectDataLoss("checksum");
 }
 
+// Reading a store creates nothing: `list`, `info` and `check` on a store
+// directory that does not exist answer (an empty list, not found) and leave
+// no directory behind; the first create makes it.
+TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {
+  testing::TempDir dir;
+  const std::string store = dir.path() + "/d";
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + store});
+    return testing::RunCommand(args);
+  };
+  auto list = cli({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.out, "");
+  EXPECT_EQ(cli({"info", "f"}).exit_code, 4);
+  EXPECT_EQ(cli({"check", "f", "x"}).exit_code, 4);
+  EXPECT_FALSE(std::filesystem::exists(store)) << "a read created " << store;
+  {
+    ASSERT_OK_AND_ASSIGN(auto s, Store::Open("file:" + store));
+    EXPECT_TRUE(testing::ValueOrFail(s->List()).empty());
+    EXPECT_TRUE(s->Ping().ok()) << "the directory can be created: ready";
+    EXPECT_FALSE(std::filesystem::exists(store));
+  }
+  auto created = cli({"create", "f", "-n", "100", "-p", "0.01"});
+  EXPECT_EQ(created.exit_code, 0) << created.err;
+  EXPECT_TRUE(std::filesystem::is_regular_file(store + "/f.rbf"));
+  EXPECT_EQ(cli({"list"}).out, "f\n");
+  // A path that is not a directory is still refused when the store opens.
+  EXPECT_EQ(testing::RunCommand({REDBLOOM_CLI_PATH, "--store", "file:" + store + "/f.rbf", "list"})
+                .exit_code,
+            2);
+}
+
 // A child creates filters and adds items in a loop, writing the index of each
 // acknowledged batch to a pipe; we SIGKILL it at a random moment, several
 // times. Every file left must open cleanly, and every acknowledged item must

@@ -304,6 +304,7 @@ TEST_P(KindsTest, RebuildSwapsAtomicallyUnderReaders) {
   ASSERT_TRUE(f->AddMany(Views(items)).ok());
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0}, misses{0}, reads{0};
+  std::string first_error;
   std::thread reader([&] {
     auto r = BloomFilter::Open(*store_, "r");
     ASSERT_TRUE(r.ok());
@@ -311,7 +312,7 @@ TEST_P(KindsTest, RebuildSwapsAtomicallyUnderReaders) {
     while (!stop) {
       Status s = (*r)->ContainsMany(Views(items), &present);
       if (!s.ok()) {
-        ++errors;
+        if (errors++ == 0) first_error = s.ToString();
         continue;
       }
       for (uint8_t p : present) misses += p == 0;
@@ -329,7 +330,7 @@ TEST_P(KindsTest, RebuildSwapsAtomicallyUnderReaders) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   stop = true;
   reader.join();
-  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(errors, 0) << first_error;
   EXPECT_EQ(misses, 0);
   EXPECT_GT(reads, 0);
   auto reopened = BloomFilter::Open(*store_, "r");

@@ -3,7 +3,7 @@
 # Java interop needs the JDK and Guava jar that interop.cmake found.
 set(_redis_libs PkgConfig::HIREDIS)
 redbloom_add_test(redis_store_test redis_store_test.cc LABELS redis LIBS ${_redis_libs})
-redbloom_add_test(redis_restart_test redis_restart_test.cc LABELS redis)
+redbloom_add_test(redis_restart_test redis_restart_test.cc LABELS "redis;fault")
 
 find_package(Java 17 COMPONENTS Development Runtime)
 if(NOT Java_JAVAC_EXECUTABLE OR NOT Java_JAVA_EXECUTABLE)
@@ -41,4 +41,4 @@ if(TARGET redbloom_cli)
 endif()
 
 # Redis Cluster: a real 3-master, 3-replica cluster started by the test.
-redbloom_add_test(redis_cluster_test redis_cluster_test.cc LABELS "redis;cluster")
+redbloom_add_test(redis_cluster_test redis_cluster_test.cc LABELS "redis;cluster;fault")

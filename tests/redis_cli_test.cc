@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "redbloom/bloom_filter.h"
+#include "redbloom/store.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
 #include "test_util.h"
@@ -265,6 +267,31 @@ TEST(RedisCliAuthTest, AuthenticationFailureIsAStoreError) {
                         "-n", "10", "-p", "0.1"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ok.out.find("s3cret"), std::string::npos) << ok.out;
+}
+
+// IPv6: a bracketed address in the URL, reached over ::1 (the server sees
+// the client at [::1]).
+TEST(RedisCliIpv6Test, BracketedAddressesConnectOverIpv6) {
+  RedisServer server({"--bind", "127.0.0.1", "::1"});
+  server.Start();
+  const std::string url = "redis://[::1]:" + std::to_string(server.port());
+  auto created =
+      RunCommand({REDBLOOM_CLI_PATH, "--store", url, "create", "six", "-n", "100", "-p", "0.01"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  auto added = RunCommand({REDBLOOM_CLI_PATH, "--store", url, "add", "six", "x"});
+  EXPECT_EQ(added.exit_code, 0) << added.err;
+  auto checked = RunCommand({REDBLOOM_CLI_PATH, "--store", url, "check", "six", "x"});
+  EXPECT_EQ(checked.exit_code, 0) << checked.err;
+  // The server saw a client from ::1 (the CLI's connections have closed, so
+  // ask through the library's own connection over ::1).
+  auto store = Store::Open(url);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto f = BloomFilter::Open(**store, "six");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_NE(server.Cli({"CLIENT", "LIST"}).find("addr=[::1]"), std::string::npos)
+      << server.Cli({"CLIENT", "LIST"});
+  auto bad = RunCommand({REDBLOOM_CLI_PATH, "--store", "redis://[::1", "list"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
 // A Redis out of room is a store error (exit 3), not bad input (exit 2):

@@ -107,28 +107,52 @@ void RedisCluster::FlushAll() {
   for (RedisServer* m : Masters()) m->Cli({"FLUSHALL"});
 }
 
+std::vector<std::pair<int, int>> RedisCluster::SlotsOf(const RedisServer& node) {
+  // CLUSTER NODES says who owns what: read this node's own "myself" line.
+  std::vector<std::pair<int, int>> ranges;
+  std::istringstream nodes(node.Cli({"CLUSTER", "NODES"}));
+  std::string line;
+  while (std::getline(nodes, line)) {
+    if (line.find("myself") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string field;
+    for (int i = 0; i < 8 && fields >> field; ++i) {
+    }
+    while (fields >> field) {
+      if (field.front() == '[') continue;  // a migration marker
+      const size_t dash = field.find('-');
+      const int from = std::stoi(field.substr(0, dash));
+      ranges.emplace_back(from,
+                          dash == std::string::npos ? from : std::stoi(field.substr(dash + 1)));
+    }
+  }
+  return ranges;
+}
+
 RedisServer& RedisCluster::MasterOf(int slot) {
   for (RedisServer* m : Masters()) {
-    // CLUSTER COUNTKEYSINSLOT answers on the owner; CLUSTER NODES says who
-    // owns what: read this node's own "myself" line.
-    std::istringstream nodes(m->Cli({"CLUSTER", "NODES"}));
-    std::string line;
-    while (std::getline(nodes, line)) {
-      if (line.find("myself") == std::string::npos) continue;
-      std::istringstream fields(line);
-      std::string field;
-      for (int i = 0; i < 8 && fields >> field; ++i) {
-      }
-      while (fields >> field) {
-        const size_t dash = field.find('-');
-        if (field.front() == '[') continue;  // a migration marker
-        const int from = std::stoi(field.substr(0, dash));
-        const int to = dash == std::string::npos ? from : std::stoi(field.substr(dash + 1));
-        if (slot >= from && slot <= to) return *m;
-      }
+    for (const auto& [from, to] : SlotsOf(*m)) {
+      if (slot >= from && slot <= to) return *m;
     }
   }
   throw std::runtime_error("no master serves slot " + std::to_string(slot));
+}
+
+RedisServer& RedisCluster::WaitForFailover(int slot, const RedisServer& old) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      RedisServer& now = MasterOf(slot);
+      if (&now != &old) {
+        WaitUntilOk(/*replicas_up=*/false);
+        return now;
+      }
+    } catch (const std::runtime_error&) {
+      // No running master claims the slot yet: the failover is under way.
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("no replica took over slot " + std::to_string(slot) + " within 30 s");
 }
 
 }  // namespace redbloom::testing

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "redis_server.h"
@@ -34,6 +35,12 @@ class RedisCluster {
   RedisServer& node(size_t i) { return *nodes_[i]; }
   // The running node that is master of `slot` now, by CLUSTER SLOTS.
   RedisServer& MasterOf(int slot);
+  // The slot ranges `node` serves, as it says itself (first, last).
+  static std::vector<std::pair<int, int>> SlotsOf(const RedisServer& node);
+  // After a master was stopped: waits until a replica has taken over `slot`
+  // (the nodes first have to notice the failure, which takes node-timeout;
+  // until then CLUSTER INFO still says ok) and the cluster is ok again.
+  RedisServer& WaitForFailover(int slot, const RedisServer& old);
   // The running nodes that are masters now.
   std::vector<RedisServer*> Masters();
   // Replaces a stopped node by a fresh one on its port (no data, no cluster

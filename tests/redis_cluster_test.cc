@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -393,6 +394,72 @@ TEST_F(RedisClusterTest, ReshardingWhileAddingLosesNothing) {
   }
 }
 
+// redis-cli --cluster reshard, the way operators move slots, while CLI loads
+// run into a plain and a sharded filter: no load fails, nothing is lost. The
+// plain filter's slot is among the slots moved (reshard takes a node's lowest
+// slots first).
+TEST_F(RedisClusterTest, RedisCliReshardWhileLoadsRunLosesNothing) {
+  RedisServer* from = cluster_->Masters().front();
+  RedisServer* to = cluster_->Masters().back();
+  ASSERT_NE(from, to);
+  const auto ranges = RedisCluster::SlotsOf(*from);
+  ASSERT_FALSE(ranges.empty());
+  const int first = std::min_element(ranges.begin(), ranges.end())->first;
+  constexpr int kMoved = 300;
+  std::string name;
+  for (int i = 0; i < 100000 && name.empty(); ++i) {
+    const std::string candidate = "loaded-" + std::to_string(i);
+    const int slot = internal::KeySlot(candidate);
+    if (slot >= first && slot < first + kMoved / 2) name = candidate;
+  }
+  ASSERT_FALSE(name.empty());
+  testing::TempDir dir;
+  auto cli = [&](std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", cluster_->url()});
+    return testing::RunCommand(args, input);
+  };
+  ASSERT_EQ(cli({"create", name, "-n", "400000", "-p", "0.01"}).exit_code, 0);
+  ASSERT_EQ(
+      cli({"create", "loaded-spread", "-n", "400000", "-p", "0.01", "--shards", "6"}).exit_code, 0);
+
+  std::atomic<bool> resharded{false};
+  std::vector<std::string> failures;
+  int rounds = 0;
+  std::thread loader([&] {
+    // Loads of 10,000 new items each, until the reshard is over (and at
+    // least three).
+    for (; rounds < 40 && (rounds < 3 || !resharded); ++rounds) {
+      std::string input;
+      for (const std::string& item : Items("L" + std::to_string(rounds) + "-", 10000)) {
+        input += item + "\n";
+      }
+      for (const std::string& f : {name, std::string("loaded-spread")}) {
+        auto r = cli({"load", f, "--file", "-"}, input);
+        if (r.exit_code != 0) failures.push_back(f + ": " + r.err);
+      }
+    }
+  });
+  const std::string from_id = Trim(from->Cli({"CLUSTER", "MYID"}));
+  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
+  auto reshard = testing::RunCommand({"/usr/bin/env", "redis-cli", "--cluster", "reshard",
+                                      "127.0.0.1:" + std::to_string(from->port()), "--cluster-from",
+                                      from_id, "--cluster-to", to_id, "--cluster-slots",
+                                      std::to_string(kMoved), "--cluster-yes"});
+  resharded = true;
+  loader.join();
+  EXPECT_EQ(reshard.exit_code, 0) << reshard.out << reshard.err;
+  EXPECT_EQ(&cluster_->MasterOf(internal::KeySlot(name)), to) << "the filter's slot moved";
+  EXPECT_TRUE(failures.empty()) << failures.size() << " loads failed, the first: " << failures[0];
+  std::string all;
+  for (int r = 0; r < rounds; ++r) {
+    for (const std::string& item : Items("L" + std::to_string(r) + "-", 10000)) all += item + "\n";
+  }
+  for (const std::string& f : {name, std::string("loaded-spread")}) {
+    auto check = cli({"check", f, "--quiet", "--file", "-"}, all);
+    EXPECT_EQ(check.exit_code, 0) << f << ": every loaded item is found; " << check.err;
+  }
+}
+
 // A master killed with SIGKILL while adds run with wait_replicas=1: its
 // replica takes over, every acknowledged add is there, failed calls were
 // errors (never "absent"), and the same store object goes on working once
@@ -422,12 +489,14 @@ TEST_F(RedisClusterTest, KilledMasterLosesNoAcknowledgedAdd) {
   while (next < 4000) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   RedisServer& master = cluster_->MasterOf(internal::KeySlot("durable"));
   master.Stop(/*hard=*/true);
-  cluster_->WaitUntilOk(/*replicas_up=*/false);  // its replica took over
+  RedisServer& promoted = cluster_->WaitForFailover(internal::KeySlot("durable"), master);
   // Checks work at once on the new master; adds need a replica to confirm
   // them, so until one is back they fail (as errors, never silently).
-  EXPECT_TRUE(*(*f)->Contains(items[0]));
+  const Result<bool> first = (*f)->Contains(items[0]);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(*first);
   // A replacement replica joins, and adds are acknowledged again.
-  cluster_->ReplaceAsReplica(master, cluster_->MasterOf(internal::KeySlot("durable")));
+  cluster_->ReplaceAsReplica(master, promoted);
   const size_t target = next + 2000;
   while (next < target && next + 200 < items.size()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

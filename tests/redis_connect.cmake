@@ -18,9 +18,9 @@ endif()
 # failover tests take a few seconds each.
 if(TARGET redbloom_server_test_util)
   redbloom_add_test(redis_sentinel_test redis_sentinel_test.cc redis_sentinel.cc tls_certs.cc
-                    LABELS redis LIBS redbloom_server_test_util)
+                    LABELS "redis;fault" LIBS redbloom_server_test_util)
   add_dependencies(redis_sentinel_test redbloomd)
 else()
   redbloom_add_test(redis_sentinel_test redis_sentinel_test.cc redis_sentinel.cc tls_certs.cc
-                    LABELS redis)
+                    LABELS "redis;fault")
 endif()

@@ -347,6 +347,25 @@ TEST_F(RedisSentinelTest, SentinelsAndServersHaveTheirOwnPasswords) {
   EXPECT_TRUE(*(*filter)->Contains("x"));
 }
 
+// sentinel_user: an ACL user of the sentinels' own. The default user's
+// password does not open the named user, so the user must be sent.
+TEST_F(RedisSentinelTest, SentinelsTakeAnAclUser) {
+  sentinel_auth_ = "sentinel-pw";
+  StartAll({}, {"requirepass sentinel-pw", "user watcher on >watch-pw +@all"});
+  const std::string base =
+      "redis-sentinel://127.0.0.1:" + std::to_string(sentinel_->port()) + "/" + kMaster;
+  auto wrong = Store::Open(base + "?sentinel_user=watcher&sentinel_password=sentinel-pw");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("authentication failed"), std::string::npos)
+      << wrong.status().ToString();
+  auto good = MustOpen(base + "?sentinel_user=watcher&sentinel_password=watch-pw");
+  ASSERT_NE(good, nullptr);
+  auto filter = BloomFilter::Create(*good, "watched", Options(100));
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  ASSERT_TRUE((*filter)->Add("x").ok());
+  EXPECT_TRUE(*(*filter)->Contains("x"));
+}
+
 // rediss-sentinel://: TLS to the sentinel and to the servers. The sentinel
 // watches the master's TLS port (tls-replication yes), so that is the
 // address it names.

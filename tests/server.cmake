@@ -15,6 +15,10 @@ if(TARGET redbloomd)
       add_dependencies(${t} redbloomd)
     endif()
   endforeach()
+  # The file store on a full and on a read-only file system: mounts tmpfs
+  # (needs root), and runs the CLI and redbloomd on it.
+  redbloom_add_test(file_disk_test file_disk_test.cc LIBS redbloom_server_test_util LABELS core)
+  add_dependencies(file_disk_test redbloomd)
   # docs/openapi.json against the real server. tests/openapi_check.py validates
   # with Debian's python3-jsonschema, so prefer Debian's python3 over one
   # earlier on PATH (pyenv) that lacks the module.

@@ -456,6 +456,20 @@ TEST_P(ServerApiTest, MalformedBodiesAre400AndAddNothing) {
             200);
 }
 
+// JSON that ends early is named "truncated" (400), for the items and for PUT.
+TEST_P(ServerApiTest, TruncatedJsonSaysTruncated) {
+  StartServer();
+  Answer put = Do("PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01)");
+  EXPECT_EQ(put.status, 400) << put.body;
+  EXPECT_NE(put.json["message"].get<std::string>().find("truncated JSON"), std::string::npos)
+      << put.body;
+  Create("orders");
+  Answer add = Do("POST", "/v1/filters/orders/items", R"({"items":["a","b")");
+  EXPECT_EQ(add.status, 400) << add.body;
+  EXPECT_NE(add.json["message"].get<std::string>().find("truncated JSON"), std::string::npos)
+      << add.body;
+}
+
 TEST_P(ServerApiTest, LimitsAnswer413) {
   StartServer(R"({"max_body_bytes":2048,"max_items":10,"max_item_bytes":16})");
   Create("orders");

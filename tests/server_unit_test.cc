@@ -98,6 +98,21 @@ TEST(ItemsBodyTest, RejectsWhatJsonRejects) {
   }
 }
 
+// A body that ends early says "truncated", not just "malformed".
+TEST(ItemsBodyTest, TruncatedBodiesSayTruncated) {
+  for (const std::string body : {"{", R"({"items":["a","b")", R"({"items":["a","b)",
+                                 R"({"items":[)", R"({"items":["a"])", R"({"items")"}) {
+    Status s = ParseStatus(body);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << body;
+    EXPECT_NE(
+        s.message().find("truncated JSON: the body ends at byte " + std::to_string(body.size())),
+        std::string::npos)
+        << body << ": " << s.ToString();
+  }
+  Status mid = ParseStatus(R"({"items":["a",]})");
+  EXPECT_EQ(mid.message().find("truncated"), std::string::npos) << mid.ToString();
+}
+
 TEST(ItemsBodyTest, RejectsValidJsonOfTheWrongShape) {
   for (const std::string body :
        {"{}", R"({"items":"a"})", R"({"items":[true]})", R"({"items":[null]})",
@@ -277,6 +292,14 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
     ServerConfig d;
     EXPECT_EQ(ApplyConfigJson(bad, &d).code(), StatusCode::kInvalidArgument) << bad;
   }
+}
+
+TEST(ConfigTest, TruncatedConfigSaysTruncated) {
+  ServerConfig d;
+  Status s = ApplyConfigJson(R"({"listen":"127.0.0.1:1")", &d);
+  EXPECT_NE(s.message().find("config file is truncated JSON"), std::string::npos) << s.ToString();
+  Status bad = ApplyConfigJson(R"({"listen":"127.0.0.1:1",,})", &d);
+  EXPECT_NE(bad.message().find("not valid JSON"), std::string::npos) << bad.ToString();
 }
 
 TEST(ConfigTest, ParseByteSize) {

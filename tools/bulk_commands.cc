@@ -1,6 +1,8 @@
 // redbloom load, import, export, merge and dedup.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -79,21 +81,61 @@ class Progress {
 
 constexpr size_t kBatch = 65536;
 
+// Load into a filter that is not one array (sharded, scaling, window): one
+// bitmap cannot be built locally, so the items are added in batches, as
+// `add --file` does. What was acknowledged stays if a batch fails.
+int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& reader) {
+  Progress progress(reader.total_bytes());
+  std::vector<std::string> lines;
+  std::vector<std::string_view> views;
+  std::vector<uint8_t> added;
+  uint64_t items = 0, fresh = 0;
+  while (true) {
+    auto more = reader.Next(&lines, kBatch, /*streaming=*/false);
+    if (!more.ok()) return Fail(more.status());
+    if (!*more) break;
+    views.assign(lines.begin(), lines.end());
+    if (Status s = filter.AddMany(views, &added); !s.ok()) {
+      progress.Done();
+      return Fail(reader.Locate(s, filter.config().encoding, lines)
+                      .WithContext("load (the batches before this one were written; loading "
+                                   "again is harmless)"));
+    }
+    items += lines.size();
+    fresh += static_cast<uint64_t>(std::count(added.begin(), added.end(), 1));
+    progress.Update(items, reader.bytes_read());
+  }
+  progress.Done();
+  if (Status s = filter.Flush(); !s.ok()) return Fail(s);
+  const double secs = progress.seconds();
+  std::cerr << "loaded " << items << " items into " << name << ": " << fresh << " new, "
+            << items - fresh << " already present (repeats, or false positives), in "
+            << FormatDouble(secs) << " s (" << Human(secs > 0 ? items / secs : 0)
+            << " items/s), in batches: a " << FilterKindName(filter.config().kind)
+            << (filter.config().shards > 1 ? " sharded" : "") << " filter is not one bitmap\n";
+  return 0;
+}
+
 int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   auto filter = BloomFilter::Open(*ctx.store, name);
   if (!filter.ok()) return Fail(filter.status());
-  const FilterKind kind = (*filter)->config().kind;
-  if (!(*filter)->config().one_array()) {
-    return Fail(Status::InvalidArgument(
-        "'" + name + "' is a " + std::string(FilterKindName(kind)) +
-        " filter: load builds one bitmap, for plain and counting filters; use 'redbloom add " +
-        name + " --file PATH' for this one"));
-  }
+  if (!(*filter)->config().one_array()) return LoadInBatches(**filter, name, reader);
 
-  BitmapBuilder builder((*filter)->config());
+  // A plain filter's load starts from the filter's bits, so that the count
+  // grows only by items that set a new bit, as adds count them (loading the
+  // same items twice adds nothing, issue #15.9). A counting filter counts
+  // every item, as its adds do, and its builder holds only the load's
+  // counters (OrBitmap adds them).
+  const bool counters = (*filter)->config().cell_bits() == 4;
+  std::string current;
+  if (!counters) {
+    if (Status s = (*filter)->ReadBitmap(&current); !s.ok()) return Fail(s);
+  }
+  BitmapBuilder builder = counters ? BitmapBuilder((*filter)->config())
+                                   : BitmapBuilder((*filter)->config(), std::move(current));
   Progress progress(reader.total_bytes());
   std::vector<std::string> lines;
   std::vector<std::string_view> views;
@@ -119,18 +161,46 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
     return Fail(
         s.WithContext("nothing or part of the load was written; loading again is harmless"));
   const double secs = progress.seconds();
-  std::cerr << "loaded " << builder.items() << " items (" << builder.new_items()
-            << " distinct to the filter's eye) into " << name << " in " << FormatDouble(secs)
-            << " s (" << Human(secs > 0 ? builder.items() / secs : 0) << " items/s)\n";
+  std::cerr << "loaded " << builder.items() << " items into " << name << ": ";
+  if (counters) {
+    std::cerr << builder.new_items() << " counted (a counting filter counts every add)";
+  } else {
+    // An item that sets no new bit is a repeat, an item the filter held, or
+    // one it would take for held (a false positive): the filter cannot tell.
+    std::cerr << builder.new_items() << " new, " << builder.items() - builder.new_items()
+              << " already present (repeats, or false positives)";
+  }
+  std::cerr << ", in " << FormatDouble(secs) << " s ("
+            << Human(secs > 0 ? builder.items() / secs : 0) << " items/s)\n";
   return 0;
 }
 
-int RunDedup(Context& ctx, const std::string& name, const std::string& file) {
+// Given the flags of create, dedup creates NAME as create would (an
+// identical filter is used as it is, one with other parameters is exit 4), so
+// the first run of a pipeline needs no separate create.
+int RunDedup(Context& ctx, const std::string& name, const std::string& file,
+             const SizingFlags& sizing) {
+  std::optional<FilterOptions> options;
+  if (sizing.given()) {
+    auto o = sizing.Parse();
+    if (!o.ok()) return Fail(o.status());
+    options = *o;
+  }
   ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
-  auto filter = BloomFilter::Open(*ctx.store, name);
-  if (!filter.ok()) return Fail(filter.status());
+  bool created = false;
+  auto filter = options ? BloomFilter::Create(*ctx.store, name, *options, &created)
+                        : BloomFilter::Open(*ctx.store, name);
+  if (!filter.ok()) {
+    if (filter.status().code() == StatusCode::kNotFound && !options) {
+      return Fail(Status::NotFound("filter '" + name +
+                                   "' does not exist; create it, or give dedup --capacity N "
+                                   "--error P to create it on first use"));
+    }
+    return Fail(filter.status());
+  }
+  if (created) std::cerr << "created " << name << ": " << (*filter)->config().ToString() << "\n";
   std::vector<std::string> lines;
   std::vector<std::string_view> views;
   std::vector<uint8_t> added;
@@ -157,20 +227,6 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file) {
   }
   if (Status s = (*filter)->Flush(); !s.ok()) return Fail(s);
   return 0;
-}
-
-Result<std::string> ReadAllInput(const std::string& file) {
-  std::ostringstream buf;
-  if (file == "-") {
-    buf << std::cin.rdbuf();
-    if (std::cin.bad()) return Status::Unavailable("read error on stdin");
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Status::Unavailable("cannot open " + file + ": " + std::strerror(errno));
-    buf << in.rdbuf();
-    if (in.bad()) return Status::Unavailable("read error on " + file);
-  }
-  return buf.str();
 }
 
 int RunImport(Context& ctx, const std::string& name, const std::string& format,
@@ -205,10 +261,22 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
         Status::InvalidArgument("--capacity, --error and --encoding apply to --format guava; a "
                                 "redbloom dump carries its own"));
   }
-  auto data = ReadAllInput(file);
-  if (!data.ok()) return Fail(data.status());
+  // The input is streamed, not read into memory: the importer reads a file
+  // twice (to check it all, then to write it) and holds only what a pipe
+  // actually sends, so memory never follows a size the input claims.
+  std::ifstream file_in;
+  if (file != "-") {
+    file_in.open(file, std::ios::binary);
+    if (!file_in)
+      return Fail(Status::Unavailable("cannot open " + file + ": " + std::strerror(errno)));
+    // A directory opens, and then every read fails: say so, not "truncated".
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Fail(Status::Unavailable("cannot read " + file + ": " + std::strerror(EISDIR)));
+    }
+  }
+  std::istream& in = file == "-" ? std::cin : file_in;
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
-  std::istringstream in(std::move(data).value());
   auto filter = format == "guava" ? ImportGuava(*ctx.store, name, in, options)
                                   : ImportDump(*ctx.store, name, in);
   if (!filter.ok()) return Fail(filter.status().WithContext("import"));
@@ -242,8 +310,10 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) {
+      const int err = errno;
       std::remove(tmp.c_str());
-      return Fail(Status::Unavailable("cannot write " + tmp + ": " + std::strerror(errno)));
+      return Fail(Status::Unavailable("cannot write " + file + " (through its temporary " + tmp +
+                                      "): " + std::strerror(err)));
     }
   }
   if (std::rename(tmp.c_str(), file.c_str()) != 0) {
@@ -305,14 +375,16 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
     std::string name, file = "-", format, encoding = "utf8", capacity, error;
     std::vector<std::string> sources;
     SizingFlags sizing;
+    SizingFlags dedup_sizing;
   };
   auto flags = std::make_shared<Flags>();
 
   auto* load = app.add_subcommand(
       "load",
-      "Bulk-load items (one per line) into a plain or counting filter: bits (counters) are built "
-      "locally and merged into the filter in one bulk write (on Redis: upload to a temporary key, "
-      "then BITOP OR, or a counter-adding script). Prints a summary.");
+      "Bulk-load items (one per line): for a plain or counting filter of one array, bits "
+      "(counters) are built locally and merged into the filter in one bulk write (on Redis: "
+      "upload to a temporary key, then BITOP OR, or a counter-adding script); sharded, scaling "
+      "and window filters are added to in batches. Prints a summary.");
   load->add_option("NAME", flags->name, "Filter name")->required();
   load->add_option("--file,-f", flags->file, "PATH, or - for stdin")->required();
 
@@ -346,10 +418,15 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   merge->add_option("SRC", flags->sources, "Source filters")->required();
 
   auto* dedup = app.add_subcommand(
-      "dedup", "Unix filter: print only the input lines not already in the filter, and add them");
+      "dedup",
+      "Unix filter: print only the input lines not already in the filter, and add them; with "
+      "--capacity and --error, create the filter if it does not exist");
   dedup->add_option("NAME", flags->name, "Filter name")->required();
   dedup->add_option("--file,-f", flags->file, "PATH, or - for stdin (the default)")
       ->capture_default_str();
+  flags->dedup_sizing.AddTo(dedup, StrategyName(kDefaultStrategy),
+                            SizingFlags::Need::kCreateIfMissing);
+  flags->dedup_sizing.AddKindsTo(dedup);
 
   auto* rebuild = app.add_subcommand(
       "rebuild",
@@ -370,7 +447,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
     }
     if (*exp) return RunExport(ctx, flags->name, flags->format, flags->file);
     if (*merge) return RunMerge(ctx, flags->name, flags->sources);
-    if (*dedup) return RunDedup(ctx, flags->name, flags->file);
+    if (*dedup) return RunDedup(ctx, flags->name, flags->file, flags->dedup_sizing);
     return -1;
   };
 }

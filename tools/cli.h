@@ -19,7 +19,9 @@ int Fail(const Status& s);
 struct Context {
   std::string store_url;
   std::unique_ptr<Store> store;
+  bool warned_mem = false;
 
+  // Opens store_url; for mem:, warns on stderr (once) that nothing persists.
   Status OpenStore();
 };
 
@@ -54,23 +56,37 @@ struct SizingFlags {
     cmd->add_option("--ttl", ttl, "Delete the whole filter this long after creation (e.g. 7d)");
   }
 
-  // attach: --capacity and --error may both be left out when the Java side
-  // records them (Redisson's config hash).
-  bool parameters_optional = false;
+  // Whether --capacity and --error must be given.
+  enum class Need {
+    kRequired,
+    // attach: both may be left out when the Java side records them
+    // (Redisson's config hash).
+    kJavaRecorded,
+    // dedup: given, they (and the kind flags) create the filter if it is
+    // missing; left out, the filter must exist.
+    kCreateIfMissing,
+  };
+  Need need = Need::kRequired;
+  const CLI::Option* strategy_option = nullptr;
+  const CLI::Option* encoding_option = nullptr;
 
-  void AddTo(CLI::App* cmd, std::string_view default_strategy, bool optional_parameters = false) {
+  void AddTo(CLI::App* cmd, std::string_view default_strategy, Need how = Need::kRequired) {
     strategy = std::string(default_strategy);
-    parameters_optional = optional_parameters;
-    auto* n = cmd->add_option(
-        "--capacity,-n", capacity,
-        "Expected number of distinct items (e.g. 1000000 or 1e6)" +
-            std::string(optional_parameters ? "; leave out with --error to take those "
-                                              "Redisson recorded (strategy redisson)"
-                                            : ""));
+    need = how;
+    const std::string capacity_help =
+        how == Need::kCreateIfMissing
+            ? "Create the filter if it does not exist, sized for this many distinct items (with "
+              "--error and the flags of create below)"
+            : "Expected number of distinct items (e.g. 1000000 or 1e6)" +
+                  std::string(how == Need::kJavaRecorded
+                                  ? "; leave out with --error to take those Redisson recorded "
+                                    "(strategy redisson)"
+                                  : "");
+    auto* n = cmd->add_option("--capacity,-n", capacity, capacity_help);
     auto* p = cmd->add_option("--error,-p", error,
                               "Target false-positive rate, strictly between 0 and 1 (redisson: 0 "
                               "to 1, as Redisson takes it)");
-    if (!optional_parameters) {
+    if (how == Need::kRequired) {
       n->required();
       p->required();
     }
@@ -78,25 +94,37 @@ struct SizingFlags {
     for (Strategy s : Strategies()) {
       help += "\n  " + std::string(StrategyName(s)) + ": " + std::string(StrategySummary(s));
     }
-    cmd->add_option("--strategy", strategy, help)->capture_default_str();
-    cmd->add_option("--encoding", encoding, "Item encoding: utf8, utf8x2, int32, int64 or bytes")
-        ->capture_default_str();
+    strategy_option = cmd->add_option("--strategy", strategy, help)->capture_default_str();
+    encoding_option = cmd->add_option("--encoding", encoding,
+                                      "Item encoding: utf8, utf8x2, int32, int64 or bytes")
+                          ->capture_default_str();
+  }
+
+  // Whether any flag that sizes or shapes a new filter was given.
+  bool given() const {
+    return !capacity.empty() || !error.empty() || counting || scaling || !expansion.empty() ||
+           !window.empty() || !slices.empty() || !ttl.empty() || !shards.empty() ||
+           (strategy_option != nullptr && strategy_option->count() > 0) ||
+           (encoding_option != nullptr && encoding_option->count() > 0);
   }
 
   Result<FilterOptions> Parse() const {
     FilterOptions o;
-    if (parameters_optional && capacity.empty() && error.empty()) {
+    if (need == Need::kJavaRecorded && capacity.empty() && error.empty()) {
       // Both 0: BloomFilter::Attach reads what the Java side recorded.
       REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(strategy));
       REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(encoding));
       return o;
     }
     if (capacity.empty() || error.empty()) {
-      return Status::InvalidArgument("give both --capacity and --error" +
-                                     std::string(parameters_optional
-                                                     ? ", or neither to take those the Java "
-                                                       "side recorded (strategy redisson)"
-                                                     : ""));
+      return Status::InvalidArgument(
+          "give both --capacity and --error" +
+          std::string(need == Need::kJavaRecorded
+                          ? ", or neither to take those the Java side recorded (strategy redisson)"
+                      : need == Need::kCreateIfMissing
+                          ? " to create the filter if it does not exist, or none of the flags of "
+                            "create to use an existing filter"
+                          : ""));
     }
     auto n = ParseUint64(capacity);
     if (!n.ok()) return n.status().WithContext("--capacity");

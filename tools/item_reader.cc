@@ -39,25 +39,29 @@ Result<bool> ItemReader::Next(std::vector<std::string>* out, size_t max, bool st
   batch_args_ = out->size();
   batch_first_line_ = lines_ + 1;
   if (fd_ < 0) return !out->empty();
-  const auto take_line = [&](size_t end) {
-    out->emplace_back(buf_, pos_, end - pos_);
-    if (!out->back().empty() && out->back().back() == '\r') out->back().pop_back();
+  const auto take_line = [&](size_t end) -> Status {
+    const size_t length = end > pos_ && buf_[end - 1] == '\r' ? end - 1 - pos_ : end - pos_;
+    if (length > kMaxLineBytes) return TooLong();
+    out->emplace_back(buf_, pos_, length);
     ++lines_;
+    return Status::Ok();
   };
   while (out->size() < max) {
     const size_t nl = buf_.find('\n', pos_);
     if (nl != std::string::npos) {
-      take_line(nl);
+      REDBLOOM_RETURN_IF_ERROR(take_line(nl));
       pos_ = nl + 1;
       continue;
     }
     if (eof_) {
       if (pos_ < buf_.size()) {
-        take_line(buf_.size());
+        REDBLOOM_RETURN_IF_ERROR(take_line(buf_.size()));
         pos_ = buf_.size();
       }
       break;
     }
+    // A line and its "\r" that already pass the limit: stop reading it.
+    if (buf_.size() - pos_ > kMaxLineBytes + 1) return TooLong();
     if (streaming && !out->empty() && !InputReady()) break;
     buf_.erase(0, pos_);
     pos_ = 0;
@@ -81,6 +85,12 @@ Status ItemReader::Locate(const Status& s, Encoding encoding,
     if (!item.ok()) return item.WithContext(Where(i));
   }
   return s;
+}
+
+Status ItemReader::TooLong() const {
+  return Status::InvalidArgument("line " + std::to_string(lines_ + 1) + " of " + Name() +
+                                 ": longer than " + std::to_string(kMaxLineBytes) +
+                                 " bytes, the most an item may be");
 }
 
 bool ItemReader::InputReady() const {

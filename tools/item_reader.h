@@ -17,9 +17,15 @@ namespace redbloom::cli {
 // `path` (a file, "-" for stdin, or "" for none). A trailing "\r" is dropped,
 // as Java's readLine does, so files written on Windows give the same items;
 // an empty line is the empty-string item, and a last line without "\n"
-// counts. Memory stays bounded by one batch however long the input is.
+// counts. Memory stays bounded by one batch however long the input is: a
+// line longer than kMaxLineBytes is an input error named by its line (so
+// `add -f /dev/zero` fails instead of taking all memory).
 class ItemReader {
  public:
+  // The longest item a line may hold (after its "\r\n" or "\n"): 1 MiB,
+  // redbloomd's largest max_item_bytes.
+  static constexpr size_t kMaxLineBytes = size_t{1} << 20;
+
   ItemReader(std::vector<std::string> args, std::string path);
   ItemReader(const ItemReader&) = delete;
   ItemReader& operator=(const ItemReader&) = delete;
@@ -28,7 +34,8 @@ class ItemReader {
   // Opens the file: kUnavailable "cannot open PATH: <errno text>".
   Status Open();
 
-  // Fills `out` with up to `max` items; false when nothing is left. With
+  // Fills `out` with up to `max` items; false when nothing is left. An
+  // over-long line is kInvalidArgument "line N of PATH: longer than ...". With
   // `streaming`, a batch ends as soon as no more input is ready, so
   // `tail -f log | redbloom dedup` answers each line as it arrives.
   Result<bool> Next(std::vector<std::string>* out, size_t max, bool streaming = false);
@@ -47,6 +54,7 @@ class ItemReader {
 
  private:
   bool InputReady() const;
+  Status TooLong() const;  // the error for line lines_ + 1
   Status Fill();
   std::string Name() const { return path_ == "-" ? "stdin" : path_; }
 

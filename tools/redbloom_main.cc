@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,13 @@ Status Context::OpenStore() {
   auto s = Store::Open(store_url);
   if (!s.ok()) return s.status();
   store = std::move(s).value();
+  // mem: lives in this process, so a CLI run's filters end with it: say so,
+  // once, since a filter that "vanishes" between two commands looks like a bug.
+  if (store->url() == "mem:" && !warned_mem) {
+    warned_mem = true;
+    std::cerr << "redbloom: warning: --store mem: keeps filters in this process's memory; nothing "
+                 "persists past this process (use file:DIR or redis://... to keep them)\n";
+  }
   return Status::Ok();
 }
 
@@ -105,10 +114,71 @@ int RunCreate(Context& ctx, const std::string& name, const SizingFlags& flags, b
 
 enum class ItemOp { kAdd, kCheck, kRemove };
 
+// add/check/remove --json: one document, written as the items go so a file of
+// any size streams through bounded memory:
+//   {"filter":"orders","items":[
+//   {"item":"ORD-1","new":true},
+//   ...
+//   ],"count":2,"new":1}
+// The per-item key and the counts: add "new"; check "present" and "absent";
+// remove "removed" and "not_removed". An error once the filter is open still
+// ends the document, with the items done before it and "error":{"code",
+// "message"}. Items that are not UTF-8 (a bytes filter) show U+FFFD for each
+// bad byte, as JSON can only hold text.
+class JsonItemsWriter {
+ public:
+  JsonItemsWriter(const std::string& filter, ItemOp op) : op_(op) {
+    std::cout << "{\"filter\":" << Quote(filter) << ",\"items\":[";
+  }
+
+  void Chunk(const std::vector<std::string>& items, const std::vector<uint8_t>& answers) {
+    const char* key = op_ == ItemOp::kAdd ? "new" : op_ == ItemOp::kCheck ? "present" : "removed";
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) {
+      out += count_ + i == 0 ? "\n{\"item\":" : ",\n{\"item\":";
+      out += Quote(items[i]);
+      out += ",\"";
+      out += key;
+      out += answers[i] ? "\":true}" : "\":false}";
+      yes_ += answers[i] ? 1 : 0;
+    }
+    count_ += items.size();
+    std::cout << out;
+  }
+
+  void End(const Status& error) {
+    std::cout << "\n],\"count\":" << count_;
+    switch (op_) {
+      case ItemOp::kAdd:
+        std::cout << ",\"new\":" << yes_;
+        break;
+      case ItemOp::kCheck:
+        std::cout << ",\"present\":" << yes_ << ",\"absent\":" << count_ - yes_;
+        break;
+      case ItemOp::kRemove:
+        std::cout << ",\"removed\":" << yes_ << ",\"not_removed\":" << count_ - yes_;
+        break;
+    }
+    if (!error.ok()) {
+      std::cout << ",\"error\":{\"code\":" << Quote(std::string(StatusCodeName(error.code())))
+                << ",\"message\":" << Quote(error.message()) << "}";
+    }
+    std::cout << "}\n";
+  }
+
+ private:
+  static std::string Quote(const std::string& text) {
+    return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+
+  ItemOp op_;
+  uint64_t count_ = 0;
+  uint64_t yes_ = 0;
+};
+
 // add, check and remove share everything but the call and the meaning of "0".
 int RunItems(Context& ctx, const std::string& name, const std::vector<std::string>& args,
-             const std::string& file, bool quiet, ItemOp op) {
-  const bool is_check = op == ItemOp::kCheck;
+             const std::string& file, bool quiet, bool json, ItemOp op) {
   if (args.empty() && file.empty()) {
     return Fail(Status::InvalidArgument("no items: give them as arguments or with --file PATH|-"));
   }
@@ -118,35 +188,44 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   auto filter = BloomFilter::Open(*ctx.store, name);
   if (!filter.ok()) return Fail(filter.status());
 
+  std::optional<JsonItemsWriter> json_out;
+  if (json) json_out.emplace(name, op);
   std::vector<std::string> chunk;
   std::vector<std::string_view> views;
   std::vector<uint8_t> answers;
   uint64_t done = 0;
   bool any_absent = false;
   std::string out;
+  // Stops the run: says what was done before the error, ends the JSON.
+  const auto stop = [&](const Status& s) {
+    if (op == ItemOp::kAdd && done > 0) {
+      std::cerr << "redbloom: the first " << done
+                << " items were added; nothing after them was (adding again is harmless)\n";
+    }
+    if (op == ItemOp::kRemove && done > 0) {
+      std::cerr << "redbloom: the first " << done << " items were processed\n";
+    }
+    if (json_out) json_out->End(s);
+    return Fail(s);
+  };
   while (true) {
     auto more = source.Next(&chunk, kChunkItems);
-    if (!more.ok()) return Fail(more.status());
+    if (!more.ok()) return stop(more.status());
     if (!*more) break;
     views.assign(chunk.begin(), chunk.end());
     Status s = op == ItemOp::kCheck ? (*filter)->ContainsMany(views, &answers)
                : op == ItemOp::kAdd ? (*filter)->AddMany(views, &answers)
                                     : (*filter)->RemoveMany(views, &answers);
     if (!s.ok()) {
-      if (op == ItemOp::kAdd && done > 0) {
-        std::cerr << "redbloom: the first " << done
-                  << " items were added; nothing after them was (adding again is harmless)\n";
-      }
-      if (op == ItemOp::kRemove && done > 0) {
-        std::cerr << "redbloom: the first " << done << " items were processed\n";
-      }
       const char* what = op == ItemOp::kCheck ? "check" : op == ItemOp::kAdd ? "add" : "remove";
       // A bad item is named by its place in the input (a line number).
-      return Fail(s.code() == StatusCode::kInvalidArgument
+      return stop(s.code() == StatusCode::kInvalidArgument
                       ? source.Locate(s, (*filter)->config().encoding, chunk)
                       : s.WithContext(what));
     }
-    if (!quiet) {
+    if (json_out) {
+      json_out->Chunk(chunk, answers);
+    } else if (!quiet) {
       out.clear();
       for (size_t i = 0; i < chunk.size(); ++i) {
         out += answers[i] ? "1\t" : "0\t";
@@ -158,9 +237,13 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
     for (uint8_t a : answers) any_absent |= (a == 0);
     done += chunk.size();
   }
-  if (!is_check) {
-    if (Status s = (*filter)->Flush(); !s.ok()) return Fail(s);
+  if (op != ItemOp::kCheck) {
+    if (Status s = (*filter)->Flush(); !s.ok()) {
+      if (json_out) json_out->End(s);
+      return Fail(s);
+    }
   }
+  if (json_out) json_out->End(Status::Ok());
   std::cout.flush();
   if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
   return op != ItemOp::kAdd && any_absent ? kExitAbsent : 0;
@@ -221,14 +304,47 @@ int RunOffsets(const SizingFlags& flags, const std::vector<std::string>& items) 
   return 0;
 }
 
+// CLI11, like getopt, reads every argument after "--" as a positional: that
+// is how a name starting with "-" is given. A command whose one positional is
+// NAME also takes its options after such a name: "create -- -x -n 10 -p 0.1"
+// is read as "create -n 10 -p 0.1 -- -x". (Commands with items keep getopt's
+// rule: "add -- -x -a" adds the item "-a" to the filter "-x".)
+std::vector<std::string> OptionsBeforeDashedName(const CLI::App& app,
+                                                 std::vector<std::string> args) {
+  const CLI::App* cmd = nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      if (cmd == nullptr || i + 1 >= args.size()) return args;
+      const auto positionals =
+          cmd->get_options([](const CLI::Option* o) { return o->get_positional(); });
+      if (positionals.size() != 1 || positionals[0]->get_items_expected_max() != 1) return args;
+      std::string name = std::move(args[i + 1]);
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
+                 args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+      args.push_back("--");
+      args.push_back(std::move(name));
+      return args;
+    }
+    if (cmd == nullptr) {
+      const auto named =
+          app.get_subcommands([&](const CLI::App* sub) { return sub->get_name() == args[i]; });
+      if (!named.empty()) cmd = named.front();
+    }
+  }
+  return args;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "redbloom: Bloom filters in memory, in local files or in plain Redis, byte-compatible with "
       "Guava and the Java Redis helper.\n"
       "Exit codes: 0 ok (check: all present), 1 check found an absent item, 2 invalid arguments "
-      "or input, 3 store or I/O error, 4 filter not found or exists with other parameters.",
+      "or input, 3 store or I/O error, 4 filter not found or exists with other parameters.\n"
+      "A name or item starting with '-' goes after '--' (redbloom add -- -x -y adds -y to -x); "
+      "a command whose one argument is NAME takes its options after it too (redbloom create -- "
+      "-x -n 1000 -p 0.01).",
       "redbloom"};
-  app.set_version_flag("--version", "redbloom 0.1.0");
+  app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION);
   app.require_subcommand(1);
   app.fallthrough();
   Context ctx;
@@ -257,27 +373,31 @@ int Main(int argc, char** argv) {
       "hash");
   attach->add_option("NAME", name, "Filter name: exactly the Redis key the Java service uses")
       ->required();
-  attach_flags.AddTo(attach, "seed", /*optional_parameters=*/true);
+  attach_flags.AddTo(attach, "seed", SizingFlags::Need::kJavaRecorded);
 
-  auto add_item_flags = [&](CLI::App* cmd) {
+  auto add_item_flags = [&](CLI::App* cmd, std::string_view answer) {
     cmd->add_option("NAME", name, "Filter name")->required();
     cmd->add_option("ITEM", items, "Items (or use --file)");
     cmd->add_option("--file,-f", file, "Read one item per line from PATH, or - for stdin");
-    cmd->add_flag("--quiet,-q", quiet, "Print nothing; only the exit code tells");
+    auto* q = cmd->add_flag("--quiet,-q", quiet, "Print nothing; only the exit code tells");
+    cmd->add_flag("--json", json,
+                  "Print one JSON document: per item {\"item\": ..., \"" + std::string(answer) +
+                      "\": true|false}, then the counts (README, \"CLI\")")
+        ->excludes(q);
   };
   auto* add = app.add_subcommand(
       "add", "Add items; prints 1<TAB>item if it was new, 0<TAB>item if it may have been there");
-  add_item_flags(add);
+  add_item_flags(add, "new");
   auto* check = app.add_subcommand(
       "check",
       "Check items; prints 1<TAB>item if it may be present, 0<TAB>item if it is surely absent; "
       "exit 1 if any is absent");
-  add_item_flags(check);
+  add_item_flags(check, "present");
   auto* remove = app.add_subcommand(
       "remove",
       "Remove items from a counting filter; prints 1<TAB>item if removed, 0<TAB>item if it was "
       "not present; exit 1 if any was not");
-  add_item_flags(remove);
+  add_item_flags(remove, "removed");
 
   auto* info = app.add_subcommand("info", "Show a filter's parameters and fill");
   info->add_option("NAME", name, "Filter name")->required();
@@ -295,7 +415,9 @@ int Main(int argc, char** argv) {
   auto run_bulk = AddBulkCommands(app, ctx);
 
   try {
-    app.parse(argc, argv);
+    auto args = OptionsBeforeDashedName(app, std::vector<std::string>(argv + 1, argv + argc));
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+    app.parse(std::move(args));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -310,9 +432,9 @@ int Main(int argc, char** argv) {
 
   if (*create) return RunCreate(ctx, name, create_flags, /*attach=*/false);
   if (*attach) return RunCreate(ctx, name, attach_flags, /*attach=*/true);
-  if (*add) return RunItems(ctx, name, items, file, quiet, ItemOp::kAdd);
-  if (*check) return RunItems(ctx, name, items, file, quiet, ItemOp::kCheck);
-  if (*remove) return RunItems(ctx, name, items, file, quiet, ItemOp::kRemove);
+  if (*add) return RunItems(ctx, name, items, file, quiet, json, ItemOp::kAdd);
+  if (*check) return RunItems(ctx, name, items, file, quiet, json, ItemOp::kCheck);
+  if (*remove) return RunItems(ctx, name, items, file, quiet, json, ItemOp::kRemove);
   if (*info) return RunInfo(ctx, name, json);
   if (*list) return RunList(ctx);
   if (*drop) return RunDrop(ctx, name);

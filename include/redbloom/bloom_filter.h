@@ -149,6 +149,16 @@ class BloomFilter {
   // slices it lacks and skips those that have left its window. Every part is
   // checked (id and size) before anything is written.
   Status MergeParts(std::span<const Part> parts);
+  // MergeParts for one piece of a part, so that imports stream a filter of
+  // any size in bounded memory: merges `bytes` into part `part` at byte
+  // `offset` (making the part exist first, as MergeParts does) and adds
+  // `new_items` to its count; empty `bytes` only adds to the count.
+  // *skipped (if given) is set when the part has left the filter (a window
+  // slice past its window): nothing is written then.
+  Status MergePartBytes(uint64_t part, uint64_t offset, std::string_view bytes, uint64_t new_items,
+                        bool* skipped = nullptr);
+  // One part's fill and count (kNotFound if the part does not exist).
+  Result<FilterStats> PartStats(uint64_t part);
 
  private:
   struct State;
@@ -192,6 +202,11 @@ class BitmapBuilder {
  public:
   // Throws std::bad_alloc if there is no memory for the bitmap.
   explicit BitmapBuilder(const FilterConfig& config);
+  // Starts from `bitmap` (a plain filter's ReadBitmap()), so that new_items()
+  // counts the items that set a bit neither the filter nor an earlier item
+  // had: what adding them one by one would count. Plain filters only (a
+  // counting filter's OrBitmap adds counters, so its builder starts empty).
+  BitmapBuilder(const FilterConfig& config, std::string_view bitmap);
   ~BitmapBuilder();
   BitmapBuilder(BitmapBuilder&&) noexcept;
   BitmapBuilder& operator=(BitmapBuilder&&) noexcept;
@@ -204,8 +219,8 @@ class BitmapBuilder {
   // The bitmap so far: config.data_bytes() bytes in Redis bit order, valid
   // while the builder lives and until its next Add.
   std::string_view bitmap() const;
-  // Items that set at least one bit not already set by this builder: the
-  // distinct items of the load, as far as the filter can tell.
+  // Items that set at least one bit not already set in this builder (by the
+  // bitmap it started from, or an earlier item); counting filters: every item.
   uint64_t new_items() const { return new_items_; }
   uint64_t items() const { return items_; }
 

@@ -170,7 +170,14 @@ class BitStore {
   // would give 3, ORing 1 into 1 would lose an item to its first remove).
   // Never lowers a cell, so it is safe with concurrent writers: each of their
   // adds survives. The part's count grows by `new_items`.
-  virtual Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) = 0;
+  Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) {
+    return OrBitsAt(part, 0, bitmap, new_items);
+  }
+  // The same for bytes [offset, offset + bytes.size()) of a part, so that an
+  // import streams a large part in pieces; empty `bytes` only adds to the
+  // count. kInvalidArgument past the part's end.
+  virtual Status OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
+                          uint64_t new_items) = 0;
 };
 
 class Store {
@@ -181,8 +188,8 @@ class Store {
   virtual ~Store() = default;
 
   // Opens a store by URL (the schemes are registered in src/store_table.cc).
-  // Nothing is contacted for mem: and file: beyond creating the directory;
-  // redis:// connects once to fail fast.
+  // Nothing is contacted or created for mem: and file: (a file: directory is
+  // made by the first create); redis:// connects once to fail fast.
   static Result<std::unique_ptr<Store>> Open(std::string_view url,
                                              const StoreOptions& options = StoreOptions());
   // The registered URL schemes with their syntax, for help texts:

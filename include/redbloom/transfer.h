@@ -20,6 +20,18 @@
 // All-zero chunks are skipped, so a sparse filter dumps small. Any store can
 // restore it; a truncated or altered dump is a kDataLoss error and nothing is
 // written.
+//
+// Imports run in bounded memory: nothing is sized from what an input
+// declares. An input that can seek (a file) is read twice, once to check all
+// of it and once to write it to the store a piece at a time; one that cannot
+// (a pipe) is held as it arrives, so memory follows the bytes actually sent.
+//
+// Item counts (docs/dump-format.md, "Item counts"): an import or merge into a
+// plain, scaling or window filter adds what the filter's fill says it gained
+// (Guava's estimate from the bits set, before and after), at most the
+// source's count; a source's count is carried exactly into a part that held
+// no bits. Importing what a filter already holds adds nothing. A counting
+// filter adds the source's count, as each of its adds counts.
 #ifndef REDBLOOM_TRANSFER_H_
 #define REDBLOOM_TRANSFER_H_
 
@@ -52,7 +64,8 @@ struct GuavaImportOptions {
 // Without, the new filter has the file's geometry (capacity and error rate
 // derived), and an existing plain guava64 filter of the same encoding, m and
 // k takes the bits whatever capacity it was created with. The whole file is
-// validated before anything is written.
+// validated before anything is written: a file shorter than its header's
+// word count is kDataLoss ("truncated"), a longer one kInvalidArgument.
 Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
                                                  std::istream& in,
                                                  const GuavaImportOptions& options);

@@ -11,6 +11,15 @@
 // operations. Bits are set with atomic word operations on a MAP_SHARED
 // mapping, so several processes may add to one file at once, and a killed
 // writer leaves every completed bit in the page cache.
+//
+// Disk space: a store to a mapped page whose block cannot be allocated is
+// SIGBUS, not an error. So every file's blocks are reserved when it is
+// created (posix_fallocate), and a full disk fails the create, cleanly;
+// once a file exists, writing its bits needs no more space.
+//
+// Read-only use: a file that cannot be opened for writing (a read-only mount,
+// permissions) is mapped read-only; checks and info work, and writes answer
+// the reason the file could not be opened for writing.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -162,6 +171,11 @@ class FileStore final : public Store {
     f.expires_at_ms = FilterExpiry(clock(), config);
     REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, kMainPart));
     f.data_bytes = FileDataBytes(config, cells);
+    // The directory appears with its first filter, not when the store is
+    // opened: reading a store (list, info) creates nothing.
+    if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+      return IoError("cannot create store directory", dir_, errno);
+    }
     Status s = CreateFile(dir_, PathOf(name), &f);
     if (s.code() == StatusCode::kAlreadyExists) {
       REDBLOOM_ASSIGN_OR_RETURN(FilterConfig existing, ReadConfig(name));
@@ -237,8 +251,16 @@ class FileStore final : public Store {
     return Status::Ok();
   }
 
+  // Ready when the directory is writable, or does not exist yet and can be
+  // made (the first create makes it).
   Status Ping() override {
-    if (::access(dir_.c_str(), W_OK) != 0) return IoError("cannot write to", dir_, errno);
+    if (::access(dir_.c_str(), W_OK) == 0) return Status::Ok();
+    if (errno != ENOENT) return IoError("cannot write to", dir_, errno);
+    const std::string parent = std::filesystem::path(dir_).parent_path().string();
+    const std::string where = parent.empty() ? "." : parent;
+    if (::access(where.c_str(), W_OK) != 0) {
+      return IoError("cannot create store directory " + dir_ + " in", where, errno);
+    }
     return Status::Ok();
   }
 
@@ -353,15 +375,25 @@ class FileStore final : public Store {
         dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     {
       int fd = ::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-      if (fd < 0) return IoError("cannot create", tmp, errno);
+      if (fd < 0) return IoError("cannot create", path + " (in " + tmp + ")", errno);
       FdCloser closer(fd);
-      Status s = WriteFully(fd, header.data(), header.size(), tmp);
-      // ftruncate makes the data region a sparse hole: zeros that cost no
-      // disk until written.
-      if (s.ok() && ::ftruncate(fd, static_cast<off_t>(kHeaderBytes + f->data_bytes)) != 0) {
-        s = IoError("cannot size", tmp, errno);
+      const uint64_t size = kHeaderBytes + f->data_bytes;
+      Status s = WriteFully(fd, header.data(), header.size(), path);
+      if (s.ok() && ::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+        s = IoError("cannot size", path, errno);
       }
-      if (s.ok() && ::fsync(fd) != 0) s = IoError("cannot sync", tmp, errno);
+      // Reserve every block now: a page of a sparse file that cannot be
+      // allocated later is SIGBUS for whoever stores to it through the
+      // mapping (issue #15.3). The file is still private to this call, so
+      // glibc's fallback for file systems without fallocate (writing a
+      // zero into each block) cannot race a writer.
+      if (s.ok()) {
+        const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+        if (err != 0) {
+          s = IoError("cannot reserve " + std::to_string(size) + " bytes for", path, err);
+        }
+      }
+      if (s.ok() && ::fsync(fd) != 0) s = IoError("cannot sync", path, errno);
       if (!s.ok()) {
         ::unlink(tmp.c_str());
         return s;
@@ -441,9 +473,40 @@ class FileStore final : public Store {
     ::munmap(base, kHeaderBytes);
   }
 
+  // A file with holes (written by a version that created files sparse, or
+  // copied by a tool that punches holes, as cp does) gets its blocks now:
+  // a store to a hole that cannot be allocated is SIGBUS. With the disk too
+  // full for that, the file is mapped read-only and writes answer
+  // kResourceExhausted. fallocate(2), not posix_fallocate: others may be
+  // writing the file, and glibc's fallback (writing zeros into blocks it
+  // reads as zero) could undo their bits; where it is unsupported the file
+  // stays as it is.
+  static Status ReserveSparse(int fd, const std::string& path, uint64_t size) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
+    if (static_cast<uint64_t>(st.st_blocks) * 512 >= size) return Status::Ok();
+    if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) == 0) return Status::Ok();
+    if (errno == ENOSPC || errno == EDQUOT) {
+      return IoError("cannot reserve " + std::to_string(size) + " bytes for", path, errno);
+    }
+    return Status::Ok();
+  }
+
   Result<std::shared_ptr<WordArray>> OpenArray(std::string_view name, const std::string& path,
                                                const FilterConfig& config, uint64_t part) {
-    REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDWR));
+    // A file we may not write (a read-only mount, its permissions) still
+    // serves checks and info: it is mapped read-only, and writes answer
+    // why (issue #15.8).
+    Status writable = Status::Ok();
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+      writable = IoError("cannot write", path, errno);
+      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      if (errno == ENOENT) return NotFoundStatus(name);
+      return IoError("cannot open", path, errno);
+    }
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
     if (!f.config.SameFilterAs(config) || f.part != part) return ConfigChangedStatus(name);
@@ -460,7 +523,9 @@ class FileStore final : public Store {
 
     auto mapping = std::make_shared<Mapping>();
     mapping->size = kHeaderBytes + f.data_bytes;
-    void* base = ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (writable.ok()) writable = ReserveSparse(fd, path, mapping->size);
+    const int protection = writable.ok() ? PROT_READ | PROT_WRITE : PROT_READ;
+    void* base = ::mmap(nullptr, mapping->size, protection, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) return IoError("cannot map", path, errno);
     // Cells are touched at hash-random offsets, so the kernel's read-around
     // (read_ahead_kb around each fault, 8 MiB on some machines) only adds
@@ -476,6 +541,7 @@ class FileStore final : public Store {
     mapping->array.superseded = mapping->word_at(f.superseded_offset);
     mapping->array.lock_fd = mapping->fd;
     mapping->array.remove_mutex = remove_mutex_;
+    mapping->array.writable = std::move(writable);
     Mapping* m = mapping.get();
     mapping->array.flush = [m, path]() -> Status {
       if (::msync(m->base, m->size, MS_SYNC) != 0) return IoError("cannot sync", path, errno);
@@ -509,12 +575,12 @@ Result<std::unique_ptr<Store>> NewFileStore(std::string_view url, const StoreOpt
   if (path.empty()) return Status::InvalidArgument("store URL 'file:' needs a directory");
   std::string dir(path);
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return IoError("cannot create store directory", dir, errno);
-  }
+  // A missing directory is made by the first create, so that reading a
+  // store that has none (list, info, check) leaves nothing behind.
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return IoError("cannot open store directory", dir, errno);
-  if (!S_ISDIR(st.st_mode)) {
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return IoError("cannot open store directory", dir, errno);
+  } else if (!S_ISDIR(st.st_mode)) {
     return Status::InvalidArgument("store path " + dir + " is not a directory");
   }
   return std::unique_ptr<Store>(std::make_unique<FileStore>(std::move(dir), options));

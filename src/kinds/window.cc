@@ -58,14 +58,18 @@ class WindowPolicy final : public KindPolicy {
   // Every item goes into the current slice, even one that an older slice
   // already (maybe falsely) matches: that slice expires first, and skipping
   // the add would then lose an item seen moments ago. "New" means: not
-  // present in any live slice before this call.
+  // present in any live slice before this call, nor earlier in this batch
+  // (the current slice's add says which turned a bit on), as for the other
+  // kinds; else `dedup` would print an item twice when both copies happen to
+  // arrive in one batch.
   Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
     std::vector<uint8_t> present(hashes.size(), 0);
     REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f), hashes, present.data()));
     const uint64_t now = CurrentSlice(f);
     REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
-    REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, nullptr));
-    for (size_t i = 0; i < hashes.size(); ++i) added[i] = present[i] ? 0 : 1;
+    std::vector<uint8_t> set_bit(hashes.size(), 0);
+    REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, set_bit.data()));
+    for (size_t i = 0; i < hashes.size(); ++i) added[i] = !present[i] && set_bit[i] ? 1 : 0;
     return Status::Ok();
   }
 

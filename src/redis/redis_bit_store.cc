@@ -673,14 +673,15 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
 // filter's merge is never retried, and one that fails part way has added
 // some pieces; running it again counts those twice, which only keeps items
 // present longer, never makes one absent.
-Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) {
+Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitmap,
+                               uint64_t new_items) {
   REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
   const size_t chunk = cells->counting() ? kCounterMergeChunk : kMergeChunk;
   const std::string_view script = cells->counting() ? scripts::kAddRange : scripts::kOrRange;
-  if (bitmap.size() > cells->bytes) {
-    return Status::InvalidArgument("bitmap of " + std::to_string(bitmap.size()) +
-                                   " bytes is larger than the " + std::to_string(cells->bytes) +
-                                   " bytes of " + cells->display);
+  if (at > cells->bytes || bitmap.size() > cells->bytes - at) {
+    return Status::InvalidArgument("bytes [" + std::to_string(at) + ", " +
+                                   std::to_string(at + bitmap.size()) + ") lie outside the " +
+                                   std::to_string(cells->bytes) + " bytes of " + cells->display);
   }
   // Pending adds are counted along with the load.
   const uint64_t uncounted = cells->pending.exchange(0);
@@ -715,7 +716,7 @@ Status RedisBitStore::OrBits(uint64_t part, std::string_view bitmap, uint64_t ne
                     ScriptKeys({cells->meta, upload, cells->bitmap, cells->count_hash, scratch}),
                     kChecked + 4);
           for (const auto& v : cells->checked) cmd.Arg(v);
-          cmd.Arg(static_cast<uint64_t>(offset));
+          cmd.Arg(at + offset);
           cmd.Arg(last ? count : uint64_t{0});
           cmd.Arg(cells->count_field);
           cmd.Arg(cells->bytes);

@@ -60,7 +60,8 @@ class RedisBitStore final : public BitStore {
   Result<uint64_t> ItemCount(uint64_t part) override;
   Status Clear() override;
   Status ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) override;
-  Status OrBits(uint64_t part, std::string_view bitmap, uint64_t new_items) override;
+  Status OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
+                  uint64_t new_items) override;
 
   // The cells one operation works on: a filter's part.
   struct Cells {

@@ -1,0 +1,239 @@
+// The file store at the edges of its file system, with real mounts (the tests
+// run as root; a mount that fails fails the test): a full disk (a 2 MB tmpfs)
+// must give clear errors, never SIGBUS, and a read-only mount must still serve
+// checks and info.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "redbloom/bloom_filter.h"
+#include "redbloom/store.h"
+#include "server_process.h"
+#include "test_util.h"
+
+namespace redbloom::testing {
+namespace {
+
+// A tmpfs of `size` mounted on a fresh directory, unmounted (lazily, so a
+// process that still holds a file cannot keep it) when the test ends.
+class TmpfsMount {
+ public:
+  explicit TmpfsMount(std::string size) : size_(std::move(size)) {
+    path_ = dir_.path() + "/mnt";
+    std::filesystem::create_directory(path_);
+    const std::string options = "size=" + size_;
+    if (::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) != 0) {
+      error_ = std::string("mount -t tmpfs -o ") + options + " " + path_ + ": " +
+               std::strerror(errno) + " (these tests need root)";
+    }
+  }
+  TmpfsMount(const TmpfsMount&) = delete;
+  TmpfsMount& operator=(const TmpfsMount&) = delete;
+  ~TmpfsMount() {
+    if (error_.empty()) ::umount2(path_.c_str(), MNT_DETACH);
+  }
+
+  // "" once mounted, else why not.
+  const std::string& error() const { return error_; }
+  const std::string& path() const { return path_; }
+
+  // mount -o remount,ro: every write now fails with EROFS, even for root.
+  std::string RemountReadOnly() {
+    const std::string options = "size=" + size_;
+    if (::mount(nullptr, path_.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, options.c_str()) != 0) {
+      return std::string("remount,ro: ") + std::strerror(errno);
+    }
+    return "";
+  }
+
+  // Writes a file until the file system is full; true if it is full then.
+  bool Fill(const std::string& name = "filler") {
+    const std::string file = path_ + "/" + name;
+    const int fd = ::open(file.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return 0;
+    std::vector<char> block(4096, 'x');
+    while (::write(fd, block.data(), block.size()) > 0) {
+    }
+    ::close(fd);
+    struct statvfs st {};
+    return ::statvfs(path_.c_str(), &st) == 0 && st.f_bavail == 0;
+  }
+
+ private:
+  TempDir dir_;
+  std::string size_;
+  std::string path_;
+  std::string error_;
+};
+
+std::string Items(const std::string& prefix, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += prefix + std::to_string(i) + "\n";
+  return out;
+}
+
+class FileDiskTest : public ::testing::Test {
+ protected:
+  TempDir dir_;  // beside the mounts, for files the tests keep outside them
+  CommandResult Run(const std::string& store, std::vector<std::string> args,
+                    const std::string& input = "") {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + store});
+    return RunCommand(args, input);
+  }
+};
+
+TEST_F(FileDiskTest, CreateThatDoesNotFitIsExitThreeAndLeavesNoFile) {
+  TmpfsMount disk("2m");
+  ASSERT_EQ(disk.error(), "");
+  const std::string store = disk.path() + "/s";
+  // 10 million items at 1% is 12 MB of bits: more than the whole disk.
+  auto big = Run(store, {"create", "big", "-n", "10000000", "-p", "0.01"});
+  EXPECT_EQ(big.exit_code, 3) << big.err;
+  EXPECT_NE(big.err.find("No space left on device"), std::string::npos) << big.err;
+  EXPECT_NE(big.err.find("big"), std::string::npos) << "the message names the filter: " << big.err;
+  // Nothing half-created: no filter, no temporary file.
+  EXPECT_EQ(Run(store, {"list"}).out, "");
+  for (const auto& e : std::filesystem::directory_iterator(store)) {
+    ADD_FAILURE() << "left behind: " << e.path();
+  }
+  // A filter that fits is still created (the failed one took no space).
+  auto small = Run(store, {"create", "small", "-n", "10000", "-p", "0.01"});
+  EXPECT_EQ(small.exit_code, 0) << small.err;
+}
+
+TEST_F(FileDiskTest, FiltersThatExistStillTakeAddsAndLoadsOnAFullDisk) {
+  TmpfsMount disk("2m");
+  ASSERT_EQ(disk.error(), "");
+  const std::string store = disk.path() + "/s";
+  // 100,000 items at 1%: 120 kB each.
+  ASSERT_EQ(Run(store, {"create", "f", "-n", "100000", "-p", "0.01"}).exit_code, 0);
+  ASSERT_EQ(Run(store, {"create", "g", "-n", "100000", "-p", "0.01", "--counting"}).exit_code, 0);
+  ASSERT_TRUE(disk.Fill());
+
+  const std::string items = Items("ORD-", 100000);
+  auto add = Run(store, {"add", "-q", "f", "--file", "-"}, items);
+  EXPECT_EQ(add.exit_code, 0) << "exit -1 is a signal (SIGBUS): " << add.err;
+  auto load = Run(store, {"load", "g", "--file", "-"}, items);
+  EXPECT_EQ(load.exit_code, 0) << "exit -1 is a signal (SIGBUS): " << load.err;
+  EXPECT_EQ(Run(store, {"check", "-q", "f", "--file", "-"}, items).exit_code, 0);
+  EXPECT_EQ(Run(store, {"check", "-q", "g", "--file", "-"}, items).exit_code, 0);
+}
+
+TEST_F(FileDiskTest, ScalingGrowthOnAFullDiskIsExitThree) {
+  TmpfsMount disk("2m");
+  ASSERT_EQ(disk.error(), "");
+  const std::string store = disk.path() + "/s";
+  ASSERT_EQ(Run(store, {"create", "s", "-n", "20000", "-p", "0.01", "--scaling"}).exit_code, 0);
+  ASSERT_TRUE(disk.Fill());
+  // Layer 0 holds 20,000 items; the next layer needs room the disk lacks.
+  auto add = Run(store, {"add", "-q", "s", "--file", "-"}, Items("x", 60000));
+  EXPECT_EQ(add.exit_code, 3) << "exit -1 is a signal (SIGBUS): " << add.err;
+  EXPECT_NE(add.err.find("No space left on device"), std::string::npos) << add.err;
+  // Every acknowledged layer still answers.
+  auto check = Run(store, {"check", "-q", "s", "--file", "-"}, Items("x", 20000));
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  auto info = Run(store, {"info", "s"});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+}
+
+TEST_F(FileDiskTest, ServiceAnswers507WhenTheDiskIsFull) {
+  TmpfsMount disk("2m");
+  ASSERT_EQ(disk.error(), "");
+  RedbloomdProcess server("file:" + disk.path() + "/s");
+  server.Start();
+  auto client = server.Client();
+  Answer created =
+      Call(*client, "PUT", "/v1/filters/f", R"({"capacity":100000,"error_rate":0.01})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  Answer big =
+      Call(*client, "PUT", "/v1/filters/big", R"({"capacity":10000000,"error_rate":0.01})");
+  EXPECT_EQ(big.status, 507) << big.body;
+  EXPECT_EQ(big.error(), "resource_exhausted") << big.body;
+
+  ASSERT_TRUE(disk.Fill());
+  std::string items = R"({"items":[)";
+  for (int i = 0; i < 20000; ++i) items += (i ? ",\"ORD-" : "\"ORD-") + std::to_string(i) + "\"";
+  items += "]}";
+  Answer add = Call(*client, "POST", "/v1/filters/f/items", items);
+  EXPECT_EQ(add.status, 200) << add.body;
+  ASSERT_TRUE(server.running());
+  Answer health = Call(*client, "GET", "/healthz");
+  EXPECT_EQ(health.status, 200) << "the service survived the adds: " << health.body;
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
+TEST_F(FileDiskTest, ReadOnlyMountServesChecksAndInfo) {
+  TmpfsMount disk("8m");
+  ASSERT_EQ(disk.error(), "");
+  const std::string store = disk.path() + "/s";
+  const std::string items = Items("ORD-", 3000);
+  ASSERT_EQ(Run(store, {"create", "f", "-n", "10000", "-p", "0.01"}).exit_code, 0);
+  ASSERT_EQ(Run(store, {"add", "-q", "f", "--file", "-"}, items).exit_code, 0);
+  // A scaling filter with two layers: parts are opened too.
+  ASSERT_EQ(Run(store, {"create", "s", "-n", "1000", "-p", "0.01", "--scaling"}).exit_code, 0);
+  ASSERT_EQ(Run(store, {"add", "-q", "s", "--file", "-"}, items).exit_code, 0);
+  ASSERT_EQ(disk.RemountReadOnly(), "");
+
+  for (const char* name : {"f", "s"}) {
+    auto check = Run(store, {"check", "-q", name, "--file", "-"}, items);
+    EXPECT_EQ(check.exit_code, 0) << name << ": " << check.err;
+    auto absent = Run(store, {"check", name, "never-added-1"});
+    EXPECT_EQ(absent.exit_code, 1) << name << ": " << absent.err;
+    EXPECT_EQ(absent.out, "0\tnever-added-1\n") << name;
+    auto info = Run(store, {"info", "--json", name});
+    EXPECT_EQ(info.exit_code, 0) << name << ": " << info.err;
+  }
+  auto list = Run(store, {"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.out, "f\ns\n");
+  // Writes are a clear store error, never a crash or a silent no-op.
+  auto add = Run(store, {"add", "f", "new-item"});
+  EXPECT_EQ(add.exit_code, 3) << add.err;
+  EXPECT_NE(add.err.find("Read-only file system"), std::string::npos) << add.err;
+  EXPECT_EQ(Run(store, {"check", "f", "new-item"}).exit_code, 1);
+  // Export reads; importing the export back is a write, refused before any bit.
+  const std::string dump = dir_.path() + "/f.dump";
+  auto exported = Run(store, {"export", "f", "--format", "redbloom", "--file", dump});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  auto imported = Run(store, {"import", "f", "--format", "redbloom", "--file", dump});
+  EXPECT_EQ(imported.exit_code, 3) << imported.err;
+  EXPECT_NE(imported.err.find("Read-only file system"), std::string::npos) << imported.err;
+  EXPECT_EQ(imported.err.find("part way"), std::string::npos) << imported.err;
+}
+
+TEST_F(FileDiskTest, LibraryOnAReadOnlyMountReadsAndRefusesWrites) {
+  TmpfsMount disk("8m");
+  ASSERT_EQ(disk.error(), "");
+  const std::string url = "file:" + disk.path() + "/s";
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
+    ASSERT_OK_AND_ASSIGN(
+        auto f,
+        BloomFilter::Create(*store, "c",
+                            {.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kCounting}));
+    ASSERT_TRUE(f->Add("a").ok());
+  }
+  ASSERT_EQ(disk.RemountReadOnly(), "");
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*store, "c"));
+  EXPECT_TRUE(ValueOrFail(f->Contains("a")));
+  EXPECT_FALSE(ValueOrFail(f->Contains("b")));
+  EXPECT_EQ(ValueOrFail(f->Info()).items_added, 1u);
+  for (const Status& s : {f->Add("b"), f->Remove("a"), f->Clear()}) {
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_NE(s.message().find("Read-only file system"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(ValueOrFail(f->Contains("a"))) << "a refused remove removed nothing";
+  EXPECT_TRUE(f->Flush().ok());
+}
+
+}  // namespace
+}  // namespace redbloom::testing
