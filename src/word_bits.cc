@@ -390,7 +390,7 @@ Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* p
 Status WordBitStore::Add(std::span<PartBatch> batches) {
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(WordArray * a, ArrayPtr(b.part));
-    REDBLOOM_RETURN_IF_ERROR(a->writable);
+    if (!a->writable.ok()) return a->writable;
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(*a, b.offsets, b.items * b.k));
     if (b.capacity != 0) {
       if (!Reserve(*a, b)) continue;
@@ -440,7 +440,9 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
   if (a == nullptr) {
     REDBLOOM_ASSIGN_OR_RETURN(a, ArrayPtr(part));
   }
-  REDBLOOM_RETURN_IF_ERROR(a->writable);  // a read-only mapping (file store)
+  // A read-only mapping (file store); checked without copying the Status,
+  // which a single add would otherwise pay for on every call.
+  if (!a->writable.ok()) return a->writable;
   if (!KernelsFit(strategy, *a, g)) {
     REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, hashes, strategy, g));
     AddCount(*a, SetCells(*a, offsets, hashes.size(), g.hashes, added));
