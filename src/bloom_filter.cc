@@ -475,12 +475,12 @@ BitmapBuilder::BitmapBuilder(const FilterConfig& config)
   const uint64_t bytes = (config.data_bytes() + 63) / 64 * 64;
   words_->words = internal::NewWords(bytes);
   if (!words_->words) throw std::bad_alloc();
-  // Written once now, as a std::string's zeroing used to: pages the kernel
-  // zeroes on first touch come in cold, and at 1e7 items (12 MB) a load into
-  // them was slower than adding the items to the filter; zeroed here they
-  // are faulted in at once and partly still in cache. The merge reads every
-  // byte anyway.
-  std::memset(words_->words.get(), 0, bytes);
+  // A mapping is written once now, as a std::string's zeroing used to: pages
+  // the kernel zeroes on first touch come in cold, and at 1e7 items (12 MB) a
+  // load into them was slower than adding the items to the filter; zeroed
+  // here they are faulted in at once and partly still in cache. The merge
+  // reads every byte anyway. (Smaller arrays come zeroed by NewWords.)
+  if (words_->words.get_deleter().mapped) std::memset(words_->words.get(), 0, bytes);
 }
 
 BitmapBuilder::~BitmapBuilder() = default;
