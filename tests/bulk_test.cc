@@ -536,12 +536,13 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
     stores.emplace_back(label, std::move(s).value());
   }
   const FilterOptions scaling{.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kScaling};
-  // 2 s slices: the second batch lands in the next slice, and both are still
-  // in the window while the dumps move.
+  // 15 s slices: the second batch lands in the next slice, and both are
+  // still in the window while the dumps move. (Redis expires the slices by
+  // its own clock: an 8 s window expired a slice mid-test on a loaded host.)
   const FilterOptions window{.capacity = 4000,
                              .error_rate = 0.01,
                              .kind = FilterKind::kWindow,
-                             .window_millis = 8000,
+                             .window_millis = 60000,
                              .slices = 4};
   const auto grown = Items("grown-", 5000);  // 1000 + 2000 + 4000: three layers
   const auto early = Items("early-", 500), late = Items("late-", 500);
@@ -554,7 +555,7 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
     ASSERT_TRUE(w.ok()) << label << ": " << w.status().ToString();
     ASSERT_TRUE((*w)->AddMany(Views(early)).ok());
   }
-  clock->Advance(std::chrono::milliseconds(2100));
+  clock->Advance(std::chrono::milliseconds(15100));
   for (auto& [label, store] : stores) {
     auto w = BloomFilter::Open(*store, "recent");
     ASSERT_TRUE(w.ok()) << label << ": " << w.status().ToString();
