@@ -111,6 +111,29 @@ Words NewWords(size_t bytes) {
   return Words(p, WordsDelete{bytes, false});
 }
 
+namespace {
+
+bool CpuHasAvx2() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> vector_kernels_off{false};
+
+}  // namespace
+
+bool VectorKernelsEnabled() {
+  static const bool have = CpuHasAvx2();
+  return have && !vector_kernels_off.load(std::memory_order_relaxed);
+}
+
+void SetVectorKernelsEnabledForTesting(bool enabled) {
+  vector_kernels_off.store(!enabled, std::memory_order_relaxed);
+}
+
 // The low three bits of each counter add without leaving it; the top bit and
 // the carry out of the counter come from a full adder over the three top
 // bits, and a carry saturates the counter at 15.
@@ -367,7 +390,7 @@ Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* p
 Status WordBitStore::Add(std::span<PartBatch> batches) {
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(WordArray * a, ArrayPtr(b.part));
-    REDBLOOM_RETURN_IF_ERROR(a->writable);
+    if (!a->writable.ok()) return a->writable;
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(*a, b.offsets, b.items * b.k));
     if (b.capacity != 0) {
       if (!Reserve(*a, b)) continue;
@@ -417,13 +440,27 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
   if (a == nullptr) {
     REDBLOOM_ASSIGN_OR_RETURN(a, ArrayPtr(part));
   }
-  REDBLOOM_RETURN_IF_ERROR(a->writable);  // a read-only mapping (file store)
+  // A read-only mapping (file store); checked without copying the Status,
+  // which a single add would otherwise pay for on every call.
+  if (!a->writable.ok()) return a->writable;
   if (!KernelsFit(strategy, *a, g)) {
     REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, hashes, strategy, g));
     AddCount(*a, SetCells(*a, offsets, hashes.size(), g.hashes, added));
     return Status::Ok();
   }
   const WordKernels& kernels = *strategy.word_kernels;
+  if (hashes.size() == 1) {
+    // A single item whose bits are all set cannot be new: no lock, no write
+    // (adding what a filter holds is common: dedup). Adds only ever turn
+    // bits on, so a bit seen set stays set (Clear aside, which no add is
+    // ordered with anyway).
+    uint8_t present = 0;
+    kernels.test(hashes, g, a->words, &present);
+    if (present != 0) {
+      if (added != nullptr) added[0] = 0;
+      return Status::Ok();
+    }
+  }
   int64_t fresh = 0;
   if (!a->writers) {
     fresh = kernels.set_shared(hashes, g, a->words, added);

@@ -148,9 +148,20 @@ struct WordKernels {
                         uint8_t* added);
 };
 
+// Whether kernels may use this CPU's vector instructions (AVX2 on x86-64): a
+// layout may offer a vector form of its hottest loop and fall back to the
+// portable one where this is false. Tests turn it off to check the portable
+// code on machines that have the instructions.
+bool VectorKernelsEnabled();
+void SetVectorKernelsEnabledForTesting(bool enabled);
+
 namespace word_kernels_internal {
 
-// Items whose lines are requested ahead of the one being touched.
+// Items whose lines are requested ahead of the one being touched. Measured
+// at 1e7 items (12 MB filters, precomputed hashes, medians of 9 passes in one
+// process, CPU ns per item, check / add): guava64 8, 16, 32 items ahead:
+// 28.2 / 35.5, 25.4 / 34.3, 26.7 / 36.0; block 16, 32, 64 lines ahead:
+// 11.3 / 13.3, 9.3 / 10.8, 8.6 / 12.7.
 constexpr size_t kScatterAhead = 16;
 constexpr size_t kLineAhead = 32;
 // Scatter kernels keep the offsets of the items in flight on the stack.

@@ -92,71 +92,77 @@ std::string_view Bytes(const internal::Words& w, const FilterConfig& c) {
 
 // Direct calls of each strategy's kernels against its offsets: random
 // hashes (the kernels must take any), geometries from 2 to 30 bits per item,
-// both writer modes, and tests of items added and not added.
+// both writer modes, tests of items added and not added, with the vector
+// forms of the kernels (where this CPU has them) and without.
 TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
   std::mt19937_64 rng(17);
   int strategies = 0;
-  for (Strategy s : Strategies()) {
-    const StrategyDef& def = StrategyOf(s);
-    if (def.word_kernels == nullptr) continue;
-    ++strategies;
-    const WordKernels& kernels = *def.word_kernels;
-    for (auto [n, p] : {std::pair{1000.0, 0.01}, {20000.0, 0.001}, {5000.0, 0.1}, {300.0, 1e-7}}) {
-      const FilterConfig c = Config(s, static_cast<uint64_t>(n), p);
-      const Geometry& g = c.geometry;
-      SCOPED_TRACE(std::string(def.name) + " n " + std::to_string(n) + " p " + std::to_string(p) +
-                   " k " + std::to_string(g.hashes));
-      ASSERT_LE(g.hashes, kernels.max_hashes);
-      std::vector<Hash128> hashes(3 * static_cast<size_t>(n));
-      for (Hash128& h : hashes) h = Hash128{rng(), rng()};
-      std::vector<uint64_t> offsets(hashes.size() * g.hashes);
-      ComputeOffsets(s, hashes, g, offsets.data());
-      Reference want(c);
-      want.Add(offsets, g.hashes);
+  for (bool vector : {true, false})
+    for (Strategy s : Strategies()) {
+      SCOPED_TRACE(vector ? "vector kernels" : "portable kernels");
+      internal::SetVectorKernelsEnabledForTesting(vector);
+      const StrategyDef& def = StrategyOf(s);
+      if (def.word_kernels == nullptr) continue;
+      ++strategies;
+      const WordKernels& kernels = *def.word_kernels;
+      for (auto [n, p] :
+           {std::pair{1000.0, 0.01}, {20000.0, 0.001}, {5000.0, 0.1}, {300.0, 1e-7}}) {
+        const FilterConfig c = Config(s, static_cast<uint64_t>(n), p);
+        const Geometry& g = c.geometry;
+        SCOPED_TRACE(std::string(def.name) + " n " + std::to_string(n) + " p " + std::to_string(p) +
+                     " k " + std::to_string(g.hashes));
+        ASSERT_LE(g.hashes, kernels.max_hashes);
+        std::vector<Hash128> hashes(3 * static_cast<size_t>(n));
+        for (Hash128& h : hashes) h = Hash128{rng(), rng()};
+        std::vector<uint64_t> offsets(hashes.size() * g.hashes);
+        ComputeOffsets(s, hashes, g, offsets.data());
+        Reference want(c);
+        want.Add(offsets, g.hashes);
 
-      const size_t bytes = (c.data_bytes() + 63) / 64 * 64;
-      internal::Words exclusive = internal::NewWords(bytes);
-      internal::Words shared = internal::NewWords(bytes);
-      std::vector<uint8_t> added_exclusive(hashes.size(), 9), added_shared(hashes.size(), 9);
-      // In batches of 1 to 70 items, so that every prefetch window's edge
-      // (a batch shorter, longer or as long as the window) is crossed.
-      int64_t fresh_exclusive = 0, fresh_shared = 0;
-      for (size_t i = 0, len = 1; i < hashes.size(); i += len, len = len % 70 + 1) {
-        const auto batch =
-            std::span<const Hash128>(hashes).subspan(i, std::min(len, hashes.size() - i));
-        fresh_exclusive +=
-            kernels.set_exclusive(batch, g, exclusive.get(), added_exclusive.data() + i);
-        fresh_shared += kernels.set_shared(batch, g, shared.get(), added_shared.data() + i);
-      }
-      EXPECT_TRUE(Bytes(exclusive, c) == want.bytes);
-      EXPECT_TRUE(Bytes(shared, c) == want.bytes);
-      EXPECT_EQ(added_exclusive, want.added);
-      EXPECT_EQ(added_shared, want.added);
-      const auto count = std::count(want.added.begin(), want.added.end(), 1);
-      EXPECT_EQ(fresh_exclusive, count);
-      EXPECT_EQ(fresh_shared, count);
+        const size_t bytes = (c.data_bytes() + 63) / 64 * 64;
+        internal::Words exclusive = internal::NewWords(bytes);
+        internal::Words shared = internal::NewWords(bytes);
+        std::vector<uint8_t> added_exclusive(hashes.size(), 9), added_shared(hashes.size(), 9);
+        // In batches of 1 to 70 items, so that every prefetch window's edge
+        // (a batch shorter, longer or as long as the window) is crossed.
+        int64_t fresh_exclusive = 0, fresh_shared = 0;
+        for (size_t i = 0, len = 1; i < hashes.size(); i += len, len = len % 70 + 1) {
+          const auto batch =
+              std::span<const Hash128>(hashes).subspan(i, std::min(len, hashes.size() - i));
+          fresh_exclusive +=
+              kernels.set_exclusive(batch, g, exclusive.get(), added_exclusive.data() + i);
+          fresh_shared += kernels.set_shared(batch, g, shared.get(), added_shared.data() + i);
+        }
+        EXPECT_TRUE(Bytes(exclusive, c) == want.bytes);
+        EXPECT_TRUE(Bytes(shared, c) == want.bytes);
+        EXPECT_EQ(added_exclusive, want.added);
+        EXPECT_EQ(added_shared, want.added);
+        const auto count = std::count(want.added.begin(), want.added.end(), 1);
+        EXPECT_EQ(fresh_exclusive, count);
+        EXPECT_EQ(fresh_shared, count);
 
-      // Tests: the items added, then as many never added (some false
-      // positives among them at these fills, which the kernels must report).
-      std::vector<Hash128> probes = hashes;
-      for (size_t i = 0; i < hashes.size(); ++i) probes.push_back(Hash128{rng(), rng()});
-      std::vector<uint8_t> present(probes.size(), 0);
-      kernels.test(probes, g, exclusive.get(), present.data());
-      std::vector<uint64_t> item(g.hashes);
-      size_t positives = 0;
-      for (size_t i = 0; i < probes.size(); ++i) {
-        ComputeOffsets(s, probes[i], g, item.data());
-        ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;
-        positives += present[i];
+        // Tests: the items added, then as many never added (some false
+        // positives among them at these fills, which the kernels must report).
+        std::vector<Hash128> probes = hashes;
+        for (size_t i = 0; i < hashes.size(); ++i) probes.push_back(Hash128{rng(), rng()});
+        std::vector<uint8_t> present(probes.size(), 0);
+        kernels.test(probes, g, exclusive.get(), present.data());
+        std::vector<uint64_t> item(g.hashes);
+        size_t positives = 0;
+        for (size_t i = 0; i < probes.size(); ++i) {
+          ComputeOffsets(s, probes[i], g, item.data());
+          ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;
+          positives += present[i];
+        }
+        EXPECT_GT(positives, hashes.size());
+        // test ORs into its answers.
+        std::vector<uint8_t> ones(probes.size(), 1);
+        kernels.test(probes, g, exclusive.get(), ones.data());
+        EXPECT_EQ(std::count(ones.begin(), ones.end(), 1), static_cast<long>(ones.size()));
       }
-      EXPECT_GT(positives, hashes.size());
-      // test ORs into its answers.
-      std::vector<uint8_t> ones(probes.size(), 1);
-      kernels.test(probes, g, exclusive.get(), ones.data());
-      EXPECT_EQ(std::count(ones.begin(), ones.end(), 1), static_cast<long>(ones.size()));
     }
-  }
-  EXPECT_GE(strategies, 2) << "guava64 and block have kernels";
+  internal::SetVectorKernelsEnabledForTesting(true);
+  EXPECT_GE(strategies, 4) << "guava64 and block have kernels";
 }
 
 // IsValidUtf8 checks ASCII a word at a time (overlapping words for the tail)
@@ -242,18 +248,22 @@ TEST_P(HotPathTest, AddsMatchOneOffsetAtATime) {
 
     const std::vector<std::string> probes = Items("other-", 4000);
     std::vector<std::string_view> views(probes.begin(), probes.end());
-    std::vector<uint8_t> present;
-    ASSERT_TRUE((*f)->ContainsMany(views, &present).ok());
-    for (size_t i = 0; i < probes.size(); ++i) {
-      const bool want_present = want.Has(ValueOrFail((*f)->Offsets(probes[i])));
-      ASSERT_EQ(present[i], want_present ? 1 : 0) << probes[i];
-      ASSERT_EQ(ValueOrFail((*f)->Contains(probes[i])), want_present) << probes[i];
+    for (bool vector : {true, false}) {
+      internal::SetVectorKernelsEnabledForTesting(vector);
+      std::vector<uint8_t> present;
+      ASSERT_TRUE((*f)->ContainsMany(views, &present).ok());
+      for (size_t i = 0; i < probes.size(); ++i) {
+        const bool want_present = want.Has(ValueOrFail((*f)->Offsets(probes[i])));
+        ASSERT_EQ(present[i], want_present ? 1 : 0) << probes[i] << (vector ? " vector" : "");
+        ASSERT_EQ(ValueOrFail((*f)->Contains(probes[i])), want_present) << probes[i];
+      }
     }
+    internal::SetVectorKernelsEnabledForTesting(true);
   }
 }
 
-// Four writers add the same items, each in its own order, in batches and
-// one by one, to one filter (on file:, each through a mapping of its own, as
+// Four writers add the same items (each in its own order when k > 1), in
+// batches and one by one, to one filter (on file:, each through a mapping of its own, as
 // separate processes would). A bit is set by exactly one of them: with k = 1
 // (guava64 at p = 0.5) each item is reported new at most once, and the
 // claims add up to the bits set; two writers that both saw a bit unset and
@@ -263,71 +273,89 @@ TEST_P(HotPathTest, AddsMatchOneOffsetAtATime) {
 // present, claimed at least once (at 2% of capacity no item's bits are all
 // set by others), and the item count grows by every claim.
 TEST_P(HotPathTest, RacingWritersClaimEachBitOnce) {
-  for (auto [s, p] :
-       {std::pair{Strategy::kGuava64, 0.5}, {Strategy::kGuava64, 0.01}, {Strategy::kBlock, 0.01}}) {
-    const std::string name = "race-" + std::string(StrategyName(s)) + "-" + std::to_string(p);
+  struct Case {
+    Strategy strategy;
+    uint64_t capacity;
+    double error_rate;
+    size_t items;
+    int rounds;
+  };
+  // The second case crowds every writer onto the same 7 words, and clears
+  // them between rounds (once they are full, no add writes).
+  for (auto [s, n, p, count, rounds] : {Case{Strategy::kGuava64, 1000000, 0.5, 20000, 1},
+                                        Case{Strategy::kGuava64, 300, 0.5, 600, 40},
+                                        Case{Strategy::kGuava64, 1000000, 0.01, 20000, 1},
+                                        Case{Strategy::kBlock, 1000000, 0.01, 20000, 1}}) {
+    const std::string name =
+        "race-" + std::string(StrategyName(s)) + "-" + std::to_string(n) + "-" + std::to_string(p);
     SCOPED_TRACE(name);
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
     auto created = BloomFilter::Create(
-        *store, name, FilterOptions{.capacity = 1000000, .error_rate = p, .strategy = s});
+        *store, name, FilterOptions{.capacity = n, .error_rate = p, .strategy = s});
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     const uint32_t k = (*created)->config().geometry.hashes;
     ASSERT_EQ(k == 1, p == 0.5);
-    const std::vector<std::string> items = Items("race-", 20000);
-    std::vector<std::atomic<int>> claims(items.size());
-    constexpr int kWriters = 4;
-    std::atomic<int> ready{0};
-    std::vector<std::thread> writers;
-    for (int t = 0; t < kWriters; ++t) {
-      writers.emplace_back([&, t] {
-        std::unique_ptr<Store> own = GetParam() == "mem" ? nullptr : OpenStore();
-        auto f = BloomFilter::Open(own ? *own : *store, name);
-        ASSERT_TRUE(f.ok()) << f.status().ToString();
-        std::vector<size_t> order(items.size());
-        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(t)));
-        ++ready;
-        while (ready.load() < kWriters) {
-        }
-        for (size_t i = 0, len = 1; i < order.size(); i += len, len = len % 64 + 1) {
-          const size_t end = std::min(order.size(), i + len);
-          if (len == 1) {
-            bool added = false;
-            ASSERT_TRUE((*f)->Add(items[order[i]], &added).ok());
-            claims[order[i]] += added ? 1 : 0;
-            continue;
+    const std::vector<std::string> items = Items("race-", count);
+    for (int round = 0; round < rounds; ++round) {
+      ASSERT_TRUE((*created)->Clear().ok());
+      std::vector<std::atomic<int>> claims(items.size());
+      constexpr int kWriters = 4;
+      std::atomic<int> ready{0};
+      std::vector<std::thread> writers;
+      for (int t = 0; t < kWriters; ++t) {
+        writers.emplace_back([&, t] {
+          std::unique_ptr<Store> own = GetParam() == "mem" ? nullptr : OpenStore();
+          auto f = BloomFilter::Open(own ? *own : *store, name);
+          ASSERT_TRUE(f.ok()) << f.status().ToString();
+          std::vector<size_t> order(items.size());
+          for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+          // k = 1: every writer in the same order, racing for the same items.
+          if (k > 1) {
+            std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(t)));
           }
-          std::vector<std::string_view> views;
-          for (size_t j = i; j < end; ++j) views.push_back(items[order[j]]);
-          std::vector<uint8_t> added;
-          ASSERT_TRUE((*f)->AddMany(views, &added).ok());
-          for (size_t j = i; j < end; ++j) claims[order[j]] += added[j - i];
-        }
-      });
-    }
-    for (auto& w : writers) w.join();
-    uint64_t total = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (k == 1) {
-        ASSERT_LE(claims[i].load(), 1) << items[i];
-      } else {
-        ASSERT_GE(claims[i].load(), 1) << items[i];
+          ++ready;
+          while (ready.load() < kWriters) {
+          }
+          for (size_t i = 0, len = 1; i < order.size(); i += len, len = len % 64 + 1) {
+            const size_t end = std::min(order.size(), i + len);
+            if (len == 1) {
+              bool added = false;
+              ASSERT_TRUE((*f)->Add(items[order[i]], &added).ok());
+              claims[order[i]] += added ? 1 : 0;
+              continue;
+            }
+            std::vector<std::string_view> views;
+            for (size_t j = i; j < end; ++j) views.push_back(items[order[j]]);
+            std::vector<uint8_t> added;
+            ASSERT_TRUE((*f)->AddMany(views, &added).ok());
+            for (size_t j = i; j < end; ++j) claims[order[j]] += added[j - i];
+          }
+        });
       }
-      total += static_cast<uint64_t>(claims[i].load());
+      for (auto& w : writers) w.join();
+      uint64_t total = 0;
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (k == 1) {
+          ASSERT_LE(claims[i].load(), 1) << items[i] << " round " << round;
+        } else {
+          ASSERT_GE(claims[i].load(), 1) << items[i];
+        }
+        total += static_cast<uint64_t>(claims[i].load());
+      }
+      auto f = BloomFilter::Open(*store, name);
+      ASSERT_TRUE(f.ok());
+      const FilterInfo info = ValueOrFail((*f)->Info());
+      EXPECT_EQ(info.items_added, total) << "round " << round;
+      if (k == 1) {
+        ASSERT_TRUE(info.bits_set_exact);
+        EXPECT_EQ(info.bits_set, total) << "round " << round;
+      }
+      std::vector<std::string_view> views(items.begin(), items.end());
+      std::vector<uint8_t> present;
+      ASSERT_TRUE((*f)->ContainsMany(views, &present).ok());
+      EXPECT_EQ(std::count(present.begin(), present.end(), 1), static_cast<long>(items.size()));
     }
-    auto f = BloomFilter::Open(*store, name);
-    ASSERT_TRUE(f.ok());
-    const FilterInfo info = ValueOrFail((*f)->Info());
-    EXPECT_EQ(info.items_added, total);
-    if (k == 1) {
-      ASSERT_TRUE(info.bits_set_exact);
-      EXPECT_EQ(info.bits_set, total);
-    }
-    std::vector<std::string_view> views(items.begin(), items.end());
-    std::vector<uint8_t> present;
-    ASSERT_TRUE((*f)->ContainsMany(views, &present).ok());
-    EXPECT_EQ(std::count(present.begin(), present.end(), 1), static_cast<long>(items.size()));
   }
 }
 
