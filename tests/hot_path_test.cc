@@ -35,8 +35,10 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// Not inlined: GCC, seeing std::free meet memory from `new`, would warn of a
+// mismatch (-Wmismatched-new-delete) that this pair does not have.
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace redbloom {
 namespace {
@@ -392,7 +394,7 @@ TEST_P(HotPathTest, WarmCallsAllocateNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, HotPathTest, ::testing::Values("mem", "file"),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& param_info) { return param_info.param; });
 
 }  // namespace
 }  // namespace redbloom
