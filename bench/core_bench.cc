@@ -33,6 +33,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -365,6 +366,28 @@ void BM_Lines(benchmark::State& state, uint64_t n, uint32_t lines, bool locked_o
   SetCounters(state, w, hashes.size());
 }
 
+// The floor of a single call: one random line of an array the size of the
+// 1% filter read per item, each read waiting for the one before, as a caller
+// that acts on each answer before asking the next (there is nothing ahead to
+// prefetch). A pointer chase through the lines in a random cycle: at 1e7
+// items (12 MB) each step is a miss to memory, at 1e6 mostly a cache hit.
+void BM_LineLatency(benchmark::State& state, uint64_t n) {
+  Workload& w = GetWorkload(n, "mem", Strategy::kGuava64);
+  const uint64_t lines = w.filled->config().geometry.bits / 512;
+  std::vector<uint64_t> order(lines);
+  for (uint64_t i = 0; i < lines; ++i) order[i] = i;
+  std::mt19937_64 random(17);
+  std::shuffle(order.begin(), order.end(), random);
+  std::vector<uint64_t> next(lines * 8);  // word 0 of line i: the line after i
+  for (uint64_t i = 0; i < lines; ++i) next[order[i] * 8] = order[(i + 1) % lines];
+  for (auto _ : state) {
+    uint64_t at = order[0];
+    for (uint64_t i = 0; i < kQueries; ++i) at = next[at * 8];
+    benchmark::DoNotOptimize(at);
+  }
+  SetCounters(state, w, kQueries);
+}
+
 // Prints the console table and keeps, per benchmark, the median of its
 // repetitions (or its only run) for --summary_out.
 class SummaryReporter : public benchmark::ConsoleReporter {
@@ -456,6 +479,7 @@ void RegisterAll() {
     reg("floor_lines_guava64", [=](benchmark::State& s) { BM_Lines(s, n, 7, false); });
     reg("floor_line", [=](benchmark::State& s) { BM_Lines(s, n, 1, false); });
     reg("floor_line_locked_or", [=](benchmark::State& s) { BM_Lines(s, n, 1, true); });
+    reg("floor_line_latency", [=](benchmark::State& s) { BM_LineLatency(s, n); });
   }
 }
 

@@ -120,6 +120,12 @@ awk -F'\t' '
            ns[ab "/guava64"], ns[ab "/block"],
            ns["contains_hit_single/mem/1e7/guava64"] / ns[hb "/guava64"],
            ns["contains_hit_single/mem/1e7/block"] / ns[hb "/block"]
+    for (z = 1; z <= 2; z++) {
+      sz = z == 1 ? "1e6" : "1e7"
+      printf "single check %s: block %.1f ns, guava64 %.1f ns; one awaited random line alone (floor_line_latency) %.1f ns = %.2fx block batched\n",
+             sz, ns["contains_hit_single/mem/" sz "/block"], ns["contains_hit_single/mem/" sz "/guava64"],
+             floor_ns["floor_line_latency/" sz], floor_ns["floor_line_latency/" sz] / ns["contains_hit_batch/mem/" sz "/block"]
+    }
     print ""
     print "Boost.Bloom 1.89 (issue #17, this kind of machine, 1e7, bulk API; not buildable here):"
     print "  classic filter, same m and k as guava64: add 15-19 ns, check 15-24 ns"
