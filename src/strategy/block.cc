@@ -167,6 +167,44 @@ constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
     present[i] |= _mm256_testz_si256(missing, missing) ? 1 : 0;
   }
 }
+
+// An add by the array's only writer (set_exclusive), in AVX2 as the check
+// above: the line's two halves are read, the item's masks found missing or
+// not, and an item that lacks a bit writes both halves back ORed with its
+// masks. Concurrent readers may see a half before the other, which is a
+// torn read as above. Concurrent writers are excluded by the caller (a
+// shared writer ORs word by word with locked operations instead).
+[[gnu::target("avx2")]] int64_t SetExclusiveAvx2(std::span<const Hash128> hashes, const Geometry& g,
+                                                 uint64_t* words, uint8_t* added) {
+  constexpr size_t kAhead = word_kernels_internal::kLineAhead;
+  const Layout::Context c = Layout::Prepare(g);
+  const __m256i k = _mm256_set1_epi64x(g.hashes);
+  const __m256i low = _mm256_set_epi64x(3, 2, 1, 0);
+  const __m256i high = _mm256_set_epi64x(7, 6, 5, 4);
+  const Hash128* const h = hashes.data();
+  const size_t n = hashes.size();
+  int64_t fresh = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) PrefetchForWrite(words + 8 * Layout::Line(h[i + kAhead], c));
+    auto* line = reinterpret_cast<__m256i*>(words + 8 * Layout::Line(h[i], c));
+    const __m256i start = _mm256_set1_epi64x(static_cast<int64_t>(h[i].h2 & 7));
+    const __m256i h2 = _mm256_set1_epi64x(static_cast<int64_t>(h[i].h2));
+    const __m256i mask0 = WordMasks(low, start, h2, k);
+    const __m256i mask1 = WordMasks(high, start, h2, k);
+    const __m256i word0 = _mm256_loadu_si256(line);
+    const __m256i word1 = _mm256_loadu_si256(line + 1);
+    const __m256i missing =
+        _mm256_or_si256(_mm256_andnot_si256(word0, mask0), _mm256_andnot_si256(word1, mask1));
+    const bool was_new = !_mm256_testz_si256(missing, missing);
+    if (was_new) {
+      _mm256_storeu_si256(line, _mm256_or_si256(word0, mask0));
+      _mm256_storeu_si256(line + 1, _mm256_or_si256(word1, mask1));
+    }
+    if (added != nullptr) added[i] = was_new ? 1 : 0;
+    fresh += was_new ? 1 : 0;
+  }
+  return fresh;
+}
 #endif
 
 void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, uint8_t* present) {
@@ -179,10 +217,20 @@ void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, u
   kPortableKernels.test(hashes, g, words, present);
 }
 
+int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
+                     uint8_t* added) {
+#ifdef REDBLOOM_BLOCK_AVX2
+  if (g.hashes <= kBlockWords && VectorKernelsEnabled()) {
+    return SetExclusiveAvx2(hashes, g, words, added);
+  }
+#endif
+  return kPortableKernels.set_exclusive(hashes, g, words, added);
+}
+
 constexpr WordKernels kKernels = {
     .max_hashes = kPortableKernels.max_hashes,
     .test = &Test,
-    .set_exclusive = kPortableKernels.set_exclusive,
+    .set_exclusive = &SetExclusive,
     .set_shared = kPortableKernels.set_shared,
 };
 
