@@ -4,6 +4,8 @@
 set(_redis_libs PkgConfig::HIREDIS)
 redbloom_add_test(redis_store_test redis_store_test.cc LABELS redis LIBS ${_redis_libs})
 redbloom_add_test(redis_restart_test redis_restart_test.cc LABELS "redis;fault")
+# The harness itself: servers of a test binary that dies are killed.
+redbloom_add_test(harness_test harness_test.cc LABELS redis)
 
 find_package(Java 17 COMPONENTS Development Runtime)
 if(NOT Java_JAVAC_EXECUTABLE OR NOT Java_JAVA_EXECUTABLE)

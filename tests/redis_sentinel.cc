@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "redis_server.h"
 #include "test_util.h"
 
 namespace redbloom::testing {
@@ -67,10 +68,12 @@ void RedisSentinel::Start() {
     ::_exit(127);
   }
   pid_ = pid;
+  WatchServerProcess(pid_);  // PDEATHSIG misses a start from a helper thread
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      ForgetServerProcess(pid_);
       pid_ = -1;
       throw std::runtime_error("redis sentinel exited at start (see " + dir_ + "/sentinel.log)");
     }
@@ -84,6 +87,7 @@ void RedisSentinel::Start() {
 
 void RedisSentinel::Stop() {
   if (pid_ <= 0) return;
+  ForgetServerProcess(pid_);  // before the wait: after it the pid may be reused
   ::kill(pid_, SIGKILL);
   int status = 0;
   ::waitpid(pid_, &status, 0);

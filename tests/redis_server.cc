@@ -2,18 +2,122 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
 #include "test_util.h"
 
 namespace redbloom::testing {
+namespace {
+
+// The reaper: a process per test binary that kills the servers the binary
+// started if the binary dies without stopping them (an abort, a crash, a
+// timeout's SIGKILL). PR_SET_PDEATHSIG cannot do it: it fires when the
+// forking *thread* ends, and tests start servers from helper threads.
+//
+// The binary keeps one end of a socket pair and sends each server's pid as
+// it starts it and the negated pid before it stops it; the reaper keeps the
+// other end and the set of live pids. When the binary's end closes, however
+// the binary ended, the reaper reads end-of-file and SIGKILLs what is left.
+// A pid is dropped before its server is reaped, so a recycled pid is never
+// killed. The reaper is forked from a process that may have threads, so it
+// only uses read, kill and _exit and a fixed array, never malloc.
+class Reaper {
+ public:
+  void Started(pid_t pid) { Send(pid); }
+  void Stopping(pid_t pid) { Send(-pid); }
+
+ private:
+  static constexpr int kMaxPids = 4096;
+
+  void Send(int32_t record) {
+    std::lock_guard lock(mu_);
+    if (owner_ != ::getpid()) Fork();
+    if (fd_ < 0) return;  // no reaper: the servers are stopped as before
+    // MSG_NOSIGNAL: a reaper that died must not take the test with it.
+    (void)::send(fd_, &record, sizeof record, MSG_NOSIGNAL);
+  }
+
+  // (Re)creates the reaper in this process: a forked test process starts its
+  // own, and closes its copy of its parent's end.
+  void Fork() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    owner_ = ::getpid();
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return;
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return;
+    }
+    if (pid == 0) Run(fds[1]);
+    ::close(fds[1]);
+    fd_ = fds[0];
+  }
+
+  [[noreturn]] static void Run(int fd) {
+    // Its own session, so that a signal to the test's process group (a
+    // terminal's ^C) does not end the reaper before it reaps. Standard
+    // streams to /dev/null, every other descriptor closed: ctest waits for
+    // every holder of a test's output, and inherited sockets must not stay
+    // open here.
+    ::setsid();
+    ::dup2(fd, 0);
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    ::close_range(3, ~0U, 0);
+    static pid_t live[kMaxPids];
+    int count = 0;
+    int32_t record = 0;
+    size_t have = 0;
+    while (true) {
+      const ssize_t n = ::read(0, reinterpret_cast<char*>(&record) + have, sizeof record - have);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      have += static_cast<size_t>(n);
+      if (have < sizeof record) continue;
+      have = 0;
+      if (record > 0 && count < kMaxPids) {
+        live[count++] = record;
+      } else if (record < 0) {
+        for (int i = 0; i < count; ++i) {
+          if (live[i] == -record) {
+            live[i] = live[--count];
+            break;
+          }
+        }
+      }
+    }
+    for (int i = 0; i < count; ++i) ::kill(live[i], SIGKILL);
+    ::_exit(0);
+  }
+
+  std::mutex mu_;
+  pid_t owner_ = -1;
+  int fd_ = -1;
+};
+
+Reaper& TheReaper() {
+  static Reaper* reaper = new Reaper;  // never destroyed: servers may outlive statics
+  return *reaper;
+}
+
+}  // namespace
+
+void WatchServerProcess(pid_t pid) { TheReaper().Started(pid); }
+void ForgetServerProcess(pid_t pid) { TheReaper().Stopping(pid); }
 
 RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
   std::string tmpl = std::filesystem::temp_directory_path().string() + "/redbloom-redis-XXXXXX";
@@ -72,10 +176,12 @@ void RedisServer::Start() {
     ::_exit(127);
   }
   pid_ = pid;
+  WatchServerProcess(pid_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      ForgetServerProcess(pid_);
       pid_ = -1;
       throw std::runtime_error("redis-server exited at start; is it installed? (see " + dir_ +
                                "/redis.log)");
@@ -92,6 +198,7 @@ void RedisServer::Start() {
 
 void RedisServer::Stop(bool hard) {
   if (pid_ <= 0) return;
+  ForgetServerProcess(pid_);  // before the wait: after it the pid may be reused
   ::kill(pid_, hard ? SIGKILL : SIGTERM);
   int status = 0;
   ::waitpid(pid_, &status, 0);

@@ -9,6 +9,12 @@
 
 namespace redbloom::testing {
 
+// A process per test binary kills the server processes registered here if
+// the binary dies without stopping them (see redis_server.cc). Register a
+// server as soon as it is forked; forget it before killing and reaping it.
+void WatchServerProcess(pid_t pid);
+void ForgetServerProcess(pid_t pid);
+
 class RedisServer {
  public:
   // `extra_args` are passed to redis-server (e.g. {"--requirepass", "s3cret"}).
@@ -27,6 +33,9 @@ class RedisServer {
     Start();
   }
   bool running() const { return pid_ > 0; }
+  // The server's process id, or -1 when it is not running. If the test
+  // binary dies without stopping it, a reaper process kills it.
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   // "redis://127.0.0.1:PORT"
   std::string url() const;

@@ -1,0 +1,80 @@
+// The test harness's own promise: every process a test starts is stopped,
+// even when the test binary dies without stopping it (an abort, a crash, a
+// timeout's SIGKILL). Redis servers started from a helper thread are the
+// hard case: PR_SET_PDEATHSIG fires when the forking thread ends.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "redis_server.h"
+
+namespace redbloom::testing {
+namespace {
+
+// Whether `pid` is a running process (a zombie has ended: it only waits for
+// its parent, which for an orphan is init, to reap it).
+bool Running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+struct Started {
+  pid_t server = -1;
+  char dir[256] = {};
+};
+
+TEST(HarnessTest, ServersOfABinaryThatDiesAreKilled) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A test binary that starts a server from a helper thread, then is
+    // killed without stopping it: no destructor, no atexit handler runs.
+    ::close(fds[0]);
+    Started started;
+    std::thread([&] {
+      auto* server = new RedisServer();
+      server->Start();
+      started.server = server->pid();
+      std::strncpy(started.dir, server->dir().c_str(), sizeof started.dir - 1);
+    }).join();
+    (void)::write(fds[1], &started, sizeof started);
+    ::raise(SIGKILL);
+  }
+  ::close(fds[1]);
+  Started started;
+  const ssize_t n = ::read(fds[0], &started, sizeof started);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_EQ(n, static_cast<ssize_t>(sizeof started)) << "the child did not start its server";
+  ASSERT_GT(started.server, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Running(started.server) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool left_running = Running(started.server);
+  if (left_running) ::kill(started.server, SIGKILL);  // stop it ourselves, by its id
+  std::error_code ec;
+  std::filesystem::remove_all(started.dir, ec);
+  EXPECT_FALSE(left_running) << "redis-server " << started.server
+                             << " outlived the test process that started it";
+}
+
+}  // namespace
+}  // namespace redbloom::testing
