@@ -9,9 +9,10 @@
 
 namespace redbloom::testing {
 
-// A process per test binary kills the server processes registered here if
-// the binary dies without stopping them (see redis_server.cc). Register a
-// server as soon as it is forked; forget it before killing and reaping it.
+// A process per test binary kills the server processes registered here
+// (redis-server, sentinels, redbloomd) if the binary dies without stopping
+// them (see redis_server.cc). Register a server as soon as it is forked;
+// forget it before killing and reaping it.
 void WatchServerProcess(pid_t pid);
 void ForgetServerProcess(pid_t pid);
 

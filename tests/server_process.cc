@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "redis_server.h"
 #include "util/percent.h"
 
 extern char** environ;
@@ -30,6 +31,7 @@ RedbloomdProcess::RedbloomdProcess(std::string store, std::string config_json) {
 
 RedbloomdProcess::~RedbloomdProcess() {
   if (pid_ > 0) {
+    ForgetServerProcess(pid_);  // before the wait: after it the pid may be reused
     ::kill(pid_, SIGKILL);
     int status = 0;
     ::waitpid(pid_, &status, 0);
@@ -65,7 +67,8 @@ void RedbloomdProcess::Start() {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
-    // Dies with the test, so a crashed test leaves no server behind.
+    // Dies with the test's thread that started it; the reaper (see
+    // WatchServerProcess) covers the test process itself ending.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     const int fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) ::dup2(fd, 2);
@@ -73,6 +76,7 @@ void RedbloomdProcess::Start() {
     ::_exit(127);
   }
   pid_ = pid;
+  WatchServerProcess(pid_);
   if (!options_.wait_ready) return;
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -81,6 +85,7 @@ void RedbloomdProcess::Start() {
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      ForgetServerProcess(pid_);
       pid_ = -1;
       throw std::runtime_error("redbloomd exited at start: " + Stderr());
     }
@@ -97,10 +102,12 @@ int RedbloomdProcess::Wait(std::chrono::milliseconds timeout) {
     int status = 0;
     const pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
+      ForgetServerProcess(pid_);  // it exited by itself: nothing to kill
       pid_ = -1;
       return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
+      ForgetServerProcess(pid_);  // before the wait: after it the pid may be reused
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, &status, 0);
       pid_ = -1;
