@@ -145,25 +145,49 @@ constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
   return _mm256_and_si256(mask, _mm256_cmpgt_epi64(k, j));
 }
 
+// An item's line and the masks of its bits in the line's two halves, as both
+// AVX2 kernels below take them.
+struct Avx2Item {
+  __m256i* line;
+  __m256i mask0, mask1;
+};
+
+class Avx2Lines {
+ public:
+  [[gnu::target("avx2")]] explicit Avx2Lines(const Geometry& g)
+      : c_(Layout::Prepare(g)),
+        k_(_mm256_set1_epi64x(g.hashes)),
+        low_(_mm256_set_epi64x(3, 2, 1, 0)),
+        high_(_mm256_set_epi64x(7, 6, 5, 4)) {}
+
+  uint64_t* Line(uint64_t* words, const Hash128& h) const {
+    return words + 8 * Layout::Line(h, c_);
+  }
+
+  [[gnu::target("avx2")]] Avx2Item Item(uint64_t* words, const Hash128& h) const {
+    const __m256i start = _mm256_set1_epi64x(static_cast<int64_t>(h.h2 & 7));
+    const __m256i h2 = _mm256_set1_epi64x(static_cast<int64_t>(h.h2));
+    return {reinterpret_cast<__m256i*>(Line(words, h)), WordMasks(low_, start, h2, k_),
+            WordMasks(high_, start, h2, k_)};
+  }
+
+ private:
+  Layout::Context c_;
+  __m256i k_, low_, high_;
+};
+
 [[gnu::target("avx2")]] void TestAvx2(std::span<const Hash128> hashes, const Geometry& g,
                                       uint64_t* words, uint8_t* present) {
   constexpr size_t kAhead = word_kernels_internal::kLineAhead;
-  const Layout::Context c = Layout::Prepare(g);
-  const __m256i k = _mm256_set1_epi64x(g.hashes);
-  const __m256i low = _mm256_set_epi64x(3, 2, 1, 0);
-  const __m256i high = _mm256_set_epi64x(7, 6, 5, 4);
+  const Avx2Lines lines(g);
   const Hash128* const h = hashes.data();
   const size_t n = hashes.size();
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) PrefetchForRead(words + 8 * Layout::Line(h[i + kAhead], c));
-    const uint64_t* line = words + 8 * Layout::Line(h[i], c);
-    const __m256i start = _mm256_set1_epi64x(static_cast<int64_t>(h[i].h2 & 7));
-    const __m256i h2 = _mm256_set1_epi64x(static_cast<int64_t>(h[i].h2));
-    const __m256i missing = _mm256_or_si256(
-        _mm256_andnot_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line)),
-                            WordMasks(low, start, h2, k)),
-        _mm256_andnot_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + 4)),
-                            WordMasks(high, start, h2, k)));
+    if (i + kAhead < n) PrefetchForRead(lines.Line(words, h[i + kAhead]));
+    const Avx2Item item = lines.Item(words, h[i]);
+    const __m256i missing =
+        _mm256_or_si256(_mm256_andnot_si256(_mm256_loadu_si256(item.line), item.mask0),
+                        _mm256_andnot_si256(_mm256_loadu_si256(item.line + 1), item.mask1));
     present[i] |= _mm256_testz_si256(missing, missing) ? 1 : 0;
   }
 }
@@ -177,28 +201,21 @@ constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
 [[gnu::target("avx2")]] int64_t SetExclusiveAvx2(std::span<const Hash128> hashes, const Geometry& g,
                                                  uint64_t* words, uint8_t* added) {
   constexpr size_t kAhead = word_kernels_internal::kLineAhead;
-  const Layout::Context c = Layout::Prepare(g);
-  const __m256i k = _mm256_set1_epi64x(g.hashes);
-  const __m256i low = _mm256_set_epi64x(3, 2, 1, 0);
-  const __m256i high = _mm256_set_epi64x(7, 6, 5, 4);
+  const Avx2Lines lines(g);
   const Hash128* const h = hashes.data();
   const size_t n = hashes.size();
   int64_t fresh = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) PrefetchForWrite(words + 8 * Layout::Line(h[i + kAhead], c));
-    auto* line = reinterpret_cast<__m256i*>(words + 8 * Layout::Line(h[i], c));
-    const __m256i start = _mm256_set1_epi64x(static_cast<int64_t>(h[i].h2 & 7));
-    const __m256i h2 = _mm256_set1_epi64x(static_cast<int64_t>(h[i].h2));
-    const __m256i mask0 = WordMasks(low, start, h2, k);
-    const __m256i mask1 = WordMasks(high, start, h2, k);
-    const __m256i word0 = _mm256_loadu_si256(line);
-    const __m256i word1 = _mm256_loadu_si256(line + 1);
-    const __m256i missing =
-        _mm256_or_si256(_mm256_andnot_si256(word0, mask0), _mm256_andnot_si256(word1, mask1));
+    if (i + kAhead < n) PrefetchForWrite(lines.Line(words, h[i + kAhead]));
+    const Avx2Item item = lines.Item(words, h[i]);
+    const __m256i word0 = _mm256_loadu_si256(item.line);
+    const __m256i word1 = _mm256_loadu_si256(item.line + 1);
+    const __m256i missing = _mm256_or_si256(_mm256_andnot_si256(word0, item.mask0),
+                                            _mm256_andnot_si256(word1, item.mask1));
     const bool was_new = !_mm256_testz_si256(missing, missing);
     if (was_new) {
-      _mm256_storeu_si256(line, _mm256_or_si256(word0, mask0));
-      _mm256_storeu_si256(line + 1, _mm256_or_si256(word1, mask1));
+      _mm256_storeu_si256(item.line, _mm256_or_si256(word0, item.mask0));
+      _mm256_storeu_si256(item.line + 1, _mm256_or_si256(word1, item.mask1));
     }
     if (added != nullptr) added[i] = was_new ? 1 : 0;
     fresh += was_new ? 1 : 0;
