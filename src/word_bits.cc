@@ -220,20 +220,10 @@ bool Reserve(WordArray& a, PartBatch& b) {
 // 4-bit counters too).
 inline void PrefetchItem(uint64_t* words, const uint64_t* item, uint32_t k, bool counters,
                          bool write) {
-  if (!counters) {
+  if (counters) {
+    PrefetchItemLines<CounterWord>(words, item, k, write);
+  } else {
     PrefetchItemLines(words, item, k, write);
-    return;
-  }
-  uint64_t last_line = ~uint64_t{0};
-  for (uint32_t j = 0; j < k; ++j) {
-    const uint64_t word = CounterWord(item[j]);
-    if ((word >> 3) == last_line) continue;
-    last_line = word >> 3;
-    if (write) {
-      PrefetchForWrite(&words[word]);
-    } else {
-      PrefetchForRead(&words[word]);
-    }
   }
 }
 

@@ -113,12 +113,14 @@ inline bool SetItemBits(uint64_t* words, const uint64_t* item, uint32_t k) {
   return was_new;
 }
 
-// Prefetches the cache lines of an item's offsets (1-bit cells), each once
-// when consecutive offsets share it.
+// Prefetches the cache lines of an item's offsets, each once when
+// consecutive offsets share it; `word_of` maps an offset to its word
+// (WordIndex for 1-bit cells, the default).
+template <uint64_t (*word_of)(uint64_t) = WordIndex>
 inline void PrefetchItemLines(uint64_t* words, const uint64_t* item, uint32_t k, bool write) {
   uint64_t last_line = ~uint64_t{0};
   for (uint32_t j = 0; j < k; ++j) {
-    const uint64_t word = WordIndex(item[j]);
+    const uint64_t word = word_of(item[j]);
     if ((word >> 3) == last_line) continue;
     last_line = word >> 3;
     if (write) {
@@ -326,32 +328,29 @@ decltype(auto) WithK(uint32_t k, F&& f) {
   }
 }
 
-template <typename Layout>
-struct ScatterEntries {
+// The kernels' entry points: k dispatched to an unrolled instance, for the
+// scatter (offsets anywhere) or the line (one 64-byte line) shape.
+template <typename Layout, bool kLine>
+struct Entries {
   static void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                    uint8_t* present) {
-    WithK(g.hashes, [&]<uint32_t kK>() { ScatterTest<Layout, kK>(hashes, g, words, present); });
-  }
-  template <bool kExclusive>
-  static int64_t Set(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
-                     uint8_t* added) {
-    return WithK(g.hashes, [&]<uint32_t kK>() {
-      return ScatterSet<Layout, kK, kExclusive>(hashes, g, words, added);
+    WithK(g.hashes, [&]<uint32_t kK>() {
+      if constexpr (kLine) {
+        LineTest<Layout, kK>(hashes, g, words, present);
+      } else {
+        ScatterTest<Layout, kK>(hashes, g, words, present);
+      }
     });
   }
-};
-
-template <typename Layout>
-struct LineEntries {
-  static void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
-                   uint8_t* present) {
-    WithK(g.hashes, [&]<uint32_t kK>() { LineTest<Layout, kK>(hashes, g, words, present); });
-  }
   template <bool kExclusive>
   static int64_t Set(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                      uint8_t* added) {
     return WithK(g.hashes, [&]<uint32_t kK>() {
-      return LineSet<Layout, kK, kExclusive>(hashes, g, words, added);
+      if constexpr (kLine) {
+        return LineSet<Layout, kK, kExclusive>(hashes, g, words, added);
+      } else {
+        return ScatterSet<Layout, kK, kExclusive>(hashes, g, words, added);
+      }
     });
   }
 };
@@ -360,7 +359,7 @@ struct LineEntries {
 
 template <typename Layout>
 constexpr WordKernels ScatterKernelsOf() {
-  using E = word_kernels_internal::ScatterEntries<Layout>;
+  using E = word_kernels_internal::Entries<Layout, false>;
   return WordKernels{
       .max_hashes = word_kernels_internal::kScatterMaxHashes,
       .test = &E::Test,
@@ -371,7 +370,7 @@ constexpr WordKernels ScatterKernelsOf() {
 
 template <typename Layout>
 constexpr WordKernels LineKernelsOf() {
-  using E = word_kernels_internal::LineEntries<Layout>;
+  using E = word_kernels_internal::Entries<Layout, true>;
   return WordKernels{
       .max_hashes = kMaxHashes,
       .test = &E::Test,
