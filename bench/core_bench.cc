@@ -17,6 +17,9 @@
 //                                    16 items ahead, as many as guava64 reads
 //   floor_line                       one random cache line per item (block)
 //   floor_line_locked_or             one line and one locked OR per item
+//   floor_line_latency               one line per item, each waiting for the last
+//   floor_single                     XXH3 and one line per item, no prefetch:
+//                                    a single `block` check with no call path
 //
 //   core_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //              --summary_out=FILE
@@ -388,6 +391,33 @@ void BM_LineLatency(benchmark::State& state, uint64_t n) {
   SetCounters(state, w, kQueries);
 }
 
+// The floor of an independent single call: per item, XXH3 of its bytes and
+// one random line read and tested, with no prefetch, each answer summed but
+// never waited on before the next item. The core's out-of-order window may
+// overlap the misses of consecutive items, which a long call path prevents:
+// this is what a single `block` check could cost with no call overhead.
+__extension__ using U128 = unsigned __int128;  // the block's line, as block.cc takes it
+
+void BM_SingleFloor(benchmark::State& state, uint64_t n) {
+  Workload& w = GetWorkload(n, "mem", Strategy::kBlock);
+  const uint64_t lines = w.filled->config().geometry.bits / 512;
+  std::vector<uint64_t> array(lines * 8, 0x5555555555555555ULL);
+  const auto& queries = w.items->absent_views;
+  for (auto _ : state) {
+    uint64_t found = 0;
+    for (std::string_view item : queries) {
+      const Hash128 h = Xxh3_128(item);
+      const uint64_t line = static_cast<uint64_t>((static_cast<U128>(h.h1) * lines) >> 64);
+      const uint64_t word = array[line * 8 + (h.h2 & 7)];
+      const uint64_t mask =
+          (uint64_t{1} << ((h.h2 >> 3) & 63)) | (uint64_t{1} << ((h.h2 >> 9) & 63));
+      found += (word & mask) == mask ? 1 : 0;
+    }
+    benchmark::DoNotOptimize(found);
+  }
+  SetCounters(state, w, queries.size());
+}
+
 // Prints the console table and keeps, per benchmark, the median of its
 // repetitions (or its only run) for --summary_out.
 class SummaryReporter : public benchmark::ConsoleReporter {
@@ -480,6 +510,7 @@ void RegisterAll() {
     reg("floor_line", [=](benchmark::State& s) { BM_Lines(s, n, 1, false); });
     reg("floor_line_locked_or", [=](benchmark::State& s) { BM_Lines(s, n, 1, true); });
     reg("floor_line_latency", [=](benchmark::State& s) { BM_LineLatency(s, n); });
+    reg("floor_single", [=](benchmark::State& s) { BM_SingleFloor(s, n); });
   }
 }
 
