@@ -415,7 +415,11 @@ Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
     a = *array;
   }
   if (KernelsFit(strategy, *a, g)) {
-    strategy.word_kernels->test(hashes, g, a->words, present);
+    if (hashes.size() == 1) {
+      present[0] |= strategy.word_kernels->test_one(hashes[0], g, a->words) ? 1 : 0;
+    } else {
+      strategy.word_kernels->test(hashes, g, a->words, present);
+    }
     return Status::Ok();
   }
   REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, hashes, strategy, g));
@@ -439,29 +443,54 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
     return Status::Ok();
   }
   const WordKernels& kernels = *strategy.word_kernels;
-  if (hashes.size() == 1) {
-    // A single item whose bits are all set cannot be new: no lock, no write
-    // (adding what a filter holds is common: dedup). Adds only ever turn
-    // bits on, so a bit seen set stays set (Clear aside, which no add is
-    // ordered with anyway).
-    uint8_t present = 0;
-    kernels.test(hashes, g, a->words, &present);
-    if (present != 0) {
-      if (added != nullptr) added[0] = 0;
-      return Status::Ok();
-    }
+  // A single item whose bits are all set cannot be new: no lock, no write
+  // (adding what a filter holds is common: dedup). Adds only ever turn bits
+  // on, so a bit seen set stays set (Clear aside, which no add is ordered
+  // with anyway).
+  if (hashes.size() == 1 && kernels.test_one(hashes[0], g, a->words)) {
+    if (added != nullptr) added[0] = 0;
+    return Status::Ok();
   }
-  int64_t fresh = 0;
-  if (!a->writers) {
-    fresh = kernels.set_shared(hashes, g, a->words, added);
-  } else if (std::unique_lock exclusive(*a->writers, std::try_to_lock); exclusive.owns_lock()) {
-    fresh = kernels.set_exclusive(hashes, g, a->words, added);
-  } else {
-    std::shared_lock shared(*a->writers);
-    fresh = kernels.set_shared(hashes, g, a->words, added);
-  }
-  AddCount(*a, fresh);
+  SetWithKernels(*a, kernels, hashes, g, added);
   return Status::Ok();
+}
+
+void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
+                                  std::span<const Hash128> hashes, const Geometry& g,
+                                  uint8_t* added) {
+  int64_t fresh = 0;
+  if (!a.writers) {
+    fresh = kernels.set_shared(hashes, g, a.words, added);
+  } else if (std::unique_lock exclusive(*a.writers, std::try_to_lock); exclusive.owns_lock()) {
+    fresh = kernels.set_exclusive(hashes, g, a.words, added);
+  } else {
+    std::shared_lock shared(*a.writers);
+    fresh = kernels.set_shared(hashes, g, a.words, added);
+  }
+  AddCount(a, fresh);
+}
+
+bool WordBitStore::TestOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,
+                           bool* present) const {
+  WordArray* a = LiveMain(0);
+  if (a == nullptr || !KernelsFit(strategy, *a, g)) return false;
+  *present = strategy.word_kernels->test_one(hash, g, a->words);
+  return true;
+}
+
+bool WordBitStore::AddOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,
+                          bool* added) {
+  WordArray* a = LiveMain(0);
+  if (a == nullptr || !a->writable.ok() || !KernelsFit(strategy, *a, g)) return false;
+  const WordKernels& kernels = *strategy.word_kernels;
+  if (kernels.test_one(hash, g, a->words)) {  // see AddHashes
+    *added = false;
+    return true;
+  }
+  uint8_t fresh = 0;
+  SetWithKernels(*a, kernels, std::span<const Hash128>(&hash, 1), g, &fresh);
+  *added = fresh != 0;
+  return true;
 }
 
 Status WordBitStore::Remove(std::span<PartBatch> batches) {

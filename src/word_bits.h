@@ -33,6 +33,8 @@
 
 namespace redbloom::internal {
 
+struct WordKernels;
+
 static_assert(std::endian::native == std::endian::little,
               "the word layout assumes a little-endian machine");
 
@@ -132,6 +134,15 @@ class WordBitStore final : public BitStore, public HashedCells {
   Status AddHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
                    const Geometry& g, uint8_t* added) override;
 
+  // Single items on part 0 of a filter that has it from creation: what
+  // TestHashes and AddHashes do for one item, with no Status built. Each
+  // returns false, doing nothing, when it cannot answer that way (part 0 was
+  // dropped or replaced, is read-only, or the strategy's kernels do not
+  // cover it): the caller then takes the general path, which says why.
+  bool TestOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,
+               bool* present) const;
+  bool AddOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g, bool* added);
+
  private:
   // The part's array: kNotFound if it does not exist.
   Result<std::shared_ptr<WordArray>> Array(uint64_t part);
@@ -140,6 +151,10 @@ class WordBitStore final : public BitStore, public HashedCells {
   // Part 0's array if it was opened eagerly and is still live, else null
   // (then ArrayPtr says why): the common case, without building a Result.
   WordArray* LiveMain(uint64_t part) const;
+  // Sets the items' bits with the kernels, under the array's writer lock
+  // (WordArray::writers), and counts the new ones.
+  static void SetWithKernels(WordArray& a, const WordKernels& kernels,
+                             std::span<const Hash128> hashes, const Geometry& g, uint8_t* added);
 
   std::unique_ptr<WordParts> parts_;
   std::shared_ptr<WordArray> main_;

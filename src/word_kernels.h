@@ -148,6 +148,10 @@ struct WordKernels {
                            uint8_t* added);
   int64_t (*set_shared)(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                         uint8_t* added);
+  // Whether every bit of one item is set: the batch kernel's answer without
+  // its loop, prefetches or vector set-up (single-item calls, where those
+  // were most of the kernel's instructions).
+  bool (*test_one)(const Hash128& hash, const Geometry& g, uint64_t* words);
 };
 
 // Whether kernels may use this CPU's vector instructions (AVX2 on x86-64): a
@@ -342,6 +346,19 @@ struct Entries {
       }
     });
   }
+  static bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words) {
+    return WithK(g.hashes, [&]<uint32_t kK>() {
+      const typename Layout::Context c = Layout::Prepare(g);
+      const uint32_t k = kK != 0 ? kK : g.hashes;
+      if constexpr (kLine) {
+        return LineItemSet<Layout>(words + 8 * Layout::Line(h, c), h, c, k);
+      } else {
+        uint64_t item[kScatterMaxHashes];
+        ScatterPrepare<Layout, kK, false>(h, c, k, words, /*prefetch=*/false, item);
+        return TestItemBits(words, item, k);
+      }
+    });
+  }
   template <bool kExclusive>
   static int64_t Set(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                      uint8_t* added) {
@@ -365,6 +382,7 @@ constexpr WordKernels ScatterKernelsOf() {
       .test = &E::Test,
       .set_exclusive = &E::template Set<true>,
       .set_shared = &E::template Set<false>,
+      .test_one = &E::TestOne,
   };
 }
 
@@ -376,6 +394,7 @@ constexpr WordKernels LineKernelsOf() {
       .test = &E::Test,
       .set_exclusive = &E::template Set<true>,
       .set_shared = &E::template Set<false>,
+      .test_one = &E::TestOne,
   };
 }
 

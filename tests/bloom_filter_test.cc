@@ -146,6 +146,41 @@ TEST_P(BloomFilterTest, CreateOpenConflictDrop) {
   EXPECT_EQ(BloomFilter::Open(*store_, "x").status().code(), StatusCode::kNotFound);
 }
 
+// Single-item calls on a one-array filter skip the kind's layers and go to
+// the cells the handle opened. Once a rebuild replaces those cells, or a
+// drop removes them, the handle's single calls must follow: answers from the
+// new filter, adds that land in it (not in the orphaned cells, where they
+// would be lost), and kNotFound after a drop.
+TEST_P(BloomFilterTest, SingleCallsFollowARebuildAndADrop) {
+  auto f = Make("s", 1000, 0.01);
+  ASSERT_NE(f, nullptr);
+  bool added = false;
+  ASSERT_TRUE(f->Add("old", &added).ok());
+  EXPECT_TRUE(added);
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("old")));
+  ASSERT_TRUE(f->Add("old", &added).ok());
+  EXPECT_FALSE(added) << "an item already held is not new";
+
+  const FilterOptions other{
+      .capacity = 2000, .error_rate = 0.001, .strategy = std::get<1>(GetParam())};
+  ASSERT_TRUE(BloomFilter::Rebuild(*store_, "s", other, [](BloomFilter& fresh) {
+                return fresh.Add("rebuilt");
+              }).ok());
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("rebuilt")));
+  EXPECT_FALSE(testing::ValueOrFail(f->Contains("old"))) << "answered from the replaced cells";
+  ASSERT_TRUE(f->Add("after", &added).ok());
+  EXPECT_TRUE(added);
+  ASSERT_OK_AND_ASSIGN(auto reopened, BloomFilter::Open(*store_, "s"));
+  EXPECT_EQ(reopened->config().capacity, 2000u);
+  EXPECT_TRUE(testing::ValueOrFail(reopened->Contains("after")))
+      << "the add went to the replaced cells";
+
+  ASSERT_TRUE(BloomFilter::Drop(*store_, "s").ok());
+  EXPECT_EQ(f->Contains("rebuilt").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(f->Add("late").code(), StatusCode::kNotFound);
+  EXPECT_EQ(f->Add("\xff").code(), StatusCode::kInvalidArgument) << "items are checked first";
+}
+
 TEST_P(BloomFilterTest, AttachIsOnlyForStoresWithForeignBits) {
   EXPECT_EQ(BloomFilter::Attach(*store_, "j", FilterOptions{.capacity = 10, .error_rate = 0.1})
                 .status()

@@ -220,9 +220,20 @@ TEST_F(FileDiskTest, LibraryOnAReadOnlyMountReadsAndRefusesWrites) {
         BloomFilter::Create(*store, "c",
                             {.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kCounting}));
     ASSERT_TRUE(f->Add("a").ok());
+    // A plain filter too: its single adds take the direct path (bloom_filter.cc).
+    ASSERT_OK_AND_ASSIGN(auto plain,
+                         BloomFilter::Create(*store, "p", {.capacity = 1000, .error_rate = 0.01}));
+    ASSERT_TRUE(plain->Add("a").ok());
   }
   ASSERT_EQ(disk.RemountReadOnly(), "");
   ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
+  ASSERT_OK_AND_ASSIGN(auto plain, BloomFilter::Open(*store, "p"));
+  EXPECT_TRUE(ValueOrFail(plain->Contains("a")));
+  for (const Status& s : {plain->Add("a"), plain->Add("b")}) {
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_NE(s.message().find("Read-only file system"), std::string::npos) << s.message();
+  }
+  EXPECT_FALSE(ValueOrFail(plain->Contains("b")));
   ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*store, "c"));
   EXPECT_TRUE(ValueOrFail(f->Contains("a")));
   EXPECT_FALSE(ValueOrFail(f->Contains("b")));

@@ -94,8 +94,9 @@ std::string_view Bytes(const internal::Words& w, const FilterConfig& c) {
 
 // Direct calls of each strategy's kernels against its offsets: random
 // hashes (the kernels must take any), geometries from 2 to 30 bits per item,
-// both writer modes, tests of items added and not added, with the vector
-// forms of the kernels (where this CPU has them) and without.
+// both writer modes, tests of items added and not added (batched and one at
+// a time), with the vector forms of the kernels (where this CPU has them)
+// and without.
 TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
   std::mt19937_64 rng(17);
   int strategies = 0;
@@ -154,6 +155,9 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
         for (size_t i = 0; i < probes.size(); ++i) {
           ComputeOffsets(s, probes[i], g, item.data());
           ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;
+          // The single-item form answers the same.
+          ASSERT_EQ(kernels.test_one(probes[i], g, exclusive.get()), want.Has(item))
+              << "probe " << i;
           positives += present[i];
         }
         EXPECT_GT(positives, hashes.size());

@@ -176,6 +176,14 @@ class Avx2Lines {
   __m256i k_, low_, high_;
 };
 
+// Whether the line holds every bit of the item.
+[[gnu::target("avx2")]] inline bool ItemSetAvx2(const Avx2Item& item) {
+  const __m256i missing =
+      _mm256_or_si256(_mm256_andnot_si256(_mm256_loadu_si256(item.line), item.mask0),
+                      _mm256_andnot_si256(_mm256_loadu_si256(item.line + 1), item.mask1));
+  return _mm256_testz_si256(missing, missing) != 0;
+}
+
 [[gnu::target("avx2")]] void TestAvx2(std::span<const Hash128> hashes, const Geometry& g,
                                       uint64_t* words, uint8_t* present) {
   constexpr size_t kAhead = word_kernels_internal::kLineAhead;
@@ -184,12 +192,14 @@ class Avx2Lines {
   const size_t n = hashes.size();
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) PrefetchForRead(lines.Line(words, h[i + kAhead]));
-    const Avx2Item item = lines.Item(words, h[i]);
-    const __m256i missing =
-        _mm256_or_si256(_mm256_andnot_si256(_mm256_loadu_si256(item.line), item.mask0),
-                        _mm256_andnot_si256(_mm256_loadu_si256(item.line + 1), item.mask1));
-    present[i] |= _mm256_testz_si256(missing, missing) ? 1 : 0;
+    present[i] |= ItemSetAvx2(lines.Item(words, h[i])) ? 1 : 0;
   }
+}
+
+// One item (test_one): about 25 instructions, against about 90 for the
+// scalar loop over k bits, which a single-item check felt (callgrind).
+[[gnu::target("avx2")]] bool TestOneAvx2(const Hash128& h, const Geometry& g, uint64_t* words) {
+  return ItemSetAvx2(Avx2Lines(g).Item(words, h));
 }
 
 // An add by the array's only writer (set_exclusive), in AVX2 as the check
@@ -234,6 +244,13 @@ void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, u
   kPortableKernels.test(hashes, g, words, present);
 }
 
+bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words) {
+#ifdef REDBLOOM_BLOCK_AVX2
+  if (g.hashes <= kBlockWords && VectorKernelsEnabled()) return TestOneAvx2(h, g, words);
+#endif
+  return kPortableKernels.test_one(h, g, words);
+}
+
 int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                      uint8_t* added) {
 #ifdef REDBLOOM_BLOCK_AVX2
@@ -249,6 +266,7 @@ constexpr WordKernels kKernels = {
     .test = &Test,
     .set_exclusive = &SetExclusive,
     .set_shared = kPortableKernels.set_shared,
+    .test_one = &TestOne,
 };
 
 // The chance that one item sets a given bit of its block: its k bits go
