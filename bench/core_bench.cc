@@ -21,19 +21,27 @@
 //   floor_single                     XXH3 and one line per item, no prefetch:
 //                                    a single `block` check with no call path
 //
+// And ratios of passes timed side by side (BM_Paired), which the host's
+// drift moves much less than the figures themselves:
+//   paired_load_add             load / batched add, every store
+//   paired_single_batch_check   single checks / batched checks, mem:
+//
 //   core_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //              --summary_out=FILE
 // --summary_out writes one line per benchmark, "NAME<TAB>NS_PER_ITEM<TAB>FPP
-// <TAB>BITS_PER_KEY", from the median of the repetitions (scripts/bench-core.sh
-// joins it with Guava's figures).
+// <TAB>BITS_PER_KEY" ("NAME<TAB>B_OVER_A<TAB>A_NS<TAB>B_NS" for the paired
+// ones), from the median of the repetitions (scripts/bench-core.sh joins it
+// with Guava's figures).
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -186,86 +194,134 @@ void SetCounters(benchmark::State& state, const Workload& w, uint64_t items_per_
   state.counters["bits_per_key"] = w.bits_per_key;
 }
 
-// One pass adds all n items to an empty filter.
-void BM_AddSingle(benchmark::State& state, uint64_t n, std::string store, Strategy st) {
-  Workload& w = GetWorkload(n, store, st);
-  for (auto _ : state) {
-    state.PauseTiming();
-    Check(w.empty->Clear(), "clear");
-    state.ResumeTiming();
-    for (std::string_view item : w.items->item_views) Check(w.empty->Add(item), "add");
-  }
-  SetCounters(state, w, n);
+// One pass of each workload. Adds and loads go into the cleared `empty`
+// filter (the caller clears it, untimed); checks query `filled`.
+
+void AddSinglePass(Workload& w) {
+  for (std::string_view item : w.items->item_views) Check(w.empty->Add(item), "add");
 }
 
-void BM_AddBatch(benchmark::State& state, uint64_t n, std::string store, Strategy st) {
-  Workload& w = GetWorkload(n, store, st);
+void AddBatchPass(Workload& w) {
   const std::span<const std::string_view> all(w.items->item_views);
-  for (auto _ : state) {
-    state.PauseTiming();
-    Check(w.empty->Clear(), "clear");
-    state.ResumeTiming();
-    for (size_t i = 0; i < all.size(); i += kBatch) {
-      Check(w.empty->AddMany(all.subspan(i, std::min(kBatch, all.size() - i))), "add");
-    }
+  for (size_t i = 0; i < all.size(); i += kBatch) {
+    Check(w.empty->AddMany(all.subspan(i, std::min(kBatch, all.size() - i))), "add");
   }
-  SetCounters(state, w, n);
-}
-
-// One pass queries kQueries items, present or never added.
-void BM_ContainsSingle(benchmark::State& state, uint64_t n, std::string store, Strategy st,
-                       bool hit) {
-  Workload& w = GetWorkload(n, store, st);
-  const auto& queries = hit ? w.items->present_views : w.items->absent_views;
-  for (auto _ : state) {
-    uint64_t found = 0;
-    for (std::string_view item : queries) {
-      auto r = w.filled->Contains(item);
-      Check(r.status(), "contains");
-      found += *r ? 1 : 0;
-    }
-    benchmark::DoNotOptimize(found);
-    if (hit && found != queries.size()) Die("false negative while timing");
-  }
-  SetCounters(state, w, queries.size());
-}
-
-void BM_ContainsBatch(benchmark::State& state, uint64_t n, std::string store, Strategy st,
-                      bool hit) {
-  Workload& w = GetWorkload(n, store, st);
-  const std::span<const std::string_view> queries(hit ? w.items->present_views
-                                                      : w.items->absent_views);
-  std::vector<uint8_t> present;
-  for (auto _ : state) {
-    uint64_t found = 0;
-    for (size_t i = 0; i < queries.size(); i += kBatch) {
-      Check(w.filled->ContainsMany(queries.subspan(i, std::min(kBatch, queries.size() - i)),
-                                   &present),
-            "contains");
-      for (uint8_t p : present) found += p;
-    }
-    benchmark::DoNotOptimize(found);
-    if (hit && found != queries.size()) Die("false negative while timing");
-  }
-  SetCounters(state, w, queries.size());
 }
 
 // A bulk load (issue #17: load must be as fast as add): BitmapBuilder over
 // all n items, then one OrBitmap into the cleared filter.
-void BM_Load(benchmark::State& state, uint64_t n, std::string store, Strategy st) {
-  Workload& w = GetWorkload(n, store, st);
+void LoadPass(Workload& w) {
   const std::span<const std::string_view> all(w.items->item_views);
+  BitmapBuilder builder(w.empty->config());
+  for (size_t i = 0; i < all.size(); i += kBatch) {
+    Check(builder.Add(all.subspan(i, std::min(kBatch, all.size() - i))), "build");
+  }
+  Check(w.empty->OrBitmap(builder.bitmap(), builder.new_items()), "merge");
+}
+
+// Checks kQueries items, present or never added.
+std::span<const std::string_view> Queries(const Workload& w, bool hit) {
+  return hit ? w.items->present_views : w.items->absent_views;
+}
+
+void ContainsSinglePass(Workload& w, bool hit) {
+  const auto queries = Queries(w, hit);
+  uint64_t found = 0;
+  for (std::string_view item : queries) {
+    auto r = w.filled->Contains(item);
+    Check(r.status(), "contains");
+    found += *r ? 1 : 0;
+  }
+  benchmark::DoNotOptimize(found);
+  if (hit && found != queries.size()) Die("false negative while timing");
+}
+
+void ContainsBatchPass(Workload& w, bool hit) {
+  const auto queries = Queries(w, hit);
+  thread_local std::vector<uint8_t> present;
+  uint64_t found = 0;
+  for (size_t i = 0; i < queries.size(); i += kBatch) {
+    Check(
+        w.filled->ContainsMany(queries.subspan(i, std::min(kBatch, queries.size() - i)), &present),
+        "contains");
+    for (uint8_t p : present) found += p;
+  }
+  benchmark::DoNotOptimize(found);
+  if (hit && found != queries.size()) Die("false negative while timing");
+}
+
+// Adds and loads: the filter is cleared before each pass, untimed.
+template <typename Pass>
+void BM_Fill(benchmark::State& state, uint64_t n, std::string store, Strategy st, Pass pass) {
+  Workload& w = GetWorkload(n, store, st);
   for (auto _ : state) {
     state.PauseTiming();
     Check(w.empty->Clear(), "clear");
     state.ResumeTiming();
-    BitmapBuilder builder(w.empty->config());
-    for (size_t i = 0; i < all.size(); i += kBatch) {
-      Check(builder.Add(all.subspan(i, std::min(kBatch, all.size() - i))), "build");
-    }
-    Check(w.empty->OrBitmap(builder.bitmap(), builder.new_items()), "merge");
+    pass(w);
   }
   SetCounters(state, w, n);
+}
+
+void BM_Contains(benchmark::State& state, uint64_t n, std::string store, Strategy st, bool hit,
+                 bool single) {
+  Workload& w = GetWorkload(n, store, st);
+  for (auto _ : state) {
+    if (single) {
+      ContainsSinglePass(w, hit);
+    } else {
+      ContainsBatchPass(w, hit);
+    }
+  }
+  SetCounters(state, w, Queries(w, hit).size());
+}
+
+// Two workloads timed back to back in each iteration, in this thread's CPU
+// time, A then B and B then A in turn; the counters give each one's median
+// ns per item and the median of the iterations' B / A. On this host figures
+// at 1e7 moved 2-3x within an hour (and an add pass alone 10-38 ns from one
+// run to the next), while both passes of an iteration share the host's
+// state: their ratio is what the issue's "load as fast as add" and "a single
+// item at most twice a batched one" are judged by.
+double ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+struct TimedPass {
+  std::function<void(Workload&)> run;
+  bool fills;  // clear `empty` first, untimed
+  uint64_t items;
+};
+
+void BM_Paired(benchmark::State& state, uint64_t n, std::string store, Strategy st, TimedPass a,
+               TimedPass b) {
+  Workload& w = GetWorkload(n, store, st);
+  auto time = [&w](const TimedPass& p) {
+    if (p.fills) Check(w.empty->Clear(), "clear");
+    const double start = ThreadCpuNs();
+    p.run(w);
+    return (ThreadCpuNs() - start) / static_cast<double>(p.items);
+  };
+  std::vector<double> a_ns, b_ns, ratios;
+  for (auto _ : state) {
+    const bool a_first = a_ns.size() % 2 == 0;
+    const double first = time(a_first ? a : b);
+    const double second = time(a_first ? b : a);
+    a_ns.push_back(a_first ? first : second);
+    b_ns.push_back(a_first ? second : first);
+    ratios.push_back(b_ns.back() / a_ns.back());
+  }
+  state.counters["a_ns"] = Median(a_ns);
+  state.counters["b_ns"] = Median(b_ns);
+  state.counters["b_over_a"] = Median(ratios);
 }
 
 // ---- Floors, timed in the same run ----------------------------------------
@@ -438,6 +494,13 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       row.ns = counter("ns_per_item") * 1e9;
       row.fpp = counter("fpp");
       row.bits_per_key = counter("bits_per_key");
+      row.paired = run.counters.count("b_over_a") != 0;
+      if (row.paired) {
+        // NAME, B / A, A's and B's ns per item.
+        row.ns = counter("b_over_a");
+        row.fpp = counter("a_ns");
+        row.bits_per_key = counter("b_ns");
+      }
       if (std::find(order_.begin(), order_.end(), name) == order_.end()) order_.push_back(name);
     }
     ConsoleReporter::ReportRuns(runs);
@@ -448,7 +511,11 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     if (f == nullptr) Die("cannot write " + path);
     for (const auto& name : order_) {
       const Row& r = rows_.at(name);
-      std::fprintf(f, "%s\t%.2f\t%.6f\t%.3f\n", name.c_str(), r.ns, r.fpp, r.bits_per_key);
+      if (r.paired) {
+        std::fprintf(f, "%s\t%.3f\t%.2f\t%.2f\n", name.c_str(), r.ns, r.fpp, r.bits_per_key);
+      } else {
+        std::fprintf(f, "%s\t%.2f\t%.6f\t%.3f\n", name.c_str(), r.ns, r.fpp, r.bits_per_key);
+      }
     }
     if (std::fclose(f) != 0) Die("cannot write " + path);
   }
@@ -456,6 +523,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
  private:
   struct Row {
     bool from_median = false;
+    bool paired = false;  // then ns, fpp and bits_per_key hold B / A, A's ns, B's ns
     double ns = 0, fpp = 0, bits_per_key = 0;
   };
   std::map<std::string, Row> rows_;
@@ -480,21 +548,36 @@ void RegisterAll() {
         const bool all = store == "mem";
         const std::string at = "/" + store + "/" + sn;
         if (all) {
-          reg("add_single" + at, [=](benchmark::State& s) { BM_AddSingle(s, n, store, st); });
+          reg("add_single" + at,
+              [=](benchmark::State& s) { BM_Fill(s, n, store, st, AddSinglePass); });
         }
-        reg("add_batch" + at, [=](benchmark::State& s) { BM_AddBatch(s, n, store, st); });
-        reg("load" + at, [=](benchmark::State& s) { BM_Load(s, n, store, st); });
-        if (all) {
-          reg("contains_hit_single" + at,
-              [=](benchmark::State& s) { BM_ContainsSingle(s, n, store, st, true); });
+        reg("add_batch" + at, [=](benchmark::State& s) { BM_Fill(s, n, store, st, AddBatchPass); });
+        reg("load" + at, [=](benchmark::State& s) { BM_Fill(s, n, store, st, LoadPass); });
+        for (bool hit : {true, false}) {
+          const std::string what = hit ? "contains_hit" : "contains_miss";
+          // file: shares the check code with mem: (hits only).
+          if (!all && !hit) continue;
+          if (all) {
+            reg(what + "_single" + at,
+                [=](benchmark::State& s) { BM_Contains(s, n, store, st, hit, true); });
+          }
+          reg(what + "_batch" + at,
+              [=](benchmark::State& s) { BM_Contains(s, n, store, st, hit, false); });
         }
-        reg("contains_hit_batch" + at,
-            [=](benchmark::State& s) { BM_ContainsBatch(s, n, store, st, true); });
+        // Ratios from passes timed side by side (BM_Paired), 5 pairs per
+        // repetition: load / add on every store, single / batched checks.
+        auto pair = [&](const std::string& name, TimedPass a, TimedPass b) {
+          benchmark::RegisterBenchmark(
+              (name + at + "/" + size).c_str(),
+              [=](benchmark::State& s) { BM_Paired(s, n, store, st, a, b); })
+              ->Unit(benchmark::kMillisecond)
+              ->Iterations(5);
+        };
+        pair("paired_load_add", {AddBatchPass, true, n}, {LoadPass, true, n});
         if (all) {
-          reg("contains_miss_single" + at,
-              [=](benchmark::State& s) { BM_ContainsSingle(s, n, store, st, false); });
-          reg("contains_miss_batch" + at,
-              [=](benchmark::State& s) { BM_ContainsBatch(s, n, store, st, false); });
+          pair("paired_single_batch_check",
+               {[](Workload& w) { ContainsBatchPass(w, false); }, false, kQueries},
+               {[](Workload& w) { ContainsSinglePass(w, false); }, false, kQueries});
         }
       }
       reg("offsets_" + sn, [=](benchmark::State& s) { BM_Offsets(s, n, st); });

@@ -73,6 +73,11 @@ awk -F'\t' '
   FILENAME == ARGV[2] {  # baseline: op/store/size (its strategy was guava64)
     n = split($1, p, "/"); if (n == 3) base[p[1] "/" p[2] "/" p[3]] = $2; next
   }
+  $1 ~ /^paired_/ {  # paired_what/store/strategy/size: B / A, A ns, B ns
+    split($1, p, "/")
+    paired[++pairs] = sprintf("%-27s %-4s %-5s %-8s %7.2fx   (%.1f / %.1f ns)", p[1], p[4], p[2], p[3], $2, $4, $3)
+    next
+  }
   {
     n = split($1, p, "/")
     if (n == 4) {  # op/store/strategy/size
@@ -122,10 +127,17 @@ awk -F'\t' '
            ns["contains_hit_single/mem/1e7/block"] / ns[hb "/block"]
     for (z = 1; z <= 2; z++) {
       sz = z == 1 ? "1e6" : "1e7"
-      printf "single check %s: block %.1f ns, guava64 %.1f ns; one awaited random line alone (floor_line_latency) %.1f ns = %.2fx block batched\n",
+      printf "single check %s: block %.1f ns, guava64 %.1f ns; one awaited random line alone (floor_line_latency) %.1f ns = %.2fx block batched;\n",
              sz, ns["contains_hit_single/mem/" sz "/block"], ns["contains_hit_single/mem/" sz "/guava64"],
              floor_ns["floor_line_latency/" sz], floor_ns["floor_line_latency/" sz] / ns["contains_hit_batch/mem/" sz "/block"]
+      printf "  a block check with no call path, items independent (floor_single) %.1f ns = %.2fx block batched\n",
+             floor_ns["floor_single/" sz], floor_ns["floor_single/" sz] / ns["contains_hit_batch/mem/" sz "/block"]
     }
+    print ""
+    print "== ratios of passes timed side by side (median over 5 pairs per repetition, then over repetitions)"
+    print "   paired_load_add: load / batched add (at most 1 meets issue #17.5)"
+    print "   paired_single_batch_check: single-item checks / batched checks (at most 2 meets #17.4)"
+    for (i = 1; i <= pairs; i++) print "  " paired[i]
     print ""
     print "Boost.Bloom 1.89 (issue #17, this kind of machine, 1e7, bulk API; not buildable here):"
     print "  classic filter, same m and k as guava64: add 15-19 ns, check 15-24 ns"
