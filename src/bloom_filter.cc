@@ -34,13 +34,15 @@ struct BloomFilter::State {
   const internal::StrategyDef* strategy = nullptr;
   const internal::KindPolicy* policy = nullptr;
   // Single items of a one-array filter of one shard on an in-process store
-  // (mem:, file:), hashed as their own bytes: the cells the kind's policy
-  // would end up calling (OneArrayPolicy: part 0), called directly; null for
-  // every other filter. That path's FilterContext, policy and Status layers
-  // were 60% of a single `block` check's instructions (callgrind); without
-  // them a check is short enough for the core to overlap the cache misses
-  // of consecutive calls. Anything it cannot answer (a rebuilt or dropped
-  // filter, a read-only file) goes the general way, which reopens or says why.
+  // (mem:, file:), hashed as their own bytes, with a strategy that has
+  // kernels for its geometry (seed and redisson have none): the cells the
+  // kind's policy would end up calling (OneArrayPolicy: part 0), called
+  // directly; null for every other filter. That path's FilterContext, policy
+  // and Status layers were 60% of a single `block` check's instructions
+  // (callgrind); without them a check is short enough for the core to
+  // overlap the cache misses of consecutive calls. Anything it cannot answer
+  // (a rebuilt or dropped filter, a read-only file) goes the general way,
+  // which reopens or says why.
   internal::WordBitStore* single = nullptr;
   Geometry single_geometry;  // part 0's
 };
@@ -64,8 +66,10 @@ Result<std::shared_ptr<BloomFilter::State>> BloomFilter::Load(Store& store, std:
   if (config.one_array() &&
       (config.encoding == Encoding::kUtf8 || config.encoding == Encoding::kBytes)) {
     auto sizing = state->cache.Sizing(config, 0);
-    if (sizing.ok()) {
-      state->single = dynamic_cast<internal::WordBitStore*>(state->bits.get());
+    auto* cells = dynamic_cast<internal::WordBitStore*>(state->bits.get());
+    if (sizing.ok() && cells != nullptr &&
+        cells->SingleItemsFit(*state->strategy, sizing->geometry)) {
+      state->single = cells;
       state->single_geometry = sizing->geometry;
     }
   }

@@ -121,17 +121,27 @@ bool CpuHasAvx2() {
 #endif
 }
 
-std::atomic<bool> vector_kernels_off{false};
-
 }  // namespace
 
-bool VectorKernelsEnabled() {
-  static const bool have = CpuHasAvx2();
-  return have && !vector_kernels_off.load(std::memory_order_relaxed);
+namespace word_kernels_internal {
+
+std::atomic<int> vector_kernels{-1};
+
+int AskCpuForVectorKernels() {
+  const int state = CpuHasAvx2() ? 1 : 0;
+  int unknown = -1;
+  // A test's SetVectorKernelsEnabledForTesting that came first wins.
+  if (!vector_kernels.compare_exchange_strong(unknown, state, std::memory_order_relaxed)) {
+    return unknown;
+  }
+  return state;
 }
 
+}  // namespace word_kernels_internal
+
 void SetVectorKernelsEnabledForTesting(bool enabled) {
-  vector_kernels_off.store(!enabled, std::memory_order_relaxed);
+  word_kernels_internal::vector_kernels.store(enabled && CpuHasAvx2() ? 1 : 0,
+                                              std::memory_order_relaxed);
 }
 
 // The low three bits of each counter add without leaving it; the top bit and
@@ -470,10 +480,14 @@ void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
   AddCount(a, fresh);
 }
 
+bool WordBitStore::SingleItemsFit(const StrategyDef& strategy, const Geometry& g) const {
+  return main_raw_ != nullptr && KernelsFit(strategy, *main_raw_, g);
+}
+
 bool WordBitStore::TestOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,
                            bool* present) const {
-  WordArray* a = LiveMain(0);
-  if (a == nullptr || !KernelsFit(strategy, *a, g)) return false;
+  const WordArray* a = LiveMain(0);
+  if (a == nullptr) return false;
   *present = strategy.word_kernels->test_one(hash, g, a->words);
   return true;
 }
@@ -481,7 +495,7 @@ bool WordBitStore::TestOne(const Hash128& hash, const StrategyDef& strategy, con
 bool WordBitStore::AddOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,
                           bool* added) {
   WordArray* a = LiveMain(0);
-  if (a == nullptr || !a->writable.ok() || !KernelsFit(strategy, *a, g)) return false;
+  if (a == nullptr || !a->writable.ok()) return false;
   const WordKernels& kernels = *strategy.word_kernels;
   if (kernels.test_one(hash, g, a->words)) {  // see AddHashes
     *added = false;

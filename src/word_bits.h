@@ -135,10 +135,12 @@ class WordBitStore final : public BitStore, public HashedCells {
                    const Geometry& g, uint8_t* added) override;
 
   // Single items on part 0 of a filter that has it from creation: what
-  // TestHashes and AddHashes do for one item, with no Status built. Each
-  // returns false, doing nothing, when it cannot answer that way (part 0 was
-  // dropped or replaced, is read-only, or the strategy's kernels do not
-  // cover it): the caller then takes the general path, which says why.
+  // TestHashes and AddHashes do for one item, with no Status built, for a
+  // strategy and geometry that SingleItemsFit (asked once per open filter;
+  // they do not ask again). Each returns false, doing nothing, when it cannot
+  // answer that way (part 0 was dropped or replaced, or is read-only): the
+  // caller then takes the general path, which says why.
+  bool SingleItemsFit(const StrategyDef& strategy, const Geometry& g) const;
   bool TestOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,
                bool* present) const;
   bool AddOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g, bool* added);

@@ -154,11 +154,23 @@ struct WordKernels {
   bool (*test_one)(const Hash128& hash, const Geometry& g, uint64_t* words);
 };
 
+namespace word_kernels_internal {
+// 1 if the vector kernels run, 0 if not, -1 until the CPU was asked.
+extern std::atomic<int> vector_kernels;
+int AskCpuForVectorKernels();
+}  // namespace word_kernels_internal
+
 // Whether kernels may use this CPU's vector instructions (AVX2 on x86-64): a
 // layout may offer a vector form of its hottest loop and fall back to the
 // portable one where this is false. Tests turn it off to check the portable
-// code on machines that have the instructions.
-bool VectorKernelsEnabled();
+// code on machines that have the instructions. Inline, one relaxed load: a
+// single-item check asks it on every call.
+inline bool VectorKernelsEnabled() {
+  const int state = word_kernels_internal::vector_kernels.load(std::memory_order_relaxed);
+  if (state < 0) [[unlikely]]
+    return word_kernels_internal::AskCpuForVectorKernels() != 0;
+  return state != 0;
+}
 void SetVectorKernelsEnabledForTesting(bool enabled);
 
 namespace word_kernels_internal {
