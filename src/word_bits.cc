@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "prefetch.h"
@@ -279,6 +280,20 @@ void TestCells(const WordArray& a, const uint64_t* offsets, size_t items, uint32
               [&](size_t i, const uint64_t* item) { answer(i, TestItemBits(words, item, k)); });
 }
 
+// Runs write(std::true_type) holding a.writers alone, if nobody else holds
+// it (try_lock: it never waits), else write(std::false_type): holding it
+// shared, or, for arrays without one (file:, whose other writers may be
+// other processes), with no lock. See WordArray::writers.
+template <typename Write>
+auto AsWriter(WordArray& a, Write&& write) {
+  if (!a.writers) return write(std::false_type{});
+  if (std::unique_lock alone(*a.writers, std::try_to_lock); alone.owns_lock()) {
+    return write(std::true_type{});
+  }
+  std::shared_lock shared(*a.writers);
+  return write(std::false_type{});
+}
+
 // Sets (or increments) the cells of an offsets batch; out[i] (if out is not
 // null) = 1 if item i turned a cell on. Returns the items that did (counting
 // filters: every item).
@@ -295,14 +310,10 @@ int64_t SetCells(WordArray& a, const uint64_t* offsets, size_t items, uint32_t k
     return counters ? static_cast<int64_t>(items) : fresh;
   };
   if (counters) return run([&](const uint64_t* item) { return IncrementItem(words, item, k); });
-  auto shared = [&](const uint64_t* item) { return SetItemBits<false>(words, item, k); };
-  if (!a.writers) return run(shared);
-  std::unique_lock exclusive(*a.writers, std::try_to_lock);
-  if (exclusive.owns_lock()) {
-    return run([&](const uint64_t* item) { return SetItemBits<true>(words, item, k); });
-  }
-  std::shared_lock lock(*a.writers);
-  return run(shared);
+  return AsWriter(a, [&](auto alone) {
+    return run(
+        [&](const uint64_t* item) { return SetItemBits<decltype(alone)::value>(words, item, k); });
+  });
 }
 
 // Whether a strategy's kernels (word_kernels.h) can run on array `a` for
@@ -468,15 +479,10 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
 void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
                                   std::span<const Hash128> hashes, const Geometry& g,
                                   uint8_t* added) {
-  int64_t fresh = 0;
-  if (!a.writers) {
-    fresh = kernels.set_shared(hashes, g, a.words, added);
-  } else if (std::unique_lock exclusive(*a.writers, std::try_to_lock); exclusive.owns_lock()) {
-    fresh = kernels.set_exclusive(hashes, g, a.words, added);
-  } else {
-    std::shared_lock shared(*a.writers);
-    fresh = kernels.set_shared(hashes, g, a.words, added);
-  }
+  const int64_t fresh = AsWriter(a, [&](auto alone) {
+    const auto set = decltype(alone)::value ? kernels.set_exclusive : kernels.set_shared;
+    return set(hashes, g, a.words, added);
+  });
   AddCount(a, fresh);
 }
 
