@@ -176,12 +176,16 @@ class Avx2Lines {
   __m256i k_, low_, high_;
 };
 
+// Whether the line's two halves, as read, lack a bit of the item.
+[[gnu::target("avx2")]] inline bool LacksAvx2(const Avx2Item& item, __m256i half0, __m256i half1) {
+  const __m256i missing = _mm256_or_si256(_mm256_andnot_si256(half0, item.mask0),
+                                          _mm256_andnot_si256(half1, item.mask1));
+  return _mm256_testz_si256(missing, missing) == 0;
+}
+
 // Whether the line holds every bit of the item.
 [[gnu::target("avx2")]] inline bool ItemSetAvx2(const Avx2Item& item) {
-  const __m256i missing =
-      _mm256_or_si256(_mm256_andnot_si256(_mm256_loadu_si256(item.line), item.mask0),
-                      _mm256_andnot_si256(_mm256_loadu_si256(item.line + 1), item.mask1));
-  return _mm256_testz_si256(missing, missing) != 0;
+  return !LacksAvx2(item, _mm256_loadu_si256(item.line), _mm256_loadu_si256(item.line + 1));
 }
 
 [[gnu::target("avx2")]] void TestAvx2(std::span<const Hash128> hashes, const Geometry& g,
@@ -220,9 +224,7 @@ class Avx2Lines {
     const Avx2Item item = lines.Item(words, h[i]);
     const __m256i word0 = _mm256_loadu_si256(item.line);
     const __m256i word1 = _mm256_loadu_si256(item.line + 1);
-    const __m256i missing = _mm256_or_si256(_mm256_andnot_si256(word0, item.mask0),
-                                            _mm256_andnot_si256(word1, item.mask1));
-    const bool was_new = !_mm256_testz_si256(missing, missing);
+    const bool was_new = LacksAvx2(item, word0, word1);
     if (was_new) {
       _mm256_storeu_si256(item.line, _mm256_or_si256(word0, item.mask0));
       _mm256_storeu_si256(item.line + 1, _mm256_or_si256(word1, item.mask1));
@@ -234,19 +236,22 @@ class Avx2Lines {
 }
 #endif
 
+#ifdef REDBLOOM_BLOCK_AVX2
+// Whether the AVX2 kernels above run for this geometry on this CPU: k <= 8,
+// one bit per word at most.
+bool UseAvx2(const Geometry& g) { return g.hashes <= kBlockWords && VectorKernelsEnabled(); }
+#endif
+
 void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, uint8_t* present) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (g.hashes <= kBlockWords && VectorKernelsEnabled()) {
-    TestAvx2(hashes, g, words, present);
-    return;
-  }
+  if (UseAvx2(g)) return TestAvx2(hashes, g, words, present);
 #endif
   kPortableKernels.test(hashes, g, words, present);
 }
 
 bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (g.hashes <= kBlockWords && VectorKernelsEnabled()) return TestOneAvx2(h, g, words);
+  if (UseAvx2(g)) return TestOneAvx2(h, g, words);
 #endif
   return kPortableKernels.test_one(h, g, words);
 }
@@ -254,9 +259,7 @@ bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words) {
 int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                      uint8_t* added) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (g.hashes <= kBlockWords && VectorKernelsEnabled()) {
-    return SetExclusiveAvx2(hashes, g, words, added);
-  }
+  if (UseAvx2(g)) return SetExclusiveAvx2(hashes, g, words, added);
 #endif
   return kPortableKernels.set_exclusive(hashes, g, words, added);
 }
