@@ -185,8 +185,7 @@ Status HashItems(const FilterConfig& config, std::span<const std::string_view> i
     const bool utf8 = config.encoding == Encoding::kUtf8;
     for (size_t i = 0; i < items.size(); ++i) {
       if (utf8 && !IsValidUtf8(items[i])) {
-        return Status::InvalidArgument("item is not valid UTF-8")
-            .WithContext("item " + std::to_string(i + 1));
+        return InvalidUtf8Item().WithContext("item " + std::to_string(i + 1));
       }
       out[i] = strategy.hash(items[i]);
     }
@@ -226,7 +225,7 @@ Status BloomFilter::OneItem(One op, std::string_view item, bool* answer) {
     // Hashed here, under the state's config: a reopen may change the strategy.
     std::string_view bytes = item;
     if (st.config.encoding == Encoding::kUtf8) {
-      if (!IsValidUtf8(item)) return Status::InvalidArgument("item is not valid UTF-8");
+      if (!IsValidUtf8(item)) return InvalidUtf8Item();
     } else if (st.config.encoding != Encoding::kBytes) {
       thread_local std::string scratch;
       REDBLOOM_RETURN_IF_ERROR(EncodeItem(st.config.encoding, item, &scratch, &bytes));
@@ -270,9 +269,7 @@ Status Answer(size_t n, std::vector<uint8_t>* out, Op&& op) {
 
 Status BloomFilter::Add(std::string_view item, bool* added) {
   if (const State& st = state(); st.single != nullptr) {
-    if (st.config.encoding == Encoding::kUtf8 && !IsValidUtf8(item)) {
-      return Status::InvalidArgument("item is not valid UTF-8");
-    }
+    if (st.config.encoding == Encoding::kUtf8 && !IsValidUtf8(item)) return InvalidUtf8Item();
     bool fresh = false;
     if (st.single->AddOne(st.strategy->hash(item), *st.strategy, st.single_geometry, &fresh)) {
       if (added != nullptr) *added = fresh;
@@ -291,9 +288,7 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
 
 Result<bool> BloomFilter::Contains(std::string_view item) {
   if (const State& st = state(); st.single != nullptr) {
-    if (st.config.encoding == Encoding::kUtf8 && !IsValidUtf8(item)) {
-      return Status::InvalidArgument("item is not valid UTF-8");
-    }
+    if (st.config.encoding == Encoding::kUtf8 && !IsValidUtf8(item)) return InvalidUtf8Item();
     bool present = false;
     if (st.single->TestOne(st.strategy->hash(item), *st.strategy, st.single_geometry, &present)) {
       return present;

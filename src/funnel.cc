@@ -117,15 +117,17 @@ void PutLittleEndian(std::string* out, uint64_t v, int n) {
 
 }  // namespace
 
+Status InvalidUtf8Item() { return Status::InvalidArgument("item is not valid UTF-8"); }
+
 Status EncodeItem(Encoding encoding, std::string_view item, std::string* scratch,
                   std::string_view* bytes) {
   switch (encoding) {
     case Encoding::kUtf8:
-      if (!IsValidUtf8(item)) return Status::InvalidArgument("item is not valid UTF-8");
+      if (!IsValidUtf8(item)) return InvalidUtf8Item();
       *bytes = item;
       return Status::Ok();
     case Encoding::kUtf8x2:
-      if (!IsValidUtf8(item)) return Status::InvalidArgument("item is not valid UTF-8");
+      if (!IsValidUtf8(item)) return InvalidUtf8Item();
       scratch->assign(item);
       scratch->append(item);
       *bytes = *scratch;

@@ -64,6 +64,8 @@ class ByteSink {
 
 // True if `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool IsValidUtf8(std::string_view s);
+// The kInvalidArgument of an item that a utf8 or utf8x2 filter refuses.
+Status InvalidUtf8Item();
 
 // The bytes of one textual item under an encoding: the item itself (utf8,
 // bytes), the item twice (utf8x2, built in *scratch), or the number's
