@@ -210,6 +210,22 @@ TEST_F(ServerLimitsTest, BodyNotReceivedWithinBodyTimeoutIs408) {
   EXPECT_EQ(Sample(Metrics(server), R"(redbloomd_request_timeouts_total{phase="body"})"), 1);
 }
 
+// A connection that got 200 for GET /healthz and stays open (keep-alive).
+// Start()'s readiness probe closed its connection, but the server may not
+// have seen that close yet and still count it against a cap, so a refusal is
+// retried, up to 100 times 20 ms apart (a cap that is really full refuses
+// them all). Null if none got in; *answer holds the last answer.
+std::unique_ptr<RawConnection> HeldConnection(int port, std::string* answer) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(milliseconds(20));
+    auto c = std::make_unique<RawConnection>(port);
+    c->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    *answer = c->ReadResponse();
+    if (answer->starts_with("HTTP/1.1 200")) return c;
+  }
+  return nullptr;
+}
+
 // One address may hold max_connections_per_client connections; the next is
 // answered 429 and closed, and counted. Closing one makes room again.
 TEST_F(ServerLimitsTest, ConnectionsPerClientAddressAreCapped) {
@@ -217,21 +233,9 @@ TEST_F(ServerLimitsTest, ConnectionsPerClientAddressAreCapped) {
   server.Start();
   std::vector<std::unique_ptr<RawConnection>> held;
   for (int i = 0; i < 4; ++i) {
-    // The start-up readiness probe's connection, closed by the client, may
-    // still count until the server sees it close: a refusal here is retried
-    // after a pause (a cap below 4 would still refuse every retry).
-    std::string r;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      auto c = std::make_unique<RawConnection>(server.port());
-      c->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");  // kept alive after
-      r = c->ReadResponse();
-      if (r.starts_with("HTTP/1.1 200")) {
-        held.push_back(std::move(c));
-        break;
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    ASSERT_TRUE(r.starts_with("HTTP/1.1 200")) << "connection " << i << ": " << r;
+    std::string answer;
+    held.push_back(HeldConnection(server.port(), &answer));
+    ASSERT_NE(held.back(), nullptr) << "connection " << i << ": " << answer;
   }
   RawConnection extra(server.port());
   extra.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -277,17 +281,9 @@ TEST_F(ServerLimitsTest, ConnectionsBeyondTheServerCapAre503) {
   server.Start();
   std::vector<std::unique_ptr<RawConnection>> held;
   for (int i = 0; i < 3; ++i) {
-    // Start()'s readiness probes closed their connections, but the server may
-    // not have seen those closes yet and still count them: try again.
     std::string answer;
-    for (int attempt = 0; attempt < 100 && !answer.starts_with("HTTP/1.1 200"); ++attempt) {
-      if (attempt > 0) std::this_thread::sleep_for(milliseconds(20));
-      auto c = std::make_unique<RawConnection>(server.port());
-      c->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-      answer = c->ReadResponse();
-      if (answer.starts_with("HTTP/1.1 200")) held.push_back(std::move(c));
-    }
-    ASSERT_TRUE(answer.starts_with("HTTP/1.1 200")) << i << ": " << answer;
+    held.push_back(HeldConnection(server.port(), &answer));
+    ASSERT_NE(held.back(), nullptr) << "connection " << i << ": " << answer;
   }
   RawConnection extra(server.port());
   const std::string refused = extra.ReadResponse();
