@@ -25,6 +25,7 @@
 // drift moves much less than the figures themselves:
 //   paired_load_add             load / batched add, every store
 //   paired_single_batch_check   single checks / batched checks, mem:
+//   paired_single_batch_add     single adds / batched adds, mem:
 //
 //   core_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //              --summary_out=FILE
@@ -565,7 +566,8 @@ void RegisterAll() {
               [=](benchmark::State& s) { BM_Contains(s, n, store, st, hit, false); });
         }
         // Ratios from passes timed side by side (BM_Paired), 5 pairs per
-        // repetition: load / add on every store, single / batched checks.
+        // repetition: load / add on every store, single / batched checks
+        // and adds.
         auto pair = [&](const std::string& name, TimedPass a, TimedPass b) {
           benchmark::RegisterBenchmark(
               (name + at + "/" + size).c_str(),
@@ -578,6 +580,7 @@ void RegisterAll() {
           pair("paired_single_batch_check",
                {[](Workload& w) { ContainsBatchPass(w, false); }, false, kQueries},
                {[](Workload& w) { ContainsSinglePass(w, false); }, false, kQueries});
+          pair("paired_single_batch_add", {AddBatchPass, true, n}, {AddSinglePass, true, n});
         }
       }
       reg("offsets_" + sn, [=](benchmark::State& s) { BM_Offsets(s, n, st); });

@@ -137,6 +137,7 @@ awk -F'\t' '
     print "== ratios of passes timed side by side (median over 5 pairs per repetition, then over repetitions)"
     print "   paired_load_add: load / batched add (at most 1 meets issue #17.5)"
     print "   paired_single_batch_check: single-item checks / batched checks (at most 2 meets #17.4)"
+    print "   paired_single_batch_add: single-item adds / batched adds (at most 2 meets #17.4)"
     for (i = 1; i <= pairs; i++) print "  " paired[i]
     print ""
     print "Boost.Bloom 1.89 (issue #17, this kind of machine, 1e7, bulk API; not buildable here):"
