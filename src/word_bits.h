@@ -22,7 +22,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +29,7 @@
 #include "hashed_cells.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/store.h"
+#include "util/writer_gate.h"
 
 namespace redbloom::internal {
 
@@ -81,14 +81,14 @@ struct WordArray {
   std::shared_ptr<std::mutex> remove_mutex;
   int lock_fd = -1;
   // In-process arrays (mem:) only: the writers of 1-bit cells. A batch that
-  // gets it exclusively (try_lock: it never waits for it) sets its bits with
+  // gets it alone (try_lock: it never waits for it) sets its bits with
   // plain loads and stores; otherwise it holds it shared and uses locked
   // ORs, as every writer of a file array does (its other writers may be
   // other processes). A locked OR costs ~5 ns here and serialises memory
   // accesses: at 1e7 items a guava64 add took 60 ns per item with them and
   // 35 ns with plain stores, for two locked operations per batch instead of
   // about five per item.
-  std::shared_ptr<std::shared_mutex> writers;
+  std::shared_ptr<WriterGate> writers;
 
   uint64_t word_count() const { return (cells * cell_bits + 63) / 64; }
   // Bytes of the cells as Redis would hold them (the words may pad them).

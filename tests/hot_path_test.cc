@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <random>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "strategy/strategy_def.h"
 #include "test_util.h"
 #include "util/utf8.h"
+#include "util/writer_gate.h"
 #include "word_bits.h"
 #include "word_kernels.h"
 
@@ -169,6 +173,62 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
     }
   internal::SetVectorKernelsEnabledForTesting(true);
   EXPECT_GE(strategies, 4) << "guava64 and block have kernels";
+}
+
+// The writer gate (WordArray::writers): no sharer while a writer holds it
+// alone, no lone writer while any sharer does, and a waiting sharer gets in
+// once the lone writer leaves. The racing-writers test below checks what it
+// guards (bits and counts lost when two writers overlap); this checks the
+// exclusion itself, with sharers that wait.
+TEST(WriterGateTest, AloneExcludesSharersAndWaitingSharersGetIn) {
+  internal::WriterGate gate;
+  ASSERT_TRUE(gate.try_lock());
+  EXPECT_FALSE(gate.try_lock());
+  std::atomic<int> inside{0};
+  std::vector<std::thread> sharers;
+  for (int t = 0; t < 3; ++t) {
+    sharers.emplace_back([&] {
+      std::shared_lock lock(gate);
+      ++inside;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(inside.load(), 0) << "a sharer entered while the gate was held alone";
+  gate.unlock();
+  for (auto& t : sharers) t.join();
+  EXPECT_EQ(inside.load(), 3);
+  {
+    std::shared_lock one(gate);
+    EXPECT_FALSE(gate.try_lock()) << "alone while a sharer holds the gate";
+    std::shared_lock two(gate);
+    one.unlock();
+    EXPECT_FALSE(gate.try_lock());
+  }
+  ASSERT_TRUE(gate.try_lock());
+  gate.unlock();
+
+  // Many writers, each either alone (a plain increment) or shared (a locked
+  // one), on one counter: a plain increment that overlapped any other would
+  // lose one.
+  uint64_t counter = 0;
+  constexpr int kWriters = 4;
+  constexpr int kRounds = 200000;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kWriters; ++t) {
+    writers.emplace_back([&] {
+      std::atomic_ref<uint64_t> c(counter);
+      for (int i = 0; i < kRounds; ++i) {
+        if (std::unique_lock alone(gate, std::try_to_lock); alone.owns_lock()) {
+          c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        } else {
+          std::shared_lock shared(gate);
+          c.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(counter, uint64_t{kWriters} * kRounds);
 }
 
 // IsValidUtf8 checks ASCII a word at a time (overlapping words for the tail)

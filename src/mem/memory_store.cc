@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <shared_mutex>
 
 #include "kinds/kind_def.h"
 #include "stores.h"
@@ -26,13 +25,13 @@ struct MemFilter {
   uint64_t expires_at_ms = 0;
   std::map<uint64_t, std::shared_ptr<MemArray>> parts;
   std::shared_ptr<std::mutex> remove_mutex = std::make_shared<std::mutex>();
-  std::shared_ptr<std::shared_mutex> writers = std::make_shared<std::shared_mutex>();
+  std::shared_ptr<WriterGate> writers = std::make_shared<WriterGate>();
 };
 
 Result<std::shared_ptr<MemArray>> NewArray(const FilterConfig& config, uint64_t part,
                                            std::string_view name,
                                            const std::shared_ptr<std::mutex>& remove_mutex,
-                                           const std::shared_ptr<std::shared_mutex>& writers) {
+                                           const std::shared_ptr<WriterGate>& writers) {
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, SizePart(config, part));
   auto a = std::make_shared<MemArray>();
   WordArray& v = a->view;
