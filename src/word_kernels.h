@@ -152,6 +152,9 @@ struct WordKernels {
   // its loop, prefetches or vector set-up (single-item calls, where those
   // were most of the kernel's instructions).
   bool (*test_one)(const Hash128& hash, const Geometry& g, uint64_t* words);
+  // set_exclusive for one item, without its loop: whether it turned a bit
+  // on (a single add that took WordArray::writers alone).
+  bool (*set_one_exclusive)(const Hash128& hash, const Geometry& g, uint64_t* words);
 };
 
 namespace word_kernels_internal {
@@ -371,6 +374,24 @@ struct Entries {
       }
     });
   }
+  static bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words) {
+    return WithK(g.hashes, [&]<uint32_t kK>() {
+      const typename Layout::Context c = Layout::Prepare(g);
+      const uint32_t k = kK != 0 ? kK : g.hashes;
+      if constexpr (kLine) {
+        uint64_t* const line = words + 8 * Layout::Line(h, c);
+        if (LineItemSet<Layout>(line, h, c, k)) return false;
+        bool was_new = false;
+        Layout::Bits(h, c, k,
+                     [&](uint32_t w, uint32_t bit) { was_new |= SetBit<true>(line[w], bit ^ 7); });
+        return was_new;
+      } else {
+        uint64_t item[kScatterMaxHashes];
+        ScatterPrepare<Layout, kK, true>(h, c, k, words, /*prefetch=*/false, item);
+        return SetItemBits<true>(words, item, k);
+      }
+    });
+  }
   template <bool kExclusive>
   static int64_t Set(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                      uint8_t* added) {
@@ -395,6 +416,7 @@ constexpr WordKernels ScatterKernelsOf() {
       .set_exclusive = &E::template Set<true>,
       .set_shared = &E::template Set<false>,
       .test_one = &E::TestOne,
+      .set_one_exclusive = &E::SetOneExclusive,
   };
 }
 
@@ -407,6 +429,7 @@ constexpr WordKernels LineKernelsOf() {
       .set_exclusive = &E::template Set<true>,
       .set_shared = &E::template Set<false>,
       .test_one = &E::TestOne,
+      .set_one_exclusive = &E::SetOneExclusive,
   };
 }
 

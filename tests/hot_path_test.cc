@@ -98,9 +98,9 @@ std::string_view Bytes(const internal::Words& w, const FilterConfig& c) {
 
 // Direct calls of each strategy's kernels against its offsets: random
 // hashes (the kernels must take any), geometries from 2 to 30 bits per item,
-// both writer modes, tests of items added and not added (batched and one at
-// a time), with the vector forms of the kernels (where this CPU has them)
-// and without.
+// adds in both writer modes (batched and one at a time), tests of items added
+// and not added (batched and one at a time), with the vector forms of the
+// kernels (where this CPU has them) and without.
 TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
   std::mt19937_64 rng(17);
   int strategies = 0;
@@ -140,10 +140,18 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
               kernels.set_exclusive(batch, g, exclusive.get(), added_exclusive.data() + i);
           fresh_shared += kernels.set_shared(batch, g, shared.get(), added_shared.data() + i);
         }
+        // And one item at a time, as a single add that holds the array alone.
+        internal::Words one = internal::NewWords(bytes);
+        std::vector<uint8_t> added_one(hashes.size(), 9);
+        for (size_t i = 0; i < hashes.size(); ++i) {
+          added_one[i] = kernels.set_one_exclusive(hashes[i], g, one.get()) ? 1 : 0;
+        }
         EXPECT_TRUE(Bytes(exclusive, c) == want.bytes);
         EXPECT_TRUE(Bytes(shared, c) == want.bytes);
+        EXPECT_TRUE(Bytes(one, c) == want.bytes);
         EXPECT_EQ(added_exclusive, want.added);
         EXPECT_EQ(added_shared, want.added);
+        EXPECT_EQ(added_one, want.added);
         const auto count = std::count(want.added.begin(), want.added.end(), 1);
         EXPECT_EQ(fresh_exclusive, count);
         EXPECT_EQ(fresh_shared, count);

@@ -234,6 +234,18 @@ class Avx2Lines {
   }
   return fresh;
 }
+
+// One item (set_one_exclusive): the loop body above.
+[[gnu::target("avx2")]] bool SetOneExclusiveAvx2(const Hash128& h, const Geometry& g,
+                                                 uint64_t* words) {
+  const Avx2Item item = Avx2Lines(g).Item(words, h);
+  const __m256i word0 = _mm256_loadu_si256(item.line);
+  const __m256i word1 = _mm256_loadu_si256(item.line + 1);
+  if (!LacksAvx2(item, word0, word1)) return false;
+  _mm256_storeu_si256(item.line, _mm256_or_si256(word0, item.mask0));
+  _mm256_storeu_si256(item.line + 1, _mm256_or_si256(word1, item.mask1));
+  return true;
+}
 #endif
 
 #ifdef REDBLOOM_BLOCK_AVX2
@@ -264,12 +276,20 @@ int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_
   return kPortableKernels.set_exclusive(hashes, g, words, added);
 }
 
+bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words) {
+#ifdef REDBLOOM_BLOCK_AVX2
+  if (UseAvx2(g)) return SetOneExclusiveAvx2(h, g, words);
+#endif
+  return kPortableKernels.set_one_exclusive(h, g, words);
+}
+
 constexpr WordKernels kKernels = {
     .max_hashes = kPortableKernels.max_hashes,
     .test = &Test,
     .set_exclusive = &SetExclusive,
     .set_shared = kPortableKernels.set_shared,
     .test_one = &TestOne,
+    .set_one_exclusive = &SetOneExclusive,
 };
 
 // The chance that one item sets a given bit of its block: its k bits go
