@@ -239,6 +239,35 @@ TEST(WriterGateTest, AloneExcludesSharersAndWaitingSharersGetIn) {
   EXPECT_EQ(counter, uint64_t{kWriters} * kRounds);
 }
 
+// A sharer that waits goes before the next lone writer: a thread adding
+// single items back to back takes the gate alone for a few nanoseconds at a
+// time, and a sharer woken after one of them would otherwise find the next
+// one holding it, again and again.
+TEST(WriterGateTest, AWaitingSharerGoesBeforeTheNextLoneWriter) {
+  for (int round = 0; round < 20; ++round) {
+    internal::WriterGate gate;
+    ASSERT_TRUE(gate.try_lock());
+    std::atomic<bool> in{false};
+    std::thread sharer([&] {
+      std::shared_lock lock(gate);
+      in = true;
+    });
+    while (!gate.sharers_waiting()) std::this_thread::yield();
+    gate.unlock();
+    // Alone now only if the sharer has been in and left already.
+    if (gate.try_lock()) {
+      if (!in.load()) {
+        ADD_FAILURE() << "round " << round << ": a lone writer went before the waiting sharer";
+      }
+      gate.unlock();
+    }
+    sharer.join();
+    EXPECT_TRUE(in.load());
+    EXPECT_TRUE(gate.try_lock());
+    gate.unlock();
+  }
+}
+
 // IsValidUtf8 checks ASCII a word at a time (overlapping words for the tail)
 // before any byte: for every length up to 40 and every position of a
 // non-ASCII byte, well-formed or not, it must agree with the sequence rules
