@@ -211,7 +211,17 @@ class Avx2Lines {
 // not, and an item that lacks a bit writes both halves back ORed with its
 // masks. Concurrent readers may see a half before the other, which is a
 // torn read as above. Concurrent writers are excluded by the caller (a
-// shared writer ORs word by word with locked operations instead).
+// shared writer ORs word by word with locked operations instead). Whether
+// the item lacked a bit.
+[[gnu::target("avx2")]] inline bool SetAloneAvx2(const Avx2Item& item) {
+  const __m256i half0 = _mm256_loadu_si256(item.line);
+  const __m256i half1 = _mm256_loadu_si256(item.line + 1);
+  if (!LacksAvx2(item, half0, half1)) return false;
+  _mm256_storeu_si256(item.line, _mm256_or_si256(half0, item.mask0));
+  _mm256_storeu_si256(item.line + 1, _mm256_or_si256(half1, item.mask1));
+  return true;
+}
+
 [[gnu::target("avx2")]] int64_t SetExclusiveAvx2(std::span<const Hash128> hashes, const Geometry& g,
                                                  uint64_t* words, uint8_t* added) {
   constexpr size_t kAhead = word_kernels_internal::kLineAhead;
@@ -221,30 +231,17 @@ class Avx2Lines {
   int64_t fresh = 0;
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) PrefetchForWrite(lines.Line(words, h[i + kAhead]));
-    const Avx2Item item = lines.Item(words, h[i]);
-    const __m256i word0 = _mm256_loadu_si256(item.line);
-    const __m256i word1 = _mm256_loadu_si256(item.line + 1);
-    const bool was_new = LacksAvx2(item, word0, word1);
-    if (was_new) {
-      _mm256_storeu_si256(item.line, _mm256_or_si256(word0, item.mask0));
-      _mm256_storeu_si256(item.line + 1, _mm256_or_si256(word1, item.mask1));
-    }
+    const bool was_new = SetAloneAvx2(lines.Item(words, h[i]));
     if (added != nullptr) added[i] = was_new ? 1 : 0;
     fresh += was_new ? 1 : 0;
   }
   return fresh;
 }
 
-// One item (set_one_exclusive): the loop body above.
+// One item (set_one_exclusive).
 [[gnu::target("avx2")]] bool SetOneExclusiveAvx2(const Hash128& h, const Geometry& g,
                                                  uint64_t* words) {
-  const Avx2Item item = Avx2Lines(g).Item(words, h);
-  const __m256i word0 = _mm256_loadu_si256(item.line);
-  const __m256i word1 = _mm256_loadu_si256(item.line + 1);
-  if (!LacksAvx2(item, word0, word1)) return false;
-  _mm256_storeu_si256(item.line, _mm256_or_si256(word0, item.mask0));
-  _mm256_storeu_si256(item.line + 1, _mm256_or_si256(word1, item.mask1));
-  return true;
+  return SetAloneAvx2(Avx2Lines(g).Item(words, h));
 }
 #endif
 
