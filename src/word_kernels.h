@@ -288,6 +288,18 @@ void LineTest(std::span<const Hash128> hashes, const Geometry& g, uint64_t* word
   }
 }
 
+// Sets an item's bits in its line: read first, then write only an item that
+// lacks a bit (SetItemBits). Whether it did.
+template <typename Layout, bool kExclusive>
+inline bool LineSetItem(uint64_t* line, const Hash128& h, const typename Layout::Context& c,
+                        uint32_t k) {
+  if (LineItemSet<Layout>(line, h, c, k)) return false;
+  bool was_new = false;
+  Layout::Bits(h, c, k,
+               [&](uint32_t w, uint32_t bit) { was_new |= SetBit<kExclusive>(line[w], bit ^ 7); });
+  return was_new;
+}
+
 template <typename Layout, uint32_t kK, bool kExclusive>
 int64_t LineSet(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                 uint8_t* added) {
@@ -298,14 +310,8 @@ int64_t LineSet(std::span<const Hash128> hashes, const Geometry& g, uint64_t* wo
   int64_t fresh = 0;
   for (size_t i = 0; i < n; ++i) {
     if (i + kLineAhead < n) PrefetchForWrite(words + 8 * Layout::Line(h[i + kLineAhead], c));
-    uint64_t* const line = words + 8 * Layout::Line(h[i], c);
-    // Read first, then write only an item that lacks a bit (SetItemBits).
-    bool was_new = false;
-    if (!LineItemSet<Layout>(line, h[i], c, kK != 0 ? kK : k)) {
-      Layout::Bits(h[i], c, kK != 0 ? kK : k, [&](uint32_t w, uint32_t bit) {
-        was_new |= SetBit<kExclusive>(line[w], bit ^ 7);
-      });
-    }
+    const bool was_new = LineSetItem<Layout, kExclusive>(words + 8 * Layout::Line(h[i], c), h[i], c,
+                                                         kK != 0 ? kK : k);
     if (added != nullptr) added[i] = was_new ? 1 : 0;
     fresh += was_new ? 1 : 0;
   }
@@ -379,12 +385,7 @@ struct Entries {
       const typename Layout::Context c = Layout::Prepare(g);
       const uint32_t k = kK != 0 ? kK : g.hashes;
       if constexpr (kLine) {
-        uint64_t* const line = words + 8 * Layout::Line(h, c);
-        if (LineItemSet<Layout>(line, h, c, k)) return false;
-        bool was_new = false;
-        Layout::Bits(h, c, k,
-                     [&](uint32_t w, uint32_t bit) { was_new |= SetBit<true>(line[w], bit ^ 7); });
-        return was_new;
+        return LineSetItem<Layout, true>(words + 8 * Layout::Line(h, c), h, c, k);
       } else {
         uint64_t item[kScatterMaxHashes];
         ScatterPrepare<Layout, kK, true>(h, c, k, words, /*prefetch=*/false, item);
