@@ -153,10 +153,14 @@ class WordBitStore final : public BitStore, public HashedCells {
   // Part 0's array if it was opened eagerly and is still live, else null
   // (then ArrayPtr says why): the common case, without building a Result.
   WordArray* LiveMain(uint64_t part) const;
-  // Sets the items' bits with the kernels, under the array's writer lock
+  // Sets the items' bits with the kernels, under the array's writer gate
   // (WordArray::writers), and counts the new ones.
   static void SetWithKernels(WordArray& a, const WordKernels& kernels,
                              std::span<const Hash128> hashes, const Geometry& g, uint8_t* added);
+  // The same for one item, tested first (no gate if it is present); whether
+  // it was new. AddOne and single-item AddHashes calls.
+  static bool AddOneWithKernels(WordArray& a, const WordKernels& kernels, const Hash128& hash,
+                                const Geometry& g);
 
   std::unique_ptr<WordParts> parts_;
   std::shared_ptr<WordArray> main_;
