@@ -460,7 +460,7 @@ Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
   }
   if (KernelsFit(strategy, *a, g)) {
     if (hashes.size() == 1) {
-      present[0] |= strategy.word_kernels->test_one(hashes[0], g, a->words) ? 1 : 0;
+      present[0] |= strategy.word_kernels->test_one(hashes[0], g, a->words, nullptr) ? 1 : 0;
     } else {
       strategy.word_kernels->test(hashes, g, a->words, present);
     }
@@ -514,7 +514,8 @@ void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
   // An item whose bits are all set cannot be new: no lock, no write (adding
   // what a filter holds is common: dedup). Adds only ever turn bits on, so a
   // bit seen set stays set (Clear aside, which no add is ordered with anyway).
-  if (kernels.test_one(hash, g, a.words)) return false;
+  OneItem item;
+  if (kernels.test_one(hash, g, a.words, &item)) return false;
   // Alone, the one-item kernel, without the batch kernel's set-up
   // (callgrind: about 370 instructions per single add of a block filter, 430
   // through the batch kernel).
@@ -522,7 +523,7 @@ void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
     constexpr bool kAlone = decltype(alone)::value;
     bool fresh = false;
     if constexpr (kAlone) {
-      fresh = kernels.set_one_exclusive(hash, g, a.words);
+      fresh = kernels.set_one_exclusive(hash, g, a.words, item);
     } else {
       uint8_t out = 0;
       kernels.set_shared(std::span<const Hash128>(&hash, 1), g, a.words, &out);
@@ -541,7 +542,7 @@ bool WordBitStore::TestOne(const Hash128& hash, const StrategyDef& strategy, con
                            bool* present) const {
   const WordArray* a = LiveMain(0);
   if (a == nullptr) return false;
-  *present = strategy.word_kernels->test_one(hash, g, a->words);
+  *present = strategy.word_kernels->test_one(hash, g, a->words, nullptr);
   return true;
 }
 

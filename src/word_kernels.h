@@ -131,6 +131,16 @@ inline void PrefetchItemLines(uint64_t* words, const uint64_t* item, uint32_t k,
   }
 }
 
+// Where one item's bits are, as test_one found them, so that
+// set_one_exclusive sets them without finding them again: a scatter layout's
+// k offsets (for guava64 seven Barrett reductions, which a single add would
+// otherwise redo after the writer gate's compare-and-swap, on its critical
+// path). Line layouts find their line again from the hash, which costs less
+// than storing it, and leave this alone.
+struct OneItem {
+  uint64_t offsets[32];  // word_kernels_internal::kScatterMaxHashes
+};
+
 // What a strategy's kernels do, over an array of 1-bit cells (lines 64-byte
 // aligned at words + 8 * line) whose g.bits cells the caller has checked are
 // there.
@@ -150,11 +160,14 @@ struct WordKernels {
                         uint8_t* added);
   // Whether every bit of one item is set: the batch kernel's answer without
   // its loop, prefetches or vector set-up (single-item calls, where those
-  // were most of the kernel's instructions).
-  bool (*test_one)(const Hash128& hash, const Geometry& g, uint64_t* words);
+  // were most of the kernel's instructions). Leaves in *item, unless item is
+  // null (a check), where the bits are, for set_one_exclusive.
+  bool (*test_one)(const Hash128& hash, const Geometry& g, uint64_t* words, OneItem* item);
   // set_exclusive for one item, without its loop: whether it turned a bit
-  // on (a single add that took WordArray::writers alone).
-  bool (*set_one_exclusive)(const Hash128& hash, const Geometry& g, uint64_t* words);
+  // on (a single add that took WordArray::writers alone). `item` is what
+  // test_one left for this hash and geometry.
+  bool (*set_one_exclusive)(const Hash128& hash, const Geometry& g, uint64_t* words,
+                            const OneItem& item);
 };
 
 namespace word_kernels_internal {
@@ -187,6 +200,7 @@ constexpr size_t kScatterAhead = 16;
 constexpr size_t kLineAhead = 32;
 // Scatter kernels keep the offsets of the items in flight on the stack.
 constexpr uint32_t kScatterMaxHashes = 32;
+static_assert(sizeof(OneItem::offsets) == kScatterMaxHashes * sizeof(uint64_t));
 // Each kernel is compiled once per k up to this, with its loops unrolled
 // (the layouts' loops say `#pragma GCC unroll`: GCC 12 at -O2 left them
 // rolled), and once for any k.
@@ -367,29 +381,29 @@ struct Entries {
       }
     });
   }
-  static bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words) {
+  static bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words, OneItem* item) {
     return WithK(g.hashes, [&]<uint32_t kK>() {
       const typename Layout::Context c = Layout::Prepare(g);
       const uint32_t k = kK != 0 ? kK : g.hashes;
       if constexpr (kLine) {
         return LineItemSet<Layout>(words + 8 * Layout::Line(h, c), h, c, k);
       } else {
-        uint64_t item[kScatterMaxHashes];
-        ScatterPrepare<Layout, kK, false>(h, c, k, words, /*prefetch=*/false, item);
-        return TestItemBits(words, item, k);
+        uint64_t own[kScatterMaxHashes];
+        uint64_t* offsets = item != nullptr ? item->offsets : own;
+        ScatterPrepare<Layout, kK, false>(h, c, k, words, /*prefetch=*/false, offsets);
+        return TestItemBits(words, offsets, k);
       }
     });
   }
-  static bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words) {
+  static bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words,
+                              const OneItem& item) {
     return WithK(g.hashes, [&]<uint32_t kK>() {
-      const typename Layout::Context c = Layout::Prepare(g);
       const uint32_t k = kK != 0 ? kK : g.hashes;
       if constexpr (kLine) {
+        const typename Layout::Context c = Layout::Prepare(g);
         return LineSetItem<Layout, true>(words + 8 * Layout::Line(h, c), h, c, k);
       } else {
-        uint64_t item[kScatterMaxHashes];
-        ScatterPrepare<Layout, kK, true>(h, c, k, words, /*prefetch=*/false, item);
-        return SetItemBits<true>(words, item, k);
+        return SetItemBits<true>(words, item.offsets, k);
       }
     });
   }

@@ -140,11 +140,16 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
               kernels.set_exclusive(batch, g, exclusive.get(), added_exclusive.data() + i);
           fresh_shared += kernels.set_shared(batch, g, shared.get(), added_shared.data() + i);
         }
-        // And one item at a time, as a single add that holds the array alone.
+        // And one item at a time, as a single add that holds the array alone:
+        // test_one finds the item, set_one_exclusive sets what it found.
         internal::Words one = internal::NewWords(bytes);
         std::vector<uint8_t> added_one(hashes.size(), 9);
         for (size_t i = 0; i < hashes.size(); ++i) {
-          added_one[i] = kernels.set_one_exclusive(hashes[i], g, one.get()) ? 1 : 0;
+          internal::OneItem found;
+          const bool held = kernels.test_one(hashes[i], g, one.get(), &found);
+          const bool fresh = kernels.set_one_exclusive(hashes[i], g, one.get(), found);
+          ASSERT_NE(held, fresh) << "item " << i;
+          added_one[i] = fresh ? 1 : 0;
         }
         EXPECT_TRUE(Bytes(exclusive, c) == want.bytes);
         EXPECT_TRUE(Bytes(shared, c) == want.bytes);
@@ -168,7 +173,7 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
           ComputeOffsets(s, probes[i], g, item.data());
           ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;
           // The single-item form answers the same.
-          ASSERT_EQ(kernels.test_one(probes[i], g, exclusive.get()), want.Has(item))
+          ASSERT_EQ(kernels.test_one(probes[i], g, exclusive.get(), nullptr), want.Has(item))
               << "probe " << i;
           positives += present[i];
         }
