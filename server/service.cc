@@ -379,7 +379,7 @@ Reply Service::Health() const { return JsonReply(200, Json{{"status", "ok"}}); }
 Reply Service::Ready() {
   if (shutting_down_.load()) return ErrorReply(503, "unavailable", "shutting down");
   Result<Store*> store = GetStore();
-  if (!store.ok()) return ErrorReply(store.status());
+  if (!store.ok()) return StoreErrorReply(store.status());
   Status s = (*store)->Ping();
   if (!s.ok()) return StoreErrorReply(s);
   Json body{{"status", "ready"}};
@@ -403,7 +403,7 @@ Reply Service::MetricsText() const {
 
 Reply Service::ListFilters() {
   Result<Store*> store = GetStore();
-  if (!store.ok()) return ErrorReply(store.status());
+  if (!store.ok()) return StoreErrorReply(store.status());
   Result<std::vector<std::string>> names = (*store)->List();
   if (!names.ok()) return StoreErrorReply(names.status());
   return JsonReply(200, Json{{"filters", *names}});
@@ -431,7 +431,7 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
     }
   }
   Result<Store*> store = GetStore();
-  if (!store.ok()) return ErrorReply(store.status());
+  if (!store.ok()) return StoreErrorReply(store.status());
   bool created = false;
   Result<std::unique_ptr<BloomFilter>> filter =
       BloomFilter::Create(**store, name, *options, &created);
@@ -460,7 +460,7 @@ Reply Service::GetFilter(std::string_view name) {
 
 Reply Service::DeleteFilter(std::string_view name) {
   Result<Store*> store = GetStore();
-  if (!store.ok()) return ErrorReply(store.status());
+  if (!store.ok()) return StoreErrorReply(store.status());
   cache_.Evict(name);
   Status s = BloomFilter::Drop(**store, name);
   // Evict again: a request running during the drop may have reopened it.

@@ -206,9 +206,27 @@ TEST(ServerRedisTest, UnreachableAtStartThenServesOnceRedisIsUp) {
   RedbloomdProcess server(redis.url());
   server.Start();  // /healthz answers although the store is down
   auto client = server.Client();
-  Answer ready = Call(*client, "GET", "/readyz");
-  EXPECT_EQ(ready.status, 503) << ready.body;
-  EXPECT_EQ(Call(*client, "GET", "/v1/filters").status, 503);
+  // Every route that needs the store answers 503 and counts a store error,
+  // as the README's alerting advice relies on.
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"GET", "/readyz"},
+      {"GET", "/v1/filters"},
+      {"PUT", "/v1/filters/late"},
+      {"GET", "/v1/filters/late"},
+      {"POST", "/v1/filters/late/check"},
+      {"GET", "/v1/filters/late/items/a"},
+      {"DELETE", "/v1/filters/late"}};
+  for (const auto& [method, path] : routes) {
+    const std::string body = method == "PUT"    ? R"({"capacity":10,"error_rate":0.1})"
+                             : method == "POST" ? R"({"items":["a"]})"
+                                                : "";
+    Answer a = Call(*client, method, path, body);
+    EXPECT_EQ(a.status, 503) << method << " " << path << ": " << a.body;
+    EXPECT_EQ(a.error(), "unavailable") << method << " " << path << ": " << a.body;
+  }
+  EXPECT_EQ(Sample(Call(*client, "GET", "/metrics").body,
+                   R"(redbloomd_store_errors_total{code="unavailable"})"),
+            static_cast<double>(routes.size()));
   EXPECT_NE(server.Stderr().find("not reachable yet"), std::string::npos) << server.Stderr();
 
   redis.Start();
