@@ -542,6 +542,28 @@ TEST_F(CliTest, NamesStartingWithADashWorkAfterDoubleDash) {
   EXPECT_EQ(Run({"create", "--", "-z", "extra", "-n", "10", "-p", "0.1"}).exit_code, 2);
 }
 
+// Items starting with "-" also go after "--" when the name and other items
+// come before it (CLI11 2.1 handed such a "--" back to the top command, which
+// rejected "-b"), and options before "--" still count.
+TEST_F(CliTest, ItemsStartingWithADashWorkAfterDoubleDashLaterOn) {
+  Create("ints", {"--encoding", "int64"});
+  auto add = Run({"add", "ints", "1", "--", "-3"});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_EQ(Lines(add.out), (std::vector<std::string>{"1\t1", "1\t-3"}));
+  EXPECT_EQ(Run({"add", "ints", "-q", "2", "--", "-4"}).out, "");
+  auto check = Run({"check", "ints", "--json", "1", "2", "--", "-3", "-4"});
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(nlohmann::json::parse(check.out)["present"], 4);
+  EXPECT_EQ(Run({"check", "ints", "1", "--", "-5"}).exit_code, 1);
+  auto offsets = Run({"offsets", "-n", "10", "-p", "0.1", "a", "--", "-b"});
+  EXPECT_EQ(offsets.exit_code, 0) << offsets.err;
+  EXPECT_EQ(Lines(offsets.out).size(), 2u) << offsets.out;
+  // The hidden positional that keeps "--" in the command stays out of help.
+  const std::string help = Run({"check", "--help"}).out;
+  EXPECT_NE(help.find("NAME [ITEM...]\n"), std::string::npos) << help;
+  EXPECT_EQ(help.find("[]"), std::string::npos) << help;
+}
+
 // --json: one document, per item {"item", "new"|"present"|"removed"}, with
 // counts; the exit codes are those of the text output.
 TEST_F(CliTest, AddCheckAndRemoveAsJson) {

@@ -334,6 +334,21 @@ std::vector<std::string> OptionsBeforeDashedName(const CLI::App& app,
   return args;
 }
 
+// Leaves hidden positionals (keep_dashes_in, below) out of usage lines.
+class UsageFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_usage(const CLI::Option* opt) const override {
+    return opt->get_group().empty() ? std::string() : CLI::Formatter::make_option_usage(opt);
+  }
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
+    // The space the empty usage above leaves before the line's end.
+    if (const size_t end = usage.rfind(" \n"); end != std::string::npos && end + 2 == usage.size())
+      usage.erase(end, 1);
+    return usage;
+  }
+};
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "redbloom: Bloom filters in memory, in local files or in plain Redis, byte-compatible with "
@@ -344,6 +359,7 @@ int Main(int argc, char** argv) {
       "a command whose one argument is NAME takes its options after it too (redbloom create -- "
       "-x -n 1000 -p 0.01).",
       "redbloom"};
+  app.formatter(std::make_shared<UsageFormatter>());
   app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION);
   app.require_subcommand(1);
   app.fallthrough();
@@ -375,9 +391,18 @@ int Main(int argc, char** argv) {
       ->required();
   attach_flags.AddTo(attach, "seed", SizingFlags::Need::kJavaRecorded);
 
+  // CLI11 (2.1) hands a "--" back to the parent command once every
+  // positional has its least count, so "check orders a -- -b" failed on
+  // "-b" although "check orders -- -b" worked. A hidden positional that
+  // never fills (ITEM takes every value first) keeps "--" in the command.
+  std::string unused_after_items;
+  auto keep_dashes_in = [&](CLI::App* cmd) {
+    cmd->add_option("AFTER-ITEMS", unused_after_items)->group("");
+  };
   auto add_item_flags = [&](CLI::App* cmd, std::string_view answer) {
     cmd->add_option("NAME", name, "Filter name")->required();
     cmd->add_option("ITEM", items, "Items (or use --file)");
+    keep_dashes_in(cmd);
     cmd->add_option("--file,-f", file, "Read one item per line from PATH, or - for stdin");
     auto* q = cmd->add_flag("--quiet,-q", quiet, "Print nothing; only the exit code tells");
     cmd->add_flag("--json", json,
@@ -411,6 +436,7 @@ int Main(int argc, char** argv) {
       "offsets", "Print each item's bit offsets, in the strategy's order, one line per item");
   offsets_flags.AddTo(offsets, StrategyName(kDefaultStrategy));
   offsets->add_option("ITEM", items, "Items")->required();
+  keep_dashes_in(offsets);
 
   auto run_bulk = AddBulkCommands(app, ctx);
 
