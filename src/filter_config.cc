@@ -159,6 +159,10 @@ Result<double> ParseDouble(std::string_view text) {
   const char* b = text.data();
   const char* e = b + text.size();
   auto [ptr, ec] = std::from_chars(b, e, v);
+  if (!text.empty() && ptr == e && ec == std::errc::result_out_of_range) {
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is out of a double's range (too large or too small)");
+  }
   if (text.empty() || ec != std::errc() || ptr != e || !std::isfinite(v)) {
     return Status::InvalidArgument("'" + std::string(text) + "' is not a number");
   }
@@ -175,6 +179,10 @@ Result<uint64_t> ParseUint64(std::string_view text) {
     auto d = ParseDouble(text);
     if (d.ok() && *d >= 0 && *d < 1.8e19 && std::floor(*d) == *d) {
       return static_cast<uint64_t>(*d);
+    }
+    if ((ptr == e && ec == std::errc::result_out_of_range) || (d.ok() && *d >= 1.8e19)) {
+      return Status::InvalidArgument("'" + std::string(text) + "' is out of range (at most " +
+                                     std::to_string(UINT64_MAX) + ")");
     }
     return Status::InvalidArgument("'" + std::string(text) + "' is not a non-negative integer");
   }

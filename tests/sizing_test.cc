@@ -158,5 +158,33 @@ TEST(SizingTest, GivenGeometryIsCheckedLikeGuavasOwn) {
       MakeConfig({.strategy = Strategy::kGuava64, .bits = (64ULL << 31) - 64, .hashes = 255}).ok());
 }
 
+// Capacities and rates come from users: a number out of range is named as
+// such, not as "not a number".
+TEST(SizingTest, NumbersOutOfRangeAreNamedSo) {
+  EXPECT_EQ(*ParseUint64("1e6"), 1000000u);
+  EXPECT_EQ(*ParseUint64("18446744073709551615"), UINT64_MAX);
+  for (const char* big : {"18446744073709551616", "99999999999999999999", "1e20"}) {
+    auto r = ParseUint64(big);
+    ASSERT_FALSE(r.ok()) << big;
+    EXPECT_NE(r.status().message().find("out of range"), std::string::npos)
+        << r.status().ToString();
+  }
+  for (const char* bad : {"abc", "-5", "10.5", ""}) {
+    auto r = ParseUint64(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("not a non-negative integer"), std::string::npos)
+        << r.status().ToString();
+  }
+  for (const char* tiny : {"1e-400", "1e400"}) {
+    auto r = ParseDouble(tiny);
+    ASSERT_FALSE(r.ok()) << tiny;
+    EXPECT_NE(r.status().message().find("out of a double's range"), std::string::npos)
+        << r.status().ToString();
+  }
+  EXPECT_NE(ParseDouble("1%").status().message().find("not a number"), std::string::npos);
+  EXPECT_NE(ParseDouble("inf").status().message().find("not a number"), std::string::npos);
+  EXPECT_DOUBLE_EQ(*ParseDouble("0.01"), 0.01);
+}
+
 }  // namespace
 }  // namespace redbloom
