@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "word_kernels.h"
 
 namespace redbloom {
 namespace {
@@ -74,10 +75,20 @@ TEST(StrategyTest, Guava64StepsByH2AndMasksTheSign) {
   EXPECT_EQ(out[2], 1u);
 }
 
-// guava64's offsets come from a Barrett reduction, not `%`: they must be
-// the same integers as Java's (c & Long.MAX_VALUE) % m for every m Guava can
-// have, from one word to its limit of (2^31 - 1) * 64 bits.
-TEST(StrategyTest, Guava64OffsetsEqualJavaRemainders) {
+// guava64's offsets come from a Barrett reduction (portable) or from
+// doubles (AVX-512, where the CPU has it), not `%`: both must be the same
+// integers as Java's (c & Long.MAX_VALUE) % m for every m Guava can have,
+// from one word to its limit of (2^31 - 1) * 64 bits, for k up to 16 (two
+// vectors of eight) and past it (portable).
+class Guava64OffsetsTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { internal::SetVectorKernelsEnabledForTesting(GetParam()); }
+  void TearDown() override { internal::SetVectorKernelsEnabledForTesting(true); }
+};
+
+INSTANTIATE_TEST_SUITE_P(VectorAndPortable, Guava64OffsetsTest, ::testing::Bool());
+
+TEST_P(Guava64OffsetsTest, EqualJavaRemainders) {
   uint64_t x = 0x2545F4914F6CDD1DULL;
   auto next = [&x] {
     x ^= x >> 12;
@@ -88,17 +99,24 @@ TEST(StrategyTest, Guava64OffsetsEqualJavaRemainders) {
   std::vector<uint64_t> sizes = {64, 128, 640, 9600, 95850624, ((1ULL << 31) - 1) * 64};
   for (int i = 0; i < 200; ++i) sizes.push_back((next() % ((1ULL << 31) - 1) + 1) * 64);
   for (uint64_t m : sizes) {
-    const Geometry g{m, 16, false};
-    std::vector<uint64_t> got(16);
+    const uint32_t k = m % 3 == 0 ? 20 : 16;
+    const Geometry g{m, k, false};
+    std::vector<uint64_t> got(k);
     for (int trial = 0; trial < 2000; ++trial) {
-      // Extremes too: all ones, the sign bit alone, zero.
+      // Extremes too: all ones, the sign bit alone, zero, and runs of c
+      // around the largest multiple of m below 2^63 and around m (where a
+      // quotient estimate is most likely to be off by one).
+      const uint64_t top = 0x7fffffffffffffffULL / m * m;
       const Hash128 h = trial == 0   ? Hash128{~0ULL, ~0ULL}
                         : trial == 1 ? Hash128{1ULL << 63, 1ULL << 63}
                         : trial == 2 ? Hash128{0, 0}
+                        : trial == 3 ? Hash128{top - 3, 1}
+                        : trial == 4 ? Hash128{m - 3, 1}
+                        : trial == 5 ? Hash128{top - m, m}
                                      : Hash128{next(), next()};
       ComputeOffsets(Strategy::kGuava64, h, g, got.data());
       uint64_t c = h.h1;
-      for (int j = 0; j < 16; ++j, c += h.h2) {
+      for (uint32_t j = 0; j < k; ++j, c += h.h2) {
         ASSERT_EQ(got[j], (c & 0x7fffffffffffffffULL) % m) << "m " << m << " trial " << trial;
       }
     }
