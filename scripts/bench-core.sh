@@ -70,8 +70,11 @@ echo
 echo "== medians of $reps, CPU ns per item, 1% filters, items ORD-i, batches of 1000"
 awk -F'\t' '
   FILENAME == ARGV[1] { guava[$1] = $2; guava_fpp[$1] = $3; guava_bpk[$1] = $4; next }
-  FILENAME == ARGV[2] {  # baseline: op/store/size (its strategy was guava64)
-    n = split($1, p, "/"); if (n == 3) base[p[1] "/" p[2] "/" p[3]] = $2; next
+  FILENAME == ARGV[2] {  # baseline: op/store/strategy/size (op/store/size before strategies)
+    n = split($1, p, "/")
+    if (n == 3) base[p[1] "/" p[2] "/" p[3]] = $2
+    if (n == 4 && p[3] == "guava64") base[p[1] "/" p[2] "/" p[4]] = $2
+    next
   }
   $1 ~ /^paired_/ {  # paired_what/store/strategy/size: B / A, A ns, B ns
     split($1, p, "/")
