@@ -269,7 +269,7 @@ void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, u
 
 [[gnu::noinline]] bool PortableSetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words,
                                                const OneItem& item) {
-  return PortableSetOneExclusive(h, g, words, item);
+  return kPortableKernels.set_one_exclusive(h, g, words, item);
 }
 
 bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words, OneItem* item) {
@@ -291,7 +291,7 @@ bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words, const
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) return SetOneExclusiveAvx2(h, g, words);
 #endif
-  return kPortableKernels.set_one_exclusive(h, g, words, item);
+  return PortableSetOneExclusive(h, g, words, item);
 }
 
 constexpr WordKernels kKernels = {
