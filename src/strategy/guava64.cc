@@ -137,14 +137,12 @@ bool UseAvx512(const Geometry& g) {
   Avx512Entries::Test(hashes, g, words, present);
 }
 
-[[gnu::target("avx512f,avx512dq"), gnu::flatten]] int64_t SetExclusiveAvx512(
-    std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, uint8_t* added) {
-  return Avx512Entries::Set<true>(hashes, g, words, added);
-}
-
-[[gnu::target("avx512f,avx512dq"), gnu::flatten]] int64_t SetSharedAvx512(
-    std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, uint8_t* added) {
-  return Avx512Entries::Set<false>(hashes, g, words, added);
+template <bool kExclusive>
+[[gnu::target("avx512f,avx512dq"), gnu::flatten]] int64_t SetAvx512(std::span<const Hash128> hashes,
+                                                                    const Geometry& g,
+                                                                    uint64_t* words,
+                                                                    uint8_t* added) {
+  return Avx512Entries::Set<kExclusive>(hashes, g, words, added);
 }
 
 [[gnu::target("avx512f,avx512dq"), gnu::flatten]] void OffsetsAvx512(
@@ -173,20 +171,14 @@ void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, u
   kPortableKernels.test(hashes, g, words, present);
 }
 
-int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
-                     uint8_t* added) {
+// set_exclusive (kExclusive) and set_shared.
+template <bool kExclusive>
+int64_t Set(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, uint8_t* added) {
 #ifdef REDBLOOM_GUAVA64_AVX512
-  if (UseAvx512(g)) return SetExclusiveAvx512(hashes, g, words, added);
+  if (UseAvx512(g)) return SetAvx512<kExclusive>(hashes, g, words, added);
 #endif
-  return kPortableKernels.set_exclusive(hashes, g, words, added);
-}
-
-int64_t SetShared(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
-                  uint8_t* added) {
-#ifdef REDBLOOM_GUAVA64_AVX512
-  if (UseAvx512(g)) return SetSharedAvx512(hashes, g, words, added);
-#endif
-  return kPortableKernels.set_shared(hashes, g, words, added);
+  const auto set = kExclusive ? kPortableKernels.set_exclusive : kPortableKernels.set_shared;
+  return set(hashes, g, words, added);
 }
 
 // Single items keep the scalar offsets: one item has no batch to spread the
@@ -194,8 +186,8 @@ int64_t SetShared(std::span<const Hash128> hashes, const Geometry& g, uint64_t* 
 const WordKernels kKernels = {
     .max_hashes = kPortableKernels.max_hashes,
     .test = &Test,
-    .set_exclusive = &SetExclusive,
-    .set_shared = &SetShared,
+    .set_exclusive = &Set<true>,
+    .set_shared = &Set<false>,
     .test_one = kPortableKernels.test_one,
     .set_one_exclusive = kPortableKernels.set_one_exclusive,
 };
