@@ -223,10 +223,15 @@ void AddCount(WordArray& a, int64_t delta) {
   }
 }
 
+// The array's writer gate held shared, or nothing for an array without one
+// (see WordArray::writers).
+std::shared_lock<WriterGate> ShareWriters(WordArray& a) {
+  return a.writers ? std::shared_lock(*a.writers) : std::shared_lock<WriterGate>();
+}
+
 // Reserves `items` of the part's `capacity` (PartBatch::capacity).
 bool Reserve(WordArray& a, PartBatch& b) {
-  std::shared_lock<WriterGate> writing;  // see AddCount
-  if (a.writers) writing = std::shared_lock(*a.writers);
+  const auto writing = ShareWriters(a);  // see AddCount
   std::atomic_ref<uint64_t> count(*a.count);
   uint64_t now = count.load(std::memory_order_relaxed);
   while (true) {
@@ -661,8 +666,7 @@ Status WordBitStore::Clear() {
     if (!array.ok()) return array.status();
     WordArray& a = **array;
     REDBLOOM_RETURN_IF_ERROR(a.writable);
-    std::shared_lock<WriterGate> writing;  // see WordArray::writers
-    if (a.writers) writing = std::shared_lock(*a.writers);
+    const auto writing = ShareWriters(a);
     const uint64_t n = a.word_count();
     for (uint64_t w = 0; w < n; ++w) {
       std::atomic_ref<uint64_t>(a.words[w]).store(0, std::memory_order_relaxed);
