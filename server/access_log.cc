@@ -36,6 +36,7 @@ Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flus
     owned_ = true;
     path_ = target;
   }
+  enabled_ = true;
   if (flush_interval_.count() > 0) {
     flusher_ = std::thread([this] {
       std::unique_lock lk(mu_);

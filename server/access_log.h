@@ -32,7 +32,9 @@ class AccessLog {
   // Flushes, then reopens the file (after logrotate moved it); a no-op for
   // stderr and off. On failure the old file stays in use.
   Status Reopen();
-  bool enabled() const { return fd_ >= 0; }
+  // Whether Open opened a log. Read on every request without the mutex, so
+  // it is its own field: fd_ changes under the mutex when Reopen runs.
+  bool enabled() const { return enabled_; }
   // Appends one line (which must end in '\n'). Lines never interleave.
   void Write(std::string_view line);
   void Flush();
@@ -45,8 +47,9 @@ class AccessLog {
   std::mutex mu_;
   std::condition_variable cv_;
   std::string path_;
-  std::string buffer_;  // guarded by mu_
-  int fd_ = -1;
+  std::string buffer_;    // guarded by mu_
+  int fd_ = -1;           // guarded by mu_
+  bool enabled_ = false;  // set by Open, before any request; never changed after
   bool owned_ = false;
   bool stop_ = false;  // guarded by mu_
   std::chrono::milliseconds flush_interval_{0};
