@@ -23,6 +23,21 @@
 
 namespace redbloom::testing {
 
+// Whether this is a ThreadSanitizer build (scripts/tsan.sh), whose shadow
+// memory makes a process's resident size about five times what it touches:
+// tests that bound a process's memory say so and leave it to the other builds.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
 // The value of `r`; if it failed, a (non-fatal) test failure at the caller's
 // line that names the status, and T{}. For reading a Result inside an
 // expectation, e.g. EXPECT_TRUE(ValueOrFail(f->Contains("x"))), without ever
