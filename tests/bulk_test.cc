@@ -1069,7 +1069,7 @@ TEST_F(ImportBoundsTest, ShortGuavaFileClaimingAHugeArrayIsTruncatedWithoutAlloc
 // pipe, the input is held once more.
 TEST_F(ImportBoundsTest, ImportMemoryIsBoundedByTheFilterNotAMultipleOfIt) {
   if (testing::kThreadSanitizer) {
-    GTEST_SKIP() << "ThreadSanitizer's shadow memory is about 4x what a process touches; "
+    GTEST_SKIP() << "ThreadSanitizer's shadow memory is about 4x more than a process touches; "
                     "the normal and ASan builds bound the import's memory";
   }
   const std::string dump = dir_.path() + "/big.dump", guava = dir_.path() + "/big.guava";
