@@ -62,7 +62,9 @@ RedisBitStore::RedisBitStore(std::shared_ptr<RedisShared> shared, std::string na
 // Counts that could not be sent are sent now, best effort.
 RedisBitStore::~RedisBitStore() {
   std::lock_guard lock(mu_);
-  for (auto& [part, cells] : cells_) {
+  // Not a structured binding: clang before 16 cannot capture one.
+  for (auto& entry : cells_) {
+    const std::unique_ptr<Cells>& cells = entry.second;
     const uint64_t uncounted = cells->pending.exchange(0);
     if (uncounted == 0) continue;
     (void)shared_->source->Run(cells->meta, Access::kMaster, /*idempotent=*/false,
@@ -347,7 +349,9 @@ Status RedisBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* 
   }
   std::vector<std::string> keys;
   std::vector<std::function<Status()>> tasks;
-  for (auto& [key, chunks] : groups) {
+  for (auto& group : groups) {  // not a structured binding, as in ~RedisBitStore
+    const std::string& key = group.first;
+    auto& chunks = group.second;
     keys.push_back(key);
     std::vector<uint64_t>* list = key == keys_.meta ? parts_now : nullptr;
     tasks.push_back([this, &key, &chunks, list] {
