@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang with ASan + UBSan, build-fuzz/)
+# and runs each for FUZZ_SECONDS (default 60) from seeds made here by the CLI
+# of the same build: the HTTP items body (against nlohmann::json), dump and
+# Guava-file imports, file headers, stored configs and Redis URLs.
+# Usage: scripts/fuzz.sh [TARGET...]   (default: every target)
+# A failure leaves its input in build-fuzz/fuzz/TARGET-crash-* (or -oom-,
+# -leak-); replay it with build-fuzz/fuzz/TARGET FILE, and add it to the unit
+# tests once fixed.
+# Corpora grow in build-fuzz/corpus/TARGET and are reused by the next run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-60}
+
+bash scripts/install-deps.sh
+
+echo "== build (clang, libFuzzer, ASan + UBSan)"
+CC=clang CXX=clang++ bash scripts/build.sh build-fuzz -DREDBLOOM_BUILD_FUZZ=ON \
+  -DREDBLOOM_BUILD_TESTS=OFF -DREDBLOOM_BUILD_BENCH=OFF \
+  -DREDBLOOM_SANITIZE=fuzzer-no-link,address,undefined -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1"
+
+corpus=$PWD/build-fuzz/corpus
+seeds=$(mktemp -d)
+trap 'rm -rf "$seeds"' EXIT
+mkdir -p "$corpus"/{items_body_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz}
+
+echo "== seeds"
+# Each seed starts with the byte its target reads as flags (see its source).
+printf '\x01{"items":["a","\\u00e9\\n",1,-2]}' >"$corpus/items_body_fuzz/seed-ints"
+printf '\x00 {"items" : [ "ORD-99821" , "" ] }' >"$corpus/items_body_fuzz/seed-strings"
+for url in 'redis://user:pw@127.0.0.1:6379/2?timeout=2s' 'rediss://[::1]:6380?keys=jdk' \
+  'redis-cluster://127.0.0.1:7000,127.0.0.1:7001' 'redis-sentinel://127.0.0.1:26379/mymaster'; do
+  printf '%s' "$url" >"$corpus/redis_url_fuzz/seed-$(printf '%s' "$url" | md5sum | cut -c1-8)"
+done
+cli=build-fuzz/redbloom
+store="file:$seeds/store"
+export ASAN_OPTIONS=detect_leaks=0
+quiet() { local out; out=$("$@" 2>&1) || { echo "$out" >&2; return 1; }; }
+quiet "$cli" --store "$store" create plain --capacity 100 --error 0.01 --strategy guava64
+quiet "$cli" --store "$store" add plain a b c
+quiet "$cli" --store "$store" create counting --capacity 50 --error 0.05 --counting
+quiet "$cli" --store "$store" add counting x y
+quiet "$cli" --store "$store" create scaling --capacity 10 --error 0.01 --scaling
+quiet "$cli" --store "$store" add scaling 1 2 3 4 5 6 7 8 9 10 11 12
+for name in plain counting; do
+  quiet "$cli" --store "$store" export "$name" --format redbloom --file "$seeds/$name.dump"
+  # 0x02: the harness sets the CRCs right, so mutations reach the fields.
+  { printf '\x00'; cat "$seeds/$name.dump"; } >"$corpus/import_fuzz/seed-$name"
+  { printf '\x02'; cat "$seeds/$name.dump"; } >"$corpus/import_fuzz/seed-$name-crc"
+done
+quiet "$cli" --store "$store" export plain --format guava --file "$seeds/plain.guava"
+{ printf '\x01'; cat "$seeds/plain.guava"; } >"$corpus/import_fuzz/seed-guava"
+for file in "$seeds"/store/*.rbf; do
+  # The file's size (top bit: set the CRC right), then its header.
+  python3 - "$file" "$corpus/file_header_fuzz/seed-$(basename "$file")" <<'EOF'
+import os, struct, sys
+data = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(data) | 1 << 63) + data[:4096])
+EOF
+  python3 - "$file" "$corpus/config_fuzz/seed-$(basename "$file")" <<'EOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<I", data[40:44])[0]
+open(sys.argv[2], "wb").write(data[64:64 + n])
+EOF
+done
+unset ASAN_OPTIONS
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz import_fuzz file_header_fuzz config_fuzz redis_url_fuzz)
+cd build-fuzz/fuzz
+for t in "${targets[@]}"; do
+  echo "== $t, $seconds s"
+  log=$seeds/$t.log
+  # -malloc_limit_mb: an allocation the input does not justify is a failure.
+  set +e
+  "./$t" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=512 \
+    -artifact_prefix="$PWD/$t-" -print_final_stats=1 "$corpus/$t" >"$log" 2>&1
+  rc=$?
+  set -e
+  grep -E '^stat::number_of_executed_units|DONE' "$log" || true
+  if [ "$rc" -ne 0 ]; then
+    tail -n 40 "$log" >&2
+    echo "fuzz: $t failed (exit $rc); its input is in $PWD/$t-*" >&2
+    exit 1
+  fi
+done
+echo "== fuzzing done: no failing input"
