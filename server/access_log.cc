@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/errno_text.h"
+
 namespace redbloom::server {
 
 AccessLog::~AccessLog() {
@@ -30,7 +32,8 @@ Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flus
   } else {
     const int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     if (fd < 0) {
-      return Status::Unavailable("cannot open access log " + target + ": " + std::strerror(errno));
+      return Status::Unavailable("cannot open access log " + target + ": " +
+                                 internal::ErrnoText(errno));
     }
     fd_ = fd;
     owned_ = true;
@@ -55,7 +58,8 @@ Status AccessLog::Reopen() {
   FlushLocked();  // the old file gets every line written before the rotation
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) {
-    return Status::Unavailable("cannot reopen access log " + path_ + ": " + std::strerror(errno));
+    return Status::Unavailable("cannot reopen access log " + path_ + ": " +
+                               internal::ErrnoText(errno));
   }
   ::close(fd_);
   fd_ = fd;

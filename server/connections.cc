@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/errno_text.h"
+
 namespace redbloom::server {
 namespace {
 
@@ -563,7 +565,7 @@ void ConnectionServer::Loop::Work(WorkQueue* queue) {
 void ConnectionServer::Loop::Run() {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) {
-    std::fprintf(stderr, "redbloomd: epoll_create1: %s\n", std::strerror(errno));
+    std::fprintf(stderr, "redbloomd: epoll_create1: %s\n", internal::ErrnoText(errno).c_str());
     return;
   }
   for (int fd : {s_.wake_fd_, s_.listen_fd_}) {
@@ -594,7 +596,7 @@ void ConnectionServer::Loop::Run() {
     }
     const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout);
     if (n < 0 && errno != EINTR) {
-      std::fprintf(stderr, "redbloomd: epoll_wait: %s\n", std::strerror(errno));
+      std::fprintf(stderr, "redbloomd: epoll_wait: %s\n", internal::ErrnoText(errno).c_str());
       break;
     }
     for (int i = 0; i < n; ++i) {
@@ -646,7 +648,9 @@ ConnectionServer::~ConnectionServer() {
 
 Status ConnectionServer::Bind() {
   const std::string where = options_.host + ":" + std::to_string(options_.port);
-  if (wake_fd_ < 0) return Status::Unavailable(std::string("eventfd: ") + std::strerror(errno));
+  if (wake_fd_ < 0) {
+    return Status::Unavailable("eventfd: " + internal::ErrnoText(errno));
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -687,7 +691,7 @@ Status ConnectionServer::Bind() {
     port_ = AddressOf(bound).second;
     return Status::Ok();
   }
-  return Status::Unavailable("cannot listen on " + where + ": " + std::strerror(error));
+  return Status::Unavailable("cannot listen on " + where + ": " + internal::ErrnoText(error));
 }
 
 void ConnectionServer::Run() {

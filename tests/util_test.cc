@@ -1,11 +1,13 @@
 // The library's internal utilities that the CLI, the service and the tests
-// share: percent-encoding and UTF-8 well-formedness.
+// share: percent-encoding, UTF-8 well-formedness and errno texts.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <string>
 
 #include "redbloom/funnel.h"
 #include "test_util.h"
+#include "util/errno_text.h"
 #include "util/percent.h"
 #include "util/utf8.h"
 
@@ -52,6 +54,14 @@ TEST(Utf8Test, SequenceLengthFollowsTheUnicodeTable) {
   EXPECT_TRUE(IsValidUtf8("pedido-ção-订单-😀"));
   EXPECT_TRUE(IsValidUtf8(std::string_view("a\0b", 3)));
   EXPECT_FALSE(IsValidUtf8("ok\xed\xbf\xbf"));  // a lone low surrogate at the end
+}
+
+// strerror_r's text, whichever of its two forms the C library gives, and a
+// message (not an empty string) for a number no errno names.
+TEST(ErrnoTextTest, NamesErrnoValuesAndUnknownOnes) {
+  EXPECT_EQ(ErrnoText(ENOENT), "No such file or directory");
+  EXPECT_EQ(ErrnoText(ENOSPC), "No space left on device");
+  EXPECT_NE(ErrnoText(99999).find("nknown error"), std::string::npos) << ErrnoText(99999);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "item_reader.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/transfer.h"
+#include "util/errno_text.h"
 
 namespace redbloom::cli {
 namespace {
@@ -267,12 +268,13 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   std::ifstream file_in;
   if (file != "-") {
     file_in.open(file, std::ios::binary);
-    if (!file_in)
-      return Fail(Status::Unavailable("cannot open " + file + ": " + std::strerror(errno)));
+    if (!file_in) {
+      return Fail(Status::Unavailable("cannot open " + file + ": " + internal::ErrnoText(errno)));
+    }
     // A directory opens, and then every read fails: say so, not "truncated".
     struct stat st {};
     if (::stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      return Fail(Status::Unavailable("cannot read " + file + ": " + std::strerror(EISDIR)));
+      return Fail(Status::Unavailable("cannot read " + file + ": " + internal::ErrnoText(EISDIR)));
     }
   }
   std::istream& in = file == "-" ? std::cin : file_in;
@@ -313,12 +315,13 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
       const int err = errno;
       std::remove(tmp.c_str());
       return Fail(Status::Unavailable("cannot write " + file + " (through its temporary " + tmp +
-                                      "): " + std::strerror(err)));
+                                      "): " + internal::ErrnoText(err)));
     }
   }
   if (std::rename(tmp.c_str(), file.c_str()) != 0) {
     std::remove(tmp.c_str());
-    return Fail(Status::Unavailable("cannot rename to " + file + ": " + std::strerror(errno)));
+    return Fail(
+        Status::Unavailable("cannot rename to " + file + ": " + internal::ErrnoText(errno)));
   }
   std::cerr << "exported " << name << " (" << bytes.size() << " bytes, " << format << " format) to "
             << file << "\n";

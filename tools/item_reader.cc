@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "util/errno_text.h"
+
 namespace redbloom::cli {
 
 ItemReader::ItemReader(std::vector<std::string> args, std::string path)
@@ -24,7 +26,9 @@ Status ItemReader::Open() {
     fd_ = 0;
   } else {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return Status::Unavailable("cannot open " + path_ + ": " + std::strerror(errno));
+    if (fd_ < 0) {
+      return Status::Unavailable("cannot open " + path_ + ": " + internal::ErrnoText(errno));
+    }
   }
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
@@ -103,7 +107,9 @@ Status ItemReader::Fill() {
   while (true) {
     const ssize_t r = ::read(fd_, chunk, sizeof(chunk));
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status::Unavailable("read error on " + Name() + ": " + std::strerror(errno));
+    if (r < 0) {
+      return Status::Unavailable("read error on " + Name() + ": " + internal::ErrnoText(errno));
+    }
     if (r == 0) eof_ = true;
     buf_.append(chunk, static_cast<size_t>(r));
     bytes_read_ += static_cast<uint64_t>(r);

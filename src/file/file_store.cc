@@ -37,14 +37,13 @@
 #include "file/file_header.h"
 #include "kinds/kind_def.h"
 #include "stores.h"
+#include "util/errno_text.h"
 #include "word_bits.h"
 
 namespace redbloom::internal {
 namespace {
 
 constexpr std::string_view kSuffix = ".rbf";
-
-std::string ErrnoText(int err) { return std::strerror(err); }
 
 Status IoError(const std::string& what, const std::string& path, int err) {
   if (err == ENOSPC || err == EDQUOT) {

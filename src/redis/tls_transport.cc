@@ -15,6 +15,8 @@
 #include <map>
 #include <mutex>
 
+#include "util/errno_text.h"
+
 namespace redbloom::internal {
 namespace {
 
@@ -227,7 +229,7 @@ class TlsTransport final : public Transport {
         if (bio_socket_->eof || bio_socket_->last_errno == 0) {
           *failure = {IoFailure::Kind::kClosed, "", ""};
         } else {
-          *failure = {IoFailure::Kind::kIo, std::strerror(bio_socket_->last_errno), ""};
+          *failure = {IoFailure::Kind::kIo, ErrnoText(bio_socket_->last_errno), ""};
         }
         ERR_clear_error();
         return false;
@@ -296,13 +298,13 @@ IoFailure HandshakeFailure(SSL* ssl, int rc, const BioSocket& bio, const std::st
       return {IoFailure::Kind::kClosed, "",
               "the server closed the connection during the TLS handshake"};
     }
-    return {IoFailure::Kind::kIo, std::strerror(bio.last_errno), ""};
+    return {IoFailure::Kind::kIo, ErrnoText(bio.last_errno), ""};
   }
   return {IoFailure::Kind::kHandshake, errors.empty() ? "TLS handshake failed" : errors, ""};
 }
 
 std::string FileProblem(const std::string& what, const std::string& path) {
-  if (::access(path.c_str(), R_OK) != 0) return what + "=" + path + ": " + std::strerror(errno);
+  if (::access(path.c_str(), R_OK) != 0) return what + "=" + path + ": " + ErrnoText(errno);
   return "";
 }
 

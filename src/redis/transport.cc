@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/errno_text.h"
+
 namespace redbloom::internal {
 namespace {
 
@@ -22,8 +24,6 @@ namespace {
 constexpr int kKeepAliveIdleS = 15;
 constexpr int kKeepAliveIntervalS = 5;
 constexpr int kKeepAliveProbes = 3;
-
-std::string ErrnoText(int err) { return std::strerror(err); }
 
 void SetSocketOptions(int fd) {
   const int on = 1;
