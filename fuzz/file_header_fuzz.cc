@@ -4,6 +4,7 @@
 // first (file_header.cc), so that the fuzzer reaches the fields behind it.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
