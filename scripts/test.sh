@@ -37,6 +37,13 @@ clang++ -std=c++20 -O2 -Iinclude tests/java_log_test.cc src/sizing.cc src/status
   -lgtest -lgtest_main -pthread -o build/java_log_test_clang
 build/java_log_test_clang --gtest_brief=1
 
+echo "== the library, CLI and service parse under clang"
+# CI builds with GCC; scripts/fuzz.sh and clang users build with clang
+# (scripts/lib/clang_syntax.py says why this is a check of its own).
+step=$(date +%s)
+python3 scripts/lib/clang_syntax.py build/compile_commands.json
+echo "== clang parse: $(( $(date +%s) - step )) s"
+
 echo "== install, and build tests/consumer against it with find_package(redbloom)"
 step=$(date +%s)
 prefix=$(mktemp -d)
