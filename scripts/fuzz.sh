@@ -29,6 +29,9 @@ echo "== seeds"
 # Each seed starts with the byte its target reads as flags (see its source).
 printf '\x01{"items":["a","\\u00e9\\n",1,-2]}' >"$corpus/items_body_fuzz/seed-ints"
 printf '\x00 {"items" : [ "ORD-99821" , "" ] }' >"$corpus/items_body_fuzz/seed-strings"
+# At the harness's limits (4 items of at most 8 bytes), and one past each.
+printf '\x00{"items":["12345678","b","c","d"]}' >"$corpus/items_body_fuzz/seed-limits"
+printf '\x00{"items":["123456789","b","c","d","e"]}' >"$corpus/items_body_fuzz/seed-past-limits"
 for url in 'redis://user:pw@127.0.0.1:6379/2?timeout=2s' 'rediss://[::1]:6380?keys=jdk' \
   'redis-cluster://127.0.0.1:7000,127.0.0.1:7001' 'redis-sentinel://127.0.0.1:26379/mymaster'; do
   printf '%s' "$url" >"$corpus/redis_url_fuzz/seed-$(printf '%s' "$url" | md5sum | cut -c1-8)"
