@@ -14,20 +14,11 @@
 namespace redbloom::internal {
 namespace {
 
-constexpr int kSlots = 16384;
 // Redirects followed within one call (each MOVED follows a reshard step).
 constexpr int kMaxRedirects = 200;
 // TRYAGAIN / CLUSTERDOWN: a migration step or a failover takes
 // milliseconds to seconds; wait for it this long in all before giving up.
 constexpr std::chrono::milliseconds kMaxWait{10'000};
-
-struct SlotMap {
-  // Per slot: the node index of its master, -1 if no node serves it.
-  std::array<int16_t, kSlots> master;
-  // Per master node index: its replicas' node indexes.
-  std::map<int, std::vector<int>> replicas;
-  std::vector<int> masters;  // distinct, ascending
-};
 
 class ClusterSource final : public ConnectionSource {
  public:
@@ -265,43 +256,11 @@ class ClusterSource final : public ConnectionSource {
       }
       return ReplyErrorStatus(text, (*lease)->server());
     }
-    if (!IsArray(r.get(), 0)) return Unexpected("CLUSTER SLOTS", r.get());
-    auto map = std::make_shared<SlotMap>();
-    map->master.fill(-1);
-    auto node_of = [&](const redisReply* n) -> int {
-      if (!IsArray(n, 2) || n->element[1]->type != REDIS_REPLY_INTEGER) return -1;
-      std::string host(ReplyText(n->element[0]));
-      // An empty or '?' address means "the host you asked"; Redis 7 may say so.
-      if (host.empty() || host == "?") host = hp.host;
-      return NodeIndex(host, static_cast<int>(n->element[1]->integer));
-    };
-    for (size_t i = 0; i < r->elements; ++i) {
-      const redisReply* range = r->element[i];
-      if (!IsArray(range, 3) || range->element[0]->type != REDIS_REPLY_INTEGER ||
-          range->element[1]->type != REDIS_REPLY_INTEGER) {
-        return Unexpected("CLUSTER SLOTS", r.get());
-      }
-      const int master = node_of(range->element[2]);
-      if (master < 0) return Unexpected("CLUSTER SLOTS", r.get());
-      const long long from = std::max<long long>(0, range->element[0]->integer);
-      const long long to = std::min<long long>(kSlots - 1, range->element[1]->integer);
-      for (long long s = from; s <= to; ++s) map->master[s] = static_cast<int16_t>(master);
-      auto& replicas = map->replicas[master];
-      for (size_t j = 3; j < range->elements; ++j) {
-        const int replica = node_of(range->element[j]);
-        if (replica >= 0 &&
-            std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) {
-          replicas.push_back(replica);
-        }
-      }
-      if (std::find(map->masters.begin(), map->masters.end(), master) == map->masters.end()) {
-        map->masters.push_back(master);
-      }
-    }
-    if (map->masters.empty()) {
-      return Status::Unavailable("redis " + hp.Display() + " knows no slots (cluster not set up?)");
-    }
-    std::sort(map->masters.begin(), map->masters.end());
+    REDBLOOM_ASSIGN_OR_RETURN(
+        std::shared_ptr<SlotMap> map,
+        ParseClusterSlots(r.get(), hp, [this](const std::string& host, int port) {
+          return NodeIndex(host, port);
+        }));
     std::lock_guard lock(mu_);
     map_ = std::move(map);
     return Status::Ok();
@@ -321,6 +280,53 @@ class ClusterSource final : public ConnectionSource {
 };
 
 }  // namespace
+
+Result<std::shared_ptr<SlotMap>> ParseClusterSlots(
+    const redisReply* r, const HostPort& asked,
+    const std::function<int(const std::string& host, int port)>& node_index) {
+  if (!IsArray(r, 0)) return Unexpected("CLUSTER SLOTS", r);
+  auto map = std::make_shared<SlotMap>();
+  map->master.fill(-1);
+  // A node is [host, port, ...]; -1 if it is not that.
+  auto node_of = [&](const redisReply* n) -> int {
+    if (!IsArray(n, 2) || n->element[1]->type != REDIS_REPLY_INTEGER ||
+        n->element[1]->integer < 1 || n->element[1]->integer > 65535) {
+      return -1;
+    }
+    std::string host(ReplyText(n->element[0]));
+    // An empty or '?' address means "the host you asked"; Redis 7 may say so.
+    if (host.empty() || host == "?") host = asked.host;
+    return node_index(host, static_cast<int>(n->element[1]->integer));
+  };
+  for (size_t i = 0; i < r->elements; ++i) {
+    const redisReply* range = r->element[i];
+    if (!IsArray(range, 3) || range->element[0]->type != REDIS_REPLY_INTEGER ||
+        range->element[1]->type != REDIS_REPLY_INTEGER) {
+      return Unexpected("CLUSTER SLOTS", r);
+    }
+    const int master = node_of(range->element[2]);
+    if (master < 0 || master > INT16_MAX) return Unexpected("CLUSTER SLOTS", r);
+    const long long from = std::max<long long>(0, range->element[0]->integer);
+    const long long to = std::min<long long>(kClusterSlots - 1, range->element[1]->integer);
+    for (long long s = from; s <= to; ++s) map->master[s] = static_cast<int16_t>(master);
+    auto& replicas = map->replicas[master];
+    for (size_t j = 3; j < range->elements; ++j) {
+      const int replica = node_of(range->element[j]);
+      if (replica >= 0 && std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) {
+        replicas.push_back(replica);
+      }
+    }
+    if (std::find(map->masters.begin(), map->masters.end(), master) == map->masters.end()) {
+      map->masters.push_back(master);
+    }
+  }
+  if (map->masters.empty()) {
+    return Status::Unavailable("redis " + asked.Display() +
+                               " knows no slots (cluster not set up?)");
+  }
+  std::sort(map->masters.begin(), map->masters.end());
+  return map;
+}
 
 std::unique_ptr<ConnectionSource> NewClusterSource(const RedisUrl& url) {
   return std::make_unique<ClusterSource>(url);

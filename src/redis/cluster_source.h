@@ -18,12 +18,40 @@
 #ifndef REDBLOOM_SRC_REDIS_CLUSTER_SOURCE_H_
 #define REDBLOOM_SRC_REDIS_CLUSTER_SOURCE_H_
 
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "redbloom/status.h"
 #include "redis/connection_source.h"
+#include "redis/redis_client.h"
 #include "redis/redis_url.h"
 
 namespace redbloom::internal {
+
+inline constexpr int kClusterSlots = 16384;
+
+struct SlotMap {
+  // Per slot: the node index of its master, -1 if no node serves it.
+  std::array<int16_t, kClusterSlots> master;
+  // Per master node index: its replicas' node indexes.
+  std::map<int, std::vector<int>> replicas;
+  std::vector<int> masters;  // distinct, ascending, never empty
+};
+
+// The slot map in a CLUSTER SLOTS reply from `asked`: each node [host, port,
+// ...] becomes node_index(host, port) (an empty or '?' host is `asked`'s).
+// kInternal for a reply of another shape or a master without a port in
+// 1..65535 (a replica without one is left out); kUnavailable if it names no
+// master (a node whose cluster is not set up). Slots outside 0..16383 are
+// ignored.
+Result<std::shared_ptr<SlotMap>> ParseClusterSlots(
+    const redisReply* r, const HostPort& asked,
+    const std::function<int(const std::string& host, int port)>& node_index);
 
 std::unique_ptr<ConnectionSource> NewClusterSource(const RedisUrl& url);
 

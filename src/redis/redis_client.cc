@@ -238,9 +238,15 @@ std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view text) {
   if (space == std::string_view::npos || colon == std::string_view::npos || colon < space) {
     return std::nullopt;
   }
+  // Each number whole, and in range: a port read from "70025garbage" would
+  // send the retry to another address than the one named.
+  const char* const end = text.data() + text.size();
   auto [p1, e1] = std::from_chars(text.data(), text.data() + space, r.slot);
-  auto [p2, e2] = std::from_chars(text.data() + colon + 1, text.data() + text.size(), r.port);
-  if (e1 != std::errc() || e2 != std::errc() || r.slot < 0 || r.slot > 16383) return std::nullopt;
+  auto [p2, e2] = std::from_chars(text.data() + colon + 1, end, r.port);
+  if (e1 != std::errc() || p1 != text.data() + space || r.slot < 0 || r.slot > 16383 ||
+      e2 != std::errc() || p2 != end || r.port < 1 || r.port > 65535) {
+    return std::nullopt;
+  }
   r.host = std::string(text.substr(space + 1, colon - space - 1));
   if (r.host.size() > 2 && r.host.front() == '[' && r.host.back() == ']') {
     r.host = r.host.substr(1, r.host.size() - 2);
@@ -352,13 +358,17 @@ constexpr size_t kReaderKeep = 256 * 1024;
 
 }  // namespace
 
-Connection::Connection(std::unique_ptr<Transport> transport, const ServerParams* server)
-    : transport_(std::move(transport)), reader_(redisReaderCreate()), server_(server) {
-  if (reader_ != nullptr) {
-    reader_->maxbuf = kReaderKeep;
-    UseSharedSmallIntegers(reader_.get());
+ReaderPtr NewReplyReader() {
+  ReaderPtr reader(redisReaderCreate());
+  if (reader != nullptr) {
+    reader->maxbuf = kReaderKeep;
+    UseSharedSmallIntegers(reader.get());
   }
+  return reader;
 }
+
+Connection::Connection(std::unique_ptr<Transport> transport, const ServerParams* server)
+    : transport_(std::move(transport)), reader_(NewReplyReader()), server_(server) {}
 
 Connection::~Connection() = default;
 

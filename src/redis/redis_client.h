@@ -45,6 +45,11 @@ struct ReaderDeleter {
 };
 using ReaderPtr = std::unique_ptr<redisReader, ReaderDeleter>;
 
+// A RESP reader as every Connection has: its integer 0s and 1s inside arrays
+// are the shared objects FreeReply knows; null if out of memory. Connection
+// reads through one; tests and the reply fuzzer parse bytes with one.
+ReaderPtr NewReplyReader();
+
 // For code that talks to Redis through hiredis' own contexts (benchmarks).
 struct ContextDeleter {
   void operator()(redisContext* c) const {
@@ -164,7 +169,8 @@ struct ClusterRedirect {
   int port = 0;
 };
 // Parses "MOVED 3999 127.0.0.1:6381", "ASK ...", "TRYAGAIN ...",
-// "CLUSTERDOWN ..."; nullopt for any other reply text.
+// "CLUSTERDOWN ..."; nullopt for any other reply text, and for a MOVED or
+// ASK whose slot is not 0..16383 or whose port is not 1..65535.
 std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view error_text);
 
 // One connection (TCP, or TLS over TCP), authenticated, on the right

@@ -127,6 +127,11 @@ Status CompanionCodeStatus(const redisReply* r, std::string_view name, std::stri
                            const FilterConfig& config) {
   const std::string strategy(StrategyName(config.strategy));
   const std::string key = "'" + std::string(key_display) + "'";
+  // {code, type} or {code, size, hashIterations} (code 10).
+  if (!IsArray(r, 2) || r->element[0]->type != REDIS_REPLY_INTEGER ||
+      (r->element[0]->integer == 10 && r->elements < 3)) {
+    return Unexpected("the create/attach script", r);
+  }
   switch (r->element[0]->integer) {
     case 8:
       if (ReplyString(r->element[1]) == "none") {

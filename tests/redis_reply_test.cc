@@ -1,0 +1,180 @@
+// The parsers of whole Redis replies, on RESP bytes read by the reader every
+// Connection uses (no server: what a server may send, including what a real
+// one does not). The cases fuzz/reply_fuzz found live here.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "redbloom/filter_config.h"
+#include "redis/cluster_source.h"
+#include "redis/redis_client.h"
+#include "redis/redis_companion.h"
+
+namespace redbloom::internal {
+namespace {
+
+// The one reply in `resp`.
+ReplyPtr Parse(std::string_view resp) {
+  ReaderPtr reader = NewReplyReader();
+  EXPECT_NE(reader, nullptr);
+  EXPECT_EQ(redisReaderFeed(reader.get(), resp.data(), resp.size()), REDIS_OK);
+  void* raw = nullptr;
+  EXPECT_EQ(redisReaderGetReply(reader.get(), &raw), REDIS_OK);
+  EXPECT_NE(raw, nullptr) << "incomplete reply: " << resp;
+  return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+TEST(ClusterRedirectTest, ReadsSlotHostAndPort) {
+  auto moved = ParseClusterRedirect("MOVED 3999 127.0.0.1:6381");
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->kind, ClusterRedirect::Kind::kMoved);
+  EXPECT_EQ(moved->slot, 3999);
+  EXPECT_EQ(moved->host, "127.0.0.1");
+  EXPECT_EQ(moved->port, 6381);
+  auto ask = ParseClusterRedirect("ASK 16383 [::1]:7002");
+  ASSERT_TRUE(ask.has_value());
+  EXPECT_EQ(ask->kind, ClusterRedirect::Kind::kAsk);
+  EXPECT_EQ(ask->host, "::1");
+  EXPECT_EQ(ask->port, 7002);
+  auto own = ParseClusterRedirect("MOVED 1 :7000");  // the node's own host
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(own->host, "");
+  EXPECT_EQ(ParseClusterRedirect("TRYAGAIN Multiple keys request during rehashing")->kind,
+            ClusterRedirect::Kind::kTryAgain);
+  EXPECT_EQ(ParseClusterRedirect("CLUSTERDOWN The cluster is down")->kind,
+            ClusterRedirect::Kind::kClusterDown);
+}
+
+// Found by fuzz/reply_fuzz: "70025" followed by other bytes was read as port
+// 70025 (from_chars stops at the first non-digit), and nothing checked the
+// range; the retry went to an address the server never named.
+TEST(ClusterRedirectTest, RefusesWhatIsNotASlotAndAPort) {
+  for (const char* text :
+       {"MOVED 3999 127.0.0.1:70025", "MOVED 3999 127.0.0.1:0", "MOVED 3999 127.0.0.1:6381x",
+        "MOVED 3999 127.0.0.1:", "MOVED 16384 127.0.0.1:6381", "MOVED -1 127.0.0.1:6381",
+        "MOVED 12x 127.0.0.1:6381", "MOVED 3999", "ASK 1 h:-5", "WRONGTYPE Operation"}) {
+    EXPECT_FALSE(ParseClusterRedirect(text).has_value()) << text;
+  }
+}
+
+// Node indexes handed out as ParseClusterSlots asks for them.
+struct Nodes {
+  std::map<std::pair<std::string, int>, int> index;
+  std::function<int(const std::string&, int)> Fn() {
+    return [this](const std::string& host, int port) {
+      return index.emplace(std::make_pair(host, port), static_cast<int>(index.size()))
+          .first->second;
+    };
+  }
+};
+
+constexpr std::string_view kThreeMasters =
+    "*3\r\n"
+    "*4\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
+    "*2\r\n$9\r\n127.0.0.1\r\n:7003\r\n"
+    "*3\r\n:5461\r\n:10922\r\n*2\r\n$0\r\n\r\n:7001\r\n"
+    "*3\r\n:10923\r\n:16383\r\n*2\r\n$1\r\n?\r\n:7002\r\n";
+
+TEST(ClusterSlotsTest, MapsEverySlotToItsMaster) {
+  Nodes nodes;
+  ReplyPtr r = Parse(kThreeMasters);
+  auto map = ParseClusterSlots(r.get(), HostPort{"10.0.0.9", 7000}, nodes.Fn());
+  ASSERT_TRUE(map.ok()) << map.status().ToString();
+  const int first = nodes.index.at({"127.0.0.1", 7000});
+  const int replica = nodes.index.at({"127.0.0.1", 7003});
+  // An empty or '?' host is the node asked.
+  const int second = nodes.index.at({"10.0.0.9", 7001});
+  const int third = nodes.index.at({"10.0.0.9", 7002});
+  EXPECT_EQ((*map)->master[0], first);
+  EXPECT_EQ((*map)->master[5460], first);
+  EXPECT_EQ((*map)->master[5461], second);
+  EXPECT_EQ((*map)->master[16383], third);
+  EXPECT_EQ((*map)->replicas[first], std::vector<int>{replica});
+  EXPECT_EQ((*map)->masters.size(), 3u);
+}
+
+// A master's port is checked as a redirect's is; a replica without a valid
+// one is left out, not connected to.
+TEST(ClusterSlotsTest, RefusesAMasterWithoutAPort) {
+  for (const char* port : {":0", ":70000", ":-1", "$4\r\n7000"}) {
+    Nodes nodes;
+    const std::string resp =
+        std::string("*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n") + port + "\r\n";
+    ReplyPtr r = Parse(resp);
+    auto map = ParseClusterSlots(r.get(), HostPort{"127.0.0.1", 7000}, nodes.Fn());
+    EXPECT_EQ(map.status().code(), StatusCode::kInternal) << port;
+    EXPECT_TRUE(nodes.index.empty()) << port << ": a node was made for it";
+  }
+  Nodes nodes;
+  ReplyPtr r = Parse(
+      "*1\r\n*4\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n"
+      "*2\r\n$9\r\n127.0.0.1\r\n:99999\r\n");
+  auto map = ParseClusterSlots(r.get(), HostPort{"127.0.0.1", 7000}, nodes.Fn());
+  ASSERT_TRUE(map.ok()) << map.status().ToString();
+  EXPECT_TRUE((*map)->replicas[0].empty());
+  EXPECT_EQ(nodes.index.size(), 1u);
+}
+
+TEST(ClusterSlotsTest, NoSlotsIsUnavailableAndAnotherShapeIsInternal) {
+  Nodes nodes;
+  EXPECT_EQ(ParseClusterSlots(Parse("*0\r\n").get(), HostPort{"h", 1}, nodes.Fn()).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(ParseClusterSlots(Parse("*1\r\n*2\r\n:0\r\n:1\r\n").get(), HostPort{"h", 1}, nodes.Fn())
+                .status()
+                .code(),
+            StatusCode::kInternal);
+  EXPECT_EQ(ParseClusterSlots(Parse("+OK\r\n").get(), HostPort{"h", 1}, nodes.Fn()).status().code(),
+            StatusCode::kInternal);
+}
+
+FilterConfig RedissonConfig() {
+  FilterOptions o;
+  o.capacity = 1000;
+  o.error_rate = 0.01;
+  o.strategy = Strategy::kRedisson;
+  auto c = MakeConfig(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return *c;
+}
+
+// Code 10 names the hash's size and hashIterations: a reply without them is
+// malformed (it was read past the reply's elements).
+TEST(CompanionCodeTest, ShortRepliesAreUnexpected) {
+  const FilterConfig c = RedissonConfig();
+  EXPECT_EQ(CompanionCodeStatus(Parse("*2\r\n:10\r\n$1\r\n1\r\n").get(), "f", "k", c).code(),
+            StatusCode::kInternal);
+  EXPECT_EQ(CompanionCodeStatus(Parse("*1\r\n:8\r\n").get(), "f", "k", c).code(),
+            StatusCode::kInternal);
+  EXPECT_EQ(CompanionCodeStatus(Parse("*2\r\n$1\r\n8\r\n$4\r\nnone\r\n").get(), "f", "k", c).code(),
+            StatusCode::kInternal);
+  Status full =
+      CompanionCodeStatus(Parse("*3\r\n:10\r\n$4\r\n9586\r\n$1\r\n7\r\n").get(), "f", "k", c);
+  EXPECT_EQ(full.code(), StatusCode::kConflict);
+  EXPECT_NE(full.message().find("size=9586 hashIterations=7"), std::string::npos)
+      << full.ToString();
+  EXPECT_EQ(CompanionCodeStatus(Parse("*2\r\n:8\r\n$4\r\nnone\r\n").get(), "f", "k", c).code(),
+            StatusCode::kNotFound);
+}
+
+// Integer 0s and 1s inside arrays are two shared objects: freeing any number
+// of replies that hold them, nested or not, leaves them intact.
+TEST(ReplyReaderTest, SharedSmallIntegersSurviveFreeing) {
+  for (int round = 0; round < 3; ++round) {
+    ReplyPtr nested = Parse("*3\r\n:1\r\n*2\r\n:0\r\n:1\r\n:2\r\n");
+    ASSERT_EQ(nested->element[1]->elements, 2u);
+    EXPECT_EQ(nested->element[0], nested->element[1]->element[1]);  // shared
+    EXPECT_EQ(nested->element[2]->integer, 2);
+  }
+  ReplyPtr top = Parse(":1\r\n");  // a top-level integer is the caller's own
+  top->integer = 5;
+  ReplyPtr again = Parse("*2\r\n:0\r\n:1\r\n");
+  EXPECT_EQ(again->element[0]->integer, 0);
+  EXPECT_EQ(again->element[1]->integer, 1);
+}
+
+}  // namespace
+}  // namespace redbloom::internal
