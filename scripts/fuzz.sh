@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (fuzz/, clang with ASan + UBSan, build-fuzz/)
 # and runs each for FUZZ_SECONDS (default 60) from seeds made here by the CLI
 # of the same build: the HTTP items body (against nlohmann::json), dump and
-# Guava-file imports, file headers, stored configs and Redis URLs.
+# Guava-file imports, file headers, stored configs, Redis URLs and Redis
+# replies (read from a redis-server it starts on 127.0.0.1).
 # Usage: scripts/fuzz.sh [TARGET...]   (default: every target)
 # A failure leaves its input in build-fuzz/fuzz/TARGET-crash-* (or -oom-,
 # -leak-); replay it with build-fuzz/fuzz/TARGET FILE, and add it to the unit
@@ -22,8 +23,13 @@ CC=clang CXX=clang++ bash scripts/build.sh build-fuzz -DREDBLOOM_BUILD_FUZZ=ON \
 
 corpus=$PWD/build-fuzz/corpus
 seeds=$(mktemp -d)
-trap 'rm -rf "$seeds"' EXIT
-mkdir -p "$corpus"/{items_body_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz}
+redis_pid=
+cleanup() {
+  if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null; fi
+  rm -rf "$seeds"
+}
+trap cleanup EXIT
+mkdir -p "$corpus"/{items_body_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz,reply_fuzz}
 
 echo "== seeds"
 # Each seed starts with the byte its target reads as flags (see its source).
@@ -68,10 +74,39 @@ n = struct.unpack("<I", data[40:44])[0]
 open(sys.argv[2], "wb").write(data[64:64 + n])
 EOF
 done
+
+# Replies: every key of filters the CLI made on a real redis-server (started
+# here on 127.0.0.1, stopped by its PID), read as the stores read them; then
+# shapes one server does not give (CLUSTER SLOTS, redirects, the create
+# script's codes).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$seeds" \
+  >"$seeds/redis.log" 2>&1 &
+redis_pid=$!
+for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+redis="redis://127.0.0.1:$port"
+quiet "$cli" --store "$redis" create plain --capacity 100 --error 0.01 --strategy guava64
+quiet "$cli" --store "$redis" add plain a b c
+quiet "$cli" --store "$redis" create sharded --capacity 100 --error 0.01 --shards 3
+quiet "$cli" --store "$redis" create scaling --capacity 10 --error 0.01 --scaling
+quiet "$cli" --store "$redis" add scaling 1 2 3 4 5 6 7 8 9 10 11 12
+quiet "$cli" --store "$redis" create rsn --capacity 1000 --error 0.01 --strategy redisson
+quiet "$cli" --store "$redis" add rsn x y
+python3 scripts/lib/capture_replies.py "$port" "$corpus/reply_fuzz"
+kill "$redis_pid" && wait "$redis_pid" 2>/dev/null || true
+redis_pid=
+slots='*3\r\n*4\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n'
+slots+='*3\r\n$9\r\n127.0.0.1\r\n:7003\r\n$1\r\n?\r\n*3\r\n:5461\r\n:10922\r\n*2\r\n$0\r\n\r\n'
+slots+=':7001\r\n*3\r\n:10923\r\n:16383\r\n*2\r\n$3\r\n::1\r\n:7002\r\n'
+printf "\\x05$slots" >"$corpus/reply_fuzz/seed-cluster-slots"
+printf '\x00-MOVED 3999 127.0.0.1:6381\r\n-ASK 1 [::1]:7002\r\n-TRYAGAIN x\r\n-CLUSTERDOWN y\r\n' \
+  >"$corpus/reply_fuzz/seed-redirects"
+printf '\x80*3\r\n:10\r\n$4\r\n9586\r\n$1\r\n7\r\n*2\r\n:8\r\n$4\r\nnone\r\n*2\r\n:9\r\n$3\r\nset\r\n' \
+  >"$corpus/reply_fuzz/seed-script-codes"
 unset ASAN_OPTIONS
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz import_fuzz file_header_fuzz config_fuzz redis_url_fuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz import_fuzz file_header_fuzz config_fuzz redis_url_fuzz reply_fuzz)
 cd build-fuzz/fuzz
 for t in "${targets[@]}"; do
   echo "== $t, $seconds s"

@@ -1,0 +1,154 @@
+// Redis replies: bytes from a server (or whatever answers on its port) read
+// with the reader every Connection uses, whose 0s and 1s inside arrays are
+// shared objects (redis_client.cc), then handed to each parser of replies
+// that takes a whole reply. Checks that the shared integers are never freed
+// or written (ASan, and the values after every input), that the parsers
+// refuse or accept without reading past the reply, and what an accepted
+// reply must satisfy.
+//
+// Input: a flags byte, then RESP bytes. Flags bit 0..6: where the bytes are
+// split into two feeds (as a reply that arrives in two reads is); bit 7:
+// which filter the companion checks expect.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "redbloom/filter_config.h"
+#include "redis/cluster_source.h"
+#include "redis/redis_client.h"
+#include "redis/redis_companion.h"
+#include "redis/redis_meta.h"
+#include "redis/redis_ops.h"
+#include "redis/redis_url.h"
+
+namespace {
+
+using namespace redbloom;
+using namespace redbloom::internal;
+
+const FilterConfig& CompanionConfig(bool redisson) {
+  static const auto make = [](Strategy s) {
+    FilterOptions o;
+    o.capacity = 1000;
+    o.error_rate = 0.01;
+    o.strategy = s;
+    auto c = MakeConfig(o);
+    if (!c.ok()) std::abort();
+    return *c;
+  };
+  static const FilterConfig redisson_config = make(Strategy::kRedisson);
+  static const FilterConfig guava_config = make(Strategy::kGuava64);
+  return redisson ? redisson_config : guava_config;
+}
+
+void CheckSlots(const redisReply* r) {
+  std::map<std::pair<std::string, int>, int> nodes;
+  const HostPort asked{"127.0.0.1", 7000};
+  auto map = ParseClusterSlots(r, asked, [&](const std::string& host, int port) {
+    if (host.empty() || port < 1 || port > 65535) std::abort();
+    return nodes.emplace(std::make_pair(host, port), static_cast<int>(nodes.size())).first->second;
+  });
+  if (!map.ok()) {
+    if (map.status().message().empty()) std::abort();
+    return;
+  }
+  const SlotMap& m = **map;
+  if (m.masters.empty() || !std::is_sorted(m.masters.begin(), m.masters.end()) ||
+      std::adjacent_find(m.masters.begin(), m.masters.end()) != m.masters.end()) {
+    std::abort();
+  }
+  for (int16_t node : m.master) {
+    if (node != -1 && !std::binary_search(m.masters.begin(), m.masters.end(), int{node})) {
+      std::abort();
+    }
+  }
+  for (const auto& [master, replicas] : m.replicas) {
+    if (!std::binary_search(m.masters.begin(), m.masters.end(), master)) std::abort();
+    for (int replica : replicas) {
+      if (replica < 0 || replica >= static_cast<int>(nodes.size())) std::abort();
+    }
+  }
+}
+
+void CheckReply(const redisReply* r, bool redisson) {
+  const std::string_view text = ReplyText(r);
+  if (r->type == REDIS_REPLY_ERROR) {
+    if (auto redirect = ParseClusterRedirect(text)) {
+      const bool moves = redirect->kind == ClusterRedirect::Kind::kMoved ||
+                         redirect->kind == ClusterRedirect::Kind::kAsk;
+      if (moves && (redirect->slot < 0 || redirect->slot >= kClusterSlots || redirect->port < 1 ||
+                    redirect->port > 65535)) {
+        std::abort();
+      }
+    }
+  }
+  if (auto meta = ParseMeta(r, "meta"); meta.ok()) {
+    if (meta->config.shards < 1 || (meta->config.shards > 1 && meta->shard_token.empty())) {
+      std::abort();
+    }
+  } else if (meta.status().code() != StatusCode::kDataLoss) {
+    std::abort();
+  }
+  CheckSlots(r);
+  const FilterConfig& config = CompanionConfig(redisson);
+  if (Status s = CheckCompanionReply(r, "f", "companion", config); s.ok()) {
+    // Only a hash that holds the filter's own size and hashIterations.
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        ReplyText(r->element[0]) != std::to_string(config.geometry.bits)) {
+      std::abort();
+    }
+  }
+  // The create and attach scripts' answers, once EvalWithMeta has checked
+  // their shape: a code, and something after any code but 0.
+  if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+      r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 8) {
+    if (CompanionCodeStatus(r, "f", "companion", config).ok()) std::abort();
+  }
+  // A block read: the reply holds the bytes from 0 on, and the item's bits
+  // are wherever the reply's length puts them.
+  const uint64_t item[4] = {0, 7, uint64_t{r->len} * 8, uint64_t{r->len} * 8 + 9};
+  uint8_t present = 2;
+  if (DecodeBlockRead(r, 0, item, 2, &present).ok() && present > 1) std::abort();
+  if (DecodeBlockRead(r, 0, item, 4, &present).ok() && present != 0) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const uint8_t flags = data[0];
+  const std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const size_t split = std::min<size_t>(flags & 0x7F, bytes.size());
+  ReaderPtr reader = NewReplyReader();
+  if (reader == nullptr) std::abort();
+  for (std::string_view part : {bytes.substr(0, split), bytes.substr(split)}) {
+    if (redisReaderFeed(reader.get(), part.data(), part.size()) != REDIS_OK) std::abort();
+    while (true) {
+      void* raw = nullptr;
+      if (redisReaderGetReply(reader.get(), &raw) != REDIS_OK) return 0;  // a protocol error
+      if (raw == nullptr) break;                                          // more bytes needed
+      ReplyPtr reply(static_cast<redisReply*>(raw));
+      CheckReply(reply.get(), (flags & 0x80) != 0);
+    }
+  }
+  // The shared 0 and 1 survive every reply: read one back through a fresh
+  // array.
+  ReaderPtr check = NewReplyReader();
+  constexpr std::string_view kProbe = "*2\r\n:0\r\n:1\r\n";
+  void* raw = nullptr;
+  if (redisReaderFeed(check.get(), kProbe.data(), kProbe.size()) != REDIS_OK ||
+      redisReaderGetReply(check.get(), &raw) != REDIS_OK || raw == nullptr) {
+    std::abort();
+  }
+  ReplyPtr probe(static_cast<redisReply*>(raw));
+  if (probe->element[0]->type != REDIS_REPLY_INTEGER || probe->element[0]->integer != 0 ||
+      probe->element[1]->type != REDIS_REPLY_INTEGER || probe->element[1]->integer != 1) {
+    std::abort();
+  }
+  return 0;
+}
