@@ -1,7 +1,8 @@
 // Redis replies: bytes from a server (or whatever answers on its port) read
 // with the reader every Connection uses, whose 0s and 1s inside arrays are
 // shared objects (redis_client.cc), then handed to each parser of replies
-// that takes a whole reply. Checks that the shared integers are never freed
+// that takes a whole reply (and Redisson's config hash as HGETALL reads
+// it). Checks that the shared integers are never freed
 // or written (ASan, and the values after every input), that the parsers
 // refuse or accept without reading past the reply, and what an accepted
 // reply must satisfy.
@@ -25,6 +26,7 @@
 #include "redis/redis_meta.h"
 #include "redis/redis_ops.h"
 #include "redis/redis_url.h"
+#include "strategy/strategy_def.h"
 
 namespace {
 
@@ -75,6 +77,38 @@ void CheckSlots(const redisReply* r) {
   }
 }
 
+// Redisson's {NAME}:config hash, read by attach without parameters: what
+// is accepted writes back to the same fields, and sizes a filter or is
+// refused with a message.
+void CheckRedissonConfig(const redisReply* r) {
+  if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) return;
+  FieldMap fields;
+  for (size_t i = 0; i + 1 < r->elements; i += 2) {
+    fields[std::string(ReplyText(r->element[i]))] = std::string(ReplyText(r->element[i + 1]));
+  }
+  const StrategyDef* def = FindStrategy(Strategy::kRedisson);
+  uint64_t capacity = 0;
+  double error_rate = 0;
+  Status s = def->companion->parameters(fields, "config", &capacity, &error_rate);
+  if (!s.ok()) {
+    if (s.code() != StatusCode::kDataLoss || s.message().empty()) std::abort();
+    return;
+  }
+  auto g = def->geometry(capacity, error_rate);
+  if (!g.ok()) std::abort();
+  for (const auto& [field, value] : def->companion->fields(capacity, error_rate, *g)) {
+    auto it = fields.find(field);
+    if (field != "falseProbability" && (it == fields.end() || it->second != value)) std::abort();
+  }
+  FilterOptions o;
+  o.capacity = capacity;
+  o.error_rate = error_rate;
+  o.strategy = Strategy::kRedisson;
+  if (auto config = MakeConfig(o); !config.ok() && config.status().message().empty()) {
+    std::abort();
+  }
+}
+
 void CheckReply(const redisReply* r, bool redisson) {
   const std::string_view text = ReplyText(r);
   if (r->type == REDIS_REPLY_ERROR) {
@@ -95,6 +129,7 @@ void CheckReply(const redisReply* r, bool redisson) {
     std::abort();
   }
   CheckSlots(r);
+  CheckRedissonConfig(r);
   const FilterConfig& config = CompanionConfig(redisson);
   if (Status s = CheckCompanionReply(r, "f", "companion", config); s.ok()) {
     // Only a hash that holds the filter's own size and hashIterations.
