@@ -20,6 +20,9 @@
 #include <deque>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -576,8 +579,22 @@ void ConnectionServer::Loop::Run() {
   }
   listening_ = true;
   std::vector<std::thread> threads;
-  for (int i = 0; i < o_.workers; ++i) threads.emplace_back([this] { Work(&general_); });
-  for (int i = 0; i < kPriorityWorkers; ++i) threads.emplace_back([this] { Work(&priority_); });
+  try {
+    for (int i = 0; i < o_.workers; ++i) threads.emplace_back([this] { Work(&general_); });
+    for (int i = 0; i < kPriorityWorkers; ++i) threads.emplace_back([this] { Work(&priority_); });
+  } catch (const std::system_error& e) {
+    // No thread for the next worker (EAGAIN: a thread or memory limit): stop
+    // the ones started, which wait on empty queues, so that the error reaches
+    // main instead of a joinable thread's destructor terminating the process.
+    const size_t started = threads.size();
+    general_.Close();
+    priority_.Close();
+    for (auto& t : threads) t.join();
+    ::close(epoll_fd_);
+    epoll_fd_ = -1;
+    throw std::runtime_error("cannot start request worker " + std::to_string(started + 1) + " of " +
+                             std::to_string(o_.workers + kPriorityWorkers) + ": " + e.what());
+  }
 
   std::vector<epoll_event> events(64);
   while (true) {

@@ -2,14 +2,18 @@
 //
 // Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for invalid flags
 // or config, 3 when the store cannot be opened, the address cannot be bound,
-// or flushing filters at shutdown failed.
+// flushing filters at shutdown failed, or an exception reached main (out of
+// memory, no thread could be started).
 #include <pthread.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "config.h"
 #include "http_server.h"
@@ -25,9 +29,27 @@ using redbloom::server::Service;
 
 void Fail(const std::string& message) { std::fprintf(stderr, "redbloomd: %s\n", message.c_str()); }
 
-}  // namespace
+// The thread that takes the signals (in sigwait), stopped and joined however
+// Run leaves: a joinable std::thread destroyed by an exception's unwinding
+// would terminate the process before main could say why.
+class SignalThread {
+ public:
+  template <typename F>
+  explicit SignalThread(F&& f) : thread_(std::forward<F>(f)) {}
+  SignalThread(const SignalThread&) = delete;
+  SignalThread& operator=(const SignalThread&) = delete;
+  ~SignalThread() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    pthread_kill(thread_.native_handle(), SIGUSR1);  // "main is done"
+    thread_.join();
+  }
 
-int main(int argc, char** argv) {
+ private:
+  std::thread thread_;
+};
+
+int Run(int argc, char** argv) {
   CLI::App app{"redbloomd: HTTP/JSON service for redbloom Bloom filters (docs/http-api.md)"};
   redbloom::server::Flags flags;
   app.add_option("--listen", flags.listen,
@@ -107,7 +129,7 @@ int main(int argc, char** argv) {
         "refused beyond loopback)");
   }
 
-  std::thread signal_thread([&] {
+  SignalThread signal_thread([&] {
     int stops = 0;
     while (true) {
       int sig = 0;
@@ -135,12 +157,24 @@ int main(int argc, char** argv) {
   server.Run();
   const auto flushed = service.FlushAll();
   access_log.Flush();
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
+  signal_thread.Stop();
   if (!flushed.ok()) {
     Fail(flushed.ToString());
     return 3;
   }
   std::fprintf(stderr, "redbloomd: stopped\n");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    Fail(std::string("fatal: ") + e.what());
+  } catch (...) {
+    Fail("fatal: an unknown exception");
+  }
+  return 3;
 }

@@ -126,6 +126,23 @@ TEST_F(ServerLifecycleTest, ExitCodes) {
   EXPECT_TRUE(r.out.starts_with("redbloomd ")) << r.out;
 }
 
+// Threads it cannot start (an address-space limit below its 18 worker
+// stacks) end redbloomd with exit 3 and the reason. Before, the vector of
+// started workers unwound still joinable and std::terminate aborted it
+// ("terminate called without an active exception", SIGABRT).
+TEST_F(ServerLifecycleTest, NoThreadForAWorkerIsExit3WithTheReason) {
+  if (kAddressSanitizer || kThreadSanitizer) {
+    GTEST_SKIP() << "a sanitizer's shadow memory needs more address space than the limit allows";
+  }
+  // prlimit (util-linux): 100 MiB of address space, 8 MiB thread stacks.
+  CommandResult r =
+      RunCommand({"/usr/bin/prlimit", "--as=104857600", "--stack=8388608", "--core=0", "--",
+                  REDBLOOMD_PATH, "--listen", "127.0.0.1:0", "--store", "mem:"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("redbloomd: fatal: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+}
+
 TEST_F(ServerLifecycleTest, PrintConfigShowsPrecedenceFlagEnvFileDefault) {
   const std::string config = dir_.path() + "/redbloomd.json";
   std::ofstream(config) << R"({"listen":"127.0.0.1:1111","store":"file:/from/config",

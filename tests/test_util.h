@@ -39,6 +39,21 @@ inline constexpr bool kThreadSanitizer = false;
 inline constexpr bool kThreadSanitizer = false;
 #endif
 
+// Whether this build runs under AddressSanitizer (GCC defines the first,
+// clang answers the second), whose shadow memory needs terabytes of address
+// space: a test that limits a child's address space cannot hold under it.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 // The value of `r`; if it failed, a (non-fatal) test failure at the caller's
 // line that names the status, and T{}. For reading a Result inside an
 // expectation, e.g. EXPECT_TRUE(ValueOrFail(f->Contains("x"))), without ever
