@@ -4,8 +4,8 @@
 set(_redis_libs PkgConfig::HIREDIS)
 redbloom_add_test(redis_store_test redis_store_test.cc LABELS redis LIBS ${_redis_libs})
 redbloom_add_test(redis_restart_test redis_restart_test.cc LABELS "redis;fault")
-# Parsers of replies, on RESP bytes (no server).
-redbloom_add_test(redis_reply_test redis_reply_test.cc LABELS redis LIBS ${_redis_libs})
+# The client's parts that need no server: reply parsers on RESP bytes, fan-out.
+redbloom_add_test(redis_client_unit_test redis_client_unit_test.cc LABELS redis LIBS ${_redis_libs})
 # The harness itself: servers of a test binary that dies are killed.
 redbloom_add_test(harness_test harness_test.cc LABELS redis)
 

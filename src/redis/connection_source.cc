@@ -6,6 +6,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "redis/cluster_source.h"
@@ -31,7 +32,14 @@ Status ConnectionSource::InParallel(const std::vector<std::string>& keys,
   };
   std::vector<std::thread> threads;
   for (auto it = std::next(groups.begin()); it != groups.end(); ++it) {
-    threads.emplace_back(run_group, std::cref(it->second));
+    try {
+      threads.emplace_back(run_group, std::cref(it->second));
+    } catch (const std::system_error&) {
+      // No thread to be had (a thread or memory limit): this group runs
+      // here, in turn. Unwinding instead would destroy the threads already
+      // started while joinable, which terminates the host process.
+      run_group(it->second);
+    }
   }
   run_group(groups.begin()->second);
   for (auto& t : threads) t.join();

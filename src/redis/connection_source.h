@@ -52,7 +52,8 @@ class ConnectionSource {
                  const std::vector<Op>& ops);
   // Runs tasks[i] (which talks to the server of keys[i]) for every i: the
   // tasks of one server one after another, servers in parallel (one thread
-  // each). Returns the first error; every task runs to its end regardless.
+  // each; a server whose thread cannot be started runs on the caller's).
+  // Returns the first error; every task runs to its end regardless.
   Status InParallel(const std::vector<std::string>& keys,
                     const std::vector<std::function<Status()>>& tasks);
   // The server that holds `key` now, as a name ("" when all keys live on

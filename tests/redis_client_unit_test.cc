@@ -1,18 +1,28 @@
-// The parsers of whole Redis replies, on RESP bytes read by the reader every
-// Connection uses (no server: what a server may send, including what a real
-// one does not). The cases fuzz/reply_fuzz found live here.
+// The Redis client's parts that need no server. The parsers of whole
+// replies, on RESP bytes read by the reader every Connection uses (what a
+// server may send, including what a real one does not; the cases
+// fuzz/reply_fuzz found live here), and the fan-out over servers when no
+// thread can be started.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <atomic>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "redbloom/filter_config.h"
 #include "redis/cluster_source.h"
+#include "redis/connection_source.h"
 #include "redis/redis_client.h"
 #include "redis/redis_companion.h"
+#include "test_util.h"
 
 namespace redbloom::internal {
 namespace {
@@ -174,6 +184,67 @@ TEST(ReplyReaderTest, SharedSmallIntegersSurviveFreeing) {
   ReplyPtr again = Parse("*2\r\n:0\r\n:1\r\n");
   EXPECT_EQ(again->element[0]->integer, 0);
   EXPECT_EQ(again->element[1]->integer, 1);
+}
+
+// Every key on its own server, so that InParallel wants a thread per key.
+class KeyPerServer final : public ConnectionSource {
+ public:
+  KeyPerServer() : ConnectionSource(StoreOptions{}) {}
+  Status Run(std::string_view, Access, bool, const Op&) override {
+    return Status::Unimplemented("not a server");
+  }
+  std::string Route(std::string_view key) override { return std::string(key); }
+  Status ForEachServer(const Op&) override { return Status::Unimplemented("not a server"); }
+  Status Check() override { return Status::Ok(); }
+};
+
+// This process's address space in bytes (VmSize), 0 if unknown.
+uint64_t AddressSpaceBytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmSize:")) return std::stoull(line.substr(7)) * 1024;
+  }
+  return 0;
+}
+
+// A sharded filter's calls fan out over its servers, a thread each. With no
+// thread to be had, the groups run on the caller's thread. Before, the
+// std::system_error escaped InParallel (the library answers with a Status,
+// never an exception), or, once some threads had started, their joinable
+// destructors made std::terminate kill the host process (a redbloomd
+// answering a request, say).
+TEST(InParallelTest, RunsEveryTaskWhenNoThreadCanStart) {
+  if (testing::kAddressSanitizer || testing::kThreadSanitizer) {
+    GTEST_SKIP() << "a sanitizer's shadow memory needs address space the limit would refuse";
+  }
+  KeyPerServer source;
+  const std::vector<std::string> keys = {"a", "b", "c", "d"};
+  std::atomic<int> ran{0};
+  const std::vector<std::function<Status()>> tasks(4, [&ran] {
+    ++ran;
+    return Status::Ok();
+  });
+  // 2 MiB of address space to spare: small allocations still come from
+  // the heap, an 8 MiB thread stack does not. No test in this binary
+  // starts a thread before this one, so glibc holds no stack to reuse.
+  const uint64_t used = AddressSpaceBytes();
+  ASSERT_GT(used, 0u);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &old), 0);
+  rlimit tight = old;
+  tight.rlim_cur = used + (2u << 20);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &tight), 0);
+  bool no_thread = false;
+  try {
+    std::thread([] {}).join();
+  } catch (const std::system_error&) {
+    no_thread = true;
+  }
+  const Status s = no_thread ? source.InParallel(keys, tasks) : Status::Ok();
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);
+  ASSERT_TRUE(no_thread) << "a thread started under the limit; the test proves nothing";
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(ran.load(), 4);
 }
 
 }  // namespace
