@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "redbloom/filter_config.h"
+#include "redbloom/store.h"
 #include "redis/cluster_source.h"
 #include "redis/connection_source.h"
 #include "redis/redis_client.h"
@@ -207,16 +208,45 @@ uint64_t AddressSpaceBytes() {
   return 0;
 }
 
+// While it lives, 2 MiB of address space to spare: small allocations still
+// come from the heap, an 8 MiB thread stack does not. No test in this
+// binary starts a thread before the limit, so glibc holds no stack to
+// reuse; threads_fail() checks that one cannot start, so that the tests
+// cannot pass vacuously.
+class NoThreads {
+ public:
+  NoThreads() {
+    const uint64_t used = AddressSpaceBytes();
+    EXPECT_GT(used, 0u);
+    EXPECT_EQ(getrlimit(RLIMIT_AS, &old_), 0);
+    rlimit tight = old_;
+    tight.rlim_cur = used + (2u << 20);
+    EXPECT_EQ(setrlimit(RLIMIT_AS, &tight), 0);
+    try {
+      std::thread([] {}).join();
+    } catch (const std::system_error&) {
+      threads_fail_ = true;
+    }
+  }
+  ~NoThreads() { EXPECT_EQ(setrlimit(RLIMIT_AS, &old_), 0); }
+  bool threads_fail() const { return threads_fail_; }
+
+ private:
+  rlimit old_{};
+  bool threads_fail_ = false;
+};
+
+constexpr const char* kSanitizerSkip =
+    "a sanitizer's shadow memory needs address space the limit would refuse";
+
 // A sharded filter's calls fan out over its servers, a thread each. With no
 // thread to be had, the groups run on the caller's thread. Before, the
 // std::system_error escaped InParallel (the library answers with a Status,
 // never an exception), or, once some threads had started, their joinable
 // destructors made std::terminate kill the host process (a redbloomd
 // answering a request, say).
-TEST(InParallelTest, RunsEveryTaskWhenNoThreadCanStart) {
-  if (testing::kAddressSanitizer || testing::kThreadSanitizer) {
-    GTEST_SKIP() << "a sanitizer's shadow memory needs address space the limit would refuse";
-  }
+TEST(NoThreadTest, InParallelRunsEveryTaskOnTheCallersThread) {
+  if (testing::kAddressSanitizer || testing::kThreadSanitizer) GTEST_SKIP() << kSanitizerSkip;
   KeyPerServer source;
   const std::vector<std::string> keys = {"a", "b", "c", "d"};
   std::atomic<int> ran{0};
@@ -224,27 +254,29 @@ TEST(InParallelTest, RunsEveryTaskWhenNoThreadCanStart) {
     ++ran;
     return Status::Ok();
   });
-  // 2 MiB of address space to spare: small allocations still come from
-  // the heap, an 8 MiB thread stack does not. No test in this binary
-  // starts a thread before this one, so glibc holds no stack to reuse.
-  const uint64_t used = AddressSpaceBytes();
-  ASSERT_GT(used, 0u);
-  rlimit old{};
-  ASSERT_EQ(getrlimit(RLIMIT_AS, &old), 0);
-  rlimit tight = old;
-  tight.rlim_cur = used + (2u << 20);
-  ASSERT_EQ(setrlimit(RLIMIT_AS, &tight), 0);
-  bool no_thread = false;
-  try {
-    std::thread([] {}).join();
-  } catch (const std::system_error&) {
-    no_thread = true;
+  Status s;
+  {
+    NoThreads limit;
+    ASSERT_TRUE(limit.threads_fail()) << "a thread started under the limit";
+    s = source.InParallel(keys, tasks);
   }
-  const Status s = no_thread ? source.InParallel(keys, tasks) : Status::Ok();
-  ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);
-  ASSERT_TRUE(no_thread) << "a thread started under the limit; the test proves nothing";
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(ran.load(), 4);
+}
+
+// A sentinel store starts a thread that watches the sentinels: without one,
+// opening it is a Status (it was an exception out of Store::Open).
+TEST(NoThreadTest, OpeningASentinelStoreIsResourceExhausted) {
+  if (testing::kAddressSanitizer || testing::kThreadSanitizer) GTEST_SKIP() << kSanitizerSkip;
+  Status s;
+  {
+    NoThreads limit;
+    ASSERT_TRUE(limit.threads_fail()) << "a thread started under the limit";
+    // Port 1 on loopback: nothing is ever contacted, the thread comes first.
+    s = Store::Open("redis-sentinel://127.0.0.1:1/mymaster").status();
+  }
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("sentinels"), std::string::npos) << s.ToString();
 }
 
 }  // namespace
