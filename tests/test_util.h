@@ -23,33 +23,29 @@
 
 namespace redbloom::testing {
 
+// __has_feature(x) where the compiler has it (clang), else 0 (GCC 12 has
+// not, and an undefined function-like macro in #if is an error).
+#if defined(__has_feature)
+#define REDBLOOM_TEST_HAS_FEATURE(x) __has_feature(x)
+#else
+#define REDBLOOM_TEST_HAS_FEATURE(x) 0
+#endif
+
 // Whether this is a ThreadSanitizer build (scripts/tsan.sh), whose shadow
 // memory makes a process's resident size about five times what it touches
 // (5.5x in bulk_test): tests that bound a process's memory say so and leave
 // it to the other builds.
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) || REDBLOOM_TEST_HAS_FEATURE(thread_sanitizer)
 inline constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
 #else
 inline constexpr bool kThreadSanitizer = false;
 #endif
 
-// Whether this build runs under AddressSanitizer (GCC defines the first,
-// clang answers the second), whose shadow memory needs terabytes of address
-// space: a test that limits a child's address space cannot hold under it.
-#if defined(__SANITIZE_ADDRESS__)
+// Whether this build runs under AddressSanitizer, whose shadow memory needs
+// terabytes of address space: a test that limits a process's address space
+// cannot hold under it.
+#if defined(__SANITIZE_ADDRESS__) || REDBLOOM_TEST_HAS_FEATURE(address_sanitizer)
 inline constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
 #else
 inline constexpr bool kAddressSanitizer = false;
 #endif
