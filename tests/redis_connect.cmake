@@ -19,7 +19,9 @@ endif()
 if(TARGET redbloom_server_test_util)
   redbloom_add_test(redis_sentinel_test redis_sentinel_test.cc redis_sentinel.cc tls_certs.cc
                     LABELS "redis;fault" LIBS redbloom_server_test_util)
-  add_dependencies(redis_sentinel_test redbloomd)
+  if(TARGET redis_sentinel_test)
+    add_dependencies(redis_sentinel_test redbloomd)
+  endif()
 else()
   redbloom_add_test(redis_sentinel_test redis_sentinel_test.cc redis_sentinel.cc tls_certs.cc
                     LABELS "redis;fault")
