@@ -579,6 +579,12 @@ void ConnectionServer::Loop::Run() {
   }
   listening_ = true;
   std::vector<std::thread> threads;
+  // The workers leave once their queues are closed and drained.
+  auto stop_workers = [&] {
+    general_.Close();
+    priority_.Close();
+    for (auto& t : threads) t.join();
+  };
   try {
     for (int i = 0; i < o_.workers; ++i) threads.emplace_back([this] { Work(&general_); });
     for (int i = 0; i < kPriorityWorkers; ++i) threads.emplace_back([this] { Work(&priority_); });
@@ -587,9 +593,7 @@ void ConnectionServer::Loop::Run() {
     // the ones started, which wait on empty queues, so that the error reaches
     // main instead of a joinable thread's destructor terminating the process.
     const size_t started = threads.size();
-    general_.Close();
-    priority_.Close();
-    for (auto& t : threads) t.join();
+    stop_workers();
     ::close(epoll_fd_);
     epoll_fd_ = -1;
     throw std::runtime_error("cannot start request worker " + std::to_string(started + 1) + " of " +
@@ -638,9 +642,7 @@ void ConnectionServer::Loop::Run() {
       if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, s_.listen_fd_, &ev) == 0) listening_ = true;
     }
   }
-  general_.Close();
-  priority_.Close();
-  for (auto& t : threads) t.join();
+  stop_workers();
   TakeReturned();
   while (!conns_.empty()) Close(*conns_.begin()->second);
   ::close(epoll_fd_);

@@ -290,7 +290,7 @@ Result<std::shared_ptr<SlotMap>> ParseClusterSlots(
   // A node is [host, port, ...]; -1 if it is not that.
   auto node_of = [&](const redisReply* n) -> int {
     if (!IsArray(n, 2) || n->element[1]->type != REDIS_REPLY_INTEGER ||
-        n->element[1]->integer < 1 || n->element[1]->integer > 65535) {
+        !IsPort(n->element[1]->integer)) {
       return -1;
     }
     std::string host(ReplyText(n->element[0]));

@@ -29,11 +29,10 @@
 #include "redbloom/status.h"
 #include "redis/connection_source.h"
 #include "redis/redis_client.h"
+#include "redis/redis_keys.h"
 #include "redis/redis_url.h"
 
 namespace redbloom::internal {
-
-inline constexpr int kClusterSlots = 16384;
 
 struct SlotMap {
   // Per slot: the node index of its master, -1 if no node serves it.

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "redis/redis_keys.h"
+#include "redis/redis_url.h"
 #include "redis/tls_transport.h"
 
 namespace redbloom::internal {
@@ -243,8 +245,8 @@ std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view text) {
   const char* const end = text.data() + text.size();
   auto [p1, e1] = std::from_chars(text.data(), text.data() + space, r.slot);
   auto [p2, e2] = std::from_chars(text.data() + colon + 1, end, r.port);
-  if (e1 != std::errc() || p1 != text.data() + space || r.slot < 0 || r.slot > 16383 ||
-      e2 != std::errc() || p2 != end || r.port < 1 || r.port > 65535) {
+  if (e1 != std::errc() || p1 != text.data() + space || r.slot < 0 || r.slot >= kClusterSlots ||
+      e2 != std::errc() || p2 != end || !IsPort(r.port)) {
     return std::nullopt;
   }
   r.host = std::string(text.substr(space + 1, colon - space - 1));

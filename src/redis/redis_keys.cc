@@ -92,14 +92,14 @@ uint16_t KeySlot(std::string_view key) {
       crc = static_cast<uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
     }
   }
-  return static_cast<uint16_t>(crc & 16383);
+  return static_cast<uint16_t>(crc % kClusterSlots);
 }
 
 const std::string& SlotTag(uint16_t slot) {
-  // All 16384 tags at once, the first time one is asked for (~160,000 short
+  // All kClusterSlots tags at once, the first time one is asked for (~160,000 short
   // candidates, a few milliseconds).
   static const std::vector<std::string> tags = [] {
-    std::vector<std::string> t(16384);
+    std::vector<std::string> t(kClusterSlots);
     size_t found = 0;
     for (uint64_t n = 0; found < t.size(); ++n) {
       std::string candidate = "rb" + std::to_string(n);
@@ -111,7 +111,7 @@ const std::string& SlotTag(uint16_t slot) {
     }
     return t;
   }();
-  return tags[slot & 16383];
+  return tags[slot % kClusterSlots];
 }
 
 namespace {
@@ -168,7 +168,8 @@ namespace {
 
 std::string ShardPrefix(std::string_view name, uint32_t shard, uint32_t shards) {
   const uint16_t base = KeySlot(KeysFor(name, KeyMode::kPlain).bitmap);
-  const auto slot = static_cast<uint16_t>((base + uint64_t{shard} * 16384 / shards) % 16384);
+  const auto slot =
+      static_cast<uint16_t>((base + uint64_t{shard} * kClusterSlots / shards) % kClusterSlots);
   return "{" + SlotTag(slot) + "}" + std::string(name) + "/shard/" + std::to_string(shard);
 }
 

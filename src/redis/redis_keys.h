@@ -53,8 +53,11 @@ enum class KeyMode {
 // half encoded as three bytes (six in all, instead of UTF-8's four).
 std::string JdkSerializedString(std::string_view utf8);
 
+// Redis Cluster's hash slots: 0 .. kClusterSlots - 1.
+inline constexpr int kClusterSlots = 16384;
+
 // The Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag, or of the
-// whole key without one, mod 16384.
+// whole key without one, mod kClusterSlots.
 uint16_t KeySlot(std::string_view key);
 // A short string without braces whose slot is `slot`: the first of "rb0",
 // "rb1", "rb2", ... that hashes there. Part of the key layout, never changed.

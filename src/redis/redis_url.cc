@@ -137,7 +137,7 @@ Result<HostPort> ParseHost(std::string_view rest, int default_port) {
     }
   }
   if (!port_text.empty()) {
-    REDBLOOM_ASSIGN_OR_RETURN(int64_t port, ParseInt(port_text, 1, 65535, "port"));
+    REDBLOOM_ASSIGN_OR_RETURN(int64_t port, ParseInt(port_text, kMinPort, kMaxPort, "port"));
     hp.port = static_cast<int>(port);
   }
   return hp;

@@ -22,6 +22,7 @@
 #define REDBLOOM_SRC_REDIS_REDIS_URL_H_
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,11 @@ enum class RedisMode {
   kCluster,   // Redis Cluster: the hosts are seeds
   kSentinel,  // the hosts are sentinels naming the master
 };
+
+// A port a Redis server can be reached on.
+inline constexpr int kMinPort = 1;
+inline constexpr int kMaxPort = 65535;
+inline bool IsPort(int64_t port) { return port >= kMinPort && port <= kMaxPort; }
 
 struct HostPort {
   std::string host;

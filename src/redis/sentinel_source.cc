@@ -33,8 +33,7 @@ std::string Text(const redisReply* r) { return std::string(ReplyText(r)); }
 Result<int> ParsePort(std::string_view text) {
   int port = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || port < 1 ||
-      port > 65535) {
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !IsPort(port)) {
     return Status::Internal("a sentinel named port '" + std::string(text) + "'");
   }
   return port;
