@@ -251,6 +251,28 @@ void ContainsBatchPass(Workload& w, bool hit) {
   if (hit && found != queries.size()) Die("false negative while timing");
 }
 
+// A batched check of never-added items through ContainsHashes, the items
+// hashed one at a time (Murmur3_128) or eight at once (Murmur3_128Many, what
+// ContainsMany uses for guava64): the paired_hash_many_check row's two sides.
+void ContainsHashedPass(Workload& w, bool many) {
+  const auto queries = Queries(w, false);
+  thread_local std::vector<uint8_t> present;
+  thread_local std::vector<Hash128> hashes;
+  uint64_t found = 0;
+  for (size_t i = 0; i < queries.size(); i += kBatch) {
+    const auto batch = queries.subspan(i, std::min(kBatch, queries.size() - i));
+    hashes.resize(batch.size());
+    if (many) {
+      Murmur3_128Many(batch, hashes.data());
+    } else {
+      for (size_t j = 0; j < batch.size(); ++j) hashes[j] = Murmur3_128(batch[j]);
+    }
+    Check(w.filled->ContainsHashes(hashes, &present), "contains");
+    for (uint8_t p : present) found += p;
+  }
+  benchmark::DoNotOptimize(found);
+}
+
 // Adds and loads: the filter is cleared before each pass, untimed.
 template <typename Pass>
 void BM_Fill(benchmark::State& state, uint64_t n, std::string store, Strategy st, Pass pass) {
@@ -346,6 +368,24 @@ void BM_Hash(benchmark::State& state, uint64_t n, F hash) {
     benchmark::DoNotOptimize(acc);
   }
   SetCounters(state, w, w.items->absent_views.size());
+}
+
+// Murmur3_128Many over the same items, in batches of 1000 (as HashItems
+// hands it a batch).
+void BM_HashMany(benchmark::State& state, uint64_t n) {
+  Workload& w = GetWorkload(n, "mem", Strategy::kGuava64);
+  const std::vector<std::string_view>& items = w.items->absent_views;
+  std::vector<Hash128> out(kBatch);
+  for (auto _ : state) {
+    uint64_t acc = 0;
+    for (size_t i = 0; i < items.size(); i += kBatch) {
+      const size_t c = std::min(kBatch, items.size() - i);
+      Murmur3_128Many(std::span<const std::string_view>(items).subspan(i, c), out.data());
+      acc ^= out[0].h1;
+    }
+    benchmark::DoNotOptimize(acc);
+  }
+  SetCounters(state, w, items.size());
 }
 
 // A strategy's offsets of already-hashed items alone, in batches of 1000.
@@ -581,6 +621,11 @@ void RegisterAll() {
                {[](Workload& w) { ContainsBatchPass(w, false); }, false, kQueries},
                {[](Workload& w) { ContainsSinglePass(w, false); }, false, kQueries});
           pair("paired_single_batch_add", {AddBatchPass, true, n}, {AddSinglePass, true, n});
+          if (st == Strategy::kGuava64) {
+            pair("paired_hash_many_check",
+                 {[](Workload& w) { ContainsHashedPass(w, false); }, false, kQueries},
+                 {[](Workload& w) { ContainsHashedPass(w, true); }, false, kQueries});
+          }
         }
       }
       reg("offsets_" + sn, [=](benchmark::State& s) { BM_Offsets(s, n, st); });
@@ -588,6 +633,7 @@ void RegisterAll() {
     reg("murmur3_128", [=](benchmark::State& s) {
       BM_Hash(s, n, [](std::string_view b) { return Murmur3_128(b); });
     });
+    reg("murmur3_128_many", [=](benchmark::State& s) { BM_HashMany(s, n); });
     reg("xxh3_128", [=](benchmark::State& s) {
       BM_Hash(s, n, [](std::string_view b) { return Xxh3_128(b); });
     });

@@ -3,13 +3,29 @@
 #include <highwayhash/highwayhash_target.h>
 #include <highwayhash/instruction_sets.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 
 // Header-only use: the short-input paths inline into Xxh3_128, and nothing
 // is linked.
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12's _mm512_undefined_epi32 (under the shift and rotate intrinsics)
+// trips its own uninitialized-value warnings (GCC bug 105593).
+#if defined(__clang__)
+#include <immintrin.h>
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+#endif
 
 namespace redbloom {
 namespace {
@@ -57,17 +73,28 @@ inline uint64_t LoadPartialLE(const uint8_t* p, size_t n) {
          (uint64_t{p[n - 1]} << (8 * (n - 1)));
 }
 
-}  // namespace
+// Murmur3's work on an item up to its finalisation: h1 and h2 after the
+// 16-byte blocks, and the tail's bytes 0..7 (k1) and 8..15 (k2) read
+// little-endian, 0 where the tail has none; `bits` is the OR of every word
+// read, so that its high bits say whether the item is ASCII (no cost where
+// nobody reads it: Murmur3_128 inlines this and drops it).
+struct Murmur3Body {
+  uint64_t h1;
+  uint64_t h2;
+  uint64_t k1;
+  uint64_t k2;
+  uint64_t bits;
+};
 
-Hash128 Murmur3_128(const void* data, size_t len, uint32_t seed) {
-  const auto* bytes = static_cast<const uint8_t*>(data);
+inline Murmur3Body Murmur3Blocks(const uint8_t* bytes, size_t len, uint32_t seed) {
   const size_t nblocks = len / 16;
   uint64_t h1 = seed;
   uint64_t h2 = seed;
-
+  uint64_t bits = 0;
   for (size_t i = 0; i < nblocks; ++i) {
     uint64_t k1 = LoadLE64(bytes + i * 16);
     uint64_t k2 = LoadLE64(bytes + i * 16 + 8);
+    bits |= k1 | k2;
     k1 *= kC1;
     k1 = Rotl(k1, 31);
     k1 *= kC2;
@@ -83,27 +110,38 @@ Hash128 Murmur3_128(const void* data, size_t len, uint32_t seed) {
     h2 += h1;
     h2 = h2 * 5 + 0x38495ab5;
   }
-
-  // The tail's bytes 8..15 become k2 and bytes 0..7 k1, read little-endian.
   const uint8_t* tail = bytes + nblocks * 16;
   const size_t rest = len & 15;
-  if (rest > 8) {
-    uint64_t k2 = LoadPartialLE(tail + 8, rest - 8);
+  const uint64_t k1 = rest >= 8 ? LoadLE64(tail) : rest > 0 ? LoadPartialLE(tail, rest) : 0;
+  const uint64_t k2 = rest > 8 ? LoadPartialLE(tail + 8, rest - 8) : 0;
+  return {h1, h2, k1, k2, bits | k1 | k2};
+}
+
+// Guava xors the length as a Java int; sign extension only matters past 2 GiB.
+inline uint64_t JavaIntLength(size_t len) {
+  return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(len)));
+}
+
+// The rest of Murmur3_128 after Murmur3Blocks.
+inline Hash128 Murmur3Finish(const Murmur3Body& body, size_t len) {
+  uint64_t h1 = body.h1;
+  uint64_t h2 = body.h2;
+  // An empty tail word is skipped, as Murmur3 does (mixing it would xor 0).
+  if (body.k2 != 0) {
+    uint64_t k2 = body.k2;
     k2 *= kC2;
     k2 = Rotl(k2, 33);
     k2 *= kC1;
     h2 ^= k2;
   }
-  if (rest > 0) {
-    uint64_t k1 = rest >= 8 ? LoadLE64(tail) : LoadPartialLE(tail, rest);
+  if (body.k1 != 0) {
+    uint64_t k1 = body.k1;
     k1 *= kC1;
     k1 = Rotl(k1, 31);
     k1 *= kC2;
     h1 ^= k1;
   }
-
-  // Guava xors the length as a Java int; sign extension only matters past 2 GiB.
-  const uint64_t length = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(len)));
+  const uint64_t length = JavaIntLength(len);
   h1 ^= length;
   h2 ^= length;
   h1 += h2;
@@ -113,6 +151,125 @@ Hash128 Murmur3_128(const void* data, size_t len, uint32_t seed) {
   h1 += h2;
   h2 += h1;
   return Hash128{h1, h2};
+}
+
+constexpr uint64_t kHighBits = 0x8080808080808080ULL;
+
+}  // namespace
+
+Hash128 Murmur3_128(const void* data, size_t len, uint32_t seed) {
+  return Murmur3Finish(Murmur3Blocks(static_cast<const uint8_t*>(data), len, seed), len);
+}
+
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define REDBLOOM_MURMUR3_AVX512 1
+#define REDBLOOM_AVX512_TARGET gnu::target("avx512f,avx512dq")
+
+bool CpuHasAvx512ForMurmur3() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  }();
+  return has;
+}
+
+[[REDBLOOM_AVX512_TARGET]] inline __m512i Set1(uint64_t v) {
+  return _mm512_set1_epi64(static_cast<int64_t>(v));
+}
+
+[[REDBLOOM_AVX512_TARGET]] inline __m512i Fmix64x8(__m512i k) {
+  k = _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
+  k = _mm512_mullo_epi64(k, Set1(0xff51afd7ed558ccdULL));
+  k = _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
+  k = _mm512_mullo_epi64(k, Set1(0xc4ceb9fe1a85ec53ULL));
+  return _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
+}
+
+// Murmur3_128Many in two passes over up to kChunk items: Murmur3Blocks one
+// item at a time into arrays, then the rest of Murmur3_128 (the tail's
+// mixing and the finalisation: every multiplication of an item under 16
+// bytes) eight items at once, one per 64-bit lane. The tail words are mixed
+// even when empty: 0 mixes to 0, which xors nothing. Measured on 11-byte
+// ids, batches of 1000, guava64 (core_bench paired_hash_many_check: a
+// batched check with the items hashed one at a time, then with this):
+// 0.75-0.82 of the check's time at 1e6 and 1e7. Tried first and slower than
+// one at a time: loading each lane's words straight into vectors (masked
+// loads, or gathers, each of which then waited on its loads).
+[[REDBLOOM_AVX512_TARGET]] bool Murmur3_128ManyAvx512(std::span<const std::string_view> items,
+                                                      Hash128* out) {
+  uint64_t bits = 0;
+  constexpr size_t kChunk = 64;
+  alignas(64) uint64_t h1s[kChunk], h2s[kChunk], k1s[kChunk], k2s[kChunk], lengths[kChunk];
+  for (size_t start = 0; start < items.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, items.size() - start);
+    for (size_t j = 0; j < n; ++j) {
+      const std::string_view item = items[start + j];
+      const Murmur3Body body =
+          Murmur3Blocks(reinterpret_cast<const uint8_t*>(item.data()), item.size(), 0);
+      h1s[j] = body.h1;
+      h2s[j] = body.h2;
+      k1s[j] = body.k1;
+      k2s[j] = body.k2;
+      bits |= body.bits;
+      lengths[j] = JavaIntLength(item.size());
+    }
+    for (size_t j = 0; j < n; j += 8) {
+      // The items of this group (all 8 but in a chunk's last), and the
+      // words of out they fill: j..j+3 the first 8, j+4..j+7 the next 8.
+      const unsigned c = static_cast<unsigned>(std::min<size_t>(8, n - j));
+      const auto lanes = static_cast<__mmask8>((1u << c) - 1);
+      const auto low = static_cast<__mmask8>(c >= 4 ? 0xFF : (1u << (2 * c)) - 1);
+      const auto high = static_cast<__mmask8>(c <= 4 ? 0 : (1u << (2 * (c - 4))) - 1);
+      __m512i k1 = _mm512_maskz_load_epi64(lanes, k1s + j);
+      k1 = _mm512_mullo_epi64(k1, Set1(kC1));
+      k1 = _mm512_rol_epi64(k1, 31);
+      k1 = _mm512_mullo_epi64(k1, Set1(kC2));
+      __m512i k2 = _mm512_maskz_load_epi64(lanes, k2s + j);
+      k2 = _mm512_mullo_epi64(k2, Set1(kC2));
+      k2 = _mm512_rol_epi64(k2, 33);
+      k2 = _mm512_mullo_epi64(k2, Set1(kC1));
+      const __m512i length = _mm512_maskz_load_epi64(lanes, lengths + j);
+      __m512i h1 = _mm512_ternarylogic_epi64(_mm512_maskz_load_epi64(lanes, h1s + j), k1, length,
+                                             0x96);  // xor of all three
+      __m512i h2 =
+          _mm512_ternarylogic_epi64(_mm512_maskz_load_epi64(lanes, h2s + j), k2, length, 0x96);
+      h1 = _mm512_add_epi64(h1, h2);
+      h2 = _mm512_add_epi64(h2, h1);
+      h1 = Fmix64x8(h1);
+      h2 = Fmix64x8(h2);
+      h1 = _mm512_add_epi64(h1, h2);
+      h2 = _mm512_add_epi64(h2, h1);
+      // Hash128 is {h1, h2}: interleave the lanes into out[j..j+7].
+      static_assert(sizeof(Hash128) == 16 && std::is_standard_layout_v<Hash128>);
+      auto* to = reinterpret_cast<uint64_t*>(out + start + j);
+      _mm512_mask_storeu_epi64(
+          to, low, _mm512_permutex2var_epi64(h1, _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0), h2));
+      _mm512_mask_storeu_epi64(
+          to + 8, high,
+          _mm512_permutex2var_epi64(h1, _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4), h2));
+    }
+  }
+  return (bits & kHighBits) == 0;
+}
+#endif
+
+}  // namespace
+
+bool Murmur3_128Many(std::span<const std::string_view> items, Hash128* out) {
+#ifdef REDBLOOM_MURMUR3_AVX512
+  if (CpuHasAvx512ForMurmur3()) return Murmur3_128ManyAvx512(items, out);
+#endif
+  uint64_t bits = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string_view item = items[i];
+    const Murmur3Body body =
+        Murmur3Blocks(reinterpret_cast<const uint8_t*>(item.data()), item.size(), 0);
+    out[i] = Murmur3Finish(body, item.size());
+    bits |= body.bits;
+  }
+  return (bits & kHighBits) == 0;
 }
 
 Hash128 HighwayHash128(std::string_view bytes, const HighwayKey& key) {

@@ -1,8 +1,11 @@
 #include "redbloom/hash.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -70,6 +73,75 @@ TEST(HashTest, TailReadsStayInsideTheItem) {
     EXPECT_EQ(Murmur3_128(alone.get(), len, 0), Murmur3_128(padded.data(), len, 0))
         << "length " << len;
   }
+}
+
+// Murmur3_128Many must give each item's Murmur3_128. On a CPU with AVX-512
+// (this project's CI host has it) groups of eight go through the vector
+// form: groups of one length (with and without whole blocks), groups within
+// its spread of blocks, groups beyond it (one at a time), and a count that
+// is not a multiple of eight.
+TEST(HashTest, ManyEqualsOneAtATime) {
+  std::mt19937_64 rng(17);
+  std::vector<std::string> items;
+  auto add = [&](size_t len) {
+    std::string s(len, '\0');
+    for (char& c : s) c = static_cast<char>(rng());
+    items.push_back(std::move(s));
+  };
+  for (size_t len = 0; len <= 80; ++len) {
+    for (int j = 0; j < 8; ++j) add(len);  // eight of each length
+  }
+  for (int j = 0; j < 800; ++j) add(rng() % 100);          // mixed, mostly within the spread
+  for (int j = 0; j < 400; ++j) add(rng() % 2 ? 3 : 300);  // beyond it
+  for (int j = 0; j < 5; ++j) add(rng() % 40);
+  std::vector<std::string_view> views(items.begin(), items.end());
+  std::vector<Hash128> many(views.size());
+  Murmur3_128Many(views, many.data());
+  for (size_t i = 0; i < views.size(); ++i) {
+    ASSERT_EQ(many[i], Murmur3_128(views[i]))
+        << "item " << i << ", " << views[i].size() << " bytes";
+  }
+}
+
+// Murmur3_128Many says whether every byte it hashed is ASCII: a high bit
+// anywhere (a 16-byte block, the tail's first or second word, the last item
+// of a group or of a partial one) makes it false.
+TEST(HashTest, ManySaysWhetherAllItemsAreAscii) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 21; ++i) items.push_back("item-number-" + std::to_string(i * 1000));
+  std::vector<Hash128> out(items.size());
+  auto run = [&] {
+    const std::vector<std::string_view> views(items.begin(), items.end());
+    return Murmur3_128Many(views, out.data());
+  };
+  EXPECT_TRUE(run());
+  for (size_t item : {size_t{0}, size_t{7}, size_t{20}}) {
+    for (size_t at : {size_t{0}, size_t{15}, size_t{16}, size_t{23}, size_t{24}}) {
+      if (at >= items[item].size()) continue;
+      const char was = items[item][at];
+      items[item][at] = static_cast<char>(0x80 | was);
+      EXPECT_FALSE(run()) << "item " << item << ", byte " << at;
+      items[item][at] = was;
+    }
+  }
+  EXPECT_TRUE(run());
+}
+
+// Each item of Murmur3_128Many ends where readable memory ends (the next page
+// is PROT_NONE), so a read past an item's last byte would crash the test.
+TEST(HashTest, ManyReadsNothingPastItems) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* map = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* bytes = static_cast<char*>(map);
+  ASSERT_EQ(::mprotect(bytes + page, page, PROT_NONE), 0);
+  for (size_t i = 0; i < page; ++i) bytes[i] = static_cast<char>(i * 7 + 1);
+  std::vector<std::string_view> views;
+  for (size_t len = 0; len <= 72; ++len) views.emplace_back(bytes + page - len, len);
+  std::vector<Hash128> many(views.size());
+  Murmur3_128Many(views, many.data());
+  for (size_t i = 0; i < views.size(); ++i) EXPECT_EQ(many[i], Murmur3_128(views[i])) << i;
+  ::munmap(map, 2 * page);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "strategy/strategy_def.h"
 #include "test_util.h"
 #include "word_kernels.h"
 
@@ -139,6 +142,31 @@ TEST(StrategyTest, BatchOffsetsEqualOneByOne) {
           << StrategyName(s) << " item " << i;
     }
   }
+}
+
+// A strategy's batch hash (StrategyDef::hash_many, which HashItems uses for
+// utf8 and bytes items) gives each item its one-at-a-time hash, and says
+// "all ASCII" exactly when no item has a byte of 0x80 or more.
+TEST(StrategyTest, BatchHashesEqualOneByOne) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 77; ++i)
+    items.push_back(std::string(static_cast<size_t>(i % 40), 'a') + std::to_string(i));
+  int with_hash_many = 0;
+  for (const internal::StrategyDef* def : internal::StrategyTable()) {
+    if (def->hash_many == nullptr) continue;
+    ++with_hash_many;
+    for (bool ascii : {true, false}) {
+      if (!ascii) items[50] += "\xc3\xa7";
+      const std::vector<std::string_view> views(items.begin(), items.end());
+      std::vector<Hash128> many(views.size());
+      EXPECT_EQ(def->hash_many(views, many.data()), ascii) << def->name;
+      for (size_t i = 0; i < views.size(); ++i) {
+        ASSERT_EQ(many[i], def->hash(views[i])) << def->name << " item " << i;
+      }
+      if (!ascii) items[50].resize(items[50].size() - 2);
+    }
+  }
+  EXPECT_GE(with_hash_many, 2) << "seed and guava64 hash batches";
 }
 
 TEST(StrategyTest, ParseNames) {

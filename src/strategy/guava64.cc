@@ -220,6 +220,7 @@ const StrategyDef kGuava64Strategy = {
     .summary = "Guava BloomFilter's MURMUR128_MITZ_64: shares filters with Java's Guava",
     .encodings = kAllEncodings,
     .hash = &Hash,
+    .hash_many = &Murmur3_128Many,
     .geometry = &Guava64Geometry,
     .given_geometry = &Given,
     .offsets = &Offsets,

@@ -40,6 +40,7 @@ const StrategyDef kSeedStrategy = {
     .summary = "the Java blog helper's (BloomFilterHelper + SETBIT): int arithmetic, unrounded m",
     .encodings = kAllEncodings,
     .hash = &Hash,
+    .hash_many = &Murmur3_128Many,
     .geometry = &SeedGeometry,
     .given_geometry = nullptr,
     .offsets = &Offsets,

@@ -53,6 +53,10 @@ struct StrategyDef {
   std::string_view summary;  // one line for help texts
   uint32_t encodings;        // bit (1 << Encoding) for each encoding it accepts
   Hash128 (*hash)(std::string_view bytes);
+  // hash() of every item into out[i], faster than one call per item, and
+  // whether every byte of them is ASCII (so valid UTF-8); nullptr if the
+  // strategy has no such form.
+  bool (*hash_many)(std::span<const std::string_view> items, Hash128* out) = nullptr;
   Result<Geometry> (*geometry)(uint64_t capacity, double error_rate);
   // Checks bits sized elsewhere (m and k as a Guava file records them) that
   // this strategy could have produced; null if it sizes from capacity and
