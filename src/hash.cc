@@ -259,7 +259,9 @@ bool CpuHasAvx512ForMurmur3() {
 
 bool Murmur3_128Many(std::span<const std::string_view> items, Hash128* out) {
 #ifdef REDBLOOM_MURMUR3_AVX512
-  if (CpuHasAvx512ForMurmur3()) return Murmur3_128ManyAvx512(items, out);
+  // Fewer than eight items fill no vector: they take the loop below (and so
+  // do the tests' short batches, which keep it tested on CPUs with AVX-512).
+  if (items.size() >= 8 && CpuHasAvx512ForMurmur3()) return Murmur3_128ManyAvx512(items, out);
 #endif
   uint64_t bits = 0;
   for (size_t i = 0; i < items.size(); ++i) {

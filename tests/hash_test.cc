@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -76,10 +77,10 @@ TEST(HashTest, TailReadsStayInsideTheItem) {
 }
 
 // Murmur3_128Many must give each item's Murmur3_128. On a CPU with AVX-512
-// (this project's CI host has it) groups of eight go through the vector
-// form: groups of one length (with and without whole blocks), groups within
-// its spread of blocks, groups beyond it (one at a time), and a count that
-// is not a multiple of eight.
+// (this project's CI host has it) batches of eight or more go through the
+// vector form: groups of one length (with and without whole blocks), mixed
+// lengths, short and long items side by side, and a count that is not a
+// multiple of eight; batches of fewer than eight through the scalar loop.
 TEST(HashTest, ManyEqualsOneAtATime) {
   std::mt19937_64 rng(17);
   std::vector<std::string> items;
@@ -91,8 +92,8 @@ TEST(HashTest, ManyEqualsOneAtATime) {
   for (size_t len = 0; len <= 80; ++len) {
     for (int j = 0; j < 8; ++j) add(len);  // eight of each length
   }
-  for (int j = 0; j < 800; ++j) add(rng() % 100);          // mixed, mostly within the spread
-  for (int j = 0; j < 400; ++j) add(rng() % 2 ? 3 : 300);  // beyond it
+  for (int j = 0; j < 800; ++j) add(rng() % 100);
+  for (int j = 0; j < 400; ++j) add(rng() % 2 ? 3 : 300);
   for (int j = 0; j < 5; ++j) add(rng() % 40);
   std::vector<std::string_view> views(items.begin(), items.end());
   std::vector<Hash128> many(views.size());
@@ -101,6 +102,11 @@ TEST(HashTest, ManyEqualsOneAtATime) {
     ASSERT_EQ(many[i], Murmur3_128(views[i]))
         << "item " << i << ", " << views[i].size() << " bytes";
   }
+  for (size_t n = 1; n < 8; ++n) {
+    const auto batch = std::span<const std::string_view>(views).subspan(600, n);
+    Murmur3_128Many(batch, many.data());
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(many[i], Murmur3_128(batch[i])) << n << " items";
+  }
 }
 
 // Murmur3_128Many says whether every byte it hashed is ASCII: a high bit
@@ -108,23 +114,34 @@ TEST(HashTest, ManyEqualsOneAtATime) {
 // of a group or of a partial one) makes it false.
 TEST(HashTest, ManySaysWhetherAllItemsAreAscii) {
   std::vector<std::string> items;
-  for (int i = 0; i < 21; ++i) items.push_back("item-number-" + std::to_string(i * 1000));
+  // 10 to 30 bytes: byte 9 is in item 0's second tail word, bytes 0-15 in
+  // item 20's block, 16 and 25 in its tail's first and second words.
+  for (int i = 0; i < 21; ++i) items.push_back(std::string(10 + i, static_cast<char>('a' + i)));
   std::vector<Hash128> out(items.size());
   auto run = [&] {
     const std::vector<std::string_view> views(items.begin(), items.end());
     return Murmur3_128Many(views, out.data());
   };
+  auto few = [&] {  // the last three alone: the scalar loop
+    const std::vector<std::string_view> views(items.begin() + 18, items.end());
+    return Murmur3_128Many(views, out.data());
+  };
   EXPECT_TRUE(run());
+  EXPECT_TRUE(few());
   for (size_t item : {size_t{0}, size_t{7}, size_t{20}}) {
-    for (size_t at : {size_t{0}, size_t{15}, size_t{16}, size_t{23}, size_t{24}}) {
+    for (size_t at : {size_t{0}, size_t{9}, size_t{15}, size_t{16}, size_t{25}}) {
       if (at >= items[item].size()) continue;
       const char was = items[item][at];
       items[item][at] = static_cast<char>(0x80 | was);
       EXPECT_FALSE(run()) << "item " << item << ", byte " << at;
+      if (item == 20) {
+        EXPECT_FALSE(few()) << "byte " << at;
+      }
       items[item][at] = was;
     }
   }
   EXPECT_TRUE(run());
+  EXPECT_TRUE(few());
 }
 
 // Each item of Murmur3_128Many ends where readable memory ends (the next page
