@@ -27,6 +27,8 @@
 #endif
 #endif
 
+#include "util/cpu_features.h"
+
 namespace redbloom {
 namespace {
 
@@ -167,14 +169,6 @@ namespace {
 #define REDBLOOM_MURMUR3_AVX512 1
 #define REDBLOOM_AVX512_TARGET gnu::target("avx512f,avx512dq")
 
-bool CpuHasAvx512ForMurmur3() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  }();
-  return has;
-}
-
 [[REDBLOOM_AVX512_TARGET]] inline __m512i Set1(uint64_t v) {
   return _mm512_set1_epi64(static_cast<int64_t>(v));
 }
@@ -261,7 +255,7 @@ bool Murmur3_128Many(std::span<const std::string_view> items, Hash128* out) {
 #ifdef REDBLOOM_MURMUR3_AVX512
   // Fewer than eight items fill no vector: they take the loop below (and so
   // do the tests' short batches, which keep it tested on CPUs with AVX-512).
-  if (items.size() >= 8 && CpuHasAvx512ForMurmur3()) return Murmur3_128ManyAvx512(items, out);
+  if (items.size() >= 8 && internal::CpuHasAvx512()) return Murmur3_128ManyAvx512(items, out);
 #endif
   uint64_t bits = 0;
   for (size_t i = 0; i < items.size(); ++i) {

@@ -16,6 +16,7 @@
 
 #include "prefetch.h"
 #include "strategy/strategy_def.h"
+#include "util/cpu_features.h"
 #include "word_kernels.h"
 
 namespace redbloom::internal {
@@ -113,18 +114,6 @@ Words NewWords(size_t bytes) {
   if (p != nullptr) std::memset(p, 0, bytes);
   return Words(p, WordsDelete{bytes, false});
 }
-
-namespace {
-
-bool CpuHasAvx2() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
-
-}  // namespace
 
 namespace word_kernels_internal {
 

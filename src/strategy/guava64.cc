@@ -8,6 +8,7 @@
 #include <string>
 
 #include "strategy/strategy_def.h"
+#include "util/cpu_features.h"
 #include "word_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -113,14 +114,6 @@ struct Avx512Layout {
 };
 
 using Avx512Entries = word_kernels_internal::Entries<Avx512Layout, false>;
-
-bool CpuHasAvx512() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  }();
-  return has;
-}
 
 // Where the AVX-512 forms run: k <= 16 on a CPU that has it, unless a test
 // turned vector kernels off.
