@@ -302,7 +302,8 @@ Result<bool> BloomFilter::Contains(std::string_view item) {
   if (const State& st = state(); st.single != nullptr) {
     if (st.config.encoding == Encoding::kUtf8 && !IsValidUtf8(item)) return InvalidUtf8Item();
     bool present = false;
-    if (st.single->TestOne(st.strategy->hash(item), *st.strategy, st.single_geometry, &present)) {
+    if (st.single->TestOne(st.strategy->hash(item), *st.strategy->word_kernels, st.single_geometry,
+                           &present)) {
       return present;
     }
   }

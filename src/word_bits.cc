@@ -431,16 +431,6 @@ Status WordBitStore::Add(std::span<PartBatch> batches) {
   return Status::Ok();
 }
 
-WordArray* WordBitStore::LiveMain(uint64_t part) const {
-  if (part != 0 || main_raw_ == nullptr) return nullptr;
-  uint64_t* superseded = main_raw_->superseded;
-  if (superseded != nullptr &&
-      std::atomic_ref<uint64_t>(*superseded).load(std::memory_order_acquire) != 0) {
-    return nullptr;
-  }
-  return main_raw_;
-}
-
 Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
                                 const StrategyDef& strategy, const Geometry& g, uint8_t* present) {
   WordArray* a = LiveMain(part);
@@ -530,14 +520,6 @@ void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
 
 bool WordBitStore::SingleItemsFit(const StrategyDef& strategy, const Geometry& g) const {
   return main_raw_ != nullptr && KernelsFit(strategy, *main_raw_, g);
-}
-
-bool WordBitStore::TestOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,
-                           bool* present) const {
-  const WordArray* a = LiveMain(0);
-  if (a == nullptr) return false;
-  *present = strategy.word_kernels->test_one(hash, g, a->words, nullptr);
-  return true;
 }
 
 bool WordBitStore::AddOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,

@@ -170,6 +170,14 @@ struct WordKernels {
                             const OneItem& item);
 };
 
+inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernels,
+                                  const Geometry& g, bool* present) const {
+  const WordArray* a = LiveMain(0);
+  if (a == nullptr) return false;
+  *present = kernels.test_one(hash, g, a->words, nullptr);
+  return true;
+}
+
 namespace word_kernels_internal {
 // 1 if the vector kernels run, 0 if not, -1 until the CPU was asked.
 extern std::atomic<int> vector_kernels;
