@@ -26,6 +26,9 @@
 //   paired_load_add             load / batched add, every store
 //   paired_single_batch_check   single checks / batched checks, mem:
 //   paired_single_batch_add     single adds / batched adds, mem:
+//   paired_floor_single_check   guava64: a single check with no call path
+//                               (Murmur3, offsets, k words, no prefetch) /
+//                               batched checks, mem:
 //
 //   core_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //              --summary_out=FILE
@@ -515,6 +518,36 @@ void BM_SingleFloor(benchmark::State& state, uint64_t n) {
   SetCounters(state, w, queries.size());
 }
 
+// The same floor for a single guava64 check, as a pass to pair with the
+// batched check (paired_floor_single_check): per present item, Murmur3 of
+// its bytes, its k offsets (Barrett, the inverse computed once) and its k
+// words of an array the size of the filter, all read and ANDed with no
+// early exit, as BloomFilter::Contains does, but with no call path, no
+// prefetch and no wait on one item's answer before the next.
+void FloorSingleGuava64Pass(Workload& w) {
+  const Geometry g = w.filled->config().geometry;
+  thread_local std::vector<uint64_t> array;  // filled once per size, untimed after the first pass
+  if (array.size() != g.bits / 64) array.assign(g.bits / 64, ~uint64_t{0});
+  const uint64_t inverse = ~uint64_t{0} / g.bits;
+  const auto queries = Queries(w, true);
+  uint64_t found = 0;
+  for (std::string_view item : queries) {
+    const Hash128 h = Murmur3_128(item);
+    uint64_t combined = h.h1;
+    uint64_t all = 1;
+    for (uint32_t i = 0; i < g.hashes; ++i) {
+      const uint64_t y = combined & 0x7fffffffffffffffULL;
+      uint64_t r = y - static_cast<uint64_t>((static_cast<U128>(y) * inverse) >> 64) * g.bits;
+      if (r >= g.bits) r -= g.bits;
+      all &= array[r / 64] >> (r % 64);
+      combined += h.h2;
+    }
+    found += all & 1;
+  }
+  benchmark::DoNotOptimize(found);
+  if (found != queries.size()) Die("floor pass lost an item");
+}
+
 // Prints the console table and keeps, per benchmark, the median of its
 // repetitions (or its only run) for --summary_out.
 class SummaryReporter : public benchmark::ConsoleReporter {
@@ -622,6 +655,9 @@ void RegisterAll() {
                {[](Workload& w) { ContainsSinglePass(w, false); }, false, kQueries});
           pair("paired_single_batch_add", {AddBatchPass, true, n}, {AddSinglePass, true, n});
           if (st == Strategy::kGuava64) {
+            pair("paired_floor_single_check",
+                 {[](Workload& w) { ContainsBatchPass(w, true); }, false, kQueries},
+                 {FloorSingleGuava64Pass, false, kQueries});
             pair("paired_hash_many_check",
                  {[](Workload& w) { ContainsHashedPass(w, false); }, false, kQueries},
                  {[](Workload& w) { ContainsHashedPass(w, true); }, false, kQueries});

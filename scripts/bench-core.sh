@@ -141,6 +141,7 @@ awk -F'\t' '
     print "   paired_load_add: load / batched add (at most 1 meets issue #17.5)"
     print "   paired_single_batch_check: single-item checks / batched checks (at most 2 meets #17.4)"
     print "   paired_single_batch_add: single-item adds / batched adds (at most 2 meets #17.4)"
+    print "   paired_floor_single_check: guava64, a single check with no call path (Murmur3, offsets, k words) / batched"
     print "   paired_hash_many_check: a batched guava64 check, items hashed eight at once / one at a time"
     for (i = 1; i <= pairs; i++) print "  " paired[i]
     print ""
