@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <sstream>
 #include <thread>
 
@@ -152,9 +153,20 @@ TEST(ServerRedisTest, SlowRedisGives504) {
   ASSERT_EQ(
       Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
       201);
-  std::thread sleeper([&] { redis.Cli({"DEBUG", "SLEEP", "1.5"}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  Answer a = Call(*client, "POST", "/v1/filters/orders/check", R"({"items":["x"]})");
+  // redis-cli may take a while to start on a loaded machine, so no fixed
+  // wait: checks run until one lands in the sleep (each answer before it
+  // must be a real one), and one must, while Redis sleeps 1.5 s and a
+  // check gives up after 300 ms.
+  std::atomic<bool> slept{false};
+  std::thread sleeper([&] {
+    redis.Cli({"DEBUG", "SLEEP", "1.5"});
+    slept = true;
+  });
+  Answer a;
+  while (!slept) {
+    a = Call(*client, "POST", "/v1/filters/orders/check", R"({"items":["x"]})");
+    if (a.status != 200) break;
+  }
   sleeper.join();
   EXPECT_EQ(a.status, 504) << a.body;
   EXPECT_EQ(a.error(), "deadline_exceeded") << a.body;
