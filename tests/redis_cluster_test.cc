@@ -471,6 +471,7 @@ TEST_F(RedisClusterTest, KilledMasterLosesNoAcknowledgedAdd) {
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   const auto items = Items("d-", 200000);
   std::vector<size_t> acked;  // batch starts
+  std::atomic<size_t> acked_count{0};
   std::atomic<int> failed{0};
   std::atomic<bool> stop{false};
   std::atomic<size_t> next{0};
@@ -481,6 +482,7 @@ TEST_F(RedisClusterTest, KilledMasterLosesNoAcknowledgedAdd) {
       Status s = (*f)->AddMany(Views(items, i, 200));
       if (s.ok()) {
         acked.push_back(i);
+        ++acked_count;
       } else if (failed++ == 0) {
         first_error = s.ToString();
       }
@@ -495,14 +497,21 @@ TEST_F(RedisClusterTest, KilledMasterLosesNoAcknowledgedAdd) {
   const Result<bool> first = (*f)->Contains(items[0]);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(*first);
-  // A replacement replica joins, and adds are acknowledged again.
+  // A replacement replica joins, and adds are acknowledged again: waited
+  // for as such (a loaded machine may take seconds to sync the replica),
+  // not as a number of attempts, which a slow sync could use up in failures.
   cluster_->ReplaceAsReplica(master, promoted);
-  const size_t target = next + 2000;
-  while (next < target && next + 200 < items.size()) {
+  const size_t acked_before = acked_count;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (acked_count < acked_before + 10 && next + 200 < items.size() &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   stop = true;
   writer.join();
+  EXPECT_GE(acked_count, acked_before + 10)
+      << "adds were not acknowledged again once a replica was back (" << failed
+      << " calls failed, the first: " << first_error << ")";
   // The same handle adds and checks after the switch.
   const Status after = (*f)->Add("after");
   ASSERT_TRUE(after.ok()) << after.ToString();
