@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "util/errno_text.h"
 
@@ -39,16 +40,27 @@ Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flus
     owned_ = true;
     path_ = target;
   }
-  enabled_ = true;
   if (flush_interval_.count() > 0) {
-    flusher_ = std::thread([this] {
-      std::unique_lock lk(mu_);
-      while (!stop_) {
-        cv_.wait_for(lk, flush_interval_, [this] { return stop_; });
-        FlushLocked();
-      }
-    });
+    try {
+      flusher_ = std::thread([this] {
+        std::unique_lock lk(mu_);
+        while (!stop_) {
+          cv_.wait_for(lk, flush_interval_, [this] { return stop_; });
+          FlushLocked();
+        }
+      });
+    } catch (const std::system_error& e) {
+      // No thread (EAGAIN: a thread or memory limit): say which, and leave
+      // the log closed rather than buffering lines nothing would flush.
+      if (owned_) ::close(fd_);
+      fd_ = -1;
+      owned_ = false;
+      path_.clear();
+      return Status::ResourceExhausted("cannot start the access log's flush thread: " +
+                                       std::string(e.what()));
+    }
   }
+  enabled_ = true;
   return Status::Ok();
 }
 

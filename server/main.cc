@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -35,7 +37,13 @@ void Fail(const std::string& message) { std::fprintf(stderr, "redbloomd: %s\n", 
 class SignalThread {
  public:
   template <typename F>
-  explicit SignalThread(F&& f) : thread_(std::forward<F>(f)) {}
+  explicit SignalThread(F&& f) {
+    try {
+      thread_ = std::thread(std::forward<F>(f));
+    } catch (const std::system_error& e) {  // main's catch prints it: exit 3
+      throw std::runtime_error(std::string("cannot start the signal thread: ") + e.what());
+    }
+  }
   SignalThread(const SignalThread&) = delete;
   SignalThread& operator=(const SignalThread&) = delete;
   ~SignalThread() { Stop(); }
@@ -98,7 +106,8 @@ int Run(int argc, char** argv) {
   AccessLog access_log;
   if (auto s = access_log.Open(config->access_log, config->access_log_flush); !s.ok()) {
     Fail(s.message());
-    return 2;
+    // A path it cannot open is the configuration's fault; no thread is not.
+    return s.code() == redbloom::StatusCode::kResourceExhausted ? 3 : 2;
   }
   Service service(config->service, &metrics);
   if (auto s = service.Start(); !s.ok()) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "frontend/info_json.h"
 #include "http_status.h"
@@ -314,9 +315,16 @@ Status Service::Start() {
     std::lock_guard lock(store_mu_);
     last_open_error_ = opened.status();
   }
+  try {
+    retry_thread_ = std::thread([this] { RetryOpenLoop(); });
+  } catch (const std::system_error& e) {
+    // The URL is not repeated: main prints it redacted.
+    return Status::ResourceExhausted(
+        "not reachable yet (" + opened.status().ToString() +
+        "), and the thread that would retry it cannot start: " + e.what());
+  }
   std::fprintf(stderr, "redbloomd: store is not reachable yet (%s); retrying every second\n",
                opened.status().ToString().c_str());
-  retry_thread_ = std::thread([this] { RetryOpenLoop(); });
   return Status::Ok();
 }
 

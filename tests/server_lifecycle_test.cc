@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -141,6 +142,43 @@ TEST_F(ServerLifecycleTest, NoThreadForAWorkerIsExit3WithTheReason) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("redbloomd: fatal: "), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+}
+
+// Every thread redbloomd starts, when it cannot start, is named in the
+// message (it was a bare "fatal: Resource temporarily unavailable" for the
+// signal thread, the access log's flush thread and the thread that retries
+// an unreachable store). Address-space limits from 12 to 80 MiB in 1 MiB
+// steps, 8 MiB stacks: each thread's stack is the one that no longer fits at
+// some limit, and 18 workers need 144 MiB, so no run starts serving.
+TEST_F(ServerLifecycleTest, EveryThreadItCannotStartIsNamed) {
+  if (kAddressSanitizer || kThreadSanitizer) {
+    GTEST_SKIP() << "a sanitizer's shadow memory needs more address space than the limit allows";
+  }
+  const std::string unreachable = "redis://127.0.0.1:" + std::to_string(FreePort());
+  const std::vector<std::pair<std::string, std::string>> threads = {
+      {"the access log's flush thread", "cannot start the access log's flush thread: "},
+      {"the signal thread", "cannot start the signal thread: "},
+      {"a request worker", "cannot start request worker "},
+      {"the store retry thread", "the thread that would retry it cannot start: "}};
+  std::set<std::string> named;
+  for (const std::string& store : {std::string("mem:"), unreachable}) {
+    for (int mib = 12; mib <= 80; ++mib) {
+      CommandResult r = RunCommand({"/usr/bin/prlimit", "--as=" + std::to_string(mib << 20),
+                                    "--stack=8388608", "--core=0", "--", REDBLOOMD_PATH, "--listen",
+                                    "127.0.0.1:0", "--store", store});
+      if (r.exit_code == 127) continue;  // too little to load its libraries
+      ASSERT_EQ(r.exit_code, 3) << mib << " MiB, " << store << ": " << r.err;
+      EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+      bool found = false;
+      for (const auto& [thread, message] : threads) {
+        if (r.err.find(message) == std::string::npos) continue;
+        named.insert(thread);
+        found = true;
+      }
+      EXPECT_TRUE(found) << mib << " MiB, " << store << ", no thread named: " << r.err;
+    }
+  }
+  for (const auto& [thread, message] : threads) EXPECT_EQ(named.count(thread), 1u) << thread;
 }
 
 TEST_F(ServerLifecycleTest, PrintConfigShowsPrecedenceFlagEnvFileDefault) {
