@@ -26,6 +26,7 @@
 #include "redis/redis_meta.h"
 #include "redis/redis_ops.h"
 #include "redis/redis_url.h"
+#include "redis/sentinel_source.h"
 #include "strategy/strategy_def.h"
 
 namespace {
@@ -109,7 +110,35 @@ void CheckRedissonConfig(const redisReply* r) {
   }
 }
 
+// What the sentinels answer: an address taken is one a connection can be
+// asked to reach (a host of printable characters, a port in range).
+void CheckHostPort(const HostPort& h) {
+  if (h.host.empty() || h.host.size() > 255 || h.port < 1 || h.port > 65535) std::abort();
+  for (char c : h.host) {
+    if (c <= ' ' || c >= 0x7f) std::abort();
+  }
+}
+
+void CheckSentinel(const redisReply* r) {
+  if (Result<HostPort> m = ParseSentinelMaster(r); m.ok()) {
+    CheckHostPort(*m);
+  } else if (m.status().message().empty()) {
+    std::abort();
+  }
+  for (const HostPort& h : ParseSentinelReplicas(r)) CheckHostPort(h);
+  // The announcement's text, for the master named by its first word.
+  const std::string_view text = ReplyText(r);
+  const std::string_view name = text.substr(0, text.find(' '));
+  if (auto s = ParseSwitchMaster(text, name); s.ok()) {
+    if (!s->has_value()) std::abort();  // the name is ours
+    CheckHostPort(**s);
+  } else if (s.status().message().empty()) {
+    std::abort();
+  }
+}
+
 void CheckReply(const redisReply* r, bool redisson) {
+  CheckSentinel(r);
   const std::string_view text = ReplyText(r);
   if (r->type == REDIS_REPLY_ERROR) {
     if (auto redirect = ParseClusterRedirect(text)) {

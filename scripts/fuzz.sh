@@ -103,6 +103,10 @@ printf '\x00-MOVED 3999 127.0.0.1:6381\r\n-ASK 1 [::1]:7002\r\n-TRYAGAIN x\r\n-C
   >"$corpus/reply_fuzz/seed-redirects"
 printf '\x80*3\r\n:10\r\n$4\r\n9586\r\n$1\r\n7\r\n*2\r\n:8\r\n$4\r\nnone\r\n*2\r\n:9\r\n$3\r\nset\r\n' \
   >"$corpus/reply_fuzz/seed-script-codes"
+# What sentinels answer (as redis-sentinel 7 sends it): get-master-addr-by-name,
+# SENTINEL replicas (fields shortened), a +switch-master message.
+printf '\x00*2\r\n$9\r\n127.0.0.1\r\n$4\r\n6380\r\n$-1\r\n*2\r\n*6\r\n$2\r\nip\r\n$3\r\n::1\r\n$4\r\nport\r\n$4\r\n6381\r\n$5\r\nflags\r\n$5\r\nslave\r\n*4\r\n$2\r\nip\r\n$8\r\n10.0.0.2\r\n$4\r\nport\r\n$4\r\n6382\r\n$38\r\nmymaster 127.0.0.1 6379 127.0.0.1 6380\r\n' \
+  >"$corpus/reply_fuzz/seed-sentinel"
 unset ASAN_OPTIONS
 
 targets=("$@")

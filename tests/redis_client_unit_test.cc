@@ -23,6 +23,7 @@
 #include "redis/connection_source.h"
 #include "redis/redis_client.h"
 #include "redis/redis_companion.h"
+#include "redis/sentinel_source.h"
 #include "test_util.h"
 
 namespace redbloom::internal {
@@ -185,6 +186,73 @@ TEST(ReplyReaderTest, SharedSmallIntegersSurviveFreeing) {
   ReplyPtr again = Parse("*2\r\n:0\r\n:1\r\n");
   EXPECT_EQ(again->element[0]->integer, 0);
   EXPECT_EQ(again->element[1]->integer, 1);
+}
+
+// RESP bulk string.
+std::string Bulk(std::string_view s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
+}
+
+TEST(SentinelRepliesTest, MasterAddressIsAValidHostAndPort) {
+  Result<HostPort> m =
+      ParseSentinelMaster(Parse("*2\r\n" + Bulk("127.0.0.1") + Bulk("6380")).get());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->host, "127.0.0.1");
+  EXPECT_EQ(m->port, 6380);
+  m = ParseSentinelMaster(Parse("*2\r\n" + Bulk("::1") + Bulk("7000")).get());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->Display(), "[::1]:7000");
+  EXPECT_EQ(ParseSentinelMaster(Parse("$-1\r\n").get()).status().code(), StatusCode::kNotFound);
+  for (const std::string& bad :
+       {"*2\r\n" + Bulk("") + Bulk("6380"),       // no host: was taken, then failed to connect
+        "*2\r\n" + Bulk("a b") + Bulk("6380"),    // spaced
+        "*2\r\n" + Bulk("h\x01") + Bulk("6380"),  // binary
+        "*2\r\n" + Bulk(std::string(256, 'h')) + Bulk("6380"),
+        "*2\r\n:7\r\n" + Bulk("6380"),  // not text
+        "*2\r\n" + Bulk("h") + Bulk("70000"), "*2\r\n" + Bulk("h") + Bulk("6380x"),
+        "*2\r\n" + Bulk("h") + Bulk("0"), "*1\r\n" + Bulk("h"), std::string("+OK\r\n")}) {
+    Result<HostPort> r = ParseSentinelMaster(Parse(bad).get());
+    EXPECT_EQ(r.status().code(), StatusCode::kInternal) << bad;
+    EXPECT_FALSE(r.status().message().empty());
+  }
+}
+
+TEST(SentinelRepliesTest, ReplicasListedAsUsableAreKept) {
+  const auto replica = [](std::string_view ip, std::string_view port, std::string_view flags) {
+    return "*6\r\n" + Bulk("ip") + Bulk(ip) + Bulk("port") + Bulk(port) + Bulk("flags") +
+           Bulk(flags);
+  };
+  const std::string reply = "*6\r\n" + replica("10.0.0.1", "6380", "slave") +
+                            replica("10.0.0.2", "6381", "s_down,slave") +
+                            replica("10.0.0.3", "6382", "slave,disconnected") +
+                            replica("", "6383", "slave") + replica("10.0.0.5", "99999", "slave") +
+                            replica("::1", "6385", "slave");
+  std::vector<HostPort> usable = ParseSentinelReplicas(Parse(reply).get());
+  ASSERT_EQ(usable.size(), 2u);
+  EXPECT_EQ(usable[0].Display(), "10.0.0.1:6380");
+  EXPECT_EQ(usable[1].Display(), "[::1]:6385");
+  EXPECT_TRUE(ParseSentinelReplicas(Parse("*1\r\n:1\r\n").get()).empty());
+  EXPECT_TRUE(ParseSentinelReplicas(Parse("-ERR no\r\n").get()).empty());
+  // A field name without its value is not read past the entry.
+  EXPECT_TRUE(ParseSentinelReplicas(Parse("*1\r\n*1\r\n" + Bulk("ip")).get()).empty());
+}
+
+TEST(SentinelRepliesTest, SwitchMasterIsOursAnothersOrUnreadable) {
+  auto ours = ParseSwitchMaster("mymaster 127.0.0.1 6379 127.0.0.1 6380", "mymaster");
+  ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+  ASSERT_TRUE(ours->has_value());
+  EXPECT_EQ((*ours)->Display(), "127.0.0.1:6380");
+  auto other = ParseSwitchMaster("other 127.0.0.1 6379 127.0.0.1 6380", "mymaster");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->has_value());
+  // Ours but unreadable: an error, so that the caller asks the sentinels
+  // (it used to take an empty host, and to ignore a message of another shape).
+  for (std::string_view bad :
+       {"mymaster 127.0.0.1 6379  6380", "mymaster 127.0.0.1 6379 127.0.0.1 0",
+        "mymaster 127.0.0.1 6379 127.0.0.1", "mymaster 127.0.0.1 6379 127.0.0.1 6380 extra",
+        "mymaster"}) {
+    EXPECT_EQ(ParseSwitchMaster(bad, "mymaster").status().code(), StatusCode::kInternal) << bad;
+  }
 }
 
 // Every key on its own server, so that InParallel wants a thread per key.

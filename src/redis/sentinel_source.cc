@@ -27,9 +27,6 @@ constexpr auto kReplicaRetry = std::chrono::seconds(5);
 using PoolPtr = std::shared_ptr<ConnectionPool>;
 using Clock = std::chrono::steady_clock;
 
-// A reply's text as a string ("" for other types).
-std::string Text(const redisReply* r) { return std::string(ReplyText(r)); }
-
 Result<int> ParsePort(std::string_view text) {
   int port = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
@@ -38,6 +35,71 @@ Result<int> ParsePort(std::string_view text) {
   }
   return port;
 }
+
+// What a sentinel names as a host: an IP address or a hostname (with
+// resolve-hostnames), never empty, spaced or binary.
+bool IsHostText(std::string_view host) {
+  return !host.empty() && host.size() <= 255 &&
+         std::all_of(host.begin(), host.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+
+Result<HostPort> ParseAddress(std::string_view host, std::string_view port) {
+  if (!IsHostText(host)) {
+    return Status::Internal("a sentinel named host '" + std::string(host.substr(0, 64)) + "'");
+  }
+  REDBLOOM_ASSIGN_OR_RETURN(int p, ParsePort(port));
+  return HostPort{std::string(host), p};
+}
+
+}  // namespace
+
+Result<HostPort> ParseSentinelMaster(const redisReply* r) {
+  if (r->type == REDIS_REPLY_NIL) return Status::NotFound("no master of that name");
+  if (!IsArray(r, 2)) return Status::Internal("not an address");
+  return ParseAddress(ReplyText(r->element[0]), ReplyText(r->element[1]));
+}
+
+std::vector<HostPort> ParseSentinelReplicas(const redisReply* r) {
+  std::vector<HostPort> usable;
+  if (r->type != REDIS_REPLY_ARRAY) return usable;
+  for (size_t i = 0; i < r->elements; ++i) {
+    const redisReply* fields = r->element[i];
+    if (fields->type != REDIS_REPLY_ARRAY) continue;
+    std::string_view ip, port, flags;
+    for (size_t f = 0; f + 1 < fields->elements; f += 2) {
+      const std::string_view name = ReplyText(fields->element[f]);
+      std::string_view* into = name == "ip"      ? &ip
+                               : name == "port"  ? &port
+                               : name == "flags" ? &flags
+                                                 : nullptr;
+      if (into != nullptr) *into = ReplyText(fields->element[f + 1]);
+    }
+    if (flags.find("down") != std::string_view::npos ||
+        flags.find("disconnected") != std::string_view::npos) {
+      continue;
+    }
+    if (Result<HostPort> address = ParseAddress(ip, port); address.ok()) {
+      usable.push_back(*std::move(address));
+    }
+  }
+  return usable;
+}
+
+Result<std::optional<HostPort>> ParseSwitchMaster(std::string_view text,
+                                                  std::string_view master_name) {
+  std::vector<std::string_view> words;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t space = std::min(text.find(' ', start), text.size());
+    words.push_back(text.substr(start, space - start));
+    start = space + 1;
+  }
+  if (words.empty() || words[0] != master_name) return std::optional<HostPort>();
+  if (words.size() != 5) return Status::Internal("a +switch-master message of another shape");
+  REDBLOOM_ASSIGN_OR_RETURN(HostPort address, ParseAddress(words[3], words[4]));
+  return std::optional<HostPort>(std::move(address));
+}
+
+namespace {
 
 class SentinelSource final : public ConnectionSource {
  public:
@@ -182,18 +244,18 @@ class SentinelSource final : public ConnectionSource {
     cmd.Command({"SENTINEL", "get-master-addr-by-name", url_.master_name});
     std::string sentinel;
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, AskSentinels(cmd, &sentinel));
-    if (r->type == REDIS_REPLY_NIL) {
+    Result<HostPort> master = ParseSentinelMaster(r.get());
+    if (master.status().code() == StatusCode::kNotFound) {
       return Status::InvalidArgument("sentinel " + sentinel + " knows no master named '" +
                                      url_.master_name +
                                      "' (the name after the '/' in the URL; see SENTINEL MASTERS)");
     }
-    if (!IsArray(r.get(), 2)) {
-      return Status::Internal("sentinel " + sentinel +
-                              " answered get-master-addr-by-name with something else than an "
-                              "address");
+    if (!master.ok()) {
+      return Status::Internal("sentinel " + sentinel + " answered get-master-addr-by-name for '" +
+                              url_.master_name + "' with something else than an address (" +
+                              master.status().message() + ")");
     }
-    REDBLOOM_ASSIGN_OR_RETURN(int port, ParsePort(ReplyText(r->element[1])));
-    SetMaster(HostPort{Text(r->element[0]), port});
+    SetMaster(*master);
     return Status::Ok();
   }
 
@@ -204,27 +266,8 @@ class SentinelSource final : public ConnectionSource {
     cmd.Command({"SENTINEL", "replicas", url_.master_name});
     std::string sentinel;
     Result<ReplyPtr> r = AskSentinels(cmd, &sentinel);
-    if (!r.ok() || (*r)->type != REDIS_REPLY_ARRAY) return nullptr;
-    std::vector<HostPort> candidates;
-    for (size_t i = 0; i < (*r)->elements; ++i) {
-      const redisReply* fields = (*r)->element[i];
-      if (fields->type != REDIS_REPLY_ARRAY) continue;
-      std::string ip, port, flags;
-      for (size_t f = 0; f + 1 < fields->elements; f += 2) {
-        const std::string_view name = ReplyText(fields->element[f]);
-        std::string* into = name == "ip"      ? &ip
-                            : name == "port"  ? &port
-                            : name == "flags" ? &flags
-                                              : nullptr;
-        if (into != nullptr) *into = Text(fields->element[f + 1]);
-      }
-      Result<int> p = ParsePort(port);
-      if (ip.empty() || !p.ok() || flags.find("down") != std::string::npos ||
-          flags.find("disconnected") != std::string::npos) {
-        continue;
-      }
-      candidates.push_back(HostPort{ip, *p});
-    }
+    if (!r.ok()) return nullptr;
+    std::vector<HostPort> candidates = ParseSentinelReplicas(r->get());
     // Clients pick at random, so that they spread over the replicas.
     thread_local std::minstd_rand rng(std::random_device{}());
     std::shuffle(candidates.begin(), candidates.end(), rng);
@@ -340,21 +383,16 @@ class SentinelSource final : public ConnectionSource {
       pinged = false;
       // ["message", "+switch-master", "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"]
       const redisReply* m = r->get();
-      if (IsArray(m, 3) && ReplyText(m->element[0]) == "message") OnSwitch(Text(m->element[2]));
+      if (IsArray(m, 3) && ReplyText(m->element[0]) == "message")
+        OnSwitch(ReplyText(m->element[2]));
     }
   }
 
-  void OnSwitch(const std::string& text) {
-    std::vector<std::string> words;
-    for (size_t start = 0; start <= text.size();) {
-      const size_t space = std::min(text.find(' ', start), text.size());
-      words.push_back(text.substr(start, space - start));
-      start = space + 1;
-    }
-    if (words.size() != 5 || words[0] != url_.master_name) return;
-    Result<int> port = ParsePort(words[4]);
-    if (!port.ok()) return MarkMasterStale();
-    SetMaster(HostPort{words[3], *port});
+  void OnSwitch(std::string_view text) {
+    Result<std::optional<HostPort>> master = ParseSwitchMaster(text, url_.master_name);
+    if (!master.ok()) return MarkMasterStale();  // ours, unreadable: ask
+    if (!master->has_value()) return;            // another master's
+    SetMaster(**master);
     std::lock_guard lock(mu_);
     replica_.reset();  // the replicas are reconfigured too
   }

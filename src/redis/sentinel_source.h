@@ -19,11 +19,33 @@
 #define REDBLOOM_SRC_REDIS_SENTINEL_SOURCE_H_
 
 #include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
 
+#include "redbloom/status.h"
 #include "redis/connection_source.h"
+#include "redis/redis_client.h"
 #include "redis/redis_url.h"
 
 namespace redbloom::internal {
+
+// What the sentinels answer, parsed (separate for tests and fuzz/reply_fuzz):
+// a host must be 1 to 255 printable ASCII characters without spaces, a port
+// a whole number in 1..65535, or the address is not taken.
+//
+// SENTINEL get-master-addr-by-name: ["host", "port"] is the master; nil is
+// kNotFound (no master of that name); anything else kInternal.
+Result<HostPort> ParseSentinelMaster(const redisReply* r);
+// SENTINEL replicas: the replicas listed as usable (an "ip" and "port" that
+// are valid, "flags" naming neither down nor disconnected), in order;
+// entries that are not are left out.
+std::vector<HostPort> ParseSentinelReplicas(const redisReply* r);
+// A +switch-master message, "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT": the new
+// master if NAME is `master_name`, nullopt if it is another master's;
+// kInternal if it is ours but malformed (the caller looks the master up).
+Result<std::optional<HostPort>> ParseSwitchMaster(std::string_view text,
+                                                  std::string_view master_name);
 
 // `url` is a redis-sentinel:// (or rediss-sentinel://) URL: its hosts are the
 // sentinels, its credentials and TLS options those of the master and
