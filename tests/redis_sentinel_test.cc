@@ -394,8 +394,10 @@ TEST_F(RedisSentinelTest, SentinelsAndServersOverTls) {
   sentinel_->Start();
   ASSERT_EQ(sentinel_->MasterPort(), master_tls);
 
+  // wait_replicas=1: an add is acknowledged once the replica has it, so that
+  // the failover below loses none (replication alone is asynchronous).
   const std::string tls_url = "rediss-sentinel://127.0.0.1:" + std::to_string(sentinel_tls) + "/" +
-                              kMaster + "?cacert=" + certs.ca();
+                              kMaster + "?cacert=" + certs.ca() + "&wait_replicas=1";
   auto store = MustOpen(tls_url);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->Master(), "127.0.0.1:" + std::to_string(master_tls));
@@ -415,6 +417,29 @@ TEST_F(RedisSentinelTest, SentinelsAndServersOverTls) {
   ASSERT_FALSE(untrusted.ok());
   EXPECT_NE(untrusted.status().message().find("does not verify"), std::string::npos)
       << untrusted.status().ToString();
+
+  // A failover over TLS: the +switch-master notice comes over the TLS
+  // subscription and names the replica's TLS port, which the store then
+  // reaches with the same certificate checks.
+  sentinel_->WaitForReplica(replica_tls);
+  ASSERT_NE(sentinel_->Cli({"SENTINEL", "FAILOVER", kMaster}).find("OK"), std::string::npos);
+  ASSERT_TRUE(Eventually([&] { return sentinel_->MasterPort() == replica_tls; }))
+      << "the sentinel never switched to the replica";
+  const std::string promoted = "127.0.0.1:" + std::to_string(replica_tls);
+  EXPECT_TRUE(Eventually([&] { return store->Master() == promoted; }, std::chrono::seconds(5)))
+      << "still on " << store->Master();
+  EXPECT_TRUE(*(*filter)->Contains("ORD-1"));
+  // Adds need a replica again (wait_replicas): the old master, made one of
+  // the new master here, as the sentinel would do at its next look at it
+  // (up to 10 s later), over TLS.
+  ASSERT_NE(master_->Cli({"REPLICAOF", "127.0.0.1", std::to_string(replica_tls)}).find("OK"),
+            std::string::npos);
+  ASSERT_TRUE(Eventually([&] { return InSync(*master_) && Online(*replica_); }))
+      << "the old master never came in sync with the new one";
+  Status added = (*filter)->Add("ORD-2");
+  ASSERT_TRUE(added.ok()) << added.ToString();
+  EXPECT_TRUE(*(*filter)->Contains("ORD-2"));
+  EXPECT_EQ(store->Master(), promoted);
 }
 
 // ---- The CLI and the service -----------------------------------------------
