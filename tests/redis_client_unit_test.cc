@@ -215,6 +215,10 @@ TEST(SentinelRepliesTest, MasterAddressIsAValidHostAndPort) {
     EXPECT_EQ(r.status().code(), StatusCode::kInternal) << bad;
     EXPECT_FALSE(r.status().message().empty());
   }
+  // A refused host is shown printable, never as the bytes it was sent as.
+  const std::string message =
+      ParseSentinelMaster(Parse("*2\r\n" + Bulk("h\x01\n") + Bulk("1")).get()).status().message();
+  EXPECT_NE(message.find("'h?\?'"), std::string::npos) << message;
 }
 
 TEST(SentinelRepliesTest, ReplicasListedAsUsableAreKept) {

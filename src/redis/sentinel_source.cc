@@ -45,7 +45,9 @@ bool IsHostText(std::string_view host) {
 
 Result<HostPort> ParseAddress(std::string_view host, std::string_view port) {
   if (!IsHostText(host)) {
-    return Status::Internal("a sentinel named host '" + std::string(host.substr(0, 64)) + "'");
+    std::string shown(host.substr(0, 64));  // printable in an error message
+    for (char& c : shown) c = c > ' ' && c < 0x7f ? c : '?';
+    return Status::Internal("a sentinel named host '" + shown + "'");
   }
   REDBLOOM_ASSIGN_OR_RETURN(int p, ParsePort(port));
   return HostPort{std::string(host), p};
@@ -383,8 +385,9 @@ class SentinelSource final : public ConnectionSource {
       pinged = false;
       // ["message", "+switch-master", "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"]
       const redisReply* m = r->get();
-      if (IsArray(m, 3) && ReplyText(m->element[0]) == "message")
+      if (IsArray(m, 3) && ReplyText(m->element[0]) == "message") {
         OnSwitch(ReplyText(m->element[2]));
+      }
     }
   }
 
