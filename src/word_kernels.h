@@ -187,7 +187,8 @@ int AskCpuForVectorKernels();
 // Whether kernels may use this CPU's vector instructions (AVX2 on x86-64): a
 // layout may offer a vector form of its hottest loop and fall back to the
 // portable one where this is false. Tests turn it off to check the portable
-// code on machines that have the instructions. Inline, one relaxed load: a
+// code on machines that have the instructions. Always false under
+// ThreadSanitizer (word_bits.cc says why). Inline, one relaxed load: a
 // single-item check asks it on every call.
 inline bool VectorKernelsEnabled() {
   const int state = word_kernels_internal::vector_kernels.load(std::memory_order_relaxed);
