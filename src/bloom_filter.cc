@@ -34,7 +34,7 @@ struct BloomFilter::State {
   const internal::StrategyDef* strategy = nullptr;
   const internal::KindPolicy* policy = nullptr;
   // Single items of a one-array filter of one shard on an in-process store
-  // (mem:, file:), hashed as their own bytes, with a strategy that has
+  // (mem:, file:), in any encoding, with a strategy that has
   // kernels for its geometry (seed and redisson have none): the cells the
   // kind's policy would end up calling (OneArrayPolicy: part 0), called
   // directly; null for every other filter. That path's FilterContext, policy
@@ -63,8 +63,7 @@ Result<std::shared_ptr<BloomFilter::State>> BloomFilter::Load(Store& store, std:
   state->policy = KindOf(config.kind).policy;
   state->cache.set_hashed_cells(internal::HashedCellsOf(*state->bits));
   state->cache.set_strategy(state->strategy);
-  if (config.one_array() &&
-      (config.encoding == Encoding::kUtf8 || config.encoding == Encoding::kBytes)) {
+  if (config.one_array()) {
     auto sizing = state->cache.Sizing(config, 0);
     auto* cells = dynamic_cast<internal::WordBitStore*>(state->bits.get());
     if (sizing.ok() && cells != nullptr &&
@@ -277,13 +276,37 @@ Status Answer(size_t n, std::vector<uint8_t>* out, Op&& op) {
   return s;
 }
 
+// What a single item hashes as under `encoding`, into *bytes: the item
+// itself for bytes and utf8 (false if it is not UTF-8), else its encoding (a
+// number's 4 or 8 bytes, the text twice) in per-thread scratch, which keeps
+// its capacity from call to call. No Status is built for utf8 and bytes.
+inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::string_view* bytes) {
+  *bytes = item;
+  if (encoding == Encoding::kBytes) return true;
+  if (encoding == Encoding::kUtf8) return IsValidUtf8(item);
+  thread_local std::string scratch;
+  return EncodeItem(encoding, item, &scratch, bytes).ok();
+}
+
+// Why SingleItemBytes refused `item`: the funnel's own error, built again
+// off the hot path.
+[[gnu::noinline]] Status SingleItemError(Encoding encoding, std::string_view item) {
+  std::string scratch;
+  std::string_view bytes;
+  Status s = EncodeItem(encoding, item, &scratch, &bytes);
+  return s.ok() ? Status::Internal("an item refused once was accepted when encoded again") : s;
+}
+
 }  // namespace
 
 Status BloomFilter::Add(std::string_view item, bool* added) {
   if (const State& st = state(); st.single != nullptr) {
-    if (st.config.encoding == Encoding::kUtf8 && !IsValidUtf8(item)) return InvalidUtf8Item();
+    std::string_view bytes;
+    if (!SingleItemBytes(st.config.encoding, item, &bytes)) {
+      return SingleItemError(st.config.encoding, item);
+    }
     bool fresh = false;
-    if (st.single->AddOne(st.strategy->hash(item), *st.strategy, st.single_geometry, &fresh)) {
+    if (st.single->AddOne(st.strategy->hash(bytes), *st.strategy, st.single_geometry, &fresh)) {
       if (added != nullptr) *added = fresh;
       return Status::Ok();
     }
@@ -300,9 +323,12 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
 
 Result<bool> BloomFilter::Contains(std::string_view item) {
   if (const State& st = state(); st.single != nullptr) {
-    if (st.config.encoding == Encoding::kUtf8 && !IsValidUtf8(item)) return InvalidUtf8Item();
+    std::string_view bytes;
+    if (!SingleItemBytes(st.config.encoding, item, &bytes)) {
+      return SingleItemError(st.config.encoding, item);
+    }
     bool present = false;
-    if (st.single->TestOne(st.strategy->hash(item), *st.strategy->word_kernels, st.single_geometry,
+    if (st.single->TestOne(st.strategy->hash(bytes), *st.strategy->word_kernels, st.single_geometry,
                            &present)) {
       return present;
     }

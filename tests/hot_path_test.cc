@@ -14,6 +14,7 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
@@ -475,13 +476,20 @@ TEST_P(HotPathTest, RacingWritersClaimEachBitOnce) {
 TEST_P(HotPathTest, WarmCallsAllocateNothing) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
-  for (Strategy s : {Strategy::kGuava64, Strategy::kBlock}) {
-    SCOPED_TRACE(std::string(StrategyName(s)));
-    auto f =
-        BloomFilter::Create(*store, "warm-" + std::string(StrategyName(s)),
-                            FilterOptions{.capacity = 100000, .error_rate = 0.01, .strategy = s});
+  for (auto [s, e] : {std::pair{Strategy::kGuava64, Encoding::kUtf8},
+                      std::pair{Strategy::kBlock, Encoding::kUtf8},
+                      std::pair{Strategy::kGuava64, Encoding::kInt64}}) {
+    const std::string name =
+        "warm-" + std::string(StrategyName(s)) + "-" + std::string(EncodingName(e));
+    SCOPED_TRACE(name);
+    auto f = BloomFilter::Create(
+        *store, name,
+        FilterOptions{.capacity = 100000, .error_rate = 0.01, .strategy = s, .encoding = e});
     ASSERT_TRUE(f.ok()) << f.status().ToString();
-    const std::vector<std::string> items = Items("warm-", 1000);
+    std::vector<std::string> items = Items("warm-", 1000);
+    if (e == Encoding::kInt64) {
+      for (size_t i = 0; i < items.size(); ++i) items[i] = std::to_string(i * 1000003);
+    }
     const std::vector<std::string_view> views(items.begin(), items.end());
     std::vector<uint8_t> answers;
     bool answer = false;
