@@ -212,6 +212,27 @@ Status HashItems(const FilterConfig& config, std::span<const std::string_view> i
   return Status::Ok();
 }
 
+// What a single item hashes as under `encoding`, into *bytes: the item
+// itself for bytes and utf8 (false if it is not UTF-8), else its encoding (a
+// number's 4 or 8 bytes, the text twice) in per-thread scratch, which keeps
+// its capacity from call to call. No Status is built for utf8 and bytes.
+inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::string_view* bytes) {
+  *bytes = item;
+  if (encoding == Encoding::kBytes) return true;
+  if (encoding == Encoding::kUtf8) return IsValidUtf8(item);
+  thread_local std::string scratch;
+  return EncodeItem(encoding, item, &scratch, bytes).ok();
+}
+
+// Why SingleItemBytes refused `item`: the funnel's own error, built again
+// off the hot path.
+[[gnu::noinline]] Status SingleItemError(Encoding encoding, std::string_view item) {
+  std::string scratch;
+  std::string_view bytes;
+  Status s = EncodeItem(encoding, item, &scratch, &bytes);
+  return s.ok() ? Status::Internal("an item refused once was accepted when encoded again") : s;
+}
+
 // Scratch for a batch's hashes: per thread for batches of ordinary size, so
 // that a call allocates nothing, and the call's own for huge ones, so that a
 // thread does not keep the memory of its largest batch ever.
@@ -234,12 +255,9 @@ Status BloomFilter::OneItem(One op, std::string_view item, bool* answer) {
   uint8_t out = 0;
   Status s = WithReopen([&](State& st) -> Status {
     // Hashed here, under the state's config: a reopen may change the strategy.
-    std::string_view bytes = item;
-    if (st.config.encoding == Encoding::kUtf8) {
-      if (!IsValidUtf8(item)) return InvalidUtf8Item();
-    } else if (st.config.encoding != Encoding::kBytes) {
-      thread_local std::string scratch;
-      REDBLOOM_RETURN_IF_ERROR(EncodeItem(st.config.encoding, item, &scratch, &bytes));
+    std::string_view bytes;
+    if (!SingleItemBytes(st.config.encoding, item, &bytes)) {
+      return SingleItemError(st.config.encoding, item);
     }
     const Hash128 hash = st.strategy->hash(bytes);
     const std::span<const Hash128> one(&hash, 1);
@@ -274,27 +292,6 @@ Status Answer(size_t n, std::vector<uint8_t>* out, Op&& op) {
   Status s = op(answers);
   if (!s.ok()) answers.clear();
   return s;
-}
-
-// What a single item hashes as under `encoding`, into *bytes: the item
-// itself for bytes and utf8 (false if it is not UTF-8), else its encoding (a
-// number's 4 or 8 bytes, the text twice) in per-thread scratch, which keeps
-// its capacity from call to call. No Status is built for utf8 and bytes.
-inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::string_view* bytes) {
-  *bytes = item;
-  if (encoding == Encoding::kBytes) return true;
-  if (encoding == Encoding::kUtf8) return IsValidUtf8(item);
-  thread_local std::string scratch;
-  return EncodeItem(encoding, item, &scratch, bytes).ok();
-}
-
-// Why SingleItemBytes refused `item`: the funnel's own error, built again
-// off the hot path.
-[[gnu::noinline]] Status SingleItemError(Encoding encoding, std::string_view item) {
-  std::string scratch;
-  std::string_view bytes;
-  Status s = EncodeItem(encoding, item, &scratch, &bytes);
-  return s.ok() ? Status::Internal("an item refused once was accepted when encoded again") : s;
 }
 
 }  // namespace
