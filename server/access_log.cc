@@ -5,9 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 
 #include "util/errno_text.h"
+#include "util/start_thread.h"
 
 namespace redbloom::server {
 
@@ -41,24 +41,22 @@ Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flus
     path_ = target;
   }
   if (flush_interval_.count() > 0) {
-    try {
-      flusher_ = std::thread([this] {
-        std::unique_lock lk(mu_);
-        while (!stop_) {
-          cv_.wait_for(lk, flush_interval_, [this] { return stop_; });
-          FlushLocked();
-        }
-      });
-    } catch (const std::system_error& e) {
-      // No thread (EAGAIN: a thread or memory limit): say which, and leave
-      // the log closed rather than buffering lines nothing would flush.
+    Result<std::thread> flusher = internal::StartThread("the access log's flush thread", [this] {
+      std::unique_lock lk(mu_);
+      while (!stop_) {
+        cv_.wait_for(lk, flush_interval_, [this] { return stop_; });
+        FlushLocked();
+      }
+    });
+    if (!flusher.ok()) {
+      // The log stays closed rather than buffering lines nothing would flush.
       if (owned_) ::close(fd_);
       fd_ = -1;
       owned_ = false;
       path_.clear();
-      return Status::ResourceExhausted("cannot start the access log's flush thread: " +
-                                       std::string(e.what()));
+      return flusher.status();
     }
+    flusher_ = std::move(flusher).value();
   }
   enabled_ = true;
   return Status::Ok();

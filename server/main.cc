@@ -13,7 +13,6 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -21,6 +20,7 @@
 #include "http_server.h"
 #include "metrics.h"
 #include "service.h"
+#include "util/start_thread.h"
 
 namespace {
 
@@ -38,11 +38,10 @@ class SignalThread {
  public:
   template <typename F>
   explicit SignalThread(F&& f) {
-    try {
-      thread_ = std::thread(std::forward<F>(f));
-    } catch (const std::system_error& e) {  // main's catch prints it: exit 3
-      throw std::runtime_error(std::string("cannot start the signal thread: ") + e.what());
-    }
+    redbloom::Result<std::thread> t =
+        redbloom::internal::StartThread("the signal thread", std::forward<F>(f));
+    if (!t.ok()) throw std::runtime_error(t.status().message());  // main prints it: exit 3
+    thread_ = std::move(t).value();
   }
   SignalThread(const SignalThread&) = delete;
   SignalThread& operator=(const SignalThread&) = delete;

@@ -4,12 +4,12 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <system_error>
 
 #include "frontend/info_json.h"
 #include "http_status.h"
 #include "redbloom/filter_config.h"
 #include "util/percent.h"
+#include "util/start_thread.h"
 
 namespace redbloom::server {
 namespace {
@@ -315,14 +315,14 @@ Status Service::Start() {
     std::lock_guard lock(store_mu_);
     last_open_error_ = opened.status();
   }
-  try {
-    retry_thread_ = std::thread([this] { RetryOpenLoop(); });
-  } catch (const std::system_error& e) {
+  Result<std::thread> retry =
+      internal::StartThread("the thread that would retry it", [this] { RetryOpenLoop(); });
+  if (!retry.ok()) {
     // The URL is not repeated: main prints it redacted.
-    return Status::ResourceExhausted(
-        "not reachable yet (" + opened.status().ToString() +
-        "), and the thread that would retry it cannot start: " + e.what());
+    return Status::ResourceExhausted("not reachable yet (" + opened.status().ToString() +
+                                     "), and " + retry.status().message());
   }
+  retry_thread_ = std::move(retry).value();
   std::fprintf(stderr, "redbloomd: store is not reachable yet (%s); retrying every second\n",
                opened.status().ToString().c_str());
   return Status::Ok();

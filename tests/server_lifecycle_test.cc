@@ -159,7 +159,7 @@ TEST_F(ServerLifecycleTest, EveryThreadItCannotStartIsNamed) {
       {"the access log's flush thread", "cannot start the access log's flush thread: "},
       {"the signal thread", "cannot start the signal thread: "},
       {"a request worker", "cannot start request worker "},
-      {"the store retry thread", "the thread that would retry it cannot start: "}};
+      {"the store retry thread", "cannot start the thread that would retry it: "}};
   std::set<std::string> named;
   for (const std::string& store : {std::string("mem:"), unreachable}) {
     for (int mib = 12; mib <= 80; ++mib) {

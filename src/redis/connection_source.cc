@@ -155,12 +155,7 @@ Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& ur
     case RedisMode::kSentinel:
       // It starts a thread that watches the sentinels; without one to be
       // had, opening the store fails with a Status, not an exception.
-      try {
-        return NewSentinelSource(url);
-      } catch (const std::system_error& e) {
-        return Status::ResourceExhausted(
-            std::string("cannot start the thread that watches the sentinels: ") + e.what());
-      }
+      return NewSentinelSource(url);
   }
   return Status::InvalidArgument("unknown redis mode");
 }

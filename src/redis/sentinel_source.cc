@@ -13,6 +13,7 @@
 
 #include "redis/redis_client.h"
 #include "redis/redis_pipeline.h"
+#include "util/start_thread.h"
 
 namespace redbloom::internal {
 namespace {
@@ -106,8 +107,13 @@ namespace {
 class SentinelSource final : public ConnectionSource {
  public:
   explicit SentinelSource(const RedisUrl& url)
-      : ConnectionSource(url.options), url_(url), wake_fd_(::eventfd(0, EFD_CLOEXEC)) {
-    watcher_ = std::thread([this] { Watch(); });
+      : ConnectionSource(url.options), url_(url), wake_fd_(::eventfd(0, EFD_CLOEXEC)) {}
+
+  // Starts the thread that watches the sentinels (+switch-master).
+  Status Start() {
+    REDBLOOM_ASSIGN_OR_RETURN(
+        watcher_, StartThread("the thread that watches the sentinels", [this] { Watch(); }));
+    return Status::Ok();
   }
 
   ~SentinelSource() override {
@@ -118,7 +124,7 @@ class SentinelSource final : public ConnectionSource {
     stop_cv_.notify_all();
     const uint64_t one = 1;
     if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof(one));
-    watcher_.join();
+    if (watcher_.joinable()) watcher_.join();
     if (wake_fd_ >= 0) ::close(wake_fd_);
   }
 
@@ -429,8 +435,10 @@ class SentinelSource final : public ConnectionSource {
 
 }  // namespace
 
-std::unique_ptr<ConnectionSource> NewSentinelSource(const RedisUrl& url) {
-  return std::make_unique<SentinelSource>(url);
+Result<std::unique_ptr<ConnectionSource>> NewSentinelSource(const RedisUrl& url) {
+  auto source = std::make_unique<SentinelSource>(url);
+  REDBLOOM_RETURN_IF_ERROR(source->Start());
+  return std::unique_ptr<ConnectionSource>(std::move(source));
 }
 
 }  // namespace redbloom::internal

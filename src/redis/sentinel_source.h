@@ -50,8 +50,9 @@ Result<std::optional<HostPort>> ParseSwitchMaster(std::string_view text,
 // `url` is a redis-sentinel:// (or rediss-sentinel://) URL: its hosts are the
 // sentinels, its credentials and TLS options those of the master and
 // replicas (sentinel_user and sentinel_password: the sentinels' own AUTH; TLS
-// applies to the sentinels too).
-std::unique_ptr<ConnectionSource> NewSentinelSource(const RedisUrl& url);
+// applies to the sentinels too). kResourceExhausted if the thread that
+// watches the sentinels cannot start.
+Result<std::unique_ptr<ConnectionSource>> NewSentinelSource(const RedisUrl& url);
 
 }  // namespace redbloom::internal
 
