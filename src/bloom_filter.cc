@@ -3,10 +3,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <new>
 
+#include "encode_items.h"
 #include "hashed_cells.h"
 #include "kinds/filter_context.h"
 #include "kinds/kind_def.h"
@@ -170,6 +172,84 @@ Status BloomFilter::WithReopen(Op&& op) {
 
 namespace {
 
+// Per-thread buffers for the bytes of built items (encode_items.h) keep
+// their capacity from call to call up to this size; a larger one is freed
+// (by the next single call) or is the call's own (batches).
+constexpr size_t kBuildScratch = size_t{1} << 20;
+
+// What a single item hashes as under `encoding`, into *bytes: the item
+// itself for bytes and utf8 (false if it is not UTF-8), else its encoding (a
+// number's 4 or 8 bytes, the text twice) in per-thread scratch. No Status is
+// built.
+inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::string_view* bytes) {
+  *bytes = item;
+  if (encoding == Encoding::kBytes) return true;
+  if (encoding == Encoding::kUtf8) return IsValidUtf8(item);
+  if (!internal::EncodingBuildsBytes(encoding)) return false;  // SingleItemError says why
+  if (encoding == Encoding::kUtf8x2 && !IsValidUtf8(item)) return false;
+  thread_local std::string scratch;
+  if (scratch.capacity() > kBuildScratch) std::string().swap(scratch);
+  scratch.resize(internal::BuiltSize(encoding, item));
+  if (!internal::BuildItem(encoding, item, scratch.data())) return false;
+  *bytes = scratch;
+  return true;
+}
+
+// Why SingleItemBytes refused `item`: the funnel's own error, built again
+// off the hot path.
+[[gnu::noinline]] Status SingleItemError(Encoding encoding, std::string_view item) {
+  std::string scratch;
+  std::string_view bytes;
+  Status s = EncodeItem(encoding, item, &scratch, &bytes);
+  return s.ok() ? Status::Internal("an item refused once was accepted when encoded again") : s;
+}
+
+[[gnu::noinline]] Status BatchItemError(Encoding encoding, std::string_view item, size_t index) {
+  return SingleItemError(encoding, item).WithContext("item " + std::to_string(index + 1));
+}
+
+// int32, int64 and utf8x2 items, whose bytes are built: kBuildChunk at a
+// time into one buffer, then hashed together (hash_many where the strategy
+// has it). utf8x2's UTF-8 is checked only when the hash saw a byte that is
+// not ASCII.
+constexpr size_t kBuildChunk = 256;
+
+Status HashBuiltItems(Encoding encoding, const internal::StrategyDef& strategy,
+                      std::span<const std::string_view> items, Hash128* out) {
+  thread_local std::string scratch;
+  std::string own;
+  std::array<std::string_view, kBuildChunk> views;
+  for (size_t base = 0; base < items.size(); base += kBuildChunk) {
+    const auto chunk = items.subspan(base, std::min(kBuildChunk, items.size() - base));
+    size_t total = 0;
+    for (std::string_view item : chunk) total += internal::BuiltSize(encoding, item);
+    std::string& buffer = total <= kBuildScratch ? scratch : own;
+    if (buffer.size() < total) buffer.resize(total);
+    char* p = buffer.data();
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      if (!internal::BuildItem(encoding, chunk[i], p)) {
+        return BatchItemError(encoding, chunk[i], base + i);
+      }
+      views[i] = std::string_view(p, internal::BuiltSize(encoding, chunk[i]));
+      p += views[i].size();
+    }
+    const std::span<const std::string_view> built(views.data(), chunk.size());
+    bool ascii = false;
+    if (strategy.hash_many != nullptr) {
+      ascii = strategy.hash_many(built, out + base);
+    } else {
+      for (size_t i = 0; i < built.size(); ++i) out[base + i] = strategy.hash(built[i]);
+    }
+    if (encoding != Encoding::kUtf8x2 || ascii) continue;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      if (!IsValidUtf8(chunk[i])) {
+        return InvalidUtf8Item().WithContext("item " + std::to_string(base + i + 1));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // The hashes of a batch's items under `config`, into out[0 .. items.size()).
 // Nothing else is written, so a bad item found halfway leaves no trace.
 Status HashItems(const FilterConfig& config, std::span<const std::string_view> items,
@@ -202,35 +282,10 @@ Status HashItems(const FilterConfig& config, std::span<const std::string_view> i
     }
     return Status::Ok();
   }
-  std::string scratch;
-  std::string_view bytes;
-  for (size_t i = 0; i < items.size(); ++i) {
-    Status s = EncodeItem(config.encoding, items[i], &scratch, &bytes);
-    if (!s.ok()) return s.WithContext("item " + std::to_string(i + 1));
-    out[i] = strategy.hash(bytes);
+  if (internal::EncodingBuildsBytes(config.encoding)) {
+    return HashBuiltItems(config.encoding, strategy, items, out);
   }
-  return Status::Ok();
-}
-
-// What a single item hashes as under `encoding`, into *bytes: the item
-// itself for bytes and utf8 (false if it is not UTF-8), else its encoding (a
-// number's 4 or 8 bytes, the text twice) in per-thread scratch, which keeps
-// its capacity from call to call. No Status is built for utf8 and bytes.
-inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::string_view* bytes) {
-  *bytes = item;
-  if (encoding == Encoding::kBytes) return true;
-  if (encoding == Encoding::kUtf8) return IsValidUtf8(item);
-  thread_local std::string scratch;
-  return EncodeItem(encoding, item, &scratch, bytes).ok();
-}
-
-// Why SingleItemBytes refused `item`: the funnel's own error, built again
-// off the hot path.
-[[gnu::noinline]] Status SingleItemError(Encoding encoding, std::string_view item) {
-  std::string scratch;
-  std::string_view bytes;
-  Status s = EncodeItem(encoding, item, &scratch, &bytes);
-  return s.ok() ? Status::Internal("an item refused once was accepted when encoded again") : s;
+  return items.empty() ? Status::Ok() : BatchItemError(config.encoding, items[0], 0);
 }
 
 // Scratch for a batch's hashes: per thread for batches of ordinary size, so

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "encode_items.h"
 #include "util/utf8.h"
 
 namespace redbloom {
@@ -94,25 +95,13 @@ namespace {
 
 template <typename Int>
 Status ParseDecimal(std::string_view text, Int* out) {
-  const char* b = text.data();
-  const char* e = b + text.size();
-  // Java's Integer.parseInt accepts one leading '+' (but not "+-1").
-  if (b != e && *b == '+' && (e - b == 1 || b[1] != '-')) ++b;
-  auto [ptr, ec] = std::from_chars(b, e, *out, 10);
-  if (text.empty() || ec != std::errc() || ptr != e) {
-    const char* what = sizeof(Int) == 4 ? "int32" : "int64";
-    if (ec == std::errc::result_out_of_range) {
-      return Status::InvalidArgument("item '" + std::string(text) + "' is out of range for " +
-                                     what);
-    }
-    return Status::InvalidArgument("item '" + std::string(text) + "' is not a decimal " + what);
+  const std::errc ec = internal::ParseJavaDecimal(text, out);
+  if (ec == std::errc()) return Status::Ok();
+  const char* what = sizeof(Int) == 4 ? "int32" : "int64";
+  if (ec == std::errc::result_out_of_range) {
+    return Status::InvalidArgument("item '" + std::string(text) + "' is out of range for " + what);
   }
-  return Status::Ok();
-}
-
-// Guava's putInt/putLong: little-endian.
-void PutLittleEndian(std::string* out, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  return Status::InvalidArgument("item '" + std::string(text) + "' is not a decimal " + what);
 }
 
 }  // namespace
@@ -135,16 +124,16 @@ Status EncodeItem(Encoding encoding, std::string_view item, std::string* scratch
     case Encoding::kInt32: {
       int32_t v = 0;
       REDBLOOM_RETURN_IF_ERROR(ParseDecimal(item, &v));
-      scratch->clear();
-      PutLittleEndian(scratch, static_cast<uint32_t>(v), 4);
+      scratch->resize(4);
+      internal::PutLittleEndian(static_cast<uint32_t>(v), 4, scratch->data());
       *bytes = *scratch;
       return Status::Ok();
     }
     case Encoding::kInt64: {
       int64_t v = 0;
       REDBLOOM_RETURN_IF_ERROR(ParseDecimal(item, &v));
-      scratch->clear();
-      PutLittleEndian(scratch, static_cast<uint64_t>(v), 8);
+      scratch->resize(8);
+      internal::PutLittleEndian(static_cast<uint64_t>(v), 8, scratch->data());
       *bytes = *scratch;
       return Status::Ok();
     }

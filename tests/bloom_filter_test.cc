@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "redbloom/strategy.h"
 #include "test_util.h"
 
 namespace redbloom {
@@ -287,6 +288,82 @@ TEST_P(BloomFilterTest, SingleItemsAnswerAsBatchesInEveryEncoding) {
     EXPECT_EQ(after.items_added, before.items_added);
   }
   EXPECT_GE(encodings, std::get<1>(GetParam()) == Strategy::kSeed ? 1 : 5);
+}
+
+// int32, int64 and utf8x2 items have their bytes built a chunk of 256 at a
+// time and hashed together; what a batch sets must be what the funnel's
+// bytes hashed one by one (EncodeItem, then HashBytes) set, across chunks,
+// for every shape a Java side could send, and a bad item past the first
+// chunk must be named and change nothing.
+TEST_P(BloomFilterTest, BuiltItemsSetWhatTheirFunnelBytesSetAcrossChunks) {
+  const Strategy strategy = std::get<1>(GetParam());
+  for (Encoding e : {Encoding::kInt32, Encoding::kInt64, Encoding::kUtf8x2}) {
+    SCOPED_TRACE(std::string(EncodingName(e)));
+    const FilterOptions options{
+        .capacity = 2000, .error_rate = 0.01, .strategy = strategy, .encoding = e};
+    auto batched = BloomFilter::Create(*store_, "built-a-" + std::string(EncodingName(e)), options);
+    if (!batched.ok()) {
+      EXPECT_EQ(batched.status().code(), StatusCode::kInvalidArgument);  // seed is utf8 only
+      continue;
+    }
+    ASSERT_OK_AND_ASSIGN(
+        auto one_by_one,
+        BloomFilter::Create(*store_, "built-b-" + std::string(EncodingName(e)), options));
+    std::vector<std::string> items;
+    if (e == Encoding::kUtf8x2) {
+      for (std::string_view s : {"", "a", "订单", "ação", "\xf0\x9f\x98\x80", "ORD-1"})
+        items.emplace_back(s);
+      for (int i = 0; i < 700; ++i)
+        items.push_back(i % 3 == 0 ? "pedido-ção-" + std::to_string(i) : Key(i));
+    } else {
+      const bool wide = e == Encoding::kInt64;
+      for (std::string_view s :
+           {"0", "-0", "+0", "+7", "007", "-1", "2147483647", "-2147483648", "+2147483647",
+            "999999999", "-999999999", "0000000000000000000042"}) {
+        items.emplace_back(s);
+      }
+      if (wide) {
+        for (std::string_view s :
+             {"9223372036854775807", "-9223372036854775808", "999999999999999999",
+              "-999999999999999999", "1000000000000000000", "+9223372036854775807"}) {
+          items.emplace_back(s);
+        }
+      }
+      for (int i = 0; i < 700; ++i) {
+        // int64: spread over the whole range (19 digits and fewer, both signs).
+        const int64_t v = wide ? static_cast<int64_t>(uint64_t(i) * 0x9e3779b97f4a7c15ULL)
+                               : int64_t{i} * 3067 - 1000000;
+        items.push_back(std::to_string(v));
+      }
+    }
+    const std::vector<std::string_view> views(items.begin(), items.end());
+    std::vector<uint8_t> added_batched;
+    ASSERT_TRUE((*batched)->AddMany(views, &added_batched).ok());
+    std::vector<Hash128> hashes(views.size());
+    std::string scratch;
+    for (size_t i = 0; i < views.size(); ++i) {
+      ASSERT_TRUE(HashItem(strategy, e, views[i], &scratch, &hashes[i]).ok()) << views[i];
+    }
+    std::vector<uint8_t> added_one_by_one;
+    ASSERT_TRUE(one_by_one->AddHashes(hashes, &added_one_by_one).ok());
+    EXPECT_EQ(added_batched, added_one_by_one);
+    std::string bits_batched, bits_one_by_one;
+    ASSERT_TRUE((*batched)->ReadBitmap(&bits_batched).ok());
+    ASSERT_TRUE(one_by_one->ReadBitmap(&bits_one_by_one).ok());
+    EXPECT_TRUE(bits_batched == bits_one_by_one) << "the batch set other bits";
+
+    // A bad item in the third chunk: named by its place, nothing written.
+    std::vector<std::string_view> bad(views.begin(), views.end());
+    const std::string fresh = e == Encoding::kUtf8x2 ? "never-added" : "123456789";
+    bad[100] = fresh;
+    bad[600] = e == Encoding::kUtf8x2 ? std::string_view("\xed\xa0\x80") : std::string_view("12 3");
+    const Status s = (*batched)->AddMany(bad);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.ToString().find("item 601"), std::string::npos) << s.ToString();
+    std::string bits_after;
+    ASSERT_TRUE((*batched)->ReadBitmap(&bits_after).ok());
+    EXPECT_TRUE(bits_after == bits_batched) << "a refused batch wrote bits";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BloomFilterTest,

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <string>
+#include <vector>
 
 #include "redbloom/strategy.h"
 #include "test_util.h"
@@ -51,6 +53,75 @@ TEST(FunnelTest, RejectsItemsJavaCouldNotHaveProduced) {
   for (std::string_view bad : {"\x80", "\xc0\xaf", "\xed\xa0\x80", "abc\xff"}) {
     EXPECT_EQ(EncodeItem(Encoding::kUtf8, bad, &scratch, &b).code(), StatusCode::kInvalidArgument);
     EXPECT_TRUE(EncodeItem(Encoding::kBytes, bad, &scratch, &b).ok());
+  }
+}
+
+// What Java's parseInt / parseLong accept, as the funnel took it before the
+// hot path summed short numbers itself: one '+' (not "+-"), or '-', then
+// digits, in range.
+template <typename Int>
+bool ReferenceParse(std::string_view text, Int* out) {
+  const char* b = text.data();
+  const char* e = b + text.size();
+  if (b != e && *b == '+' && (e - b == 1 || b[1] != '-')) ++b;
+  auto [ptr, ec] = std::from_chars(b, e, *out, 10);
+  return !text.empty() && ec == std::errc() && ptr == e;
+}
+
+template <typename Int>
+void ExpectParsesLikeReference(Encoding e, std::string_view text) {
+  Int want = 0;
+  const bool ok = ReferenceParse(text, &want);
+  std::string scratch;
+  std::string_view bytes;
+  const Status s = EncodeItem(e, text, &scratch, &bytes);
+  ASSERT_EQ(s.ok(), ok) << "'" << text << "': " << s.ToString();
+  if (!ok) return;
+  ByteSink sink;
+  if (sizeof(Int) == 4) {
+    sink.PutInt32(static_cast<int32_t>(want));
+  } else {
+    sink.PutInt64(static_cast<int64_t>(want));
+  }
+  EXPECT_EQ(bytes, sink.bytes()) << "'" << text << "'";
+}
+
+// Every sign prefix before 0 to 22 digits (the fast sum stops at 9 and 18),
+// leading zeros, both ends of the ranges and one past them, and junk inside.
+TEST(FunnelTest, DecimalsParseLikeJavaAtEveryLength) {
+  uint64_t state = 42;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  std::vector<std::string> texts = {"2147483647",
+                                    "2147483648",
+                                    "-2147483648",
+                                    "-2147483649",
+                                    "9223372036854775807",
+                                    "9223372036854775808",
+                                    "-9223372036854775808",
+                                    "-9223372036854775809",
+                                    "99999999999999999999",
+                                    "0000000000000000000000123",
+                                    "1_000",
+                                    "1 ",
+                                    "٣"};
+  for (std::string_view sign : {"", "-", "+", "+-", "-+", "--", "++", " "}) {
+    for (size_t digits = 0; digits <= 22; ++digits) {
+      for (int round = 0; round < 6; ++round) {
+        std::string t(sign);
+        for (size_t d = 0; d < digits; ++d) {
+          t.push_back(static_cast<char>('0' + (round == 0 && d < 3 ? 0 : next() % 10)));
+        }
+        if (round == 5 && digits > 0) t[next() % t.size()] = "x.:/ "[next() % 5];
+        texts.push_back(t);
+      }
+    }
+  }
+  for (const std::string& t : texts) {
+    ExpectParsesLikeReference<int32_t>(Encoding::kInt32, t);
+    ExpectParsesLikeReference<int64_t>(Encoding::kInt64, t);
   }
 }
 

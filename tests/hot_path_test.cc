@@ -478,7 +478,8 @@ TEST_P(HotPathTest, WarmCallsAllocateNothing) {
   ASSERT_NE(store, nullptr);
   for (auto [s, e] : {std::pair{Strategy::kGuava64, Encoding::kUtf8},
                       std::pair{Strategy::kBlock, Encoding::kUtf8},
-                      std::pair{Strategy::kGuava64, Encoding::kInt64}}) {
+                      std::pair{Strategy::kGuava64, Encoding::kInt64},
+                      std::pair{Strategy::kBlock, Encoding::kUtf8x2}}) {
     const std::string name =
         "warm-" + std::string(StrategyName(s)) + "-" + std::string(EncodingName(e));
     SCOPED_TRACE(name);
