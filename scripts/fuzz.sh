@@ -29,7 +29,7 @@ cleanup() {
   rm -rf "$seeds"
 }
 trap cleanup EXIT
-mkdir -p "$corpus"/{items_body_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz,reply_fuzz}
+mkdir -p "$corpus"/{items_body_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz,reply_fuzz,decimal_fuzz}
 
 echo "== seeds"
 # Each seed starts with the byte its target reads as flags (see its source).
@@ -107,10 +107,15 @@ printf '\x80*3\r\n:10\r\n$4\r\n9586\r\n$1\r\n7\r\n*2\r\n:8\r\n$4\r\nnone\r\n*2\r
 # SENTINEL replicas (fields shortened), a +switch-master message.
 printf '\x00*2\r\n$9\r\n127.0.0.1\r\n$4\r\n6380\r\n$-1\r\n*2\r\n*6\r\n$2\r\nip\r\n$3\r\n::1\r\n$4\r\nport\r\n$4\r\n6381\r\n$5\r\nflags\r\n$5\r\nslave\r\n*4\r\n$2\r\nip\r\n$8\r\n10.0.0.2\r\n$4\r\nport\r\n$4\r\n6382\r\n$38\r\nmymaster 127.0.0.1 6379 127.0.0.1 6380\r\n' \
   >"$corpus/reply_fuzz/seed-sentinel"
+# Decimals at the edges of the fast sum (9 and 18 digits) and of the ranges.
+for d in 999999999 -2147483648 +2147483647 2147483648 999999999999999999 \
+  -9223372036854775808 9223372036854775808 +-1 007; do
+  printf '%s' "$d" >"$corpus/decimal_fuzz/seed$d"
+done
 unset ASAN_OPTIONS
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz import_fuzz file_header_fuzz config_fuzz redis_url_fuzz reply_fuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz import_fuzz file_header_fuzz config_fuzz redis_url_fuzz reply_fuzz decimal_fuzz)
 cd build-fuzz/fuzz
 for t in "${targets[@]}"; do
   echo "== $t, $seconds s"
