@@ -29,6 +29,10 @@
 //   paired_floor_single_check   guava64: a single check with no call path
 //                               (Murmur3, offsets, k words, no prefetch) /
 //                               batched checks, mem:
+//   paired_int64_utf8_check     10-digit decimals checked in batches on an
+//                               int64 filter (Guava's longFunnel) / the same
+//                               text on a utf8 filter, mem:
+//   paired_int64_single_batch_check  int64 single checks / int64 batched
 //
 //   core_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //              --summary_out=FILE
@@ -327,6 +331,23 @@ struct TimedPass {
   uint64_t items;
 };
 
+// Times `a` and `b` back to back in each iteration (see above).
+template <typename A, typename B>
+void TimePairs(benchmark::State& state, A&& a, B&& b) {
+  std::vector<double> a_ns, b_ns, ratios;
+  for (auto _ : state) {
+    const bool a_first = a_ns.size() % 2 == 0;
+    const double first = a_first ? a() : b();
+    const double second = a_first ? b() : a();
+    a_ns.push_back(a_first ? first : second);
+    b_ns.push_back(a_first ? second : first);
+    ratios.push_back(b_ns.back() / a_ns.back());
+  }
+  state.counters["a_ns"] = Median(a_ns);
+  state.counters["b_ns"] = Median(b_ns);
+  state.counters["b_over_a"] = Median(ratios);
+}
+
 void BM_Paired(benchmark::State& state, uint64_t n, std::string store, Strategy st, TimedPass a,
                TimedPass b) {
   Workload& w = GetWorkload(n, store, st);
@@ -336,18 +357,79 @@ void BM_Paired(benchmark::State& state, uint64_t n, std::string store, Strategy 
     p.run(w);
     return (ThreadCpuNs() - start) / static_cast<double>(p.items);
   };
-  std::vector<double> a_ns, b_ns, ratios;
-  for (auto _ : state) {
-    const bool a_first = a_ns.size() % 2 == 0;
-    const double first = time(a_first ? a : b);
-    const double second = time(a_first ? b : a);
-    a_ns.push_back(a_first ? first : second);
-    b_ns.push_back(a_first ? second : first);
-    ratios.push_back(b_ns.back() / a_ns.back());
+  TimePairs(
+      state, [&] { return time(a); }, [&] { return time(b); });
+}
+
+// n 10-digit decimals in a utf8 filter and in an int64 one (Guava's
+// longFunnel, whose bytes are built before they are hashed), and kQueries
+// of them to check: the paired_int64_* rows.
+struct DecimalWorkload {
+  std::vector<std::string> items;
+  std::vector<std::string_view> queries;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<BloomFilter> utf8, int64;
+};
+
+DecimalWorkload& GetDecimalWorkload(uint64_t n, Strategy st) {
+  static std::map<std::pair<uint64_t, Strategy>, std::unique_ptr<DecimalWorkload>> cache;
+  auto& slot = cache[{n, st}];
+  if (slot) return *slot;
+  auto w = std::make_unique<DecimalWorkload>();
+  for (uint64_t i = 0; i < n; ++i) w->items.push_back(std::to_string(4'000'000'000 + i * 7919));
+  const std::vector<std::string_view> all(w->items.begin(), w->items.end());
+  for (uint64_t i = 0; i < kQueries; ++i) w->queries.push_back(all[i * (n / kQueries)]);
+  auto store = Store::Open("mem:");
+  Check(store.status(), "open store");
+  w->store = std::move(*store);
+  for (Encoding e : {Encoding::kUtf8, Encoding::kInt64}) {
+    const std::string name = "decimals-" + std::string(EncodingName(e));
+    auto f = BloomFilter::Create(
+        *w->store, name,
+        FilterOptions{.capacity = n, .error_rate = kErrorRate, .strategy = st, .encoding = e});
+    Check(f.status(), "create filter");
+    for (size_t i = 0; i < all.size(); i += kBatch) {
+      Check((*f)->AddMany(std::span(all).subspan(i, std::min(kBatch, all.size() - i))), "fill");
+    }
+    (e == Encoding::kUtf8 ? w->utf8 : w->int64) = std::move(*f);
   }
-  state.counters["a_ns"] = Median(a_ns);
-  state.counters["b_ns"] = Median(b_ns);
-  state.counters["b_over_a"] = Median(ratios);
+  slot = std::move(w);
+  return *slot;
+}
+
+// One pass of checks over the workload's queries, in batches or one by one;
+// CPU ns per item. Every query was added, so any miss is a false negative.
+double TimeDecimalChecks(DecimalWorkload& w, BloomFilter& f, bool single) {
+  thread_local std::vector<uint8_t> present;
+  const std::span<const std::string_view> queries(w.queries);
+  uint64_t found = 0;
+  const double start = ThreadCpuNs();
+  if (single) {
+    for (std::string_view q : queries) {
+      auto r = f.Contains(q);
+      Check(r.status(), "contains");
+      found += *r ? 1 : 0;
+    }
+  } else {
+    for (size_t i = 0; i < queries.size(); i += kBatch) {
+      Check(f.ContainsMany(queries.subspan(i, std::min(kBatch, queries.size() - i)), &present),
+            "contains");
+      for (uint8_t p : present) found += p;
+    }
+  }
+  const double ns = (ThreadCpuNs() - start) / static_cast<double>(queries.size());
+  if (found != queries.size()) Die("false negative while timing decimals");
+  return ns;
+}
+
+// single: A int64 batched, B int64 single; else A utf8 batched, B int64
+// batched.
+void BM_PairedDecimal(benchmark::State& state, uint64_t n, Strategy st, bool single) {
+  DecimalWorkload& w = GetDecimalWorkload(n, st);
+  BloomFilter& a = single ? *w.int64 : *w.utf8;
+  TimePairs(
+      state, [&] { return TimeDecimalChecks(w, a, false); },
+      [&] { return TimeDecimalChecks(w, *w.int64, single); });
 }
 
 // ---- Floors, timed in the same run ----------------------------------------
@@ -663,6 +745,15 @@ void RegisterAll() {
                  {[](Workload& w) { ContainsHashedPass(w, true); }, false, kQueries});
           }
         }
+      }
+      for (bool single : {false, true}) {
+        const std::string name =
+            single ? "paired_int64_single_batch_check" : "paired_int64_utf8_check";
+        benchmark::RegisterBenchmark(
+            (name + "/mem/" + sn + "/" + size).c_str(),
+            [=](benchmark::State& s) { BM_PairedDecimal(s, n, st, single); })
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(5);
       }
       reg("offsets_" + sn, [=](benchmark::State& s) { BM_Offsets(s, n, st); });
     }
