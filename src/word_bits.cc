@@ -17,6 +17,7 @@
 #include "prefetch.h"
 #include "strategy/strategy_def.h"
 #include "util/cpu_features.h"
+#include "util/sanitizers.h"
 #include "word_kernels.h"
 
 namespace redbloom::internal {
@@ -126,18 +127,6 @@ std::atomic<int> vector_kernels{-1};
 // which TSan reports. With them off, its concurrent tests run the portable
 // kernels, whose every access is atomic, and check the rest of the
 // synchronisation, which the two forms share.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-
 int AskCpuForVectorKernels() {
   const int state = !kThreadSanitizer && CpuHasAvx2() ? 1 : 0;
   int unknown = -1;
@@ -151,7 +140,7 @@ int AskCpuForVectorKernels() {
 }  // namespace word_kernels_internal
 
 void SetVectorKernelsEnabledForTesting(bool enabled) {
-  const bool can = !word_kernels_internal::kThreadSanitizer && CpuHasAvx2();
+  const bool can = !kThreadSanitizer && CpuHasAvx2();
   word_kernels_internal::vector_kernels.store(enabled && can ? 1 : 0, std::memory_order_relaxed);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "redbloom/status.h"
+#include "util/sanitizers.h"
 
 // ASSERT_OK_AND_ASSIGN(auto x, Call()): a fatal test failure that names the
 // status when Call() fails, so a test never reads a failed Result (which
@@ -23,32 +24,16 @@
 
 namespace redbloom::testing {
 
-// __has_feature(x) where the compiler has it (clang), else 0 (GCC 12 has
-// not, and an undefined function-like macro in #if is an error).
-#if defined(__has_feature)
-#define REDBLOOM_TEST_HAS_FEATURE(x) __has_feature(x)
-#else
-#define REDBLOOM_TEST_HAS_FEATURE(x) 0
-#endif
-
 // Whether this is a ThreadSanitizer build (scripts/tsan.sh), whose shadow
 // memory makes a process's resident size about five times what it touches
 // (5.5x in bulk_test): tests that bound a process's memory say so and leave
 // it to the other builds.
-#if defined(__SANITIZE_THREAD__) || REDBLOOM_TEST_HAS_FEATURE(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
+inline constexpr bool kThreadSanitizer = internal::kThreadSanitizer;
 
 // Whether this build runs under AddressSanitizer, whose shadow memory needs
 // terabytes of address space: a test that limits a process's address space
 // cannot hold under it.
-#if defined(__SANITIZE_ADDRESS__) || REDBLOOM_TEST_HAS_FEATURE(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
+inline constexpr bool kAddressSanitizer = internal::kAddressSanitizer;
 
 // The value of `r`; if it failed, a (non-fatal) test failure at the caller's
 // line that names the status, and T{}. For reading a Result inside an
