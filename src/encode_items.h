@@ -96,8 +96,10 @@ inline size_t BuiltSize(Encoding encoding, std::string_view item) {
 // caller checks it, or learns from the hash that the bytes were ASCII).
 inline bool BuildItem(Encoding encoding, std::string_view item, char* out) {
   if (encoding == Encoding::kUtf8x2) {
-    std::memcpy(out, item.data(), item.size());
-    std::memcpy(out + item.size(), item.data(), item.size());
+    if (!item.empty()) {  // a default string_view's data() is null, which memcpy may not take
+      std::memcpy(out, item.data(), item.size());
+      std::memcpy(out + item.size(), item.data(), item.size());
+    }
     return true;
   }
   uint64_t v = 0;
