@@ -376,7 +376,7 @@ DecimalWorkload& GetDecimalWorkload(uint64_t n, Strategy st) {
   auto& slot = cache[{n, st}];
   if (slot) return *slot;
   auto w = std::make_unique<DecimalWorkload>();
-  for (uint64_t i = 0; i < n; ++i) w->items.push_back(std::to_string(4'000'000'000 + i * 7919));
+  for (uint64_t i = 0; i < n; ++i) w->items.push_back(std::to_string(1'000'000'000 + i * 811));
   const std::vector<std::string_view> all(w->items.begin(), w->items.end());
   for (uint64_t i = 0; i < kQueries; ++i) w->queries.push_back(all[i * (n / kQueries)]);
   auto store = Store::Open("mem:");

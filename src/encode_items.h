@@ -3,9 +3,9 @@
 // std::string per item. EncodeItem (funnel.h) stays the one place that says
 // why an item is refused; these only say whether. Internal.
 //
-// Why: a batched guava64 check of 10-digit int64 items cost 33-35 ns per
-// item where the same text as utf8 cost 15, block 23-24 against 9 (1e6
-// items, one process): per item EncodeItem's frame for a Status, eight
+// Why: a batched guava64 check of int64 items (5 to 10 digits) cost 33-35
+// ns per item where the same text as utf8 cost 15, block 23-24 against 9
+// (1e6 items, one process): per item EncodeItem's frame for a Status, eight
 // push_backs into scratch, from_chars' overflow check per digit, and a hash
 // of that one item where utf8 hashes a batch. With these: 20-21 and 13.7.
 #ifndef REDBLOOM_SRC_ENCODE_ITEMS_H_
@@ -30,9 +30,9 @@ namespace redbloom::internal {
 //
 // Up to digits10 digits (9 for int32, 18 for int64) cannot overflow, and are
 // summed here without from_chars' overflow check per digit; longer ones,
-// and anything that is not sign-and-digits, go to from_chars. On 10-digit
-// items: a batched int64 check 23-25 -> 20-21 ns (guava64), 16-17 -> 13.7
-// (block).
+// and anything that is not sign-and-digits, go to from_chars. On such
+// items: a batched int64 check 23-25 -> 21.5-23 ns (guava64), 16-17 ->
+// 14.5-15 (block).
 template <typename Int>
 inline std::errc ParseJavaDecimal(std::string_view text, Int* out) {
   const char* b = text.data();
