@@ -62,6 +62,10 @@ Hash128 HighwayHash128(std::string_view bytes, const HighwayKey& key);
 Hash128 Xxh3_128(const void* data, size_t len);
 inline Hash128 Xxh3_128(std::string_view bytes) { return Xxh3_128(bytes.data(), bytes.size()); }
 
+// Xxh3_128(items[i]) into out[i] for every item, and whether every byte of
+// every item is below 0x80, as Murmur3_128Many answers it.
+bool Xxh3_128Many(std::span<const std::string_view> items, Hash128* out);
+
 }  // namespace redbloom
 
 #endif  // REDBLOOM_HASH_H_

@@ -406,6 +406,7 @@ const StrategyDef kBlockStrategy = {
     .summary = "all of an item's bits in one 64-byte block (XXH3): fastest, redbloom only",
     .encodings = kAllEncodings,
     .hash = &Hash,
+    .hash_many = &Xxh3_128Many,
     .geometry = &BlockGeometry,
     .given_geometry = nullptr,
     .offsets = &Offsets,
