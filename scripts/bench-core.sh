@@ -142,7 +142,7 @@ awk -F'\t' '
     print "   paired_single_batch_check: single-item checks / batched checks (at most 2 meets #17.4)"
     print "   paired_single_batch_add: single-item adds / batched adds (at most 2 meets #17.4)"
     print "   paired_floor_single_check: guava64, a single check with no call path (Murmur3, offsets, k words) / batched"
-    print "   paired_hash_many_check: a batched guava64 check, items hashed eight at once / one at a time"
+    print "   paired_hash_many_check: a batched check, items hashed all at once / one at a time (guava64: eight at once; block: XXH3 and the ASCII check in one loop)"
     print "   paired_int64_utf8_check: 10-digit decimals checked in batches, int64 filter / utf8 filter"
     print "   paired_int64_single_batch_check: int64 single checks / int64 batched checks (at most 2 meets #17.4)"
     for (i = 1; i <= pairs; i++) print "  " paired[i]
