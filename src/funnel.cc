@@ -40,20 +40,6 @@ Result<Encoding> ParseEncoding(std::string_view name) {
 
 namespace {
 
-constexpr uint64_t kHighBits = 0x8080808080808080ULL;
-
-inline uint64_t Load8(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-inline uint32_t Load4(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // Whether s[from..] is well-formed, byte by byte past its ASCII.
 bool ValidFrom(std::string_view s, size_t i) {
   while (i < s.size()) {
@@ -70,26 +56,8 @@ bool ValidFrom(std::string_view s, size_t i) {
 
 }  // namespace
 
-// Most items are short ASCII ids ("ORD-1234567"): their high bits are
-// checked a word at a time, the last word overlapping the one before (two
-// loads for 8 to 16 bytes, none of them byte by byte), and only a string
-// with a non-ASCII byte goes through the sequence rules. A byte loop after
-// whole words cost 22 instructions for a 10-byte id, this 12.
-bool IsValidUtf8(std::string_view s) {
-  const char* p = s.data();
-  const size_t n = s.size();
-  if (n >= 8) {
-    size_t i = 0;
-    for (; i + 8 < n; i += 8) {
-      if ((Load8(p + i) & kHighBits) != 0) return ValidFrom(s, i);
-    }
-    return (Load8(p + n - 8) & kHighBits) == 0 || ValidFrom(s, i);
-  }
-  if (n >= 4) {
-    return ((Load4(p) | Load4(p + n - 4)) & 0x80808080U) == 0 || ValidFrom(s, 0);
-  }
-  return ValidFrom(s, 0);
-}
+// Only a string with a non-ASCII byte goes through the sequence rules.
+bool IsValidUtf8(std::string_view s) { return internal::NonAsciiBits(s) == 0 || ValidFrom(s, 0); }
 
 namespace {
 

@@ -13,6 +13,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "util/utf8.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12's _mm512_undefined_epi32 (under the shift and rotate intrinsics)
 // trips its own uninitialized-value warnings (GCC bug 105593).
@@ -284,21 +286,6 @@ Hash128 Xxh3_128(const void* data, size_t len) {
   return Hash128{h.low64, h.high64};
 }
 
-namespace {
-
-// The OR of every byte of `s`, in its high bits whether one is 0x80 or
-// more (not ASCII): whole words, the last one overlapping the one before.
-inline uint64_t OrOfBytes(std::string_view s) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  const size_t n = s.size();
-  if (n <= 8) return n == 0 ? 0 : LoadPartialLE(p, n);
-  uint64_t bits = LoadLE64(p + n - 8);
-  for (size_t i = 0; i + 8 < n; i += 8) bits |= LoadLE64(p + i);
-  return bits;
-}
-
-}  // namespace
-
 // One loop with XXH3 inline and the ASCII check on words the hash is about
 // to read: where block's batches called IsValidUtf8 and the strategy's hash
 // pointer for every item.
@@ -306,11 +293,11 @@ bool Xxh3_128Many(std::span<const std::string_view> items, Hash128* out) {
   uint64_t bits = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     const std::string_view item = items[i];
-    bits |= OrOfBytes(item);
+    bits |= internal::NonAsciiBits(item);
     const XXH128_hash_t h = XXH3_128bits(item.data(), item.size());
     out[i] = Hash128{h.low64, h.high64};
   }
-  return (bits & kHighBits) == 0;
+  return bits == 0;
 }
 
 std::array<uint8_t, 16> Hash128::bytes() const {
