@@ -208,6 +208,17 @@ inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::strin
   return SingleItemError(encoding, item).WithContext("item " + std::to_string(index + 1));
 }
 
+// The first item of `items` that is not UTF-8 as a utf8 filter's error
+// ("item N", counting from base + 1), or Ok.
+Status CheckUtf8(std::span<const std::string_view> items, size_t base) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!IsValidUtf8(items[i])) {
+      return InvalidUtf8Item().WithContext("item " + std::to_string(base + i + 1));
+    }
+  }
+  return Status::Ok();
+}
+
 // int32, int64 and utf8x2 items, whose bytes are built: kBuildChunk at a
 // time into one buffer, then hashed together (hash_many where the strategy
 // has it). utf8x2's UTF-8 is checked only when the hash saw a byte that is
@@ -240,12 +251,7 @@ Status HashBuiltItems(Encoding encoding, const internal::StrategyDef& strategy,
     } else {
       for (size_t i = 0; i < built.size(); ++i) out[base + i] = strategy.hash(built[i]);
     }
-    if (encoding != Encoding::kUtf8x2 || ascii) continue;
-    for (size_t i = 0; i < chunk.size(); ++i) {
-      if (!IsValidUtf8(chunk[i])) {
-        return InvalidUtf8Item().WithContext("item " + std::to_string(base + i + 1));
-      }
-    }
+    if (encoding == Encoding::kUtf8x2 && !ascii) REDBLOOM_RETURN_IF_ERROR(CheckUtf8(chunk, base));
   }
   return Status::Ok();
 }
@@ -260,19 +266,16 @@ Status HashItems(const FilterConfig& config, std::span<const std::string_view> i
     // a Status per item (a quarter of a batched `block` check went there).
     // Measured in one process over 1e6 and 1e7 ORD-i items (best of 9
     // passes, CPU ns per item): validate all, then hash all 7.4-7.9;
-    // the same with the items 16 ahead prefetched 7.6-8.6; one loop 6.7-7.0.
+    // the same with the items 16 ahead prefetched 7.6-8.6; one loop 6.7-7.0
+    // (block, before it had Xxh3_128Many; the loop below now serves the
+    // strategies without a batch hash).
     const bool utf8 = config.encoding == Encoding::kUtf8;
     if (strategy.hash_many != nullptr) {
       // All at once, and validated only when not all ASCII, which the hash
       // tells from the words it reads: a separate check of 11-byte ids cost
       // a batched guava64 check 2.3 ns of its 16 here.
       if (strategy.hash_many(items, out) || !utf8) return Status::Ok();
-      for (size_t i = 0; i < items.size(); ++i) {
-        if (!IsValidUtf8(items[i])) {
-          return InvalidUtf8Item().WithContext("item " + std::to_string(i + 1));
-        }
-      }
-      return Status::Ok();
+      return CheckUtf8(items, 0);
     }
     for (size_t i = 0; i < items.size(); ++i) {
       if (utf8 && !IsValidUtf8(items[i])) {
