@@ -235,31 +235,36 @@ std::span<const std::string_view> Queries(const Workload& w, bool hit) {
   return hit ? w.items->present_views : w.items->absent_views;
 }
 
-void ContainsSinglePass(Workload& w, bool hit) {
-  const auto queries = Queries(w, hit);
+// Checks `queries` on `f`, one at a time or in batches of kBatch; how many
+// it found.
+uint64_t CheckQueries(BloomFilter& f, std::span<const std::string_view> queries, bool single) {
+  thread_local std::vector<uint8_t> present;
   uint64_t found = 0;
-  for (std::string_view item : queries) {
-    auto r = w.filled->Contains(item);
-    Check(r.status(), "contains");
-    found += *r ? 1 : 0;
+  if (single) {
+    for (std::string_view item : queries) {
+      auto r = f.Contains(item);
+      Check(r.status(), "contains");
+      found += *r ? 1 : 0;
+    }
+    return found;
   }
+  for (size_t i = 0; i < queries.size(); i += kBatch) {
+    Check(f.ContainsMany(queries.subspan(i, std::min(kBatch, queries.size() - i)), &present),
+          "contains");
+    for (uint8_t p : present) found += p;
+  }
+  return found;
+}
+
+void ContainsPass(Workload& w, bool hit, bool single) {
+  const auto queries = Queries(w, hit);
+  const uint64_t found = CheckQueries(*w.filled, queries, single);
   benchmark::DoNotOptimize(found);
   if (hit && found != queries.size()) Die("false negative while timing");
 }
 
-void ContainsBatchPass(Workload& w, bool hit) {
-  const auto queries = Queries(w, hit);
-  thread_local std::vector<uint8_t> present;
-  uint64_t found = 0;
-  for (size_t i = 0; i < queries.size(); i += kBatch) {
-    Check(
-        w.filled->ContainsMany(queries.subspan(i, std::min(kBatch, queries.size() - i)), &present),
-        "contains");
-    for (uint8_t p : present) found += p;
-  }
-  benchmark::DoNotOptimize(found);
-  if (hit && found != queries.size()) Die("false negative while timing");
-}
+void ContainsSinglePass(Workload& w, bool hit) { ContainsPass(w, hit, true); }
+void ContainsBatchPass(Workload& w, bool hit) { ContainsPass(w, hit, false); }
 
 // A batched check of never-added items through ContainsHashes, the items
 // hashed one at a time or all at once (what ContainsMany does): the
@@ -420,25 +425,10 @@ DecimalWorkload& GetDecimalWorkload(uint64_t n, Strategy st) {
 // One pass of checks over the workload's queries, in batches or one by one;
 // CPU ns per item. Every query was added, so any miss is a false negative.
 double TimeDecimalChecks(DecimalWorkload& w, BloomFilter& f, bool single) {
-  thread_local std::vector<uint8_t> present;
-  const std::span<const std::string_view> queries(w.queries);
-  uint64_t found = 0;
   const double start = ThreadCpuNs();
-  if (single) {
-    for (std::string_view q : queries) {
-      auto r = f.Contains(q);
-      Check(r.status(), "contains");
-      found += *r ? 1 : 0;
-    }
-  } else {
-    for (size_t i = 0; i < queries.size(); i += kBatch) {
-      Check(f.ContainsMany(queries.subspan(i, std::min(kBatch, queries.size() - i)), &present),
-            "contains");
-      for (uint8_t p : present) found += p;
-    }
-  }
-  const double ns = (ThreadCpuNs() - start) / static_cast<double>(queries.size());
-  if (found != queries.size()) Die("false negative while timing decimals");
+  const uint64_t found = CheckQueries(f, w.queries, single);
+  const double ns = (ThreadCpuNs() - start) / static_cast<double>(w.queries.size());
+  if (found != w.queries.size()) Die("false negative while timing decimals");
   return ns;
 }
 
