@@ -361,7 +361,8 @@ Status BloomFilter::Add(std::string_view item, bool* added) {
       return SingleItemError(st.config.encoding, item);
     }
     bool fresh = false;
-    if (st.single->AddOne(st.strategy->hash(bytes), *st.strategy, st.single_geometry, &fresh)) {
+    if (st.single->AddOne(st.strategy->hash(bytes), *st.strategy->word_kernels, st.single_geometry,
+                          &fresh)) {
       if (added != nullptr) *added = fresh;
       return Status::Ok();
     }

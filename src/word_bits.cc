@@ -202,24 +202,6 @@ Status CheckOffsets(const WordArray& a, const uint64_t* offsets, size_t n) {
   return Status::Ok();
 }
 
-// Adds delta to the part's item count. kAlone: the caller holds a.writers
-// alone, so nobody else changes the count, and a plain load and store do
-// what a locked add (5-6 ns, as much as the rest of a single add's writing)
-// does otherwise. That holds because every change to the count of an array
-// with a writer gate is made holding the gate (adds, Reserve, Clear,
-// merges), except on 4-bit counters, which are never held alone.
-template <bool kAlone = false>
-void AddCount(WordArray& a, int64_t delta) {
-  if (delta == 0) return;
-  std::atomic_ref<uint64_t> count(*a.count);
-  if constexpr (kAlone) {
-    count.store(count.load(std::memory_order_relaxed) + static_cast<uint64_t>(delta),
-                std::memory_order_relaxed);
-  } else {
-    count.fetch_add(static_cast<uint64_t>(delta), std::memory_order_relaxed);
-  }
-}
-
 // The array's writer gate held shared, or nothing for an array without one
 // (see WordArray::writers).
 std::shared_lock<WriterGate> ShareWriters(WordArray& a) {
@@ -480,7 +462,10 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
   }
   const WordKernels& kernels = *strategy.word_kernels;
   if (hashes.size() == 1) {
-    const bool fresh = AddOneWithKernels(*a, kernels, hashes[0], g);
+    bool fresh = false;
+    if (!AddOneBiased(*a, kernels, hashes[0], g, &fresh)) {
+      fresh = AddOneGated(*a, kernels, hashes[0], g);
+    }
     if (added != nullptr) added[0] = fresh ? 1 : 0;
     return Status::Ok();
   }
@@ -498,14 +483,12 @@ void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
   });
 }
 
-// Inlined into AddOne and AddHashes, as AsWriter is.
-[[gnu::always_inline]] inline bool WordBitStore::AddOneWithKernels(WordArray& a,
-                                                                   const WordKernels& kernels,
-                                                                   const Hash128& hash,
-                                                                   const Geometry& g) {
-  // An item whose bits are all set cannot be new: no lock, no write (adding
-  // what a filter holds is common: dedup). Adds only ever turn bits on, so a
-  // bit seen set stays set (Clear aside, which no add is ordered with anyway).
+bool WordBitStore::AddOneGated(WordArray& a, const WordKernels& kernels, const Hash128& hash,
+                               const Geometry& g) {
+  // An item whose bits are all set cannot be new, so no lock and no write
+  // (adding what a filter holds is common: dedup). Adds only ever turn bits
+  // on, so a bit seen set stays set (Clear aside, which no add is ordered
+  // with anyway).
   OneItem item;
   if (kernels.test_one(hash, g, a.words, &item)) return false;
   // Alone, the one-item kernel, without the batch kernel's set-up
@@ -515,7 +498,7 @@ void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
     constexpr bool kAlone = decltype(alone)::value;
     bool fresh = false;
     if constexpr (kAlone) {
-      fresh = kernels.set_one_exclusive(hash, g, a.words, item);
+      fresh = kernels.set_one_exclusive(hash, g, a.words, &item);
     } else {
       uint8_t out = 0;
       kernels.set_shared(std::span<const Hash128>(&hash, 1), g, a.words, &out);
@@ -528,14 +511,6 @@ void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
 
 bool WordBitStore::SingleItemsFit(const StrategyDef& strategy, const Geometry& g) const {
   return main_raw_ != nullptr && KernelsFit(strategy, *main_raw_, g);
-}
-
-bool WordBitStore::AddOne(const Hash128& hash, const StrategyDef& strategy, const Geometry& g,
-                          bool* added) {
-  WordArray* a = LiveMain(0);
-  if (a == nullptr || !a->writable.ok()) return false;
-  *added = AddOneWithKernels(*a, *strategy.word_kernels, hash, g);
-  return true;
 }
 
 Status WordBitStore::Remove(std::span<PartBatch> batches) {

@@ -164,10 +164,12 @@ struct WordKernels {
   // null (a check), where the bits are, for set_one_exclusive.
   bool (*test_one)(const Hash128& hash, const Geometry& g, uint64_t* words, OneItem* item);
   // set_exclusive for one item, without its loop: whether it turned a bit
-  // on (a single add that took WordArray::writers alone). `item` is what
-  // test_one left for this hash and geometry.
+  // on (a single add that holds WordArray::writers alone). `item` is what
+  // test_one left for this hash and geometry, or null: it then finds the
+  // bits itself (the gate's biased owner, which calls it without test_one).
+  // Either way the bits are read before any is written.
   bool (*set_one_exclusive)(const Hash128& hash, const Geometry& g, uint64_t* words,
-                            const OneItem& item);
+                            const OneItem* item);
 };
 
 inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernels,
@@ -175,6 +177,25 @@ inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernel
   const WordArray* a = LiveMain(0);
   if (a == nullptr) return false;
   *present = kernels.test_one(hash, g, a->words, nullptr);
+  return true;
+}
+
+// The gate's biased owner is alone without a compare-and-swap, so one kernel
+// call reads the item's bits and sets any it lacks; no test_one first.
+inline bool WordBitStore::AddOneBiased(WordArray& a, const WordKernels& kernels,
+                                       const Hash128& hash, const Geometry& g, bool* fresh) {
+  if (!a.writers || !a.writers->try_lock_biased()) return false;
+  *fresh = kernels.set_one_exclusive(hash, g, a.words, nullptr);
+  AddCount<true>(a, *fresh ? 1 : 0);
+  a.writers->unlock_biased();
+  return true;
+}
+
+inline bool WordBitStore::AddOne(const Hash128& hash, const WordKernels& kernels, const Geometry& g,
+                                 bool* added) {
+  WordArray* a = LiveMain(0);
+  if (a == nullptr || !a->writable.ok()) return false;
+  if (!AddOneBiased(*a, kernels, hash, g, added)) *added = AddOneGated(*a, kernels, hash, g);
   return true;
 }
 
@@ -405,14 +426,18 @@ struct Entries {
     });
   }
   static bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words,
-                              const OneItem& item) {
+                              const OneItem* item) {
     return WithK(g.hashes, [&]<uint32_t kK>() {
       const uint32_t k = kK != 0 ? kK : g.hashes;
       if constexpr (kLine) {
         const typename Layout::Context c = Layout::Prepare(g);
         return LineSetItem<Layout, true>(words + 8 * Layout::Line(h, c), h, c, k);
       } else {
-        return SetItemBits<true>(words, item.offsets, k);
+        if (item != nullptr) return SetItemBits<true>(words, item->offsets, k);
+        const typename Layout::Context c = Layout::Prepare(g);
+        uint64_t offsets[kScatterMaxHashes];
+        ScatterPrepare<Layout, kK, false>(h, c, k, words, /*prefetch=*/false, offsets);
+        return SetItemBits<true>(words, offsets, k);
       }
     });
   }

@@ -268,7 +268,7 @@ void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, u
 }
 
 [[gnu::noinline]] bool PortableSetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words,
-                                               const OneItem& item) {
+                                               const OneItem* item) {
   return kPortableKernels.set_one_exclusive(h, g, words, item);
 }
 
@@ -287,7 +287,7 @@ int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_
   return kPortableKernels.set_exclusive(hashes, g, words, added);
 }
 
-bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words, const OneItem& item) {
+bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words, const OneItem* item) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) return SetOneExclusiveAvx2(h, g, words);
 #endif
