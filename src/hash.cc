@@ -281,7 +281,12 @@ Hash128 HighwayHash128(std::string_view bytes, const HighwayKey& key) {
   return Hash128{out[0], out[1]};
 }
 
-Hash128 Xxh3_128(const void* data, size_t len) {
+// Flattened: at -O2 (RelWithDebInfo, the default build) GCC kept
+// XXH3_128bits out of line for its two callers here, this one and
+// Xxh3_128Many, a call per item in both; inlined into this one, it has one
+// caller left and GCC inlines it there too. Batched block checks at 1e6 took
+// 11.1-11.4 ns before, 8.3-8.4 after (Release builds inlined both already).
+[[gnu::flatten]] Hash128 Xxh3_128(const void* data, size_t len) {
   const XXH128_hash_t h = XXH3_128bits(data, len);
   return Hash128{h.low64, h.high64};
 }
