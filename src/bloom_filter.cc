@@ -18,6 +18,7 @@
 #include "redbloom/strategy.h"
 #include "stores.h"
 #include "strategy/strategy_def.h"
+#include "util/utf8.h"
 #include "word_bits.h"
 #include "word_kernels.h"
 
@@ -184,7 +185,8 @@ constexpr size_t kBuildScratch = size_t{1} << 20;
 inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::string_view* bytes) {
   *bytes = item;
   if (encoding == Encoding::kBytes) return true;
-  if (encoding == Encoding::kUtf8) return IsValidUtf8(item);
+  // ASCII inline (most items are ASCII ids); IsValidUtf8 for the rest.
+  if (encoding == Encoding::kUtf8) return internal::NonAsciiBits(item) == 0 || IsValidUtf8(item);
   if (!internal::EncodingBuildsBytes(encoding)) return false;  // SingleItemError says why
   if (encoding == Encoding::kUtf8x2 && !IsValidUtf8(item)) return false;
   thread_local std::string scratch;
