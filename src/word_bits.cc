@@ -462,10 +462,7 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
   }
   const WordKernels& kernels = *strategy.word_kernels;
   if (hashes.size() == 1) {
-    bool fresh = false;
-    if (!AddOneBiased(*a, kernels, hashes[0], g, &fresh)) {
-      fresh = AddOneGated(*a, kernels, hashes[0], g);
-    }
+    const bool fresh = AddOneToArray(*a, kernels, hashes[0], g);
     if (added != nullptr) added[0] = fresh ? 1 : 0;
     return Status::Ok();
   }

@@ -101,7 +101,8 @@ struct WordArray {
 // what a locked add (5-6 ns, as much as the rest of a single add's writing)
 // does otherwise. That holds because every change to the count of an array
 // with a writer gate is made holding the gate (adds, Reserve, Clear,
-// merges), except on 4-bit counters, which are never held alone.
+// merges) or as its biased owner, except on 4-bit counters, which are never
+// held alone.
 template <bool kAlone = false>
 void AddCount(WordArray& a, int64_t delta) {
   if (delta == 0) return;
@@ -190,12 +191,11 @@ class WordBitStore final : public BitStore, public HashedCells {
   // (WordArray::writers), and counts the new ones.
   static void SetWithKernels(WordArray& a, const WordKernels& kernels,
                              std::span<const Hash128> hashes, const Geometry& g, uint8_t* added);
-  // The same for one item: as the gate's biased owner if this thread is
-  // (writer_gate.h), true and *fresh = whether it was new; else false.
-  static inline bool AddOneBiased(WordArray& a, const WordKernels& kernels, const Hash128& hash,
-                                  const Geometry& g, bool* fresh);
-  // Else tested first (no gate if it is present), then under the gate;
-  // whether it was new.
+  // The same for one item; whether it was new. As the gate's biased owner
+  // if this thread is (writer_gate.h), inline; else AddOneGated: tested
+  // first (no gate if it is present), then under the gate.
+  static inline bool AddOneToArray(WordArray& a, const WordKernels& kernels, const Hash128& hash,
+                                   const Geometry& g);
   static bool AddOneGated(WordArray& a, const WordKernels& kernels, const Hash128& hash,
                           const Geometry& g);
 

@@ -182,20 +182,20 @@ inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernel
 
 // The gate's biased owner is alone without a compare-and-swap, so one kernel
 // call reads the item's bits and sets any it lacks; no test_one first.
-inline bool WordBitStore::AddOneBiased(WordArray& a, const WordKernels& kernels,
-                                       const Hash128& hash, const Geometry& g, bool* fresh) {
-  if (!a.writers || !a.writers->try_lock_biased()) return false;
-  *fresh = kernels.set_one_exclusive(hash, g, a.words, nullptr);
-  AddCount<true>(a, *fresh ? 1 : 0);
+inline bool WordBitStore::AddOneToArray(WordArray& a, const WordKernels& kernels,
+                                        const Hash128& hash, const Geometry& g) {
+  if (!a.writers || !a.writers->try_lock_biased()) return AddOneGated(a, kernels, hash, g);
+  const bool fresh = kernels.set_one_exclusive(hash, g, a.words, nullptr);
+  AddCount<true>(a, fresh ? 1 : 0);
   a.writers->unlock_biased();
-  return true;
+  return fresh;
 }
 
 inline bool WordBitStore::AddOne(const Hash128& hash, const WordKernels& kernels, const Geometry& g,
                                  bool* added) {
   WordArray* a = LiveMain(0);
   if (a == nullptr || !a->writable.ok()) return false;
-  if (!AddOneBiased(*a, kernels, hash, g, added)) *added = AddOneGated(*a, kernels, hash, g);
+  *added = AddOneToArray(*a, kernels, hash, g);
   return true;
 }
 
