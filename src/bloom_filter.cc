@@ -185,10 +185,9 @@ constexpr size_t kBuildScratch = size_t{1} << 20;
 inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::string_view* bytes) {
   *bytes = item;
   if (encoding == Encoding::kBytes) return true;
-  // ASCII inline (most items are ASCII ids); IsValidUtf8 for the rest.
-  if (encoding == Encoding::kUtf8) return internal::NonAsciiBits(item) == 0 || IsValidUtf8(item);
+  if (encoding == Encoding::kUtf8) return internal::IsUtf8(item);
   if (!internal::EncodingBuildsBytes(encoding)) return false;  // SingleItemError says why
-  if (encoding == Encoding::kUtf8x2 && !IsValidUtf8(item)) return false;
+  if (encoding == Encoding::kUtf8x2 && !internal::IsUtf8(item)) return false;
   thread_local std::string scratch;
   if (scratch.capacity() > kBuildScratch) std::string().swap(scratch);
   scratch.resize(internal::BuiltSize(encoding, item));
@@ -214,7 +213,7 @@ inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::strin
 // ("item N", counting from base + 1), or Ok.
 Status CheckUtf8(std::span<const std::string_view> items, size_t base) {
   for (size_t i = 0; i < items.size(); ++i) {
-    if (!IsValidUtf8(items[i])) {
+    if (!internal::IsUtf8(items[i])) {
       return InvalidUtf8Item().WithContext("item " + std::to_string(base + i + 1));
     }
   }
@@ -280,7 +279,7 @@ Status HashItems(const FilterConfig& config, std::span<const std::string_view> i
       return CheckUtf8(items, 0);
     }
     for (size_t i = 0; i < items.size(); ++i) {
-      if (utf8 && !IsValidUtf8(items[i])) {
+      if (utf8 && !internal::IsUtf8(items[i])) {
         return InvalidUtf8Item().WithContext("item " + std::to_string(i + 1));
       }
       out[i] = strategy.hash(items[i]);

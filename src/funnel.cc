@@ -38,26 +38,21 @@ Result<Encoding> ParseEncoding(std::string_view name) {
                                  "' (expected utf8, utf8x2, int32, int64 or bytes)");
 }
 
-namespace {
-
-// Whether s[from..] is well-formed, byte by byte past its ASCII.
-bool ValidFrom(std::string_view s, size_t i) {
+bool internal::Utf8ValidFrom(std::string_view s, size_t i) {
   while (i < s.size()) {
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
       continue;
     }
-    const size_t n = internal::Utf8SequenceLength(s, i);
+    const size_t n = Utf8SequenceLength(s, i);
     if (n == 0) return false;
     i += n;
   }
   return true;
 }
 
-}  // namespace
-
 // Only a string with a non-ASCII byte goes through the sequence rules.
-bool IsValidUtf8(std::string_view s) { return internal::NonAsciiBits(s) == 0 || ValidFrom(s, 0); }
+bool IsValidUtf8(std::string_view s) { return internal::IsUtf8(s); }
 
 namespace {
 

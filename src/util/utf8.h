@@ -1,5 +1,6 @@
-// UTF-8 well-formedness, the one implementation behind IsValidUtf8 (item and
-// name checks) and the HTTP service's JSON reading and writing.
+// UTF-8 well-formedness, the one implementation behind IsValidUtf8 and the
+// inline IsUtf8 (item and name checks) and the HTTP service's JSON reading
+// and writing.
 #ifndef REDBLOOM_UTIL_UTF8_H_
 #define REDBLOOM_UTIL_UTF8_H_
 
@@ -57,6 +58,14 @@ inline uint64_t NonAsciiBits(std::string_view s) {
   for (size_t i = 0; i < n; ++i) bits |= static_cast<unsigned char>(s[i]);
   return bits & 0x80U;
 }
+
+// Whether s[i..] is well-formed, byte by byte past its ASCII (funnel.cc).
+bool Utf8ValidFrom(std::string_view s, size_t i);
+
+// IsValidUtf8 (funnel.h), inline up to the ASCII test: the library's hot
+// paths call this, so that an ASCII item (most ids) makes no call for it
+// (single block adds at 1e6, -O2: 15.7-16.3 -> 15.2-15.4 ns).
+inline bool IsUtf8(std::string_view s) { return NonAsciiBits(s) == 0 || Utf8ValidFrom(s, 0); }
 
 }  // namespace redbloom::internal
 
