@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "util/sanitizers.h"
 
@@ -12,6 +13,14 @@ namespace redbloom::internal {
 namespace {
 
 long Membarrier(int command) { return syscall(__NR_membarrier, command, 0, 0); }
+
+// Every running thread of the process passes a full memory barrier before
+// this returns. Registered by BiasAvailable, which a claim needs, and no
+// revoke runs before a claim; it cannot fail then. Were it ever to, a full
+// fence here would not order the owner's side: stop rather than lose writes.
+void HeavyBarrier() {
+  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) std::abort();
+}
 
 }  // namespace
 
@@ -33,11 +42,18 @@ uint64_t WriterGate::NextThreadId() noexcept {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-void WriterGate::HeavyBarrier() noexcept {
-  // Registered by BiasAvailable, which a claim needs, and no revoke runs
-  // before a claim; it cannot fail then. Were it ever to, a full fence here
-  // would not order the owner's side: stop rather than lose writes.
-  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) std::abort();
+void WriterGate::Revoke(uint64_t owner) noexcept {
+  if (owner >= kFirstThread &&
+      owner_.compare_exchange_strong(owner, kRevoking, std::memory_order_relaxed)) {
+    // After the barrier, the owner either sees kRevoking and stays out, or
+    // its busy_ = 1 is visible here.
+    HeavyBarrier();
+    while (busy_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    owner_.store(kRevoked, std::memory_order_release);
+    return;
+  }
+  // Another thread revokes: its writes and ours wait alike for the owner.
+  while (owner_.load(std::memory_order_acquire) != kRevoked) std::this_thread::yield();
 }
 
 }  // namespace redbloom::internal

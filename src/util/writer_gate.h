@@ -31,7 +31,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <thread>
 
 namespace redbloom::internal {
 
@@ -137,9 +136,6 @@ class WriterGate {
     return id;
   }
   static uint64_t NextThreadId() noexcept;
-  // membarrier(2): every running thread of the process passes a full memory
-  // barrier before it returns.
-  static void HeavyBarrier() noexcept;
 
   // Called by every writer once it is in (alone or shared): if another
   // thread holds the bias, ends it, and returns once that thread is out of
@@ -150,19 +146,9 @@ class WriterGate {
     if (owner >= kFirstThread && owner == ThisThread()) return;
     Revoke(owner);
   }
-  void Revoke(uint64_t owner) noexcept {
-    if (owner >= kFirstThread &&
-        owner_.compare_exchange_strong(owner, kRevoking, std::memory_order_relaxed)) {
-      // After the barrier, the owner either sees kRevoking and stays out, or
-      // its busy_ = 1 is visible here.
-      HeavyBarrier();
-      while (busy_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-      owner_.store(kRevoked, std::memory_order_release);
-      return;
-    }
-    // Another thread revokes: its writes and ours wait alike for the owner.
-    while (owner_.load(std::memory_order_acquire) != kRevoked) std::this_thread::yield();
-  }
+  // Once per gate, so out of line (writer_gate.cc), away from every
+  // writer's inlined entry.
+  void Revoke(uint64_t owner) noexcept;
 
   // kAlone, or the number of sharers: kAlone is set only from 0, and no
   // sharer enters while it is set.
