@@ -353,6 +353,13 @@ Status Answer(size_t n, std::vector<uint8_t>* out, Op&& op) {
   return s;
 }
 
+// A batch refused before the store is asked (an item the encoding does not
+// take) leaves no answers either, as Answer does for one the store fails.
+Status Refused(Status s, std::vector<uint8_t>* out) {
+  if (out != nullptr) out->clear();
+  return s;
+}
+
 }  // namespace
 
 Status BloomFilter::Add(std::string_view item, bool* added) {
@@ -374,7 +381,7 @@ Status BloomFilter::Add(std::string_view item, bool* added) {
 Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added) {
   std::vector<Hash128> own;
   std::vector<Hash128>& hashes = HashScratch(items.size(), own);
-  REDBLOOM_RETURN_IF_ERROR(HashAll(config(), items, &hashes));
+  if (Status s = HashAll(config(), items, &hashes); !s.ok()) return Refused(std::move(s), added);
   return AddHashes(hashes, added);
 }
 
@@ -399,7 +406,7 @@ Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
                                  std::vector<uint8_t>* present) {
   std::vector<Hash128> own;
   std::vector<Hash128>& hashes = HashScratch(items.size(), own);
-  REDBLOOM_RETURN_IF_ERROR(HashAll(config(), items, &hashes));
+  if (Status s = HashAll(config(), items, &hashes); !s.ok()) return Refused(std::move(s), present);
   return ContainsHashes(hashes, present);
 }
 
@@ -411,7 +418,7 @@ Status BloomFilter::RemoveMany(std::span<const std::string_view> items,
                                std::vector<uint8_t>* removed) {
   std::vector<Hash128> own;
   std::vector<Hash128>& hashes = HashScratch(items.size(), own);
-  REDBLOOM_RETURN_IF_ERROR(HashAll(config(), items, &hashes));
+  if (Status s = HashAll(config(), items, &hashes); !s.ok()) return Refused(std::move(s), removed);
   return RemoveHashes(hashes, removed);
 }
 

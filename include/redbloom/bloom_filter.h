@@ -99,7 +99,8 @@ class BloomFilter {
   Status Add(std::string_view item, bool* added = nullptr);
   // Adds many items. If `added` is not null it is resized to items.size() and
   // added[i] is 1 when item i was new. All items are validated first: one bad
-  // item fails the call before anything is written.
+  // item fails the call before anything is written. The batch calls below
+  // (and their Hashes forms) leave their answer vector empty when they fail.
   Status AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added = nullptr);
   Result<bool> Contains(std::string_view item);
   // present is resized to items.size(); present[i] is 1 when item i may be present.
