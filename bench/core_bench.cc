@@ -35,6 +35,9 @@
 //   paired_int64_single_batch_check  int64 single checks / int64 batched
 //   paired_hash_many_check      a batched check with the items hashed all at
 //                               once / one at a time, mem:
+//   paired_test_items_check     block: ContainsMany (the kernels hash the
+//                               items in the pass that tests them) / the
+//                               items hashed first, then ContainsHashes, mem:
 //
 //   core_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //              --summary_out=FILE
@@ -754,6 +757,11 @@ void RegisterAll() {
           pair("paired_hash_many_check",
                {[](Workload& w) { ContainsHashedPass(w, false); }, false, kQueries},
                {[](Workload& w) { ContainsHashedPass(w, true); }, false, kQueries});
+          if (st == Strategy::kBlock) {
+            pair("paired_test_items_check",
+                 {[](Workload& w) { ContainsHashedPass(w, true); }, false, kQueries},
+                 {[](Workload& w) { ContainsBatchPass(w, false); }, false, kQueries});
+          }
         }
       }
       for (bool single : {false, true}) {

@@ -43,7 +43,8 @@ struct BloomFilter::State {
   // directly; null for every other filter. That path's FilterContext, policy
   // and Status layers were 60% of a single `block` check's instructions
   // (callgrind); without them a check is short enough for the core to
-  // overlap the cache misses of consecutive calls. Anything it cannot answer
+  // overlap the cache misses of consecutive calls. ContainsMany takes it too
+  // where the kernels hash a batch themselves. Anything it cannot answer
   // (a rebuilt or dropped filter, a read-only file) goes the general way,
   // which reopens or says why.
   internal::WordBitStore* single = nullptr;
@@ -404,6 +405,23 @@ Result<bool> BloomFilter::Contains(std::string_view item) {
 
 Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
                                  std::vector<uint8_t>* present) {
+  // The direct path of single calls (State::single), for a batch of items
+  // whose kernels hash them themselves (block's test_items): one pass, no
+  // hashes stored between two. Anything else, and anything it cannot answer
+  // (a rebuilt or dropped filter), goes the general way below.
+  if (const State& st = state();
+      st.single != nullptr && present != nullptr &&
+      st.strategy->word_kernels->test_items != nullptr &&
+      (st.config.encoding == Encoding::kUtf8 || st.config.encoding == Encoding::kBytes)) {
+    present->resize(items.size());
+    bool ascii = false;
+    if (st.single->TestItems(items, *st.strategy->word_kernels, st.single_geometry, present->data(),
+                             &ascii)) {
+      if (ascii || st.config.encoding == Encoding::kBytes) return Status::Ok();
+      if (Status s = CheckUtf8(items, 0); !s.ok()) return Refused(std::move(s), present);
+      return Status::Ok();
+    }
+  }
   std::vector<Hash128> own;
   std::vector<Hash128>& hashes = HashScratch(items.size(), own);
   if (Status s = HashAll(config(), items, &hashes); !s.ok()) return Refused(std::move(s), present);

@@ -167,6 +167,11 @@ class WordBitStore final : public BitStore, public HashedCells {
   // consecutive checks' cache misses.
   inline bool TestOne(const Hash128& hash, const WordKernels& kernels, const Geometry& g,
                       bool* present) const;
+  // A batched check of items as bytes, hashed by the kernels themselves
+  // (WordKernels::test_items, which must not be null); *ascii as that
+  // answers it. Inline as TestOne is, and false as it is.
+  inline bool TestItems(std::span<const std::string_view> items, const WordKernels& kernels,
+                        const Geometry& g, uint8_t* present, bool* ascii) const;
   // Inline too, up to the writer gate's bias; AddOneGated past it.
   inline bool AddOne(const Hash128& hash, const WordKernels& kernels, const Geometry& g,
                      bool* added);

@@ -104,8 +104,9 @@ TEST_P(BloomFilterTest, ABadItemFailsTheBatchBeforeAnyWrite) {
 
 // utf8 filters refuse text that is not UTF-8, in batches too, where
 // guava64 and seed check only the groups whose bytes are not all ASCII (the
-// hash reports it): a bad item deep in a batch is named, nothing is written
-// and no answer is left; valid non-ASCII text is accepted and answers as it
+// hash reports it; block's checks, hashed in the pass that tests them, the
+// whole batch): a bad item deep in a batch is named, nothing is written and
+// no answer is left; valid non-ASCII text is accepted and answers as it
 // does alone.
 TEST_P(BloomFilterTest, Utf8BatchesRefuseInvalidTextAnywhere) {
   ASSERT_OK_AND_ASSIGN(auto f,

@@ -98,6 +98,26 @@ std::string_view Bytes(const internal::Words& w, const FilterConfig& c) {
   return {reinterpret_cast<const char*>(w.get()), static_cast<size_t>(c.data_bytes())};
 }
 
+// Runs check(def, kernels) for every strategy whose kernels `want`, in both
+// forms: the vector kernels (where this CPU has them) and the portable ones.
+// How many (strategy, form) pairs it ran.
+template <typename Want, typename Check>
+int ForEachKernelForm(Want&& want, Check&& check) {
+  int ran = 0;
+  for (bool vector : {true, false}) {
+    for (Strategy s : Strategies()) {
+      const StrategyDef& def = StrategyOf(s);
+      if (def.word_kernels == nullptr || !want(*def.word_kernels)) continue;
+      SCOPED_TRACE(vector ? "vector kernels" : "portable kernels");
+      internal::SetVectorKernelsEnabledForTesting(vector);
+      ++ran;
+      check(def, *def.word_kernels);
+    }
+  }
+  internal::SetVectorKernelsEnabledForTesting(true);
+  return ran;
+}
+
 // Direct calls of each strategy's kernels against its offsets: random
 // hashes (the kernels must take any), geometries from 2 to 30 bits per item,
 // adds in both writer modes (batched and one at a time), tests of items added
@@ -105,98 +125,154 @@ std::string_view Bytes(const internal::Words& w, const FilterConfig& c) {
 // kernels (where this CPU has them) and without.
 TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
   std::mt19937_64 rng(17);
-  int strategies = 0;
-  for (bool vector : {true, false})
-    for (Strategy s : Strategies()) {
-      SCOPED_TRACE(vector ? "vector kernels" : "portable kernels");
-      internal::SetVectorKernelsEnabledForTesting(vector);
-      const StrategyDef& def = StrategyOf(s);
-      if (def.word_kernels == nullptr) continue;
-      ++strategies;
-      const WordKernels& kernels = *def.word_kernels;
-      for (auto [n, p] :
-           {std::pair{1000.0, 0.01}, {20000.0, 0.001}, {5000.0, 0.1}, {300.0, 1e-7}}) {
-        const FilterConfig c = Config(s, static_cast<uint64_t>(n), p);
-        const Geometry& g = c.geometry;
-        SCOPED_TRACE(std::string(def.name) + " n " + std::to_string(n) + " p " + std::to_string(p) +
-                     " k " + std::to_string(g.hashes));
-        ASSERT_LE(g.hashes, kernels.max_hashes);
-        std::vector<Hash128> hashes(3 * static_cast<size_t>(n));
-        for (Hash128& h : hashes) h = Hash128{rng(), rng()};
-        std::vector<uint64_t> offsets(hashes.size() * g.hashes);
-        ComputeOffsets(s, hashes, g, offsets.data());
-        Reference want(c);
-        want.Add(offsets, g.hashes);
+  const int strategies = ForEachKernelForm(
+      [](const WordKernels&) { return true; },
+      [&](const StrategyDef& def, const WordKernels& kernels) {
+        const Strategy s = def.id;
+        for (auto [n, p] :
+             {std::pair{1000.0, 0.01}, {20000.0, 0.001}, {5000.0, 0.1}, {300.0, 1e-7}}) {
+          const FilterConfig c = Config(s, static_cast<uint64_t>(n), p);
+          const Geometry& g = c.geometry;
+          SCOPED_TRACE(std::string(def.name) + " n " + std::to_string(n) + " p " +
+                       std::to_string(p) + " k " + std::to_string(g.hashes));
+          ASSERT_LE(g.hashes, kernels.max_hashes);
+          std::vector<Hash128> hashes(3 * static_cast<size_t>(n));
+          for (Hash128& h : hashes) h = Hash128{rng(), rng()};
+          std::vector<uint64_t> offsets(hashes.size() * g.hashes);
+          ComputeOffsets(s, hashes, g, offsets.data());
+          Reference want(c);
+          want.Add(offsets, g.hashes);
 
-        const size_t bytes = (c.data_bytes() + 63) / 64 * 64;
-        internal::Words exclusive = internal::NewWords(bytes);
-        internal::Words shared = internal::NewWords(bytes);
-        std::vector<uint8_t> added_exclusive(hashes.size(), 9), added_shared(hashes.size(), 9);
-        // In batches of 1 to 70 items, so that every prefetch window's edge
-        // (a batch shorter, longer or as long as the window) is crossed.
-        int64_t fresh_exclusive = 0, fresh_shared = 0;
-        for (size_t i = 0, len = 1; i < hashes.size(); i += len, len = len % 70 + 1) {
-          const auto batch =
-              std::span<const Hash128>(hashes).subspan(i, std::min(len, hashes.size() - i));
-          fresh_exclusive +=
-              kernels.set_exclusive(batch, g, exclusive.get(), added_exclusive.data() + i);
-          fresh_shared += kernels.set_shared(batch, g, shared.get(), added_shared.data() + i);
-        }
-        // And one item at a time, as a single add that holds the array alone:
-        // test_one finds the item, set_one_exclusive sets what it found.
-        internal::Words one = internal::NewWords(bytes);
-        std::vector<uint8_t> added_one(hashes.size(), 9);
-        for (size_t i = 0; i < hashes.size(); ++i) {
-          internal::OneItem found;
-          const bool held = kernels.test_one(hashes[i], g, one.get(), &found);
-          const bool fresh = kernels.set_one_exclusive(hashes[i], g, one.get(), &found);
-          ASSERT_NE(held, fresh) << "item " << i;
-          added_one[i] = fresh ? 1 : 0;
-        }
-        // And as the gate's biased owner adds one: set_one_exclusive alone,
-        // finding the bits itself.
-        internal::Words biased = internal::NewWords(bytes);
-        std::vector<uint8_t> added_biased(hashes.size(), 9);
-        for (size_t i = 0; i < hashes.size(); ++i) {
-          added_biased[i] = kernels.set_one_exclusive(hashes[i], g, biased.get(), nullptr) ? 1 : 0;
-        }
-        EXPECT_TRUE(Bytes(exclusive, c) == want.bytes);
-        EXPECT_TRUE(Bytes(shared, c) == want.bytes);
-        EXPECT_TRUE(Bytes(one, c) == want.bytes);
-        EXPECT_TRUE(Bytes(biased, c) == want.bytes);
-        EXPECT_EQ(added_biased, want.added);
-        EXPECT_EQ(added_exclusive, want.added);
-        EXPECT_EQ(added_shared, want.added);
-        EXPECT_EQ(added_one, want.added);
-        const auto count = std::count(want.added.begin(), want.added.end(), 1);
-        EXPECT_EQ(fresh_exclusive, count);
-        EXPECT_EQ(fresh_shared, count);
+          const size_t bytes = (c.data_bytes() + 63) / 64 * 64;
+          internal::Words exclusive = internal::NewWords(bytes);
+          internal::Words shared = internal::NewWords(bytes);
+          std::vector<uint8_t> added_exclusive(hashes.size(), 9), added_shared(hashes.size(), 9);
+          // In batches of 1 to 70 items, so that every prefetch window's edge
+          // (a batch shorter, longer or as long as the window) is crossed.
+          int64_t fresh_exclusive = 0, fresh_shared = 0;
+          for (size_t i = 0, len = 1; i < hashes.size(); i += len, len = len % 70 + 1) {
+            const auto batch =
+                std::span<const Hash128>(hashes).subspan(i, std::min(len, hashes.size() - i));
+            fresh_exclusive +=
+                kernels.set_exclusive(batch, g, exclusive.get(), added_exclusive.data() + i);
+            fresh_shared += kernels.set_shared(batch, g, shared.get(), added_shared.data() + i);
+          }
+          // And one item at a time, as a single add that holds the array alone:
+          // test_one finds the item, set_one_exclusive sets what it found.
+          internal::Words one = internal::NewWords(bytes);
+          std::vector<uint8_t> added_one(hashes.size(), 9);
+          for (size_t i = 0; i < hashes.size(); ++i) {
+            internal::OneItem found;
+            const bool held = kernels.test_one(hashes[i], g, one.get(), &found);
+            const bool fresh = kernels.set_one_exclusive(hashes[i], g, one.get(), &found);
+            ASSERT_NE(held, fresh) << "item " << i;
+            added_one[i] = fresh ? 1 : 0;
+          }
+          // And as the gate's biased owner adds one: set_one_exclusive alone,
+          // finding the bits itself.
+          internal::Words biased = internal::NewWords(bytes);
+          std::vector<uint8_t> added_biased(hashes.size(), 9);
+          for (size_t i = 0; i < hashes.size(); ++i) {
+            added_biased[i] =
+                kernels.set_one_exclusive(hashes[i], g, biased.get(), nullptr) ? 1 : 0;
+          }
+          EXPECT_TRUE(Bytes(exclusive, c) == want.bytes);
+          EXPECT_TRUE(Bytes(shared, c) == want.bytes);
+          EXPECT_TRUE(Bytes(one, c) == want.bytes);
+          EXPECT_TRUE(Bytes(biased, c) == want.bytes);
+          EXPECT_EQ(added_biased, want.added);
+          EXPECT_EQ(added_exclusive, want.added);
+          EXPECT_EQ(added_shared, want.added);
+          EXPECT_EQ(added_one, want.added);
+          const auto count = std::count(want.added.begin(), want.added.end(), 1);
+          EXPECT_EQ(fresh_exclusive, count);
+          EXPECT_EQ(fresh_shared, count);
 
-        // Tests: the items added, then as many never added (some false
-        // positives among them at these fills, which the kernels must report).
-        std::vector<Hash128> probes = hashes;
-        for (size_t i = 0; i < hashes.size(); ++i) probes.push_back(Hash128{rng(), rng()});
-        std::vector<uint8_t> present(probes.size(), 0);
-        kernels.test(probes, g, exclusive.get(), present.data());
-        std::vector<uint64_t> item(g.hashes);
-        size_t positives = 0;
-        for (size_t i = 0; i < probes.size(); ++i) {
-          ComputeOffsets(s, probes[i], g, item.data());
-          ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;
-          // The single-item form answers the same.
-          ASSERT_EQ(kernels.test_one(probes[i], g, exclusive.get(), nullptr), want.Has(item))
-              << "probe " << i;
-          positives += present[i];
+          // Tests: the items added, then as many never added (some false
+          // positives among them at these fills, which the kernels must report).
+          std::vector<Hash128> probes = hashes;
+          for (size_t i = 0; i < hashes.size(); ++i) probes.push_back(Hash128{rng(), rng()});
+          std::vector<uint8_t> present(probes.size(), 0);
+          kernels.test(probes, g, exclusive.get(), present.data());
+          std::vector<uint64_t> item(g.hashes);
+          size_t positives = 0;
+          for (size_t i = 0; i < probes.size(); ++i) {
+            ComputeOffsets(s, probes[i], g, item.data());
+            ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;
+            // The single-item form answers the same.
+            ASSERT_EQ(kernels.test_one(probes[i], g, exclusive.get(), nullptr), want.Has(item))
+                << "probe " << i;
+            positives += present[i];
+          }
+          EXPECT_GT(positives, hashes.size());
+          // test ORs into its answers.
+          std::vector<uint8_t> ones(probes.size(), 1);
+          kernels.test(probes, g, exclusive.get(), ones.data());
+          EXPECT_EQ(std::count(ones.begin(), ones.end(), 1), static_cast<long>(ones.size()));
         }
-        EXPECT_GT(positives, hashes.size());
-        // test ORs into its answers.
-        std::vector<uint8_t> ones(probes.size(), 1);
-        kernels.test(probes, g, exclusive.get(), ones.data());
-        EXPECT_EQ(std::count(ones.begin(), ones.end(), 1), static_cast<long>(ones.size()));
-      }
-    }
-  internal::SetVectorKernelsEnabledForTesting(true);
+      });
   EXPECT_GE(strategies, 4) << "guava64 and block have kernels";
+}
+
+// test_items, the kernels' batched check that hashes its own items, answers
+// as the strategy's hash and then test do: items added and never added, of
+// every length XXH3 treats apart (0, 1-3, 4-8, 9-16, 17-128, 129-240, more),
+// ASCII or not, in batches of 1 to 70 (either side of its window) and one
+// of 1000; every answer written, not ORed; and the ASCII answer hash_many
+// gives.
+TEST(WordKernelsTest, TestItemsAnswersAsHashThenTest) {
+  std::mt19937_64 rng(29);
+  const int strategies = ForEachKernelForm(
+      [](const WordKernels& kernels) { return kernels.test_items != nullptr; },
+      [&](const StrategyDef& def, const WordKernels& kernels) {
+        const Strategy s = def.id;
+        for (auto [n, p] : {std::pair{2000.0, 0.01}, {3000.0, 0.001}, {600.0, 1e-7}}) {
+          const FilterConfig c = Config(s, static_cast<uint64_t>(n), p);
+          const Geometry& g = c.geometry;
+          SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(g.hashes));
+          std::vector<std::string> items;
+          for (size_t i = 0; i < 2 * static_cast<size_t>(n); ++i) {
+            const size_t len = std::vector<size_t>{0, 2, 6, 11, 40, 200, 300}[i % 7];
+            std::string item = std::to_string(i) + "-";
+            while (item.size() < len) item.push_back(static_cast<char>('a' + rng() % 26));
+            if (i % 9 == 0) item += "订单";
+            if (i % 9 == 4) item = "é" + item;
+            items.push_back(len == 0 && i > 0 ? std::string() : item);
+          }
+          const std::vector<std::string_view> views(items.begin(), items.end());
+          std::vector<Hash128> hashes(views.size());
+          for (size_t i = 0; i < views.size(); ++i) hashes[i] = def.hash(views[i]);
+          internal::Words words = internal::NewWords((c.data_bytes() + 63) / 64 * 64);
+          // The first half added.
+          kernels.set_exclusive(std::span<const Hash128>(hashes).first(hashes.size() / 2), g,
+                                words.get(), nullptr);
+          std::vector<uint8_t> want(views.size(), 0);
+          kernels.test(hashes, g, words.get(), want.data());
+          ASSERT_EQ(std::count(want.begin(), want.begin() + want.size() / 2, 1),
+                    static_cast<long>(want.size() / 2));
+          ASSERT_LT(std::count(want.begin() + want.size() / 2, want.end(), 1),
+                    static_cast<long>(want.size() / 4));
+
+          std::vector<uint8_t> got(views.size(), 9);
+          for (size_t i = 0, len = 1; i < views.size(); i += len, len = len % 70 + 1) {
+            const auto batch = std::span(views).subspan(i, std::min(len, views.size() - i));
+            std::vector<Hash128> unused(batch.size());
+            const bool ascii =
+                def.hash_many != nullptr
+                    ? def.hash_many(batch, unused.data())
+                    : std::all_of(batch.begin(), batch.end(), [](std::string_view v) {
+                        return internal::NonAsciiBits(v) == 0;
+                      });
+            ASSERT_EQ(kernels.test_items(batch, g, words.get(), got.data() + i), ascii) << i;
+          }
+          EXPECT_EQ(got, want);
+          std::vector<uint8_t> big(1000, 9);
+          ASSERT_GE(views.size(), big.size());
+          kernels.test_items(std::span(views).first(1000), g, words.get(), big.data());
+          EXPECT_TRUE(std::equal(big.begin(), big.end(), want.begin()));
+        }
+      });
+  EXPECT_GE(strategies, 2) << "block has test_items";
 }
 
 // The writer gate (WordArray::writers): no sharer while a writer holds it
