@@ -183,10 +183,9 @@ constexpr size_t kBuildScratch = size_t{1} << 20;
 // itself for bytes and utf8 (false if it is not UTF-8), else its encoding (a
 // number's 4 or 8 bytes, the text twice) in per-thread scratch. No Status is
 // built.
-inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::string_view* bytes) {
-  *bytes = item;
-  if (encoding == Encoding::kBytes) return true;
-  if (encoding == Encoding::kUtf8) return internal::IsUtf8(item);
+// The built encodings' part of SingleItemBytes, out of line.
+[[gnu::noinline]] bool BuiltItemBytes(Encoding encoding, std::string_view item,
+                                      std::string_view* bytes) {
   if (!internal::EncodingBuildsBytes(encoding)) return false;  // SingleItemError says why
   if (encoding == Encoding::kUtf8x2 && !internal::IsUtf8(item)) return false;
   thread_local std::string scratch;
@@ -195,6 +194,14 @@ inline bool SingleItemBytes(Encoding encoding, std::string_view item, std::strin
   if (!internal::BuildItem(encoding, item, scratch.data())) return false;
   *bytes = scratch;
   return true;
+}
+
+[[gnu::always_inline]] inline bool SingleItemBytes(Encoding encoding, std::string_view item,
+                                                   std::string_view* bytes) {
+  *bytes = item;
+  if (encoding == Encoding::kBytes) return true;
+  if (encoding == Encoding::kUtf8) return internal::IsUtf8(item);
+  return BuiltItemBytes(encoding, item, bytes);
 }
 
 // Why SingleItemBytes refused `item`: the funnel's own error, built again

@@ -52,7 +52,11 @@ constexpr uint32_t kBlockWords = 8;
 // Geometry limit, the same as Guava's: (2^31 - 1) 64-bit words.
 constexpr uint64_t kMaxBits = ((uint64_t{1} << 31) - 1) * 64 / kBlockBits * kBlockBits;
 
-Hash128 Hash(std::string_view bytes) { return Xxh3_128(bytes); }
+// XXH3 inline, flattened into this one function (the strategy's hash, a
+// single item's): one call fewer than through Xxh3_128.
+[[gnu::flatten]] Hash128 Hash(std::string_view bytes) {
+  return Xxh3_128Inline(bytes.data(), bytes.size());
+}
 
 // MurmurHash3's 64-bit finalizer, to draw more bit fields past the first ten.
 uint64_t Mix(uint64_t k) {
