@@ -125,67 +125,22 @@ void Offsets(std::span<const Hash128> hashes, const Geometry& g, uint64_t* out) 
 
 constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
 
-// test_items: a batched check that hashes its own items, in one pass.
-// ContainsMany used to hash a batch (Xxh3_128Many), then test it: while the
-// batch was hashed no line was in flight, and while it was tested the core
-// had little to do but wait for lines (over 100 ns each from memory at 1e7
-// items). Here item i + kLineAhead is hashed and its line requested before
-// item i is tested, so each line has the hashing of 32 items to arrive in.
-// `lines` gives an item's line and tests it there (the AVX2 or the portable
-// form, below). Release builds of the two forms, batched block checks at
-// 1e6 (12 alternating runs) medians 8.15-8.18 -> 7.55-7.61 ns, at 1e7 (8
-// runs) 12.4-13.2 -> 10.0-10.1. core_bench's paired_test_items_check (this
-// / the two passes) is 0.94-0.98 at 1e6 and 0.84-0.92 at 1e7 in the host's
-// usual phase, but 1.15-1.23 and 1.05-1.10 in its slow one (about one
-// process in five, where XXH3 alone is 1.5x slower too). Hashing eight at a
-// time with Xxh3_128Many in the same pass measured 1.03 and 0.92; finishing
-// each 32 or 64 items in two passes, 1.1-1.2.
-// Always inline, so that the AVX2 caller's target reaches `lines.Test`.
-template <typename Lines>
-[[gnu::always_inline]] inline bool HashAndTest(const Lines& lines,
-                                               std::span<const std::string_view> items,
-                                               uint64_t* words, uint8_t* present) {
-  constexpr size_t kAhead = word_kernels_internal::kLineAhead;
-  static_assert((kAhead & (kAhead - 1)) == 0, "a ring indexed with a mask");
-  const size_t n = items.size();
-  Hash128 ring[kAhead];
-  uint64_t non_ascii = 0;
-  const auto hash = [&](size_t i) {
-    const std::string_view item = items[i];
-    non_ascii |= NonAsciiBits(item);
-    const Hash128 h = Xxh3_128Inline(item.data(), item.size());
-    ring[i & (kAhead - 1)] = h;
-    PrefetchForRead(lines.Line(words, h));
-  };
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) hash(i);
-  for (size_t i = 0; i < n; ++i) {
-    present[i] = lines.Test(words, ring[i & (kAhead - 1)]) ? 1 : 0;
-    if (i + kAhead < n) hash(i + kAhead);
+// test_items for the portable kernels: still two passes, a chunk at a time.
+// One pass (TestItemsAvx2 below, with the portable line test) measured
+// 1.6x slower here: a 0.1% filter (k = 9, past the AVX2 form) at 1e6 items,
+// batched checks 12.4-16.8 -> 20.1-20.7 ns, and 24 with k unrolled.
+bool PortableTestItems(std::span<const std::string_view> items, const Geometry& g, uint64_t* words,
+                       uint8_t* present) {
+  constexpr size_t kChunk = 1024;
+  Hash128 hashes[kChunk];
+  bool ascii = true;
+  for (size_t at = 0; at < items.size(); at += kChunk) {
+    const auto chunk = items.subspan(at, std::min(kChunk, items.size() - at));
+    ascii &= Xxh3_128Many(chunk, hashes);
+    std::fill_n(present + at, chunk.size(), 0);
+    kPortableKernels.test(std::span<const Hash128>(hashes, chunk.size()), g, words, present + at);
   }
-  return non_ascii == 0;
-}
-
-// The portable kernels' lines, for HashAndTest (k known at run time only:
-// the loop over k bits is unrolled up to 10 all the same).
-class PortableLines {
- public:
-  explicit PortableLines(const Geometry& g) : c_(Layout::Prepare(g)) {}
-  uint64_t* Line(uint64_t* words, const Hash128& h) const {
-    return words + 8 * Layout::Line(h, c_);
-  }
-  bool Test(uint64_t* words, const Hash128& h) const {
-    return word_kernels_internal::LineItemSet<Layout>(Line(words, h), h, c_, c_.k);
-  }
-
- private:
-  Layout::Context c_;
-};
-
-// Flattened (as the AVX2 form below): at -O2 GCC otherwise calls XXH3 once
-// per item.
-[[gnu::flatten]] bool PortableTestItems(std::span<const std::string_view> items, const Geometry& g,
-                                        uint64_t* words, uint8_t* present) {
-  return HashAndTest(PortableLines(g), items, words, present);
+  return ascii;
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -276,10 +231,43 @@ class Avx2Lines {
   }
 }
 
+// test_items in AVX2: a batched check that hashes its own items, in one
+// pass. ContainsMany used to hash a batch (Xxh3_128Many), then test it:
+// while the batch was hashed no line was in flight, and while it was tested
+// the core had little to do but wait for lines (over 100 ns each from
+// memory at 1e7 items). Here item i + kLineAhead is hashed and its line
+// requested before item i is tested, so each line has the hashing of 32
+// items to arrive in. Release builds of the two forms, batched block checks
+// at 1e6 (12 alternating runs) medians 8.15-8.18 -> 7.55-7.61 ns, at 1e7 (8
+// runs) 12.4-13.2 -> 10.0-10.1. core_bench's paired_test_items_check (this
+// / the two passes) is 0.93-0.98 at 1e6 and 0.84-0.92 at 1e7 in the host's
+// usual phase, but 1.15-1.23 and 1.05-1.10 in its slow one (about one
+// process in five, where XXH3 alone is 1.5x slower too). Hashing eight at a
+// time with Xxh3_128Many in the same pass measured 1.03 and 0.92; finishing
+// each 32 or 64 items in two passes, 1.0-1.25. Flattened: at -O2 GCC
+// otherwise calls XXH3 once per item.
 [[gnu::target("avx2"), gnu::flatten]] bool TestItemsAvx2(std::span<const std::string_view> items,
                                                          const Geometry& g, uint64_t* words,
                                                          uint8_t* present) {
-  return HashAndTest(Avx2Lines(g), items, words, present);
+  constexpr size_t kAhead = word_kernels_internal::kLineAhead;
+  static_assert((kAhead & (kAhead - 1)) == 0, "a ring indexed with a mask");
+  const Avx2Lines lines(g);
+  const size_t n = items.size();
+  Hash128 ring[kAhead];
+  uint64_t non_ascii = 0;
+  const auto hash = [&](size_t i) {
+    const std::string_view item = items[i];
+    non_ascii |= NonAsciiBits(item);
+    const Hash128 h = Xxh3_128Inline(item.data(), item.size());
+    ring[i & (kAhead - 1)] = h;
+    PrefetchForRead(lines.Line(words, h));
+  };
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) hash(i);
+  for (size_t i = 0; i < n; ++i) {
+    present[i] = lines.Test(words, ring[i & (kAhead - 1)]) ? 1 : 0;
+    if (i + kAhead < n) hash(i + kAhead);
+  }
+  return non_ascii == 0;
 }
 
 // One item (test_one): about 50 instructions, against about 100 for the
