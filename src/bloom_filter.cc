@@ -415,7 +415,8 @@ Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
   // The direct path of single calls (State::single), for a batch of items
   // whose kernels hash them themselves (block's test_items): one pass, no
   // hashes stored between two. Anything else, and anything it cannot answer
-  // (a rebuilt or dropped filter), goes the general way below.
+  // (a rebuilt or dropped filter, a geometry the kernels do not take), goes
+  // the general way below.
   if (const State& st = state();
       st.single != nullptr && present != nullptr &&
       st.strategy->word_kernels->test_items != nullptr &&

@@ -169,7 +169,8 @@ class WordBitStore final : public BitStore, public HashedCells {
                       bool* present) const;
   // A batched check of items as bytes, hashed by the kernels themselves
   // (WordKernels::test_items, which must not be null); *ascii as that
-  // answers it. Inline as TestOne is, and false as it is.
+  // answers it. Inline as TestOne is, and false as it is, or where the
+  // kernels do not take the batch.
   inline bool TestItems(std::span<const std::string_view> items, const WordKernels& kernels,
                         const Geometry& g, uint8_t* present, bool* ascii) const;
   // Inline too, up to the writer gate's bias; AddOneGated past it.

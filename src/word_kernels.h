@@ -172,17 +172,20 @@ struct WordKernels {
   bool (*set_one_exclusive)(const Hash128& hash, const Geometry& g, uint64_t* words,
                             const OneItem* item);
   // test of items given as their bytes (utf8 and bytes encodings), which
-  // the kernel hashes itself with the strategy's hash, in the same pass
+  // the kernel hashes itself with the strategy's hash in the same pass,
   // where that pays (block's AVX2 form: item i + kLineAhead is hashed and
   // its line requested before item i is tested, so the hashing overlaps the
   // lines' misses). present[i] is set to the answer (not ORed). Returns
-  // whether every byte of the items was ASCII, as hash_many does: the
-  // caller checks the UTF-8 of the rest. Null for a strategy without one.
-  // guava64 has none: its Murmur3 eight items at a time (Murmur3_128Many)
-  // in the same pass made batched checks 1.26-1.31x slower than hashing the
-  // batch first (core_bench, 1e6 and 1e7).
-  bool (*test_items)(std::span<const std::string_view> items, const Geometry& g, uint64_t* words,
-                     uint8_t* present) = nullptr;
+  // whether every byte of the items was ASCII, as hash_many does (the
+  // caller checks the UTF-8 of the rest), or kNotTaken, touching nothing,
+  // where the one pass does not pay for this geometry on this CPU: the
+  // caller then hashes first and tests after. Null for a strategy without
+  // one. guava64 has none: its Murmur3 eight items at a time
+  // (Murmur3_128Many) in the same pass made batched checks 1.26-1.31x
+  // slower than hashing the batch first (core_bench, 1e6 and 1e7).
+  enum class Items : uint8_t { kNotTaken, kAscii, kNotAllAscii };
+  Items (*test_items)(std::span<const std::string_view> items, const Geometry& g, uint64_t* words,
+                      uint8_t* present) = nullptr;
 };
 
 inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernels,
@@ -198,8 +201,9 @@ inline bool WordBitStore::TestItems(std::span<const std::string_view> items,
                                     bool* ascii) const {
   const WordArray* a = LiveMain(0);
   if (a == nullptr) return false;
-  *ascii = kernels.test_items(items, g, a->words, present);
-  return true;
+  const WordKernels::Items done = kernels.test_items(items, g, a->words, present);
+  *ascii = done == WordKernels::Items::kAscii;
+  return done != WordKernels::Items::kNotTaken;
 }
 
 // The gate's biased owner is alone without a compare-and-swap, so one kernel
