@@ -169,7 +169,19 @@ Status BloomFilter::WithReopen(Op&& op) {
     }
     s = op(*current);
   }
+  // Every shard of a sharded filter exists from creation on (so the store
+  // tells a missing one by its own metadata, as it tells a dropped filter).
+  if (s.code() == StatusCode::kNotFound && current->config.shards > 1) return MissingPart(s);
   return s;
+}
+
+Status BloomFilter::MissingPart(Status not_found) {
+  if (auto now = store_.ReadConfig(name_); !now.ok()) {
+    return now.status().code() == StatusCode::kNotFound ? not_found : now.status();
+  }
+  return Status::DataLoss("filter '" + name_ +
+                          "' exists, but a part it has from creation on is missing: its keys "
+                          "were deleted, or lost with a server");
 }
 
 namespace {
@@ -770,9 +782,14 @@ Result<FilterInfo> BloomFilter::Info() {
     double log_miss = 0.0;
     for (uint64_t id : ids) {
       auto stats = st.bits->Stats(id);
-      // A window slice may expire between the listing and the read.
-      if (!stats.ok() && stats.status().code() == StatusCode::kNotFound && !c.one_array()) {
-        continue;
+      if (!stats.ok() && stats.status().code() == StatusCode::kNotFound) {
+        // A window slice may expire between the listing and the read. A part
+        // that exists from creation on (a plain filter's shards, a scaling
+        // filter's first layer) is gone with the filter (dropped, expired:
+        // NotFound as before), or else its data is lost, which is no smaller
+        // filter.
+        if (id >= c.initial_parts()) continue;
+        return MissingPart(stats.status()).WithContext("part " + std::to_string(id));
       }
       if (!stats.ok()) return stats.status();
       REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, f.Sizing(id));

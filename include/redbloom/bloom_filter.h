@@ -177,6 +177,10 @@ class BloomFilter {
   // under us (a rebuild swapped it), reopens once and runs it again.
   template <typename Op>
   Status WithReopen(Op&& op);
+  // `not_found` came from a part the filter has from creation on. With the
+  // filter's config gone too the filter was dropped (or expired): not_found
+  // as it is. Else the part's data is lost: kDataLoss.
+  Status MissingPart(Status not_found);
 
   Store& store_;
   std::string name_;
