@@ -39,7 +39,7 @@
 //                               items in the pass that tests them) / the
 //                               items hashed first, then ContainsHashes, mem:
 //   paired_single_batch_*/mem/block@0.1%  the single / batched pairs on a
-//                               0.1% filter (k = 9: the portable kernels)
+//                               0.1% filter (k = 9: two bits in a word)
 //
 //   core_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //              --summary_out=FILE
@@ -768,9 +768,8 @@ void RegisterAll() {
             pair("paired_test_items_check",
                  {[](Workload& w) { ContainsHashedPass(w, true); }, false, kQueries},
                  {[](Workload& w) { ContainsBatchPass(w, false); }, false, kQueries});
-            // A 0.1% filter: k = 9, past the AVX2 kernels (k <= 8), so its
-            // calls take the portable forms (batches hashed first, then
-            // tested or set). Labelled block@0.1%.
+            // A 0.1% filter: k = 9, past one bit per word (block.cc's kTwo
+            // forms; the portable ones without AVX2). Labelled block@0.1%.
             auto pair_rare = [&](const std::string& name, TimedPass a, TimedPass b) {
               benchmark::RegisterBenchmark(
                   (name + at + "@0.1%/" + size).c_str(),

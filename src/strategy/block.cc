@@ -128,10 +128,11 @@ constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define REDBLOOM_BLOCK_AVX2 1
 
-// A check in AVX2, for k <= 8 (every filter down to p = 0.3%): each of the
-// block's eight words holds at most one of the item's bits, bit j in word
-// (start + j) mod 8, so word w holds bit j = (w - start) mod 8 if j < k, at
-// the 6-bit field j of h2 >> 3. Two 256-bit halves compute the eight words'
+// A check in AVX2, for k <= 10 (every filter down to p = 0.03%): for k <= 8
+// each of the block's eight words holds at most one of the item's bits, bit
+// j in word (start + j) mod 8, so word w holds bit j = (w - start) mod 8 if
+// j < k, at the 6-bit field j of h2 >> 3; for k = 9 or 10 (kTwo) words start
+// and start + 1 hold bit j + 8 too, at field j + 8. Two 256-bit halves compute the eight words'
 // masks from h2 at once and compare them with the line: 4.6 ns less per
 // check than the scalar loop at 1e7 items (5.8 against 8.9 for the kernel
 // alone; AVX-512 measured 5.3, not worth the narrower reach).
@@ -139,6 +140,7 @@ constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
 // The line is read with vector loads, not relaxed atomic ones per word: a
 // read torn by a concurrent add is harmless, since bits only turn on and each
 // bit read is one some interleaving could have given.
+template <bool kTwo>
 [[gnu::target("avx2")]] inline __m256i WordMasks(__m256i words, __m256i start, __m256i h2,
                                                  __m256i k) {
   const __m256i seven = _mm256_set1_epi64x(7);
@@ -147,8 +149,18 @@ constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
   const __m256i shift = _mm256_add_epi64(
       _mm256_add_epi64(_mm256_slli_epi64(j, 2), _mm256_slli_epi64(j, 1)), _mm256_set1_epi64x(3));
   const __m256i bit = _mm256_and_si256(_mm256_srlv_epi64(h2, shift), _mm256_set1_epi64x(63));
-  const __m256i mask = _mm256_sllv_epi64(_mm256_set1_epi64x(1), _mm256_xor_si256(bit, seven));
-  return _mm256_and_si256(mask, _mm256_cmpgt_epi64(k, j));
+  const __m256i one = _mm256_set1_epi64x(1);
+  const __m256i mask = _mm256_sllv_epi64(one, _mm256_xor_si256(bit, seven));
+  if constexpr (!kTwo) return _mm256_and_si256(mask, _mm256_cmpgt_epi64(k, j));
+  // k = 9 or 10 (0.1% filters, kTwo): the word may hold bit j + 8 too, field
+  // j + 8 of the same h2 (48 bits further).
+  const __m256i bit8 =
+      _mm256_and_si256(_mm256_srlv_epi64(h2, _mm256_add_epi64(shift, _mm256_set1_epi64x(48))),
+                       _mm256_set1_epi64x(63));
+  const __m256i mask8 = _mm256_sllv_epi64(one, _mm256_xor_si256(bit8, seven));
+  return _mm256_or_si256(
+      _mm256_and_si256(mask, _mm256_cmpgt_epi64(k, j)),
+      _mm256_and_si256(mask8, _mm256_cmpgt_epi64(k, _mm256_add_epi64(j, _mm256_set1_epi64x(8)))));
 }
 
 // An item's line and the masks of its bits in the line's two halves, as both
@@ -158,6 +170,7 @@ struct Avx2Item {
   __m256i mask0, mask1;
 };
 
+template <bool kTwo>
 class Avx2Lines {
  public:
   [[gnu::target("avx2")]] explicit Avx2Lines(const Geometry& g)
@@ -173,8 +186,8 @@ class Avx2Lines {
   [[gnu::target("avx2")]] Avx2Item Item(uint64_t* words, const Hash128& h) const {
     const __m256i start = _mm256_set1_epi64x(static_cast<int64_t>(h.h2 & 7));
     const __m256i h2 = _mm256_set1_epi64x(static_cast<int64_t>(h.h2));
-    return {reinterpret_cast<__m256i*>(Line(words, h)), WordMasks(low_, start, h2, k_),
-            WordMasks(high_, start, h2, k_)};
+    return {reinterpret_cast<__m256i*>(Line(words, h)), WordMasks<kTwo>(low_, start, h2, k_),
+            WordMasks<kTwo>(high_, start, h2, k_)};
   }
 
   // Whether the line holds every bit of the item.
@@ -197,14 +210,16 @@ class Avx2Lines {
   return !LacksAvx2(item, _mm256_loadu_si256(item.line), _mm256_loadu_si256(item.line + 1));
 }
 
-[[gnu::target("avx2")]] inline bool Avx2Lines::Test(uint64_t* words, const Hash128& h) const {
+template <bool kTwo>
+[[gnu::target("avx2")]] inline bool Avx2Lines<kTwo>::Test(uint64_t* words, const Hash128& h) const {
   return ItemSetAvx2(Item(words, h));
 }
 
+template <bool kTwo>
 [[gnu::target("avx2")]] void TestAvx2(std::span<const Hash128> hashes, const Geometry& g,
                                       uint64_t* words, uint8_t* present) {
   constexpr size_t kAhead = word_kernels_internal::kLineAhead;
-  const Avx2Lines lines(g);
+  const Avx2Lines<kTwo> lines(g);
   const Hash128* const h = hashes.data();
   const size_t n = hashes.size();
   for (size_t i = 0; i < n; ++i) {
@@ -228,12 +243,13 @@ class Avx2Lines {
 // time with Xxh3_128Many in the same pass measured 1.03 and 0.92; finishing
 // each 32 or 64 items in two passes, 1.0-1.25. Flattened: at -O2 GCC
 // otherwise calls XXH3 once per item.
+template <bool kTwo>
 [[gnu::target("avx2"), gnu::flatten]] bool TestItemsAvx2(std::span<const std::string_view> items,
                                                          const Geometry& g, uint64_t* words,
                                                          uint8_t* present) {
   constexpr size_t kAhead = word_kernels_internal::kLineAhead;
   static_assert((kAhead & (kAhead - 1)) == 0, "a ring indexed with a mask");
-  const Avx2Lines lines(g);
+  const Avx2Lines<kTwo> lines(g);
   const size_t n = items.size();
   Hash128 ring[kAhead];
   uint64_t non_ascii = 0;
@@ -254,8 +270,9 @@ class Avx2Lines {
 
 // One item (test_one): about 50 instructions, against about 100 for the
 // scalar loop over k bits, which a single-item check felt (callgrind).
+template <bool kTwo>
 [[gnu::target("avx2")]] bool TestOneAvx2(const Hash128& h, const Geometry& g, uint64_t* words) {
-  return Avx2Lines(g).Test(words, h);
+  return Avx2Lines<kTwo>(g).Test(words, h);
 }
 
 // An add by the array's only writer (set_exclusive), in AVX2 as the check
@@ -274,10 +291,11 @@ class Avx2Lines {
   return true;
 }
 
+template <bool kTwo>
 [[gnu::target("avx2")]] int64_t SetExclusiveAvx2(std::span<const Hash128> hashes, const Geometry& g,
                                                  uint64_t* words, uint8_t* added) {
   constexpr size_t kAhead = word_kernels_internal::kLineAhead;
-  const Avx2Lines lines(g);
+  const Avx2Lines<kTwo> lines(g);
   const Hash128* const h = hashes.data();
   const size_t n = hashes.size();
   int64_t fresh = 0;
@@ -291,21 +309,29 @@ class Avx2Lines {
 }
 
 // One item (set_one_exclusive).
+template <bool kTwo>
 [[gnu::target("avx2")]] bool SetOneExclusiveAvx2(const Hash128& h, const Geometry& g,
                                                  uint64_t* words) {
-  return SetAloneAvx2(Avx2Lines(g).Item(words, h));
+  return SetAloneAvx2(Avx2Lines<kTwo>(g).Item(words, h));
 }
 #endif
 
 #ifdef REDBLOOM_BLOCK_AVX2
-// Whether the AVX2 kernels above run for this geometry on this CPU: k <= 8,
-// one bit per word at most.
-bool UseAvx2(const Geometry& g) { return g.hashes <= kBlockWords && VectorKernelsEnabled(); }
+// Whether the AVX2 kernels above run for this geometry on this CPU: k <= 10,
+// every field from h2 (two bits in a word past k = 8, kTwo). A 0.1% filter
+// (k = 9) took the portable forms before: Release at 1e6, batched checks
+// 12.4-15.7 -> 7.5-7.7 ns, adds 18.1-25.0 -> 10.7-11.0, single checks
+// 36-48 -> 17-24; k <= 8 keeps the one-mask code (kTwo false), as fast as
+// before in five alternating runs.
+bool UseAvx2(const Geometry& g) { return g.hashes <= kFieldsInH2 && VectorKernelsEnabled(); }
 #endif
 
 void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, uint8_t* present) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (UseAvx2(g)) return TestAvx2(hashes, g, words, present);
+  if (UseAvx2(g)) {
+    return g.hashes <= kBlockWords ? TestAvx2<false>(hashes, g, words, present)
+                                   : TestAvx2<true>(hashes, g, words, present);
+  }
 #endif
   kPortableKernels.test(hashes, g, words, present);
 }
@@ -326,15 +352,16 @@ void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, u
 
 // The portable form does not take a batch: in one pass (TestItemsAvx2's
 // loop with the portable line test) it measured 1.6x slower than hashing
-// first, a 0.1% filter (k = 9, past the AVX2 form) at 1e6 items, batched
-// checks 12.4-16.8 -> 20.1-20.7 ns, and 24 with k unrolled.
+// first, a 0.1% filter (k = 9, then past the AVX2 form) at 1e6 items,
+// batched checks 12.4-16.8 -> 20.1-20.7 ns, and 24 with k unrolled.
 WordKernels::Items TestItems([[maybe_unused]] std::span<const std::string_view> items,
                              [[maybe_unused]] const Geometry& g, [[maybe_unused]] uint64_t* words,
                              [[maybe_unused]] uint8_t* present) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) {
-    return TestItemsAvx2(items, g, words, present) ? WordKernels::Items::kAscii
-                                                   : WordKernels::Items::kNotAllAscii;
+    const bool ascii = g.hashes <= kBlockWords ? TestItemsAvx2<false>(items, g, words, present)
+                                               : TestItemsAvx2<true>(items, g, words, present);
+    return ascii ? WordKernels::Items::kAscii : WordKernels::Items::kNotAllAscii;
   }
 #endif
   return WordKernels::Items::kNotTaken;
@@ -342,7 +369,10 @@ WordKernels::Items TestItems([[maybe_unused]] std::span<const std::string_view> 
 
 bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words, OneItem* item) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (UseAvx2(g)) return TestOneAvx2(h, g, words);
+  if (UseAvx2(g)) {
+    return g.hashes <= kBlockWords ? TestOneAvx2<false>(h, g, words)
+                                   : TestOneAvx2<true>(h, g, words);
+  }
 #endif
   return PortableTestOne(h, g, words, item);
 }
@@ -350,14 +380,20 @@ bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words, OneItem* item
 int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
                      uint8_t* added) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (UseAvx2(g)) return SetExclusiveAvx2(hashes, g, words, added);
+  if (UseAvx2(g)) {
+    return g.hashes <= kBlockWords ? SetExclusiveAvx2<false>(hashes, g, words, added)
+                                   : SetExclusiveAvx2<true>(hashes, g, words, added);
+  }
 #endif
   return kPortableKernels.set_exclusive(hashes, g, words, added);
 }
 
 bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words, const OneItem* item) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (UseAvx2(g)) return SetOneExclusiveAvx2(h, g, words);
+  if (UseAvx2(g)) {
+    return g.hashes <= kBlockWords ? SetOneExclusiveAvx2<false>(h, g, words)
+                                   : SetOneExclusiveAvx2<true>(h, g, words);
+  }
 #endif
   return PortableSetOneExclusive(h, g, words, item);
 }
