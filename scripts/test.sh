@@ -24,7 +24,10 @@ echo "== build (RelWithDebInfo)"
 # nothing is installed there: the steps below install into temporary prefixes.
 # The test programs' own code is built at -O0 (REDBLOOM_TEST_COMPILE_OPTIONS):
 # what they test, the library, CLI and service, keeps the release flags.
+# core_bench is built (it must keep compiling); the benchmarks against servers
+# are left to their scripts (bench/CMakeLists.txt says why).
 bash scripts/build.sh build -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_BUILD_BENCH=ON -DREDBLOOM_SANITIZE= \
+  -DREDBLOOM_BUILD_SERVER_BENCH=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_INSTALL_PREFIX=/usr \
   -DREDBLOOM_TEST_COMPILE_OPTIONS=-O0
 echo "== tests"

@@ -33,6 +33,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "prefetch.h"
 #include "strategy/strategy_def.h"
@@ -132,10 +133,10 @@ constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
 // each of the block's eight words holds at most one of the item's bits, bit
 // j in word (start + j) mod 8, so word w holds bit j = (w - start) mod 8 if
 // j < k, at the 6-bit field j of h2 >> 3; for k = 9 or 10 (kTwo) words start
-// and start + 1 hold bit j + 8 too, at field j + 8. Two 256-bit halves compute the eight words'
-// masks from h2 at once and compare them with the line: 4.6 ns less per
-// check than the scalar loop at 1e7 items (5.8 against 8.9 for the kernel
-// alone; AVX-512 measured 5.3, not worth the narrower reach).
+// and start + 1 also hold bits 8 and 9, at fields 8 and 9. Two 256-bit
+// halves compute the eight words' masks from h2 at once and compare them with the line: 4.6 ns less
+// per check than the scalar loop at 1e7 items (5.8 against 8.9 for the kernel alone; AVX-512
+// measured 5.3, not worth the narrower reach).
 //
 // The line is read with vector loads, not relaxed atomic ones per word: a
 // read torn by a concurrent add is harmless, since bits only turn on and each
@@ -324,13 +325,20 @@ template <bool kTwo>
 // 36-48 -> 17-24; k <= 8 keeps the one-mask code (kTwo false), as fast as
 // before in five alternating runs.
 bool UseAvx2(const Geometry& g) { return g.hashes <= kFieldsInH2 && VectorKernelsEnabled(); }
+
+// run(std::bool_constant<kTwo>) for g's AVX2 form: kTwo where two of an
+// item's bits can share a word.
+template <typename Run>
+auto WithAvx2Form(const Geometry& g, Run&& run) {
+  return g.hashes <= kBlockWords ? run(std::false_type{}) : run(std::true_type{});
+}
 #endif
 
 void Test(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words, uint8_t* present) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) {
-    return g.hashes <= kBlockWords ? TestAvx2<false>(hashes, g, words, present)
-                                   : TestAvx2<true>(hashes, g, words, present);
+    return WithAvx2Form(
+        g, [&](auto two) { return TestAvx2<decltype(two)::value>(hashes, g, words, present); });
   }
 #endif
   kPortableKernels.test(hashes, g, words, present);
@@ -359,8 +367,8 @@ WordKernels::Items TestItems([[maybe_unused]] std::span<const std::string_view> 
                              [[maybe_unused]] uint8_t* present) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) {
-    const bool ascii = g.hashes <= kBlockWords ? TestItemsAvx2<false>(items, g, words, present)
-                                               : TestItemsAvx2<true>(items, g, words, present);
+    const bool ascii = WithAvx2Form(
+        g, [&](auto two) { return TestItemsAvx2<decltype(two)::value>(items, g, words, present); });
     return ascii ? WordKernels::Items::kAscii : WordKernels::Items::kNotAllAscii;
   }
 #endif
@@ -370,8 +378,8 @@ WordKernels::Items TestItems([[maybe_unused]] std::span<const std::string_view> 
 bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words, OneItem* item) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) {
-    return g.hashes <= kBlockWords ? TestOneAvx2<false>(h, g, words)
-                                   : TestOneAvx2<true>(h, g, words);
+    return WithAvx2Form(g,
+                        [&](auto two) { return TestOneAvx2<decltype(two)::value>(h, g, words); });
   }
 #endif
   return PortableTestOne(h, g, words, item);
@@ -381,8 +389,9 @@ int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_
                      uint8_t* added) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) {
-    return g.hashes <= kBlockWords ? SetExclusiveAvx2<false>(hashes, g, words, added)
-                                   : SetExclusiveAvx2<true>(hashes, g, words, added);
+    return WithAvx2Form(g, [&](auto two) {
+      return SetExclusiveAvx2<decltype(two)::value>(hashes, g, words, added);
+    });
   }
 #endif
   return kPortableKernels.set_exclusive(hashes, g, words, added);
@@ -391,8 +400,8 @@ int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_
 bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words, const OneItem* item) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) {
-    return g.hashes <= kBlockWords ? SetOneExclusiveAvx2<false>(h, g, words)
-                                   : SetOneExclusiveAvx2<true>(h, g, words);
+    return WithAvx2Form(
+        g, [&](auto two) { return SetOneExclusiveAvx2<decltype(two)::value>(h, g, words); });
   }
 #endif
   return PortableSetOneExclusive(h, g, words, item);
