@@ -12,10 +12,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "redis_server.h"
+#include "test_util.h"
 
 namespace redbloom::testing {
 namespace {
@@ -74,6 +76,24 @@ TEST(HarnessTest, ServersOfABinaryThatDiesAreKilled) {
   std::filesystem::remove_all(started.dir, ec);
   EXPECT_FALSE(left_running) << "redis-server " << started.server
                              << " outlived the test process that started it";
+}
+
+// A port the kernel may hand to an outgoing connection can be taken between
+// FreePort and the server's bind: CI once lost a cluster node to "Address
+// already in use" that way.
+TEST(HarnessTest, FreePortsAreOutsideTheKernelsRangeAndNeverRepeat) {
+  int low = 0, high = 0;
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  ASSERT_TRUE(range >> low >> high);
+  std::set<int> seen;
+  for (int i = 0; i < 500; ++i) {
+    const int port = FreePort();
+    ASSERT_TRUE(port < low || port > high)
+        << port << " is in the kernel's range " << low << "-" << high;
+    ASSERT_GT(port, 1024);
+    ASSERT_LE(port, 65535);
+    ASSERT_TRUE(seen.insert(port).second) << port << " was given twice";
+  }
 }
 
 }  // namespace

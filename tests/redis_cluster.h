@@ -54,6 +54,17 @@ class RedisCluster {
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
 
+// A started RedisServer or RedisCluster for a suite to keep. If the start
+// throws, the half-started processes stop with the object and the suite keeps
+// none, so its next test starts afresh instead of failing against a cluster
+// that has no slots.
+template <typename T>
+std::unique_ptr<T> Started() {
+  auto t = std::make_unique<T>();
+  t->Start();
+  return t;
+}
+
 }  // namespace redbloom::testing
 
 #endif  // REDBLOOM_TESTS_REDIS_CLUSTER_H_

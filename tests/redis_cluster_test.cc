@@ -61,15 +61,12 @@ std::string Trim(std::string s) {
 
 class RedisClusterTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    cluster_ = new RedisCluster();
-    cluster_->Start();
-  }
   static void TearDownTestSuite() {
     delete cluster_;
     cluster_ = nullptr;
   }
   void SetUp() override {
+    if (cluster_ == nullptr) cluster_ = testing::Started<RedisCluster>().release();
     cluster_->WaitUntilOk();
     cluster_->FlushAll();
     store_ = MustOpen(cluster_->url());

@@ -210,18 +210,12 @@ class RedissonRedisTest : public ::testing::TestWithParam<std::tuple<std::string
     std::string url;
     int port = 0;
     if (std::get<0>(GetParam()) == "cluster") {
-      if (cluster_ == nullptr) {
-        cluster_ = new RedisCluster();
-        cluster_->Start();
-      }
+      if (cluster_ == nullptr) cluster_ = testing::Started<RedisCluster>().release();
       cluster_->FlushAll();
       url = cluster_->url();
       port = cluster_->node(0).port();
     } else {
-      if (server_ == nullptr) {
-        server_ = new RedisServer();
-        server_->Start();
-      }
+      if (server_ == nullptr) server_ = testing::Started<RedisServer>().release();
       RawRedis(server_->port()).Run({"FLUSHALL"});
       url = server_->url();
       port = server_->port();

@@ -43,17 +43,11 @@ class StoreFixture : public ::testing::TestWithParam<std::string> {
     // that the server's own clock agrees until a test moves this one.
     clock_ = std::make_shared<ManualClock>(WallMillis());
     if (GetParam() == "redis") {
-      if (redis_ == nullptr) {
-        redis_ = new RedisServer();
-        redis_->Start();
-      }
+      if (redis_ == nullptr) redis_ = Started<RedisServer>().release();
       redis_->Cli({"FLUSHALL"});
     }
     if (GetParam() == "cluster") {
-      if (cluster_ == nullptr) {
-        cluster_ = new RedisCluster();
-        cluster_->Start();
-      }
+      if (cluster_ == nullptr) cluster_ = Started<RedisCluster>().release();
       cluster_->FlushAll();
     }
     store_ = Open();

@@ -12,7 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
 #include <stdexcept>
+#include <utility>
 
 extern char** environ;
 
@@ -123,17 +128,62 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+namespace {
+
+// The kernel's range for ports it picks itself: an outgoing connection's
+// source port, or a bind to port 0.
+std::pair<int, int> EphemeralRange() {
+  int low = 32768, high = 60999;  // Linux's default
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int l = 0, h = 0;
+  if (in >> l >> h && l > 0 && l <= h) {
+    low = l;
+    high = h;
+  }
+  return {low, high};
+}
+
+bool CanBind(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   ::close(fd);
-  return ntohs(addr.sin_port);
+  return ok;
+}
+
+}  // namespace
+
+int FreePort() {
+  // Not a port the kernel would pick (bind to 0): between this call and the
+  // server's bind, any outgoing connection (redis-cli's PING, a cluster's bus,
+  // another test's client) may be given that port as its source, and the
+  // server then fails with "Address already in use". CI lost a cluster that
+  // way. A random port below the ephemeral range is never handed out by the
+  // kernel; this process never returns one twice, and one something listens
+  // on (or that lingers in TIME_WAIT) is skipped.
+  static std::mutex mu;
+  static std::set<int> given;
+  static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  const auto [eph_low, eph_high] = EphemeralRange();
+  int low = 10000, high = eph_low - 1;  // as scripts/lib/bench.sh's free_port
+  if (high - low < 1000) {              // an unusual range: take the ports above it
+    low = eph_high + 1;
+    high = 65535;
+  }
+  std::lock_guard lock(mu);
+  std::uniform_int_distribution<int> pick(low, high);
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    const int port = pick(rng);
+    if (given.count(port) != 0 || !CanBind(port)) continue;
+    given.insert(port);
+    return port;
+  }
+  throw std::runtime_error("no free TCP port on 127.0.0.1 in " + std::to_string(low) + "-" +
+                           std::to_string(high));
 }
 
 }  // namespace redbloom::testing

@@ -75,7 +75,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
 // Splits on '\n', dropping one trailing empty line.
 std::vector<std::string> Lines(const std::string& text);
 
-// Finds a free TCP port on 127.0.0.1 (bind to 0, read, close).
+// A free TCP port on 127.0.0.1, outside the kernel's ephemeral range (so no
+// outgoing connection takes it before a server binds it), never the same
+// twice in one process.
 int FreePort();
 
 }  // namespace redbloom::testing
