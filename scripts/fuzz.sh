@@ -79,7 +79,9 @@ done
 # here on 127.0.0.1, stopped by its PID), read as the stores read them; then
 # shapes one server does not give (CLUSTER SLOTS, redirects, the create
 # script's codes).
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# shellcheck source=scripts/lib/ports.sh
+. scripts/lib/ports.sh
+port=$(free_port)
 redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$seeds" \
   >"$seeds/redis.log" 2>&1 &
 redis_pid=$!
