@@ -134,9 +134,10 @@ constexpr WordKernels kPortableKernels = LineKernelsOf<Layout>();
 // j in word (start + j) mod 8, so word w holds bit j = (w - start) mod 8 if
 // j < k, at the 6-bit field j of h2 >> 3; for k = 9 or 10 (kTwo) words start
 // and start + 1 also hold bits 8 and 9, at fields 8 and 9. Two 256-bit
-// halves compute the eight words' masks from h2 at once and compare them with the line: 4.6 ns less
-// per check than the scalar loop at 1e7 items (5.8 against 8.9 for the kernel alone; AVX-512
-// measured 5.3, not worth the narrower reach).
+// halves compute the eight words' masks from h2 at once and compare them
+// with the line: 4.6 ns less per check than the scalar loop at 1e7 items
+// (5.8 against 8.9 for the kernel alone; AVX-512 measured 5.3, not worth the
+// narrower reach).
 //
 // The line is read with vector loads, not relaxed atomic ones per word: a
 // read torn by a concurrent add is harmless, since bits only turn on and each
