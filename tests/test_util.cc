@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 extern char** environ;
@@ -169,11 +170,11 @@ int FreePort() {
   static std::set<int> given;
   static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
   const auto [eph_low, eph_high] = EphemeralRange();
-  int low = 10000, high = eph_low - 1;  // as scripts/lib/bench.sh's free_port
-  if (high - low < 1000) {              // an unusual range: take the ports above it
-    low = eph_high + 1;
-    high = 65535;
-  }
+  // As scripts/lib/ports.sh's free_port. An unusual range leaves fewer
+  // than 1000 below it: the ports above it, then any unprivileged port.
+  int low = 10000, high = eph_low - 1;
+  if (high - low < 1000) std::tie(low, high) = std::pair(eph_high + 1, 65535);
+  if (high - low < 1000) std::tie(low, high) = std::pair(1024, 65535);
   std::lock_guard lock(mu);
   std::uniform_int_distribution<int> pick(low, high);
   for (int attempt = 0; attempt < 10000; ++attempt) {
