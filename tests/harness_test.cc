@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -94,6 +95,23 @@ TEST(HarnessTest, FreePortsAreOutsideTheKernelsRangeAndNeverRepeat) {
     ASSERT_LE(port, 65535);
     ASSERT_TRUE(seen.insert(port).second) << port << " was given twice";
   }
+}
+
+// What CI lost a cluster node to: a port already taken. The error names the
+// port and quotes the server's log, which goes with its directory.
+TEST(HarnessTest, AServerThatCannotBindQuotesItsLog) {
+  RedisServer first;
+  first.Start();
+  RedisServer second({"--port", std::to_string(first.port())});  // the later --port wins
+  try {
+    second.Start();
+    FAIL() << "a second redis-server bound port " << first.port();
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("exited at start"), std::string::npos) << what;
+    EXPECT_NE(what.find("Address already in use"), std::string::npos) << what;
+  }
+  EXPECT_NE(first.Cli({"PING"}).find("PONG"), std::string::npos);
 }
 
 }  // namespace

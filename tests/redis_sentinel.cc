@@ -75,7 +75,8 @@ void RedisSentinel::Start() {
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       ForgetServerProcess(pid_);
       pid_ = -1;
-      throw std::runtime_error("redis sentinel exited at start (see " + dir_ + "/sentinel.log)");
+      throw std::runtime_error("redis sentinel on port " + std::to_string(port_) +
+                               " exited at start; its log: " + FileTail(dir_ + "/sentinel.log"));
     }
     const std::string out = Cli({"PING"});
     if (out.find("PONG") != std::string::npos || out.find("NOAUTH") != std::string::npos) return;

@@ -10,8 +10,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -185,8 +183,9 @@ void RedisServer::Start() {
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       ForgetServerProcess(pid_);
       pid_ = -1;
-      throw std::runtime_error("redis-server on port " + std::to_string(port_) +
-                               " exited at start; is it installed? Its log: " + LogTail());
+      throw std::runtime_error(
+          "redis-server on port " + std::to_string(port_) +
+          " exited at start; is it installed? Its log: " + FileTail(dir_ + "/redis.log"));
     }
     // redis-cli PING answers "NOAUTH" under requirepass, which still means "up".
     const std::string out =
@@ -205,15 +204,6 @@ void RedisServer::Stop(bool hard) {
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
-}
-
-std::string RedisServer::LogTail() const {
-  // The log is removed with the server's directory, so a failure quotes it.
-  std::ifstream in(dir_ + "/redis.log");
-  std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (log.empty()) return "(empty)";
-  constexpr size_t kTail = 600;
-  return log.size() > kTail ? "..." + log.substr(log.size() - kTail) : log;
 }
 
 std::string RedisServer::Cli(const std::vector<std::string>& args) const {

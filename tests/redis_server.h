@@ -46,7 +46,6 @@ class RedisServer {
   std::string Cli(const std::vector<std::string>& args) const;
 
  private:
-  std::string LogTail() const;  // the end of the server's log, for errors
   std::vector<std::string> extra_args_;
   int port_ = 0;
   pid_t pid_ = -1;

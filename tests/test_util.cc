@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <set>
@@ -127,6 +128,13 @@ std::vector<std::string> Lines(const std::string& text) {
     start = nl + 1;
   }
   return lines;
+}
+
+std::string FileTail(const std::string& path, size_t max) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty()) return "(empty)";
+  return text.size() > max ? "..." + text.substr(text.size() - max) : text;
 }
 
 namespace {

@@ -75,6 +75,10 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
 // Splits on '\n', dropping one trailing empty line.
 std::vector<std::string> Lines(const std::string& text);
 
+// The last `max` bytes of a file ("(empty)" if there are none): a server's
+// log, quoted in an error because the log goes with its temporary directory.
+std::string FileTail(const std::string& path, size_t max = 600);
+
 // A free TCP port on 127.0.0.1, outside the kernel's ephemeral range (so no
 // outgoing connection takes it before a server binds it), never the same
 // twice in one process.
