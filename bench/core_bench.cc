@@ -743,19 +743,25 @@ void RegisterAll() {
         // Ratios from passes timed side by side (BM_Paired), 5 pairs per
         // repetition: load / add on every store, single / batched checks
         // and adds.
-        auto pair = [&](const std::string& name, TimedPass a, TimedPass b) {
+        // `tag` labels a filter at another rate than kErrorRate.
+        auto pair = [&](const std::string& name, TimedPass a, TimedPass b, double rate = kErrorRate,
+                        const std::string& tag = "") {
           benchmark::RegisterBenchmark(
-              (name + at + "/" + size).c_str(),
-              [=](benchmark::State& s) { BM_Paired(s, n, store, st, a, b); })
+              (name + at + tag + "/" + size).c_str(),
+              [=](benchmark::State& s) { BM_Paired(s, n, store, st, a, b, rate); })
               ->Unit(benchmark::kMillisecond)
               ->Iterations(5);
         };
-        pair("paired_load_add", {AddBatchPass, true, n}, {LoadPass, true, n});
-        if (all) {
+        auto single_batch = [&](double rate, const std::string& tag) {
           pair("paired_single_batch_check",
                {[](Workload& w) { ContainsBatchPass(w, false); }, false, kQueries},
-               {[](Workload& w) { ContainsSinglePass(w, false); }, false, kQueries});
-          pair("paired_single_batch_add", {AddBatchPass, true, n}, {AddSinglePass, true, n});
+               {[](Workload& w) { ContainsSinglePass(w, false); }, false, kQueries}, rate, tag);
+          pair("paired_single_batch_add", {AddBatchPass, true, n}, {AddSinglePass, true, n}, rate,
+               tag);
+        };
+        pair("paired_load_add", {AddBatchPass, true, n}, {LoadPass, true, n});
+        if (all) {
+          single_batch(kErrorRate, "");
           if (st == Strategy::kGuava64) {
             pair("paired_floor_single_check",
                  {[](Workload& w) { ContainsBatchPass(w, true); }, false, kQueries},
@@ -770,17 +776,7 @@ void RegisterAll() {
                  {[](Workload& w) { ContainsBatchPass(w, false); }, false, kQueries});
             // A 0.1% filter: k = 9, past one bit per word (block.cc's kTwo
             // forms; the portable ones without AVX2). Labelled block@0.1%.
-            auto pair_rare = [&](const std::string& name, TimedPass a, TimedPass b) {
-              benchmark::RegisterBenchmark(
-                  (name + at + "@0.1%/" + size).c_str(),
-                  [=](benchmark::State& s) { BM_Paired(s, n, store, st, a, b, 0.001); })
-                  ->Unit(benchmark::kMillisecond)
-                  ->Iterations(5);
-            };
-            pair_rare("paired_single_batch_check",
-                      {[](Workload& w) { ContainsBatchPass(w, false); }, false, kQueries},
-                      {[](Workload& w) { ContainsSinglePass(w, false); }, false, kQueries});
-            pair_rare("paired_single_batch_add", {AddBatchPass, true, n}, {AddSinglePass, true, n});
+            single_batch(0.001, "@0.1%");
           }
         }
       }
