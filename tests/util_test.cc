@@ -56,6 +56,22 @@ TEST(Utf8Test, SequenceLengthFollowsTheUnicodeTable) {
   EXPECT_FALSE(IsValidUtf8("ok\xed\xbf\xbf"));  // a lone low surrogate at the end
 }
 
+// NonAsciiBits reads a word at a time, one branch per length class (under 4,
+// 4 to 7, 8 to 16, past 16): every byte of every length up to 40 is looked at.
+TEST(Utf8Test, NonAsciiBitsSeesEveryByteAtEveryLength) {
+  for (size_t n = 0; n <= 40; ++n) {
+    std::string s(n, 'a');
+    EXPECT_EQ(NonAsciiBits(s), 0u) << n;
+    EXPECT_TRUE(IsUtf8(s)) << n;
+    for (size_t at = 0; at < n; ++at) {
+      s[at] = '\x80';
+      EXPECT_NE(NonAsciiBits(s), 0u) << "length " << n << ", byte " << at;
+      EXPECT_FALSE(IsUtf8(s)) << "length " << n << ", byte " << at;  // a lone continuation
+      s[at] = 'a';
+    }
+  }
+}
+
 // strerror_r's text, whichever of its two forms the C library gives, and a
 // message (not an empty string) for a number no errno names.
 TEST(ErrnoTextTest, NamesErrnoValuesAndUnknownOnes) {
