@@ -35,11 +35,16 @@ std::string_view StatusCodeName(StatusCode code) {
   return "unknown";
 }
 
+const std::string& Status::message() const {
+  static const std::string* const kEmpty = new std::string();  // never destroyed
+  return rep_ == nullptr ? *kEmpty : rep_->message;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
-  std::string out(StatusCodeName(code_));
+  std::string out(StatusCodeName(rep_->code));
   out += ": ";
-  out += message_;
+  out += rep_->message;
   return out;
 }
 
@@ -47,8 +52,8 @@ Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
   std::string msg(context);
   msg += ": ";
-  msg += message_;
-  return Status(code_, std::move(msg));
+  msg += rep_->message;
+  return Status(rep_->code, std::move(msg));
 }
 
 namespace internal {

@@ -1,5 +1,6 @@
 // The library's internal utilities that the CLI, the service and the tests
-// share: percent-encoding, UTF-8 well-formedness and errno texts.
+// share: percent-encoding, UTF-8 well-formedness and errno texts; and the
+// Status every call returns.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -70,6 +71,55 @@ TEST(Utf8Test, NonAsciiBitsSeesEveryByteAtEveryLength) {
       s[at] = 'a';
     }
   }
+}
+
+// An OK Status is a null pointer and an error one on the heap (status.h): a
+// copy must own its own code and message, a moved-from one reads as OK, and
+// a kOk code never makes an error.
+TEST(StatusTest, CopiesOwnTheirErrorAndOkHoldsNone) {
+  const Status ok;
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(ok.code(), StatusCode::kOk);
+  EXPECT_EQ(ok.message(), "");
+  EXPECT_EQ(ok.ToString(), "ok");
+  EXPECT_TRUE(Status(StatusCode::kOk, "ignored").ok());
+  EXPECT_EQ(Status(StatusCode::kOk, "ignored").message(), "");
+
+  Status copy;
+  Status assigned = Status::Conflict("to be replaced");
+  {
+    const Status original = Status::NotFound("filter 'orders' does not exist");
+    copy = original;
+    assigned = original;
+    Status self = original;
+    self = *&self;  // self-assignment keeps the error
+    EXPECT_EQ(self.ToString(), original.ToString());
+  }  // the original's message is freed here; the copies keep theirs
+  for (const Status* s : {&copy, &assigned}) {
+    EXPECT_FALSE(s->ok());
+    EXPECT_EQ(s->code(), StatusCode::kNotFound);
+    EXPECT_EQ(s->ToString(), "not_found: filter 'orders' does not exist");
+  }
+  const Status with = copy.WithContext("open");
+  EXPECT_EQ(with.code(), StatusCode::kNotFound);
+  EXPECT_EQ(with.message(), "open: filter 'orders' does not exist");
+  EXPECT_EQ(copy.message(), "filter 'orders' does not exist");
+  EXPECT_TRUE(ok.WithContext("open").ok());
+  EXPECT_TRUE(Status::Unavailable("down").IsTransient());
+  EXPECT_FALSE(Status::InvalidArgument("bad").IsTransient());
+  EXPECT_FALSE(ok.IsTransient());
+
+  Status moved = std::move(copy);
+  EXPECT_EQ(moved.code(), StatusCode::kNotFound);
+  EXPECT_TRUE(copy.ok());  // NOLINT(bugprone-use-after-move): what a moved-from Status reads as
+
+  const Result<bool> from_ok{Status()};
+  ASSERT_FALSE(from_ok.ok());
+  EXPECT_EQ(from_ok.status().code(), StatusCode::kInternal);
+  const Result<bool> answer{true};
+  ASSERT_TRUE(answer.ok());
+  EXPECT_TRUE(answer.status().ok());
+  EXPECT_TRUE(*answer);
 }
 
 // strerror_r's text, whichever of its two forms the C library gives, and a

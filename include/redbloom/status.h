@@ -12,6 +12,7 @@
 #ifndef REDBLOOM_STATUS_H_
 #define REDBLOOM_STATUS_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,10 +43,29 @@ enum class StatusCode : int {
 // Stable lower-case name of a code ("invalid_argument"), used in JSON errors.
 std::string_view StatusCodeName(StatusCode code);
 
+// An OK Status is one null pointer (leveldb's layout): a call that succeeds
+// returns, checks and destroys no string. An error holds its code and
+// message on the heap; copying one copies them, moving one moves the
+// pointer and leaves the source OK. (A Result<bool> of a single Contains
+// was 48 bytes, five stores to return and a string to destroy; with this,
+// 16 bytes and two stores: single block checks at 1e6 went from 2.00-2.07x
+// a batched one to 1.93-1.95x together with NonAsciiBits' 8-16-byte case.)
 class [[nodiscard]] Status {
  public:
-  Status() = default;
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status() noexcept = default;
+  // A code of kOk makes an OK Status, whose message is empty.
+  Status(StatusCode code, std::string message)
+      : rep_(code == StatusCode::kOk ? nullptr
+                                     : std::make_unique<Rep>(Rep{code, std::move(message)})) {}
+  Status(const Status& other)
+      : rep_(other.rep_ == nullptr ? nullptr : std::make_unique<Rep>(*other.rep_)) {}
+  Status& operator=(const Status& other) {
+    if (this != &other) rep_ = other.rep_ == nullptr ? nullptr : std::make_unique<Rep>(*other.rep_);
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
+  ~Status() = default;
 
   static Status Ok() { return Status(); }
   static Status InvalidArgument(std::string msg) {
@@ -70,12 +90,12 @@ class [[nodiscard]] Status {
   }
   static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
 
-  bool ok() const { return code_ == StatusCode::kOk; }
-  StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
+  bool ok() const { return rep_ == nullptr; }
+  StatusCode code() const { return rep_ == nullptr ? StatusCode::kOk : rep_->code; }
+  const std::string& message() const;
   // True for errors a caller may retry after a backoff.
   bool IsTransient() const {
-    return code_ == StatusCode::kUnavailable || code_ == StatusCode::kDeadlineExceeded;
+    return code() == StatusCode::kUnavailable || code() == StatusCode::kDeadlineExceeded;
   }
 
   // "invalid_argument: capacity must be >= 1"
@@ -85,8 +105,11 @@ class [[nodiscard]] Status {
   Status WithContext(std::string_view context) const;
 
  private:
-  StatusCode code_ = StatusCode::kOk;
-  std::string message_;
+  struct Rep {
+    StatusCode code;
+    std::string message;
+  };
+  std::unique_ptr<Rep> rep_;  // null when OK
 };
 
 namespace internal {
