@@ -405,7 +405,31 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
   return AddHashes(hashes, added);
 }
 
+// A single check of a bytes item or an ASCII utf8 one (most ids) on a filter
+// with single-item kernels: the array is found before the item is hashed,
+// so that nothing after the hash's call can fall back, and everything else
+// is in ContainsSlowly. Callgrind, a block check of an 11-byte id: 210 -> 202
+// instructions (four registers saved instead of six, the item's bytes no
+// longer kept on the stack). Release at 1e6, eight processes alternating
+// with the build before, single / batched checks: block 2.05-2.16 against
+// 1.95-2.28 (lower in six pairs of eight), at 0.1% 2.02-2.16 against
+// 2.15-2.45 (all eight), in an hour where the build before mostly read over
+// 2.1 (1.93-1.96 an hour earlier).
 Result<bool> BloomFilter::Contains(std::string_view item) {
+  const State& st = state();
+  const Encoding encoding = st.config.encoding;
+  if (st.single != nullptr &&
+      (encoding == Encoding::kBytes ||
+       (encoding == Encoding::kUtf8 && internal::NonAsciiBits(item) == 0))) {
+    if (uint64_t* const words = st.single->SingleCheckWords(); words != nullptr) {
+      return st.strategy->word_kernels->test_one(st.strategy->hash(item), st.single_geometry, words,
+                                                 nullptr);
+    }
+  }
+  return ContainsSlowly(item);
+}
+
+[[gnu::noinline]] Result<bool> BloomFilter::ContainsSlowly(std::string_view item) {
   if (const State& st = state(); st.single != nullptr) {
     std::string_view bytes;
     if (!SingleItemBytes(st.config.encoding, item, &bytes)) {

@@ -167,6 +167,13 @@ class WordBitStore final : public BitStore, public HashedCells {
   // consecutive checks' cache misses.
   inline bool TestOne(const Hash128& hash, const WordKernels& kernels, const Geometry& g,
                       bool* present) const;
+  // Part 0's words for a single check, or null where TestOne would return
+  // false: asked before the item is hashed, so that nothing after the hash
+  // can still fall back (fewer values kept across the hash's call).
+  uint64_t* SingleCheckWords() const {
+    const WordArray* a = LiveMain(0);
+    return a == nullptr ? nullptr : a->words;
+  }
   // A batched check of items as bytes, hashed by the kernels themselves
   // (WordKernels::test_items, which must not be null); *ascii as that
   // answers it. Inline as TestOne is, and false as it is, or where the

@@ -173,6 +173,10 @@ class BloomFilter {
   // Add and Contains of one item: a batch of one without a heap allocation.
   enum class One { kAdd, kContains, kRemove };
   Status OneItem(One op, std::string_view item, bool* answer);
+  // Contains past its fast path (an item whose bytes are built or not ASCII,
+  // a filter without single-item kernels, a replaced array): out of line, so
+  // that the fast path keeps few values across its one call.
+  Result<bool> ContainsSlowly(std::string_view item);
   // Runs `op` on the current state; if the store says the filter changed
   // under us (a rebuild swapped it), reopens once and runs it again.
   template <typename Op>
