@@ -410,11 +410,13 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
 // so that nothing after the hash's call can fall back, and everything else
 // is in ContainsSlowly. Callgrind, a block check of an 11-byte id: 210 -> 202
 // instructions (four registers saved instead of six, the item's bytes no
-// longer kept on the stack). Release at 1e6, eight processes alternating
-// with the build before, single / batched checks: block 2.05-2.16 against
-// 1.95-2.28 (lower in six pairs of eight), at 0.1% 2.02-2.16 against
-// 2.15-2.45 (all eight), in an hour where the build before mostly read over
-// 2.1 (1.93-1.96 an hour earlier).
+// longer kept on the stack). Release at 1e6, single / batched checks, in a
+// slow hour of the host, eight processes alternating with the build before:
+// block 2.05-2.16 against 1.95-2.28 (lower in six pairs of eight), at 0.1%
+// 2.02-2.16 against 2.15-2.45 (all eight). In its usual phase, three
+// processes against d2e7f9c (before this and the pointer Status and the
+// two-load ASCII test): block 1.93-1.94 against 2.03-2.07, at 0.1%
+// 1.98-2.01 against 2.07-2.08.
 Result<bool> BloomFilter::Contains(std::string_view item) {
   const State& st = state();
   const Encoding encoding = st.config.encoding;
