@@ -312,6 +312,27 @@ std::string FileProblem(const std::string& what, const std::string& path) {
 
 // ---- TlsContext ------------------------------------------------------------
 
+namespace {
+
+// OpenSSL fills a certificate's extension cache (its key identifiers, which
+// chain verification compares) the first time a handshake uses it, and two
+// first handshakes at once over one context race on it: both find the cache
+// empty, and one writes it again while the other reads it (ThreadSanitizer, a
+// sentinel store's watcher and its caller; OpenSSL issues 25202 and 32609).
+// Filled here, while the context is not yet shared, the handshakes only read
+// it. Certificates a hash-directory lookup finds later (the system's CAs by
+// directory, without cacert=) are loaded per handshake and are not covered.
+void FillExtensionCaches(SSL_CTX* ctx) {
+  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+  for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i) {
+    X509* cert = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objects, i));
+    if (cert != nullptr) X509_check_purpose(cert, -1, 0);  // -1: only fill the cache
+  }
+  if (X509* own = SSL_CTX_get0_certificate(ctx); own != nullptr) X509_check_purpose(own, -1, 0);
+}
+
+}  // namespace
+
 TlsContext::TlsContext(TlsOptions options) : options_(std::move(options)) {
   ctx_ = SSL_CTX_new(TLS_client_method());
   if (ctx_ == nullptr) {
@@ -351,6 +372,7 @@ TlsContext::TlsContext(TlsOptions options) : options_(std::move(options)) {
       error_ = "key=" + options_.key + " is not the key of cert=" + options_.cert;
     }
   }
+  if (error_.empty()) FillExtensionCaches(ctx_);
   ERR_clear_error();
 }
 
