@@ -4,9 +4,9 @@
 // the tests that speak plain text to a TLS port and back.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <latch>
 #include <memory>
 #include <random>
 #include <string>
@@ -77,10 +77,11 @@ class RedisTlsTest : public ::testing::Test {
     raw_->Run({"FLUSHALL"});
   }
 
-  // rediss://HOST:PORT?cacert=<the test CA>[&options]
+  // rediss://HOST:PORT?cacert=<the test CA, or `cacert`>[&options]
   static std::string Url(int port, const std::string& options = "",
-                         const std::string& host = "127.0.0.1") {
-    return "rediss://" + host + ":" + std::to_string(port) + "?cacert=" + certs_->ca() +
+                         const std::string& host = "127.0.0.1", const std::string& cacert = "") {
+    return "rediss://" + host + ":" + std::to_string(port) +
+           "?cacert=" + (cacert.empty() ? certs_->ca() : cacert) +
            (options.empty() ? "" : "&" + options);
   }
 
@@ -226,15 +227,13 @@ TEST_F(RedisTlsTest, FirstHandshakesAtOnceOverANewContext) {
   for (int round = 0; round < kRounds; ++round) {
     const std::string ca = dir.path() + "/ca-" + std::to_string(round) + ".crt";
     std::filesystem::copy_file(certs_->ca(), ca);
-    const std::string url =
-        "rediss://127.0.0.1:" + std::to_string(tls_->tls_port) + "?cacert=" + ca;
-    std::atomic<int> waiting{kThreads};
+    const std::string url = Url(tls_->tls_port, "", "127.0.0.1", ca);
+    std::latch start(kThreads);
     std::vector<Status> opened(kThreads);
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
-        waiting.fetch_sub(1);
-        while (waiting.load() > 0) std::this_thread::yield();
+        start.arrive_and_wait();
         Result<std::unique_ptr<Store>> store = Store::Open(url);
         if (!store.ok()) {
           opened[t] = store.status();
