@@ -3,6 +3,7 @@
 // timeout's SIGKILL). Redis servers started from a helper thread are the
 // hard case: PR_SET_PDEATHSIG fires when the forking thread ends.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -95,6 +96,31 @@ TEST(HarnessTest, FreePortsAreOutsideTheKernelsRangeAndNeverRepeat) {
     ASSERT_LE(port, 65535);
     ASSERT_TRUE(seen.insert(port).second) << port << " was given twice";
   }
+}
+
+// Ports are drawn from one range by every test binary that ctest runs at
+// once. A port this process was given is claimed against any other, and a
+// port another has claimed is never given here, even while nothing listens
+// on it. The claims are open file description locks, which a second
+// description conflicts with even in one process: a fresh open of the
+// claims file here stands for another test process.
+TEST(HarnessTest, TestProcessesNeverShareAPort) {
+  const int other = ::open(PortClaimsPath().c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(other, 0) << PortClaimsPath() << ": " << std::strerror(errno);
+  const int given = FreePort();
+  EXPECT_FALSE(LockByte(other, given)) << given << " was given but not claimed";
+
+  // "Another process" claims every port but those within 1000 of `given`:
+  // the next port drawn here must come from those.
+  const int low = given - 1000, high = given + 1000;
+  for (int port = 1; port <= 65535; ++port) {
+    if (port < low || port > high) LockByte(other, port);
+  }
+  for (int i = 0; i < 20; ++i) {
+    const int port = FreePort();
+    EXPECT_TRUE(port >= low && port <= high) << port << " is claimed by another process";
+  }
+  ::close(other);  // drops its claims
 }
 
 // What CI lost a cluster node to: a port already taken. The error names the

@@ -164,7 +164,39 @@ bool CanBind(int port) {
   return ok;
 }
 
+// Two test binaries under `ctest -j2` draw from the same range, and a port
+// drawn but not yet bound, or one a test keeps while it restarts a server
+// on it, looked free to the other. The claim is a write lock on byte `port`
+// of one file per user, an open file description lock (F_OFD_SETLK): one
+// descriptor per process however many ports it claims, held until the
+// process exits (the kernel drops the locks then, however it ends).
+bool ClaimPort(int port) {
+  static const int fd = [] {
+    const std::string path = PortClaimsPath();
+    const int f = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (f < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+    return f;
+  }();
+  return LockByte(fd, port);
+}
+
 }  // namespace
+
+std::string PortClaimsPath() {
+  return std::filesystem::temp_directory_path().string() + "/redbloom-test-ports-" +
+         std::to_string(::getuid());
+}
+
+bool LockByte(int fd, int offset) {
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = offset;
+  lock.l_len = 1;
+  if (::fcntl(fd, F_OFD_SETLK, &lock) == 0) return true;
+  if (errno == EAGAIN || errno == EACCES) return false;
+  throw std::runtime_error(std::string("cannot lock a byte: ") + std::strerror(errno));
+}
 
 int FreePort() {
   // Not a port the kernel would pick (bind to 0): between this call and the
@@ -173,7 +205,8 @@ int FreePort() {
   // server then fails with "Address already in use". CI lost a cluster that
   // way. A random port below the ephemeral range is never handed out by the
   // kernel; this process never returns one twice, and one something listens
-  // on (or that lingers in TIME_WAIT) is skipped.
+  // on (or that lingers in TIME_WAIT) is skipped, as is one another test
+  // process has claimed (ClaimPort).
   static std::mutex mu;
   static std::set<int> given;
   static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
@@ -187,7 +220,7 @@ int FreePort() {
   std::uniform_int_distribution<int> pick(low, high);
   for (int attempt = 0; attempt < 10000; ++attempt) {
     const int port = pick(rng);
-    if (given.count(port) != 0 || !CanBind(port)) continue;
+    if (given.count(port) != 0 || !CanBind(port) || !ClaimPort(port)) continue;
     given.insert(port);
     return port;
   }

@@ -81,8 +81,16 @@ std::string FileTail(const std::string& path, size_t max = 600);
 
 // A free TCP port on 127.0.0.1, outside the kernel's ephemeral range (so no
 // outgoing connection takes it before a server binds it), never the same
-// twice in one process.
+// twice in one process, nor one another test process has claimed.
 int FreePort();
+
+// The file whose byte N, write-locked by a test process, claims port N for
+// it (FreePort's claims are open file description locks, F_OFD_SETLK).
+std::string PortClaimsPath();
+
+// Write-locks byte `offset` of `fd` with an open file description lock,
+// without waiting: false if another description holds it.
+bool LockByte(int fd, int offset);
 
 }  // namespace redbloom::testing
 
