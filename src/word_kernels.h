@@ -163,7 +163,9 @@ struct WordKernels {
   // its loop, prefetches or vector set-up (single-item calls, where those
   // were most of the kernel's instructions). Leaves in *item, unless item is
   // null (a check), where the bits are, for set_one_exclusive.
-  bool (*test_one)(const Hash128& hash, const Geometry& g, uint64_t* words, OneItem* item);
+  using TestOneFn = bool (*)(const Hash128& hash, const Geometry& g, uint64_t* words,
+                             OneItem* item);
+  TestOneFn test_one;
   // set_exclusive for one item, without its loop: whether it turned a bit
   // on (a single add that holds WordArray::writers alone). `item` is what
   // test_one left for this hash and geometry, or null: it then finds the
@@ -186,6 +188,10 @@ struct WordKernels {
   enum class Items : uint8_t { kNotTaken, kAscii, kNotAllAscii };
   Items (*test_items)(std::span<const std::string_view> items, const Geometry& g, uint64_t* words,
                       uint8_t* present) = nullptr;
+  // test_one for geometry g, resolved once (an open filter's geometry does
+  // not change): the same answers, for g only, without test_one's dispatch
+  // on g. Null for a strategy whose test_one has no such dispatch.
+  TestOneFn (*test_one_for)(const Geometry& g) = nullptr;
 };
 
 inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernels,
@@ -244,6 +250,12 @@ inline bool VectorKernelsEnabled() {
   return state != 0;
 }
 void SetVectorKernelsEnabledForTesting(bool enabled);
+
+// VectorKernelsEnabled without its first call's question to the CPU: false
+// until that was asked. For a path whose false branch is a call that asks.
+inline bool VectorKernelsKnownEnabled() {
+  return word_kernels_internal::vector_kernels.load(std::memory_order_relaxed) > 0;
+}
 
 namespace word_kernels_internal {
 

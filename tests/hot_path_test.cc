@@ -199,11 +199,16 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
           kernels.test(probes, g, exclusive.get(), present.data());
           std::vector<uint64_t> item(g.hashes);
           size_t positives = 0;
+          const WordKernels::TestOneFn resolved =
+              kernels.test_one_for ? kernels.test_one_for(g) : kernels.test_one;
           for (size_t i = 0; i < probes.size(); ++i) {
             ComputeOffsets(s, probes[i], g, item.data());
             ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;
-            // The single-item form answers the same.
+            // The single-item form answers the same, as does its form
+            // resolved for this geometry (a single check's).
             ASSERT_EQ(kernels.test_one(probes[i], g, exclusive.get(), nullptr), want.Has(item))
+                << "probe " << i;
+            ASSERT_EQ(resolved(probes[i], g, exclusive.get(), nullptr), want.Has(item))
                 << "probe " << i;
             positives += present[i];
           }

@@ -37,6 +37,7 @@
 
 #include "prefetch.h"
 #include "strategy/strategy_def.h"
+#include "util/cpu_features.h"
 #include "util/utf8.h"
 #include "word_kernels.h"
 #include "xxh3_inline.h"
@@ -376,7 +377,8 @@ WordKernels::Items TestItems([[maybe_unused]] std::span<const std::string_view> 
   return WordKernels::Items::kNotTaken;
 }
 
-bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words, OneItem* item) {
+[[gnu::noinline]] bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words,
+                               OneItem* item) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) {
     return WithAvx2Form(g,
@@ -384,6 +386,30 @@ bool TestOne(const Hash128& h, const Geometry& g, uint64_t* words, OneItem* item
   }
 #endif
   return PortableTestOne(h, g, words, item);
+}
+
+#ifdef REDBLOOM_BLOCK_AVX2
+// TestOne for one AVX2 form, its geometry checked once by TestOneFor. The
+// vector kernels are still asked per call, as tests switch them off; when
+// they are off or not yet asked, TestOne (out of line, a tail call) decides,
+// so that this needs no stack frame of its own.
+template <bool kTwo>
+[[gnu::target("avx2")]] bool TestOneResolved(const Hash128& h, const Geometry& g, uint64_t* words,
+                                             OneItem* item) {
+  if (!VectorKernelsKnownEnabled()) [[unlikely]]
+    return TestOne(h, g, words, item);
+  return Avx2Lines<kTwo>(g).Test(words, h);
+}
+#endif
+
+// Only on a CPU with AVX2: TestOneResolved is compiled for it throughout.
+WordKernels::TestOneFn TestOneFor([[maybe_unused]] const Geometry& g) {
+#ifdef REDBLOOM_BLOCK_AVX2
+  if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
+    return g.hashes <= kBlockWords ? &TestOneResolved<false> : &TestOneResolved<true>;
+  }
+#endif
+  return &TestOne;
 }
 
 int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_t* words,
@@ -416,6 +442,7 @@ constexpr WordKernels kKernels = {
     .test_one = &TestOne,
     .set_one_exclusive = &SetOneExclusive,
     .test_items = &TestItems,
+    .test_one_for = &TestOneFor,
 };
 
 // The chance that one item sets a given bit of its block: its k bits go
