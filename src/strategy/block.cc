@@ -402,7 +402,9 @@ template <bool kTwo>
 }
 #endif
 
-// Only on a CPU with AVX2: TestOneResolved is compiled for it throughout.
+// The single-check kernel for g (test_one_for): TestOneResolved's form for
+// g where this CPU has AVX2, else TestOne. TestOneResolved is compiled for
+// AVX2 throughout, so it is never handed out on a CPU without.
 WordKernels::TestOneFn TestOneFor([[maybe_unused]] const Geometry& g) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
