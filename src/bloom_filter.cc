@@ -49,7 +49,7 @@ struct BloomFilter::State {
   // which reopens or says why.
   internal::WordBitStore* single = nullptr;
   Geometry single_geometry;  // part 0's
-  // The kernels' test_one, resolved for single_geometry (test_one_for).
+  // The kernels' test_one, resolved for single_geometry (WordKernels::TestOneFor).
   internal::WordKernels::TestOneFn single_test_one = nullptr;
 };
 
@@ -76,9 +76,7 @@ Result<std::shared_ptr<BloomFilter::State>> BloomFilter::Load(Store& store, std:
         cells->SingleItemsFit(*state->strategy, sizing->geometry)) {
       state->single = cells;
       state->single_geometry = sizing->geometry;
-      const internal::WordKernels& kernels = *state->strategy->word_kernels;
-      state->single_test_one =
-          kernels.test_one_for ? kernels.test_one_for(sizing->geometry) : kernels.test_one;
+      state->single_test_one = state->strategy->word_kernels->TestOneFor(sizing->geometry);
     }
   }
   return state;

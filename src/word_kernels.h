@@ -190,8 +190,13 @@ struct WordKernels {
                       uint8_t* present) = nullptr;
   // test_one for geometry g, resolved once (an open filter's geometry does
   // not change): the same answers, for g only, without test_one's dispatch
-  // on g. Null for a strategy whose test_one has no such dispatch.
+  // on g. Null for a strategy whose test_one has no such dispatch; callers
+  // ask TestOneFor, which falls back to test_one.
   TestOneFn (*test_one_for)(const Geometry& g) = nullptr;
+
+  TestOneFn TestOneFor(const Geometry& g) const {
+    return test_one_for != nullptr ? test_one_for(g) : test_one;
+  }
 };
 
 inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernels,

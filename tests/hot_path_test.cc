@@ -199,8 +199,7 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
           kernels.test(probes, g, exclusive.get(), present.data());
           std::vector<uint64_t> item(g.hashes);
           size_t positives = 0;
-          const WordKernels::TestOneFn resolved =
-              kernels.test_one_for ? kernels.test_one_for(g) : kernels.test_one;
+          const WordKernels::TestOneFn resolved = kernels.TestOneFor(g);
           for (size_t i = 0; i < probes.size(); ++i) {
             ComputeOffsets(s, probes[i], g, item.data());
             ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;
