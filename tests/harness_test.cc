@@ -20,6 +20,7 @@
 
 #include "redis_server.h"
 #include "test_util.h"
+#include "util/errno_text.h"
 
 namespace redbloom::testing {
 namespace {
@@ -106,7 +107,7 @@ TEST(HarnessTest, FreePortsAreOutsideTheKernelsRangeAndNeverRepeat) {
 // claims file here stands for another test process.
 TEST(HarnessTest, TestProcessesNeverShareAPort) {
   const int other = ::open(PortClaimsPath().c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(other, 0) << PortClaimsPath() << ": " << std::strerror(errno);
+  ASSERT_GE(other, 0) << PortClaimsPath() << ": " << internal::ErrnoText(errno);
   const int given = FreePort();
   EXPECT_FALSE(LockByte(other, given)) << given << " was given but not claimed";
 

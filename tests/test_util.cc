@@ -21,6 +21,8 @@
 #include <tuple>
 #include <utility>
 
+#include "util/errno_text.h"
+
 extern char** environ;
 
 namespace redbloom::testing {
@@ -174,7 +176,7 @@ bool ClaimPort(int port) {
   static const int fd = [] {
     const std::string path = PortClaimsPath();
     const int f = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (f < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+    if (f < 0) throw std::runtime_error("cannot open " + path + ": " + internal::ErrnoText(errno));
     return f;
   }();
   return LockByte(fd, port);
@@ -195,7 +197,7 @@ bool LockByte(int fd, int offset) {
   lock.l_len = 1;
   if (::fcntl(fd, F_OFD_SETLK, &lock) == 0) return true;
   if (errno == EAGAIN || errno == EACCES) return false;
-  throw std::runtime_error(std::string("cannot lock a byte: ") + std::strerror(errno));
+  throw std::runtime_error("cannot lock a byte: " + internal::ErrnoText(errno));
 }
 
 int FreePort() {
