@@ -699,6 +699,30 @@ Status WordBitStore::OrBitsAt(uint64_t part, uint64_t offset, std::string_view b
   // the other bytes of that word with zeros.
   size_t i = 0;
   uint64_t pos = offset;
+  if (plain && !counters && pos % 8 == 0) {
+    // Whole words, four at a time, with no test for a zero word: a loop
+    // that took merge() per word spent 0.4 ns per item of a 1e6-item load
+    // here, a tenth of the load's own time.
+    uint64_t* words = a.words + pos / 8;
+    const char* src = bytes.data();
+    const size_t whole = bytes.size() / 8;
+    auto or_word = [&](size_t j) {
+      uint64_t v;
+      std::memcpy(&v, src + 8 * j, 8);
+      std::atomic_ref<uint64_t> word(words[j]);
+      word.store(word.load(std::memory_order_relaxed) | v, std::memory_order_relaxed);
+    };
+    size_t j = 0;
+    for (; j + 4 <= whole; j += 4) {
+      or_word(j);
+      or_word(j + 1);
+      or_word(j + 2);
+      or_word(j + 3);
+    }
+    for (; j < whole; ++j) or_word(j);
+    i = 8 * whole;
+    pos += i;
+  }
   while (i < bytes.size()) {
     const size_t in_word = static_cast<size_t>(pos % 8);
     const size_t n = std::min<size_t>(8 - in_word, bytes.size() - i);
