@@ -648,8 +648,17 @@ Status WordBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::s
   len = static_cast<size_t>(std::min<uint64_t>(len, a.bitmap_bytes() - offset));
   out->resize(len);
   // Word-wise relaxed loads: concurrent adds may or may not be seen, but no
-  // torn word is ever read.
-  for (size_t i = 0; i < len;) {
+  // torn word is ever read. Whole words are copied as they are (their bytes
+  // are in Redis order): byte by byte, a 12 MB bitmap took 5.5 ms.
+  size_t i = 0;
+  if (offset % 8 == 0) {
+    uint64_t* words = a.words + offset / 8;
+    for (; i + 8 <= len; i += 8) {
+      const uint64_t w = std::atomic_ref<uint64_t>(words[i / 8]).load(std::memory_order_relaxed);
+      std::memcpy(out->data() + i, &w, 8);
+    }
+  }
+  while (i < len) {
     const uint64_t pos = offset + i;
     const uint64_t w = std::atomic_ref<uint64_t>(a.words[pos / 8]).load(std::memory_order_relaxed);
     for (uint64_t b = pos % 8; b < 8 && i < len; ++b, ++i) {
