@@ -402,6 +402,24 @@ Status BloomFilter::Add(std::string_view item, bool* added) {
 }
 
 Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added) {
+  // The direct path of single calls, as ContainsMany takes it, for kernels
+  // that hash a batch in the pass that sets it (block's
+  // set_items_exclusive): the items are validated first, so that a bad one
+  // writes nothing, then hashed and added in one pass. Anything it does not
+  // take (another writer holding the filter, a read-only file, a rebuilt
+  // filter) goes the general way.
+  if (const State& st = state();
+      st.single != nullptr && st.strategy->word_kernels->set_items_exclusive != nullptr &&
+      (st.config.encoding == Encoding::kUtf8 || st.config.encoding == Encoding::kBytes)) {
+    if (st.config.encoding == Encoding::kUtf8) {
+      if (Status s = CheckUtf8(items, 0); !s.ok()) return Refused(std::move(s), added);
+    }
+    if (added != nullptr) added->resize(items.size());
+    if (st.single->AddItems(items, *st.strategy->word_kernels, st.single_geometry,
+                            added != nullptr ? added->data() : nullptr)) {
+      return Status::Ok();
+    }
+  }
   std::vector<Hash128> own;
   std::vector<Hash128>& hashes = HashScratch(items.size(), own);
   if (Status s = HashAll(config(), items, &hashes); !s.ok()) return Refused(std::move(s), added);
@@ -732,6 +750,22 @@ BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string_view bitmap
 }
 
 Status BitmapBuilder::Add(std::span<const std::string_view> items) {
+  // As BloomFilter::AddMany: validated first, then hashed and set in one
+  // pass where the kernels take it.
+  const internal::StrategyDef& strategy = internal::StrategyOf(config_.strategy);
+  if (const internal::WordKernels* kernels = strategy.word_kernels;
+      kernels != nullptr && kernels->set_items_exclusive != nullptr && config_.one_array() &&
+      config_.cell_bits() == 1 && config_.geometry.hashes <= kernels->max_hashes &&
+      (config_.encoding == Encoding::kUtf8 || config_.encoding == Encoding::kBytes)) {
+    if (config_.encoding == Encoding::kUtf8) REDBLOOM_RETURN_IF_ERROR(CheckUtf8(items, 0));
+    const int64_t fresh =
+        kernels->set_items_exclusive(items, config_.geometry, words_->words.get(), nullptr);
+    if (fresh != internal::WordKernels::kSetItemsNotTaken) {
+      items_ += items.size();
+      new_items_ += static_cast<uint64_t>(fresh);
+      return Status::Ok();
+    }
+  }
   std::vector<Hash128> own;
   std::vector<Hash128>& hashes = HashScratch(items.size(), own);
   hashes.resize(items.size());

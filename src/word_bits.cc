@@ -480,6 +480,18 @@ void WordBitStore::SetWithKernels(WordArray& a, const WordKernels& kernels,
   });
 }
 
+bool WordBitStore::AddItems(std::span<const std::string_view> items, const WordKernels& kernels,
+                            const Geometry& g, uint8_t* added) {
+  WordArray* a = LiveMain(0);
+  if (a == nullptr || !a->writable.ok() || !a->writers) return false;
+  std::unique_lock alone(*a->writers, std::try_to_lock);
+  if (!alone.owns_lock()) return false;
+  const int64_t fresh = kernels.set_items_exclusive(items, g, a->words, added);
+  if (fresh == WordKernels::kSetItemsNotTaken) return false;
+  AddCount<true>(*a, fresh);
+  return true;
+}
+
 bool WordBitStore::AddOneGated(WordArray& a, const WordKernels& kernels, const Hash128& hash,
                                const Geometry& g) {
   // An item whose bits are all set cannot be new, so no lock and no write

@@ -180,6 +180,14 @@ class WordBitStore final : public BitStore, public HashedCells {
   // kernels do not take the batch.
   inline bool TestItems(std::span<const std::string_view> items, const WordKernels& kernels,
                         const Geometry& g, uint8_t* present, bool* ascii) const;
+  // A batched add of items as bytes, hashed by the kernels themselves
+  // (WordKernels::set_items_exclusive, which must not be null) and
+  // validated by the caller. False, touching nothing, where TestItems would
+  // be, where the array is read-only or has no writer gate (file:), where
+  // another writer holds the gate, or where the kernels do not take the
+  // batch: the general path then adds the items, or says why it cannot.
+  bool AddItems(std::span<const std::string_view> items, const WordKernels& kernels,
+                const Geometry& g, uint8_t* added);
   // Inline too, up to the writer gate's bias; AddOneGated past it.
   inline bool AddOne(const Hash128& hash, const WordKernels& kernels, const Geometry& g,
                      bool* added);

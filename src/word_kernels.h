@@ -188,6 +188,16 @@ struct WordKernels {
   enum class Items : uint8_t { kNotTaken, kAscii, kNotAllAscii };
   Items (*test_items)(std::span<const std::string_view> items, const Geometry& g, uint64_t* words,
                       uint8_t* present) = nullptr;
+  // set_exclusive of items given as their bytes, hashed by the kernel in
+  // the pass that sets them, as test_items checks them (block's AVX2 form).
+  // The caller has validated the items for the filter's encoding (nothing
+  // is checked here) and holds WordArray::writers alone. added[i] (if added
+  // is not null) as set_exclusive's; returns how many items turned a bit
+  // on, or kSetItemsNotTaken, touching nothing, where the one pass is not
+  // taken for this geometry on this CPU. Null for a strategy without one.
+  static constexpr int64_t kSetItemsNotTaken = -1;
+  int64_t (*set_items_exclusive)(std::span<const std::string_view> items, const Geometry& g,
+                                 uint64_t* words, uint8_t* added) = nullptr;
   // test_one for geometry g, resolved once (an open filter's geometry does
   // not change): the same answers, for g only, without test_one's dispatch
   // on g. Null for a strategy whose test_one has no such dispatch; callers

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -303,6 +304,70 @@ TEST(WordKernelsTest, TestItemsAnswersAsHashThenTest) {
 // once the lone writer leaves. The racing-writers test below checks what it
 // guards (bits and counts lost when two writers overlap); this checks the
 // exclusion itself, with sharers that wait.
+// set_items_exclusive, the kernels' batched add that hashes its own items,
+// sets what the strategy's hash and set_exclusive set: the same bits, the
+// same "was new" answers and counts, items of every length XXH3 treats apart,
+// ASCII or not, in batches of 1 to 70 (either side of its window), repeats
+// included. Where a form does not take a geometry it says so and writes
+// nothing; on a CPU with vector kernels some form takes some geometry.
+TEST(WordKernelsTest, SetItemsAddsAsHashThenSet) {
+  std::mt19937_64 rng(31);
+  const bool vector_cpu = internal::VectorKernelsEnabled();
+  int taken = 0;
+  const int strategies = ForEachKernelForm(
+      [](const WordKernels& kernels) { return kernels.set_items_exclusive != nullptr; },
+      [&](const StrategyDef& def, const WordKernels& kernels) {
+        for (auto [n, p] :
+             {std::pair{2000.0, 0.01}, {3000.0, 0.001}, {3000.0, 0.0005}, {600.0, 1e-7}}) {
+          const FilterConfig c = Config(def.id, static_cast<uint64_t>(n), p);
+          const Geometry& g = c.geometry;
+          SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(g.hashes));
+          std::vector<std::string> items;
+          for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+            const size_t len = std::vector<size_t>{0, 2, 6, 11, 40, 200, 300}[i % 7];
+            std::string item = std::to_string(i % 1500) + "-";  // repeats past 1500
+            while (item.size() < len) item.push_back(static_cast<char>('a' + i % 26));
+            if (i % 9 == 0) item += "订单";
+            items.push_back(len == 0 && i > 0 ? std::string() : item);
+          }
+          std::shuffle(items.begin(), items.end(), rng);
+          const std::vector<std::string_view> views(items.begin(), items.end());
+          std::vector<Hash128> hashes(views.size());
+          for (size_t i = 0; i < views.size(); ++i) hashes[i] = def.hash(views[i]);
+          const size_t bytes = (c.data_bytes() + 63) / 64 * 64;
+          internal::Words want = internal::NewWords(bytes);
+          internal::Words got = internal::NewWords(bytes);
+          std::vector<uint8_t> want_added(views.size(), 9), got_added(views.size(), 9);
+          if (kernels.set_items_exclusive(views, g, got.get(), got_added.data()) ==
+              WordKernels::kSetItemsNotTaken) {
+            EXPECT_EQ(std::count(got_added.begin(), got_added.end(), 9),
+                      static_cast<long>(got_added.size()));
+            EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(got.get()), bytes),
+                      std::string(bytes, '\0'));
+            continue;
+          }
+          ++taken;
+          std::memset(got.get(), 0, bytes);
+          int64_t want_fresh = 0, got_fresh = 0;
+          for (size_t i = 0, len = 1; i < views.size(); i += len, len = len % 70 + 1) {
+            const size_t m = std::min(len, views.size() - i);
+            want_fresh += kernels.set_exclusive(std::span<const Hash128>(hashes).subspan(i, m), g,
+                                                want.get(), want_added.data() + i);
+            got_fresh += kernels.set_items_exclusive(std::span(views).subspan(i, m), g, got.get(),
+                                                     got_added.data() + i);
+          }
+          EXPECT_EQ(got_fresh, want_fresh);
+          EXPECT_LT(want_fresh, static_cast<int64_t>(views.size())) << "repeats are not new";
+          EXPECT_EQ(got_added, want_added);
+          EXPECT_TRUE(std::memcmp(got.get(), want.get(), bytes) == 0);
+        }
+      });
+  EXPECT_GE(strategies, 2) << "block has set_items_exclusive";
+  if (vector_cpu) {
+    EXPECT_GE(taken, 1) << "block's AVX2 form takes k <= 10";
+  }
+}
+
 TEST(WriterGateTest, AloneExcludesSharersAndWaitingSharersGetIn) {
   internal::WriterGate gate;
   ASSERT_TRUE(gate.try_lock());

@@ -311,6 +311,39 @@ template <bool kTwo>
   return fresh;
 }
 
+// set_items_exclusive in AVX2: a batched add that hashes its own items in
+// the pass that sets them, as TestItemsAvx2 checks them (item i + kLineAhead
+// is hashed and its line requested before item i is set). Hashing the batch
+// first (Xxh3_128Many) and then SetExclusiveAvx2, against this, one process,
+// ORD-i items in batches of 1000, medians of 11 passes: 7.45-7.91 -> 6.98-7.27
+// ns at 1e6 items, 9.23 -> 8.13 at 1e7. The items were validated by the
+// caller.
+template <bool kTwo>
+[[gnu::target("avx2"), gnu::flatten]] int64_t SetItemsAvx2(std::span<const std::string_view> items,
+                                                           const Geometry& g, uint64_t* words,
+                                                           uint8_t* added) {
+  constexpr size_t kAhead = word_kernels_internal::kLineAhead;
+  static_assert((kAhead & (kAhead - 1)) == 0, "a ring indexed with a mask");
+  const Avx2Lines<kTwo> lines(g);
+  const size_t n = items.size();
+  Hash128 ring[kAhead];
+  const auto hash = [&](size_t i) {
+    const std::string_view item = items[i];
+    const Hash128 h = Xxh3_128Inline(item.data(), item.size());
+    ring[i & (kAhead - 1)] = h;
+    PrefetchForWrite(lines.Line(words, h));
+  };
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) hash(i);
+  int64_t fresh = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool was_new = SetAloneAvx2(lines.Item(words, ring[i & (kAhead - 1)]));
+    if (added != nullptr) added[i] = was_new ? 1 : 0;
+    fresh += was_new ? 1 : 0;
+    if (i + kAhead < n) hash(i + kAhead);
+  }
+  return fresh;
+}
+
 // One item (set_one_exclusive).
 template <bool kTwo>
 [[gnu::target("avx2")]] bool SetOneExclusiveAvx2(const Hash128& h, const Geometry& g,
@@ -426,6 +459,19 @@ int64_t SetExclusive(std::span<const Hash128> hashes, const Geometry& g, uint64_
   return kPortableKernels.set_exclusive(hashes, g, words, added);
 }
 
+// Not taken by the portable form, as TestItems is not.
+int64_t SetItemsExclusive([[maybe_unused]] std::span<const std::string_view> items,
+                          [[maybe_unused]] const Geometry& g, [[maybe_unused]] uint64_t* words,
+                          [[maybe_unused]] uint8_t* added) {
+#ifdef REDBLOOM_BLOCK_AVX2
+  if (UseAvx2(g)) {
+    return WithAvx2Form(
+        g, [&](auto two) { return SetItemsAvx2<decltype(two)::value>(items, g, words, added); });
+  }
+#endif
+  return WordKernels::kSetItemsNotTaken;
+}
+
 bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words, const OneItem* item) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (UseAvx2(g)) {
@@ -444,6 +490,7 @@ constexpr WordKernels kKernels = {
     .test_one = &TestOne,
     .set_one_exclusive = &SetOneExclusive,
     .test_items = &TestItems,
+    .set_items_exclusive = &SetItemsExclusive,
     .test_one_for = &TestOneFor,
 };
 
