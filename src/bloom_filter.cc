@@ -51,6 +51,8 @@ struct BloomFilter::State {
   Geometry single_geometry;  // part 0's
   // The kernels' test_one, resolved for single_geometry (WordKernels::TestOneFor).
   internal::WordKernels::TestOneFn single_test_one = nullptr;
+  // And its set_one_exclusive (WordKernels::SetOneFor).
+  internal::SetOneFn single_set_one = nullptr;
 };
 
 BloomFilter::BloomFilter(Store& store, std::string name, std::shared_ptr<State> state)
@@ -77,6 +79,7 @@ Result<std::shared_ptr<BloomFilter::State>> BloomFilter::Load(Store& store, std:
       state->single = cells;
       state->single_geometry = sizing->geometry;
       state->single_test_one = state->strategy->word_kernels->TestOneFor(sizing->geometry);
+      state->single_set_one = state->strategy->word_kernels->SetOneFor(sizing->geometry);
     }
   }
   return state;
@@ -392,8 +395,8 @@ Status BloomFilter::Add(std::string_view item, bool* added) {
       return SingleItemError(st.config.encoding, item);
     }
     bool fresh = false;
-    if (st.single->AddOne(st.strategy->hash(bytes), *st.strategy->word_kernels, st.single_geometry,
-                          &fresh)) {
+    if (st.single->AddOne(st.strategy->hash(bytes), *st.strategy->word_kernels, st.single_set_one,
+                          st.single_geometry, &fresh)) {
       if (added != nullptr) *added = fresh;
       return Status::Ok();
     }

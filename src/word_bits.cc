@@ -462,7 +462,7 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
   }
   const WordKernels& kernels = *strategy.word_kernels;
   if (hashes.size() == 1) {
-    const bool fresh = AddOneToArray(*a, kernels, hashes[0], g);
+    const bool fresh = AddOneToArray(*a, kernels, kernels.set_one_exclusive, hashes[0], g);
     if (added != nullptr) added[0] = fresh ? 1 : 0;
     return Status::Ok();
   }

@@ -34,6 +34,11 @@
 namespace redbloom::internal {
 
 struct WordKernels;
+struct OneItem;
+// A kernel that sets one item's bits, holding the array alone
+// (WordKernels::set_one_exclusive); whether the item turned a bit on.
+using SetOneFn = bool (*)(const Hash128& hash, const Geometry& g, uint64_t* words,
+                          const OneItem* item);
 
 static_assert(std::endian::native == std::endian::little,
               "the word layout assumes a little-endian machine");
@@ -189,8 +194,10 @@ class WordBitStore final : public BitStore, public HashedCells {
   bool AddItems(std::span<const std::string_view> items, const WordKernels& kernels,
                 const Geometry& g, uint8_t* added);
   // Inline too, up to the writer gate's bias; AddOneGated past it.
-  inline bool AddOne(const Hash128& hash, const WordKernels& kernels, const Geometry& g,
-                     bool* added);
+  // set_one: the kernels' set_one_exclusive for g, or its resolved form
+  // (WordKernels::SetOneFor).
+  inline bool AddOne(const Hash128& hash, const WordKernels& kernels, SetOneFn set_one,
+                     const Geometry& g, bool* added);
 
  private:
   // The part's array: kNotFound if it does not exist.
@@ -215,8 +222,8 @@ class WordBitStore final : public BitStore, public HashedCells {
   // The same for one item; whether it was new. As the gate's biased owner
   // if this thread is (writer_gate.h), inline; else AddOneGated: tested
   // first (no gate if it is present), then under the gate.
-  static inline bool AddOneToArray(WordArray& a, const WordKernels& kernels, const Hash128& hash,
-                                   const Geometry& g);
+  static inline bool AddOneToArray(WordArray& a, const WordKernels& kernels, SetOneFn set_one,
+                                   const Hash128& hash, const Geometry& g);
   static bool AddOneGated(WordArray& a, const WordKernels& kernels, const Hash128& hash,
                           const Geometry& g);
 

@@ -171,8 +171,7 @@ struct WordKernels {
   // test_one left for this hash and geometry, or null: it then finds the
   // bits itself (the gate's biased owner, which calls it without test_one).
   // Either way the bits are read before any is written.
-  bool (*set_one_exclusive)(const Hash128& hash, const Geometry& g, uint64_t* words,
-                            const OneItem* item);
+  SetOneFn set_one_exclusive;
   // test of items given as their bytes (utf8 and bytes encodings), which
   // the kernel hashes itself with the strategy's hash in the same pass,
   // where that pays (block's AVX2 form: item i + kLineAhead is hashed and
@@ -207,6 +206,13 @@ struct WordKernels {
   TestOneFn TestOneFor(const Geometry& g) const {
     return test_one_for != nullptr ? test_one_for(g) : test_one;
   }
+  // set_one_exclusive for geometry g, resolved once, as test_one_for is
+  // (a single add by the writer gate's biased owner calls it).
+  SetOneFn (*set_one_for)(const Geometry& g) = nullptr;
+
+  SetOneFn SetOneFor(const Geometry& g) const {
+    return set_one_for != nullptr ? set_one_for(g) : set_one_exclusive;
+  }
 };
 
 inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernels,
@@ -229,20 +235,20 @@ inline bool WordBitStore::TestItems(std::span<const std::string_view> items,
 
 // The gate's biased owner is alone without a compare-and-swap, so one kernel
 // call reads the item's bits and sets any it lacks; no test_one first.
-inline bool WordBitStore::AddOneToArray(WordArray& a, const WordKernels& kernels,
+inline bool WordBitStore::AddOneToArray(WordArray& a, const WordKernels& kernels, SetOneFn set_one,
                                         const Hash128& hash, const Geometry& g) {
   if (!a.writers || !a.writers->try_lock_biased()) return AddOneGated(a, kernels, hash, g);
-  const bool fresh = kernels.set_one_exclusive(hash, g, a.words, nullptr);
+  const bool fresh = set_one(hash, g, a.words, nullptr);
   AddCount<true>(a, fresh ? 1 : 0);
   a.writers->unlock_biased();
   return fresh;
 }
 
-inline bool WordBitStore::AddOne(const Hash128& hash, const WordKernels& kernels, const Geometry& g,
-                                 bool* added) {
+inline bool WordBitStore::AddOne(const Hash128& hash, const WordKernels& kernels, SetOneFn set_one,
+                                 const Geometry& g, bool* added) {
   WordArray* a = LiveMain(0);
   if (a == nullptr || !a->writable.ok()) return false;
-  *added = AddOneToArray(*a, kernels, hash, g);
+  *added = AddOneToArray(*a, kernels, set_one, hash, g);
   return true;
 }
 

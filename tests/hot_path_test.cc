@@ -173,13 +173,19 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
             added_one[i] = fresh ? 1 : 0;
           }
           // And as the gate's biased owner adds one: set_one_exclusive alone,
-          // finding the bits itself.
+          // finding the bits itself, and its form resolved for this geometry
+          // (a single add's).
           internal::Words biased = internal::NewWords(bytes);
-          std::vector<uint8_t> added_biased(hashes.size(), 9);
+          internal::Words by_resolved = internal::NewWords(bytes);
+          std::vector<uint8_t> added_biased(hashes.size(), 9), added_resolved(hashes.size(), 9);
+          const internal::SetOneFn set_one = kernels.SetOneFor(g);
           for (size_t i = 0; i < hashes.size(); ++i) {
             added_biased[i] =
                 kernels.set_one_exclusive(hashes[i], g, biased.get(), nullptr) ? 1 : 0;
+            added_resolved[i] = set_one(hashes[i], g, by_resolved.get(), nullptr) ? 1 : 0;
           }
+          EXPECT_TRUE(Bytes(by_resolved, c) == want.bytes);
+          EXPECT_EQ(added_resolved, want.added);
           EXPECT_TRUE(Bytes(exclusive, c) == want.bytes);
           EXPECT_TRUE(Bytes(shared, c) == want.bytes);
           EXPECT_TRUE(Bytes(one, c) == want.bytes);

@@ -482,6 +482,27 @@ bool SetOneExclusive(const Hash128& h, const Geometry& g, uint64_t* words, const
   return PortableSetOneExclusive(h, g, words, item);
 }
 
+#ifdef REDBLOOM_BLOCK_AVX2
+// SetOneExclusive for one AVX2 form, as TestOneResolved is for TestOne.
+template <bool kTwo>
+[[gnu::target("avx2")]] bool SetOneResolved(const Hash128& h, const Geometry& g, uint64_t* words,
+                                            const OneItem* item) {
+  if (!VectorKernelsKnownEnabled()) [[unlikely]]
+    return SetOneExclusive(h, g, words, item);
+  return SetAloneAvx2(Avx2Lines<kTwo>(g).Item(words, h));
+}
+#endif
+
+// The single-add kernel for g (set_one_for), as TestOneFor.
+SetOneFn SetOneFor([[maybe_unused]] const Geometry& g) {
+#ifdef REDBLOOM_BLOCK_AVX2
+  if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
+    return g.hashes <= kBlockWords ? &SetOneResolved<false> : &SetOneResolved<true>;
+  }
+#endif
+  return &SetOneExclusive;
+}
+
 constexpr WordKernels kKernels = {
     .max_hashes = kPortableKernels.max_hashes,
     .test = &Test,
@@ -492,6 +513,7 @@ constexpr WordKernels kKernels = {
     .test_items = &TestItems,
     .set_items_exclusive = &SetItemsExclusive,
     .test_one_for = &TestOneFor,
+    .set_one_for = &SetOneFor,
 };
 
 // The chance that one item sets a given bit of its block: its k bits go
