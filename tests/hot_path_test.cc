@@ -228,6 +228,27 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
   EXPECT_GE(strategies, 4) << "guava64 and block have kernels";
 }
 
+// `count` items of every length XXH3 treats apart (0, 1-3, 4-8, 9-16,
+// 17-128, 129-240, more), some of them not ASCII; item i is made from
+// i % distinct alone, so that items repeat past `distinct`.
+std::vector<std::string> ItemsOfEveryLength(size_t count, size_t distinct, std::mt19937_64& rng) {
+  std::vector<std::string> letters(distinct);
+  for (std::string& l : letters) {
+    for (int j = 0; j < 300; ++j) l.push_back(static_cast<char>('a' + rng() % 26));
+  }
+  std::vector<std::string> items;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t key = i % distinct;
+    const size_t len = std::vector<size_t>{0, 2, 6, 11, 40, 200, 300}[key % 7];
+    std::string item = std::to_string(key) + "-";
+    if (item.size() < len) item += letters[key].substr(0, len - item.size());
+    if (key % 9 == 0) item += "订单";
+    if (key % 9 == 4) item = "é" + item;
+    items.push_back(len == 0 && key > 0 ? std::string() : item);
+  }
+  return items;
+}
+
 // test_items, the kernels' batched check that hashes its own items, answers
 // as the strategy's hash and then test do: items added and never added, of
 // every length XXH3 treats apart (0, 1-3, 4-8, 9-16, 17-128, 129-240, more),
@@ -250,15 +271,8 @@ TEST(WordKernelsTest, TestItemsAnswersAsHashThenTest) {
           const FilterConfig c = Config(s, static_cast<uint64_t>(n), p);
           const Geometry& g = c.geometry;
           SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(g.hashes));
-          std::vector<std::string> items;
-          for (size_t i = 0; i < 2 * static_cast<size_t>(n); ++i) {
-            const size_t len = std::vector<size_t>{0, 2, 6, 11, 40, 200, 300}[i % 7];
-            std::string item = std::to_string(i) + "-";
-            while (item.size() < len) item.push_back(static_cast<char>('a' + rng() % 26));
-            if (i % 9 == 0) item += "订单";
-            if (i % 9 == 4) item = "é" + item;
-            items.push_back(len == 0 && i > 0 ? std::string() : item);
-          }
+          const size_t count = 2 * static_cast<size_t>(n);
+          const std::vector<std::string> items = ItemsOfEveryLength(count, count, rng);
           const std::vector<std::string_view> views(items.begin(), items.end());
           std::vector<Hash128> hashes(views.size());
           for (size_t i = 0; i < views.size(); ++i) hashes[i] = def.hash(views[i]);
@@ -328,14 +342,8 @@ TEST(WordKernelsTest, SetItemsAddsAsHashThenSet) {
           const FilterConfig c = Config(def.id, static_cast<uint64_t>(n), p);
           const Geometry& g = c.geometry;
           SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(g.hashes));
-          std::vector<std::string> items;
-          for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
-            const size_t len = std::vector<size_t>{0, 2, 6, 11, 40, 200, 300}[i % 7];
-            std::string item = std::to_string(i % 1500) + "-";  // repeats past 1500
-            while (item.size() < len) item.push_back(static_cast<char>('a' + i % 26));
-            if (i % 9 == 0) item += "订单";
-            items.push_back(len == 0 && i > 0 ? std::string() : item);
-          }
+          // Repeats past 1500, in random order.
+          std::vector<std::string> items = ItemsOfEveryLength(static_cast<size_t>(n), 1500, rng);
           std::shuffle(items.begin(), items.end(), rng);
           const std::vector<std::string_view> views(items.begin(), items.end());
           std::vector<Hash128> hashes(views.size());
