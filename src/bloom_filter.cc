@@ -27,6 +27,16 @@ namespace redbloom {
 using internal::FilterContext;
 using internal::KindOf;
 
+namespace {
+
+// Whether an item of `encoding` is hashed as its own bytes (utf8, once
+// validated, and bytes), not as bytes built from it.
+bool ItemsAreTheirBytes(Encoding encoding) {
+  return encoding == Encoding::kUtf8 || encoding == Encoding::kBytes;
+}
+
+}  // namespace
+
 // What an open filter holds: its config, its cells on the store, and what its
 // kind's policy keeps between calls.
 struct BloomFilter::State {
@@ -53,6 +63,9 @@ struct BloomFilter::State {
   internal::WordKernels::TestOneFn single_test_one = nullptr;
   // And its set_one_exclusive (WordKernels::SetOneFor).
   internal::SetOneFn single_set_one = nullptr;
+  // AddMany may take the kernels' one pass (WordBitStore::AddItems): items
+  // that are their bytes, kernels that have it, an array with a writer gate.
+  bool single_add_items = false;
 };
 
 BloomFilter::BloomFilter(Store& store, std::string name, std::shared_ptr<State> state)
@@ -80,6 +93,9 @@ Result<std::shared_ptr<BloomFilter::State>> BloomFilter::Load(Store& store, std:
       state->single_geometry = sizing->geometry;
       state->single_test_one = state->strategy->word_kernels->TestOneFor(sizing->geometry);
       state->single_set_one = state->strategy->word_kernels->SetOneFor(sizing->geometry);
+      state->single_add_items = ItemsAreTheirBytes(config.encoding) &&
+                                state->strategy->word_kernels->set_items_exclusive != nullptr &&
+                                cells->ItemAddsFit();
     }
   }
   return state;
@@ -288,7 +304,7 @@ Status HashBuiltItems(Encoding encoding, const internal::StrategyDef& strategy,
 Status HashItems(const FilterConfig& config, std::span<const std::string_view> items,
                  Hash128* out) {
   const internal::StrategyDef& strategy = internal::StrategyOf(config.strategy);
-  if (config.encoding == Encoding::kUtf8 || config.encoding == Encoding::kBytes) {
+  if (ItemsAreTheirBytes(config.encoding)) {
     // The item is its own bytes: validated and hashed while in L1, without
     // a Status per item (a quarter of a batched `block` check went there).
     // Measured in one process over 1e6 and 1e7 ORD-i items (best of 9
@@ -407,13 +423,11 @@ Status BloomFilter::Add(std::string_view item, bool* added) {
 Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added) {
   // The direct path of single calls, as ContainsMany takes it, for kernels
   // that hash a batch in the pass that sets it (block's
-  // set_items_exclusive): the items are validated first, so that a bad one
-  // writes nothing, then hashed and added in one pass. Anything it does not
-  // take (another writer holding the filter, a read-only file, a rebuilt
-  // filter) goes the general way.
-  if (const State& st = state();
-      st.single != nullptr && st.strategy->word_kernels->set_items_exclusive != nullptr &&
-      (st.config.encoding == Encoding::kUtf8 || st.config.encoding == Encoding::kBytes)) {
+  // set_items_exclusive, State::single_add_items): the items are validated
+  // first, so that a bad one writes nothing, then hashed and added in one
+  // pass. Anything it does not take (another writer holding the filter, a
+  // rebuilt filter) goes the general way.
+  if (const State& st = state(); st.single_add_items) {
     if (st.config.encoding == Encoding::kUtf8) {
       if (Status s = CheckUtf8(items, 0); !s.ok()) return Refused(std::move(s), added);
     }
@@ -483,10 +497,9 @@ Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
   // hashes stored between two. Anything else, and anything it cannot answer
   // (a rebuilt or dropped filter, a geometry the kernels do not take), goes
   // the general way below.
-  if (const State& st = state();
-      st.single != nullptr && present != nullptr &&
-      st.strategy->word_kernels->test_items != nullptr &&
-      (st.config.encoding == Encoding::kUtf8 || st.config.encoding == Encoding::kBytes)) {
+  if (const State& st = state(); st.single != nullptr && present != nullptr &&
+                                 st.strategy->word_kernels->test_items != nullptr &&
+                                 ItemsAreTheirBytes(st.config.encoding)) {
     present->resize(items.size());
     bool ascii = false;
     if (st.single->TestItems(items, *st.strategy->word_kernels, st.single_geometry, present->data(),
@@ -752,14 +765,27 @@ BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string_view bitmap
               std::min<size_t>(bitmap.size(), static_cast<size_t>(config.data_bytes())));
 }
 
+namespace {
+
+// The in-memory stores' kernels, where they build a bitmap of `config`: one
+// array of 1-bit cells and a k they take; else null.
+const internal::WordKernels* KernelsFor(const FilterConfig& config) {
+  const internal::WordKernels* kernels = internal::StrategyOf(config.strategy).word_kernels;
+  if (kernels == nullptr || !config.one_array() || config.cell_bits() != 1 ||
+      config.geometry.hashes > kernels->max_hashes) {
+    return nullptr;
+  }
+  return kernels;
+}
+
+}  // namespace
+
 Status BitmapBuilder::Add(std::span<const std::string_view> items) {
   // As BloomFilter::AddMany: validated first, then hashed and set in one
   // pass where the kernels take it.
-  const internal::StrategyDef& strategy = internal::StrategyOf(config_.strategy);
-  if (const internal::WordKernels* kernels = strategy.word_kernels;
-      kernels != nullptr && kernels->set_items_exclusive != nullptr && config_.one_array() &&
-      config_.cell_bits() == 1 && config_.geometry.hashes <= kernels->max_hashes &&
-      (config_.encoding == Encoding::kUtf8 || config_.encoding == Encoding::kBytes)) {
+  if (const internal::WordKernels* kernels = KernelsFor(config_);
+      kernels != nullptr && kernels->set_items_exclusive != nullptr &&
+      ItemsAreTheirBytes(config_.encoding)) {
     if (config_.encoding == Encoding::kUtf8) REDBLOOM_RETURN_IF_ERROR(CheckUtf8(items, 0));
     const int64_t fresh =
         kernels->set_items_exclusive(items, config_.geometry, words_->words.get(), nullptr);
@@ -788,8 +814,7 @@ Status BitmapBuilder::AddHashes(std::span<const Hash128> hashes) {
   const bool counters = config_.cell_bits() == 4;
   uint64_t* words = words_->words.get();
   items_ += hashes.size();
-  if (const internal::WordKernels* kernels = strategy.word_kernels;
-      kernels != nullptr && !counters && k <= kernels->max_hashes) {
+  if (const internal::WordKernels* kernels = KernelsFor(config_); kernels != nullptr) {
     // The in-memory stores' own add (word_kernels.h), as the bitmap's only
     // writer: without it a load of 1e7 items was slower than adding them.
     new_items_ += static_cast<uint64_t>(kernels->set_exclusive(hashes, g, words, nullptr));

@@ -166,6 +166,10 @@ class WordBitStore final : public BitStore, public HashedCells {
   // answer that way (part 0 was dropped or replaced, or is read-only): the
   // caller then takes the general path, which says why.
   bool SingleItemsFit(const StrategyDef& strategy, const Geometry& g) const;
+  // Whether AddItems can take part 0's batches: an array with a writer gate
+  // (mem:; a file's other writers may be other processes, so its adds stay
+  // shared).
+  bool ItemAddsFit() const { return main_raw_ != nullptr && main_raw_->writers != nullptr; }
   // TestOne is inline (word_kernels.h), as is LiveMain: their two calls and
   // register saves were about a tenth of a single check's time (single /
   // batched at 1e6: guava64 2.1 -> 1.9), keeping the core from overlapping
