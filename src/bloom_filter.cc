@@ -60,7 +60,7 @@ struct BloomFilter::State {
   internal::WordBitStore* single = nullptr;
   Geometry single_geometry;  // part 0's
   // The kernels' test_one, resolved for single_geometry (WordKernels::TestOneFor).
-  internal::WordKernels::TestOneFn single_test_one = nullptr;
+  internal::TestOneFn single_test_one = nullptr;
   // And its set_one_exclusive (WordKernels::SetOneFor).
   internal::SetOneFn single_set_one = nullptr;
   // AddMany may take the kernels' one pass (WordBitStore::AddItems): items

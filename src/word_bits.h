@@ -35,8 +35,10 @@ namespace redbloom::internal {
 
 struct WordKernels;
 struct OneItem;
-// A kernel that sets one item's bits, holding the array alone
-// (WordKernels::set_one_exclusive); whether the item turned a bit on.
+// The single-item kernels' types (word_kernels.h): whether one item's bits
+// are all set (WordKernels::test_one), and setting them holding the array
+// alone (WordKernels::set_one_exclusive): whether the item turned a bit on.
+using TestOneFn = bool (*)(const Hash128& hash, const Geometry& g, uint64_t* words, OneItem* item);
 using SetOneFn = bool (*)(const Hash128& hash, const Geometry& g, uint64_t* words,
                           const OneItem* item);
 

@@ -163,8 +163,6 @@ struct WordKernels {
   // its loop, prefetches or vector set-up (single-item calls, where those
   // were most of the kernel's instructions). Leaves in *item, unless item is
   // null (a check), where the bits are, for set_one_exclusive.
-  using TestOneFn = bool (*)(const Hash128& hash, const Geometry& g, uint64_t* words,
-                             OneItem* item);
   TestOneFn test_one;
   // set_exclusive for one item, without its loop: whether it turned a bit
   // on (a single add that holds WordArray::writers alone). `item` is what

@@ -206,7 +206,7 @@ TEST(WordKernelsTest, KernelsSetExactlyTheOffsetsBits) {
           kernels.test(probes, g, exclusive.get(), present.data());
           std::vector<uint64_t> item(g.hashes);
           size_t positives = 0;
-          const WordKernels::TestOneFn resolved = kernels.TestOneFor(g);
+          const internal::TestOneFn resolved = kernels.TestOneFor(g);
           for (size_t i = 0; i < probes.size(); ++i) {
             ComputeOffsets(s, probes[i], g, item.data());
             ASSERT_EQ(present[i], want.Has(item) ? 1 : 0) << "probe " << i;

@@ -441,10 +441,11 @@ template <bool kTwo>
 // The single-check kernel for g (test_one_for): TestOneResolved's form for
 // g where this CPU has AVX2, else TestOne. TestOneResolved is compiled for
 // AVX2 throughout, so it is never handed out on a CPU without.
-WordKernels::TestOneFn TestOneFor([[maybe_unused]] const Geometry& g) {
+TestOneFn TestOneFor([[maybe_unused]] const Geometry& g) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
-    return g.hashes <= kBlockWords ? &TestOneResolved<false> : &TestOneResolved<true>;
+    return WithAvx2Form(
+        g, [](auto two) -> TestOneFn { return &TestOneResolved<decltype(two)::value>; });
   }
 #endif
   return &TestOne;
@@ -500,7 +501,8 @@ template <bool kTwo>
 SetOneFn SetOneFor([[maybe_unused]] const Geometry& g) {
 #ifdef REDBLOOM_BLOCK_AVX2
   if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
-    return g.hashes <= kBlockWords ? &SetOneResolved<false> : &SetOneResolved<true>;
+    return WithAvx2Form(g,
+                        [](auto two) -> SetOneFn { return &SetOneResolved<decltype(two)::value>; });
   }
 #endif
   return &SetOneExclusive;
