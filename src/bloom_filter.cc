@@ -146,9 +146,13 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
                             const std::function<Status(BloomFilter&)>& fill) {
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
   REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(options));
-  if (!config.one_array()) {
-    return internal::CheckReplaceable(config).WithContext("rebuild of '" + std::string(name) + "'");
-  }
+  const std::string context = "rebuild of '" + std::string(name) + "'";
+  if (!config.one_array()) return internal::CheckReplaceable(config).WithContext(context);
+  // The filter replaced must be one array as well: the other parts of a
+  // sharded, scaling or window filter would outlive the swap, orphaned
+  // beside a filter that no longer knows them. Asked before anything is
+  // built; the stores' Replace asks again at the swap.
+  REDBLOOM_RETURN_IF_ERROR(internal::CheckReplaced(store.ReadConfig(name)).WithContext(context));
   // A name no user filter can have, kept beside NAME by every store.
   const std::string temp = TemporaryName(name);
   // A rebuild that died half-way leaves its temporary filter; start afresh.
@@ -159,7 +163,7 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
   if (s.ok()) s = replacement->Flush();
   if (!s.ok()) {
     (void)store.Drop(temp);  // the old filter is untouched; report the fill error
-    return s.WithContext("rebuild of '" + std::string(name) + "'");
+    return s.WithContext(context);
   }
   return store.Replace(name, temp);
 }

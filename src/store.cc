@@ -109,15 +109,19 @@ Status CheckUnsharded(const FilterConfig& config, std::string_view store_url) {
       std::string(store_url) + " keeps a filter in one place: create it with --shards 1");
 }
 
-Status CheckReplaceable(const FilterConfig& replacement) {
-  if (replacement.one_array()) return Status::Ok();
-  if (replacement.shards > 1) {
+Status CheckReplaceable(const FilterConfig& config) {
+  if (config.one_array()) return Status::Ok();
+  if (config.shards > 1) {
     return Status::InvalidArgument(
         "a sharded filter cannot be rebuilt: its shards live in several cluster slots, which no "
         "one command can swap at once");
   }
   return Status::InvalidArgument("only plain and counting filters can be replaced, not a " +
-                                 std::string(FilterKindName(replacement.kind)) + " filter");
+                                 std::string(FilterKindName(config.kind)) + " filter");
+}
+
+Status CheckReplaced(const Result<FilterConfig>& old) {
+  return old.ok() ? CheckReplaceable(*old) : Status::Ok();
 }
 
 Status ConfigChangedStatus(std::string_view name) {

@@ -29,8 +29,15 @@ Status ConfigChangedStatus(std::string_view name);
 // Stores that keep a filter in one place (mem:, file:) refuse shards.
 Status CheckUnsharded(const FilterConfig& config, std::string_view store_url);
 
-// Store::Replace takes only filters with one array (kInvalidArgument else).
-Status CheckReplaceable(const FilterConfig& replacement);
+// Store::Replace takes only filters with one array, and replaces only those
+// (kInvalidArgument else): the other parts of a sharded, scaling or window
+// filter would outlive the swap.
+Status CheckReplaceable(const FilterConfig& config);
+
+// CheckReplaceable for the config read under the name being replaced. A
+// name whose config cannot be read (no filter, or a damaged one: a rebuild
+// is how one is mended) may be replaced.
+Status CheckReplaced(const Result<FilterConfig>& old);
 
 // When a filter created now expires: 0 (never) without a TTL.
 uint64_t FilterExpiry(const Clock& clock, const FilterConfig& config);

@@ -375,6 +375,49 @@ TEST_P(KindsTest, RebuildLeavesEveryUserFilterAloneAndTakesAnyName) {
   for (const auto& n : *names) EXPECT_NE(n.front(), '.') << "a temporary filter is listed";
 }
 
+// Only a filter of one array is replaced: a scaling or window filter's other
+// parts would outlive the swap, orphaned. Rebuild refuses before building
+// anything, and the store's Replace refuses at the swap itself; the filter
+// keeps its items and no temporary filter is left.
+TEST_P(KindsTest, RebuildRefusesAFilterOfSeveralParts) {
+  const auto items = Items("ORD-", 300);
+  const FilterOptions plain{.capacity = 500, .error_rate = 0.01};
+  std::vector<FilterOptions> several = {
+      {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling},
+      {.capacity = 100,
+       .error_rate = 0.01,
+       .kind = FilterKind::kWindow,
+       .window_millis = 60000,
+       .slices = 4},
+  };
+  if (is_redis()) several.push_back({.capacity = 1000, .error_rate = 0.01, .shards = 4});
+  for (const FilterOptions& o : several) {
+    const std::string kind(o.shards > 1 ? "sharded" : FilterKindName(o.kind));
+    auto f = Make("m", o);
+    ASSERT_NE(f, nullptr);
+    ASSERT_TRUE(f->AddMany(Views(items)).ok());
+    Status s = BloomFilter::Rebuild(*store_, "m", plain, [&](BloomFilter& fresh) {
+      ADD_FAILURE() << kind << ": a refused rebuild built its replacement";
+      return fresh.AddMany(Views(items));
+    });
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << kind << ": " << s.ToString();
+    EXPECT_NE(s.ToString().find(o.shards > 1 ? "a sharded filter cannot be rebuilt"
+                                             : "not a " + kind + " filter"),
+              std::string::npos)
+        << s.ToString();
+    ASSERT_TRUE(BloomFilter::Create(*store_, "plain", plain).ok());
+    s = store_->Replace("m", "plain");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << kind << ": " << s.ToString();
+    auto kept = BloomFilter::Open(*store_, "m");
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    EXPECT_EQ((*kept)->config().kind, o.kind);
+    EXPECT_EQ(CountPresent(**kept, items), 300) << kind;
+    EXPECT_EQ(testing::ValueOrFail(store_->List()), (std::vector<std::string>{"m", "plain"}));
+    ASSERT_TRUE(store_->Drop("m").ok());
+    ASSERT_TRUE(store_->Drop("plain").ok());
+  }
+}
+
 TEST_P(KindsTest, InvalidKindParametersAreRejectedBeforeAnythingIsCreated) {
   for (FilterOptions o : std::vector<FilterOptions>{
            {.capacity = 10, .error_rate = 0.1, .kind = FilterKind::kScaling, .expansion = 0.5},

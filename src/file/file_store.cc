@@ -237,6 +237,7 @@ class FileStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(source));
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader replacement, ReadMain(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
+    REDBLOOM_RETURN_IF_ERROR(CheckReplaced(ReadConfig(name)));
     // Hold the old file open across the rename, to flag it afterwards.
     int old_fd = ::open(PathOf(name).c_str(), O_RDWR | O_CLOEXEC);
     FdCloser old(old_fd);

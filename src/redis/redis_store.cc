@@ -392,6 +392,7 @@ class RedisStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(source));
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta replacement, ReadMeta(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
+    REDBLOOM_RETURN_IF_ERROR(CheckReplaced(ReadConfig(name)));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const FilterKeys from = KeysFor(source, shared_->keys);
     // Readers of the old filter see the new one on their next call: the same
