@@ -229,6 +229,58 @@ TEST_F(CliTest, InfoTextAndJson) {
   EXPECT_GT(j["bits_set"].get<int>(), 0);
 }
 
+// A rebuild keeps what its flags leave out: a seed / utf8x2 counting filter
+// with a TTL (one Java services share, say) stays one, and only the flags
+// given change. Before, every flag left out fell back to create's default
+// (block, utf8, plain, no TTL), and the Java side missed what it added.
+TEST_F(CliTest, RebuildKeepsTheParametersItIsNotGiven) {
+  Create("r", {"--strategy", "seed", "--encoding", "utf8x2", "--counting", "--ttl", "1h"});
+  const std::string path = WriteFile("r.txt", "a\nb\nc\n");
+  auto info = [&] {
+    auto r = Run({"info", "r", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  auto r = Run({"rebuild", "r", "--file", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = info();
+  EXPECT_EQ(j["kind"], "counting");
+  EXPECT_EQ(j["strategy"], "seed");
+  EXPECT_EQ(j["encoding"], "utf8x2");
+  EXPECT_EQ(j["capacity"], 1000);
+  EXPECT_EQ(j["error_rate"], 0.01);
+  EXPECT_EQ(j["ttl_seconds"], 3600);
+  EXPECT_EQ(j["items_added"], 3);
+  EXPECT_EQ(Run({"remove", "-q", "r", "a"}).exit_code, 0) << "still a counting filter";
+  // Only what is given changes.
+  r = Run({"rebuild", "r", "--file", path, "-n", "5000", "--plain", "--ttl", "2h"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = info();
+  EXPECT_EQ(j["kind"], "plain");
+  EXPECT_EQ(j["strategy"], "seed");
+  EXPECT_EQ(j["encoding"], "utf8x2");
+  EXPECT_EQ(j["capacity"], 5000);
+  EXPECT_EQ(j["error_rate"], 0.01);
+  EXPECT_EQ(j["ttl_seconds"], 7200);
+  r = Run({"rebuild", "r", "--file", path, "--strategy", "guava64", "--no-ttl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = info();
+  EXPECT_EQ(j["strategy"], "guava64");
+  EXPECT_EQ(j["capacity"], 5000);
+  EXPECT_EQ(j["ttl_seconds"], 0);
+  auto check = Run({"check", "r", "a", "b", "c"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  // Flags that contradict each other change nothing.
+  for (std::vector<std::string> flags : std::vector<std::vector<std::string>>{
+           {"--counting", "--plain"}, {"--ttl", "1h", "--no-ttl"}, {"-n", "0"}}) {
+    std::vector<std::string> cmd = {"rebuild", "r", "--file", path};
+    cmd.insert(cmd.end(), flags.begin(), flags.end());
+    r = Run(cmd);
+    EXPECT_EQ(r.exit_code, 2) << flags[0] << ": " << r.err;
+  }
+  EXPECT_EQ(info()["strategy"], "guava64");
+}
+
 TEST_F(CliTest, InfoSaysWhenTheSeedSizeWasCapped) {
   auto r =
       Run({"create", "huge", "--capacity", "300000000", "--error", "0.01", "--strategy", "seed"});

@@ -335,15 +335,64 @@ int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::strin
   return 0;
 }
 
-int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
-               const std::string& file) {
-  auto options = sizing.Parse();
-  if (!options.ok()) return Fail(options.status());
+// A rebuild's replacement: the filter's own parameters (`old`), with those
+// the flags give. Leaving a flag out must not turn a seed / utf8x2 filter
+// that Java services share into a block / utf8 one (they would then miss
+// what they add), nor a counting filter into one that cannot remove, nor
+// drop a TTL.
+Result<FilterOptions> RebuildOptions(const SizingFlags& flags, bool plain, bool no_ttl,
+                                     const FilterConfig& old) {
+  FilterOptions o = OptionsOf(old);
+  if (!flags.capacity.empty() || !flags.error.empty()) {
+    if (old.geometry_given && (flags.capacity.empty() || flags.error.empty())) {
+      return Status::InvalidArgument(
+          "give both --capacity and --error: the filter's bits and hashes were given, not sized");
+    }
+    if (!flags.capacity.empty()) {
+      auto n = ParseUint64(flags.capacity);
+      if (!n.ok()) return n.status().WithContext("--capacity");
+      o.capacity = *n;
+    }
+    if (!flags.error.empty()) {
+      auto p = ParseDouble(flags.error);
+      if (!p.ok()) return p.status().WithContext("--error");
+      o.error_rate = *p;
+    }
+    o.bits = 0;
+    o.hashes = 0;
+  }
+  if (flags.strategy_option->count() > 0) {
+    REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(flags.strategy));
+  }
+  if (flags.encoding_option->count() > 0) {
+    REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(flags.encoding));
+  }
+  if (flags.counting && plain)
+    return Status::InvalidArgument("--counting and --plain exclude each other");
+  if (flags.counting) o.kind = FilterKind::kCounting;
+  if (plain) o.kind = FilterKind::kPlain;
+  if (!flags.ttl.empty() && no_ttl)
+    return Status::InvalidArgument("--ttl and --no-ttl exclude each other");
+  if (!flags.ttl.empty()) {
+    auto t = ParseDurationMillis(flags.ttl);
+    if (!t.ok()) return t.status().WithContext("--ttl");
+    if (*t < 1000) return Status::InvalidArgument("--ttl must be at least 1s");
+    o.ttl_seconds = *t / 1000;
+  }
+  if (no_ttl) o.ttl_seconds = 0;
+  return o;
+}
+
+int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing, bool plain,
+               bool no_ttl, const std::string& file) {
   ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   // The filter must exist: rebuild replaces, it does not create.
-  if (auto old = ctx.store->ReadConfig(name); !old.ok()) return Fail(old.status());
+  auto old = ctx.store->ReadConfig(name);
+  if (!old.ok()) return Fail(old.status());
+  auto options = RebuildOptions(sizing, plain, no_ttl, *old);
+  if (!options.ok()) return Fail(options.status());
   Progress progress(reader.total_bytes());
   uint64_t items = 0;
   Status s = BloomFilter::Rebuild(*ctx.store, name, *options, [&](BloomFilter& f) -> Status {
@@ -378,6 +427,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
     std::string name, file = "-", format, encoding = "utf8", capacity, error;
     std::vector<std::string> sources;
     SizingFlags sizing;
+    bool plain = false, no_ttl = false;  // rebuild
     SizingFlags dedup_sizing;
   };
   auto flags = std::make_shared<Flags>();
@@ -434,15 +484,23 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   auto* rebuild = app.add_subcommand(
       "rebuild",
       "Atomically replace a plain or counting filter with one built from --file, possibly with "
-      "new parameters; readers see the old filter until the swap, then the new one");
+      "new parameters (those left out stay the filter's own); readers see the old filter until "
+      "the swap, then the new one");
   rebuild->add_option("NAME", flags->name, "Filter name (must exist)")->required();
   rebuild->add_option("--file,-f", flags->file, "Items, one per line: PATH, or - for stdin")
       ->required();
-  flags->sizing.AddTo(rebuild, StrategyName(kDefaultStrategy));
+  flags->sizing.AddTo(rebuild, StrategyName(kDefaultStrategy), SizingFlags::Need::kFromExisting);
   rebuild->add_flag("--counting", flags->sizing.counting, "Rebuild as a counting filter");
+  rebuild->add_flag("--plain", flags->plain, "Rebuild as a plain filter");
+  rebuild->add_option("--ttl", flags->sizing.ttl,
+                      "Delete the rebuilt filter this long after the rebuild (default: the "
+                      "filter's own TTL, counted from the rebuild)");
+  rebuild->add_flag("--no-ttl", flags->no_ttl, "The rebuilt filter never expires");
 
   return [=, &ctx]() -> int {
-    if (*rebuild) return RunRebuild(ctx, flags->name, flags->sizing, flags->file);
+    if (*rebuild) {
+      return RunRebuild(ctx, flags->name, flags->sizing, flags->plain, flags->no_ttl, flags->file);
+    }
     if (*load) return RunLoad(ctx, flags->name, flags->file);
     if (*import) {
       return RunImport(ctx, flags->name, flags->format, flags->file, flags->encoding,

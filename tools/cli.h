@@ -65,6 +65,8 @@ struct SizingFlags {
     // dedup: given, they (and the kind flags) create the filter if it is
     // missing; left out, the filter must exist.
     kCreateIfMissing,
+    // rebuild: what is left out is the filter's own (RebuildOptions).
+    kFromExisting,
   };
   Need need = Need::kRequired;
   const CLI::Option* strategy_option = nullptr;
@@ -81,6 +83,8 @@ struct SizingFlags {
                   std::string(how == Need::kJavaRecorded
                                   ? "; leave out with --error to take those Redisson recorded "
                                     "(strategy redisson)"
+                              : how == Need::kFromExisting
+                                  ? "; leave out with --error to keep the filter's own"
                                   : "");
     auto* n = cmd->add_option("--capacity,-n", capacity, capacity_help);
     auto* p = cmd->add_option("--error,-p", error,
@@ -94,10 +98,19 @@ struct SizingFlags {
     for (Strategy s : Strategies()) {
       help += "\n  " + std::string(StrategyName(s)) + ": " + std::string(StrategySummary(s));
     }
-    strategy_option = cmd->add_option("--strategy", strategy, help)->capture_default_str();
-    encoding_option = cmd->add_option("--encoding", encoding,
-                                      "Item encoding: utf8, utf8x2, int32, int64 or bytes")
-                          ->capture_default_str();
+    std::string encoding_help = "Item encoding: utf8, utf8x2, int32, int64 or bytes";
+    if (how == Need::kFromExisting) {
+      help += "\n(default: the filter's own)";
+      encoding_help += " (default: the filter's own)";
+    }
+    auto* s = cmd->add_option("--strategy", strategy, help);
+    auto* e = cmd->add_option("--encoding", encoding, encoding_help);
+    if (how != Need::kFromExisting) {
+      s->capture_default_str();
+      e->capture_default_str();
+    }
+    strategy_option = s;
+    encoding_option = e;
   }
 
   // Whether any flag that sizes or shapes a new filter was given.
