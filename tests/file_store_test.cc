@@ -208,6 +208,32 @@ TEST_F(FileStoreTest, VersionOneFilesStillOpen) {
 // Reading a store creates nothing: `list`, `info` and `check` on a store
 // directory that does not exist answer (an empty list, not found) and leave
 // no directory behind; the first create makes it.
+// A scaling filter whose layer file was deleted is kDataLoss on every check
+// and add, not a filter whose items in that layer read as absent.
+TEST_F(FileStoreTest, LostLayerOfAScalingFilterIsDataLoss) {
+  auto f = BloomFilter::Create(
+      *store_, "sc",
+      FilterOptions{.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::vector<std::string> items;
+  for (int i = 0; i < 2000; ++i) items.push_back("S-" + std::to_string(i));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  ASSERT_TRUE((*f)->AddMany(views).ok());
+  const std::string layer = dir_.path() + "/.sc.parts/2.rbf";
+  ASSERT_TRUE(std::filesystem::exists(layer)) << "the filter grew past three layers";
+  ASSERT_TRUE(std::filesystem::exists(dir_.path() + "/.sc.parts/3.rbf"));
+  std::filesystem::remove(layer);
+  auto reopened = BloomFilter::Open(*store_, "sc");
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  std::vector<uint8_t> present;
+  Status check = (*reopened)->ContainsMany(views, &present);
+  EXPECT_EQ(check.code(), StatusCode::kDataLoss) << "never \"absent\": " << check.ToString();
+  EXPECT_NE(check.ToString().find("has lost layer 2"), std::string::npos) << check.ToString();
+  EXPECT_EQ((*reopened)->Add("new").code(), StatusCode::kDataLoss);
+  // The handle that knew the layer says so too.
+  EXPECT_EQ((*f)->ContainsMany(views, &present).code(), StatusCode::kDataLoss);
+}
+
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {
   testing::TempDir dir;
   const std::string store = dir.path() + "/d";

@@ -131,6 +131,16 @@ class ScalingPolicy final : public KindPolicy {
       return Status::DataLoss("scaling filter '" + std::string(f.name()) +
                               "' has lost its first layer");
     }
+    // Layers are created in order, each once the one before is full, so
+    // they are dense: a gap is a layer lost (a file deleted), whose items
+    // would otherwise read as absent. (A store that lists its layers itself,
+    // as Redis does, says so before this.)
+    for (uint64_t i = 0; i < now.size(); ++i) {
+      if (now[i] != i) {
+        return Status::DataLoss("scaling filter '" + std::string(f.name()) + "' has lost layer " +
+                                std::to_string(i) + " of " + std::to_string(now.back() + 1));
+      }
+    }
     f.cache().set_known_parts(now);
     return now;
   }
