@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "redbloom/filter_config.h"
+
 // The double-double arithmetic below relies on every operation rounding
 // once: no fused multiply-add may merge two of them (GCC in ISO C++ mode
 // does not; clang would where the target has FMA).
@@ -184,7 +186,7 @@ Result<Geometry> SeedGeometry(uint64_t capacity, double error_rate) {
   const int32_t m = JavaDoubleToInt(raw);
   if (m <= 0) {
     return Status::InvalidArgument("capacity " + std::to_string(capacity) + " at error rate " +
-                                   std::to_string(error_rate) + " gives a filter of 0 bits");
+                                   FormatDouble(error_rate) + " gives a filter of 0 bits");
   }
   REDBLOOM_ASSIGN_OR_RETURN(uint32_t k, OptimalHashes(capacity, m));
   Geometry g;
@@ -199,7 +201,7 @@ Result<Geometry> Guava64Geometry(uint64_t capacity, double error_rate) {
   const int64_t m = JavaDoubleToLong(RawBits(capacity, error_rate));
   if (m <= 0) {
     return Status::InvalidArgument("capacity " + std::to_string(capacity) + " at error rate " +
-                                   std::to_string(error_rate) + " gives a filter of 0 bits");
+                                   FormatDouble(error_rate) + " gives a filter of 0 bits");
   }
   REDBLOOM_ASSIGN_OR_RETURN(uint32_t k, OptimalHashes(capacity, m));
   const uint64_t words = (static_cast<uint64_t>(m) + 63) / 64;

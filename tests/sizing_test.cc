@@ -80,6 +80,17 @@ TEST(SizingTest, RejectsInvalidParametersBeforeAnythingIsCreated) {
   EXPECT_EQ(Guava64Geometry(10, 1e-300).status().code(), StatusCode::kInvalidArgument);
   // The helper takes an int capacity.
   EXPECT_EQ(SeedGeometry(3'000'000'000ULL, 0.01).status().code(), StatusCode::kInvalidArgument);
+  // The rate is named as given: "1e-300", not the "0.000000" of %f, which
+  // reads as if 0 had been sent.
+  for (Strategy s : {Strategy::kBlock, Strategy::kGuava64}) {
+    auto tiny = MakeConfig({.capacity = 100, .error_rate = 1e-300, .strategy = s});
+    EXPECT_EQ(tiny.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(tiny.status().message().find("0.000000"), std::string::npos)
+        << tiny.status().message();
+  }
+  auto empty = Guava64Geometry(1, 0.99);
+  EXPECT_NE(empty.status().message().find("error rate 0.99 "), std::string::npos)
+      << empty.status().message();
 }
 
 TEST(SizingTest, FppAndCountEstimates) {

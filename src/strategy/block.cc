@@ -592,7 +592,7 @@ Result<Geometry> BlockGeometry(uint64_t capacity, double error_rate) {
   }
   if (best.bits == 0 || best.bits > kMaxBits) {
     return Status::InvalidArgument("capacity " + std::to_string(capacity) + " at error rate " +
-                                   std::to_string(error_rate) + " needs more than " +
+                                   FormatDouble(error_rate) + " needs more than " +
                                    std::to_string(kMaxBits) + " bits");
   }
   return best;
