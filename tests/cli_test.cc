@@ -281,6 +281,35 @@ TEST_F(CliTest, RebuildKeepsTheParametersItIsNotGiven) {
   EXPECT_EQ(info()["strategy"], "guava64");
 }
 
+// A chunk that fails part-way (here a scaling filter out of its 32 layers)
+// may have written some of its items: the run says so, on stderr and in the
+// JSON, rather than reporting 0 items added.
+TEST_F(CliTest, AChunkThatFailsPartWaySaysSomeMayHaveBeenAdded) {
+  Create("cap", {"--scaling", "--expansion", "1"}, "1");
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "C-" + std::to_string(i) + "\n";
+  const std::string path = WriteFile("cap.txt", text);
+  auto r = Run({"add", "--json", "cap", "--file", path});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["error"]["code"], "resource_exhausted");
+  EXPECT_EQ(j["unconfirmed"], 40);
+  EXPECT_NE(r.err.find("some of the first 40 items may have been added"), std::string::npos)
+      << r.err;
+  auto check = Run({"check", "-q", "cap", "--file", path});
+  EXPECT_NE(check.exit_code, 3) << check.err;
+  auto info = nlohmann::json::parse(Run({"info", "cap", "--json"}).out);
+  EXPECT_GT(info["items_added"].get<int>(), 0) << "the unconfirmed items were in fact added";
+  // A bad item fails its chunk before anything is written: nothing unconfirmed.
+  Create("u");
+  auto bad = Run({"add", "--json", "u", "ok", "bad\xff"});
+  EXPECT_EQ(bad.exit_code, 2);
+  const auto bad_json = nlohmann::json::parse(bad.out, nullptr, false);
+  ASSERT_FALSE(bad_json.is_discarded()) << bad.out;
+  EXPECT_EQ(bad_json["error"]["code"], "invalid_argument");
+  EXPECT_FALSE(bad_json.contains("unconfirmed")) << bad.out;
+}
+
 TEST_F(CliTest, InfoSaysWhenTheSeedSizeWasCapped) {
   auto r =
       Run({"create", "huge", "--capacity", "300000000", "--error", "0.01", "--strategy", "seed"});

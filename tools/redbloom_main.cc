@@ -123,8 +123,10 @@ enum class ItemOp { kAdd, kCheck, kRemove };
 // The per-item key and the counts: add "new"; check "present" and "absent";
 // remove "removed" and "not_removed". An error once the filter is open still
 // ends the document, with the items done before it and "error":{"code",
-// "message"}. Items that are not UTF-8 (a bytes filter) show U+FFFD for each
-// bad byte, as JSON can only hold text.
+// "message"}, plus "unconfirmed":N when the call that failed may have
+// written some of its N items before it failed (a store error, or a scaling
+// filter out of layers, part-way through a chunk). Items that are not UTF-8 (a bytes filter) show
+// U+FFFD for each bad byte, as JSON can only hold text.
 class JsonItemsWriter {
  public:
   JsonItemsWriter(const std::string& filter, ItemOp op) : op_(op) {
@@ -146,7 +148,7 @@ class JsonItemsWriter {
     std::cout << out;
   }
 
-  void End(const Status& error) {
+  void End(const Status& error, uint64_t unconfirmed = 0) {
     std::cout << "\n],\"count\":" << count_;
     switch (op_) {
       case ItemOp::kAdd:
@@ -162,6 +164,7 @@ class JsonItemsWriter {
     if (!error.ok()) {
       std::cout << ",\"error\":{\"code\":" << Quote(std::string(StatusCodeName(error.code())))
                 << ",\"message\":" << Quote(error.message()) << "}";
+      if (unconfirmed > 0) std::cout << ",\"unconfirmed\":" << unconfirmed;
     }
     std::cout << "}\n";
   }
@@ -197,15 +200,22 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   bool any_absent = false;
   std::string out;
   // Stops the run: says what was done before the error, ends the JSON.
-  const auto stop = [&](const Status& s) {
-    if (op == ItemOp::kAdd && done > 0) {
-      std::cerr << "redbloom: the first " << done
-                << " items were added; nothing after them was (adding again is harmless)\n";
+  // `unconfirmed`: items of the failed call that it may have written before
+  // failing (a bad item fails its call before anything is written).
+  const auto stop = [&](const Status& s, uint64_t unconfirmed = 0) {
+    if (op == ItemOp::kCheck) unconfirmed = 0;
+    const char* verb = op == ItemOp::kAdd ? "added" : "processed";
+    if (done > 0 || unconfirmed > 0) {
+      std::cerr << "redbloom: ";
+      if (done > 0) std::cerr << "the first " << done << " items were " << verb;
+      if (done > 0 && unconfirmed > 0) std::cerr << ", and some of the next " << unconfirmed;
+      if (done == 0) std::cerr << "some of the first " << unconfirmed << " items";
+      if (unconfirmed > 0)
+        std::cerr << " may have been" << (done > 0 ? "" : " ") << (done > 0 ? "" : verb);
+      std::cerr << "; nothing after them was"
+                << (op == ItemOp::kAdd ? " (adding again is harmless)" : "") << "\n";
     }
-    if (op == ItemOp::kRemove && done > 0) {
-      std::cerr << "redbloom: the first " << done << " items were processed\n";
-    }
-    if (json_out) json_out->End(s);
+    if (json_out) json_out->End(s, unconfirmed);
     return Fail(s);
   };
   while (true) {
@@ -218,10 +228,12 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
                                     : (*filter)->RemoveMany(views, &answers);
     if (!s.ok()) {
       const char* what = op == ItemOp::kCheck ? "check" : op == ItemOp::kAdd ? "add" : "remove";
-      // A bad item is named by its place in the input (a line number).
-      return stop(s.code() == StatusCode::kInvalidArgument
-                      ? source.Locate(s, (*filter)->config().encoding, chunk)
-                      : s.WithContext(what));
+      // A bad item is named by its place in the input (a line number); it
+      // failed the call before anything was written.
+      if (s.code() == StatusCode::kInvalidArgument) {
+        return stop(source.Locate(s, (*filter)->config().encoding, chunk));
+      }
+      return stop(s.WithContext(what), chunk.size());
     }
     if (json_out) {
       json_out->Chunk(chunk, answers);
