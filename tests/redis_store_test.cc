@@ -463,6 +463,50 @@ TEST_F(RedisStoreTest, KeyOfTheWrongTypeIsAClearConflict) {
   EXPECT_EQ(store_->Create("m", Config()).code(), StatusCode::kDataLoss);
 }
 
+// A sharded create that fails part-way (here WAIT finds no replica) can be
+// repeated, as the README says of every write that fails so: the repeat
+// finishes the filter with the first create's token and expiry, and leaves a
+// shard that create already placed as it is. It once left the filter "being
+// created" until someone dropped it.
+TEST_F(RedisStoreTest, AShardedCreateThatStoppedPartWayIsFinishedByRepeatingIt) {
+  FilterOptions o = Options(4000, 0.01);
+  o.shards = 4;
+  auto waiting = MustOpen(server_->url() + "?wait_replicas=1&wait_timeout_ms=50");
+  ASSERT_NE(waiting, nullptr);
+  auto failed = BloomFilter::Create(*waiting, "spread", o);
+  ASSERT_EQ(failed.status().code(), StatusCode::kUnavailable) << failed.status().ToString();
+  const auto placed = internal::ShardKeysFor("spread", internal::KeyMode::kPlain, 2, 4);
+  ASSERT_EQ(raw_->Int({"EXISTS", placed.bitmap}), 1) << "the shards were placed before WAIT";
+  EXPECT_EQ(raw_->Str({"HGET", "{spread}:meta", "shards_ready"}), "0");
+  // A bit set in a placed shard stands for adds: a repeat must not empty it.
+  ASSERT_EQ(raw_->Int({"SETBIT", placed.bitmap, "7", "1"}), 0);
+  // Other parameters are still a conflict, and finish nothing.
+  FilterOptions other = o;
+  other.capacity = 5000;
+  EXPECT_EQ(BloomFilter::Create(*store_, "spread", other).status().code(), StatusCode::kConflict);
+  EXPECT_EQ(raw_->Str({"HGET", "{spread}:meta", "shards_ready"}), "0");
+
+  bool created = false;
+  auto again = BloomFilter::Create(*store_, "spread", o, &created);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(created) << "the repeat made the filter";
+  EXPECT_EQ(raw_->Str({"HGET", "{spread}:meta", "shards_ready"}), "1");
+  EXPECT_EQ(raw_->Int({"GETBIT", placed.bitmap, "7"}), 1) << "a placed shard was emptied";
+  const auto items = Items(Encoding::kUtf8, 300);
+  ASSERT_TRUE((*again)->AddMany(Views(items)).ok());
+  std::vector<uint8_t> present;
+  ASSERT_TRUE((*again)->ContainsMany(Views(items), &present).ok());
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 300);
+  ASSERT_OK_AND_ASSIGN(const FilterInfo info, (*again)->Info());
+  EXPECT_EQ(info.parts, 4u);
+  // Once finished, a create is an ordinary "exists" again.
+  bool created_twice = true;
+  ASSERT_TRUE(BloomFilter::Create(*store_, "spread", o, &created_twice).ok());
+  EXPECT_FALSE(created_twice);
+  ASSERT_TRUE((*again)->ContainsMany(Views(items), &present).ok());
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 300);
+}
+
 // A shard whose keys are gone (deleted, or lost with a master that failed
 // over before its replica had them): every call that needs the shard is an
 // error, and info does not describe a smaller filter. (Info once skipped it

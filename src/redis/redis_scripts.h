@@ -99,9 +99,19 @@ inline constexpr std::string_view kCreate =
 // A sharded filter's shard S > 0 (see ShardKeysFor): replaces whatever the
 // shard's keys hold (a shard left by an interrupted create or drop) with a
 // sized, empty bitmap and the shard's metadata copy. Run by the creator that
-// won the filter's metadata, before it marks the shards ready.
+// won the filter's metadata, or by a create that finishes one that stopped
+// part-way, before the shards are marked ready. A shard already placed for
+// this filter (its metadata's `name` is the one given, token included) is
+// left alone, so that two creates finishing the same filter never empty a
+// shard the other has already made ready for adds.
 // KEYS: shard meta, shard bitmap. ARGV: bytes, expires_at_ms, field, value...
 inline constexpr std::string_view kCreateShard =
+    "if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('EXISTS', KEYS[2]) == 1 then\n"
+    "  local have = redis.call('HGET', KEYS[1], 'name')\n"
+    "  for i = 3, #ARGV - 1, 2 do\n"
+    "    if ARGV[i] == 'name' and ARGV[i + 1] == have then return 1 end\n"
+    "  end\n"
+    "end\n"
     "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
     "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\\0')\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"

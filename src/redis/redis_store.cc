@@ -260,8 +260,9 @@ class RedisStore final : public Store {
   Status CreateSharded(std::string_view name, const FilterConfig& config, const FilterKeys& keys,
                        uint64_t expires_at) {
     thread_local std::mt19937_64 rng(std::random_device{}());
-    char token[17];
-    std::snprintf(token, sizeof(token), "%016llx", static_cast<unsigned long long>(rng()));
+    char fresh[17];
+    std::snprintf(fresh, sizeof(fresh), "%016llx", static_cast<unsigned long long>(rng()));
+    std::string token = fresh;
     bool won = false;
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
@@ -276,6 +277,18 @@ class RedisStore final : public Store {
           }
           if (code == 1) {
             REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ExistingMeta(r.get(), name));
+            // A create of this filter that stopped before its shards were
+            // all in place (WAIT found too few replicas, or the client
+            // died): finish it, with its token and expiry, so that
+            // repeating the create is enough (kCreateShard leaves a shard
+            // it already placed alone, should that create still be
+            // running).
+            if (!existing.shards_ready && existing.config.SameFilterAs(config)) {
+              won = true;
+              token = existing.shard_token;
+              expires_at = existing.expires_at_ms;
+              return Status::Ok();
+            }
             return ExistsStatus(name, existing.config, config);
           }
           if (code == 2) {
@@ -321,7 +334,7 @@ class RedisStore final : public Store {
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           CommandBuffer cmd;
           BeginEval(&cmd, scripts::kShardsReady, {keys.meta}, 1);
-          cmd.Arg(std::string_view(token));
+          cmd.Arg(token);
           REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
           if (r->type != REDIS_REPLY_INTEGER) return Unexpected("shards ready", r.get());
           if (r->integer != 1) {
