@@ -524,7 +524,7 @@ class RedisStore final : public Store {
         return Status::Unavailable(
             "sharded filter '" + std::string(name) +
             "' is being created: its shards are not all in place yet (if no create is running, "
-            "one was interrupted: drop the filter and create it again)");
+            "one was interrupted: repeat it, with the same parameters, to finish the filter)");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
