@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "frontend/existing_ttl.h"
 #include "frontend/info_json.h"
 #include "http_status.h"
 #include "redbloom/filter_config.h"
@@ -444,6 +445,10 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   Result<std::unique_ptr<BloomFilter>> filter =
       BloomFilter::Create(**store, name, *options, &created);
   if (!filter.ok()) return StoreErrorReply(filter.status());
+  if (!created) {
+    Status ttl = frontend::CheckExistingTtl(name, (*filter)->config(), *options);
+    if (!ttl.ok()) return StoreErrorReply(ttl);
+  }
   std::shared_ptr<BloomFilter> handle = std::move(filter).value();
   metrics_->FilterOpened();
   // A new filter replaces whatever handle an earlier filter of this name left.

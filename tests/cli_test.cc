@@ -310,6 +310,26 @@ TEST_F(CliTest, AChunkThatFailsPartWaySaysSomeMayHaveBeenAdded) {
   EXPECT_FALSE(bad_json.contains("unconfirmed")) << bad.out;
 }
 
+// create (and dedup's create-if-missing) answers "exists" only for the TTL
+// asked for: a caller told exit 0 for --ttl 1h on a filter that never
+// expires, or the other way round, would be misled.
+TEST_F(CliTest, CreateOfAnExistingFilterWithAnotherTtlIsAConflict) {
+  Create("t", {"--ttl", "1h"});
+  EXPECT_EQ(Run({"create", "t", "-n", "1000", "-p", "0.01", "--ttl", "1h"}).exit_code, 0);
+  for (std::vector<std::string> ttl : std::vector<std::vector<std::string>>{{}, {"--ttl", "2h"}}) {
+    std::vector<std::string> cmd = {"create", "t", "-n", "1000", "-p", "0.01"};
+    cmd.insert(cmd.end(), ttl.begin(), ttl.end());
+    auto r = Run(cmd);
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_NE(r.err.find("exists with a TTL of 3600 s"), std::string::npos) << r.err;
+    cmd = {"dedup", "t", "-n", "1000", "-p", "0.01"};
+    cmd.insert(cmd.end(), ttl.begin(), ttl.end());
+    r = Run(cmd, "x\n");
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    EXPECT_EQ(r.out, "") << "nothing was added";
+  }
+}
+
 TEST_F(CliTest, InfoSaysWhenTheSeedSizeWasCapped) {
   auto r =
       Run({"create", "huge", "--capacity", "300000000", "--error", "0.01", "--strategy", "seed"});

@@ -265,6 +265,24 @@ TEST_P(KindsTest, WindowForgetsOldSlices) {
   EXPECT_EQ(info->parts, 0u);
 }
 
+// The TTL is no part of a filter's identity: a Create with another TTL opens
+// the filter as it is (merges and imports of filters of other TTLs rely on
+// it), and config() tells the TTL it has. The front ends' create answers a
+// conflict instead (frontend/existing_ttl.h; cli_test, server_api_test).
+TEST_P(KindsTest, CreateWithAnotherTtlOpensTheFilterAsItIs) {
+  const FilterOptions o{.capacity = 100, .error_rate = 0.01, .ttl_seconds = 60};
+  ASSERT_NE(Make("t", o), nullptr);
+  for (uint64_t ttl : {0u, 60u, 120u}) {
+    FilterOptions other = o;
+    other.ttl_seconds = ttl;
+    bool created = true;
+    auto r = BloomFilter::Create(*store_, "t", other, &created);
+    ASSERT_TRUE(r.ok()) << ttl << ": " << r.status().ToString();
+    EXPECT_FALSE(created);
+    EXPECT_EQ((*r)->config().ttl_seconds, 60u);
+  }
+}
+
 TEST_P(KindsTest, TtlRemovesTheWholeFilter) {
   const FilterOptions options{
       .capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling, .ttl_seconds = 60};

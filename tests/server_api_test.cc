@@ -111,6 +111,15 @@ TEST_P(ServerApiTest, PutCreatesThenIdenticalIsOkThenOtherParametersConflict) {
 
   // The conflict changed nothing.
   EXPECT_EQ(Do("GET", "/v1/filters/orders").json["capacity"], 1000);
+
+  // The TTL too: 200 would tell the client its filter expires when it asked.
+  Answer ttl = Do("PUT", "/v1/filters/orders",
+                  R"({"capacity":1000,"error_rate":0.01,"strategy":"seed","ttl_seconds":9999})");
+  EXPECT_EQ(ttl.status, 409) << ttl.body;
+  EXPECT_EQ(ttl.error(), "conflict");
+  EXPECT_NE(ttl.json["message"].get<std::string>().find("exists with no TTL"), std::string::npos)
+      << ttl.body;
+  EXPECT_EQ(Do("GET", "/v1/filters/orders").json["ttl_seconds"], 0);
 }
 
 TEST_P(ServerApiTest, PutRejectsInvalidParametersAndCreatesNothing) {

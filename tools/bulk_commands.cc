@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "frontend/existing_ttl.h"
 #include "item_reader.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/transfer.h"
@@ -202,6 +203,11 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
     return Fail(filter.status());
   }
   if (created) std::cerr << "created " << name << ": " << (*filter)->config().ToString() << "\n";
+  if (options && !created) {
+    if (Status s = frontend::CheckExistingTtl(name, (*filter)->config(), *options); !s.ok()) {
+      return Fail(s);
+    }
+  }
   std::vector<std::string> lines;
   std::vector<std::string_view> views;
   std::vector<uint8_t> added;

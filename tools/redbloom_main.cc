@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "frontend/existing_ttl.h"
 #include "frontend/info_json.h"
 #include "item_reader.h"
 #include "redbloom/bloom_filter.h"
@@ -102,6 +103,9 @@ int RunCreate(Context& ctx, const std::string& name, const SizingFlags& flags, b
                        : BloomFilter::Create(*ctx.store, name, *options, &created);
   if (!filter.ok()) return Fail(filter.status());
   const FilterConfig& c = (*filter)->config();
+  if (!attach && !created) {
+    if (Status s = frontend::CheckExistingTtl(name, c, *options); !s.ok()) return Fail(s);
+  }
   const char* verb = attach ? "attached" : (created ? "created" : "exists (same parameters)");
   std::cerr << verb << " " << name << ": " << c.ToString() << "\n";
   if (c.geometry.capped) {

@@ -67,7 +67,9 @@ class BloomFilter {
   ~BloomFilter();
 
   // Creates a filter. If one with identical parameters exists it is opened
-  // and *created (if given) is false; other parameters give kConflict.
+  // and *created (if given) is false; other parameters give kConflict. The
+  // TTL is not compared (readers need not agree on it): an existing filter
+  // keeps its own, which config().ttl_seconds gives.
   static Result<std::unique_ptr<BloomFilter>> Create(Store& store, std::string_view name,
                                                      const FilterOptions& options,
                                                      bool* created = nullptr);
