@@ -69,18 +69,38 @@ std::string StripJsonExceptionPrefix(std::string what) {
   return what;
 }
 
+// The options are one flat object (depth 1); 32 leaves room for any honest
+// body. nlohmann parses iteratively but copies nested values recursively (the
+// ordered_map of an object copies its values when it grows), so 50000 '['
+// in a body overflowed a worker's stack and killed the process.
+constexpr int kMaxJsonDepth = 32;
+
 Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return Status::InvalidArgument(
         "request body is empty; expected {\"capacity\":N,\"error_rate\":P}");
   }
+  // Refused while parsing: a value that opens below the limit is discarded
+  // (not built), and the parse goes on over the rest with a flat stack.
+  bool too_deep = false;
+  const Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t event,
+                                                          Json&) {
+    const bool opens =
+        event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+    if (opens && depth >= kMaxJsonDepth) too_deep = true;
+    return !too_deep;
+  };
   Json j;
   try {
-    j = Json::parse(body);
+    j = Json::parse(body, limit_depth);
   } catch (const Json::exception& e) {
     const std::string what = StripJsonExceptionPrefix(e.what());
     const bool truncated = what.find("unexpected end of input") != std::string::npos;
     return Status::InvalidArgument((truncated ? "truncated JSON: " : "malformed JSON: ") + what);
+  }
+  if (too_deep) {
+    return Status::InvalidArgument("malformed JSON: nested deeper than " +
+                                   std::to_string(kMaxJsonDepth) + " levels");
   }
   if (!j.is_object()) {
     return Status::InvalidArgument("the body must be an object {\"capacity\":N,\"error_rate\":P}");

@@ -155,6 +155,27 @@ TEST_P(ServerApiTest, PutRejectsInvalidParametersAndCreatesNothing) {
   EXPECT_EQ(Do("PUT", "/v1/filters/orders", R"({"capacity":1e6,"error_rate":0.01})").status, 201);
 }
 
+// Regression: nlohmann copies nested values recursively, and a PUT body
+// nested 50000 deep overflowed a worker's stack (SIGSEGV: the service gone).
+TEST_P(ServerApiTest, DeeplyNestedPutBodyIs400AndTheServiceAnswersAfterwards) {
+  StartServer();
+  const auto nested = [](int depth) {
+    return R"({"capacity":)" + std::string(depth, '[') + std::string(depth, ']') +
+           R"(,"error_rate":0.01})";
+  };
+  Answer deep = Do("PUT", "/v1/filters/orders", nested(50000));
+  EXPECT_EQ(deep.status, 400) << deep.body;
+  EXPECT_EQ(deep.error(), "invalid_argument") << deep.body;
+  EXPECT_NE(deep.body.find("nested deeper than 32 levels"), std::string::npos) << deep.body;
+  // 32 levels (the object and 31 arrays) are parsed, and refused for what they say.
+  Answer at_limit = Do("PUT", "/v1/filters/orders", nested(31));
+  EXPECT_EQ(at_limit.status, 400) << at_limit.body;
+  EXPECT_EQ(at_limit.json["message"], "capacity must be a number") << at_limit.body;
+  EXPECT_EQ(Do("GET", "/healthz").status, 200);
+  EXPECT_EQ(Do("GET", "/v1/filters/orders").status, 404);
+  Create("orders");
+}
+
 TEST_P(ServerApiTest, GetFilterReportsTheCliInfoFields) {
   StartServer();
   Create("orders", 5000, 0.001);
