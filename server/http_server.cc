@@ -524,12 +524,17 @@ void HttpServer::Install() {
     }
     dispatch(req, body, res);
   };
-  s.Get(".*", plain);
-  s.Delete(".*", plain);
-  s.Put(".*", plain);
-  s.Post(".*", plain);
-  s.Put(".*", streamed);
-  s.Post(".*", streamed);
+  // Routing is ParseTarget's, in the pre-routing handler; httplib's patterns
+  // only have to take every request it let through. They match httplib's
+  // decoded path, where an item's %0A or %0D is a real LF or CR, which '.'
+  // does not match (ECMAScript): "[\s\S]" is any byte.
+  constexpr const char* kAnyPath = R"([\s\S]*)";
+  s.Get(kAnyPath, plain);
+  s.Delete(kAnyPath, plain);
+  s.Put(kAnyPath, plain);
+  s.Post(kAnyPath, plain);
+  s.Put(kAnyPath, streamed);
+  s.Post(kAnyPath, streamed);
 
   // httplib answers some requests itself (malformed request line, URI too
   // long, payload too large) with an empty body; give those a JSON body too.

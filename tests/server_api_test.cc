@@ -365,6 +365,40 @@ TEST_P(ServerApiTest, SingleItemPathIsPercentDecoded) {
   EXPECT_TRUE(head.body.empty());
 }
 
+// Regression: httplib matches its handlers' patterns against the decoded path,
+// and ".*" stops at a decoded LF or CR, so these items were 404 "no such route".
+TEST_P(ServerApiTest, ItemsWithLineBreaksWorkOnSingleItemPaths) {
+  StartServer();
+  Answer counting =
+      Do("PUT", "/v1/filters/lines", R"({"capacity":1000,"error_rate":0.01,"kind":"counting"})");
+  ASSERT_EQ(counting.status, 201) << counting.body;
+  const std::vector<std::string> items = {"line1\nline2", "cr\rhere", "crlf\r\n", "\n"};
+  ASSERT_EQ(Do("POST", "/v1/filters/lines/items", Items(items)).status, 200);
+  for (const std::string& item : items) {
+    const std::string path = "/v1/filters/lines/items/" + EncodePathSegment(item);
+    Answer get = Do("GET", path);
+    EXPECT_EQ(get.status, 200) << path << " -> " << get.body;
+    EXPECT_EQ(get.json, json::parse(R"({"present":true})")) << path;
+    EXPECT_EQ(Do("HEAD", path).status, 200) << path;
+    Answer removed = Do("DELETE", path);
+    EXPECT_EQ(removed.status, 200) << path << " -> " << removed.body;
+    EXPECT_EQ(removed.json, json::parse(R"({"removed":true})")) << path;
+    // Now absent: the filter's own answer, not a routing error.
+    EXPECT_EQ(Do("GET", path).json, json::parse(R"({"present":false})")) << path;
+    EXPECT_EQ(Do("DELETE", path).json, json::parse(R"({"removed":false})")) << path;
+  }
+  // A name with a line break is an invalid name, like any other.
+  for (const char* path : {"/v1/filters/a%0Ab", "/v1/filters/a%0Db/items/x"}) {
+    for (const std::string method : {"GET", "HEAD", "DELETE"}) {
+      Answer a = Do(method, path);
+      EXPECT_EQ(a.status, 400) << method << " " << path << " -> " << a.body;
+      if (method != "HEAD") {
+        EXPECT_EQ(a.error(), "invalid_argument") << method << " " << path;
+      }
+    }
+  }
+}
+
 TEST_P(ServerApiTest, IntegerFiltersTakeJsonIntegersAndDecimalStrings) {
   StartServer();
   Create("ids", 1000, 0.01, "int64");
