@@ -114,6 +114,34 @@ Status ParseTarget(std::string_view target, Target* t) {
   return Status::Ok();
 }
 
+// Where a request's body ends must be decidable one way only (RFC 9112,
+// section 6.3). With Content-Length headers that disagree, or Content-Length
+// beside Transfer-Encoding, a proxy in front may end the body elsewhere than
+// httplib does (it takes the first Content-Length, and Transfer-Encoding only
+// when it is exactly "chunked"), and what one takes for body the other serves
+// as a request of its own: request smuggling.
+Status CheckBodyFraming(const Request& req) {
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  for (size_t i = 1; i < lengths; ++i) {
+    if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length")) {
+      return Status::InvalidArgument("the request has Content-Length headers that disagree");
+    }
+  }
+  const size_t encodings = req.get_header_value_count("Transfer-Encoding");
+  if (encodings == 0) return Status::Ok();
+  if (lengths > 0) {
+    return Status::InvalidArgument("the request has both Content-Length and Transfer-Encoding");
+  }
+  if (encodings > 1) {
+    return Status::InvalidArgument("the request has more than one Transfer-Encoding header");
+  }
+  if (!EqualsIgnoreCase(req.get_header_value("Transfer-Encoding"), "chunked")) {
+    return Status::InvalidArgument("Transfer-Encoding must be chunked, not " +
+                                   req.get_header_value("Transfer-Encoding"));
+  }
+  return Status::Ok();
+}
+
 // Methods each route answers; HEAD goes wherever GET does (httplib answers it
 // with the GET handler, without a body).
 std::string_view AllowedMethods(Route route) {
@@ -378,6 +406,14 @@ void HttpServer::Install() {
 
     Target& t = ctx.target;
     const Status parsed = ParseTarget(req.target, &t);
+    // Checked first: where this request ends is unknown, so nothing after it
+    // on the connection can be trusted to be a request.
+    if (const Status framing = CheckBodyFraming(req); !framing.ok()) {
+      Reply r = ErrorReply(framing);
+      r.headers.emplace_back("Connection", "close");
+      Apply(std::move(r), res);
+      return HandlerResponse::Handled;
+    }
     const bool open_route = t.route == Route::kHealthz || t.route == Route::kReadyz ||
                             (t.route == Route::kMetrics && options_.public_metrics);
     if (!options_.token.empty() && !open_route) {

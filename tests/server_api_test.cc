@@ -603,6 +603,43 @@ TEST_P(ServerApiTest, TruncatedBodiesAreRejectedAndAddNothing) {
   EXPECT_EQ(Do("GET", "/healthz").status, 200);
 }
 
+// Regression: a request whose body could end in two places was served, so a
+// proxy in front that framed it the other way could smuggle a request in it.
+TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
+  StartServer();
+  Create("orders");
+  const std::string body = Items({"smuggled"});
+  char size_hex[16];
+  std::snprintf(size_hex, sizeof(size_hex), "%zx", body.size());
+  const std::string chunked = std::string(size_hex) + "\r\n" + body + "\r\n0\r\n\r\n";
+  const std::string head =
+      "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  const std::string length = "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  const std::vector<std::string> ambiguous = {
+      head + length + "Content-Length: 1\r\n\r\n" + body,
+      head + "Content-Length: 0\r\n" + length + "\r\n" + body,
+      head + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked,
+      head + "Transfer-Encoding: chunked\r\n" + length + "\r\n" + chunked,
+      head + "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n" + chunked,
+  };
+  for (const std::string& request : ambiguous) {
+    RawConnection c(server_->port());
+    // A second request after the body: it must not be served.
+    c.Send(request + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string answer = c.ReadResponse();
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 400")) << request << "\n->\n" << answer;
+    EXPECT_NE(answer.find("\"invalid_argument\""), std::string::npos) << answer;
+    EXPECT_NE(answer.find("\r\nConnection: close\r\n"), std::string::npos) << answer;
+    EXPECT_TRUE(c.WaitClosed(std::chrono::seconds(3))) << request;
+  }
+  EXPECT_EQ(Do("GET", "/v1/filters/orders/items/smuggled").json["present"], false);
+  // Repeating the same length is not ambiguous.
+  const std::string same = RawExchange(
+      server_->port(), head + length + length + "Connection: close\r\n\r\n" + body, false);
+  EXPECT_TRUE(same.starts_with("HTTP/1.1 200")) << same;
+  EXPECT_EQ(Do("GET", "/v1/filters/orders/items/smuggled").json["present"], true);
+}
+
 TEST_P(ServerApiTest, BearerTokenGuardsApiAndMetrics) {
   const std::string token = "s3cret-Token_1";
   StartServer("", token);
