@@ -600,6 +600,9 @@ void HttpServer::Install() {
     ctx.keep_alive = res.get_header_value("Connection") != "close";
     std::chrono::nanoseconds latency{0};
     Route route = Route::kUnmatched;
+    // A request the parser rejected (a header line too long, a space in
+    // the target) was never routed: its target may still name an item.
+    const bool routed = ctx.active;
     if (ctx.active) {
       latency = Clock::now() - ctx.start;
       route = ctx.target.route;
@@ -621,7 +624,7 @@ void HttpServer::Install() {
         .append(" \"")
         .append(req.method)
         .append(" ")
-        .append(LoggedTarget(req, route == Route::kItem && !options_.log_items))
+        .append(LoggedTarget(req, !options_.log_items && (route == Route::kItem || !routed)))
         .append(" ")
         .append(req.version)
         .append(tail);

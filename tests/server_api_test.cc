@@ -780,6 +780,14 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   Create("orders");
   ASSERT_EQ(Do("GET", "/v1/filters/orders/items/card-4111111111111111").status, 200);
   ASSERT_EQ(Do("GET", "/nope").status, 404);
+  // A request the HTTP parser rejects (a header line past 8 KiB) is logged
+  // too, its item redacted all the same.
+  const std::string rejected = RawExchange(
+      server_->port(),
+      "GET /v1/filters/orders/items/card-5500000000000004 HTTP/1.1\r\nHost: x\r\nX-Big: " +
+          std::string(9000, 'a') + "\r\n\r\n",
+      /*shut_write=*/true);
+  ASSERT_NE(rejected.find(" 400 "), std::string::npos) << rejected.substr(0, 200);
   ASSERT_EQ(server_->Stop(SIGTERM), 0) << server_->Stderr();
   std::ifstream in(log);
   std::stringstream ss;
@@ -802,10 +810,13 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
       << ss.str();
   EXPECT_FALSE(line_with("\"GET /nope HTTP/1.1\" 404 ").empty()) << ss.str();
   EXPECT_EQ(ss.str().find("4111111111111111"), std::string::npos);
-  // One line per request: the harness's /healthz probes, PUT, GET item, GET /nope.
+  EXPECT_EQ(ss.str().find("5500000000000004"), std::string::npos) << ss.str();
+  EXPECT_FALSE(line_with("/items/<redacted> HTTP/1.1\" 400 ").empty()) << ss.str();
+  // One line per request: the harness's /healthz probes, PUT, GET item, GET
+  // /nope, the rejected GET.
   size_t non_probe = 0;
   for (const std::string& l : lines) non_probe += l.find("/healthz") == std::string::npos ? 1 : 0;
-  EXPECT_EQ(non_probe, 3u) << ss.str();
+  EXPECT_EQ(non_probe, 4u) << ss.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ServerApiTest,
