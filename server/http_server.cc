@@ -388,6 +388,10 @@ void HttpServer::Install() {
     ctx.active = true;
     ctx.start = Clock::now();
     metrics_->RequestStarted();
+    // Every answer is one JSON document: httplib would cut a 200's body to
+    // a Range header's bytes (or wrap it in multipart/byteranges), leaving
+    // invalid JSON. The request is process_request's own, not const there.
+    const_cast<Request&>(req).ranges.clear();
 
     uint64_t content_length = 0;
     const std::string cl = req.get_header_value("Content-Length");
