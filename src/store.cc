@@ -8,6 +8,31 @@
 
 namespace redbloom {
 
+namespace {
+
+// Unicode's White_Space characters past ASCII, and the C1 controls (U+0080
+// to U+009F, U+0085 among them): what "no whitespace or control characters"
+// means in UTF-8. U+00A0 and U+2003 look like spaces in a key list or a log.
+bool IsWideSpaceOrControl(char32_t c) {
+  return (c >= 0x80 && c <= 0xA0) || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// The code points of valid UTF-8 `s` that IsWideSpaceOrControl names.
+bool HasWideSpaceOrControl(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    char32_t c = len == 1 ? b : len == 2 ? b & 0x1F : len == 3 ? b & 0x0F : b & 0x07;
+    for (size_t k = 1; k < len; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    if (IsWideSpaceOrControl(c)) return true;
+    i += len;
+  }
+  return false;
+}
+
+}  // namespace
+
 Status ValidateFilterName(std::string_view name) {
   if (name.empty()) return Status::InvalidArgument("filter name is empty");
   if (name.size() > kMaxNameBytes) {
@@ -25,6 +50,11 @@ Status ValidateFilterName(std::string_view name) {
     }
   }
   if (!IsValidUtf8(name)) return Status::InvalidArgument("filter name is not valid UTF-8");
+  if (HasWideSpaceOrControl(name)) {
+    return Status::InvalidArgument(
+        "filter name may not contain whitespace or control characters (U+00A0, U+2003, U+0085 "
+        "and their kind included)");
+  }
   constexpr std::string_view kMeta = ":meta";
   if (name.size() >= kMeta.size() && name.substr(name.size() - kMeta.size()) == kMeta) {
     return Status::InvalidArgument("filter name may not end in ':meta' (reserved for metadata)");

@@ -94,16 +94,20 @@ TEST_P(StoreTest, ListAndDrop) {
 }
 
 TEST_P(StoreTest, RejectsUnsafeNames) {
-  for (const std::string& name :
-       std::vector<std::string>{"", "a/b", "..", ".", ".hidden", "with space", "tab\there",
-                                "x:meta", std::string(kMaxNameBytes + 1, 'x'),
-                                std::string("nul\0x", 5), std::string("\xff\xfe")}) {
+  for (const std::string& name : std::vector<std::string>{
+           "", "a/b", "..", ".", ".hidden", "with space", "tab\there", "x:meta",
+           std::string(kMaxNameBytes + 1, 'x'), std::string("nul\0x", 5), std::string("\xff\xfe"),
+           // Whitespace and controls past ASCII: NBSP, NEL, a C1
+           // control, EM SPACE, LINE SEPARATOR, IDEOGRAPHIC SPACE.
+           "no\xc2\xa0break", "n\xc2\x85el", "c\xc2\x80one", "em\xe2\x80\x83sp", "ls\xe2\x80\xa8x",
+           "id\xe3\x80\x80sp"}) {
     EXPECT_EQ(store_->Create(name, Config()).code(), StatusCode::kInvalidArgument)
         << "'" << name << "'";
   }
   EXPECT_TRUE(store_->Create(std::string(kMaxNameBytes, 'x'), Config()).ok());
   EXPECT_TRUE(store_->Create("blacklist:pedidos", Config()).ok());
   EXPECT_TRUE(store_->Create("订单", Config()).ok());
+  EXPECT_TRUE(store_->Create("pedidos-é-ñ-€-😀", Config()).ok());
 }
 
 TEST_P(StoreTest, OpenBitsNoticesARecreatedFilter) {
