@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 #include "frontend/existing_ttl.h"
 #include "frontend/info_json.h"
@@ -83,11 +85,20 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   // Refused while parsing: a value that opens below the limit is discarded
   // (not built), and the parse goes on over the rest with a flat stack.
   bool too_deep = false;
-  const Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t event,
-                                                          Json&) {
+  // A field given twice is refused, as the items bodies refuse "items"
+  // twice: nlohmann would keep the last, which the client may not have
+  // meant.
+  std::set<std::string> fields;
+  std::string twice;
+  const Json::parser_callback_t limit_depth = [&](int depth, Json::parse_event_t event,
+                                                  Json& parsed) {
     const bool opens =
         event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
     if (opens && depth >= kMaxJsonDepth) too_deep = true;
+    if (event == Json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+        !fields.insert(parsed.get<std::string>()).second && twice.empty()) {
+      twice = parsed.get<std::string>();
+    }
     return !too_deep;
   };
   Json j;
@@ -105,6 +116,7 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   if (!j.is_object()) {
     return Status::InvalidArgument("the body must be an object {\"capacity\":N,\"error_rate\":P}");
   }
+  if (!twice.empty()) return Status::InvalidArgument("field \"" + twice + "\" is given twice");
   FilterOptions o;
   bool has_capacity = false;
   bool has_error_rate = false;

@@ -143,6 +143,9 @@ TEST_P(ServerApiTest, PutRejectsInvalidParametersAndCreatesNothing) {
       R"({"capacity":1000,"error_rate":0.01,"encoding":"latin1"})",
       R"({"capacity":1000,"error_rate":0.01,"kind":"cuckoo"})",
       R"({"capacity":1000,"error_rate":0.01,"colour":"red"})",
+      // A field twice (nlohmann would keep the last).
+      R"({"capacity":1000,"error_rate":0.01,"capacity":2000})",
+      R"({"capacity":1000,"error_rate":0.01,"kind":"plain","kind":"counting"})",
   };
   for (const std::string& body : bad) {
     Answer a = Do("PUT", "/v1/filters/orders", body);
