@@ -370,6 +370,13 @@ TEST_F(CliTest, HelpWorksForEveryCommand) {
     EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd << ": " << r.out;
   }
   EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--help"}).exit_code, 0);
+  // A misspelt command is named, with the commands there are (CLI11 alone
+  // said "A subcommand is required").
+  auto typo = RunCommand({REDBLOOM_CLI_PATH, "chek", "orders", "x"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("unknown command 'chek' (commands: create, attach, add, check,"),
+            std::string::npos)
+      << typo.err;
 }
 
 TEST_F(CliTest, StoreDefaultsToTheEnvironment) {

@@ -467,6 +467,19 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // "A subcommand is required" for `redbloom bogus`: name the word taken
+    // for a command, and the commands there are.
+    const std::vector<std::string> rest = app.remaining();
+    if (app.get_subcommands().empty() && !rest.empty() && !rest.front().starts_with("-")) {
+      std::string commands;
+      for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
+        commands += (commands.empty() ? "" : ", ") + c->get_name();
+      }
+      std::cerr << "redbloom: error: unknown command '" << rest.front()
+                << "' (commands: " << commands << ")\n"
+                << "Run with --help for usage.\n";
+      return kExitUsage;
+    }
     std::cerr << "redbloom: error: " << e.what() << "\n"
               << "Run with --help for usage.\n";
     return kExitUsage;
