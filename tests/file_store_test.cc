@@ -208,6 +208,20 @@ TEST_F(FileStoreTest, VersionOneFilesStillOpen) {
 // Reading a store creates nothing: `list`, `info` and `check` on a store
 // directory that does not exist answer (an empty list, not found) and leave
 // no directory behind; the first create makes it.
+// The "dropped or replaced" flag (outside the header's CRC) set on the file
+// its path still names is damage: kDataLoss, not a kConflict that reopening
+// can never clear.
+TEST_F(FileStoreTest, AReplacedFlagOnTheLiveFileIsDataLoss) {
+  std::vector<uint8_t> b = ReadFile();
+  ASSERT_GE(b.size(), 4096u);
+  b[4088] = 1;  // version 2: the flag is the header's last word
+  WriteFile(b);
+  auto f = BloomFilter::Open(*store_, "f");
+  const Status s = f.ok() ? (*f)->Contains("ORD-1").status() : f.status();
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  EXPECT_NE(s.ToString().find("the header is damaged"), std::string::npos) << s.ToString();
+}
+
 // A scaling filter whose layer file was deleted is kDataLoss on every check
 // and add, not a filter whose items in that layer read as absent.
 TEST_F(FileStoreTest, LostLayerOfAScalingFilterIsDataLoss) {

@@ -539,6 +539,22 @@ class FileStore final : public Store {
     mapping->array.cell_bits = config.cell_bits();
     mapping->array.count = mapping->word_at(f.count_offset);
     mapping->array.superseded = mapping->word_at(f.superseded_offset);
+    // The flag is set only once the path names another file (or none): on
+    // the file the path still names it is damage (it sits outside the
+    // header's CRC), not a replacement to reopen, which would answer
+    // kConflict forever.
+    if (std::atomic_ref<uint64_t>(*mapping->array.superseded).load(std::memory_order_acquire) !=
+        0) {
+      struct stat opened {
+      }, named{};
+      if (::fstat(mapping->fd, &opened) == 0 && ::stat(path.c_str(), &named) == 0 &&
+          opened.st_dev == named.st_dev && opened.st_ino == named.st_ino) {
+        return Status::DataLoss(path +
+                                ": its header says it was dropped or replaced, yet it is still "
+                                "the filter's file: the header is damaged (rebuild the filter "
+                                "from its items, or drop it)");
+      }
+    }
     mapping->array.lock_fd = mapping->fd;
     mapping->array.remove_mutex = remove_mutex_;
     mapping->array.writable = std::move(writable);
