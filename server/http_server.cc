@@ -122,6 +122,14 @@ Status ParseTarget(std::string_view target, Target* t) {
 // as a request of its own: request smuggling.
 Status CheckBodyFraming(const Request& req) {
   const size_t lengths = req.get_header_value_count("Content-Length");
+  // "-1" or "1x" is no length at all (it was answered 413, "larger than").
+  for (size_t i = 0; i < lengths; ++i) {
+    const std::string cl = req.get_header_value("Content-Length", i);
+    if (cl.empty() || cl.find_first_not_of("0123456789") != std::string::npos) {
+      return Status::InvalidArgument("the request's Content-Length is not a number: " +
+                                     cl.substr(0, 40));
+    }
+  }
   for (size_t i = 1; i < lengths; ++i) {
     if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length")) {
       return Status::InvalidArgument("the request has Content-Length headers that disagree");

@@ -624,6 +624,9 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       head + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked,
       head + "Transfer-Encoding: chunked\r\n" + length + "\r\n" + chunked,
       head + "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n" + chunked,
+      // No length at all (once 413, "larger than 16777216 bytes").
+      head + "Content-Length: -1\r\n\r\n" + body,
+      head + "Content-Length: 1x\r\n\r\n" + body,
   };
   for (const std::string& request : ambiguous) {
     RawConnection c(server_->port());
