@@ -545,8 +545,8 @@ class FileStore final : public Store {
     // kConflict forever.
     if (std::atomic_ref<uint64_t>(*mapping->array.superseded).load(std::memory_order_acquire) !=
         0) {
-      struct stat opened {
-      }, named{};
+      struct stat opened = {};
+      struct stat named = {};
       if (::fstat(mapping->fd, &opened) == 0 && ::stat(path.c_str(), &named) == 0 &&
           opened.st_dev == named.st_dev && opened.st_ino == named.st_ino) {
         return Status::DataLoss(path +
