@@ -152,7 +152,11 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
   // sharded, scaling or window filter would outlive the swap, orphaned
   // beside a filter that no longer knows them. Asked before anything is
   // built; the stores' Replace asks again at the swap.
-  REDBLOOM_RETURN_IF_ERROR(internal::CheckReplaced(store.ReadConfig(name)).WithContext(context));
+  // And it must exist: a rebuild replaces a filter, and a misspelt name
+  // would otherwise make a new one.
+  Result<FilterConfig> old = store.ReadConfig(name);
+  if (old.status().code() == StatusCode::kNotFound) return old.status().WithContext(context);
+  REDBLOOM_RETURN_IF_ERROR(internal::CheckReplaced(old).WithContext(context));
   // A name no user filter can have, kept beside NAME by every store.
   const std::string temp = TemporaryName(name);
   // A rebuild that died half-way leaves its temporary filter; start afresh.

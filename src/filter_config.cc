@@ -78,6 +78,12 @@ FilterOptions OptionsOf(const FilterConfig& c) {
 
 namespace {
 
+Status CheckTtl(uint64_t ttl_seconds) {
+  if (ttl_seconds <= kMaxTtlSeconds) return Status::Ok();
+  return Status::InvalidArgument("ttl_seconds " + std::to_string(ttl_seconds) +
+                                 " is more than 100 years (" + std::to_string(kMaxTtlSeconds) + ")");
+}
+
 // A filter whose m and k were given (a Guava file's): the config derives its
 // capacity and error rate from them, exactly and alike on every machine (see
 // FilterConfig::geometry_given).
@@ -94,6 +100,7 @@ Result<FilterConfig> MakeGivenGeometryConfig(const FilterOptions& options) {
         std::string(kind->name) + " filter sizes its parts from capacity and error rate");
   }
   REDBLOOM_RETURN_IF_ERROR(CheckStrategyEncoding(options.strategy, options.encoding));
+  REDBLOOM_RETURN_IF_ERROR(CheckTtl(options.ttl_seconds));
   if (options.expansion != FilterOptions().expansion || options.window_millis != 0 ||
       options.slices != 0) {
     return Status::InvalidArgument(
@@ -126,6 +133,7 @@ Result<FilterConfig> MakeConfig(const FilterOptions& options) {
   const internal::KindDef* kind = internal::FindKind(options.kind);
   if (kind == nullptr) return Status::InvalidArgument("unknown filter kind");
   REDBLOOM_RETURN_IF_ERROR(CheckStrategyEncoding(options.strategy, options.encoding));
+  REDBLOOM_RETURN_IF_ERROR(CheckTtl(options.ttl_seconds));
   FilterConfig c;
   c.kind = options.kind;
   c.strategy = options.strategy;

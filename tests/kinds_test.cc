@@ -434,6 +434,14 @@ TEST_P(KindsTest, RebuildRefusesAFilterOfSeveralParts) {
     ASSERT_TRUE(store_->Drop("m").ok());
     ASSERT_TRUE(store_->Drop("plain").ok());
   }
+  // A rebuild replaces: a name that holds no filter (a typo) is not_found,
+  // and nothing is made under it.
+  Status missing = BloomFilter::Rebuild(*store_, "nosuch", plain, [&](BloomFilter& fresh) {
+    ADD_FAILURE() << "a rebuild of no filter built a replacement";
+    return fresh.AddMany(Views(items));
+  });
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound) << missing.ToString();
+  EXPECT_TRUE(testing::ValueOrFail(store_->List()).empty());
 }
 
 TEST_P(KindsTest, InvalidKindParametersAreRejectedBeforeAnythingIsCreated) {
@@ -446,10 +454,24 @@ TEST_P(KindsTest, InvalidKindParametersAreRejectedBeforeAnythingIsCreated) {
            .window_millis = 5,
            .slices = 1},
            {.capacity = 10, .error_rate = 0.1, .window_millis = 1000, .slices = 2},
+           // A TTL past 100 years (on Redis one once failed PEXPIREAT after the
+           // script had written the filter, and one near 2^64 ms wrapped into
+           // the past), and an encoding no enumerator names.
+           {.capacity = 10, .error_rate = 0.1, .ttl_seconds = kMaxTtlSeconds + 1},
+           {.capacity = 10, .error_rate = 0.1, .ttl_seconds = uint64_t{10'000'000'000'000'000}},
+           {.capacity = 10, .error_rate = 0.1, .encoding = static_cast<Encoding>(9)},
        }) {
     EXPECT_EQ(BloomFilter::Create(*store_, "bad", o).status().code(), StatusCode::kInvalidArgument);
   }
   EXPECT_EQ(store_->ReadConfig("bad").status().code(), StatusCode::kNotFound);
+  auto names = store_->List();
+  ASSERT_TRUE(names.ok());
+  EXPECT_TRUE(names->empty()) << names->front();
+  auto longest = BloomFilter::Create(
+      *store_, "long", {.capacity = 10, .error_rate = 0.1, .ttl_seconds = kMaxTtlSeconds});
+  ASSERT_TRUE(longest.ok()) << longest.status().ToString();
+  EXPECT_EQ((*longest)->config().ttl_seconds, kMaxTtlSeconds);
+  EXPECT_TRUE((*longest)->Add("x").ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, KindsTest, testing::AllStores(), testing::StoreName);

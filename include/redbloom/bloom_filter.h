@@ -83,9 +83,11 @@ class BloomFilter {
   static Result<std::unique_ptr<BloomFilter>> Attach(Store& store, std::string_view name,
                                                      const FilterOptions& options);
   static Status Drop(Store& store, std::string_view name);
-  // Atomic rebuild (plain and counting filters): creates a replacement with
-  // `options` under TemporaryName(name), lets `fill` add its
-  // items, then swaps it in with Store::Replace. Readers of NAME answer from
+  // Atomic rebuild of an existing plain or counting filter (kNotFound if
+  // there is none, kInvalidArgument for a filter of several parts): creates
+  // a replacement with `options` (all of them: OptionsOf(config()) gives the
+  // old ones) under TemporaryName(name), lets `fill` add its items, then
+  // swaps it in with Store::Replace. Readers of NAME answer from
   // the old filter until the swap and from the new one after it, never with
   // an error or a miss caused by the swap. Adds made to the old filter while
   // `fill` runs are not carried over: feed them to `fill` too (or pause them).

@@ -52,6 +52,10 @@ inline constexpr uint64_t kMaxLayers = 32;
 // Redis stores: a plain or counting filter may be split over up to this
 // many shards (FilterOptions::shards).
 inline constexpr uint32_t kMaxShards = 1024;
+// Largest FilterOptions::ttl_seconds: 100 years. Expiry instants are
+// milliseconds since the epoch in 64 bits, and Redis's PEXPIREAT takes at
+// most a signed 64-bit one; a TTL past them would wrap into the past.
+inline constexpr uint64_t kMaxTtlSeconds = uint64_t{100} * 365 * 86400;
 
 struct FilterOptions {
   uint64_t capacity = 0;  // n, expected number of distinct items (>= 1)
@@ -64,7 +68,7 @@ struct FilterOptions {
   uint64_t window_millis = 0;  // kWindow: how far back checks look
   uint32_t slices = 0;         // kWindow: sub-filters in the window, in [1, 1024]
   // Any kind: the filter and all its keys/files disappear this many seconds
-  // after creation. 0 = never.
+  // after creation, at most kMaxTtlSeconds. 0 = never.
   uint64_t ttl_seconds = 0;
   // Plain and counting filters on Redis: split the cells over this many
   // shards (1 to 1024), each its own key in its own cluster slot and sized

@@ -90,6 +90,9 @@ Result<Strategy> ParseStrategy(std::string_view name) {
 Status CheckStrategyEncoding(Strategy s, Encoding e) {
   const auto* def = FindStrategy(s);
   if (def == nullptr) return Status::InvalidArgument("unknown strategy");
+  if (EncodingName(e) == "unknown") {
+    return Status::InvalidArgument("unknown encoding " + std::to_string(static_cast<int>(e)));
+  }
   if ((def->encodings & internal::EncodingBit(e)) == 0) {
     std::string allowed;
     for (Encoding x : AllEncodings()) {
