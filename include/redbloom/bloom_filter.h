@@ -5,7 +5,8 @@
 //   auto store = redbloom::Store::Open("file:/var/lib/redbloom");
 //   redbloom::FilterOptions o{.capacity = 1'000'000, .error_rate = 0.01};
 //   auto filter = redbloom::BloomFilter::Create(**store, "orders", o);
-//   (*filter)->Add("ORD-99821");
+//   if (!filter.ok()) { /* filter.status().ToString() */ }
+//   redbloom::Status s = (*filter)->Add("ORD-99821");
 //   auto hit = (*filter)->Contains("ORD-99821");   // Result<bool>
 //
 // Guarantees: an item that was added (the call returned OK) is always found.

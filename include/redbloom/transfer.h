@@ -70,8 +70,9 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
                                                  std::istream& in,
                                                  const GuavaImportOptions& options);
 
-// Writes a redbloom dump of `filter` (plain or counting; scaling and window
-// filters are several bit arrays and answer kInvalidArgument).
+// Writes a redbloom dump of `filter`, of any kind: every part it has (a
+// scaling filter's layers, a window filter's live slices), each with its
+// item count (docs/dump-format.md).
 Status ExportDump(BloomFilter& filter, std::ostream& out);
 // Restores a dump into filter `name`: created with the dump's config if it does
 // not exist, else it must have the same config (kConflict otherwise) and the
