@@ -1,10 +1,9 @@
 #include "redbloom/sizing.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <string>
-
-#include "redbloom/filter_config.h"
 
 // The double-double arithmetic below relies on every operation rounding
 // once: no fused multiply-add may merge two of them (GCC in ISO C++ mode
@@ -14,7 +13,18 @@
 #endif
 
 namespace redbloom {
+
 namespace {
+
+// The rate as given, in its shortest round-trip form ("1e-300", not the
+// "0.000000" of std::to_string), as FormatDouble writes it; here so that
+// this file builds alone (CI's "sizing under clang" compiles it with
+// status.cc only).
+std::string RateText(double v) {
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return ec == std::errc() ? std::string(buf, ptr) : "nan";
+}
 
 // Double-double numbers (hi + lo, |lo| <= ulp(hi)/2) after Dekker and
 // Knuth: each operation below is exact or accurate to about 2^-104
@@ -186,7 +196,7 @@ Result<Geometry> SeedGeometry(uint64_t capacity, double error_rate) {
   const int32_t m = JavaDoubleToInt(raw);
   if (m <= 0) {
     return Status::InvalidArgument("capacity " + std::to_string(capacity) + " at error rate " +
-                                   FormatDouble(error_rate) + " gives a filter of 0 bits");
+                                   RateText(error_rate) + " gives a filter of 0 bits");
   }
   REDBLOOM_ASSIGN_OR_RETURN(uint32_t k, OptimalHashes(capacity, m));
   Geometry g;
@@ -201,7 +211,7 @@ Result<Geometry> Guava64Geometry(uint64_t capacity, double error_rate) {
   const int64_t m = JavaDoubleToLong(RawBits(capacity, error_rate));
   if (m <= 0) {
     return Status::InvalidArgument("capacity " + std::to_string(capacity) + " at error rate " +
-                                   FormatDouble(error_rate) + " gives a filter of 0 bits");
+                                   RateText(error_rate) + " gives a filter of 0 bits");
   }
   REDBLOOM_ASSIGN_OR_RETURN(uint32_t k, OptimalHashes(capacity, m));
   const uint64_t words = (static_cast<uint64_t>(m) + 63) / 64;
