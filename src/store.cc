@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "stores.h"
+#include "util/utf8.h"
 
 namespace redbloom {
 
@@ -18,12 +19,12 @@ bool IsWideSpaceOrControl(char32_t c) {
          c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-// The code points of valid UTF-8 `s` that IsWideSpaceOrControl names.
+// Whether valid UTF-8 `s` has a code point IsWideSpaceOrControl names.
 bool HasWideSpaceOrControl(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    const size_t len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-    char32_t c = len == 1 ? b : len == 2 ? b & 0x1F : len == 3 ? b & 0x0F : b & 0x07;
+    const size_t len = internal::Utf8SequenceLength(s, i);
+    const auto lead = static_cast<unsigned char>(s[i]);
+    char32_t c = len == 1 ? lead : lead & (0x7F >> len);
     for (size_t k = 1; k < len; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     if (IsWideSpaceOrControl(c)) return true;
     i += len;
