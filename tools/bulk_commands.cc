@@ -355,14 +355,10 @@ Result<FilterOptions> RebuildOptions(const SizingFlags& flags, bool plain, bool 
           "give both --capacity and --error: the filter's bits and hashes were given, not sized");
     }
     if (!flags.capacity.empty()) {
-      auto n = ParseUint64(flags.capacity);
-      if (!n.ok()) return n.status().WithContext("--capacity");
-      o.capacity = *n;
+      REDBLOOM_ASSIGN_OR_RETURN(o.capacity, flags.Capacity());
     }
     if (!flags.error.empty()) {
-      auto p = ParseDouble(flags.error);
-      if (!p.ok()) return p.status().WithContext("--error");
-      o.error_rate = *p;
+      REDBLOOM_ASSIGN_OR_RETURN(o.error_rate, flags.ErrorRate());
     }
     o.bits = 0;
     o.hashes = 0;
@@ -380,10 +376,7 @@ Result<FilterOptions> RebuildOptions(const SizingFlags& flags, bool plain, bool 
   if (!flags.ttl.empty() && no_ttl)
     return Status::InvalidArgument("--ttl and --no-ttl exclude each other");
   if (!flags.ttl.empty()) {
-    auto t = ParseDurationMillis(flags.ttl);
-    if (!t.ok()) return t.status().WithContext("--ttl");
-    if (*t < 1000) return Status::InvalidArgument("--ttl must be at least 1s");
-    o.ttl_seconds = *t / 1000;
+    REDBLOOM_ASSIGN_OR_RETURN(o.ttl_seconds, flags.TtlSeconds());
   }
   if (no_ttl) o.ttl_seconds = 0;
   return o;

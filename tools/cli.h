@@ -139,14 +139,10 @@ struct SizingFlags {
                             "create to use an existing filter"
                           : ""));
     }
-    auto n = ParseUint64(capacity);
-    if (!n.ok()) return n.status().WithContext("--capacity");
-    auto p = ParseDouble(error);
-    if (!p.ok()) return p.status().WithContext("--error");
+    REDBLOOM_ASSIGN_OR_RETURN(o.capacity, Capacity());
+    REDBLOOM_ASSIGN_OR_RETURN(o.error_rate, ErrorRate());
     REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(strategy));
     REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(encoding));
-    o.capacity = *n;
-    o.error_rate = *p;
     const int kinds = (counting ? 1 : 0) + (scaling ? 1 : 0) + (window.empty() ? 0 : 1);
     if (kinds > 1) {
       return Status::InvalidArgument("--counting, --scaling and --window exclude each other");
@@ -183,12 +179,28 @@ struct SizingFlags {
       o.shards = static_cast<uint32_t>(*sh);
     }
     if (!ttl.empty()) {
-      auto t = ParseDurationMillis(ttl);
-      if (!t.ok()) return t.status().WithContext("--ttl");
-      if (*t < 1000) return Status::InvalidArgument("--ttl must be at least 1s");
-      o.ttl_seconds = *t / 1000;
+      REDBLOOM_ASSIGN_OR_RETURN(o.ttl_seconds, TtlSeconds());
     }
     return o;
+  }
+
+  // The flags' values, each checked and named in its error (given flags
+  // only: the caller asks for those that are not empty).
+  Result<uint64_t> Capacity() const {
+    auto n = ParseUint64(capacity);
+    if (!n.ok()) return n.status().WithContext("--capacity");
+    return *n;
+  }
+  Result<double> ErrorRate() const {
+    auto p = ParseDouble(error);
+    if (!p.ok()) return p.status().WithContext("--error");
+    return *p;
+  }
+  Result<uint64_t> TtlSeconds() const {
+    auto t = ParseDurationMillis(ttl);
+    if (!t.ok()) return t.status().WithContext("--ttl");
+    if (*t < 1000) return Status::InvalidArgument("--ttl must be at least 1s");
+    return *t / 1000;
   }
 };
 
