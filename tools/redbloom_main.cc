@@ -209,14 +209,18 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   const auto stop = [&](const Status& s, uint64_t unconfirmed = 0) {
     if (op == ItemOp::kCheck) unconfirmed = 0;
     const char* verb = op == ItemOp::kAdd ? "added" : "processed";
-    if (done > 0 || unconfirmed > 0) {
-      std::cerr << "redbloom: ";
-      if (done > 0) std::cerr << "the first " << done << " items were " << verb;
-      if (done > 0 && unconfirmed > 0) std::cerr << ", and some of the next " << unconfirmed;
-      if (done == 0) std::cerr << "some of the first " << unconfirmed << " items";
-      if (unconfirmed > 0)
-        std::cerr << " may have been" << (done > 0 ? "" : " ") << (done > 0 ? "" : verb);
-      std::cerr << "; nothing after them was"
+    const std::string first = "the first " + std::to_string(done) + " items were " + verb;
+    const std::string next = std::to_string(unconfirmed);
+    std::string what;
+    if (done > 0 && unconfirmed > 0) {
+      what = first + ", and some of the next " + next + " may have been";
+    } else if (done > 0) {
+      what = first;
+    } else if (unconfirmed > 0) {
+      what = "some of the first " + next + " items may have been " + verb;
+    }
+    if (!what.empty()) {
+      std::cerr << "redbloom: " << what << "; nothing after them was"
                 << (op == ItemOp::kAdd ? " (adding again is harmless)" : "") << "\n";
     }
     if (json_out) json_out->End(s, unconfirmed);
