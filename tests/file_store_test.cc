@@ -248,6 +248,63 @@ TEST_F(FileStoreTest, LostLayerOfAScalingFilterIsDataLoss) {
   EXPECT_EQ((*f)->ContainsMany(views, &present).code(), StatusCode::kDataLoss);
 }
 
+// The last layer's file deleted leaves no gap to see: the main file records
+// how many layers were made, so that is kDataLoss too, while a file written
+// before that record (zero there) still opens, and records its next layer.
+TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
+  auto f = BloomFilter::Create(
+      *store_, "sc",
+      FilterOptions{.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::vector<std::string> items;
+  for (int i = 0; i < 2000; ++i) items.push_back("S-" + std::to_string(i));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  ASSERT_TRUE((*f)->AddMany(views).ok());
+  const std::string parts = dir_.path() + "/.sc.parts";
+  uint64_t last = 0;
+  for (const auto& e : std::filesystem::directory_iterator(parts)) {
+    last = std::max<uint64_t>(last, std::stoull(e.path().stem().string()));
+  }
+  ASSERT_GE(last, 2u);
+  const std::string main_file = dir_.path() + "/sc.rbf";
+  auto recorded = [&] {
+    std::ifstream in(main_file, std::ios::binary);
+    in.seekg(4072);
+    uint64_t v = 0;
+    in.read(reinterpret_cast<char*>(&v), 8);
+    return v;
+  };
+  EXPECT_EQ(recorded(), last + 1);
+  std::filesystem::rename(parts + "/" + std::to_string(last) + ".rbf", dir_.path() + "/kept");
+  const std::string lost =
+      "has lost layer " + std::to_string(last) + " of " + std::to_string(last + 1);
+  auto expect_lost = [&](BloomFilter& filter) {
+    std::vector<uint8_t> present;
+    Status check = filter.ContainsMany(views, &present);
+    EXPECT_EQ(check.code(), StatusCode::kDataLoss) << "never \"absent\": " << check.ToString();
+    EXPECT_NE(check.ToString().find(lost), std::string::npos) << check.ToString();
+    EXPECT_EQ(filter.Add("new").code(), StatusCode::kDataLoss);
+  };
+  expect_lost(**f);  // the handle that knew the layer
+  auto reopened = BloomFilter::Open(*store_, "sc");
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  expect_lost(**reopened);
+  // The same filter as a version-2 file from before the record: read as a
+  // smaller filter (nothing can tell), and the next layer made is recorded.
+  {
+    std::fstream io(main_file, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(4072);
+    const uint64_t zero = 0;
+    io.write(reinterpret_cast<const char*>(&zero), 8);
+  }
+  auto old = BloomFilter::Open(*store_, "sc");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  std::vector<std::string> more;
+  for (int i = 0; i < 4000; ++i) more.push_back("T-" + std::to_string(i));
+  ASSERT_TRUE((*old)->AddMany(std::vector<std::string_view>(more.begin(), more.end())).ok());
+  EXPECT_GE(recorded(), last + 1) << "the layer remade and those after it are recorded";
+}
+
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {
   testing::TempDir dir;
   const std::string store = dir.path() + "/d";

@@ -16,11 +16,15 @@ constexpr uint32_t kVersion = 2;
 // Version 2: [0,8) magic, [8,12) version, [12,16) header size, [16,24) part,
 // [24,32) expires_at_ms, [32,40) data bytes, [40,44) config text length,
 // [44,48) CRC-32 of [0,44) and the text, [64, 64+len) the text. Mutable
-// fields at the end: item count, then the replaced flag.
+// fields at the end: parts made, item count, then the replaced flag.
 constexpr size_t kTextOffset = 64;
+constexpr size_t kPartsOffset = kHeaderBytes - 24;
 constexpr size_t kCountOffset = kHeaderBytes - 16;
 constexpr size_t kSupersededOffset = kHeaderBytes - 8;
-constexpr size_t kMaxText = kCountOffset - kTextOffset;
+// Files written before the parts field had room for a longer text; they are
+// still read (no config comes near either bound), without the field.
+constexpr size_t kMaxText = kPartsOffset - kTextOffset;
+constexpr size_t kMaxOldText = kCountOffset - kTextOffset;
 
 // Version 1, read only (docs/file-format.md keeps its table).
 constexpr size_t kV1Checksummed = 124;
@@ -92,6 +96,8 @@ Status EncodeFileHeader(FileHeader* f, uint8_t* h) {
   PutLE(h + 44, Crc(h + kTextOffset, text.size(), Crc(h, 44)), 4);
   f->count_offset = kCountOffset;
   f->superseded_offset = kSupersededOffset;
+  f->parts_offset = kPartsOffset;
+  f->parts_made = 0;
   return Status::Ok();
 }
 
@@ -104,7 +110,7 @@ Result<FileHeader> DecodeFileHeader(const uint8_t* h, uint64_t file_size, const 
   FieldMap fields;
   if (version == kVersion) {
     const uint64_t len = GetLE(h + 40, 4);
-    if (len > kMaxText) return corrupt("config text is longer than the header");
+    if (len > kMaxOldText) return corrupt("config text is longer than the header");
     if (GetLE(h + 44, 4) != Crc(h + kTextOffset, len, Crc(h, 44))) {
       return corrupt("header checksum mismatch");
     }
@@ -113,6 +119,10 @@ Result<FileHeader> DecodeFileHeader(const uint8_t* h, uint64_t file_size, const 
     f.data_bytes = GetLE(h + 32, 8);
     f.count_offset = kCountOffset;
     f.superseded_offset = kSupersededOffset;
+    if (len <= kMaxText) {
+      f.parts_offset = kPartsOffset;
+      f.parts_made = GetLE(h + kPartsOffset, 8);
+    }
     REDBLOOM_ASSIGN_OR_RETURN(
         fields,
         LinesToFields(std::string_view(reinterpret_cast<const char*>(h + kTextOffset), len), path));

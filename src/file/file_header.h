@@ -2,7 +2,8 @@
 //
 // Version 2 (written): a fixed binary prefix, then the filter's config as
 // the config codec's "key=value" lines, all under one CRC-32; the mutable
-// fields (item count, replaced flag) sit at the header's end, outside the CRC.
+// fields (parts made, item count, replaced flag) sit at the header's end,
+// outside the CRC.
 // Version 1 (read only): the older all-binary header, whose fields are turned
 // into the codec's fields so both versions pass the same validation.
 #ifndef REDBLOOM_SRC_FILE_FILE_HEADER_H_
@@ -30,6 +31,13 @@ struct FileHeader {
   // Where the mutable 8-byte fields live (they differ between versions).
   size_t count_offset = 0;
   size_t superseded_offset = 0;
+  // A main file's record of its dense parts (KindDef::dense_parts): at least
+  // this many, parts 0..N-1, were made; 0 when none is recorded. Raised after
+  // a part is made, never lowered, so it may lag but never leads. Offset 0
+  // when the header has no such field (version 1, or a version-2 config text
+  // long enough to cover it).
+  size_t parts_offset = 0;
+  uint64_t parts_made = 0;
 };
 
 // Bytes of a file's cells: whole 64-bit words.

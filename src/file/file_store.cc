@@ -6,7 +6,7 @@
 // Crash safety: a file's header is written once, into a temporary file that
 // is fsync'ed and then link()ed to its final name, so a reader sees either no
 // file or a complete, checksummed header; kill -9 can never tear it. The only
-// fields that change later (item count, rebuild flag, layer count) sit outside
+// fields that change later (layers made, item count, rebuild flag) sit outside
 // the checksummed region and are updated with aligned 8-byte atomic
 // operations. Bits are set with atomic word operations on a MAP_SHARED
 // mapping, so several processes may add to one file at once, and a killed
@@ -51,6 +51,9 @@ Status IoError(const std::string& what, const std::string& path, int err) {
   }
   return Status::Unavailable(what + " " + path + ": " + ErrnoText(err));
 }
+
+// A file's identity: a name may come to denote another file.
+using FileId = std::pair<dev_t, ino_t>;
 
 class FdCloser {
  public:
@@ -282,9 +285,14 @@ class FileStore final : public Store {
                     uint64_t expires_at_ms) {
     if (part == 0 && config.initial_parts() > 0) return Status::Ok();
     const std::string path = PartPath(name, part);
-    if (::access(path.c_str(), F_OK) == 0) return Status::Ok();
-    REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name));
+    const bool dense = KindOf(config.kind).dense_parts;
+    if (!dense && ::access(path.c_str(), F_OK) == 0) return Status::Ok();
+    FileId main_id;
+    REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name, &main_id));
     if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
+    // A dense part found made is recorded too: its maker may have died
+    // before recording it.
+    if (dense && ::access(path.c_str(), F_OK) == 0) return RecordPart(name, main_id, part);
     FileHeader f;
     f.config = config;
     f.part = part;
@@ -297,11 +305,12 @@ class FileStore final : public Store {
     }
     Status s = CreateFile(parts, path, &f);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
-    return Status::Ok();
+    return dense ? RecordPart(name, main_id, part) : Status::Ok();
   }
 
   Result<std::vector<uint64_t>> ListParts(std::string_view name, const FilterConfig& config) {
-    REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name));
+    FileId main_id;
+    REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name, &main_id));
     if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
     std::vector<uint64_t> parts;
     if (config.initial_parts() > 0) parts.push_back(0);
@@ -327,6 +336,24 @@ class FileStore final : public Store {
     }
     ::closedir(d);
     std::sort(parts.begin(), parts.end());
+    // Dense parts recorded in the main file but missing from the directory
+    // were lost (a file deleted): their items would read as absent. A gap
+    // below the last part is the kind's to report; this is the loss of the
+    // last ones, which a listing alone cannot tell from parts never made.
+    const uint64_t listed = parts.empty() ? 0 : parts.back() + 1;
+    if (KindOf(config.kind).dense_parts && main.parts_made > listed) {
+      // Unless the filter was dropped, re-created or expired since the
+      // header was read: then its parts went with it.
+      struct stat now {};
+      if (::stat(PathOf(name).c_str(), &now) != 0) return NotFoundStatus(name);
+      if (FileId{now.st_dev, now.st_ino} != main_id) return ConfigChangedStatus(name);
+      if (Expired(clock(), main.expires_at_ms)) return NotFoundStatus(name);
+      return Status::DataLoss(std::string(FilterKindName(config.kind)) + " filter '" +
+                              std::string(name) + "' has lost layer " + std::to_string(listed) +
+                              " of " + std::to_string(main.parts_made) + ": " +
+                              PartPath(name, listed) + " is gone, though " + PathOf(name) +
+                              " records that it was made");
+    }
     return parts;
   }
 
@@ -349,7 +376,7 @@ class FileStore final : public Store {
       if (errno == ENOENT) return NotFoundStatus(name);
       return IoError("cannot stat", path, errno);
     }
-    const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+    const FileId id{st.st_dev, st.st_ino};
     {
       std::lock_guard lock(expiry_mu_);
       if (auto it = expiry_.find(id); it != expiry_.end()) return it->second;
@@ -413,18 +440,49 @@ class FileStore final : public Store {
   }
 
   // Reads the main file's header; an expired filter is removed and reported
-  // as not found.
-  Result<FileHeader> ReadMain(std::string_view name) {
+  // as not found. `id`, when given, receives the file's identity.
+  Result<FileHeader> ReadMain(std::string_view name, FileId* id = nullptr) {
     const std::string path = PathOf(name);
     REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDONLY));
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
+    if (id != nullptr) {
+      struct stat st {};
+      if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
+      *id = FileId{st.st_dev, st.st_ino};
+    }
     if (Expired(clock(), f.expires_at_ms)) {
       Status s = Remove(name);
       if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
       return NotFoundStatus(name);
     }
     return f;
+  }
+
+  // Raises the main file's record of its dense parts to part + 1, once the
+  // part's file exists (made, synced and linked): the record may lag the
+  // parts (a maker killed between the two), never lead them. Only on the main
+  // file `id` names: a filter dropped and re-created meanwhile is not this
+  // part's.
+  Status RecordPart(std::string_view name, const FileId& id, uint64_t part) {
+    const std::string path = PathOf(name);
+    REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDWR));
+    FdCloser closer(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
+    if (FileId{st.st_dev, st.st_ino} != id) return ConfigChangedStatus(name);
+    REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
+    if (f.parts_offset == 0) return Status::Ok();  // a header with no room for it
+    void* base = ::mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) return IoError("cannot map", path, errno);
+    std::atomic_ref<uint64_t> made(
+        *reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + f.parts_offset));
+    uint64_t seen = made.load(std::memory_order_acquire);
+    while (seen < part + 1 &&
+           !made.compare_exchange_weak(seen, part + 1, std::memory_order_acq_rel)) {
+    }
+    ::munmap(base, kHeaderBytes);
+    return Status::Ok();
   }
 
   Status Remove(std::string_view name) {
@@ -569,7 +627,7 @@ class FileStore final : public Store {
 
   std::string dir_;
   std::mutex expiry_mu_;
-  std::map<std::pair<dev_t, ino_t>, uint64_t> expiry_;  // by file identity; guarded by expiry_mu_
+  std::map<FileId, uint64_t> expiry_;  // by file identity; guarded by expiry_mu_
   // flock() already excludes every other descriptor, in this process too; the
   // mutex only spares threads of one process the syscall contention.
   std::shared_ptr<std::mutex> remove_mutex_ = std::make_shared<std::mutex>();

@@ -22,6 +22,7 @@ const KindDef kCountingKind = {
     .name = "counting",
     .cell_bits = 4,
     .one_array = true,
+    .dense_parts = false,
     .initial_parts = &OneArrayParts,
     .configure = &Configure,
     .part_target = &OneArrayTarget,

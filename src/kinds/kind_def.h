@@ -54,6 +54,10 @@ struct KindDef {
   std::string_view name;  // stored in Redis metadata and dumps, typed on the CLI
   uint32_t cell_bits;     // 1 (bits) or 4 (saturating counters)
   bool one_array;         // all cells in part 0 (or, sharded, in shards 0..S-1)
+  // Parts are 0..N-1 with no gap, and only ever added while the filter lives
+  // (a scaling filter's layers): a store that records N can tell a lost last
+  // part from a part never made.
+  bool dense_parts;
   // How many parts exist from creation on (parts 0..N-1); later parts come
   // and go with the policy.
   uint64_t (*initial_parts)(const FilterConfig& config);

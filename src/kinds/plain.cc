@@ -75,6 +75,7 @@ const KindDef kPlainKind = {
     .name = "plain",
     .cell_bits = 1,
     .one_array = true,
+    .dense_parts = false,
     .initial_parts = &OneArrayParts,
     .configure = &Configure,
     .part_target = &OneArrayTarget,

@@ -134,7 +134,8 @@ class ScalingPolicy final : public KindPolicy {
     // Layers are created in order, each once the one before is full, so
     // they are dense: a gap is a layer lost (a file deleted), whose items
     // would otherwise read as absent. (A store that lists its layers itself,
-    // as Redis does, says so before this.)
+    // as Redis does, or records how many were made, as a file store does,
+    // also says so of the last ones, which leave no gap.)
     for (uint64_t i = 0; i < now.size(); ++i) {
       if (now[i] != i) {
         return Status::DataLoss("scaling filter '" + std::string(f.name()) + "' has lost layer " +
@@ -156,6 +157,7 @@ const KindDef kScalingKind = {
     .name = "scaling",
     .cell_bits = 1,
     .one_array = false,
+    .dense_parts = true,
     .initial_parts = [](const FilterConfig&) -> uint64_t { return 1; },
     .configure = &Configure,
     .part_target = &Target,

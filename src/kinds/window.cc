@@ -105,6 +105,7 @@ const KindDef kWindowKind = {
     .name = "window",
     .cell_bits = 1,
     .one_array = false,
+    .dense_parts = false,
     .initial_parts = [](const FilterConfig&) -> uint64_t { return 0; },
     .configure = &Configure,
     .part_target = &Target,
