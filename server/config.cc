@@ -238,6 +238,8 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
       c->max_filter_bytes_source = "config";
     } else if (key == "max_body_bytes") {
       st = GetInt(v, key, 1024, int64_t{1} << 30, &h.max_body_bytes);
+    } else if (key == "body_buffer_bytes") {
+      st = GetInt(v, key, 0, int64_t{1} << 40, &h.body_buffer_bytes);
     } else if (key == "max_items") {
       st = GetInt(v, key, 1, 10000000, &s.limits.max_items);
     } else if (key == "max_item_bytes") {
@@ -385,6 +387,7 @@ std::string ConfigToJson(const ServerConfig& c) {
   j["max_connections"] = c.http.max_connections;
   j["max_connections_per_client"] = c.http.max_connections_per_client;
   j["max_body_bytes"] = c.http.max_body_bytes;
+  j["body_buffer_bytes"] = c.http.body_buffer_bytes;
   j["max_items"] = c.service.limits.max_items;
   j["max_item_bytes"] = c.service.limits.max_item_bytes;
   j["max_filter_bytes"] = c.service.max_filter_bytes;

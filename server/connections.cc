@@ -13,15 +13,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -41,6 +44,9 @@ using std::chrono::milliseconds;
 // long headers and bounds what 512 slow connections can pin (32 MiB).
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kReadChunk = 16 * 1024;
+// Reads of one connection per wake-up: a large body arriving fast does not
+// hold up other connections' heads (1 MiB at a time).
+constexpr int kReadsPerWake = 64;
 // Workers reserved for PriorityRequest: two, so that a /readyz waiting on an
 // unresponsive store (up to its command timeout) does not hold up /healthz.
 constexpr int kPriorityWorkers = 2;
@@ -58,6 +64,14 @@ std::string SecondsText(milliseconds d) {
     std::snprintf(buf, sizeof(buf), "%.3g s", static_cast<double>(d.count()) / 1000);
   }
   return buf;
+}
+
+// Why a body stopped arriving: its whole deadline passed, or one read's.
+std::string BodyTimeoutMessage(bool whole, const ConnectionOptions& o) {
+  return whole ? "the request body did not arrive within body_timeout_s (" +
+                     SecondsText(o.body_timeout) + ")"
+               : "no byte of the request body arrived for read_timeout_s (" +
+                     SecondsText(o.read_timeout) + ")";
 }
 
 int CeilMillis(Clock::duration d) {
@@ -78,6 +92,70 @@ std::string ErrorResponse(int status, std::string_view phrase, std::string_view 
   if (status == 429 || status == 503) out.append("\r\nRetry-After: 1");
   out.append("\r\nConnection: close\r\n\r\n").append(body);
   return out;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view TrimSpace(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+// What the event thread needs of a complete request head, buf[begin, end),
+// to read the body itself: the length of a body framed by exactly one
+// Content-Length and no Transfer-Encoding, and the line of an
+// "Expect: 100-continue". Anything else (no body, chunked, a repeated or
+// malformed length, folded or bare-LF header lines, another expectation,
+// HTTP/1.0) leaves `length` unset: the worker reads the request as before,
+// and the HTTP layer answers what is wrong with it.
+struct BodyFraming {
+  std::optional<uint64_t> length;
+  size_t expect_begin = 0;  // absolute; equal to expect_end when absent
+  size_t expect_end = 0;
+};
+
+BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
+  BodyFraming f;
+  size_t at = buf.find('\n', begin) + 1;  // past the request line
+  if (!buf.substr(begin, at - begin).ends_with(" HTTP/1.1\r\n")) return f;
+  std::optional<uint64_t> length;
+  int lengths = 0;
+  while (at < end) {
+    const size_t nl = buf.find('\n', at);
+    if (nl == at + 1 && buf[at] == '\r') break;  // the blank line that ends the head
+    std::string_view line = buf.substr(at, nl + 1 - at);
+    if (!line.ends_with("\r\n") || line[0] == ' ' || line[0] == '\t') return f;
+    line.remove_suffix(2);
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return f;
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = TrimSpace(line.substr(colon + 1));
+    if (EqualsIgnoreCase(name, "Content-Length")) {
+      ++lengths;
+      uint64_t n = 0;
+      if (value.empty() || value.size() > 15) return f;
+      for (char ch : value) {
+        if (ch < '0' || ch > '9') return f;
+        n = n * 10 + static_cast<uint64_t>(ch - '0');
+      }
+      length = n;
+    } else if (EqualsIgnoreCase(name, "Transfer-Encoding")) {
+      return f;
+    } else if (EqualsIgnoreCase(name, "Expect")) {
+      if (!EqualsIgnoreCase(value, "100-continue") || f.expect_end != 0) return f;
+      f.expect_begin = at;
+      f.expect_end = nl + 1;
+    }
+    at = nl + 1;
+  }
+  if (lengths == 1 && *length > 0) f.length = length;
+  return f;
 }
 
 // Best effort on a non-blocking socket: a few hundred bytes fit any fresh
@@ -129,6 +207,12 @@ struct Connection {
   size_t scan = 0;
   size_t line_start = 0;
   bool request_line = false;
+  size_t head_end = 0;  // once the head is complete: where its body starts
+  // While the event thread reads the body (see Loop::OnHead): where it ends
+  // (0: not reading one), the budget it holds, and its deadline.
+  size_t body_end = 0;
+  size_t reserved = 0;
+  Clock::time_point body_deadline;
   bool idle = false;  // no byte of the next request yet (keep-alive wait)
   bool registered = false;
   bool in_worker = false;
@@ -217,11 +301,7 @@ class ConnectionStream final : public httplib::Stream {
       const bool body_deadline = left <= o_.read_timeout;
       if (!Wait(POLLIN, std::min(o_.read_timeout, left))) {
         broken_ = true;
-        t_read_timeout = body_deadline
-                             ? "the request body did not arrive within body_timeout_s (" +
-                                   SecondsText(o_.body_timeout) + ")"
-                             : "no byte of the request body arrived for read_timeout_s (" +
-                                   SecondsText(o_.read_timeout) + ")";
+        t_read_timeout = BodyTimeoutMessage(body_deadline, o_);
         return -1;
       }
       c_.buf.resize(kReadChunk);
@@ -299,6 +379,8 @@ class ConnectionServer::Loop {
   void Admit(int fd, const sockaddr_storage& peer);
   void OnReadable(Connection& c);
   bool HeadComplete(Connection& c);
+  void OnHead(Connection& c);
+  void Release(Connection& c);
   void Dispatch(Connection& c);
   void Resume(Connection& c);
   void Close(Connection& c);
@@ -316,6 +398,7 @@ class ConnectionServer::Loop {
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
   std::unordered_map<std::string, int> per_client_;
   std::set<std::pair<Clock::time_point, int>> deadlines_;
+  size_t buffered_ = 0;  // the bodies' reservations (Connection::reserved)
   WorkQueue general_;
   WorkQueue priority_;
   std::mutex returned_mu_;
@@ -413,8 +496,11 @@ void ConnectionServer::Loop::Admit(int fd, const sockaddr_storage& peer) {
 }
 
 void ConnectionServer::Loop::OnReadable(Connection& c) {
-  while (true) {
-    if (c.buf.size() - c.pos >= kMaxHeaderBytes) {
+  // Epoll is level-triggered: a connection whose data is not all read here
+  // is reported again, after the others.
+  for (int reads = 0; reads < kReadsPerWake; ++reads) {
+    const bool body = c.body_end != 0;
+    if (!body && c.buf.size() - c.pos >= kMaxHeaderBytes) {
       Answer(c, ErrorResponse(431, "Request Header Fields Too Large", "too_large",
                               "request headers are larger than " + std::to_string(kMaxHeaderBytes) +
                                   " bytes"));
@@ -426,18 +512,33 @@ void ConnectionServer::Loop::OnReadable(Connection& c) {
     const ssize_t n = ::recv(c.fd, c.buf.data() + old, kReadChunk, 0);
     c.buf.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
     if (n > 0) {
+      if (body) {
+        if (c.buf.size() >= c.body_end) {
+          Dispatch(c);
+          return;
+        }
+        SetDeadline(c, std::min(c.body_deadline, Clock::now() + o_.read_timeout));
+        continue;
+      }
       if (c.idle) {
         c.idle = false;
         SetDeadline(c, Clock::now() + o_.header_timeout);
       }
       if (HeadComplete(c)) {
-        Dispatch(c);
-        return;
+        OnHead(c);
+        if (c.in_worker) return;
       }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n == 0 && body) {
+      // The client stopped sending part-way through its body: the worker
+      // reads what came and answers that it is short (400), as it would
+      // have had it read the body itself.
+      Dispatch(c);
+      return;
+    }
     Close(c);  // the client closed (or reset) before finishing its headers
     return;
   }
@@ -456,10 +557,49 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
     if (!c.request_line) {
       c.request_line = true;
     } else if (nl == c.line_start + 1 && c.buf[c.line_start] == '\r') {
+      c.head_end = nl + 1;
       return true;
     }
     c.line_start = c.scan = nl + 1;
   }
+}
+
+// Reads the body here when it can (see ParseFraming), so that a client
+// trickling its body holds no worker, only memory: at most max_body_bytes
+// for one request, and body_buffer_bytes for all of them together. A body
+// past either is read by the worker, as before (one past max_body_bytes gets
+// 413 without being read).
+void ConnectionServer::Loop::OnHead(Connection& c) {
+  const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
+  if (!f.length || *f.length > o_.max_body_bytes || *f.length > o_.body_buffer_bytes - buffered_) {
+    Dispatch(c);
+    return;
+  }
+  if (f.expect_end != f.expect_begin) {
+    // The client waits for this before it sends the body. The line goes, so
+    // that httplib does not send a second one.
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    [[maybe_unused]] const ssize_t n =
+        ::send(c.fd, kContinue.data(), kContinue.size(), MSG_NOSIGNAL);
+    c.buf.erase(f.expect_begin, f.expect_end - f.expect_begin);
+    c.head_end -= f.expect_end - f.expect_begin;
+  }
+  c.reserved = *f.length;
+  buffered_ += c.reserved;
+  c.body_end = c.head_end + *f.length;
+  if (c.buf.size() >= c.body_end) {
+    Dispatch(c);
+    return;
+  }
+  const auto now = Clock::now();
+  c.body_deadline = now + o_.body_timeout;
+  SetDeadline(c, std::min(c.body_deadline, now + o_.read_timeout));
+}
+
+void ConnectionServer::Loop::Release(Connection& c) {
+  buffered_ -= c.reserved;
+  c.reserved = 0;
+  c.body_end = 0;
 }
 
 void ConnectionServer::Loop::Dispatch(Connection& c) {
@@ -473,8 +613,9 @@ void ConnectionServer::Loop::Dispatch(Connection& c) {
 }
 
 void ConnectionServer::Loop::Resume(Connection& c) {
+  Release(c);
   c.buf.erase(0, c.pos);
-  c.pos = c.scan = c.line_start = 0;
+  c.pos = c.scan = c.line_start = c.head_end = 0;
   c.request_line = false;
   if (c.buf.empty()) {
     c.idle = true;
@@ -483,14 +624,15 @@ void ConnectionServer::Loop::Resume(Connection& c) {
     c.idle = false;  // a pipelined request has begun
     SetDeadline(c, Clock::now() + o_.header_timeout);
     if (HeadComplete(c)) {
-      Dispatch(c);
-      return;
+      OnHead(c);
+      if (c.in_worker) return;
     }
   }
   Watch(c);
 }
 
 void ConnectionServer::Loop::Close(Connection& c) {
+  Release(c);
   ClearDeadline(c);
   Unwatch(c);
   ::close(c.fd);
@@ -507,7 +649,11 @@ void ConnectionServer::Loop::Expire(Clock::time_point now) {
     auto it = conns_.find(fd);
     if (it == conns_.end()) continue;
     Connection& c = *it->second;
-    if (!c.idle) {
+    if (c.body_end != 0) {
+      s_.metrics_->RequestTimedOut(TimeoutPhase::kBody);
+      Answer(c, ErrorResponse(408, "Request Timeout", "request_timeout",
+                              BodyTimeoutMessage(now >= c.body_deadline, o_)));
+    } else if (!c.idle) {
       // The header deadline: the client gets a 408 if it had started a
       // request, and the connection goes either way.
       s_.metrics_->RequestTimedOut(TimeoutPhase::kHeaders);

@@ -1,6 +1,7 @@
 // The connection layer of redbloomd: accepts TCP connections, reads each
 // request's header block on one event thread (epoll), and hands a request to
-// a worker thread only once its headers are all there. httplib parses and
+// a worker thread only once its headers (and a body with a Content-Length)
+// are all there. httplib parses and
 // answers the request on the worker (see HttpServer); this layer owns the
 // sockets, the deadlines and the limits.
 //
@@ -13,7 +14,9 @@
 //   - headers must arrive within header_timeout of the first byte (of the
 //     connection, for a new one), or the client gets 408 and is closed;
 //   - a body must arrive within body_timeout of the headers (408), and no
-//     read may wait longer than read_timeout (408);
+//     read may wait longer than read_timeout (408); a body with a
+//     Content-Length is read here too, within a memory budget, so a slow
+//     one holds no worker either;
 //   - an idle keep-alive connection is closed after keep_alive_timeout;
 //   - at most max_connections are open, and at most
 //     max_connections_per_client from one address (503 / 429 at accept);
@@ -53,6 +56,13 @@ struct ConnectionOptions {
   // From the end of the headers to the end of the body: 30 s moves the
   // largest default body (16 MiB) at 0.5 MiB/s.
   std::chrono::milliseconds body_timeout{30000};
+  // A body with a Content-Length is read by the event thread, before a
+  // worker takes the request, so that a slow one holds no worker: up to
+  // max_body_bytes for one request (a larger one is refused unread by the
+  // worker), and body_buffer_bytes for all connections together. A body
+  // that would pass the latter, or is chunked, is read by its worker.
+  size_t max_body_bytes = 16 << 20;
+  size_t body_buffer_bytes = 64 << 20;
   // Longest wait for any one read (of the body) or write.
   std::chrono::milliseconds read_timeout{5000};
   std::chrono::milliseconds write_timeout{5000};

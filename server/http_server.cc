@@ -362,6 +362,8 @@ HttpServer::HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpO
   c.keep_alive_max_requests = options_.keep_alive_max_requests;
   c.max_connections = options_.max_connections;
   c.max_connections_per_client = options_.max_connections_per_client;
+  c.max_body_bytes = options_.max_body_bytes;
+  c.body_buffer_bytes = options_.body_buffer_bytes;
   connections_ = std::make_unique<ConnectionServer>(
       std::move(c), [this](httplib::Stream& stream, bool last) { return Serve(stream, last); },
       IsPriorityRequest, metrics_);

@@ -35,6 +35,9 @@ struct HttpOptions {
   bool public_metrics = false;
   // Largest request body; larger ones get 413 before they are read.
   size_t max_body_bytes = 16 << 20;
+  // Bodies read ahead of a worker, all connections together (see
+  // ConnectionOptions).
+  size_t body_buffer_bytes = 64 << 20;
   int threads = 16;
   int keep_alive_timeout_s = 5;
   int keep_alive_max_requests = 1000;

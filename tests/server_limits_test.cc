@@ -151,10 +151,11 @@ TEST_F(ServerLimitsTest, SlowlorisIsCutOffAtTheHeaderDeadlineAndHealthStillAnswe
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
-// Slow bodies hold a worker each while they arrive; with every worker so
-// held, /healthz still answers (health and readiness have a worker of their
-// own), and a body that takes longer than body_timeout_s is answered 408.
-TEST_F(ServerLimitsTest, HealthAnswersWhileEveryWorkerWaitsForABody) {
+// A body with a Content-Length is read by the event thread, so clients
+// trickling their bodies hold no worker: with more of them than workers, API
+// requests (not only the probes, which have workers of their own) answer at
+// once; once the bodies are whole they are served.
+TEST_F(ServerLimitsTest, SlowBodiesHoldNoWorker) {
   RedbloomdProcess server(StoreUrl(), R"({"threads": 2})");
   server.Start();
   {
@@ -162,25 +163,106 @@ TEST_F(ServerLimitsTest, HealthAnswersWhileEveryWorkerWaitsForABody) {
     ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
               201);
   }
+  const std::string head =
+      "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: ";
   std::vector<std::unique_ptr<RawConnection>> slow;
-  for (int i = 0; i < 3; ++i) {
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 4; ++i) {
+    bodies.push_back(R"({"items":["slow-)" + std::to_string(i) + R"("]})");
     slow.push_back(std::make_unique<RawConnection>(server.port()));
-    slow.back()->Send(
-        "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        "Content-Length: 1000\r\n\r\n{\"items\":[");
+    slow.back()->Send(head + std::to_string(bodies.back().size()) + "\r\n\r\n{");
   }
-  Trickler trickle(&slow, " ", milliseconds(250));
+  size_t sent = 1;
   const auto t0 = Clock::now();
-  int probes = 0;
+  int calls = 0;
   while (MillisSince(t0) < 2500) {
-    const auto [status, ms] = ProbeHealth(server.port(), milliseconds(1000));
-    EXPECT_EQ(status, 200) << "probe " << probes;
-    EXPECT_LT(ms, 1000) << "probe " << probes;
-    ++probes;
-    if (status != 200) break;
+    for (size_t i = 0; i < slow.size(); ++i) slow[i]->Send(bodies[i].substr(sent, 1));
+    ++sent;
+    httplib::Client api("127.0.0.1", server.port());
+    api.set_read_timeout(milliseconds(1000));
+    const auto t = Clock::now();
+    auto res = api.Get("/v1/filters/f/items/x");
+    ASSERT_TRUE(res) << "call " << calls << " got no answer within 1 s";
+    EXPECT_EQ(res->status, 200) << res->body;
+    EXPECT_LT(MillisSince(t), 1000) << "call " << calls;
+    ++calls;
+    std::this_thread::sleep_for(milliseconds(200));
   }
-  EXPECT_GE(probes, 2);
-  trickle.Stop();
+  ASSERT_GE(calls, 2);
+  for (size_t i = 0; i < slow.size(); ++i) {
+    ASSERT_LT(sent, bodies[i].size()) << "the bodies finished while the calls ran";
+    slow[i]->Send(bodies[i].substr(sent));
+    const std::string response = slow[i]->ReadResponse(seconds(5));
+    EXPECT_TRUE(response.starts_with("HTTP/1.1 200")) << response;
+  }
+  auto c = server.Client();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(Call(*c, "GET", "/v1/filters/f/items/slow-" + std::to_string(i)).json["present"],
+              true);
+  }
+}
+
+// Past body_buffer_bytes (all connections' bodies together), a body is read
+// by its worker as before; a client that sent "Expect: 100-continue" gets
+// one 100 Continue, from the event thread or from httplib, never two.
+TEST_F(ServerLimitsTest, BodiesPastTheBufferBudgetAndExpectContinueAreServed) {
+  RedbloomdProcess server(StoreUrl(), R"({"threads": 2, "body_buffer_bytes": 100})");
+  server.Start();
+  {
+    auto c = server.Client();
+    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
+              201);
+  }
+  auto request = [](const std::string& body, bool expect) {
+    return "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+           std::string(expect ? "Expect: 100-continue\r\n" : "") +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  };
+  // Takes 80 of the 100 bytes while it waits for the rest.
+  const std::string held = R"({"items":["held"]})" + std::string(62, ' ');
+  RawConnection slow(server.port());
+  slow.Send(request(held, false) + held.substr(0, 5));
+  std::this_thread::sleep_for(milliseconds(200));
+  for (const bool expect : {false, true}) {
+    for (const size_t pad : {size_t{0}, size_t{40}}) {  // within the 20 left, past them
+      const std::string name = std::string(expect ? "e" : "n") + std::to_string(pad);
+      const std::string body = R"({"items":[")" + name + R"("]})" + std::string(pad, ' ');
+      RawConnection c(server.port());
+      c.Send(request(body, expect));
+      if (expect) {
+        const std::string interim = c.ReadResponse(seconds(3));
+        EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n") << name;
+      }
+      c.Send(body);
+      const std::string response = c.ReadResponse(seconds(5));
+      EXPECT_TRUE(response.starts_with("HTTP/1.1 200")) << name << ": " << response;
+      EXPECT_TRUE(response.ends_with(R"({"added":[true]})")) << name << ": " << response;
+    }
+  }
+  slow.Send(held.substr(5));
+  EXPECT_TRUE(slow.ReadResponse(seconds(5)).starts_with("HTTP/1.1 200"));
+}
+
+// A client that ends its side of the connection before its body is whole
+// is answered 400 (not just closed), and nothing of the body is added.
+TEST_F(ServerLimitsTest, ABodyCutShortByTheClientIs400) {
+  RedbloomdProcess server(StoreUrl());
+  server.Start();
+  {
+    auto c = server.Client();
+    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
+              201);
+  }
+  RawConnection c(server.port());
+  c.Send(
+      "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100\r\n\r\n{\"items\":[\"cut\"]}");
+  c.ShutdownWrite();
+  const std::string response = c.ReadResponse(seconds(5));
+  EXPECT_TRUE(response.starts_with("HTTP/1.1 400")) << response;
+  auto client = server.Client();
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters/f/items/cut").json["present"], false);
 }
 
 TEST_F(ServerLimitsTest, BodyNotReceivedWithinBodyTimeoutIs408) {

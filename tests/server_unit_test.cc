@@ -252,7 +252,7 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
       "filter_revalidate_ms":250,"filter_cache_size":3,"store_connect_timeout_ms":100,
       "store_command_timeout_ms":200,"store_pool_size":2,"store_max_retries":0,
       "store_batch_items":10,"header_timeout_s":6,"body_timeout_s":7,"max_connections":8,
-      "max_connections_per_client":0,"max_filter_bytes":4096})",
+      "max_connections_per_client":0,"max_filter_bytes":4096,"body_buffer_bytes":0})",
                               &c)
                   .ok());
   EXPECT_EQ(c.listen, "0.0.0.0:9000");
@@ -283,12 +283,14 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
   EXPECT_EQ(c.http.max_connections_per_client, 0);
   EXPECT_EQ(c.max_filter_bytes, 4096u);
   EXPECT_EQ(c.max_filter_bytes_source, "config");
+  EXPECT_EQ(c.http.body_buffer_bytes, 0u);
 
   for (const char* bad :
        {R"({"listn":"x"})", R"({"threads":0})", R"({"threads":"4"})", R"({"threads":1.5})",
         R"({"max_body_bytes":10})", R"({"log_items":1})", R"([1])", R"({"token":5})",
         R"({"store_pool_size":99999})", R"({"header_timeout_s":0})", R"({"max_connections":1001})",
-        R"({"max_connections_per_client":-1})", R"({"max_filter_bytes":-1})", "{"}) {
+        R"({"max_connections_per_client":-1})", R"({"max_filter_bytes":-1})",
+        R"({"body_buffer_bytes":-1})", R"({"body_buffer_bytes":2000000000000})", "{"}) {
     ServerConfig d;
     EXPECT_EQ(ApplyConfigJson(bad, &d).code(), StatusCode::kInvalidArgument) << bad;
   }
