@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -31,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "header_text.h"
 #include "util/errno_text.h"
 
 namespace redbloom::server {
@@ -94,19 +94,6 @@ std::string ErrorResponse(int status, std::string_view phrase, std::string_view 
   return out;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view TrimSpace(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
-}
-
 // What the event thread needs of a complete request head, buf[begin, end),
 // to read the body itself: the length of a body framed by exactly one
 // Content-Length and no Transfer-Encoding, and the line of an
@@ -135,7 +122,7 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) return f;
     const std::string_view name = line.substr(0, colon);
-    const std::string_view value = TrimSpace(line.substr(colon + 1));
+    const std::string_view value = Trim(line.substr(colon + 1));
     if (EqualsIgnoreCase(name, "Content-Length")) {
       ++lengths;
       uint64_t n = 0;

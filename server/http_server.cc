@@ -11,6 +11,7 @@
 #include <exception>
 #include <optional>
 
+#include "header_text.h"
 #include "openapi.h"
 #include "redbloom/store.h"
 #include "util/percent.h"
@@ -40,27 +41,14 @@ struct RequestContext {
   // Set by the logger, which httplib calls after writing each response: the
   // response did not say "Connection: close".
   bool keep_alive = false;
+  // The client's address, for the log of a request httplib rejected before
+  // it filled the request's own.
+  std::string peer;
+  int peer_port = 0;
 };
 thread_local RequestContext t_ctx;
 
 constexpr std::string_view kFiltersPrefix = "/v1/filters";
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // Routes on the raw target rather than httplib's decoded path, so that an
 // item may contain an encoded '/' (%2F) and a name is decoded exactly once.
@@ -380,6 +368,7 @@ void HttpServer::Stop() { connections_->Stop(); }
 
 bool HttpServer::Serve(httplib::Stream& stream, bool last) {
   t_ctx.keep_alive = false;
+  stream.get_remote_ip_and_port(t_ctx.peer, t_ctx.peer_port);
   bool closed = false;
   const bool written = processor_->Process(stream, last, &closed);
   return written && !closed && t_ctx.keep_alive;
@@ -632,9 +621,9 @@ void HttpServer::Install() {
                   std::chrono::duration<double, std::milli>(latency).count());
     std::string line = UtcTimestamp();
     line.append(" ")
-        .append(req.remote_addr)
+        .append(req.remote_addr.empty() ? ctx.peer : req.remote_addr)
         .append(":")
-        .append(std::to_string(req.remote_port))
+        .append(std::to_string(req.remote_addr.empty() ? ctx.peer_port : req.remote_port))
         .append(" \"")
         .append(req.method)
         .append(" ")

@@ -830,7 +830,11 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   EXPECT_FALSE(line_with("\"GET /nope HTTP/1.1\" 404 ").empty()) << ss.str();
   EXPECT_EQ(ss.str().find("4111111111111111"), std::string::npos);
   EXPECT_EQ(ss.str().find("5500000000000004"), std::string::npos) << ss.str();
-  EXPECT_FALSE(line_with("/items/<redacted> HTTP/1.1\" 400 ").empty()) << ss.str();
+  const std::string rejected_line = line_with("/items/<redacted> HTTP/1.1\" 400 ");
+  EXPECT_FALSE(rejected_line.empty()) << ss.str();
+  // With the client's address, though the parser stopped before filling it.
+  EXPECT_EQ(rejected_line.find("Z 127.0.0.1:"), 23u) << rejected_line;
+  EXPECT_EQ(rejected_line.find(":-1 "), std::string::npos) << rejected_line;
   // One line per request: the harness's /healthz probes, PUT, GET item, GET
   // /nope, the rejected GET.
   size_t non_probe = 0;
