@@ -14,6 +14,7 @@
 #include "redbloom/store.h"
 #include "redis/redis_keys.h"
 #include "redis/redis_ops.h"
+#include "redis/redis_scripts.h"
 #include "redis/redis_url.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
@@ -540,6 +541,37 @@ TEST_F(RedisStoreTest, ALostShardIsAnErrorNeverASmallerFilter) {
   EXPECT_TRUE(store_->Drop("spread").ok());
   EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
   EXPECT_EQ((*f)->Info().status().code(), StatusCode::kNotFound);
+}
+
+// The swap's script checks again what Replace checked before it, in the
+// same step as the swap: a filter dropped and re-created as a sharded one
+// in between is not replaced (its other shards would be orphaned), and
+// nothing moves; one dropped since is no obstacle.
+TEST_F(RedisStoreTest, TheReplaceScriptRefusesAFilterReCreatedSinceTheCheck) {
+  FilterOptions o = Options(4000, 0.01);
+  o.shards = 4;
+  ASSERT_TRUE(BloomFilter::Create(*store_, "x", o).ok());
+  ASSERT_TRUE(store_->Create("y", Config()).ok());
+  const auto x = internal::KeysFor("x", internal::KeyMode::kPlain);
+  const auto y = internal::KeysFor("y", internal::KeyMode::kPlain);
+  // As Replace sends it once it has found "x" a plain filter, or no filter.
+  auto swap = [&](const std::string& kind) {
+    return raw_->Run({"EVAL", std::string(internal::scripts::kReplace), "5", x.meta, x.bitmap,
+                      x.parts, y.meta, y.bitmap, "x", "y", kind, "1"});
+  };
+  for (const char* checked : {"plain", ""}) {
+    auto r = swap(checked);
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY) << checked;
+    EXPECT_EQ(r->element[0]->integer, 4) << checked;
+    EXPECT_EQ(raw_->Str({"HGET", x.meta, "shards"}), "4") << checked;
+    EXPECT_EQ(raw_->Str({"HGET", y.meta, "name"}), "y") << checked;
+  }
+  ASSERT_TRUE(store_->Drop("x").ok());
+  auto r = swap("plain");
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  EXPECT_EQ(r->element[0]->integer, 1);
+  EXPECT_EQ(raw_->Str({"HGET", x.meta, "name"}), "x");
+  EXPECT_EQ(raw_->Int({"EXISTS", y.meta}), 0);
 }
 
 TEST_F(RedisStoreTest, CorruptOrForeignMetadataIsDataLoss) {

@@ -371,6 +371,20 @@ inline constexpr std::string_view kPruneParts =
   "  return true\n"                                         \
   "end\n"
 
+// Shared by the replace scripts: false if the filter at `meta` is no longer
+// the one the client checked before the swap (its kind and shard count, or
+// "" when there was none; "*" skips the check, for a filter whose metadata
+// could not be read). A filter dropped since is no obstacle.
+#define REDBLOOM_LUA_STILL_THE_OLD                             \
+  "local function still_the_old(meta, kind, shards)\n"         \
+  "  if kind == '*' or redis.call('EXISTS', meta) == 0 then\n" \
+  "    return true\n"                                          \
+  "  end\n"                                                    \
+  "  if kind == '' then return false end\n"                    \
+  "  local f = redis.call('HMGET', meta, 'kind', 'shards')\n"  \
+  "  return f[1] == kind and (f[2] or '1') == shards\n"        \
+  "end\n"
+
 // KEYS: meta, bitmap, parts hash, part bitmaps... ARGV: name, part numbers...
 // Returns {1} dropped; {0} no metadata; {-1, other_name} the metadata belongs
 // to another filter sharing the meta key ("x" and "{x}"); {2} the parts
@@ -388,12 +402,15 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS
 
 // Rebuilds: makes filter SOURCE the filter NAME in one step. KEYS: name meta,
 // name bitmap, name parts hash, source meta, source bitmap, then the part
-// bitmaps of the filter being replaced. ARGV: name, source, its part
-// numbers... Returns {1} done; {0} no source; {2} parts changed, read again.
-inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS
+// bitmaps of the filter being replaced. ARGV: name, source, the replaced
+// filter's kind and shards as checked (see still_the_old), its part
+// numbers... Returns {1} done; {0} no source; {2} parts changed, read again;
+// {4} NAME was re-created as another filter since the check.
+inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
-    "if not same_parts(KEYS[3], 3) then return {2} end\n"
+    "if not still_the_old(KEYS[1], ARGV[3], ARGV[4]) then return {4} end\n"
+    "if not same_parts(KEYS[3], 5) then return {2} end\n"
     "for i = 6, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"
     "redis.call('UNLINK', KEYS[3])\n"
     "if redis.call('EXISTS', KEYS[5]) == 1 then\n"
@@ -546,14 +563,16 @@ inline constexpr std::string_view kAttachCompanion =
 // meta, name bitmap, name parts hash, source meta, source bitmap, name
 // companion, source companion, then the part bitmaps of the filter being
 // replaced. ARGV: name, source, '1' if the old filter has a companion (else
-// '0'), '1' if the replacement has one, its part numbers... The name's
-// companion becomes the source's (or goes, if the replacement has none; a
-// hash there that the old filter did not own is left alone). Returns as
-// kReplace.
-inline constexpr std::string_view kReplaceCompanion = REDBLOOM_LUA_SAME_PARTS
+// '0'), '1' if the replacement has one, the replaced filter's kind and
+// shards as checked, its part numbers... The name's companion becomes the
+// source's (or goes, if the replacement has none; a hash there that the old
+// filter did not own is left alone). Returns as kReplace.
+inline constexpr std::string_view kReplaceCompanion =
+    REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
-    "if not same_parts(KEYS[3], 5) then return {2} end\n"
+    "if not still_the_old(KEYS[1], ARGV[5], ARGV[6]) then return {4} end\n"
+    "if not same_parts(KEYS[3], 7) then return {2} end\n"
     "for i = 8, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"
     "redis.call('UNLINK', KEYS[3])\n"
     "if redis.call('EXISTS', KEYS[5]) == 1 then\n"
@@ -572,6 +591,7 @@ inline constexpr std::string_view kReplaceCompanion = REDBLOOM_LUA_SAME_PARTS
 
 #undef REDBLOOM_LUA_PROLOGUE
 #undef REDBLOOM_LUA_SAME_PARTS
+#undef REDBLOOM_LUA_STILL_THE_OLD
 
 }  // namespace redbloom::internal::scripts
 

@@ -405,7 +405,19 @@ class RedisStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(source));
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta replacement, ReadMeta(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
-    REDBLOOM_RETURN_IF_ERROR(CheckReplaced(ReadConfig(name)));
+    const Result<FilterConfig> old = ReadConfig(name);
+    REDBLOOM_RETURN_IF_ERROR(CheckReplaced(old));
+    // What was checked, checked again in the swap's script: a filter
+    // re-created between the two as one of several parts would otherwise be
+    // replaced, its other parts orphaned.
+    std::string old_kind = "*";
+    std::string old_shards = "1";
+    if (old.ok()) {
+      old_kind = std::string(FilterKindName(old->kind));
+      old_shards = std::to_string(old->shards);
+    } else if (old.status().code() == StatusCode::kNotFound) {
+      old_kind = "";
+    }
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const FilterKeys from = KeysFor(source, shared_->keys);
     // Readers of the old filter see the new one on their next call: the same
@@ -431,13 +443,15 @@ class RedisStore final : public Store {
             }
             for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
             BeginEval(cmd, companions ? scripts::kReplaceCompanion : scripts::kReplace, all,
-                      (companions ? 4 : 2) + parts.size());
+                      (companions ? 6 : 4) + parts.size());
             cmd->Arg(name);
             cmd->Arg(source);
             if (companions) {
               cmd->Arg(old_companion.empty() ? "0" : "1");
               cmd->Arg(new_companion.empty() ? "0" : "1");
             }
+            cmd->Arg(old_kind);
+            cmd->Arg(old_shards);
             for (uint64_t p : parts) cmd->Arg(p);
           };
           return WithParts(c, keys, name, "replaced", build, [&](const redisReply* r) -> Status {
@@ -446,6 +460,10 @@ class RedisStore final : public Store {
                 return Status::Ok();
               case 0:
                 return NotFoundStatus(source);
+              case 4:
+                return Status::Conflict("filter '" + std::string(name) +
+                                        "' was dropped and re-created while it was being "
+                                        "replaced; nothing was swapped in");
               default:
                 return Unexpected("replace", r);
             }
