@@ -348,9 +348,12 @@ TEST_F(CliTest, OffsetsMatchTheLibraryAndTheFilter) {
   std::vector<uint64_t> offsets{std::istream_iterator<uint64_t>(in), {}};
   ASSERT_EQ(offsets.size(), 7u);
   for (uint64_t o : offsets) EXPECT_LT(o, 958u);
-  EXPECT_EQ(Run({"offsets", "--capacity", "100", "--error", "0.01", "--encoding", "int32", "x"})
-                .exit_code,
-            2);
+  // A bad item is named by its position, as add and check name it.
+  auto bad =
+      Run({"offsets", "--capacity", "100", "--error", "0.01", "--encoding", "int32", "7", "x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("argument 2: item 'x'"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out, "") << "nothing printed for the items before it";
 }
 
 TEST_F(CliTest, DropRemovesTheFilter) {

@@ -311,9 +311,11 @@ int RunOffsets(const SizingFlags& flags, const std::vector<std::string>& items) 
   auto config = MakeConfig(*options);
   if (!config.ok()) return Fail(config.status());
   std::string out;
-  for (const auto& item : items) {
-    auto offsets = ItemOffsets(*config, item);
-    if (!offsets.ok()) return Fail(offsets.status());
+  for (size_t n = 0; n < items.size(); ++n) {
+    auto offsets = ItemOffsets(*config, items[n]);
+    if (!offsets.ok()) {
+      return Fail(offsets.status().WithContext("argument " + std::to_string(n + 1)));
+    }
     for (size_t i = 0; i < offsets->size(); ++i) {
       if (i > 0) out += ' ';
       out += std::to_string((*offsets)[i]);
