@@ -573,6 +573,7 @@ void ConnectionServer::Loop::OnHead(Connection& c) {
   }
   c.reserved = *f.length;
   buffered_ += c.reserved;
+  s_.metrics_->SetBodyBufferBytes(buffered_);
   c.body_end = c.head_end + *f.length;
   if (c.buf.size() >= c.body_end) {
     Dispatch(c);
@@ -584,7 +585,10 @@ void ConnectionServer::Loop::OnHead(Connection& c) {
 }
 
 void ConnectionServer::Loop::Release(Connection& c) {
-  buffered_ -= c.reserved;
+  if (c.reserved != 0) {
+    buffered_ -= c.reserved;
+    s_.metrics_->SetBodyBufferBytes(buffered_);
+  }
   c.reserved = 0;
   c.body_end = 0;
 }

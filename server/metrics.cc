@@ -158,6 +158,11 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
   Header(&out, "redbloomd_connections_open", "gauge", "Connections open now.");
   Line(&out, "redbloomd_connections_open", "",
        std::to_string(connections_open_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_body_buffer_bytes", "gauge",
+         "Request body bytes read ahead of a worker and held until the request is answered "
+         "(bounded by body_buffer_bytes).");
+  Line(&out, "redbloomd_body_buffer_bytes", "",
+       std::to_string(body_buffer_bytes_.load(std::memory_order_relaxed)));
   Header(&out, "redbloomd_connections_refused_total", "counter",
          "Connections answered 429 (max_connections_per_client from the address) or 503 "
          "(max_connections in all) and closed at accept, by reason.");

@@ -75,6 +75,11 @@ class Metrics {
     connections_open_.fetch_add(1, std::memory_order_relaxed);
   }
   void ConnectionClosed() { connections_open_.fetch_sub(1, std::memory_order_relaxed); }
+  // Bytes of request bodies the event thread holds for requests not yet
+  // answered (body_buffer_bytes is their bound).
+  void SetBodyBufferBytes(uint64_t bytes) {
+    body_buffer_bytes_.store(bytes, std::memory_order_relaxed);
+  }
   void ConnectionRefused(Refusal why) {
     refusals_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -115,6 +120,7 @@ class Metrics {
   std::atomic<uint64_t> filter_opens_{0};
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<int64_t> connections_open_{0};
+  std::atomic<uint64_t> body_buffer_bytes_{0};
   std::array<std::atomic<uint64_t>, 2> refusals_{};  // by Refusal
   std::array<std::atomic<uint64_t>, 2> timeouts_{};  // by TimeoutPhase
   const double start_time_;

@@ -190,12 +190,23 @@ TEST_F(ServerLimitsTest, SlowBodiesHoldNoWorker) {
     std::this_thread::sleep_for(milliseconds(200));
   }
   ASSERT_GE(calls, 2);
+  size_t held = 0;
+  for (const std::string& b : bodies) held += b.size();
+  EXPECT_EQ(Sample(Metrics(server), "redbloomd_body_buffer_bytes"), static_cast<double>(held));
   for (size_t i = 0; i < slow.size(); ++i) {
     ASSERT_LT(sent, bodies[i].size()) << "the bodies finished while the calls ran";
     slow[i]->Send(bodies[i].substr(sent));
     const std::string response = slow[i]->ReadResponse(seconds(5));
     EXPECT_TRUE(response.starts_with("HTTP/1.1 200")) << response;
   }
+  // Released as each request is answered (the event thread learns of it
+  // just after the answer is written).
+  double left = -1;
+  for (int i = 0; i < 100 && left != 0; ++i) {
+    if (i > 0) std::this_thread::sleep_for(milliseconds(20));
+    left = Sample(Metrics(server), "redbloomd_body_buffer_bytes");
+  }
+  EXPECT_EQ(left, 0);
   auto c = server.Client();
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(Call(*c, "GET", "/v1/filters/f/items/slow-" + std::to_string(i)).json["present"],
