@@ -419,6 +419,34 @@ TEST_F(ServerLimitsTest, PipelinedRequestsAreAnsweredInOrderAndHugeHeadersAre431
   EXPECT_LT(first, second);
   EXPECT_LT(second, third);
 
+  // Requests with bodies, sent in one write: each body is read ahead and
+  // ends where its Content-Length says, and the next request starts there.
+  {
+    auto api = server.Client();
+    ASSERT_EQ(Call(*api, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
+              201);
+  }
+  auto post = [](const std::string& body) {
+    return "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  RawConnection bodies(server.port());
+  bodies.Send(post(R"({"items":["a","b"]})") + post(R"({"items":["b","c"]})") +
+              "GET /v1/filters/f/items/c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  // (A read may return more than one answer: look for each, in order.)
+  std::string answers;
+  for (int i = 0; i < 3; ++i) answers += bodies.ReadResponse();
+  EXPECT_TRUE(bodies.WaitClosed(seconds(2)));
+  const size_t a = answers.find(R"({"added":[true,true]})");
+  const size_t b = answers.find(R"({"added":[false,true]})");
+  const size_t c3 = answers.find(R"({"present":true})");
+  ASSERT_NE(a, std::string::npos) << answers;
+  ASSERT_NE(b, std::string::npos) << answers;
+  ASSERT_NE(c3, std::string::npos) << answers;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c3);
+
   RawConnection big(server.port());
   big.Send("GET /healthz HTTP/1.1\r\n");
   for (int i = 0; i < 40; ++i)
