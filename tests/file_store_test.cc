@@ -41,6 +41,21 @@ class FileStoreTest : public ::testing::Test {
 
   std::string Path() const { return dir_.path() + "/f.rbf"; }
 
+  // Creates scaling filter "sc" (100 items in its first layer) and adds
+  // scaling_items_ (2000) to it, which grows it past four layers.
+  void GrowScalingFilter(std::unique_ptr<BloomFilter>* f) {
+    auto created = BloomFilter::Create(
+        *store_, "sc",
+        FilterOptions{.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    *f = std::move(created).value();
+    for (int i = 0; i < 2000; ++i) scaling_items_.push_back("S-" + std::to_string(i));
+    scaling_views_.assign(scaling_items_.begin(), scaling_items_.end());
+    ASSERT_TRUE((*f)->AddMany(scaling_views_).ok());
+  }
+  std::vector<std::string> scaling_items_;
+  std::vector<std::string_view> scaling_views_;
+
   std::vector<uint8_t> ReadFile() {
     std::ifstream in(Path(), std::ios::binary);
     return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
@@ -225,14 +240,9 @@ TEST_F(FileStoreTest, AReplacedFlagOnTheLiveFileIsDataLoss) {
 // A scaling filter whose layer file was deleted is kDataLoss on every check
 // and add, not a filter whose items in that layer read as absent.
 TEST_F(FileStoreTest, LostLayerOfAScalingFilterIsDataLoss) {
-  auto f = BloomFilter::Create(
-      *store_, "sc",
-      FilterOptions{.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  std::vector<std::string> items;
-  for (int i = 0; i < 2000; ++i) items.push_back("S-" + std::to_string(i));
-  const std::vector<std::string_view> views(items.begin(), items.end());
-  ASSERT_TRUE((*f)->AddMany(views).ok());
+  std::unique_ptr<BloomFilter> f;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
+  const std::vector<std::string_view>& views = scaling_views_;
   const std::string layer = dir_.path() + "/.sc.parts/2.rbf";
   ASSERT_TRUE(std::filesystem::exists(layer)) << "the filter grew past three layers";
   ASSERT_TRUE(std::filesystem::exists(dir_.path() + "/.sc.parts/3.rbf"));
@@ -245,21 +255,16 @@ TEST_F(FileStoreTest, LostLayerOfAScalingFilterIsDataLoss) {
   EXPECT_NE(check.ToString().find("has lost layer 2"), std::string::npos) << check.ToString();
   EXPECT_EQ((*reopened)->Add("new").code(), StatusCode::kDataLoss);
   // The handle that knew the layer says so too.
-  EXPECT_EQ((*f)->ContainsMany(views, &present).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(f->ContainsMany(views, &present).code(), StatusCode::kDataLoss);
 }
 
 // The last layer's file deleted leaves no gap to see: the main file records
 // how many layers were made, so that is kDataLoss too, while a file written
 // before that record (zero there) still opens, and records its next layer.
 TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
-  auto f = BloomFilter::Create(
-      *store_, "sc",
-      FilterOptions{.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  std::vector<std::string> items;
-  for (int i = 0; i < 2000; ++i) items.push_back("S-" + std::to_string(i));
-  const std::vector<std::string_view> views(items.begin(), items.end());
-  ASSERT_TRUE((*f)->AddMany(views).ok());
+  std::unique_ptr<BloomFilter> f;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
+  const std::vector<std::string_view>& views = scaling_views_;
   const std::string parts = dir_.path() + "/.sc.parts";
   uint64_t last = 0;
   for (const auto& e : std::filesystem::directory_iterator(parts)) {
@@ -285,7 +290,7 @@ TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
     EXPECT_NE(check.ToString().find(lost), std::string::npos) << check.ToString();
     EXPECT_EQ(filter.Add("new").code(), StatusCode::kDataLoss);
   };
-  expect_lost(**f);  // the handle that knew the layer
+  expect_lost(*f);  // the handle that knew the layer
   auto reopened = BloomFilter::Open(*store_, "sc");
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
   expect_lost(**reopened);
