@@ -1,9 +1,8 @@
 // The connection layer of redbloomd: accepts TCP connections, reads each
-// request's header block on one event thread (epoll), and hands a request to
-// a worker thread only once its headers (and a body with a Content-Length)
-// are all there. httplib parses and
-// answers the request on the worker (see HttpServer); this layer owns the
-// sockets, the deadlines and the limits.
+// request's header block (and a body with a Content-Length) on one event
+// thread (epoll), and hands a request to a worker thread only once those are
+// all there. httplib parses and answers the request on the worker (see
+// HttpServer); this layer owns the sockets, the deadlines and the limits.
 //
 // Why not httplib's own loop: cpp-httplib 0.11 (Debian 12) gives each
 // connection a pool thread for its whole keep-alive life, and its read
