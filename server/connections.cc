@@ -195,11 +195,12 @@ struct Connection {
   size_t line_start = 0;
   bool request_line = false;
   size_t head_end = 0;  // once the head is complete: where its body starts
-  // While the event thread reads the body (see Loop::OnHead): where it ends
-  // (0: not reading one), the budget it holds, and its deadline.
+  // Once the event thread has begun the body (see Loop::OnHead): where it
+  // ends (0: no such body), its deadline, and the bytes of it read here,
+  // which count against body_buffer_bytes until the request is answered.
   size_t body_end = 0;
-  size_t reserved = 0;
   Clock::time_point body_deadline;
+  size_t held = 0;
   bool idle = false;  // no byte of the next request yet (keep-alive wait)
   bool registered = false;
   bool in_worker = false;
@@ -220,8 +221,12 @@ void Answer(const Connection& c, const std::string& bytes) {
 // and by the request's body deadline (or write_timeout).
 class ConnectionStream final : public httplib::Stream {
  public:
+  // The body's deadline runs from the end of the headers, also when the
+  // event thread read part of the body.
   ConnectionStream(Connection& c, const ConnectionOptions& o)
-      : c_(c), o_(o), deadline_(Clock::now() + o.body_timeout) {}
+      : c_(c),
+        o_(o),
+        deadline_(c.body_end != 0 ? c.body_deadline : Clock::now() + o.body_timeout) {}
 
   bool is_readable() const override {
     return c_.pos < c_.buf.size() || Wait(POLLIN, std::min(o_.read_timeout, Left()));
@@ -367,6 +372,7 @@ class ConnectionServer::Loop {
   void OnReadable(Connection& c);
   bool HeadComplete(Connection& c);
   void OnHead(Connection& c);
+  bool BodyRead(Connection& c);
   void Release(Connection& c);
   void Dispatch(Connection& c);
   void Resume(Connection& c);
@@ -385,7 +391,7 @@ class ConnectionServer::Loop {
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
   std::unordered_map<std::string, int> per_client_;
   std::set<std::pair<Clock::time_point, int>> deadlines_;
-  size_t buffered_ = 0;  // the bodies' reservations (Connection::reserved)
+  size_t buffered_ = 0;  // the bodies' bytes read here (Connection::held)
   WorkQueue general_;
   WorkQueue priority_;
   std::mutex returned_mu_;
@@ -500,10 +506,7 @@ void ConnectionServer::Loop::OnReadable(Connection& c) {
     c.buf.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
     if (n > 0) {
       if (body) {
-        if (c.buf.size() >= c.body_end) {
-          Dispatch(c);
-          return;
-        }
+        if (BodyRead(c)) return;
         SetDeadline(c, std::min(c.body_deadline, Clock::now() + o_.read_timeout));
         continue;
       }
@@ -552,13 +555,15 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
 }
 
 // Reads the body here when it can (see ParseFraming), so that a client
-// trickling its body holds no worker, only memory: at most max_body_bytes
-// for one request, and body_buffer_bytes for all of them together. A body
-// past either is read by the worker, as before (one past max_body_bytes gets
-// 413 without being read).
+// trickling its body holds no worker, only memory: the bytes it has sent,
+// at most max_body_bytes for one request (a larger body is the worker's to
+// refuse unread), and body_buffer_bytes for all of them together. Bodies are
+// counted as they arrive, not by their Content-Length, which costs a client
+// nothing to inflate. Past the budget a body goes to the worker with what
+// was read of it, and the worker reads the rest, as it does a chunked one.
 void ConnectionServer::Loop::OnHead(Connection& c) {
   const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
-  if (!f.length || *f.length > o_.max_body_bytes || *f.length > o_.body_buffer_bytes - buffered_) {
+  if (!f.length || *f.length > o_.max_body_bytes || buffered_ >= o_.body_buffer_bytes) {
     Dispatch(c);
     return;
   }
@@ -571,25 +576,31 @@ void ConnectionServer::Loop::OnHead(Connection& c) {
     c.buf.erase(f.expect_begin, f.expect_end - f.expect_begin);
     c.head_end -= f.expect_end - f.expect_begin;
   }
-  c.reserved = *f.length;
-  buffered_ += c.reserved;
-  s_.metrics_->SetBodyBufferBytes(buffered_);
   c.body_end = c.head_end + *f.length;
-  if (c.buf.size() >= c.body_end) {
-    Dispatch(c);
-    return;
-  }
   const auto now = Clock::now();
   c.body_deadline = now + o_.body_timeout;
+  if (BodyRead(c)) return;
   SetDeadline(c, std::min(c.body_deadline, now + o_.read_timeout));
 }
 
+// Counts what has arrived of the body; dispatches the request, and returns
+// true, once the body is whole or the budget is spent.
+bool ConnectionServer::Loop::BodyRead(Connection& c) {
+  const size_t held = std::min(c.buf.size(), c.body_end) - c.head_end;
+  buffered_ += held - c.held;
+  c.held = held;
+  s_.metrics_->SetBodyBufferBytes(buffered_);
+  if (c.buf.size() < c.body_end && buffered_ < o_.body_buffer_bytes) return false;
+  Dispatch(c);
+  return true;
+}
+
 void ConnectionServer::Loop::Release(Connection& c) {
-  if (c.reserved != 0) {
-    buffered_ -= c.reserved;
+  if (c.held != 0) {
+    buffered_ -= c.held;
     s_.metrics_->SetBodyBufferBytes(buffered_);
   }
-  c.reserved = 0;
+  c.held = 0;
   c.body_end = 0;
 }
 
@@ -757,6 +768,9 @@ void ConnectionServer::Loop::Run() {
       std::fprintf(stderr, "redbloomd: epoll_wait: %s\n", internal::ErrnoText(errno).c_str());
       break;
     }
+    // Answered requests first, so that the bodies they held are released
+    // before new bytes are counted against body_buffer_bytes.
+    TakeReturned();
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
       if (fd == s_.wake_fd_) {

@@ -58,8 +58,9 @@ struct ConnectionOptions {
   // A body with a Content-Length is read by the event thread, before a
   // worker takes the request, so that a slow one holds no worker: up to
   // max_body_bytes for one request (a larger one is refused unread by the
-  // worker), and body_buffer_bytes for all connections together. A body
-  // that would pass the latter, or is chunked, is read by its worker.
+  // worker), and body_buffer_bytes of what has arrived for all connections
+  // together. Past that, or when it is chunked, a body is read (on) by its
+  // worker.
   size_t max_body_bytes = 16 << 20;
   size_t body_buffer_bytes = 64 << 20;
   // Longest wait for any one read (of the body) or write.
