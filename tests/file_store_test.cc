@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -308,6 +309,34 @@ TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
   for (int i = 0; i < 4000; ++i) more.push_back("T-" + std::to_string(i));
   ASSERT_TRUE((*old)->AddMany(std::vector<std::string_view>(more.begin(), more.end())).ok());
   EXPECT_GE(recorded(), last + 1) << "the layer remade and those after it are recorded";
+}
+
+// The parts of a filter whose main file is gone (a drop cut short, a file
+// deleted by hand) are not a new filter's of the same name: one of other
+// parameters works (it met them as "re-created" on every call), and one of
+// the same parameters starts empty (it adopted their layers, with items it
+// was never given).
+TEST_F(FileStoreTest, ANewFilterTakesNoPartsOfAVanishedOne) {
+  for (const uint64_t capacity : {200, 100}) {
+    std::unique_ptr<BloomFilter> old;
+    ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&old));
+    old.reset();
+    ASSERT_TRUE(std::filesystem::exists(dir_.path() + "/.sc.parts/1.rbf"));
+    std::filesystem::remove(dir_.path() + "/sc.rbf");
+    auto f = BloomFilter::Create(
+        *store_, "sc",
+        FilterOptions{.capacity = capacity, .error_rate = 0.01, .kind = FilterKind::kScaling});
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    std::vector<uint8_t> present;
+    const Status check = (*f)->ContainsMany(scaling_views_, &present);
+    ASSERT_TRUE(check.ok()) << capacity << ": " << check.ToString();
+    EXPECT_EQ(std::count(present.begin(), present.end(), 1), 0) << capacity;
+    ASSERT_OK_AND_ASSIGN(const FilterInfo info, (*f)->Info());
+    EXPECT_EQ(info.parts, 1u) << capacity;
+    EXPECT_TRUE((*f)->Add("new").ok()) << capacity;
+    ASSERT_TRUE(store_->Drop("sc").ok());
+    scaling_items_.clear();
+  }
 }
 
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {

@@ -22,6 +22,7 @@
 // the reason the file could not be opened for writing.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,6 +69,38 @@ class FdCloser {
 
  private:
   int fd_;
+};
+
+// An flock() on the store directory. It orders, across processes, the steps
+// that tie a filter's parts to its main file: a create clears the parts a
+// vanished filter of its name left, then links its main file (exclusive); a
+// drop removes the main file, then the parts (exclusive); a part is made only
+// for the main file the name holds (shared). Advisory: a redbloom from before
+// it takes none. kNotFound if the directory does not exist.
+class DirLock {
+ public:
+  DirLock(const std::string& dir, int operation) {
+    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) {
+      status_ = errno == ENOENT ? Status::NotFound(dir) : IoError("cannot open", dir, errno);
+      return;
+    }
+    while (::flock(fd_, operation) != 0) {
+      if (errno == EINTR) continue;
+      status_ = IoError("cannot lock", dir, errno);
+      return;
+    }
+  }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  int fd_ = -1;
+  Status status_;
 };
 
 // A mapping (and the descriptor removes flock) that the BitStore keeps alive.
@@ -178,7 +211,17 @@ class FileStore final : public Store {
     if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
       return IoError("cannot create store directory", dir_, errno);
     }
-    Status s = CreateFile(dir_, PathOf(name), &f);
+    Status s;
+    {
+      DirLock lock(dir_, LOCK_EX);
+      REDBLOOM_RETURN_IF_ERROR(lock.status());
+      // Parts whose main file is gone (a drop cut short, a file deleted by
+      // hand) belonged to an earlier filter of this name: a scaling filter
+      // would adopt its layers, items it was never given, and one of other
+      // parameters would meet them as "re-created" on every call.
+      if (::access(PathOf(name).c_str(), F_OK) != 0 && errno == ENOENT) RemoveParts(name);
+      s = CreateFile(dir_, PathOf(name), &f);
+    }
     if (s.code() == StatusCode::kAlreadyExists) {
       REDBLOOM_ASSIGN_OR_RETURN(FilterConfig existing, ReadConfig(name));
       return ExistsStatus(name, existing, config);
@@ -287,9 +330,14 @@ class FileStore final : public Store {
     const std::string path = PartPath(name, part);
     const bool dense = KindOf(config.kind).dense_parts;
     if (!dense && ::access(path.c_str(), F_OK) == 0) return Status::Ok();
+    // Read before the lock is taken: an expired filter is removed, which
+    // takes the lock exclusively.
     FileId main_id;
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name, &main_id));
     if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
+    DirLock lock(dir_, LOCK_SH);
+    REDBLOOM_RETURN_IF_ERROR(lock.status());
+    REDBLOOM_RETURN_IF_ERROR(CheckStillNamed(name, main_id));
     // A dense part found made is recorded too: its maker may have died
     // before recording it.
     if (dense && ::access(path.c_str(), F_OK) == 0) return RecordPart(name, main_id, part);
@@ -344,9 +392,7 @@ class FileStore final : public Store {
     if (KindOf(config.kind).dense_parts && main.parts_made > listed) {
       // Unless the filter was dropped, re-created or expired since the
       // header was read: then its parts went with it.
-      struct stat now {};
-      if (::stat(PathOf(name).c_str(), &now) != 0) return NotFoundStatus(name);
-      if (FileId{now.st_dev, now.st_ino} != main_id) return ConfigChangedStatus(name);
+      REDBLOOM_RETURN_IF_ERROR(CheckStillNamed(name, main_id));
       if (Expired(clock(), main.expires_at_ms)) return NotFoundStatus(name);
       return Status::DataLoss(std::string(FilterKindName(config.kind)) + " filter '" +
                               std::string(name) + "' has lost layer " + std::to_string(listed) +
@@ -485,11 +531,32 @@ class FileStore final : public Store {
     return Status::Ok();
   }
 
+  // kNotFound if the name no longer holds main file `id`, kConflict if it
+  // holds another.
+  Status CheckStillNamed(std::string_view name, const FileId& id) const {
+    struct stat now {};
+    if (::stat(PathOf(name).c_str(), &now) != 0) return NotFoundStatus(name);
+    if (FileId{now.st_dev, now.st_ino} != id) return ConfigChangedStatus(name);
+    return Status::Ok();
+  }
+
+  // Must not be called with a DirLock held: it takes one exclusively.
   Status Remove(std::string_view name) {
+    DirLock lock(dir_, LOCK_EX);
+    if (lock.status().code() == StatusCode::kNotFound) return NotFoundStatus(name);
+    REDBLOOM_RETURN_IF_ERROR(lock.status());
     const std::string path = PathOf(name);
     if (Status s = UnlinkAndFlag(path); !s.ok()) {
       return s.code() == StatusCode::kNotFound ? NotFoundStatus(name) : s;
     }
+    RemoveParts(name);
+    SyncDir(dir_);
+    return Status::Ok();
+  }
+
+  // Removes a filter's parts directory; handles still mapping a part learn
+  // it is gone (UnlinkAndFlag).
+  void RemoveParts(std::string_view name) {
     const std::string parts = PartsDir(name);
     if (DIR* d = ::opendir(parts.c_str())) {
       while (dirent* e = ::readdir(d)) {
@@ -501,8 +568,6 @@ class FileStore final : public Store {
     }
     std::error_code ec;
     std::filesystem::remove_all(parts, ec);
-    SyncDir(dir_);
-    return Status::Ok();
   }
 
   // Unlinks a filter file, then sets its replaced flag through a descriptor
