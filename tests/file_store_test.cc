@@ -257,6 +257,27 @@ TEST_F(FileStoreTest, LostLayerOfAScalingFilterIsDataLoss) {
   EXPECT_EQ((*reopened)->Add("new").code(), StatusCode::kDataLoss);
   // The handle that knew the layer says so too.
   EXPECT_EQ(f->ContainsMany(views, &present).code(), StatusCode::kDataLoss);
+  // And so does info, which a dump and a merge read their layers from: a
+  // dump without the layer would make its items absent wherever it went.
+  const auto info = (*reopened)->Info();
+  EXPECT_EQ(info.status().code(), StatusCode::kDataLoss)
+      << (info.ok() ? std::to_string(info->parts) + " layers" : info.status().ToString());
+}
+
+// With the whole parts directory gone, the record of the layers made says
+// they were lost: kDataLoss, and an add makes no new empty layers in their
+// place (which would have hidden the loss for good).
+TEST_F(FileStoreTest, LostPartsDirectoryOfAScalingFilterIsDataLoss) {
+  std::unique_ptr<BloomFilter> f;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
+  std::filesystem::remove_all(dir_.path() + "/.sc.parts");
+  auto reopened = BloomFilter::Open(*store_, "sc");
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  std::vector<uint8_t> present;
+  EXPECT_EQ((*reopened)->ContainsMany(scaling_views_, &present).code(), StatusCode::kDataLoss);
+  EXPECT_EQ((*reopened)->Info().status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ((*reopened)->Add("new").code(), StatusCode::kDataLoss);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/.sc.parts/1.rbf"));
 }
 
 // The last layer's file deleted leaves no gap to see: the main file records

@@ -363,26 +363,27 @@ class FileStore final : public Store {
     std::vector<uint64_t> parts;
     if (config.initial_parts() > 0) parts.push_back(0);
     const std::string dir = PartsDir(name);
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) {
-      if (errno == ENOENT) return parts;
+    // No directory is no parts yet, or all of them lost: the record below
+    // tells which.
+    if (DIR* d = ::opendir(dir.c_str()); d != nullptr) {
+      while (dirent* e = ::readdir(d)) {
+        std::string_view file = e->d_name;
+        if (!file.ends_with(kSuffix)) continue;
+        auto part = ParseUint64(file.substr(0, file.size() - kSuffix.size()));
+        if (!part.ok()) continue;
+        const std::string path = dir + "/" + std::string(file);
+        auto expires_at = PartExpiry(name, path);
+        if (!expires_at.ok() && expires_at.status().code() == StatusCode::kNotFound) continue;
+        if (expires_at.ok() && Expired(clock(), *expires_at)) {
+          (void)UnlinkAndFlag(path);
+          continue;
+        }
+        parts.push_back(*part);
+      }
+      ::closedir(d);
+    } else if (errno != ENOENT) {
       return IoError("cannot list", dir, errno);
     }
-    while (dirent* e = ::readdir(d)) {
-      std::string_view file = e->d_name;
-      if (!file.ends_with(kSuffix)) continue;
-      auto part = ParseUint64(file.substr(0, file.size() - kSuffix.size()));
-      if (!part.ok()) continue;
-      const std::string path = dir + "/" + std::string(file);
-      auto expires_at = PartExpiry(name, path);
-      if (!expires_at.ok() && expires_at.status().code() == StatusCode::kNotFound) continue;
-      if (expires_at.ok() && Expired(clock(), *expires_at)) {
-        (void)UnlinkAndFlag(path);
-        continue;
-      }
-      parts.push_back(*part);
-    }
-    ::closedir(d);
     std::sort(parts.begin(), parts.end());
     // Dense parts recorded in the main file but missing from the directory
     // were lost (a file deleted): their items would read as absent. A gap

@@ -92,13 +92,19 @@ class ScalingPolicy final : public KindPolicy {
     return Check(f, hashes, present).status();
   }
 
+  // What info sums and a dump carries: every layer, or data loss (a dump
+  // without a lost layer's items would read them as absent wherever it is
+  // imported).
   Result<std::vector<uint64_t>> LiveParts(FilterContext& f) const override {
-    return f.bits().ListParts();
+    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> layers, f.bits().ListParts());
+    REDBLOOM_RETURN_IF_ERROR(CheckDense(f, layers));
+    return layers;
   }
 
   Status PrepareMerge(FilterContext& f, uint64_t part, bool* skip) const override {
     *skip = false;
     REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> layers, f.bits().ListParts());
+    REDBLOOM_RETURN_IF_ERROR(CheckDense(f, layers));
     // Layers are dense: create every one up to `part`, in order.
     for (uint64_t p = layers.empty() ? 0 : layers.back() + 1; p <= part; ++p) {
       REDBLOOM_RETURN_IF_ERROR(f.Sizing(p).status());
@@ -108,6 +114,25 @@ class ScalingPolicy final : public KindPolicy {
   }
 
  private:
+  // Layers are created in order, each once the one before is full, so they
+  // are dense: a gap is a layer lost (a file deleted), whose items would
+  // otherwise read as absent. (A store that lists its layers itself, as
+  // Redis does, or records how many were made, as a file store does, also
+  // says so of the last ones, which leave no gap.)
+  static Status CheckDense(const FilterContext& f, const std::vector<uint64_t>& layers) {
+    if (layers.empty() || layers.front() != 0) {
+      return Status::DataLoss("scaling filter '" + std::string(f.name()) +
+                              "' has lost its first layer");
+    }
+    for (uint64_t i = 0; i < layers.size(); ++i) {
+      if (layers[i] != i) {
+        return Status::DataLoss("scaling filter '" + std::string(f.name()) + "' has lost layer " +
+                                std::to_string(i) + " of " + std::to_string(layers.back() + 1));
+      }
+    }
+    return Status::Ok();
+  }
+
   // Tests every layer; returns the layers as they are now. The handle's list
   // of layers is checked against the store's in the same round trip, and
   // layers that another client added since are tested too: a check that
@@ -127,21 +152,7 @@ class ScalingPolicy final : public KindPolicy {
       tested.insert(tested.end(), extra.begin(), extra.end());
       std::sort(tested.begin(), tested.end());
     }
-    if (now.empty() || now.front() != 0) {
-      return Status::DataLoss("scaling filter '" + std::string(f.name()) +
-                              "' has lost its first layer");
-    }
-    // Layers are created in order, each once the one before is full, so
-    // they are dense: a gap is a layer lost (a file deleted), whose items
-    // would otherwise read as absent. (A store that lists its layers itself,
-    // as Redis does, or records how many were made, as a file store does,
-    // also says so of the last ones, which leave no gap.)
-    for (uint64_t i = 0; i < now.size(); ++i) {
-      if (now[i] != i) {
-        return Status::DataLoss("scaling filter '" + std::string(f.name()) + "' has lost layer " +
-                                std::to_string(i) + " of " + std::to_string(now.back() + 1));
-      }
-    }
+    REDBLOOM_RETURN_IF_ERROR(CheckDense(f, now));
     f.cache().set_known_parts(now);
     return now;
   }
