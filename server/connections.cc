@@ -96,15 +96,21 @@ std::string ErrorResponse(int status, std::string_view phrase, std::string_view 
 
 // What the event thread needs of a complete request head, buf[begin, end),
 // to read the body itself: the length of a body framed by exactly one
-// Content-Length and no Transfer-Encoding, and the line of an
-// "Expect: 100-continue". Anything else (no body, chunked, a repeated or
-// malformed length, folded or bare-LF header lines, another expectation,
-// HTTP/1.0) leaves `length` unset: the worker reads the request as before,
-// and the HTTP layer answers what is wrong with it.
+// Content-Length and no Transfer-Encoding, the line of an
+// "Expect: 100-continue", and the Authorization value (for
+// ConnectionOptions::read_ahead). Anything else (no body, chunked, a
+// repeated or malformed length, a repeated Authorization, folded or bare-LF
+// header lines, another expectation, HTTP/1.0) leaves `length` unset: the
+// worker reads the request as before, and the HTTP layer answers what is
+// wrong with it.
 struct BodyFraming {
   std::optional<uint64_t> length;
   size_t expect_begin = 0;  // absolute; equal to expect_end when absent
   size_t expect_end = 0;
+  std::string_view authorization;  // into the head; empty when absent
+  // A Content-Length with no value: the HTTP layer would never see it
+  // (httplib drops empty headers), so the connection layer answers it.
+  bool empty_length = false;
 };
 
 BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
@@ -126,7 +132,11 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
     if (EqualsIgnoreCase(name, "Content-Length")) {
       ++lengths;
       uint64_t n = 0;
-      if (value.empty() || value.size() > 15) return f;
+      if (value.empty()) {
+        f.empty_length = true;
+        return f;
+      }
+      if (value.size() > 15) return f;
       for (char ch : value) {
         if (ch < '0' || ch > '9') return f;
         n = n * 10 + static_cast<uint64_t>(ch - '0');
@@ -134,6 +144,9 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
       length = n;
     } else if (EqualsIgnoreCase(name, "Transfer-Encoding")) {
       return f;
+    } else if (EqualsIgnoreCase(name, "Authorization")) {
+      if (!f.authorization.empty()) return f;
+      f.authorization = value;
     } else if (EqualsIgnoreCase(name, "Expect")) {
       if (!EqualsIgnoreCase(value, "100-continue") || f.expect_end != 0) return f;
       f.expect_begin = at;
@@ -195,11 +208,12 @@ struct Connection {
   size_t line_start = 0;
   bool request_line = false;
   size_t head_end = 0;  // once the head is complete: where its body starts
-  // Once the event thread has begun the body (see Loop::OnHead): where it
-  // ends (0: no such body), its deadline, and the bytes of it read here,
-  // which count against body_buffer_bytes until the request is answered.
-  size_t body_end = 0;
+  // When the body must have arrived: body_timeout after the head did.
   Clock::time_point body_deadline;
+  // Once the event thread has begun the body (see Loop::OnHead): where it
+  // ends (0: no such body), and the bytes of it read here, which count
+  // against body_buffer_bytes until the request is answered.
+  size_t body_end = 0;
   size_t held = 0;
   bool idle = false;  // no byte of the next request yet (keep-alive wait)
   bool registered = false;
@@ -221,12 +235,11 @@ void Answer(const Connection& c, const std::string& bytes) {
 // and by the request's body deadline (or write_timeout).
 class ConnectionStream final : public httplib::Stream {
  public:
-  // The body's deadline runs from the end of the headers, also when the
-  // event thread read part of the body.
+  // The body's deadline runs from the end of the headers (Loop::OnHead),
+  // also while the request waited for a worker or the event thread read
+  // part of its body.
   ConnectionStream(Connection& c, const ConnectionOptions& o)
-      : c_(c),
-        o_(o),
-        deadline_(c.body_end != 0 ? c.body_deadline : Clock::now() + o.body_timeout) {}
+      : c_(c), o_(o), deadline_(c.body_deadline) {}
 
   bool is_readable() const override {
     return c_.pos < c_.buf.size() || Wait(POLLIN, std::min(o_.read_timeout, Left()));
@@ -371,7 +384,7 @@ class ConnectionServer::Loop {
   void Admit(int fd, const sockaddr_storage& peer);
   void OnReadable(Connection& c);
   bool HeadComplete(Connection& c);
-  void OnHead(Connection& c);
+  bool OnHead(Connection& c);
   bool BodyRead(Connection& c);
   void Release(Connection& c);
   void Dispatch(Connection& c);
@@ -515,8 +528,7 @@ void ConnectionServer::Loop::OnReadable(Connection& c) {
         SetDeadline(c, Clock::now() + o_.header_timeout);
       }
       if (HeadComplete(c)) {
-        OnHead(c);
-        if (c.in_worker) return;
+        if (OnHead(c)) return;
       }
       continue;
     }
@@ -561,11 +573,24 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
 // counted as they arrive, not by their Content-Length, which costs a client
 // nothing to inflate. Past the budget a body goes to the worker with what
 // was read of it, and the worker reads the rest, as it does a chunked one.
-void ConnectionServer::Loop::OnHead(Connection& c) {
+// True when the connection has left the event thread's hands (dispatched,
+// or closed: `c` is then gone).
+bool ConnectionServer::Loop::OnHead(Connection& c) {
+  const auto now = Clock::now();
+  c.body_deadline = now + o_.body_timeout;
   const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
-  if (!f.length || *f.length > o_.max_body_bytes || buffered_ >= o_.body_buffer_bytes) {
+  if (f.empty_length) {
+    // Where the body ends cannot be told (the HTTP layer answers the other
+    // framings that are not one way only).
+    Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
+                            "the request's Content-Length is empty"));
+    Close(c);
+    return true;
+  }
+  if (!f.length || *f.length > o_.max_body_bytes || buffered_ >= o_.body_buffer_bytes ||
+      (o_.read_ahead && !o_.read_ahead(f.authorization))) {
     Dispatch(c);
-    return;
+    return true;
   }
   if (f.expect_end != f.expect_begin) {
     // The client waits for this before it sends the body. The line goes, so
@@ -577,10 +602,9 @@ void ConnectionServer::Loop::OnHead(Connection& c) {
     c.head_end -= f.expect_end - f.expect_begin;
   }
   c.body_end = c.head_end + *f.length;
-  const auto now = Clock::now();
-  c.body_deadline = now + o_.body_timeout;
-  if (BodyRead(c)) return;
+  if (BodyRead(c)) return true;
   SetDeadline(c, std::min(c.body_deadline, now + o_.read_timeout));
+  return false;
 }
 
 // Counts what has arrived of the body; dispatches the request, and returns
@@ -626,8 +650,7 @@ void ConnectionServer::Loop::Resume(Connection& c) {
     c.idle = false;  // a pipelined request has begun
     SetDeadline(c, Clock::now() + o_.header_timeout);
     if (HeadComplete(c)) {
-      OnHead(c);
-      if (c.in_worker) return;
+      if (OnHead(c)) return;
     }
   }
   Watch(c);

@@ -63,6 +63,10 @@ struct ConnectionOptions {
   // worker.
   size_t max_body_bytes = 16 << 20;
   size_t body_buffer_bytes = 64 << 20;
+  // Whether a request whose Authorization header has this value (empty when
+  // it has none) may have its body read ahead; unset: every request may. A
+  // request that will be refused unread goes straight to its worker.
+  std::function<bool(std::string_view authorization)> read_ahead;
   // Longest wait for any one read (of the body) or write.
   std::chrono::milliseconds read_timeout{5000};
   std::chrono::milliseconds write_timeout{5000};

@@ -316,6 +316,14 @@ std::vector<RouteSpec> Routes() {
   return routes;
 }
 
+bool TokenMatches(std::string_view presented, std::string_view expected);
+
+// An Authorization header's value that carries `token` ("Bearer <token>").
+bool BearerMatches(std::string_view authorization, std::string_view token) {
+  return authorization.size() > 7 && EqualsIgnoreCase(authorization.substr(0, 7), "Bearer ") &&
+         TokenMatches(Trim(authorization.substr(7)), token);
+}
+
 bool TokenMatches(std::string_view presented, std::string_view expected) {
   // Every byte of the expected token is folded in whatever the input, and
   // volatile keeps the compiler from stopping at the first difference.
@@ -352,6 +360,12 @@ HttpServer::HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpO
   c.max_connections_per_client = options_.max_connections_per_client;
   c.max_body_bytes = options_.max_body_bytes;
   c.body_buffer_bytes = options_.body_buffer_bytes;
+  // A request that will be answered 401 unread spends no one's budget.
+  if (!options_.token.empty()) {
+    c.read_ahead = [token = options_.token](std::string_view authorization) {
+      return BearerMatches(authorization, token);
+    };
+  }
   connections_ = std::make_unique<ConnectionServer>(
       std::move(c), [this](httplib::Stream& stream, bool last) { return Serve(stream, last); },
       IsPriorityRequest, metrics_);
@@ -421,10 +435,7 @@ void HttpServer::Install() {
                             (t.route == Route::kMetrics && options_.public_metrics);
     if (!options_.token.empty() && !open_route) {
       const std::string auth = req.get_header_value("Authorization");
-      const std::string_view sv = auth;
-      const bool ok = sv.size() > 7 && EqualsIgnoreCase(sv.substr(0, 7), "Bearer ") &&
-                      TokenMatches(Trim(sv.substr(7)), options_.token);
-      if (!ok) {
+      if (!BearerMatches(auth, options_.token)) {
         Reply r = ErrorReply(
             401, "unauthenticated",
             auth.empty() ? "missing Authorization: Bearer <token>" : "invalid bearer token");

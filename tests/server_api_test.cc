@@ -627,6 +627,9 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       // No length at all (once 413, "larger than 16777216 bytes").
       head + "Content-Length: -1\r\n\r\n" + body,
       head + "Content-Length: 1x\r\n\r\n" + body,
+      // An empty length, which httplib drops as if it were not there.
+      head + "Content-Length: \r\n\r\n" + body,
+      head + length + "Content-Length:\r\n\r\n" + body,
   };
   for (const std::string& request : ambiguous) {
     RawConnection c(server_->port());

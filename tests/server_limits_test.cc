@@ -293,6 +293,39 @@ TEST_F(ServerLimitsTest, BodiesPastTheBufferBudgetGoToTheirWorkerPartRead) {
   EXPECT_EQ(held, 0);
 }
 
+// With a token set, only a request that presents it has its body read
+// ahead: one without is answered 401 at once, unread, and spends none of
+// the budget, which an anonymous client could otherwise fill.
+TEST_F(ServerLimitsTest, OnlyAuthenticatedBodiesAreReadAhead) {
+  RedbloomdProcess server(StoreUrl(), R"({"token": "sekrit"})");
+  server.Start();
+  auto post = [&](const std::string& auth) {
+    return "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+           auth + "Content-Length: 1000\r\n\r\n{\"items\":[";
+  };
+  auto buffered = [&] {
+    httplib::Client c("127.0.0.1", server.port());
+    auto res = c.Get("/metrics", {{"Authorization", "Bearer sekrit"}});
+    return res ? Sample(res->body, "redbloomd_body_buffer_bytes") : -1;
+  };
+  RawConnection anon(server.port());
+  const auto t0 = Clock::now();
+  anon.Send(post(""));
+  const std::string refused = anon.ReadResponse(seconds(4));
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 401")) << refused;
+  EXPECT_LT(MillisSince(t0), 2000) << "answered only when the body timed out";
+  EXPECT_EQ(buffered(), 0);
+  // The token's holder is read ahead as before.
+  RawConnection known(server.port());
+  known.Send(post("Authorization: Bearer sekrit\r\n"));
+  double held = 0;
+  for (int i = 0; i < 100 && held != 10; ++i) {
+    if (i > 0) std::this_thread::sleep_for(milliseconds(20));
+    held = buffered();
+  }
+  EXPECT_EQ(held, 10);
+}
+
 // A client that ends its side of the connection before its body is whole
 // is answered 400 (not just closed), and nothing of the body is added.
 TEST_F(ServerLimitsTest, ABodyCutShortByTheClientIs400) {
@@ -339,6 +372,32 @@ TEST_F(ServerLimitsTest, BodyNotReceivedWithinBodyTimeoutIs408) {
   auto c = server.Client();
   EXPECT_EQ(Call(*c, "GET", "/v1/filters/f/items/slow").json["present"], false);
   EXPECT_EQ(Sample(Metrics(server), R"(redbloomd_request_timeouts_total{phase="body"})"), 1);
+}
+
+// body_timeout_s runs from the end of the headers, also for a body its
+// worker reads (none is read ahead here) after the request waited for that
+// worker: a slow body queued behind another is cut off at its own deadline,
+// not a whole body_timeout_s after its turn came.
+TEST_F(ServerLimitsTest, AQueuedBodysDeadlineRunsFromItsHeaders) {
+  RedbloomdProcess server(
+      StoreUrl(),
+      R"({"threads": 1, "body_buffer_bytes": 0, "body_timeout_s": 2, "read_timeout_s": 5})");
+  server.Start();
+  const std::string head =
+      "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100\r\n\r\n{\"items\":[";
+  RawConnection first(server.port());
+  first.Send(head);
+  std::this_thread::sleep_for(milliseconds(100));  // the one worker takes it
+  RawConnection queued(server.port());
+  const auto t0 = Clock::now();
+  queued.Send(head);
+  const std::string response = queued.ReadResponse(seconds(6));
+  const int64_t at = MillisSince(t0);
+  EXPECT_TRUE(response.starts_with("HTTP/1.1 408")) << response;
+  EXPECT_NE(response.find("body_timeout_s (2 s)"), std::string::npos) << response;
+  EXPECT_LT(at, 3200) << "its deadline ran from its turn, not its headers";
+  EXPECT_TRUE(first.ReadResponse(seconds(1)).starts_with("HTTP/1.1 408"));
 }
 
 // A connection that got 200 for GET /healthz and stays open (keep-alive).
