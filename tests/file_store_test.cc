@@ -360,6 +360,17 @@ TEST_F(FileStoreTest, ANewFilterTakesNoPartsOfAVanishedOne) {
   }
 }
 
+// Dropping such a name answers that there is no filter, and clears the
+// parts all the same.
+TEST_F(FileStoreTest, DropClearsThePartsOfAVanishedFilter) {
+  std::unique_ptr<BloomFilter> old;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&old));
+  old.reset();
+  std::filesystem::remove(dir_.path() + "/sc.rbf");
+  EXPECT_EQ(store_->Drop("sc").code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/.sc.parts"));
+}
+
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {
   testing::TempDir dir;
   const std::string store = dir.path() + "/d";

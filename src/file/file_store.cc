@@ -548,7 +548,10 @@ class FileStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(lock.status());
     const std::string path = PathOf(name);
     if (Status s = UnlinkAndFlag(path); !s.ok()) {
-      return s.code() == StatusCode::kNotFound ? NotFoundStatus(name) : s;
+      if (s.code() != StatusCode::kNotFound) return s;
+      // No filter, but maybe the parts a drop cut short left: they go too.
+      RemoveParts(name);
+      return NotFoundStatus(name);
     }
     RemoveParts(name);
     SyncDir(dir_);
