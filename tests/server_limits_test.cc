@@ -90,6 +90,22 @@ std::pair<int, int64_t> ProbeHealth(int port, milliseconds budget) {
   return {res ? res->status : 0, MillisSince(t0)};
 }
 
+// redbloomd_body_buffer_bytes once it reads `want`, else its last reading
+// after about 2 s: the event thread moves it as bytes arrive and as answered
+// requests come back to it.
+double BufferedBodyBytes(int port, double want, const std::string& token = "") {
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  double now = -1;
+  for (int i = 0; i < 100 && now != want; ++i) {
+    if (i > 0) std::this_thread::sleep_for(milliseconds(20));
+    httplib::Client c("127.0.0.1", port);
+    auto res = c.Get("/metrics", headers);
+    now = res ? Sample(res->body, "redbloomd_body_buffer_bytes") : -1;
+  }
+  return now;
+}
+
 class ServerLimitsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -191,12 +207,8 @@ TEST_F(ServerLimitsTest, SlowBodiesHoldNoWorker) {
   }
   ASSERT_GE(calls, 2);
   // What has arrived of the bodies is held, not their announced lengths.
-  double held = 0;
-  for (int i = 0; i < 100 && held != static_cast<double>(slow.size() * sent); ++i) {
-    if (i > 0) std::this_thread::sleep_for(milliseconds(20));
-    held = Sample(Metrics(server), "redbloomd_body_buffer_bytes");
-  }
-  EXPECT_EQ(held, static_cast<double>(slow.size() * sent));
+  const auto held = static_cast<double>(slow.size() * sent);
+  EXPECT_EQ(BufferedBodyBytes(server.port(), held), held);
   for (size_t i = 0; i < slow.size(); ++i) {
     ASSERT_LT(sent, bodies[i].size()) << "the bodies finished while the calls ran";
     slow[i]->Send(bodies[i].substr(sent));
@@ -205,12 +217,7 @@ TEST_F(ServerLimitsTest, SlowBodiesHoldNoWorker) {
   }
   // Released as each request is answered (the event thread learns of it
   // just after the answer is written).
-  double left = -1;
-  for (int i = 0; i < 100 && left != 0; ++i) {
-    if (i > 0) std::this_thread::sleep_for(milliseconds(20));
-    left = Sample(Metrics(server), "redbloomd_body_buffer_bytes");
-  }
-  EXPECT_EQ(left, 0);
+  EXPECT_EQ(BufferedBodyBytes(server.port(), 0), 0);
   auto c = server.Client();
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(Call(*c, "GET", "/v1/filters/f/items/slow-" + std::to_string(i)).json["present"],
@@ -241,23 +248,13 @@ TEST_F(ServerLimitsTest, BodiesPastTheBufferBudgetGoToTheirWorkerPartRead) {
     std::string b = R"({"items":[")" + item + R"("]})";
     return b + std::string(size - b.size(), ' ');
   };
-  auto buffered = [&] { return Sample(Metrics(server), "redbloomd_body_buffer_bytes"); };
   // The PUT's body is released once its answer is back on the event thread.
-  double held = -1;
-  for (int i = 0; i < 100 && held != 0; ++i) {
-    if (i > 0) std::this_thread::sleep_for(milliseconds(20));
-    held = buffered();
-  }
-  ASSERT_EQ(held, 0);
+  ASSERT_EQ(BufferedBodyBytes(server.port(), 0), 0);
   // 90 bytes of a 200-byte body: held by the event thread, no worker.
   const std::string a = body_of("a", 200);
   RawConnection slow_a(server.port());
   slow_a.Send(request(a, false) + a.substr(0, 90));
-  for (int i = 0; i < 100 && held != 90; ++i) {
-    if (i > 0) std::this_thread::sleep_for(milliseconds(20));
-    held = buffered();
-  }
-  ASSERT_EQ(held, 90);
+  ASSERT_EQ(BufferedBodyBytes(server.port(), 90), 90);
   // 20 more from another client spend the budget: its request goes to the
   // one worker, which waits for the rest of its body.
   const std::string b = body_of("b", 200);
@@ -265,11 +262,7 @@ TEST_F(ServerLimitsTest, BodiesPastTheBufferBudgetGoToTheirWorkerPartRead) {
   slow_b.Send(request(b, true));
   EXPECT_EQ(slow_b.ReadResponse(seconds(3)), "HTTP/1.1 100 Continue\r\n\r\n");
   slow_b.Send(b.substr(0, 20));
-  for (int i = 0; i < 100 && held != 110; ++i) {
-    std::this_thread::sleep_for(milliseconds(20));
-    held = buffered();
-  }
-  ASSERT_EQ(held, 110);
+  ASSERT_EQ(BufferedBodyBytes(server.port(), 110), 110);
   RawConnection quick(server.port());
   const std::string q = body_of("q", 40);
   quick.Send(request(q, true));
@@ -286,11 +279,7 @@ TEST_F(ServerLimitsTest, BodiesPastTheBufferBudgetGoToTheirWorkerPartRead) {
   slow_a.Send(a.substr(90));
   const std::string answer_a = slow_a.ReadResponse(seconds(5));
   EXPECT_TRUE(answer_a.ends_with(R"({"added":[true]})")) << answer_a;
-  for (int i = 0; i < 100 && held != 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(20));
-    held = buffered();
-  }
-  EXPECT_EQ(held, 0);
+  EXPECT_EQ(BufferedBodyBytes(server.port(), 0), 0);
 }
 
 // With a token set, only a request that presents it has its body read
@@ -303,27 +292,17 @@ TEST_F(ServerLimitsTest, OnlyAuthenticatedBodiesAreReadAhead) {
     return "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
            auth + "Content-Length: 1000\r\n\r\n{\"items\":[";
   };
-  auto buffered = [&] {
-    httplib::Client c("127.0.0.1", server.port());
-    auto res = c.Get("/metrics", {{"Authorization", "Bearer sekrit"}});
-    return res ? Sample(res->body, "redbloomd_body_buffer_bytes") : -1;
-  };
   RawConnection anon(server.port());
   const auto t0 = Clock::now();
   anon.Send(post(""));
   const std::string refused = anon.ReadResponse(seconds(4));
   EXPECT_TRUE(refused.starts_with("HTTP/1.1 401")) << refused;
   EXPECT_LT(MillisSince(t0), 2000) << "answered only when the body timed out";
-  EXPECT_EQ(buffered(), 0);
+  EXPECT_EQ(BufferedBodyBytes(server.port(), 0, "sekrit"), 0);
   // The token's holder is read ahead as before.
   RawConnection known(server.port());
   known.Send(post("Authorization: Bearer sekrit\r\n"));
-  double held = 0;
-  for (int i = 0; i < 100 && held != 10; ++i) {
-    if (i > 0) std::this_thread::sleep_for(milliseconds(20));
-    held = buffered();
-  }
-  EXPECT_EQ(held, 10);
+  EXPECT_EQ(BufferedBodyBytes(server.port(), 10, "sekrit"), 10);
 }
 
 // A client that ends its side of the connection before its body is whole
