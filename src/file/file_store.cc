@@ -340,7 +340,7 @@ class FileStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(CheckStillNamed(name, main_id));
     // A dense part found made is recorded too: its maker may have died
     // before recording it.
-    if (dense && ::access(path.c_str(), F_OK) == 0) return RecordPart(name, main_id, part);
+    if (dense && ::access(path.c_str(), F_OK) == 0) return RecordPart(name, part);
     FileHeader f;
     f.config = config;
     f.part = part;
@@ -353,7 +353,7 @@ class FileStore final : public Store {
     }
     Status s = CreateFile(parts, path, &f);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
-    return dense ? RecordPart(name, main_id, part) : Status::Ok();
+    return dense ? RecordPart(name, part) : Status::Ok();
   }
 
   Result<std::vector<uint64_t>> ListParts(std::string_view name, const FilterConfig& config) {
@@ -508,27 +508,23 @@ class FileStore final : public Store {
 
   // Raises the main file's record of its dense parts to part + 1, once the
   // part's file exists (made, synced and linked): the record may lag the
-  // parts (a maker killed between the two), never lead them. Only on the main
-  // file `id` names: a filter dropped and re-created meanwhile is not this
-  // part's.
-  Status RecordPart(std::string_view name, const FileId& id, uint64_t part) {
+  // parts (a maker killed between the two), never lead them. Called with the
+  // directory lock shared, after CheckStillNamed: the name still holds the
+  // main file this part belongs to.
+  Status RecordPart(std::string_view name, uint64_t part) {
     const std::string path = PathOf(name);
     REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDWR));
     FdCloser closer(fd);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
-    if (FileId{st.st_dev, st.st_ino} != id) return ConfigChangedStatus(name);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
     if (f.parts_offset == 0) return Status::Ok();  // a header with no room for it
-    void* base = ::mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) return IoError("cannot map", path, errno);
-    std::atomic_ref<uint64_t> made(
-        *reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + f.parts_offset));
-    uint64_t seen = made.load(std::memory_order_acquire);
-    while (seen < part + 1 &&
-           !made.compare_exchange_weak(seen, part + 1, std::memory_order_acq_rel)) {
+    if (!WithHeaderWord(fd, f.parts_offset, [&](std::atomic_ref<uint64_t> made) {
+          uint64_t seen = made.load(std::memory_order_acquire);
+          while (seen < part + 1 &&
+                 !made.compare_exchange_weak(seen, part + 1, std::memory_order_acq_rel)) {
+          }
+        })) {
+      return IoError("cannot map", path, errno);
     }
-    ::munmap(base, kHeaderBytes);
     return Status::Ok();
   }
 
@@ -592,12 +588,22 @@ class FileStore final : public Store {
   static void FlagReplaced(int fd) {
     auto header = ReadHeader(fd, "");
     if (!header.ok()) return;
+    (void)WithHeaderWord(fd, header->superseded_offset, [](std::atomic_ref<uint64_t> flag) {
+      flag.store(1, std::memory_order_release);
+    });
+  }
+
+  // Runs `update` on the mutable 8-byte header word at `offset` of the file
+  // open as `fd`, through a shared mapping of its header, as every process
+  // changes those words. False (errno set) if the header cannot be mapped.
+  template <typename Update>
+  static bool WithHeaderWord(int fd, size_t offset, Update update) {
     void* base = ::mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) return;
-    auto* flag =
-        reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + header->superseded_offset);
-    std::atomic_ref<uint64_t>(*flag).store(1, std::memory_order_release);
+    if (base == MAP_FAILED) return false;
+    update(std::atomic_ref<uint64_t>(
+        *reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(base) + offset)));
     ::munmap(base, kHeaderBytes);
+    return true;
   }
 
   // A file with holes (written by a version that created files sparse, or
