@@ -347,6 +347,10 @@ Result<const uint64_t*> OffsetsOf(const WordArray& a, std::span<const Hash128> h
 WordBitStore::WordBitStore(std::unique_ptr<WordParts> parts, std::shared_ptr<WordArray> main)
     : parts_(std::move(parts)), main_(std::move(main)), main_raw_(main_.get()) {}
 
+bool CheckItemByParts(std::string_view item, const SingleCheck& c, uint64_t* words) {
+  return c.test_one(c.hash(item), c.geometry, words, nullptr);
+}
+
 Result<WordArray*> WordBitStore::ArrayPtr(uint64_t part) {
   if (part == 0 && main_raw_ != nullptr) {
     REDBLOOM_RETURN_IF_ERROR(CheckLive(*main_raw_));

@@ -41,6 +41,21 @@ struct OneItem;
 using TestOneFn = bool (*)(const Hash128& hash, const Geometry& g, uint64_t* words, OneItem* item);
 using SetOneFn = bool (*)(const Hash128& hash, const Geometry& g, uint64_t* words,
                           const OneItem* item);
+// What a single check of an item's bytes needs besides the item and the
+// cells' words, kept by an open filter (BloomFilter::State): part 0's
+// geometry, the strategy's hash and the kernels' test_one for it.
+struct SingleCheck {
+  Geometry geometry;
+  Hash128 (*hash)(std::string_view bytes) = nullptr;
+  TestOneFn test_one = nullptr;
+};
+// Whether every bit of the item (its bytes, as the strategy hashes them) is
+// set in words: a single check's hash and test in one call, so that its
+// caller makes one call, not two, and keeps no hash on its stack between
+// them (WordKernels::CheckItemFor).
+using CheckItemFn = bool (*)(std::string_view item, const SingleCheck& c, uint64_t* words);
+// The general CheckItemFn: c.test_one(c.hash(item), ...).
+bool CheckItemByParts(std::string_view item, const SingleCheck& c, uint64_t* words);
 
 static_assert(std::endian::native == std::endian::little,
               "the word layout assumes a little-endian machine");
@@ -212,14 +227,17 @@ class WordBitStore final : public BitStore, public HashedCells {
   Result<WordArray*> ArrayPtr(uint64_t part);
   // Part 0's array if it was opened eagerly and is still live, else null
   // (then ArrayPtr says why): the common case, without building a Result.
+  // main_raw_ is read once: read again after the acquire load, it would
+  // have to be loaded again (three instructions of a single check's path).
   WordArray* LiveMain(uint64_t part) const {
-    if (part != 0 || main_raw_ == nullptr) return nullptr;
-    uint64_t* superseded = main_raw_->superseded;
+    WordArray* const a = main_raw_;
+    if (part != 0 || a == nullptr) return nullptr;
+    uint64_t* superseded = a->superseded;
     if (superseded != nullptr &&
         std::atomic_ref<uint64_t>(*superseded).load(std::memory_order_acquire) != 0) {
       return nullptr;
     }
-    return main_raw_;
+    return a;
   }
   // Sets the items' bits with the kernels, under the array's writer gate
   // (WordArray::writers), and counts the new ones.

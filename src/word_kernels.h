@@ -211,6 +211,15 @@ struct WordKernels {
   SetOneFn SetOneFor(const Geometry& g) const {
     return set_one_for != nullptr ? set_one_for(g) : set_one_exclusive;
   }
+  // A CheckItemFn for geometry g, resolved once as test_one_for is, where
+  // the kernels have one that does better than CheckItemByParts (block's
+  // inlines XXH3 and its AVX2 test); null where they do not.
+  CheckItemFn (*check_item_for)(const Geometry& g) = nullptr;
+
+  CheckItemFn CheckItemFor(const Geometry& g) const {
+    const CheckItemFn check = check_item_for != nullptr ? check_item_for(g) : nullptr;
+    return check != nullptr ? check : &CheckItemByParts;
+  }
 };
 
 inline bool WordBitStore::TestOne(const Hash128& hash, const WordKernels& kernels,

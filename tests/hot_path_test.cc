@@ -319,6 +319,55 @@ TEST(WordKernelsTest, TestItemsAnswersAsHashThenTest) {
   }
 }
 
+// CheckItemFor, a single check's hash and test in one call, answers as the
+// strategy's hash and then test do, for every strategy with kernels (those
+// without their own take CheckItemByParts): items added and never added, of
+// every length XXH3 treats apart (block's own form takes up to 16 bytes and
+// hands the rest on), ASCII or not, at k from 7 to past the AVX2 form's 10.
+// On a CPU with vector kernels, block has a form of its own for some
+// geometry; with the kernels switched off (as tests do) that form, resolved
+// for the CPU, must take the portable way.
+TEST(WordKernelsTest, CheckItemAnswersAsHashThenTest) {
+  std::mt19937_64 rng(37);
+  const bool vector_cpu = internal::VectorKernelsEnabled();
+  int own = 0;
+  const int strategies = ForEachKernelForm(
+      [](const WordKernels&) { return true; },
+      [&](const StrategyDef& def, const WordKernels& kernels) {
+        for (auto [n, p] :
+             {std::pair{2000.0, 0.01}, {3000.0, 0.001}, {3000.0, 0.0005}, {600.0, 1e-7}}) {
+          const FilterConfig c = Config(def.id, static_cast<uint64_t>(n), p);
+          const Geometry& g = c.geometry;
+          SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(g.hashes));
+          const size_t count = 2 * static_cast<size_t>(n);
+          const std::vector<std::string> items = ItemsOfEveryLength(count, count, rng);
+          std::vector<Hash128> hashes(items.size());
+          for (size_t i = 0; i < items.size(); ++i) hashes[i] = def.hash(items[i]);
+          internal::Words words = internal::NewWords((c.data_bytes() + 63) / 64 * 64);
+          kernels.set_exclusive(std::span<const Hash128>(hashes).first(hashes.size() / 2), g,
+                                words.get(), nullptr);
+          std::vector<uint8_t> want(items.size(), 0);
+          kernels.test(hashes, g, words.get(), want.data());
+          ASSERT_LT(std::count(want.begin() + want.size() / 2, want.end(), 1),
+                    static_cast<long>(want.size() / 4));
+
+          const internal::SingleCheck single{
+              .geometry = g, .hash = def.hash, .test_one = kernels.TestOneFor(g)};
+          const internal::CheckItemFn check = kernels.CheckItemFor(g);
+          ASSERT_NE(check, nullptr);
+          if (check != &internal::CheckItemByParts) ++own;
+          for (size_t i = 0; i < items.size(); ++i) {
+            ASSERT_EQ(check(items[i], single, words.get()), want[i] == 1)
+                << i << " (" << items[i].size() << " bytes)";
+          }
+        }
+      });
+  EXPECT_GE(strategies, 4) << "guava64 and block have kernels";
+  if (vector_cpu) {
+    EXPECT_GE(own, 1) << "block's AVX2 form has its own single check";
+  }
+}
+
 // The writer gate (WordArray::writers): no sharer while a writer holds it
 // alone, no lone writer while any sharer does, and a waiting sharer gets in
 // once the lone writer leaves. The racing-writers test below checks what it

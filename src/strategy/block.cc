@@ -187,8 +187,10 @@ class Avx2Lines {
   }
 
   [[gnu::target("avx2")]] Avx2Item Item(uint64_t* words, const Hash128& h) const {
-    const __m256i start = _mm256_set1_epi64x(static_cast<int64_t>(h.h2 & 7));
+    // start from the broadcast h2, not broadcast itself: GCC broadcast
+    // h2 & 7 through a stack slot, which gave single checks a stack frame.
     const __m256i h2 = _mm256_set1_epi64x(static_cast<int64_t>(h.h2));
+    const __m256i start = _mm256_and_si256(h2, _mm256_set1_epi64x(7));
     return {reinterpret_cast<__m256i*>(Line(words, h)), WordMasks<kTwo>(low_, start, h2, k_),
             WordMasks<kTwo>(high_, start, h2, k_)};
   }
@@ -436,7 +438,30 @@ template <bool kTwo>
     return TestOne(h, g, words, item);
   return Avx2Lines<kTwo>(g).Test(words, h);
 }
+
+// Hash and TestOneResolved in one call (check_item_for), for items of up to
+// 16 bytes (most ids), whose XXH3 is a few multiplies inline here; longer
+// items, and vector kernels switched off, go the general way (a tail call),
+// so that XXH3's longer forms do not lengthen this one's path.
+template <bool kTwo>
+[[gnu::target("avx2"), gnu::flatten]] bool CheckItemResolved(std::string_view item,
+                                                             const SingleCheck& c,
+                                                             uint64_t* words) {
+  if (item.size() > 16 || !VectorKernelsKnownEnabled()) [[unlikely]]
+    return CheckItemByParts(item, c, words);
+  return Avx2Lines<kTwo>(c.geometry).Test(words, Xxh3_128Inline(item.data(), item.size()));
+}
 #endif
+
+CheckItemFn CheckItemFor([[maybe_unused]] const Geometry& g) {
+#ifdef REDBLOOM_BLOCK_AVX2
+  if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
+    return WithAvx2Form(
+        g, [](auto two) -> CheckItemFn { return &CheckItemResolved<decltype(two)::value>; });
+  }
+#endif
+  return nullptr;
+}
 
 // The single-check kernel for g (test_one_for): TestOneResolved's form for
 // g where this CPU has AVX2, else TestOne. TestOneResolved is compiled for
@@ -519,6 +544,7 @@ constexpr WordKernels kKernels = {
     .set_items_exclusive = &SetItemsExclusive,
     .test_one_for = &TestOneFor,
     .set_one_for = &SetOneFor,
+    .check_item_for = &CheckItemFor,
 };
 
 // The chance that one item sets a given bit of its block: its k bits go
