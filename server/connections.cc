@@ -53,6 +53,10 @@ constexpr int kPriorityWorkers = 2;
 // After accept() fails for want of descriptors, how long to stop accepting:
 // the listening socket stays readable, so retrying at once would spin.
 constexpr milliseconds kAcceptPause{100};
+// How long a connection the server ends may still be read from (Loop::
+// Linger): a client told early that its request is refused (413 before its
+// body was read, 431) reads the answer, then closes, well within it.
+constexpr milliseconds kLingerTime{5000};
 
 thread_local std::optional<std::string> t_read_timeout;
 
@@ -218,7 +222,8 @@ struct Connection {
   bool idle = false;  // no byte of the next request yet (keep-alive wait)
   bool registered = false;
   bool in_worker = false;
-  bool keep = false;  // the worker's verdict: may carry another request
+  bool keep = false;       // the worker's verdict: may carry another request
+  bool lingering = false;  // answered and shut for writing (Loop::Linger)
   int served = 0;
   Clock::time_point deadline;
 };
@@ -390,6 +395,8 @@ class ConnectionServer::Loop {
   void Dispatch(Connection& c);
   void Resume(Connection& c);
   void Close(Connection& c);
+  void Linger(Connection& c);
+  void Drain(Connection& c);
   void Expire(Clock::time_point now);
   void TakeReturned();
   void StopListening();
@@ -502,6 +509,10 @@ void ConnectionServer::Loop::Admit(int fd, const sockaddr_storage& peer) {
 }
 
 void ConnectionServer::Loop::OnReadable(Connection& c) {
+  if (c.lingering) {
+    Drain(c);
+    return;
+  }
   // Epoll is level-triggered: a connection whose data is not all read here
   // is reported again, after the others.
   for (int reads = 0; reads < kReadsPerWake; ++reads) {
@@ -510,7 +521,7 @@ void ConnectionServer::Loop::OnReadable(Connection& c) {
       Answer(c, ErrorResponse(431, "Request Header Fields Too Large", "too_large",
                               "request headers are larger than " + std::to_string(kMaxHeaderBytes) +
                                   " bytes"));
-      Close(c);
+      Linger(c);
       return;
     }
     const size_t old = c.buf.size();
@@ -584,7 +595,7 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
     // framings that are not one way only).
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             "the request's Content-Length is empty"));
-    Close(c);
+    Linger(c);
     return true;
   }
   if (!f.length || *f.length > o_.max_body_bytes || buffered_ >= o_.body_buffer_bytes ||
@@ -667,6 +678,40 @@ void ConnectionServer::Loop::Close(Connection& c) {
   conns_.erase(c.fd);  // destroys c
 }
 
+// Ends a connection the server is done with while its client may still be
+// sending: a request answered without its body read (413, or any answer
+// that closes the connection), or a connection-level answer (431, 400). The write side is shut at
+// once, so the client reads the answer and then the end of the stream; what it still sends is read
+// and dropped (Drain) until it closes, for at most kLingerTime. Closing a socket with unread bytes
+// would reset the connection instead, and a client still uploading could lose the answer to the
+// reset.
+void ConnectionServer::Loop::Linger(Connection& c) {
+  if (s_.stopping_.load()) {
+    Close(c);
+    return;
+  }
+  ::shutdown(c.fd, SHUT_WR);
+  Release(c);
+  c.lingering = true;
+  std::string().swap(c.buf);
+  c.pos = 0;
+  SetDeadline(c, Clock::now() + kLingerTime);
+  Watch(c);
+}
+
+void ConnectionServer::Loop::Drain(Connection& c) {
+  char scratch[kReadChunk];
+  for (int reads = 0; reads < kReadsPerWake; ++reads) {
+    const ssize_t n = ::recv(c.fd, scratch, sizeof(scratch), 0);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    Close(c);  // the client closed, or the connection failed
+    return;
+  }
+  // More is waiting: epoll reports the connection again, after the others.
+}
+
 void ConnectionServer::Loop::Expire(Clock::time_point now) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     const int fd = deadlines_.begin()->second;
@@ -674,6 +719,10 @@ void ConnectionServer::Loop::Expire(Clock::time_point now) {
     auto it = conns_.find(fd);
     if (it == conns_.end()) continue;
     Connection& c = *it->second;
+    if (c.lingering) {
+      Close(c);
+      continue;
+    }
     if (c.body_end != 0) {
       s_.metrics_->RequestTimedOut(TimeoutPhase::kBody);
       Answer(c, ErrorResponse(408, "Request Timeout", "request_timeout",
@@ -703,7 +752,7 @@ void ConnectionServer::Loop::TakeReturned() {
     if (c->keep) {
       Resume(*c);
     } else {
-      Close(*c);
+      Linger(*c);
     }
   }
 }
@@ -778,6 +827,13 @@ void ConnectionServer::Loop::Run() {
       accept_paused_until_.reset();
       ::close(s_.listen_fd_);  // new connections are refused from here on
       s_.listen_fd_ = -1;
+      // Lingering connections are answered already: a shutdown does not
+      // wait for their clients (Linger closes the later ones at once).
+      std::vector<Connection*> lingering;
+      for (auto& [fd, c] : conns_) {
+        if (c->lingering) lingering.push_back(c.get());
+      }
+      for (Connection* c : lingering) Close(*c);
     }
     if (s_.stopping_.load() && conns_.empty()) break;
     int timeout = -1;
