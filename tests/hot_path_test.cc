@@ -249,6 +249,50 @@ std::vector<std::string> ItemsOfEveryLength(size_t count, size_t distinct, std::
   return items;
 }
 
+// ForEachKernelForm over the geometries the kernel tests below take (k from
+// 7 to 23: n items at 1%, 0.1%, 0.05% and 1e-7), each traced with its k.
+template <typename Want, typename Check>
+int ForEachKernelGeometry(Want&& want, Check&& check) {
+  return ForEachKernelForm(want, [&](const StrategyDef& def, const WordKernels& kernels) {
+    for (auto [n, p] :
+         {std::pair{2000.0, 0.01}, {3000.0, 0.001}, {3000.0, 0.0005}, {600.0, 1e-7}}) {
+      const FilterConfig c = Config(def.id, static_cast<uint64_t>(n), p);
+      SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(c.geometry.hashes));
+      check(def, kernels, c, n);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  });
+}
+
+// 2n items of every length (ItemsOfEveryLength) on the cells of c (sized
+// for n items), the first half of them added with the kernels' set_exclusive;
+// want[i] is what their test answers for item i (every item of the first
+// half, and under a quarter of the rest, as checked here).
+struct HalfAdded {
+  std::vector<std::string> items;
+  std::vector<Hash128> hashes;
+  internal::Words words;
+  std::vector<uint8_t> want;
+};
+
+HalfAdded AddHalf(const StrategyDef& def, const WordKernels& kernels, const FilterConfig& c,
+                  double n, std::mt19937_64& rng) {
+  HalfAdded h;
+  const size_t count = 2 * static_cast<size_t>(n);
+  h.items = ItemsOfEveryLength(count, count, rng);
+  h.hashes.resize(h.items.size());
+  for (size_t i = 0; i < h.items.size(); ++i) h.hashes[i] = def.hash(h.items[i]);
+  h.words = internal::NewWords((c.data_bytes() + 63) / 64 * 64);
+  kernels.set_exclusive(std::span<const Hash128>(h.hashes).first(h.hashes.size() / 2), c.geometry,
+                        h.words.get(), nullptr);
+  h.want.assign(h.items.size(), 0);
+  kernels.test(h.hashes, c.geometry, h.words.get(), h.want.data());
+  const auto half = h.want.begin() + static_cast<ptrdiff_t>(h.want.size() / 2);
+  EXPECT_EQ(std::count(h.want.begin(), half, 1), static_cast<long>(h.want.size() / 2));
+  EXPECT_LT(std::count(half, h.want.end(), 1), static_cast<long>(h.want.size() / 4));
+  return h;
+}
+
 // test_items, the kernels' batched check that hashes its own items, answers
 // as the strategy's hash and then test do: items added and never added, of
 // every length XXH3 treats apart (0, 1-3, 4-8, 9-16, 17-128, 129-240, more),
@@ -262,56 +306,39 @@ TEST(WordKernelsTest, TestItemsAnswersAsHashThenTest) {
   std::mt19937_64 rng(29);
   const bool vector_cpu = internal::VectorKernelsEnabled();
   int taken = 0;
-  const int strategies = ForEachKernelForm(
+  const int strategies = ForEachKernelGeometry(
       [](const WordKernels& kernels) { return kernels.test_items != nullptr; },
-      [&](const StrategyDef& def, const WordKernels& kernels) {
-        const Strategy s = def.id;
-        for (auto [n, p] :
-             {std::pair{2000.0, 0.01}, {3000.0, 0.001}, {3000.0, 0.0005}, {600.0, 1e-7}}) {
-          const FilterConfig c = Config(s, static_cast<uint64_t>(n), p);
-          const Geometry& g = c.geometry;
-          SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(g.hashes));
-          const size_t count = 2 * static_cast<size_t>(n);
-          const std::vector<std::string> items = ItemsOfEveryLength(count, count, rng);
-          const std::vector<std::string_view> views(items.begin(), items.end());
-          std::vector<Hash128> hashes(views.size());
-          for (size_t i = 0; i < views.size(); ++i) hashes[i] = def.hash(views[i]);
-          internal::Words words = internal::NewWords((c.data_bytes() + 63) / 64 * 64);
-          // The first half added.
-          kernels.set_exclusive(std::span<const Hash128>(hashes).first(hashes.size() / 2), g,
-                                words.get(), nullptr);
-          std::vector<uint8_t> want(views.size(), 0);
-          kernels.test(hashes, g, words.get(), want.data());
-          ASSERT_EQ(std::count(want.begin(), want.begin() + want.size() / 2, 1),
-                    static_cast<long>(want.size() / 2));
-          ASSERT_LT(std::count(want.begin() + want.size() / 2, want.end(), 1),
-                    static_cast<long>(want.size() / 4));
+      [&](const StrategyDef& def, const WordKernels& kernels, const FilterConfig& c, double n) {
+        const Geometry& g = c.geometry;
+        const HalfAdded h = AddHalf(def, kernels, c, n, rng);
+        ASSERT_FALSE(::testing::Test::HasFailure());
+        const std::vector<std::string_view> views(h.items.begin(), h.items.end());
+        const std::vector<uint8_t>& want = h.want;
+        uint64_t* const words = h.words.get();
 
-          std::vector<uint8_t> all(views.size(), 9);
-          if (kernels.test_items(views, g, words.get(), all.data()) == Items::kNotTaken) {
-            EXPECT_EQ(std::count(all.begin(), all.end(), 9), static_cast<long>(all.size()));
-            EXPECT_EQ(kernels.test_items(std::span(views).first(1), g, words.get(), all.data()),
-                      Items::kNotTaken);
-            continue;
-          }
-          ++taken;
-          EXPECT_EQ(all, want);
-          std::vector<uint8_t> got(views.size(), 9);
-          for (size_t i = 0, len = 1; i < views.size(); i += len, len = len % 70 + 1) {
-            const auto batch = std::span(views).subspan(i, std::min(len, views.size() - i));
-            std::vector<Hash128> unused(batch.size());
-            const bool ascii =
-                def.hash_many != nullptr
-                    ? def.hash_many(batch, unused.data())
-                    : std::all_of(batch.begin(), batch.end(), [](std::string_view v) {
-                        return internal::NonAsciiBits(v) == 0;
-                      });
-            ASSERT_EQ(kernels.test_items(batch, g, words.get(), got.data() + i),
-                      ascii ? Items::kAscii : Items::kNotAllAscii)
-                << i;
-          }
-          EXPECT_EQ(got, want);
+        std::vector<uint8_t> all(views.size(), 9);
+        if (kernels.test_items(views, g, words, all.data()) == Items::kNotTaken) {
+          EXPECT_EQ(std::count(all.begin(), all.end(), 9), static_cast<long>(all.size()));
+          EXPECT_EQ(kernels.test_items(std::span(views).first(1), g, words, all.data()),
+                    Items::kNotTaken);
+          return;
         }
+        ++taken;
+        EXPECT_EQ(all, want);
+        std::vector<uint8_t> got(views.size(), 9);
+        for (size_t i = 0, len = 1; i < views.size(); i += len, len = len % 70 + 1) {
+          const auto batch = std::span(views).subspan(i, std::min(len, views.size() - i));
+          std::vector<Hash128> unused(batch.size());
+          const bool ascii = def.hash_many != nullptr
+                                 ? def.hash_many(batch, unused.data())
+                                 : std::all_of(batch.begin(), batch.end(), [](std::string_view v) {
+                                     return internal::NonAsciiBits(v) == 0;
+                                   });
+          ASSERT_EQ(kernels.test_items(batch, g, words, got.data() + i),
+                    ascii ? Items::kAscii : Items::kNotAllAscii)
+              << i;
+        }
+        EXPECT_EQ(got, want);
       });
   EXPECT_GE(strategies, 2) << "block has test_items";
   if (vector_cpu) {
@@ -331,35 +358,20 @@ TEST(WordKernelsTest, CheckItemAnswersAsHashThenTest) {
   std::mt19937_64 rng(37);
   const bool vector_cpu = internal::VectorKernelsEnabled();
   int own = 0;
-  const int strategies = ForEachKernelForm(
+  const int strategies = ForEachKernelGeometry(
       [](const WordKernels&) { return true; },
-      [&](const StrategyDef& def, const WordKernels& kernels) {
-        for (auto [n, p] :
-             {std::pair{2000.0, 0.01}, {3000.0, 0.001}, {3000.0, 0.0005}, {600.0, 1e-7}}) {
-          const FilterConfig c = Config(def.id, static_cast<uint64_t>(n), p);
-          const Geometry& g = c.geometry;
-          SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(g.hashes));
-          const size_t count = 2 * static_cast<size_t>(n);
-          const std::vector<std::string> items = ItemsOfEveryLength(count, count, rng);
-          std::vector<Hash128> hashes(items.size());
-          for (size_t i = 0; i < items.size(); ++i) hashes[i] = def.hash(items[i]);
-          internal::Words words = internal::NewWords((c.data_bytes() + 63) / 64 * 64);
-          kernels.set_exclusive(std::span<const Hash128>(hashes).first(hashes.size() / 2), g,
-                                words.get(), nullptr);
-          std::vector<uint8_t> want(items.size(), 0);
-          kernels.test(hashes, g, words.get(), want.data());
-          ASSERT_LT(std::count(want.begin() + want.size() / 2, want.end(), 1),
-                    static_cast<long>(want.size() / 4));
-
-          const internal::SingleCheck single{
-              .geometry = g, .hash = def.hash, .test_one = kernels.TestOneFor(g)};
-          const internal::CheckItemFn check = kernels.CheckItemFor(g);
-          ASSERT_NE(check, nullptr);
-          if (check != &internal::CheckItemByParts) ++own;
-          for (size_t i = 0; i < items.size(); ++i) {
-            ASSERT_EQ(check(items[i], single, words.get()), want[i] == 1)
-                << i << " (" << items[i].size() << " bytes)";
-          }
+      [&](const StrategyDef& def, const WordKernels& kernels, const FilterConfig& c, double n) {
+        const Geometry& g = c.geometry;
+        const HalfAdded h = AddHalf(def, kernels, c, n, rng);
+        ASSERT_FALSE(::testing::Test::HasFailure());
+        const internal::SingleCheck single{
+            .geometry = g, .hash = def.hash, .test_one = kernels.TestOneFor(g)};
+        const internal::CheckItemFn check = kernels.CheckItemFor(g);
+        ASSERT_NE(check, nullptr);
+        if (check != &internal::CheckItemByParts) ++own;
+        for (size_t i = 0; i < h.items.size(); ++i) {
+          ASSERT_EQ(check(h.items[i], single, h.words.get()), h.want[i] == 1)
+              << i << " (" << h.items[i].size() << " bytes)";
         }
       });
   EXPECT_GE(strategies, 4) << "guava64 and block have kernels";
@@ -383,47 +395,42 @@ TEST(WordKernelsTest, SetItemsAddsAsHashThenSet) {
   std::mt19937_64 rng(31);
   const bool vector_cpu = internal::VectorKernelsEnabled();
   int taken = 0;
-  const int strategies = ForEachKernelForm(
+  const int strategies = ForEachKernelGeometry(
       [](const WordKernels& kernels) { return kernels.set_items_exclusive != nullptr; },
-      [&](const StrategyDef& def, const WordKernels& kernels) {
-        for (auto [n, p] :
-             {std::pair{2000.0, 0.01}, {3000.0, 0.001}, {3000.0, 0.0005}, {600.0, 1e-7}}) {
-          const FilterConfig c = Config(def.id, static_cast<uint64_t>(n), p);
-          const Geometry& g = c.geometry;
-          SCOPED_TRACE(std::string(def.name) + " k " + std::to_string(g.hashes));
-          // Repeats past 1500, in random order.
-          std::vector<std::string> items = ItemsOfEveryLength(static_cast<size_t>(n), 1500, rng);
-          std::shuffle(items.begin(), items.end(), rng);
-          const std::vector<std::string_view> views(items.begin(), items.end());
-          std::vector<Hash128> hashes(views.size());
-          for (size_t i = 0; i < views.size(); ++i) hashes[i] = def.hash(views[i]);
-          const size_t bytes = (c.data_bytes() + 63) / 64 * 64;
-          internal::Words want = internal::NewWords(bytes);
-          internal::Words got = internal::NewWords(bytes);
-          std::vector<uint8_t> want_added(views.size(), 9), got_added(views.size(), 9);
-          if (kernels.set_items_exclusive(views, g, got.get(), got_added.data()) ==
-              WordKernels::kSetItemsNotTaken) {
-            EXPECT_EQ(std::count(got_added.begin(), got_added.end(), 9),
-                      static_cast<long>(got_added.size()));
-            EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(got.get()), bytes),
-                      std::string(bytes, '\0'));
-            continue;
-          }
-          ++taken;
-          std::memset(got.get(), 0, bytes);
-          int64_t want_fresh = 0, got_fresh = 0;
-          for (size_t i = 0, len = 1; i < views.size(); i += len, len = len % 70 + 1) {
-            const size_t m = std::min(len, views.size() - i);
-            want_fresh += kernels.set_exclusive(std::span<const Hash128>(hashes).subspan(i, m), g,
-                                                want.get(), want_added.data() + i);
-            got_fresh += kernels.set_items_exclusive(std::span(views).subspan(i, m), g, got.get(),
-                                                     got_added.data() + i);
-          }
-          EXPECT_EQ(got_fresh, want_fresh);
-          EXPECT_LT(want_fresh, static_cast<int64_t>(views.size())) << "repeats are not new";
-          EXPECT_EQ(got_added, want_added);
-          EXPECT_TRUE(std::memcmp(got.get(), want.get(), bytes) == 0);
+      [&](const StrategyDef& def, const WordKernels& kernels, const FilterConfig& c, double n) {
+        const Geometry& g = c.geometry;
+        // Repeats past 1500, in random order.
+        std::vector<std::string> items = ItemsOfEveryLength(static_cast<size_t>(n), 1500, rng);
+        std::shuffle(items.begin(), items.end(), rng);
+        const std::vector<std::string_view> views(items.begin(), items.end());
+        std::vector<Hash128> hashes(views.size());
+        for (size_t i = 0; i < views.size(); ++i) hashes[i] = def.hash(views[i]);
+        const size_t bytes = (c.data_bytes() + 63) / 64 * 64;
+        internal::Words want = internal::NewWords(bytes);
+        internal::Words got = internal::NewWords(bytes);
+        std::vector<uint8_t> want_added(views.size(), 9), got_added(views.size(), 9);
+        if (kernels.set_items_exclusive(views, g, got.get(), got_added.data()) ==
+            WordKernels::kSetItemsNotTaken) {
+          EXPECT_EQ(std::count(got_added.begin(), got_added.end(), 9),
+                    static_cast<long>(got_added.size()));
+          EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(got.get()), bytes),
+                    std::string(bytes, '\0'));
+          return;
         }
+        ++taken;
+        std::memset(got.get(), 0, bytes);
+        int64_t want_fresh = 0, got_fresh = 0;
+        for (size_t i = 0, len = 1; i < views.size(); i += len, len = len % 70 + 1) {
+          const size_t m = std::min(len, views.size() - i);
+          want_fresh += kernels.set_exclusive(std::span<const Hash128>(hashes).subspan(i, m), g,
+                                              want.get(), want_added.data() + i);
+          got_fresh += kernels.set_items_exclusive(std::span(views).subspan(i, m), g, got.get(),
+                                                   got_added.data() + i);
+        }
+        EXPECT_EQ(got_fresh, want_fresh);
+        EXPECT_LT(want_fresh, static_cast<int64_t>(views.size())) << "repeats are not new";
+        EXPECT_EQ(got_added, want_added);
+        EXPECT_TRUE(std::memcmp(got.get(), want.get(), bytes) == 0);
       });
   EXPECT_GE(strategies, 2) << "block has set_items_exclusive";
   if (vector_cpu) {

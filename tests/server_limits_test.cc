@@ -124,6 +124,13 @@ class ServerLimitsTest : public ::testing::Test {
     return Call(*c, "GET", "/metrics").body;
   }
 
+  // Creates filter "f" (capacity 100, 1%) through the API.
+  static void CreateF(RedbloomdProcess& server) {
+    auto c = server.Client();
+    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
+              201);
+  }
+
   TempDir dir_;
 };
 
@@ -179,11 +186,7 @@ TEST_F(ServerLimitsTest, SlowlorisIsCutOffAtTheHeaderDeadlineAndHealthStillAnswe
 TEST_F(ServerLimitsTest, SlowBodiesHoldNoWorker) {
   RedbloomdProcess server(StoreUrl(), R"({"threads": 2})");
   server.Start();
-  {
-    auto c = server.Client();
-    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
-              201);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateF(server));
   const std::string head =
       "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
       "Content-Length: ";
@@ -239,11 +242,7 @@ TEST_F(ServerLimitsTest, SlowBodiesHoldNoWorker) {
 TEST_F(ServerLimitsTest, BodiesPastTheBufferBudgetGoToTheirWorkerPartRead) {
   RedbloomdProcess server(StoreUrl(), R"({"threads": 1, "body_buffer_bytes": 100})");
   server.Start();
-  {
-    auto c = server.Client();
-    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
-              201);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateF(server));
   auto request = [](const std::string& body, bool expect) {
     return "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
            std::string(expect ? "Expect: 100-continue\r\n" : "") +
@@ -315,11 +314,7 @@ TEST_F(ServerLimitsTest, OnlyAuthenticatedBodiesAreReadAhead) {
 TEST_F(ServerLimitsTest, ABodyCutShortByTheClientIs400) {
   RedbloomdProcess server(StoreUrl());
   server.Start();
-  {
-    auto c = server.Client();
-    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
-              201);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateF(server));
   RawConnection c(server.port());
   c.Send(
       "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -334,11 +329,7 @@ TEST_F(ServerLimitsTest, ABodyCutShortByTheClientIs400) {
 TEST_F(ServerLimitsTest, BodyNotReceivedWithinBodyTimeoutIs408) {
   RedbloomdProcess server(StoreUrl(), R"({"body_timeout_s": 1})");
   server.Start();
-  {
-    auto c = server.Client();
-    ASSERT_EQ(Call(*c, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
-              201);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateF(server));
   std::vector<std::unique_ptr<RawConnection>> slow;
   slow.push_back(std::make_unique<RawConnection>(server.port()));
   const auto t0 = Clock::now();
@@ -502,11 +493,7 @@ TEST_F(ServerLimitsTest, PipelinedRequestsAreAnsweredInOrderAndHugeHeadersAre431
 
   // Requests with bodies, sent in one write: each body is read ahead and
   // ends where its Content-Length says, and the next request starts there.
-  {
-    auto api = server.Client();
-    ASSERT_EQ(Call(*api, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
-              201);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateF(server));
   auto post = [](const std::string& body) {
     return "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
            "Content-Length: " +
@@ -548,11 +535,7 @@ TEST_F(ServerLimitsTest, PipelinedRequestsAreAnsweredInOrderAndHugeHeadersAre431
 TEST_F(ServerLimitsTest, RefusedUploadsGetTheirAnswerAndNoReset) {
   RedbloomdProcess server(StoreUrl(), R"({"max_body_bytes": 4096})");
   server.Start();
-  {
-    auto api = server.Client();
-    ASSERT_EQ(Call(*api, "PUT", "/v1/filters/f", R"({"capacity":100,"error_rate":0.01})").status,
-              201);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateF(server));
   // Sends all of `bytes` (blocking, at most 10 s a write); the errno of a
   // failed send, or 0.
   const auto send_all = [](int fd, const std::string& bytes) {
