@@ -135,6 +135,13 @@ awk -F'\t' '
              floor_ns["floor_line_latency/" sz], floor_ns["floor_line_latency/" sz] / ns["contains_hit_batch/mem/" sz "/block"]
       printf "  a block check with no call path, items independent (floor_single) %.1f ns = %.2fx block batched\n",
              floor_ns["floor_single/" sz], floor_ns["floor_single/" sz] / ns["contains_hit_batch/mem/" sz "/block"]
+      if (("floor_single_pad60/" sz) in floor_ns)
+        printf "  the same with 60 / 120 / 180 instructions more per item (floor_single_padN): %.1f / %.1f / %.1f ns\n",
+               floor_ns["floor_single_pad60/" sz], floor_ns["floor_single_pad120/" sz], floor_ns["floor_single_pad180/" sz]
+      if (("floor_single_pad0_l1/1e6") in floor_ns)
+        printf "  and on a 16 KiB array (in L1), 0 / 60 / 120 / 180 more: %.1f / %.1f / %.1f / %.1f ns\n",
+               floor_ns["floor_single_pad0_l1/1e6"], floor_ns["floor_single_pad60_l1/1e6"],
+               floor_ns["floor_single_pad120_l1/1e6"], floor_ns["floor_single_pad180_l1/1e6"]
     }
     print ""
     print "== ratios of passes timed side by side (median over 5 pairs per repetition, then over repetitions)"
