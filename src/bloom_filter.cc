@@ -473,11 +473,11 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
 // alternating with the build before: medians 1.94 -> 1.88 at 1%, 2.02 ->
 // 1.99 at 0.1%. The hash and the test are one call (State::single_check_item,
 // block's inlines XXH3 for ids of up to 16 bytes), and Contains keeps no
-// hash between two: callgrind 155 -> 132 instructions per block check of an
-// 11-byte id (0.1%: 175 -> 150; guava64 304 -> 306). On a Zen 3 host
-// (no AVX-512, 512 KiB of L2), Release at 1e6, single / batched block
-// checks, seven alternating pairs of processes: 2.16-2.42 -> 1.97-2.02
-// where neither process hit the host's slow phase.
+// hash between two: callgrind 193 -> 171 instructions per block check of an
+// 11-byte id, with its caller's loop (0.1%: 213 -> 189; guava64 338 -> 340).
+// On a Zen 3 host (no AVX-512, 512 KiB of L2), Release at 1e6, single /
+// batched block checks, seven alternating pairs of processes: 2.16-2.42 ->
+// 1.97-2.02 where neither process hit the host's slow phase.
 Result<bool> BloomFilter::Contains(std::string_view item) {
   const State& st = state();
   const Encoding encoding = st.config.encoding;
