@@ -605,41 +605,20 @@ void BM_LineLatency(benchmark::State& state, uint64_t n) {
 // this is what a single `block` check could cost with no call overhead.
 __extension__ using U128 = unsigned __int128;  // the block's line, as block.cc takes it
 
+// kPad > 0 (floor_single_padN, x86-64 only): kPad register moves per item
+// more, independent of everything else (the core can run four a cycle), a
+// stand-in for a longer call path. In L1 the time grows with kPad as
+// instruction throughput says; where the line misses, the miss adds to it,
+// and adds more once the path is too long for the core to overlap one
+// item's miss with the next item's work. Zen 3 (no AVX-512, 512 KiB of L2),
+// stop 38: a stand-in loop with a multiply hash in place of XXH3 found the
+// miss adding 5-6 ns at 1e6 up to ~140 instructions an item and 8-9 past
+// it; in one run of these rows at 1e7, 60 and 120 more instructions took an
+// item from 96 to 121 and 183 ns, as long as one awaited line alone
+// (floor_line_latency, 173): nothing left overlapped. kInL1: on 256 lines
+// (16 KiB) rather than the filter's size.
+template <int kPad = 0, bool kInL1 = false>
 void BM_SingleFloor(benchmark::State& state, uint64_t n) {
-  Workload& w = GetWorkload(n, "mem", Strategy::kBlock);
-  const uint64_t lines = w.filled->config().geometry.bits / 512;
-  std::vector<uint64_t> array(lines * 8, 0x5555555555555555ULL);
-  const auto& queries = w.items->absent_views;
-  for (auto _ : state) {
-    uint64_t found = 0;
-    for (std::string_view item : queries) {
-      const Hash128 h = Xxh3_128(item);
-      const uint64_t line = static_cast<uint64_t>((static_cast<U128>(h.h1) * lines) >> 64);
-      const uint64_t word = array[line * 8 + (h.h2 & 7)];
-      const uint64_t mask =
-          (uint64_t{1} << ((h.h2 >> 3) & 63)) | (uint64_t{1} << ((h.h2 >> 9) & 63));
-      found += (word & mask) == mask ? 1 : 0;
-    }
-    benchmark::DoNotOptimize(found);
-  }
-  SetCounters(state, w, queries.size());
-}
-
-#if defined(__x86_64__)
-// floor_single with kPad register moves per item, independent of everything
-// else (the core can run four a cycle): a stand-in for a longer call path.
-// In L1 the time grows with kPad as instruction throughput says; where the
-// line misses, the miss adds to it, and adds more once the path is too long
-// for the core to overlap one item's miss with the next item's work. Zen 3
-// (no AVX-512, 512 KiB of L2), stop 38: a stand-in loop with a multiply hash
-// in place of XXH3 found the miss adding 5-6 ns at 1e6 up to ~140
-// instructions an item and 8-9 past it; in one run of these rows at 1e7,
-// 60 and 120 more instructions took an item from 96 to 121 and 183 ns, as
-// long as one awaited line alone (floor_line_latency, 173): nothing left
-// overlapped. Items are XXH3 of their bytes, as in floor_single. kInL1: on
-// 256 lines (16 KiB) rather than the filter's size.
-template <int kPad, bool kInL1 = false>
-void BM_SingleFloorPadded(benchmark::State& state, uint64_t n) {
   Workload& w = GetWorkload(n, "mem", Strategy::kBlock);
   const uint64_t lines = kInL1 ? 256 : w.filled->config().geometry.bits / 512;
   std::vector<uint64_t> array(lines * 8, 0x5555555555555555ULL);
@@ -648,7 +627,11 @@ void BM_SingleFloorPadded(benchmark::State& state, uint64_t n) {
     uint64_t found = 0;
     for (std::string_view item : queries) {
       const Hash128 h = Xxh3_128(item);
-      asm volatile(".rept %c0\n\tmov $1, %%r11d\n\t.endr" : : "i"(kPad) : "r11");
+#if defined(__x86_64__)
+      if constexpr (kPad > 0) {
+        asm volatile(".rept %c0\n\tmov $1, %%r11d\n\t.endr" : : "i"(kPad) : "r11");
+      }
+#endif
       const uint64_t line = static_cast<uint64_t>((static_cast<U128>(h.h1) * lines) >> 64);
       const uint64_t word = array[line * 8 + (h.h2 & 7)];
       const uint64_t mask =
@@ -659,7 +642,6 @@ void BM_SingleFloorPadded(benchmark::State& state, uint64_t n) {
   }
   SetCounters(state, w, queries.size());
 }
-#endif
 
 // The same floor for a single guava64 check, as a pass to pair with the
 // batched check (paired_floor_single_check): per present item, Murmur3 of
@@ -846,18 +828,14 @@ void RegisterAll() {
     reg("floor_line_latency", [=](benchmark::State& s) { BM_LineLatency(s, n); });
     reg("floor_single", [=](benchmark::State& s) { BM_SingleFloor(s, n); });
 #if defined(__x86_64__)
-    reg("floor_single_pad60", [=](benchmark::State& s) { BM_SingleFloorPadded<60>(s, n); });
-    reg("floor_single_pad120", [=](benchmark::State& s) { BM_SingleFloorPadded<120>(s, n); });
-    reg("floor_single_pad180", [=](benchmark::State& s) { BM_SingleFloorPadded<180>(s, n); });
+    reg("floor_single_pad60", [=](benchmark::State& s) { BM_SingleFloor<60>(s, n); });
+    reg("floor_single_pad120", [=](benchmark::State& s) { BM_SingleFloor<120>(s, n); });
+    reg("floor_single_pad180", [=](benchmark::State& s) { BM_SingleFloor<180>(s, n); });
     if (n == 1'000'000) {  // in L1 the filter's size does not matter
-      reg("floor_single_pad0_l1",
-          [=](benchmark::State& s) { BM_SingleFloorPadded<0, true>(s, n); });
-      reg("floor_single_pad60_l1",
-          [=](benchmark::State& s) { BM_SingleFloorPadded<60, true>(s, n); });
-      reg("floor_single_pad120_l1",
-          [=](benchmark::State& s) { BM_SingleFloorPadded<120, true>(s, n); });
-      reg("floor_single_pad180_l1",
-          [=](benchmark::State& s) { BM_SingleFloorPadded<180, true>(s, n); });
+      reg("floor_single_pad0_l1", [=](benchmark::State& s) { BM_SingleFloor<0, true>(s, n); });
+      reg("floor_single_pad60_l1", [=](benchmark::State& s) { BM_SingleFloor<60, true>(s, n); });
+      reg("floor_single_pad120_l1", [=](benchmark::State& s) { BM_SingleFloor<120, true>(s, n); });
+      reg("floor_single_pad180_l1", [=](benchmark::State& s) { BM_SingleFloor<180, true>(s, n); });
     }
 #endif
   }
