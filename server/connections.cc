@@ -228,11 +228,10 @@ struct Connection {
   Clock::time_point deadline;
 };
 
-// Writes a connection-level answer before the connection is closed.
+// Writes a connection-level answer; the caller then lingers or closes.
 void Answer(const Connection& c, const std::string& bytes) {
   // One small write on a socket with nothing else queued: it fits.
   [[maybe_unused]] const ssize_t n = ::send(c.fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-  ::shutdown(c.fd, SHUT_WR);
 }
 
 // The socket as httplib reads and writes it on a worker: bytes the event
@@ -680,11 +679,12 @@ void ConnectionServer::Loop::Close(Connection& c) {
 
 // Ends a connection the server is done with while its client may still be
 // sending: a request answered without its body read (413, or any answer
-// that closes the connection), or a connection-level answer (431, 400). The write side is shut at
-// once, so the client reads the answer and then the end of the stream; what it still sends is read
-// and dropped (Drain) until it closes, for at most kLingerTime. Closing a socket with unread bytes
-// would reset the connection instead, and a client still uploading could lose the answer to the
-// reset.
+// that closes the connection), or a connection-level answer (431, 400).
+// The write side is shut at once, so the client reads the answer and then
+// the end of the stream; what it still sends is read and dropped (Drain)
+// until it closes, for at most kLingerTime. Closing a socket with unread
+// bytes would reset the connection instead, and a client still uploading
+// could lose the answer to the reset.
 void ConnectionServer::Loop::Linger(Connection& c) {
   if (s_.stopping_.load()) {
     Close(c);
