@@ -4,12 +4,8 @@
 // than its share of connections; a filter larger than the configured limit
 // is refused before anything is created; and info on a big filter does not
 // read its whole bitmap.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 
 #include <atomic>
 #include <chrono>
@@ -536,85 +532,41 @@ TEST_F(ServerLimitsTest, RefusedUploadsGetTheirAnswerAndNoReset) {
   RedbloomdProcess server(StoreUrl(), R"({"max_body_bytes": 4096})");
   server.Start();
   ASSERT_NO_FATAL_FAILURE(CreateF(server));
-  // Sends all of `bytes` (blocking, at most 10 s a write); the errno of a
-  // failed send, or 0.
-  const auto send_all = [](int fd, const std::string& bytes) {
-    size_t sent = 0;
-    while (sent < bytes.size()) {
-      const ssize_t w = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return w < 0 ? errno : EPIPE;
-      sent += static_cast<size_t>(w);
-    }
-    return 0;
-  };
-  // Everything read until the end of the stream; *error the errno of a
-  // failed read (ECONNRESET for a reset), or 0 for a clean end.
-  const auto read_all = [](int fd, int* error) {
-    std::string out;
-    char buf[65536];
-    while (true) {
-      const ssize_t r = ::recv(fd, buf, sizeof(buf), 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        *error = r < 0 ? errno : 0;
-        return out;
-      }
-      out.append(buf, static_cast<size_t>(r));
-    }
-  };
-  const auto connect = [&server] {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    timeval tv{10, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(server.port()));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    return fd;
-  };
-
   const std::string body(8 << 20, ' ');  // more than the sockets' buffers hold
-  const int upload = connect();
-  EXPECT_EQ(send_all(upload,
-                     "POST /v1/filters/f/check HTTP/1.1\r\nHost: x\r\n"
-                     "Content-Type: application/json\r\nContent-Length: " +
-                         std::to_string(body.size()) + "\r\n\r\n" + body),
+  RawConnection upload(server.port());
+  EXPECT_EQ(upload.SendAll("POST /v1/filters/f/check HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Type: application/json\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body),
             0)
       << "the upload was cut off";
-  ::shutdown(upload, SHUT_WR);
+  upload.ShutdownWrite();
   int error = -1;
-  const std::string answer = read_all(upload, &error);
-  ::close(upload);
+  const std::string answer = upload.ReadToEnd(&error);
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 413")) << answer;
   EXPECT_NE(answer.find("too_large"), std::string::npos) << answer;
   EXPECT_EQ(error, 0) << "the connection ended in a reset: " << std::strerror(error);
 
-  const int headers = connect();
+  RawConnection headers(server.port());
   std::string huge = "GET /healthz HTTP/1.1\r\n";
   for (int i = 0; i < 2000; ++i)
     huge += "X-Filler-" + std::to_string(i) + ": " + std::string(1000, 'f') + "\r\n";
-  EXPECT_EQ(send_all(headers, huge), 0) << "the header block was cut off";
-  ::shutdown(headers, SHUT_WR);
-  const std::string refused = read_all(headers, &error);
-  ::close(headers);
+  EXPECT_EQ(headers.SendAll(huge), 0) << "the header block was cut off";
+  headers.ShutdownWrite();
+  const std::string refused = headers.ReadToEnd(&error);
   EXPECT_TRUE(refused.starts_with("HTTP/1.1 431")) << refused;
   EXPECT_EQ(error, 0) << "the connection ended in a reset: " << std::strerror(error);
 
   // A client that never closes is not waited for by a shutdown (its
   // connection would otherwise linger for 5 s).
-  const int idle = connect();
-  EXPECT_EQ(send_all(idle, std::string("GET /healthz HTTP/1.1\r\nHost: x\r\n") +
-                               "Connection: close\r\n\r\n"),
+  RawConnection idle(server.port());
+  EXPECT_EQ(idle.SendAll(std::string("GET /healthz HTTP/1.1\r\nHost: x\r\n") +
+                         "Connection: close\r\n\r\n"),
             0);
-  const std::string healthy = read_all(idle, &error);  // up to the server's FIN
+  const std::string healthy = idle.ReadToEnd(&error);  // up to the server's FIN
   EXPECT_TRUE(healthy.starts_with("HTTP/1.1 200")) << healthy;
   const auto stop_began = Clock::now();
   EXPECT_EQ(server.Stop(SIGTERM), 0);
   EXPECT_LT(Clock::now() - stop_began, seconds(3));
-  ::close(idle);
 }
 
 // A filter over max_filter_bytes is refused with 413 before anything is

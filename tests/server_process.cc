@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -217,7 +218,41 @@ void RawConnection::Send(const std::string& bytes) {
   }
 }
 
+int RawConnection::SendAll(const std::string& bytes) {
+  timeval limit{10, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t w = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EPIPE;
+    sent += static_cast<size_t>(w);
+  }
+  return 0;
+}
+
 void RawConnection::ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+
+std::string RawConnection::ReadToEnd(int* error, std::chrono::milliseconds timeout) {
+  std::string out;
+  char buf[65536];
+  while (true) {
+    pollfd p{fd_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      *error = ready == 0 ? ETIMEDOUT : errno;
+      return out;
+    }
+    const ssize_t r = ::recv(fd_, buf, sizeof(buf), 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      *error = r < 0 ? errno : 0;
+      return out;
+    }
+    out.append(buf, static_cast<size_t>(r));
+  }
+}
 
 std::string RawConnection::ReadResponse(std::chrono::milliseconds timeout) {
   std::string out;

@@ -104,7 +104,14 @@ class RawConnection {
   ~RawConnection();
 
   void Send(const std::string& bytes);
+  // Sends all of `bytes`, no write waiting more than 10 s: the errno of a
+  // failed send (ECONNRESET, or EPIPE after a reset), or 0.
+  int SendAll(const std::string& bytes);
   void ShutdownWrite();
+  // Everything read until the end of the stream, no read waiting more than
+  // `timeout`; *error: the errno of a failed read (ECONNRESET for a reset,
+  // ETIMEDOUT for the timeout), or 0 for a clean end.
+  std::string ReadToEnd(int* error, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // One whole response (headers and Content-Length bytes), or what came
   // before the server closed or `timeout` passed.
   std::string ReadResponse(std::chrono::milliseconds timeout = std::chrono::seconds(5));
