@@ -366,6 +366,11 @@ template <bool kTwo>
 // before in five alternating runs.
 bool UseAvx2(const Geometry& g) { return g.hashes <= kFieldsInH2 && VectorKernelsEnabled(); }
 
+// Whether the single-item forms resolved once per filter (test_one_for,
+// set_one_for, check_item_for) hand out an AVX2 form for g: the CPU, not
+// the switch tests flip, which those forms still ask per call.
+bool ResolvesToAvx2(const Geometry& g) { return g.hashes <= kFieldsInH2 && CpuHasAvx2(); }
+
 // run(std::bool_constant<kTwo>) for g's AVX2 form: kTwo where two of an
 // item's bits can share a word.
 template <typename Run>
@@ -455,7 +460,7 @@ template <bool kTwo>
 
 CheckItemFn CheckItemFor([[maybe_unused]] const Geometry& g) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
+  if (ResolvesToAvx2(g)) {
     return WithAvx2Form(
         g, [](auto two) -> CheckItemFn { return &CheckItemResolved<decltype(two)::value>; });
   }
@@ -468,7 +473,7 @@ CheckItemFn CheckItemFor([[maybe_unused]] const Geometry& g) {
 // AVX2 throughout, so it is never handed out on a CPU without.
 TestOneFn TestOneFor([[maybe_unused]] const Geometry& g) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
+  if (ResolvesToAvx2(g)) {
     return WithAvx2Form(
         g, [](auto two) -> TestOneFn { return &TestOneResolved<decltype(two)::value>; });
   }
@@ -525,7 +530,7 @@ template <bool kTwo>
 // The single-add kernel for g (set_one_for), as TestOneFor.
 SetOneFn SetOneFor([[maybe_unused]] const Geometry& g) {
 #ifdef REDBLOOM_BLOCK_AVX2
-  if (g.hashes <= kFieldsInH2 && CpuHasAvx2()) {
+  if (ResolvesToAvx2(g)) {
     return WithAvx2Form(g,
                         [](auto two) -> SetOneFn { return &SetOneResolved<decltype(two)::value>; });
   }
