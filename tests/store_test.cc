@@ -99,7 +99,7 @@ TEST_P(StoreTest, RejectsUnsafeNames) {
            std::string(kMaxNameBytes + 1, 'x'), std::string("nul\0x", 5), std::string("\xff\xfe"),
            // Whitespace and controls past ASCII: NBSP, NEL, a C1
            // control, EM SPACE, LINE SEPARATOR, IDEOGRAPHIC SPACE.
-           "no\xc2\xa0break", "n\xc2\x85el", "c\xc2\x80one", "em\xe2\x80\x83sp", "ls\xe2\x80\xa8x",
+           "no\u00a0break", "n\u0085el", "c\xc2\x80one", "em\xe2\x80\x83sp", "ls\xe2\x80\xa8x",
            "id\xe3\x80\x80sp"}) {
     EXPECT_EQ(store_->Create(name, Config()).code(), StatusCode::kInvalidArgument)
         << "'" << name << "'";
