@@ -788,7 +788,7 @@ TEST_P(ServerApiTest, FilterRecreatedElsewhereIsNotWrittenWithStaleGeometry) {
 TEST_P(ServerApiTest, RangeHeadersDoNotCutAnswers) {
   StartServer();
   Create("orders");
-  for (const std::string& range : {"bytes=0-10", "bytes=0-1,5-9", "bytes=99999-"}) {
+  for (const char* range : {"bytes=0-10", "bytes=0-1,5-9", "bytes=99999-"}) {
     Answer a = Do("GET", "/v1/filters/orders", "", {{"Range", range}});
     EXPECT_EQ(a.status, 200) << range << ": " << a.body;
     EXPECT_EQ(a.json["name"], "orders") << range << ": " << a.body;
