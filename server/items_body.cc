@@ -18,9 +18,11 @@ constexpr uint64_t kOnes = 0x0101010101010101ULL;
 constexpr uint64_t kHighs = 0x8080808080808080ULL;
 
 // True if any byte of `v` is below `n` (n <= 128): the classic "hasless"
-// bit trick, 8 bytes per step.
+// bit trick, 8 bytes per step. Used where there is no SSE2.
 constexpr uint64_t HasLess(uint64_t v, uint64_t n) { return (v - kOnes * n) & ~v & kHighs; }
-constexpr uint64_t HasByte(uint64_t v, uint8_t b) { return HasLess(v ^ (kOnes * b), 1); }
+[[maybe_unused]] constexpr uint64_t HasByte(uint64_t v, uint8_t b) {
+  return HasLess(v ^ (kOnes * b), 1);
+}
 
 void AppendUtf8(uint32_t cp, std::string* out) {
   if (cp < 0x80) {

@@ -212,7 +212,6 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
   std::vector<std::string_view> views;
   std::vector<uint8_t> added;
   std::string out;
-  uint64_t seen = 0;
   while (true) {
     auto more = reader.Next(&lines, kBatch, /*streaming=*/true);
     if (!more.ok()) return Fail(more.status());
@@ -230,7 +229,6 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
     }
     std::cout << out << std::flush;
     if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
-    seen += lines.size();
   }
   if (Status s = (*filter)->Flush(); !s.ok()) return Fail(s);
   return 0;
