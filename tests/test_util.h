@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,9 +39,9 @@ inline constexpr bool kAddressSanitizer = internal::kAddressSanitizer;
 // expectation, e.g. EXPECT_TRUE(ValueOrFail(f->Contains("x"))), without ever
 // reading a failed Result.
 template <typename T>
-T ValueOrFail(Result<T> r, std::source_location at = std::source_location::current()) {
+T ValueOrFail(Result<T> r, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   if (!r.ok()) {
-    ADD_FAILURE_AT(at.file_name(), static_cast<int>(at.line())) << r.status().ToString();
+    ADD_FAILURE_AT(file, line) << r.status().ToString();
     return T{};
   }
   return std::move(r).value();
