@@ -28,8 +28,8 @@ uint64_t Fnv(uint64_t h, uint64_t v) {
 // The Java-exact sizings of 53,946 (capacity, error rate) pairs, error rates
 // d * 10^-j as people type them, and JavaLog of each rate, folded into one
 // checksum. The value was computed with the libquadmath implementation this
-// replaced (GCC); scripts/test.sh builds this test with clang too, so a
-// compiler that sizes one filter differently fails here. (That older code,
+// replaced (GCC); CI's second pass (scripts/test.sh) builds this test with
+// clang, so a compiler that sizes one filter differently fails here. (That older code,
 // built with clang, gave f197f38fd7eb5622: it fell back to long double.)
 TEST(SizingTest, SizingIsTheSameUnderEveryCompiler) {
   uint64_t h = 0xcbf29ce484222325ULL;
