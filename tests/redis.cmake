@@ -45,4 +45,4 @@ if(TARGET redbloom_cli)
 endif()
 
 # Redis Cluster: a real 3-master, 3-replica cluster started by the test.
-redbloom_add_test(redis_cluster_test redis_cluster_test.cc LABELS "redis;cluster;fault")
+redbloom_add_test(redis_cluster_test redis_cluster_test.cc LABELS "redis;cluster;fault" COST 22)

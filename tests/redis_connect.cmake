@@ -18,11 +18,11 @@ endif()
 # failover tests take a few seconds each.
 if(TARGET redbloom_server_test_util)
   redbloom_add_test(redis_sentinel_test redis_sentinel_test.cc redis_sentinel.cc tls_certs.cc
-                    LABELS "redis;fault" LIBS redbloom_server_test_util)
+                    LABELS "redis;fault" LIBS redbloom_server_test_util COST 20)
   if(TARGET redis_sentinel_test)
     add_dependencies(redis_sentinel_test redbloomd)
   endif()
 else()
   redbloom_add_test(redis_sentinel_test redis_sentinel_test.cc redis_sentinel.cc tls_certs.cc
-                    LABELS "redis;fault")
+                    LABELS "redis;fault" COST 20)
 endif()
