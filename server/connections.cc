@@ -558,7 +558,10 @@ void ConnectionServer::Loop::OnReadable(Connection& c) {
 
 // Mirrors httplib's reading: the request line is the first line ending in
 // '\n'; the headers end at the first later line that is exactly "\r\n"
-// (httplib skips lines ending in a bare '\n').
+// (httplib skips lines ending in a bare '\n'). Empty lines before a request
+// line are dropped (RFC 9112, 2.2: a client may end a body with an extra
+// CRLF), as httplib would answer them 400 and the request after them would
+// get that answer.
 bool ConnectionServer::Loop::HeadComplete(Connection& c) {
   while (true) {
     const size_t nl = c.buf.find('\n', c.scan);
@@ -567,6 +570,11 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
       return false;
     }
     if (!c.request_line) {
+      if (nl == c.line_start || (nl == c.line_start + 1 && c.buf[c.line_start] == '\r')) {
+        c.buf.erase(c.line_start, nl + 1 - c.line_start);
+        c.scan = c.line_start;
+        continue;
+      }
       c.request_line = true;
     } else if (nl == c.line_start + 1 && c.buf[c.line_start] == '\r') {
       c.head_end = nl + 1;

@@ -520,6 +520,44 @@ TEST_F(ServerLimitsTest, PipelinedRequestsAreAnsweredInOrderAndHugeHeadersAre431
   EXPECT_TRUE(big.WaitClosed(seconds(2)));
 }
 
+// How many HTTP/1.1 responses `bytes` holds (their status lines; a body
+// need not end in a newline, so the next status line can follow it).
+int CountResponses(const std::string& bytes) {
+  int n = 0;
+  for (size_t at = bytes.find("HTTP/1.1 "); at != std::string::npos;
+       at = bytes.find("HTTP/1.1 ", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// Empty lines before a request line are ignored (RFC 9112, 2.2), as a
+// client may end a body with an extra CRLF: before, httplib answered them
+// 400 and every later answer on the connection was one request off.
+TEST_F(ServerLimitsTest, EmptyLinesBeforeARequestAreIgnored) {
+  RedbloomdProcess server(StoreUrl());
+  server.Start();
+  ASSERT_NO_FATAL_FAILURE(CreateF(server));
+  const std::string body = R"({"items":["a"]})";
+  RawConnection c(server.port());
+  ASSERT_EQ(c.SendAll("\r\n\nPOST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Type: application/json\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body +
+                      "\r\nGET /v1/filters/f/items/a HTTP/1.1\r\nHost: x\r\n"
+                      "Connection: close\r\n\r\n"),
+            0);
+  int error = -1;
+  const std::string all = c.ReadToEnd(&error);
+  EXPECT_EQ(error, 0) << all;
+  EXPECT_EQ(CountResponses(all), 2) << all;
+  const size_t added = all.find(R"({"added":[true]})");
+  const size_t present = all.find(R"({"present":true})");
+  ASSERT_NE(added, std::string::npos) << all;
+  ASSERT_NE(present, std::string::npos) << all;
+  EXPECT_LT(added, present);
+  EXPECT_EQ(all.find("HTTP/1.1 400"), std::string::npos) << all;
+}
+
 // A client still uploading a body the server refused unread (413, over
 // max_body_bytes) reads the answer and then the end of the stream, and its
 // upload is never cut off by a reset: the server shuts its side and drops
