@@ -227,8 +227,9 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
     } else if (key == "body_timeout_s") {
       st = GetInt(v, key, 1, 3600, &h.body_timeout_s);
     } else if (key == "max_connections") {
-      // httplib answers 500 on descriptors past FD_SETSIZE (1024).
-      st = GetInt(v, key, 1, 1000, &h.max_connections);
+      // Each is a descriptor (the packaged unit allows 65536) and up to
+      // 64 KiB of header buffer.
+      st = GetInt(v, key, 1, 60000, &h.max_connections);
     } else if (key == "max_connections_per_client") {
       st = GetInt(v, key, 0, 1000, &h.max_connections_per_client);
     } else if (key == "max_filter_bytes") {

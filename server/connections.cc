@@ -467,7 +467,7 @@ void ConnectionServer::Loop::Accept() {
 void ConnectionServer::Loop::Admit(int fd, const sockaddr_storage& peer) {
   auto [host, port] = AddressOf(peer);
   const int limit = o_.max_connections_per_client;
-  if (conns_.size() >= static_cast<size_t>(o_.max_connections) || fd >= FD_SETSIZE) {
+  if (conns_.size() >= static_cast<size_t>(o_.max_connections)) {
     s_.metrics_->ConnectionRefused(Refusal::kTotal);
     SendAndClose(
         fd, ErrorResponse(503, "Service Unavailable", "too_many_connections",

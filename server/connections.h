@@ -74,8 +74,8 @@ struct ConnectionOptions {
   std::chrono::milliseconds keep_alive_timeout{5000};
   int keep_alive_max_requests = 1000;
   // Open connections, all addresses together. Each is a file descriptor and
-  // up to 64 KiB of header buffer; httplib answers 500 on descriptors past
-  // FD_SETSIZE (1024, it uses select()), so more are refused at accept.
+  // up to 64 KiB of header buffer. (Any descriptor number is served: Debian's
+  // httplib is built to poll(), not select().)
   int max_connections = 512;
   // Open connections from one client address; 0 = no limit. A load balancer
   // or a local proxy shows as one address for all its clients, so behind one

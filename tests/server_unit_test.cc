@@ -288,7 +288,7 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
   for (const char* bad :
        {R"({"listn":"x"})", R"({"threads":0})", R"({"threads":"4"})", R"({"threads":1.5})",
         R"({"max_body_bytes":10})", R"({"log_items":1})", R"([1])", R"({"token":5})",
-        R"({"store_pool_size":99999})", R"({"header_timeout_s":0})", R"({"max_connections":1001})",
+        R"({"store_pool_size":99999})", R"({"header_timeout_s":0})", R"({"max_connections":60001})",
         R"({"max_connections_per_client":-1})", R"({"max_filter_bytes":-1})",
         R"({"body_buffer_bytes":-1})", R"({"body_buffer_bytes":2000000000000})", "{"}) {
     ServerConfig d;
