@@ -45,6 +45,8 @@ struct RequestContext {
   // it filled the request's own.
   std::string peer;
   int peer_port = 0;
+  // Screen already passed this request (as the Expect handler).
+  bool screened = false;
 };
 thread_local RequestContext t_ctx;
 
@@ -388,6 +390,102 @@ bool HttpServer::Serve(httplib::Stream& stream, bool last) {
   return written && !closed && t_ctx.keep_alive;
 }
 
+// Everything decided about a request from its line and headers alone
+// (framing, auth, route, method, name, body size, type), before its body is
+// read; a refusal is answered here. Runs as the pre-routing handler, or
+// earlier as the Expect handler for a client that waits for "100 Continue",
+// so that a request about to be refused is refused before its upload.
+bool HttpServer::Screen(const Request& req, Response& res) {
+  RequestContext& ctx = t_ctx;
+  if (ctx.active) metrics_->RequestFinished();  // never logged; keep the gauge true
+  ctx.active = true;
+  ctx.start = Clock::now();
+  metrics_->RequestStarted();
+  // Every answer is one JSON document: httplib would cut a 200's body to
+  // a Range header's bytes (or wrap it in multipart/byteranges), leaving
+  // invalid JSON. The request is process_request's own, not const there.
+  const_cast<Request&>(req).ranges.clear();
+
+  uint64_t content_length = 0;
+  const std::string cl = req.get_header_value("Content-Length");
+  if (!cl.empty()) {
+    auto [ptr, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), content_length);
+    if (ec != std::errc() || ptr != cl.data() + cl.size()) content_length = UINT64_MAX;
+  }
+  const bool has_body = content_length > 0 || req.has_header("Transfer-Encoding");
+  // An answer given before the body is read leaves the body unread on the
+  // connection; closing it keeps the next request from parsing body bytes.
+  const auto answer = [&](Reply reply) {
+    if (has_body) reply.headers.emplace_back("Connection", "close");
+    Apply(std::move(reply), res);
+    return true;
+  };
+
+  Target& t = ctx.target;
+  const Status parsed = ParseTarget(req.target, &t);
+  // Checked first: where this request ends is unknown, so nothing after it
+  // on the connection can be trusted to be a request.
+  if (const Status framing = CheckBodyFraming(req); !framing.ok()) {
+    Reply r = ErrorReply(framing);
+    r.headers.emplace_back("Connection", "close");
+    Apply(std::move(r), res);
+    return true;
+  }
+  const bool open_route = t.route == Route::kHealthz || t.route == Route::kReadyz ||
+                          (t.route == Route::kMetrics && options_.public_metrics);
+  if (!options_.token.empty() && !open_route) {
+    const std::string auth = req.get_header_value("Authorization");
+    if (!BearerMatches(auth, options_.token)) {
+      Reply r = ErrorReply(
+          401, "unauthenticated",
+          auth.empty() ? "missing Authorization: Bearer <token>" : "invalid bearer token");
+      r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"redbloomd\"");
+      return answer(std::move(r));
+    }
+  }
+  if (!parsed.ok()) return answer(ErrorReply(parsed));
+  if (t.route == Route::kUnmatched) {
+    const std::string_view path = std::string_view(req.target).substr(0, 200);
+    return answer(ErrorReply(404, "not_found", "no route for " + std::string(path)));
+  }
+  if (!MethodAllowed(t.route, req.method)) {
+    Reply r = ErrorReply(
+        405, "method_not_allowed",
+        req.method + " is not allowed here; allowed: " + std::string(AllowedMethods(t.route)));
+    r.headers.emplace_back("Allow", std::string(AllowedMethods(t.route)));
+    return answer(std::move(r));
+  }
+  if (RouteHasName(t.route)) {
+    const Status valid = ValidateFilterName(t.name);
+    if (!valid.ok()) return answer(ErrorReply(valid));
+  }
+  const bool takes_body = req.method == "POST" || req.method == "PUT";
+  if (!takes_body && has_body) {
+    return answer(ErrorReply(400, "invalid_argument", req.method + " requests take no body"));
+  }
+  if (has_body) {
+    if (content_length != 0 && content_length > options_.max_body_bytes) {
+      return answer(ErrorReply(
+          413, "too_large",
+          "request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes"));
+    }
+    const std::string encoding = req.get_header_value("Content-Encoding");
+    if (!encoding.empty() && !EqualsIgnoreCase(Trim(encoding), "identity")) {
+      // Decompressing would let a small body expand past the limit.
+      return answer(ErrorReply(415, "unsupported_media_type",
+                               "Content-Encoding " + encoding + " is not accepted"));
+    }
+    if (!AcceptableContentType(req.get_header_value("Content-Type"))) {
+      return answer(
+          ErrorReply(415, "unsupported_media_type",
+                     "send the body as Content-Type: application/json (curl: -H 'Content-Type: "
+                     "application/json'), not " +
+                         req.get_header_value("Content-Type")));
+    }
+  }
+  return false;
+}
+
 void HttpServer::Install() {
   httplib::Server& s = *processor_;
   // Only for the Keep-Alive response header: ConnectionServer enforces both.
@@ -396,94 +494,20 @@ void HttpServer::Install() {
   s.set_payload_max_length(options_.max_body_bytes);
 
   s.set_pre_routing_handler([this](const Request& req, Response& res) {
-    RequestContext& ctx = t_ctx;
-    if (ctx.active) metrics_->RequestFinished();  // never logged; keep the gauge true
-    ctx.active = true;
-    ctx.start = Clock::now();
-    metrics_->RequestStarted();
-    // Every answer is one JSON document: httplib would cut a 200's body to
-    // a Range header's bytes (or wrap it in multipart/byteranges), leaving
-    // invalid JSON. The request is process_request's own, not const there.
-    const_cast<Request&>(req).ranges.clear();
-
-    uint64_t content_length = 0;
-    const std::string cl = req.get_header_value("Content-Length");
-    if (!cl.empty()) {
-      auto [ptr, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), content_length);
-      if (ec != std::errc() || ptr != cl.data() + cl.size()) content_length = UINT64_MAX;
+    if (RequestContext& ctx = t_ctx; ctx.screened) {
+      ctx.screened = false;  // the Expect handler let it through
+      return HandlerResponse::Unhandled;
     }
-    const bool has_body = content_length > 0 || req.has_header("Transfer-Encoding");
-    // An answer given before the body is read leaves the body unread on the
-    // connection; closing it keeps the next request from parsing body bytes.
-    const auto answer = [&](Reply reply) {
-      if (has_body) reply.headers.emplace_back("Connection", "close");
-      Apply(std::move(reply), res);
-      return HandlerResponse::Handled;
-    };
-
-    Target& t = ctx.target;
-    const Status parsed = ParseTarget(req.target, &t);
-    // Checked first: where this request ends is unknown, so nothing after it
-    // on the connection can be trusted to be a request.
-    if (const Status framing = CheckBodyFraming(req); !framing.ok()) {
-      Reply r = ErrorReply(framing);
-      r.headers.emplace_back("Connection", "close");
-      Apply(std::move(r), res);
-      return HandlerResponse::Handled;
-    }
-    const bool open_route = t.route == Route::kHealthz || t.route == Route::kReadyz ||
-                            (t.route == Route::kMetrics && options_.public_metrics);
-    if (!options_.token.empty() && !open_route) {
-      const std::string auth = req.get_header_value("Authorization");
-      if (!BearerMatches(auth, options_.token)) {
-        Reply r = ErrorReply(
-            401, "unauthenticated",
-            auth.empty() ? "missing Authorization: Bearer <token>" : "invalid bearer token");
-        r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"redbloomd\"");
-        return answer(std::move(r));
-      }
-    }
-    if (!parsed.ok()) return answer(ErrorReply(parsed));
-    if (t.route == Route::kUnmatched) {
-      const std::string_view path = std::string_view(req.target).substr(0, 200);
-      return answer(ErrorReply(404, "not_found", "no route for " + std::string(path)));
-    }
-    if (!MethodAllowed(t.route, req.method)) {
-      Reply r = ErrorReply(
-          405, "method_not_allowed",
-          req.method + " is not allowed here; allowed: " + std::string(AllowedMethods(t.route)));
-      r.headers.emplace_back("Allow", std::string(AllowedMethods(t.route)));
-      return answer(std::move(r));
-    }
-    if (RouteHasName(t.route)) {
-      const Status valid = ValidateFilterName(t.name);
-      if (!valid.ok()) return answer(ErrorReply(valid));
-    }
-    const bool takes_body = req.method == "POST" || req.method == "PUT";
-    if (!takes_body && has_body) {
-      return answer(ErrorReply(400, "invalid_argument", req.method + " requests take no body"));
-    }
-    if (has_body) {
-      if (content_length != 0 && content_length > options_.max_body_bytes) {
-        return answer(ErrorReply(
-            413, "too_large",
-            "request body is larger than " + std::to_string(options_.max_body_bytes) + " bytes"));
-      }
-      const std::string encoding = req.get_header_value("Content-Encoding");
-      if (!encoding.empty() && !EqualsIgnoreCase(Trim(encoding), "identity")) {
-        // Decompressing would let a small body expand past the limit.
-        return answer(ErrorReply(415, "unsupported_media_type",
-                                 "Content-Encoding " + encoding + " is not accepted"));
-      }
-      if (!AcceptableContentType(req.get_header_value("Content-Type"))) {
-        return answer(
-            ErrorReply(415, "unsupported_media_type",
-                       "send the body as Content-Type: application/json (curl: -H 'Content-Type: "
-                       "application/json'), not " +
-                           req.get_header_value("Content-Type")));
-      }
-    }
-    return HandlerResponse::Unhandled;
+    return Screen(req, res) ? HandlerResponse::Handled : HandlerResponse::Unhandled;
+  });
+  // httplib sends "100 Continue" to a client that expects it (one the event
+  // thread did not read ahead for) before routing; a request about to be
+  // refused unread (401, 404, 413, 415, ...) is refused instead, so the
+  // client does not upload its body for nothing.
+  s.set_expect_100_continue_handler([this](const Request& req, Response& res) {
+    if (Screen(req, res)) return res.status;
+    t_ctx.screened = true;
+    return 100;
   });
 
   const auto dispatch = [this](const Request& req, std::string_view body, Response& res) {
@@ -590,6 +614,12 @@ void HttpServer::Install() {
   // long, payload too large) with an empty body; give those a JSON body too.
   s.set_error_handler(
       httplib::Server::HandlerWithResponse([max_body](const Request&, Response& res) {
+        // A request httplib refused before Screen saw it (a request line or
+        // a header line it cannot parse, a target over 8 KiB, a Range it
+        // cannot parse) can have left part of itself unread: its headers,
+        // its body. Kept open, the connection would read that rest as the
+        // next request: a body run as a request, every later answer one off.
+        if (!t_ctx.active) res.set_header("Connection", "close");
         if (!res.body.empty()) return HandlerResponse::Unhandled;
         Apply(ErrorReply(res.status, DefaultErrorCode(res.status),
                          DefaultErrorMessage(res.status, max_body)),

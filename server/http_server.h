@@ -22,6 +22,11 @@
 #include "redbloom/status.h"
 #include "service.h"
 
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
 namespace redbloom::server {
 
 class RequestProcessor;  // httplib's request parsing and routing (http_server.cc)
@@ -72,6 +77,9 @@ class HttpServer {
 
  private:
   void Install();
+  // The checks of a request's line and headers (http_server.cc); true when
+  // it refused the request and `res` holds the answer.
+  bool Screen(const httplib::Request& req, httplib::Response& res);
   // Serves one request from `stream` (ConnectionServer's RequestHandler).
   bool Serve(httplib::Stream& stream, bool last);
 

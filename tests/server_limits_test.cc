@@ -4,8 +4,8 @@
 // than its share of connections; a filter larger than the configured limit
 // is refused before anything is created; and info on a big filter does not
 // read its whole bitmap.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -534,6 +534,36 @@ int CountResponses(const std::string& bytes) {
   return n;
 }
 
+// A request httplib refuses before routing it (a target over 8 KiB: 414; a
+// request line it cannot parse: 400) may have left part of itself unread,
+// here a body that is itself a request. The connection is closed after the
+// answer, so that rest is never run: before, the 414's connection stayed
+// open and its body was answered as a second request (one request, two
+// answers: what a proxy pooling connections hands to its next client).
+TEST_F(ServerLimitsTest, RequestsRefusedBeforeRoutingCloseTheirConnection) {
+  RedbloomdProcess server(StoreUrl());
+  server.Start();
+  const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  RawConnection long_target(server.port());
+  ASSERT_EQ(long_target.SendAll("POST /v1/filters/" + std::string(9000, 'a') +
+                                "/items HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                std::to_string(smuggled.size()) + "\r\n\r\n" + smuggled),
+            0);
+  int error = -1;
+  std::string all = long_target.ReadToEnd(&error);
+  EXPECT_EQ(error, 0) << all;
+  EXPECT_TRUE(all.starts_with("HTTP/1.1 414")) << all;
+  EXPECT_EQ(CountResponses(all), 1) << all;
+  EXPECT_NE(all.find("Connection: close"), std::string::npos) << all;
+
+  RawConnection bad_line(server.port());
+  ASSERT_EQ(bad_line.SendAll("NOT A REQUEST\r\n" + smuggled), 0);
+  all = bad_line.ReadToEnd(&error);
+  EXPECT_EQ(error, 0) << all;
+  EXPECT_TRUE(all.starts_with("HTTP/1.1 400")) << all;
+  EXPECT_EQ(CountResponses(all), 1) << all;
+}
+
 // Empty lines before a request line are ignored (RFC 9112, 2.2), as a
 // client may end a body with an extra CRLF: before, httplib answered them
 // 400 and every later answer on the connection was one request off.
@@ -559,6 +589,40 @@ TEST_F(ServerLimitsTest, EmptyLinesBeforeARequestAreIgnored) {
   ASSERT_NE(present, std::string::npos) << all;
   EXPECT_LT(added, present);
   EXPECT_EQ(all.find("HTTP/1.1 400"), std::string::npos) << all;
+}
+
+// A client that sends "Expect: 100-continue" and waits is refused before it
+// uploads when its request would be refused unread (413 over max_body_bytes,
+// 401 without the token, 404 for no route), instead of being told to send a
+// body that is then dropped. A request that passes is told to continue.
+TEST_F(ServerLimitsTest, ExpectContinueIsRefusedBeforeTheUpload) {
+  RedbloomdProcess::Options options;
+  options.store = StoreUrl();
+  options.token = "s3cret";
+  options.config_json = R"({"max_body_bytes": 4096})";
+  RedbloomdProcess server(std::move(options));
+  server.Start();
+  const auto head = [](const std::string& target, const std::string& auth, size_t length) {
+    return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + auth +
+           "Expect: 100-continue\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n";
+  };
+  const std::string bearer = "Authorization: Bearer s3cret\r\n";
+  struct Case {
+    std::string head;
+    const char* status;
+  };
+  for (const Case& k : {Case{head("/v1/filters/f/items", bearer, 1 << 20), "HTTP/1.1 413"},
+                        Case{head("/v1/filters/f/items", "", 100), "HTTP/1.1 401"},
+                        Case{head("/v1/nothing", bearer, 1 << 20), "HTTP/1.1 404"}}) {
+    RawConnection c(server.port());
+    c.Send(k.head);
+    const std::string first = c.ReadResponse();
+    EXPECT_TRUE(first.starts_with(k.status)) << k.head << "\n--\n" << first;
+    EXPECT_TRUE(c.WaitClosed(seconds(7))) << k.head;
+  }
+  RawConnection ok(server.port());
+  ok.Send(head("/v1/filters/f/items", bearer, 14));
+  EXPECT_EQ(ok.ReadResponse(), "HTTP/1.1 100 Continue\r\n\r\n");
 }
 
 // Connections on descriptors past FD_SETSIZE (1024) are served: a file
