@@ -731,10 +731,12 @@ void ConnectionServer::Loop::Expire(Clock::time_point now) {
       Close(c);
       continue;
     }
+    bool answered = false;
     if (c.body_end != 0) {
       s_.metrics_->RequestTimedOut(TimeoutPhase::kBody);
       Answer(c, ErrorResponse(408, "Request Timeout", "request_timeout",
                               BodyTimeoutMessage(now >= c.body_deadline, o_)));
+      answered = true;
     } else if (!c.idle) {
       // The header deadline: the client gets a 408 if it had started a
       // request, and the connection goes either way.
@@ -743,9 +745,16 @@ void ConnectionServer::Loop::Expire(Clock::time_point now) {
         Answer(c, ErrorResponse(408, "Request Timeout", "request_timeout",
                                 "the request headers did not arrive within header_timeout_s (" +
                                     SecondsText(o_.header_timeout) + ")"));
+        answered = true;
       }
     }
-    Close(c);
+    // A late client may still be sending: a 408 lingers like any answer
+    // given with the request unread, so that it is read and not reset away.
+    if (answered) {
+      Linger(c);
+    } else {
+      Close(c);
+    }
   }
 }
 

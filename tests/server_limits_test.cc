@@ -718,6 +718,26 @@ TEST_F(ServerLimitsTest, RefusedUploadsGetTheirAnswerAndNoReset) {
   EXPECT_LT(Clock::now() - stop_began, seconds(3));
 }
 
+// A client past its header deadline that is still sending reads its 408
+// and a clean end, not a reset: the 408 lingers like the other answers given
+// with the request unread. (It closed at once before, and the client's late
+// bytes drew a reset, which failed its sends.)
+TEST_F(ServerLimitsTest, LateClientsReadTheir408AndNoReset) {
+  RedbloomdProcess server(StoreUrl(), R"({"header_timeout_s": 1})");
+  server.Start();
+  RawConnection late(server.port());
+  late.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+  std::this_thread::sleep_for(milliseconds(1600));  // past the deadline: the 408 is sent
+  // More than the sockets' buffers hold, as a header line that never ends.
+  const std::string more = "X-Late: " + std::string(8 << 20, 'l');
+  EXPECT_EQ(late.SendAll(more), 0) << "the late bytes were cut off";
+  late.ShutdownWrite();
+  int error = -1;
+  const std::string answer = late.ReadToEnd(&error);
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 408")) << answer;
+  EXPECT_EQ(error, 0) << "the connection ended in a reset: " << std::strerror(error);
+}
+
 // A filter over max_filter_bytes is refused with 413 before anything is
 // created; the message names the limit and how to raise it. Window filters
 // count every slice.
