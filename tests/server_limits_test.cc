@@ -2,8 +2,9 @@
 // slow clients (slowloris) are cut off at the header and body deadlines and
 // never keep /healthz from answering; one client address cannot hold more
 // than its share of connections; a filter larger than the configured limit
-// is refused before anything is created; and info on a big filter does not
-// read its whole bitmap.
+// is refused before anything is created; info on a big filter does not read
+// its whole bitmap; and requests the parser refuses, or sends to wait with
+// Expect, cannot make a connection answer the wrong request.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
