@@ -384,6 +384,7 @@ void HttpServer::Stop() { connections_->Stop(); }
 
 bool HttpServer::Serve(httplib::Stream& stream, bool last) {
   t_ctx.keep_alive = false;
+  t_ctx.screened = false;  // set only between the Expect handler and routing
   stream.get_remote_ip_and_port(t_ctx.peer, t_ctx.peer_port);
   bool closed = false;
   const bool written = processor_->Process(stream, last, &closed);
