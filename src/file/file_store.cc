@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "file/file_header.h"
 #include "kinds/kind_def.h"
@@ -55,6 +56,8 @@ Status IoError(const std::string& what, const std::string& path, int err) {
 
 // A file's identity: a name may come to denote another file.
 using FileId = std::pair<dev_t, ino_t>;
+// A file, over its own lifetime only (FileStore::PartExpiry).
+using PartId = std::tuple<uint32_t, uint32_t, uint64_t, int64_t, uint32_t>;
 
 class FdCloser {
  public:
@@ -416,14 +419,19 @@ class FileStore final : public Store {
   }
 
   // A part's expiry, from its header; headers never change, so it is read
-  // once per file (ListParts runs on every check of a scaling filter).
+  // once per file (ListParts runs on every check of a scaling filter). A
+  // file is told by its inode and the inode's birth (statx's btime; where
+  // the file system has none, its last status change): ext4 gives a freed
+  // inode number to the next new file at once, and a new slice or layer
+  // judged by a deleted one's expiry would be deleted with its items.
   Result<uint64_t> PartExpiry(std::string_view name, const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
+    struct statx sx {};
+    if (::statx(AT_FDCWD, path.c_str(), 0, STATX_INO | STATX_BTIME | STATX_CTIME, &sx) != 0) {
       if (errno == ENOENT) return NotFoundStatus(name);
       return IoError("cannot stat", path, errno);
     }
-    const FileId id{st.st_dev, st.st_ino};
+    const statx_timestamp born = (sx.stx_mask & STATX_BTIME) != 0 ? sx.stx_btime : sx.stx_ctime;
+    const PartId id{sx.stx_dev_major, sx.stx_dev_minor, sx.stx_ino, born.tv_sec, born.tv_nsec};
     {
       std::lock_guard lock(expiry_mu_);
       if (auto it = expiry_.find(id); it != expiry_.end()) return it->second;
@@ -702,7 +710,7 @@ class FileStore final : public Store {
 
   std::string dir_;
   std::mutex expiry_mu_;
-  std::map<FileId, uint64_t> expiry_;  // by file identity; guarded by expiry_mu_
+  std::map<PartId, uint64_t> expiry_;  // guarded by expiry_mu_
   // flock() already excludes every other descriptor, in this process too; the
   // mutex only spares threads of one process the syscall contention.
   std::shared_ptr<std::mutex> remove_mutex_ = std::make_shared<std::mutex>();
