@@ -117,6 +117,38 @@ TEST_F(RedisStoreTest, CreateWritesMetadataAndPresizesTheBitmap) {
   EXPECT_EQ(*read, config);
 }
 
+// A caller that stops reading a pipeline at an error reply leaves the later
+// replies unread: its connection must not go back to the pool, or the next
+// call on it reads those replies as its own. One connection (pool_size=1);
+// a scaling filter whose metadata key another program overwrote with a
+// string: listing its layers fails at the first of two pipelined commands.
+// Before, the next check of another filter read the stale reply: an error,
+// or another command's answer taken for its own.
+TEST_F(RedisStoreTest, AConnectionLeftWithUnreadRepliesIsNotReused) {
+  std::unique_ptr<Store> one = MustOpen(server_->url() + "?pool_size=1");
+  ASSERT_NE(one, nullptr);
+  auto scaling = BloomFilter::Create(
+      *one, "s", {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
+  ASSERT_TRUE(scaling.ok()) << scaling.status().ToString();
+  auto plain = BloomFilter::Create(*one, "p", {.capacity = 1000, .error_rate = 0.001});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  ASSERT_TRUE((*plain)->Add("here").ok());
+  ASSERT_TRUE((*scaling)->Add("layer-0").ok());
+  auto bits = one->OpenBits("s", (*scaling)->config());
+  ASSERT_TRUE(bits.ok()) << bits.status().ToString();
+  raw_->Str({"DEL", "{s}:meta"});
+  raw_->Str({"SET", "{s}:meta", "not a hash"});
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_FALSE((*bits)->ListParts().ok()) << round;
+    auto present = (*plain)->Contains("here");
+    ASSERT_TRUE(present.ok()) << round << ": " << present.status().ToString();
+    EXPECT_TRUE(*present) << round;
+    auto absent = (*plain)->Contains("never added");
+    ASSERT_TRUE(absent.ok()) << round << ": " << absent.status().ToString();
+    EXPECT_FALSE(*absent) << round;
+  }
+}
+
 TEST_F(RedisStoreTest, CreateIsIdempotentOnlyForIdenticalParameters) {
   ASSERT_TRUE(store_->Create("f", Config()).ok());
   EXPECT_EQ(store_->Create("f", Config()).code(), StatusCode::kAlreadyExists);

@@ -475,6 +475,7 @@ Status Connection::Append(const CommandBuffer& commands) {
   REDBLOOM_RETURN_IF_ERROR(commands.Validate());
   if (broken_) return Broken();
   out_.append(commands.data());
+  unanswered_ += commands.commands();
   return Status::Ok();
 }
 
@@ -513,6 +514,7 @@ Result<ReplyPtr> Connection::ReadReply() {
     }
     if (raw != nullptr) {
       ReplyPtr reply(static_cast<redisReply*>(raw));
+      if (unanswered_ > 0) --unanswered_;
       if (reply->type == REDIS_REPLY_ERROR && StartsWith(ReplyText(reply.get()), "READONLY")) {
         saw_readonly_ = true;
       }
@@ -644,7 +646,8 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
 }
 
 void ConnectionPool::Release(std::unique_ptr<Connection> conn) {
-  const bool reusable = !conn->broken();
+  const bool reusable =
+      !conn->broken() && conn->unanswered_ == static_cast<size_t>(conn->owed_replies_);
   if (!reusable) conn.reset();
   std::lock_guard lock(mu_);
   if (reusable) {

@@ -190,8 +190,10 @@ class Connection {
   // Queues encoded commands; they go out with the next Flush() or Read().
   Status Append(const CommandBuffer& commands);
   // Queues raw protocol bytes, which may end in the middle of a command (the
-  // caller completes it with later calls before reading any reply).
+  // caller completes it with later calls before reading any reply, and
+  // counts the commands with CountCommands).
   Status AppendRaw(std::string_view bytes);
+  void CountCommands(size_t n) { unanswered_ += n; }
   // Writes everything queued.
   Status Flush();
   // Reads the next reply (writing anything queued first). A reply of type
@@ -253,6 +255,11 @@ class Connection {
   bool saw_readonly_ = false;
   std::string run_id_;  // INFO server's run_id at connect; "" if INFO is denied
   int owed_replies_ = 0;
+  // Commands queued or sent whose replies have not been read, owed ones
+  // included. A connection handed back with more than the owed ones (a
+  // caller that stopped at an error reply of a pipeline) would hand the next
+  // user those replies as its own, so the pool closes it instead.
+  size_t unanswered_ = 0;
   std::optional<ClusterRedirect> redirect_;
 };
 

@@ -76,6 +76,7 @@ Status Streamer::Finish() {
     c_.MarkBroken();
     return s;
   }
+  c_.CountCommands(cmd_.commands());
   return Push();
 }
 
