@@ -305,6 +305,29 @@ TEST_P(KindsTest, ANewSliceIsNotJudgedByADeletedOnesExpiry) {
   }
 }
 
+// A scaling filter's last layer lost on Redis (its key deleted or evicted)
+// is data_loss, and stays so: before, the first listing (info, a dump, a
+// merge) forgot the layer as if it had expired, after which its items read
+// absent and the next add made the layer again, empty. (file: records the
+// layers made in its main file; a mem: filter's layers cannot be lost.)
+TEST_P(KindsTest, ALostLastLayerIsNeverForgotten) {
+  if (!is_redis()) GTEST_SKIP() << "Redis only: its parts list is what forgot the layer";
+  auto f = Make("s", {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
+  ASSERT_NE(f, nullptr);
+  const auto items = Items("L-", 400);
+  ASSERT_TRUE(f->AddMany(Views(items)).ok());
+  auto info = f->Info();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_GE(info->parts, 2u);
+  const std::string last = "{s}/part/" + std::to_string(info->parts - 1);
+  EXPECT_EQ(Cli({"DEL", last}), "1\n");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(f->Info().status().code(), StatusCode::kDataLoss) << i;
+    EXPECT_EQ(f->Contains(items.back()).status().code(), StatusCode::kDataLoss) << i;
+    EXPECT_EQ(f->Add("new-" + std::to_string(i)).code(), StatusCode::kDataLoss) << i;
+  }
+}
+
 // The TTL is no part of a filter's identity: a Create with another TTL opens
 // the filter as it is (merges and imports of filters of other TTLs rely on
 // it), and config() tells the TTL it has. The front ends' create answers a

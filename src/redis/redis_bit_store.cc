@@ -285,7 +285,25 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         std::vector<uint64_t> expired;
         for (uint64_t p : parts) {
           REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr e, c.ReadOk());
+          if (e->type != REDIS_REPLY_INTEGER) return Unexpected("EXISTS", e.get());
           (e->integer == 1 ? live : expired).push_back(p);
+        }
+        if (!expired.empty() && KindOf(config_.kind).dense_parts) {
+          // A scaling filter's layers never expire alone (they share the
+          // filter's TTL): a listed layer whose key is gone was deleted or
+          // evicted. Forgetting it would leave its items absent, and the
+          // next add would make it again, empty. Unless the filter went
+          // (dropped, or expired with all its keys) since its metadata was read.
+          CommandBuffer meta_now;
+          meta_now.Command({"EXISTS", keys_.meta});
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr m, Call(c, meta_now));
+          if (m->type == REDIS_REPLY_INTEGER && m->integer == 0) return Gone();
+          const uint64_t lost = expired.front();
+          return Status::DataLoss(
+              std::string(FilterKindName(config_.kind)) + " filter '" + name_ +
+              "' has lost layer " + std::to_string(lost) + ": its key " +
+              PartKeysFor(name_, shared_->keys, lost).bitmap +
+              " is gone (deleted or evicted), though the filter's parts list records it");
         }
         if (!expired.empty()) {
           // Forget parts whose keys expired, so the list stays short.
