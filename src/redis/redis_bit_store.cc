@@ -20,6 +20,20 @@
 namespace redbloom::internal {
 namespace {
 
+// A part's HEXISTS in TAG/parts. An error there (WRONGTYPE: the key holds
+// something other than a hash) is a conflict, never "not created", which
+// would answer absent for all the part's items.
+Result<bool> PartListed(const redisReply* r, const std::string& name,
+                        const std::string& parts_key) {
+  if (r->type == REDIS_REPLY_INTEGER) return r->integer == 1;
+  if (r->type == REDIS_REPLY_ERROR) {
+    return Status::Conflict("filter '" + name + "': its parts list " + parts_key + " answered " +
+                            ReplyString(r) +
+                            " (another program's key of another type under the filter's name?)");
+  }
+  return Unexpected("HEXISTS", r);
+}
+
 // SETBIT and BITFIELD address at most 2^32 bits (512 MB) in one string.
 constexpr uint64_t kMaxBitsPerKey = uint64_t{1} << 32;
 // The facade hands us this many batches at once so that a long add can keep
@@ -478,7 +492,9 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
   REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
   size_t at = reads + 2;
   bool exists = true;
-  if (cells.listed) exists = exec->element[at++]->integer == 1;
+  if (cells.listed) {
+    REDBLOOM_ASSIGN_OR_RETURN(exists, PartListed(exec->element[at++], name_, keys_.parts));
+  }
   if (list_parts && parts_now != nullptr) {
     const redisReply* r = exec->element[at];
     if (!IsArray(r, 0)) return Unexpected("HKEYS", r);
@@ -602,8 +618,9 @@ Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
             ReplyPtr exec, ReadTransaction(c, 3 + PresenceReplies(*cells) + CompanionReplies()));
         REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
         REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
-        if (cells->listed && exec->element[4]->integer == 0) {
-          return Status::NotFound(cells->display + " does not exist");
+        if (cells->listed) {
+          REDBLOOM_ASSIGN_OR_RETURN(bool listed, PartListed(exec->element[4], name_, keys_.parts));
+          if (!listed) return Status::NotFound(cells->display + " does not exist");
         }
         const redisReply* length = exec->element[3];
         if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
@@ -670,8 +687,9 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
             ReplyPtr exec, ReadTransaction(c, 2 + PresenceReplies(*cells) + CompanionReplies()));
         REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
         REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
-        if (cells->listed && exec->element[3]->integer == 0) {
-          return Status::NotFound(cells->display + " does not exist");
+        if (cells->listed) {
+          REDBLOOM_ASSIGN_OR_RETURN(bool listed, PartListed(exec->element[3], name_, keys_.parts));
+          if (!listed) return Status::NotFound(cells->display + " does not exist");
         }
         const redisReply* length = exec->element[2];
         if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
