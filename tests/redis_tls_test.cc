@@ -269,6 +269,18 @@ TEST_F(RedisTlsTest, TheServerNameIsVerified) {
   EXPECT_NE(s.message().find("not for 'other.test'"), std::string::npos) << s.ToString();
 }
 
+// Stores of one process that share their CA and certificate files share a
+// TLS context, but each sends and verifies its own sni=: it was the first
+// store's name for all of them, so a store naming another server opened
+// (or one naming the right server failed) while the first was open.
+TEST_F(RedisTlsTest, EachStoreVerifiesItsOwnServerName) {
+  auto first = MustOpen(Url(tls_->tls_port, "sni=redis.test", "localhost"));
+  ASSERT_NE(first, nullptr);
+  Status s = OpenFails(Url(tls_->tls_port, "sni=other.test", "localhost"));
+  EXPECT_NE(s.message().find("not for 'other.test'"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(first->Ping().ok());
+}
+
 TEST_F(RedisTlsTest, InsecureSkipsVerification) {
   auto store = MustOpen(Url(other_->tls_port, "insecure=1"));
   ASSERT_NE(store, nullptr);

@@ -383,12 +383,14 @@ TlsContext::~TlsContext() {
 std::shared_ptr<const TlsContext> TlsContext::For(const TlsOptions& options) {
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<const TlsContext>> live;
+  // Everything StartTls reads from the context's options: sni= too, or a
+  // store would send and verify another store's server name.
   std::string key = options.cacert;
-  for (const std::string* part : {&options.cert, &options.key}) {
+  for (const std::string* part : {&options.cert, &options.key, &options.sni}) {
     key.push_back('\0');
     key += *part;
   }
-  key += options.insecure ? "\1" : "\0";
+  key.push_back(options.insecure ? '\1' : '\2');
   std::lock_guard lock(mu);
   std::shared_ptr<const TlsContext> context = live[key].lock();
   if (context == nullptr) {
