@@ -327,6 +327,51 @@ TEST_F(RedisClusterTest, AskIsFollowedToTheImportingNode) {
   EXPECT_EQ(&cluster_->MasterOf(slot), to);
 }
 
+// A remove of several batches (batch_items=10) while its filter's slot is
+// half migrated: each batch is followed to the importing node with ASKING,
+// and the next draws MOVED back, so the source runs the remove again. A new
+// run resumes at the first batch not done: before, every run started over at
+// the first batch (removing again whatever of it still read present) and drew
+// the same MOVED, until the remove failed after 200 redirects.
+TEST_F(RedisClusterTest, ARemoveFollowedAcrossAMigrationRemovesEachBatchOnce) {
+  auto store = MustOpen(cluster_->url() + "?batch_items=10");
+  ASSERT_NE(store, nullptr);
+  auto f = BloomFilter::Create(
+      *store, "counted", {.capacity = 300, .error_rate = 0.01, .kind = FilterKind::kCounting});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto gone = Items("gone-", 100), kept = Items("kept-", 100);
+  ASSERT_TRUE((*f)->AddMany(Views(gone)).ok());
+  ASSERT_TRUE((*f)->AddMany(Views(kept)).ok());
+
+  const int slot = internal::KeySlot("counted");
+  RedisServer& from = cluster_->MasterOf(slot);
+  RedisServer* to = nullptr;
+  for (RedisServer* m : cluster_->Masters()) {
+    if (m != &from) to = m;
+  }
+  ASSERT_NE(to, nullptr);
+  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
+  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
+  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
+  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+  for (;;) {
+    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
+    std::string key;
+    if (!std::getline(keys, key) || key.empty()) break;
+    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
+  }
+  std::vector<uint8_t> removed;
+  const Status s = (*f)->RemoveMany(Views(gone), &removed);
+  for (RedisServer* m : cluster_->Masters()) {
+    m->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
+  }
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (s.ok()) {
+    EXPECT_EQ(std::count(removed.begin(), removed.end(), 1), 100);
+  }
+  EXPECT_EQ(CountPresent(**f, kept), 100) << "items still added read absent";
+}
+
 TEST_F(RedisClusterTest, ReshardingWhileAddingLosesNothing) {
   ASSERT_TRUE(BloomFilter::Create(*store_, "moving", {.capacity = 40000, .error_rate = 0.01}).ok());
   ASSERT_TRUE(

@@ -313,6 +313,14 @@ Status RedisBitStore::Remove(std::span<PartBatch> batches) {
 
 Status RedisBitStore::RemoveBatch(const Cells& cells_ref, PartBatch& b) {
   const Cells* cells = &cells_ref;
+  // Batches already removed: a run that the source repeats (a MOVED, ASK,
+  // TRYAGAIN or CLUSTERDOWN redirect, a READONLY from a demoted master: none
+  // of them ran the command that drew it) resumes at the first batch not
+  // done. Starting over removed again whatever of the done batches still
+  // read present (an item whose cells other items share), and during a slot
+  // migration drew the same MOVED at the same batch every time, until the
+  // remove failed after kMaxRedirects.
+  size_t done = 0;
   {
     Status removed = shared_->source->Run(
         cells->meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
@@ -329,7 +337,8 @@ Status RedisBitStore::RemoveBatch(const Cells& cells_ref, PartBatch& b) {
           }
           // One script per batch: the server runs ~2 commands per item in Lua.
           const size_t batch = shared_->options.batch_items;
-          for (size_t first = 0; first < b.items; first += batch) {
+          while (done < b.items) {
+            const size_t first = done;
             const size_t n = std::min(batch, b.items - first);
             REDBLOOM_RETURN_IF_ERROR(EvalPerItem(
                 c, *cells, scripts::kRemove, "remove", 3,
@@ -340,6 +349,7 @@ Status RedisBitStore::RemoveBatch(const Cells& cells_ref, PartBatch& b) {
                 },
                 b.offsets + first * b.k, n, b.k, b.out == nullptr ? nullptr : b.out + first,
                 nullptr, nullptr));
+            done += n;
           }
           return Status::Ok();
         });
