@@ -81,6 +81,37 @@ class RedisClusterTest : public ::testing::Test {
     return testing::RunCommand(argv).out;
   }
 
+  // Moves every key of `slot` from its master to another master and leaves
+  // the migration unfinished (MIGRATING on the old owner, IMPORTING on the
+  // new one, every map unchanged), so that the old owner answers ASK. The
+  // new owner's id, for FinishMigration.
+  static std::string MigrateKeysOf(int slot) {
+    RedisServer& from = cluster_->MasterOf(slot);
+    RedisServer* to = nullptr;
+    for (RedisServer* m : cluster_->Masters()) {
+      if (m != &from) to = m;
+    }
+    EXPECT_NE(to, nullptr);
+    if (to == nullptr) return "";
+    const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
+    const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
+    to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
+    from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+    for (;;) {
+      std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
+      std::string key;
+      if (!std::getline(keys, key) || key.empty()) break;
+      from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
+    }
+    return to_id;
+  }
+  // Gives `slot` to the node `to_id` in every master's map.
+  static void FinishMigration(int slot, const std::string& to_id) {
+    for (RedisServer* m : cluster_->Masters()) {
+      m->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
+    }
+  }
+
   static inline RedisCluster* cluster_ = nullptr;
   std::unique_ptr<Store> store_;
 };
@@ -289,22 +320,8 @@ TEST_F(RedisClusterTest, AskIsFollowedToTheImportingNode) {
   ASSERT_TRUE((*f)->AddMany(Views(Items("before-", 1000))).ok());
 
   const int slot = internal::KeySlot("asked");
-  RedisServer& from = cluster_->MasterOf(slot);
-  RedisServer* to = nullptr;
-  for (RedisServer* m : cluster_->Masters()) {
-    if (m != &from) to = m;
-  }
-  ASSERT_NE(to, nullptr);
-  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
-  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
-  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
-  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
-  for (;;) {
-    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
-    std::string key;
-    if (!std::getline(keys, key) || key.empty()) break;
-    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
-  }
+  const std::string to_id = MigrateKeysOf(slot);
+  ASSERT_FALSE(to_id.empty());
   // Half way: every key on `to`, the slot still `from`'s in every map.
   // Checks (single-key commands in a transaction) follow ASK at once.
   const auto start = std::chrono::steady_clock::now();
@@ -317,14 +334,12 @@ TEST_F(RedisClusterTest, AskIsFollowedToTheImportingNode) {
   Status added;
   std::thread adder([&] { added = (*f)->AddMany(Views(Items("during-", 1000))); });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  for (RedisServer* m : cluster_->Masters()) {
-    m->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
-  }
+  FinishMigration(slot, to_id);
   adder.join();
   EXPECT_TRUE(added.ok()) << added.ToString();
   EXPECT_EQ(CountPresent(**f, Items("during-", 1000)), 1000);
   EXPECT_EQ(CountPresent(**f, Items("before-", 1000)), 1000);
-  EXPECT_EQ(&cluster_->MasterOf(slot), to);
+  EXPECT_EQ(Trim(cluster_->MasterOf(slot).Cli({"CLUSTER", "MYID"})), to_id);
 }
 
 // A remove of several batches (batch_items=10) while its filter's slot is
@@ -344,27 +359,11 @@ TEST_F(RedisClusterTest, ARemoveFollowedAcrossAMigrationRemovesEachBatchOnce) {
   ASSERT_TRUE((*f)->AddMany(Views(kept)).ok());
 
   const int slot = internal::KeySlot("counted");
-  RedisServer& from = cluster_->MasterOf(slot);
-  RedisServer* to = nullptr;
-  for (RedisServer* m : cluster_->Masters()) {
-    if (m != &from) to = m;
-  }
-  ASSERT_NE(to, nullptr);
-  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
-  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
-  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
-  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
-  for (;;) {
-    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
-    std::string key;
-    if (!std::getline(keys, key) || key.empty()) break;
-    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
-  }
+  const std::string to_id = MigrateKeysOf(slot);
+  ASSERT_FALSE(to_id.empty());
   std::vector<uint8_t> removed;
   const Status s = (*f)->RemoveMany(Views(gone), &removed);
-  for (RedisServer* m : cluster_->Masters()) {
-    m->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
-  }
+  FinishMigration(slot, to_id);
   EXPECT_TRUE(s.ok()) << s.ToString();
   if (s.ok()) {
     EXPECT_EQ(std::count(removed.begin(), removed.end(), 1), 100);
