@@ -54,10 +54,33 @@ Status IoError(const std::string& what, const std::string& path, int err) {
   return Status::Unavailable(what + " " + path + ": " + ErrnoText(err));
 }
 
-// A file's identity: a name may come to denote another file.
-using FileId = std::pair<dev_t, ino_t>;
-// A file, over its own lifetime only (FileStore::PartExpiry).
-using PartId = std::tuple<uint32_t, uint32_t, uint64_t, int64_t, uint32_t>;
+// A file's identity: a name may come to denote another file. Its device and
+// inode, and the inode's birth time where the file system keeps one (statx's
+// btime; ext4, XFS): ext4 gives a freed inode number to the next new file at
+// once, so once a file is closed and deleted the number alone can name its
+// successor. Where there is no btime the last two are 0.
+using FileId = std::tuple<uint32_t, uint32_t, uint64_t, int64_t, uint32_t>;
+
+// The identity of `path` (of `fd` itself when `path` is empty); *changed,
+// when given, receives the status-change time where there is no btime (a
+// file's content and metadata changes move it), else zeros.
+int IdentityOf(int fd, const std::string& path, FileId* id,
+               std::pair<int64_t, uint32_t>* changed = nullptr) {
+  struct statx sx {};
+  const int flags = path.empty() ? AT_EMPTY_PATH : 0;
+  if (::statx(path.empty() ? fd : AT_FDCWD, path.c_str(), flags,
+              STATX_INO | STATX_BTIME | STATX_CTIME, &sx) != 0) {
+    return errno;
+  }
+  const bool born = (sx.stx_mask & STATX_BTIME) != 0;
+  *id = FileId{sx.stx_dev_major, sx.stx_dev_minor, sx.stx_ino, born ? sx.stx_btime.tv_sec : 0,
+               born ? sx.stx_btime.tv_nsec : 0};
+  if (changed != nullptr) {
+    *changed = born ? std::pair<int64_t, uint32_t>{0, 0}
+                    : std::pair<int64_t, uint32_t>{sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec};
+  }
+  return 0;
+}
 
 class FdCloser {
  public:
@@ -419,19 +442,16 @@ class FileStore final : public Store {
   }
 
   // A part's expiry, from its header; headers never change, so it is read
-  // once per file (ListParts runs on every check of a scaling filter). A
-  // file is told by its inode and the inode's birth (statx's btime; where
-  // the file system has none, its last status change): ext4 gives a freed
-  // inode number to the next new file at once, and a new slice or layer
-  // judged by a deleted one's expiry would be deleted with its items.
+  // once per file (ListParts runs on every check of a scaling filter). The
+  // key is the file's identity, and its status-change time where there is
+  // no btime: a new slice or layer judged by a deleted one's expiry would be
+  // deleted with its items (a header read more per write is the price).
   Result<uint64_t> PartExpiry(std::string_view name, const std::string& path) {
-    struct statx sx {};
-    if (::statx(AT_FDCWD, path.c_str(), 0, STATX_INO | STATX_BTIME | STATX_CTIME, &sx) != 0) {
-      if (errno == ENOENT) return NotFoundStatus(name);
-      return IoError("cannot stat", path, errno);
+    std::pair<FileId, std::pair<int64_t, uint32_t>> id;
+    if (const int err = IdentityOf(-1, path, &id.first, &id.second); err != 0) {
+      if (err == ENOENT) return NotFoundStatus(name);
+      return IoError("cannot stat", path, err);
     }
-    const statx_timestamp born = (sx.stx_mask & STATX_BTIME) != 0 ? sx.stx_btime : sx.stx_ctime;
-    const PartId id{sx.stx_dev_major, sx.stx_dev_minor, sx.stx_ino, born.tv_sec, born.tv_nsec};
     {
       std::lock_guard lock(expiry_mu_);
       if (auto it = expiry_.find(id); it != expiry_.end()) return it->second;
@@ -502,9 +522,8 @@ class FileStore final : public Store {
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
     if (id != nullptr) {
-      struct stat st {};
-      if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
-      *id = FileId{st.st_dev, st.st_ino};
+      if (const int err = IdentityOf(fd, "", id); err != 0)
+        return IoError("cannot stat", path, err);
     }
     if (Expired(clock(), f.expires_at_ms)) {
       Status s = Remove(name);
@@ -539,9 +558,9 @@ class FileStore final : public Store {
   // kNotFound if the name no longer holds main file `id`, kConflict if it
   // holds another.
   Status CheckStillNamed(std::string_view name, const FileId& id) const {
-    struct stat now {};
-    if (::stat(PathOf(name).c_str(), &now) != 0) return NotFoundStatus(name);
-    if (FileId{now.st_dev, now.st_ino} != id) return ConfigChangedStatus(name);
+    FileId now;
+    if (IdentityOf(-1, PathOf(name), &now) != 0) return NotFoundStatus(name);
+    if (now != id) return ConfigChangedStatus(name);
     return Status::Ok();
   }
 
@@ -710,7 +729,7 @@ class FileStore final : public Store {
 
   std::string dir_;
   std::mutex expiry_mu_;
-  std::map<PartId, uint64_t> expiry_;  // guarded by expiry_mu_
+  std::map<std::pair<FileId, std::pair<int64_t, uint32_t>>, uint64_t> expiry_;  // expiry_mu_
   // flock() already excludes every other descriptor, in this process too; the
   // mutex only spares threads of one process the syscall contention.
   std::shared_ptr<std::mutex> remove_mutex_ = std::make_shared<std::mutex>();
