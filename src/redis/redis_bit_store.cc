@@ -34,6 +34,14 @@ Result<bool> PartListed(const redisReply* r, const std::string& name,
   return Unexpected("HEXISTS", r);
 }
 
+// For reads of one part (stats, bits): a listed part never created is
+// kNotFound, as there is nothing to read.
+Status RequireListed(const redisReply* r, const std::string& name, const std::string& parts_key,
+                     const std::string& display) {
+  REDBLOOM_ASSIGN_OR_RETURN(bool listed, PartListed(r, name, parts_key));
+  return listed ? Status::Ok() : Status::NotFound(display + " does not exist");
+}
+
 // SETBIT and BITFIELD address at most 2^32 bits (512 MB) in one string.
 constexpr uint64_t kMaxBitsPerKey = uint64_t{1} << 32;
 // The facade hands us this many batches at once so that a long add can keep
@@ -619,8 +627,8 @@ Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
         REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
         REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
         if (cells->listed) {
-          REDBLOOM_ASSIGN_OR_RETURN(bool listed, PartListed(exec->element[4], name_, keys_.parts));
-          if (!listed) return Status::NotFound(cells->display + " does not exist");
+          REDBLOOM_RETURN_IF_ERROR(
+              RequireListed(exec->element[4], name_, keys_.parts, cells->display));
         }
         const redisReply* length = exec->element[3];
         if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
@@ -688,8 +696,8 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
         REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
         REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
         if (cells->listed) {
-          REDBLOOM_ASSIGN_OR_RETURN(bool listed, PartListed(exec->element[3], name_, keys_.parts));
-          if (!listed) return Status::NotFound(cells->display + " does not exist");
+          REDBLOOM_RETURN_IF_ERROR(
+              RequireListed(exec->element[3], name_, keys_.parts, cells->display));
         }
         const redisReply* length = exec->element[2];
         if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
