@@ -171,9 +171,13 @@ void MergeCellBytes(std::string_view from, std::string* to, bool counters) {
 
 namespace {
 
+bool Retired(const WordArray& a) {
+  return a.superseded != nullptr &&
+         std::atomic_ref<uint64_t>(*a.superseded).load(std::memory_order_acquire) != 0;
+}
+
 Status CheckLive(const WordArray& a) {
-  if (a.superseded != nullptr &&
-      std::atomic_ref<uint64_t>(*a.superseded).load(std::memory_order_acquire) != 0) {
+  if (Retired(a)) {
     return Status::Conflict("the filter was dropped or replaced by a rebuild; reopen it");
   }
   return Status::Ok();
@@ -351,14 +355,13 @@ bool CheckItemByParts(std::string_view item, const SingleCheck& c, uint64_t* wor
   return c.test_one(c.hash(item), c.geometry, words, nullptr);
 }
 
-Result<WordArray*> WordBitStore::ArrayPtr(uint64_t part) {
+Result<WordArray*> WordBitStore::ArrayPtr(uint64_t part, std::shared_ptr<WordArray>* hold) {
   if (part == 0 && main_raw_ != nullptr) {
     REDBLOOM_RETURN_IF_ERROR(CheckLive(*main_raw_));
     return main_raw_;
   }
-  // Arrays stay in open_ for the store's life, so the pointer outlives the call.
-  REDBLOOM_ASSIGN_OR_RETURN(std::shared_ptr<WordArray> a, Array(part));
-  return a.get();
+  REDBLOOM_ASSIGN_OR_RETURN(*hold, Array(part));
+  return hold->get();
 }
 
 Result<std::shared_ptr<WordArray>> WordBitStore::Array(uint64_t part) {
@@ -383,7 +386,23 @@ Result<std::shared_ptr<WordArray>> WordBitStore::Array(uint64_t part) {
 
 Result<std::vector<uint64_t>> WordBitStore::ListParts() {
   if (main_) REDBLOOM_RETURN_IF_ERROR(CheckLive(*main_));
-  return parts_->List();
+  REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, parts_->List());
+  ForgetRetired();
+  return parts;
+}
+
+void WordBitStore::ForgetRetired() {
+  // Released after the lock: unmapping a file's array is a system call.
+  std::vector<std::shared_ptr<WordArray>> gone;
+  std::lock_guard lock(mu_);
+  for (auto it = open_.begin(); it != open_.end();) {
+    if (!Retired(*it->second)) {
+      ++it;
+    } else {
+      gone.push_back(std::move(it->second));
+      it = open_.erase(it);
+    }
+  }
 }
 
 Status WordBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
@@ -392,8 +411,9 @@ Status WordBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
 }
 
 Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* parts_now) {
+  std::shared_ptr<WordArray> hold;
   for (PartBatch& b : batches) {
-    auto a = ArrayPtr(b.part);
+    auto a = ArrayPtr(b.part, &hold);
     if (!a.ok() && a.status().code() == StatusCode::kNotFound) {
       std::fill(b.out, b.out + b.items, 0);  // a part never created holds nothing
       continue;
@@ -405,13 +425,15 @@ Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* p
   }
   if (parts_now != nullptr) {
     REDBLOOM_ASSIGN_OR_RETURN(*parts_now, parts_->List());
+    ForgetRetired();
   }
   return Status::Ok();
 }
 
 Status WordBitStore::Add(std::span<PartBatch> batches) {
+  std::shared_ptr<WordArray> hold;
   for (PartBatch& b : batches) {
-    REDBLOOM_ASSIGN_OR_RETURN(WordArray * a, ArrayPtr(b.part));
+    REDBLOOM_ASSIGN_OR_RETURN(WordArray * a, ArrayPtr(b.part, &hold));
     if (!a->writable.ok()) return a->writable;
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(*a, b.offsets, b.items * b.k));
     if (b.capacity != 0) {
@@ -428,8 +450,9 @@ Status WordBitStore::Add(std::span<PartBatch> batches) {
 Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
                                 const StrategyDef& strategy, const Geometry& g, uint8_t* present) {
   WordArray* a = LiveMain(part);
+  std::shared_ptr<WordArray> hold;
   if (a == nullptr) {
-    auto array = ArrayPtr(part);
+    auto array = ArrayPtr(part, &hold);
     if (!array.ok()) {
       // A part never created holds nothing.
       return array.status().code() == StatusCode::kNotFound ? Status::Ok() : array.status();
@@ -453,8 +476,9 @@ Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
 Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
                                const StrategyDef& strategy, const Geometry& g, uint8_t* added) {
   WordArray* a = LiveMain(part);
+  std::shared_ptr<WordArray> hold;
   if (a == nullptr) {
-    REDBLOOM_ASSIGN_OR_RETURN(a, ArrayPtr(part));
+    REDBLOOM_ASSIGN_OR_RETURN(a, ArrayPtr(part, &hold));
   }
   // A read-only mapping (file store); checked without copying the Status,
   // which a single add would otherwise pay for on every call.

@@ -223,8 +223,18 @@ class WordBitStore final : public BitStore, public HashedCells {
  private:
   // The part's array: kNotFound if it does not exist.
   Result<std::shared_ptr<WordArray>> Array(uint64_t part);
-  // The same without copying a shared_ptr (two locked operations) per call.
-  Result<WordArray*> ArrayPtr(uint64_t part);
+  // The same without copying a shared_ptr (two locked operations) for part
+  // 0's eagerly opened array; any other part's is held in *hold for the
+  // call, since a listing may forget it meanwhile (see ListParts).
+  Result<WordArray*> ArrayPtr(uint64_t part, std::shared_ptr<WordArray>* hold);
+  // Forgets the open arrays of parts the store has retired (their
+  // `superseded` set: a window filter's expired slices, deleted by a
+  // listing), so that a handle does not keep every slice it ever opened
+  // mapped (their memory, descriptors and, on file:, the disk blocks of files
+  // already deleted). Arrays still live stay, even if a listing missed them
+  // (a part made after it read the directory): dropping one would skip its
+  // Flush.
+  void ForgetRetired();
   // Part 0's array if it was opened eagerly and is still live, else null
   // (then ArrayPtr says why): the common case, without building a Result.
   // main_raw_ is read once: read again after the acquire load, it would
@@ -255,7 +265,8 @@ class WordBitStore final : public BitStore, public HashedCells {
   std::shared_ptr<WordArray> main_;
   WordArray* main_raw_ = nullptr;  // main_.get(): the hot path copies no shared_ptr
   std::mutex mu_;
-  std::map<uint64_t, std::shared_ptr<WordArray>> open_;  // guarded by mu_
+  // Parts opened and not retired since; guarded by mu_.
+  std::map<uint64_t, std::shared_ptr<WordArray>> open_;
 };
 
 }  // namespace redbloom::internal

@@ -371,6 +371,60 @@ TEST_F(FileStoreTest, DropClearsThePartsOfAVanishedFilter) {
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/.sc.parts"));
 }
 
+// How many of this process's mappings (deleted files' too) are of files
+// under `dir`.
+int MappedUnder(const std::string& dir) {
+  int n = 0;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) n += line.find(dir) != std::string::npos;
+  return n;
+}
+// How many of this process's descriptors are on files under `dir`.
+int OpenUnder(const std::string& dir) {
+  int n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(fd.path(), ec);
+    n += !ec && target.string().find(dir) != std::string::npos;
+  }
+  return n;
+}
+
+// A window filter that is only added to and checked deletes its expired
+// slices and lets go of them. Before, only a listing of its parts (info, an
+// export, a clear) deleted them, and a handle kept every slice it had opened
+// mapped and open: a file on disk, a mapping and a descriptor more per
+// slice, for as long as the handle lived (redbloomd keeps its handles).
+TEST(FileStoreWindowTest, ExpiredSlicesLeaveTheDiskAndTheProcess) {
+  constexpr int kSlice = 60'000, kSlices = 2;
+  testing::TempDir dir;
+  auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
+  StoreOptions options;
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir.path(), options));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "w",
+                                                   {.capacity = 100,
+                                                    .error_rate = 0.01,
+                                                    .kind = FilterKind::kWindow,
+                                                    .window_millis = kSlice * kSlices,
+                                                    .slices = kSlices}));
+  const std::string parts = dir.path() + "/.w.parts/";
+  for (int i = 0; i < 30; ++i) {
+    const std::string item = "item-" + std::to_string(i);
+    ASSERT_TRUE(f->Add(item).ok());
+    EXPECT_TRUE(testing::ValueOrFail(f->Contains(item))) << item;
+    clock->Advance(std::chrono::milliseconds(kSlice));
+  }
+  // A slice expires one slice after it left the window: kSlices + 1 of them
+  // are kept.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(parts)) files += e.is_regular_file();
+  EXPECT_LE(files, kSlices + 1) << "expired slices left in " << parts;
+  EXPECT_LE(MappedUnder(parts), kSlices + 1) << "expired slices still mapped";
+  EXPECT_LE(OpenUnder(parts), kSlices + 1) << "expired slices still open";
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("item-29")));
+}
+
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {
   testing::TempDir dir;
   const std::string store = dir.path() + "/d";

@@ -305,6 +305,33 @@ TEST_P(KindsTest, ANewSliceIsNotJudgedByADeletedOnesExpiry) {
   }
 }
 
+// A window filter's parts list on Redis stays as short as its window when it
+// is only added to: before, only a listing (info, a dump, a merge) forgot
+// the slices whose keys had expired, so `TAG/parts` grew by one field per
+// slice for ever. Redis expires the slices by its own clock, so this one
+// follows the wall clock.
+TEST_P(KindsTest, AWindowsPartsListStaysAsShortAsItsWindow) {
+  if (!is_redis()) GTEST_SKIP() << "Redis only: file: and mem: are file_store_test's";
+  constexpr uint64_t kSlice = 20, kSlices = 2;
+  clock_->Set(testing::WallMillis());
+  auto f = Make("w", {.capacity = 100,
+                      .error_rate = 0.01,
+                      .kind = FilterKind::kWindow,
+                      .window_millis = kSlice * kSlices,
+                      .slices = kSlices});
+  ASSERT_NE(f, nullptr);
+  for (int i = 0; i < 30; ++i) {
+    clock_->Set(testing::WallMillis());
+    ASSERT_TRUE(f->Add("item-" + std::to_string(i)).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSlice + 5));
+  }
+  // Live slices, one more for the grace, and one that expired since the
+  // last slice's listing.
+  const int fields = std::stoi(Cli({"HLEN", "{w}/parts"}));
+  EXPECT_GE(fields, 1);
+  EXPECT_LE(fields, static_cast<int>(kSlices) + 2);
+}
+
 // A scaling filter's last layer lost on Redis (its key deleted or evicted)
 // is data_loss, and stays so: before, the first listing (info, a dump, a
 // merge) forgot the layer as if it had expired, after which its items read

@@ -38,6 +38,12 @@ class PartCache {
   // Window slices this handle has created (so each is created once).
   bool created(uint64_t part) const;
   void set_created(uint64_t part);
+  // Whether the caller is the first to see slice `slice` begin (a window
+  // filter then has expired slices pruned): true once per slice, and for
+  // the first call of a handle.
+  bool TakePruneTurn(uint64_t slice) {
+    return pruned_slice_.exchange(slice, std::memory_order_relaxed) != slice;
+  }
   // Set once when the filter is opened, before any call: the store's
   // HashedCells (hashed_cells.h) or null, and the config's strategy (so that
   // no call looks it up in the table).
@@ -50,6 +56,7 @@ class PartCache {
   // Part 0 (every call of a plain filter) is read without the mutex once
   // set: a lock per call cost single-item calls ~20 ns here.
   std::atomic<bool> part0_ready_{false};
+  std::atomic<uint64_t> pruned_slice_{~uint64_t{0}};
   PartSizing part0_;  // written once, before part0_ready_
   HashedCells* hashed_cells_ = nullptr;
   const StrategyDef* strategy_ = nullptr;

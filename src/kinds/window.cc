@@ -34,15 +34,32 @@ uint64_t CurrentSlice(const FilterContext& f) { return f.NowMillis() / f.config(
 // A slice still in the window, as of slice `now`.
 bool IsLive(const FilterConfig& c, uint64_t part, uint64_t now) { return part + c.slices > now; }
 
-// The slices a check must look at: the window's, oldest first.
-std::vector<uint64_t> WindowSlices(const FilterContext& f) {
-  const uint64_t now = CurrentSlice(f);
+// The slices a check in slice `now` must look at: the window's, oldest
+// first.
+std::vector<uint64_t> WindowSlices(const FilterContext& f, uint64_t now) {
   const uint64_t slices = f.config().slices;
   std::vector<uint64_t> parts;
   for (uint64_t p = now + 1 - std::min<uint64_t>(slices, now + 1); p <= now; ++p) {
     parts.push_back(p);
   }
   return parts;
+}
+
+// Once per slice and handle, before the slice's first add or check: a
+// listing, in which the store deletes the slices that have expired (file:
+// their files, mem: their memory; Redis forgets them in the parts list) and
+// the handle unmaps those it had open. Without it a filter that is only added
+// to and checked kept every slice it ever made, on disk and mapped, until
+// something listed its parts (info, an export, a clear): a slice file and a
+// mapping more per slice, for ever, and in redbloomd's cache of open filters,
+// descriptors until EMFILE.
+//
+// Housekeeping, so a failure does not fail the call: the call's own store
+// operations say whether the store works, and a check that may read a Redis
+// replica should not fail because the master did not answer a listing. The
+// next slice's listing deletes whatever this one left.
+void PruneOnce(FilterContext& f, uint64_t now) {
+  if (f.cache().TakePruneTurn(now)) (void)f.bits().ListParts();
 }
 
 Status CreateSlice(FilterContext& f, uint64_t part) {
@@ -63,9 +80,10 @@ class WindowPolicy final : public KindPolicy {
   // kinds; else `dedup` would print an item twice when both copies happen to
   // arrive in one batch.
   Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
-    std::vector<uint8_t> present(hashes.size(), 0);
-    REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f), hashes, present.data()));
     const uint64_t now = CurrentSlice(f);
+    PruneOnce(f, now);
+    std::vector<uint8_t> present(hashes.size(), 0);
+    REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f, now), hashes, present.data()));
     REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
     std::vector<uint8_t> set_bit(hashes.size(), 0);
     REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, set_bit.data()));
@@ -76,7 +94,9 @@ class WindowPolicy final : public KindPolicy {
   // A slice nobody added to in its time does not exist: it holds nothing.
   Status Contains(FilterContext& f, std::span<const Hash128> hashes,
                   uint8_t* present) const override {
-    return f.TestIn(WindowSlices(f), hashes, present);
+    const uint64_t now = CurrentSlice(f);
+    PruneOnce(f, now);
+    return f.TestIn(WindowSlices(f, now), hashes, present);
   }
 
   // A slice ahead of this clock (another client's clock runs fast) is not
