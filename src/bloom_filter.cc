@@ -147,7 +147,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Attach(Store& store, std::stri
 Status BloomFilter::Drop(Store& store, std::string_view name) { return store.Drop(name); }
 
 Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOptions& options,
-                            const std::function<Status(BloomFilter&)>& fill) {
+                            const std::function<Status(BloomFilter&)>& fill, Leftover leftover) {
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
   REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(options));
   const std::string context = "rebuild of '" + std::string(name) + "'";
@@ -161,11 +161,22 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
   Result<FilterConfig> old = store.ReadConfig(name);
   if (old.status().code() == StatusCode::kNotFound) return old.status().WithContext(context);
   REDBLOOM_RETURN_IF_ERROR(internal::CheckReplaced(old).WithContext(context));
-  // A name no user filter can have, kept beside NAME by every store.
+  // A name no user filter can have, kept beside NAME by every store. Made
+  // here or not at all: its creation is what keeps a second rebuild out.
   const std::string temp = TemporaryName(name);
-  // A rebuild that died half-way leaves its temporary filter; start afresh.
-  if (Status s = store.Drop(temp); !s.ok() && s.code() != StatusCode::kNotFound) return s;
-  REDBLOOM_RETURN_IF_ERROR(store.Create(temp, config));
+  if (leftover == Leftover::kDrop) {
+    if (Status s = store.Drop(temp); !s.ok() && s.code() != StatusCode::kNotFound) return s;
+  }
+  if (Status s = store.Create(temp, config); !s.ok()) {
+    if (s.code() != StatusCode::kAlreadyExists && s.code() != StatusCode::kConflict) {
+      return s.WithContext(context);
+    }
+    return Status::Conflict(
+        context + ": its temporary filter '" + temp +
+        "' exists: another rebuild of it is running, or one was stopped before its swap. "
+        "When none is running, rebuild again with --force "
+        "(BloomFilter::Leftover::kDrop), which drops the temporary filter first");
+  }
   REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Open(store, temp));
   Status s = fill(*replacement);
   if (s.ok()) s = replacement->Flush();

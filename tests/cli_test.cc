@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "exit_codes.h"
+#include "redbloom/store.h"
 #include "test_util.h"
 
 namespace redbloom {
@@ -276,6 +277,27 @@ TEST_F(CliTest, RebuildKeepsTheParametersItIsNotGiven) {
     EXPECT_EQ(r.exit_code, 2) << flags[0] << ": " << r.err;
   }
   expect_info({{"strategy", "guava64"}});
+}
+
+// A rebuild killed before its swap leaves its temporary filter, which keeps
+// the next rebuild out (it might be another one running) until --force.
+TEST_F(CliTest, ARebuildsLeftoverIsDroppedOnlyWithForce) {
+  Create("r");
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir_.path()));
+    ASSERT_OK_AND_ASSIGN(FilterConfig config, store->ReadConfig("r"));
+    ASSERT_TRUE(store->Create(TemporaryName("r"), config).ok());
+  }
+  const std::string path = WriteFile("r.txt", "a\nb\n");
+  auto r = Run({"rebuild", "r", "--file", path});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("another rebuild"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  EXPECT_EQ(Run({"check", "r", "a"}).exit_code, 1) << "a refused rebuild changed the filter";
+  r = Run({"rebuild", "r", "--file", path, "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Run({"check", "r", "a", "b"}).exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/" + TemporaryName("r") + ".rbf"));
 }
 
 // A chunk that fails part-way (here a scaling filter out of its 32 layers)

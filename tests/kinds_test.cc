@@ -483,6 +483,48 @@ TEST_P(KindsTest, RebuildLeavesEveryUserFilterAloneAndTakesAnyName) {
   for (const auto& n : *names) EXPECT_NE(n.front(), '.') << "a temporary filter is listed";
 }
 
+// One rebuild of a name at a time. A second one started while the first
+// fills used to drop the first's temporary filter and build its own under
+// the same name: the first's handle then followed it there, and each swapped
+// in whatever the name held, so a rebuild could report success with the
+// items it had added before the drop missing. Now the second is refused,
+// and changes nothing; a temporary filter a stopped rebuild left refuses the
+// next rebuild the same way until it is told to drop it.
+TEST_P(KindsTest, ASecondRebuildOfAFilterIsRefusedWhileTheFirstRuns) {
+  const FilterOptions plain{.capacity = 1000, .error_rate = 0.01};
+  auto f = Make("r", plain);
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->AddMany(Views(Items("old-", 100))).ok());
+  const auto first = Items("first-", 300), second = Items("second-", 300);
+  Status inner = Status::Ok();
+  Status s = BloomFilter::Rebuild(*store_, "r", plain, [&](BloomFilter& fresh) {
+    REDBLOOM_RETURN_IF_ERROR(fresh.AddMany(Slice(first, 0, 150)));
+    inner = BloomFilter::Rebuild(*store_, "r", plain,
+                                 [&](BloomFilter& other) { return other.AddMany(Views(second)); });
+    return fresh.AddMany(Slice(first, 150, 150));
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(inner.code(), StatusCode::kConflict) << inner.ToString();
+  EXPECT_NE(inner.message().find("another rebuild"), std::string::npos) << inner.message();
+  auto rebuilt = BloomFilter::Open(*store_, "r");
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
+  EXPECT_EQ(CountPresent(**rebuilt, first), 300) << "the first rebuild lost items";
+  EXPECT_LT(CountPresent(**rebuilt, second), 15) << "the refused rebuild swapped its items in";
+
+  // A rebuild stopped before its swap leaves its temporary filter.
+  ASSERT_TRUE(store_->Create(TemporaryName("r"), (*rebuilt)->config()).ok());
+  const auto fill = [&](BloomFilter& fresh) { return fresh.AddMany(Views(second)); };
+  Status refused = BloomFilter::Rebuild(*store_, "r", plain, fill);
+  EXPECT_EQ(refused.code(), StatusCode::kConflict) << refused.ToString();
+  EXPECT_EQ(CountPresent(**rebuilt, first), 300) << "a refused rebuild changed the filter";
+  Status forced = BloomFilter::Rebuild(*store_, "r", plain, fill, BloomFilter::Leftover::kDrop);
+  ASSERT_TRUE(forced.ok()) << forced.ToString();
+  EXPECT_EQ(CountPresent(**rebuilt, second), 300);
+  auto names = store_->List();
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, std::vector<std::string>{"r"}) << "a temporary filter is left";
+}
+
 // Only a filter of one array is replaced: a scaling or window filter's other
 // parts would outlive the swap, orphaned. Rebuild refuses before building
 // anything, and the store's Replace refuses at the swap itself; the filter

@@ -381,7 +381,7 @@ Result<FilterOptions> RebuildOptions(const SizingFlags& flags, bool plain, bool 
 }
 
 int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing, bool plain,
-               bool no_ttl, const std::string& file) {
+               bool no_ttl, bool force, const std::string& file) {
   ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
@@ -392,24 +392,27 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
   if (!options.ok()) return Fail(options.status());
   Progress progress(reader.total_bytes());
   uint64_t items = 0;
-  Status s = BloomFilter::Rebuild(*ctx.store, name, *options, [&](BloomFilter& f) -> Status {
-    const FilterConfig config = f.config();
-    std::optional<BitmapBuilder> builder;
-    if (config.one_array()) builder.emplace(config);
-    std::vector<std::string> lines;
-    std::vector<std::string_view> views;
-    while (true) {
-      REDBLOOM_ASSIGN_OR_RETURN(bool more, reader.Next(&lines, kBatch, /*streaming=*/false));
-      if (!more) break;
-      views.assign(lines.begin(), lines.end());
-      Status add = builder ? builder->Add(views) : f.AddMany(views);
-      if (!add.ok()) return reader.Locate(add, config.encoding, lines);
-      items += lines.size();
-      progress.Update(items, reader.bytes_read());
-    }
-    if (builder) return f.OrBitmap(builder->bitmap(), builder->new_items());
-    return Status::Ok();
-  });
+  Status s = BloomFilter::Rebuild(
+      *ctx.store, name, *options,
+      [&](BloomFilter& f) -> Status {
+        const FilterConfig config = f.config();
+        std::optional<BitmapBuilder> builder;
+        if (config.one_array()) builder.emplace(config);
+        std::vector<std::string> lines;
+        std::vector<std::string_view> views;
+        while (true) {
+          REDBLOOM_ASSIGN_OR_RETURN(bool more, reader.Next(&lines, kBatch, /*streaming=*/false));
+          if (!more) break;
+          views.assign(lines.begin(), lines.end());
+          Status add = builder ? builder->Add(views) : f.AddMany(views);
+          if (!add.ok()) return reader.Locate(add, config.encoding, lines);
+          items += lines.size();
+          progress.Update(items, reader.bytes_read());
+        }
+        if (builder) return f.OrBitmap(builder->bitmap(), builder->new_items());
+        return Status::Ok();
+      },
+      force ? BloomFilter::Leftover::kDrop : BloomFilter::Leftover::kRefuse);
   progress.Done();
   if (!s.ok()) return Fail(s.WithContext("the old filter is unchanged"));
   std::cerr << "rebuilt " << name << " from " << items << " items in "
@@ -424,7 +427,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
     std::string name, file = "-", format, encoding = "utf8", capacity, error;
     std::vector<std::string> sources;
     SizingFlags sizing;
-    bool plain = false, no_ttl = false;  // rebuild
+    bool plain = false, no_ttl = false, force = false;  // rebuild
     SizingFlags dedup_sizing;
   };
   auto flags = std::make_shared<Flags>();
@@ -493,10 +496,14 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
                       "Delete the rebuilt filter this long after the rebuild (default: the "
                       "filter's own TTL, counted from the rebuild)");
   rebuild->add_flag("--no-ttl", flags->no_ttl, "The rebuilt filter never expires");
+  rebuild->add_flag("--force", flags->force,
+                    "Drop the temporary filter a stopped rebuild left (only when no other "
+                    "rebuild of NAME is running)");
 
   return [=, &ctx]() -> int {
     if (*rebuild) {
-      return RunRebuild(ctx, flags->name, flags->sizing, flags->plain, flags->no_ttl, flags->file);
+      return RunRebuild(ctx, flags->name, flags->sizing, flags->plain, flags->no_ttl, flags->force,
+                        flags->file);
     }
     if (*load) return RunLoad(ctx, flags->name, flags->file);
     if (*import) {

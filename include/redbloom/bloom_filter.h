@@ -92,8 +92,17 @@ class BloomFilter {
   // the old filter until the swap and from the new one after it, never with
   // an error or a miss caused by the swap. Adds made to the old filter while
   // `fill` runs are not carried over: feed them to `fill` too (or pause them).
+  //
+  // One rebuild of a name at a time: a temporary filter already there is
+  // another rebuild's, running or stopped before its swap (killed, or a
+  // crash), and the call answers kConflict without touching it, unless
+  // `leftover` is kDrop. Dropping a running rebuild's temporary would let
+  // both report success with the items of one missing (each swapped in
+  // whatever the name held), so kDrop is for when none runs.
+  enum class Leftover { kRefuse, kDrop };
   static Status Rebuild(Store& store, std::string_view name, const FilterOptions& options,
-                        const std::function<Status(BloomFilter&)>& fill);
+                        const std::function<Status(BloomFilter&)>& fill,
+                        Leftover leftover = Leftover::kRefuse);
 
   const std::string& name() const { return name_; }
   // The config in use. It changes only if the filter is rebuilt with other
