@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -423,6 +424,45 @@ TEST(FileStoreWindowTest, ExpiredSlicesLeaveTheDiskAndTheProcess) {
   EXPECT_LE(MappedUnder(parts), kSlices + 1) << "expired slices still mapped";
   EXPECT_LE(OpenUnder(parts), kSlices + 1) << "expired slices still open";
   EXPECT_TRUE(testing::ValueOrFail(f->Contains("item-29")));
+}
+
+// An expired filter is removed only while its name still holds it. The
+// removal read the header, then took the directory lock and unlinked
+// whatever the name held by then: a filter made meanwhile by another process
+// (which had removed the expired one first) or swapped in by a rebuild was
+// deleted, with its items.
+TEST(FileStoreExpiryTest, AFilterMadeWhileAnExpiredOneIsRemovedSurvives) {
+  testing::TempDir dir;
+  auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
+  StoreOptions options;
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir.path(), options));
+  ASSERT_TRUE(
+      BloomFilter::Create(*store, "x", {.capacity = 100, .error_rate = 0.01, .ttl_seconds = 60})
+          .ok());
+  {
+    ASSERT_OK_AND_ASSIGN(auto y,
+                         BloomFilter::Create(*store, "y", {.capacity = 200, .error_rate = 0.01}));
+    ASSERT_TRUE(y->Add("kept").ok());
+  }
+  clock->Advance(std::chrono::minutes(2));  // x has expired
+  // The store's directory lock, held here so that the removal waits for it.
+  const int lock = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  Result<FilterConfig> read = Status::Internal("not read");
+  std::thread reader([&] { read = store->ReadConfig("x"); });
+  // It reads x's header (expired) and waits for the lock to remove it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Meanwhile another process makes a new filter of the name, as a
+  // rebuild's swap does.
+  EXPECT_EQ(::rename((dir.path() + "/y.rbf").c_str(), (dir.path() + "/x.rbf").c_str()), 0);
+  ::close(lock);
+  reader.join();
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->capacity, 200u);
+  ASSERT_OK_AND_ASSIGN(auto x, BloomFilter::Open(*store, "x"));
+  EXPECT_TRUE(testing::ValueOrFail(x->Contains("kept")));
 }
 
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {

@@ -310,6 +310,10 @@ class FileStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader replacement, ReadMain(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaced(ReadConfig(name)));
+    // Under the directory lock, as every change of which file a name holds
+    // is: a removal of an expired filter checks, then unlinks.
+    DirLock lock(dir_, LOCK_EX);
+    REDBLOOM_RETURN_IF_ERROR(lock.status());
     // Hold the old file open across the rename, to flag it afterwards.
     int old_fd = ::open(PathOf(name).c_str(), O_RDWR | O_CLOEXEC);
     FdCloser old(old_fd);
@@ -518,19 +522,26 @@ class FileStore final : public Store {
   // as not found. `id`, when given, receives the file's identity.
   Result<FileHeader> ReadMain(std::string_view name, FileId* id = nullptr) {
     const std::string path = PathOf(name);
-    REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDONLY));
-    FdCloser closer(fd);
-    REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
-    if (id != nullptr) {
-      if (const int err = IdentityOf(fd, "", id); err != 0)
-        return IoError("cannot stat", path, err);
-    }
-    if (Expired(clock(), f.expires_at_ms)) {
-      Status s = Remove(name);
+    for (int attempt = 0;; ++attempt) {
+      REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDONLY));
+      FdCloser closer(fd);
+      REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
+      const bool expired = Expired(clock(), f.expires_at_ms);
+      FileId file;
+      if (id != nullptr || expired) {
+        if (const int err = IdentityOf(fd, "", &file); err != 0) {
+          return IoError("cannot stat", path, err);
+        }
+        if (id != nullptr) *id = file;
+      }
+      if (!expired) return f;
+      // Removed only if the name still holds the file read: by now it may
+      // hold a filter made since, which this must neither remove nor miss.
+      Status s = Remove(name, &file);
+      if (s.code() == StatusCode::kConflict && attempt < 3) continue;
       if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
       return NotFoundStatus(name);
     }
-    return f;
   }
 
   // Raises the main file's record of its dense parts to part + 1, once the
@@ -564,11 +575,16 @@ class FileStore final : public Store {
     return Status::Ok();
   }
 
-  // Must not be called with a DirLock held: it takes one exclusively.
-  Status Remove(std::string_view name) {
+  // Must not be called with a DirLock held: it takes one exclusively. With
+  // `only` (an expired filter's main file, as read before the lock), removes
+  // nothing unless the name still holds that file: kNotFound if it holds
+  // none, kConflict if another (a new filter of the name, made by a process
+  // that removed the expired one first, or swapped in by a rebuild).
+  Status Remove(std::string_view name, const FileId* only = nullptr) {
     DirLock lock(dir_, LOCK_EX);
     if (lock.status().code() == StatusCode::kNotFound) return NotFoundStatus(name);
     REDBLOOM_RETURN_IF_ERROR(lock.status());
+    if (only != nullptr) REDBLOOM_RETURN_IF_ERROR(CheckStillNamed(name, *only));
     const std::string path = PathOf(name);
     if (Status s = UnlinkAndFlag(path); !s.ok()) {
       if (s.code() != StatusCode::kNotFound) return s;
@@ -672,7 +688,13 @@ class FileStore final : public Store {
     if (!f.config.SameFilterAs(config) || f.part != part) return ConfigChangedStatus(name);
     if (Expired(clock(), f.expires_at_ms)) {
       if (part == kMainPart) {
-        Status s = Remove(name);
+        FileId file;
+        if (const int err = IdentityOf(fd, "", &file); err != 0) {
+          return IoError("cannot stat", path, err);
+        }
+        // A filter of the name made since is not this one: its handle reopens.
+        Status s = Remove(name, &file);
+        if (s.code() == StatusCode::kConflict) return ConfigChangedStatus(name);
         if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
       } else {
         ::unlink(path.c_str());
