@@ -342,6 +342,45 @@ TEST_F(RedisClusterTest, AskIsFollowedToTheImportingNode) {
   EXPECT_EQ(Trim(cluster_->MasterOf(slot).Cli({"CLUSTER", "MYID"})), to_id);
 }
 
+// Calls of several commands on one connection (opening a filter, info,
+// listing a scaling filter's layers) while their slot is half migrated:
+// ASKING covers only the command after it, so the importing node sends the
+// second back to the old owner (MOVED), which answers ASK again. They wait
+// for the migration to finish, then complete; a migration that never
+// finishes fails them with what is going on. Before, they refreshed the map
+// 200 times, then said the store was "a Redis Cluster node" and to "use a
+// redis-cluster:// URL".
+TEST_F(RedisClusterTest, CallsOfSeveralCommandsWaitOutAMigration) {
+  auto created = BloomFilter::Create(
+      *store_, "multi", {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_TRUE((*created)->AddMany(Views(Items("in-", 400))).ok());
+  const int slot = internal::KeySlot("{multi}");
+  const std::string to_id = MigrateKeysOf(slot);
+  ASSERT_FALSE(to_id.empty());
+  // A migration left unfinished.
+  auto stuck = BloomFilter::Open(*store_, "multi");
+  ASSERT_FALSE(stuck.ok());
+  EXPECT_EQ(stuck.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(stuck.status().message().find("slot " + std::to_string(slot) + " "), std::string::npos)
+      << stuck.status().message();
+  EXPECT_NE(stuck.status().message().find("migrat"), std::string::npos) << stuck.status().message();
+  EXPECT_EQ(stuck.status().message().find("redis-cluster://"), std::string::npos)
+      << stuck.status().message();
+  // One that finishes while the calls wait.
+  Status opened, listed;
+  std::thread caller([&] {
+    auto f = BloomFilter::Open(*store_, "multi");
+    opened = f.status();
+    if (f.ok()) listed = (*f)->Info().status();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  FinishMigration(slot, to_id);
+  caller.join();
+  EXPECT_TRUE(opened.ok()) << opened.ToString();
+  EXPECT_TRUE(listed.ok()) << listed.ToString();
+}
+
 // A remove of several batches (batch_items=10) while its filter's slot is
 // half migrated: each batch is followed to the importing node with ASKING,
 // and the next draws MOVED back, so the source runs the remove again. A new

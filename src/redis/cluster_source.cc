@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,6 +20,30 @@ constexpr int kMaxRedirects = 200;
 // TRYAGAIN / CLUSTERDOWN: a migration step or a failover takes
 // milliseconds to seconds; wait for it this long in all before giving up.
 constexpr std::chrono::milliseconds kMaxWait{10'000};
+
+// A call given up on while the cluster kept redirecting it. The redirect's
+// own error blames the URL ("use a redis-cluster:// URL", redis_client.cc),
+// which is right for a redis:// store pointed at a cluster node, not here.
+Status GaveUp(const ClusterRedirect& r, int slot) {
+  std::string answer;
+  switch (r.kind) {
+    case ClusterRedirect::Kind::kMoved:
+    case ClusterRedirect::Kind::kAsk:
+      answer = std::string(r.kind == ClusterRedirect::Kind::kAsk ? "ASK" : "MOVED") + " to " +
+               (r.host.empty() ? std::string("its own host") : r.host) + ":" +
+               std::to_string(r.port) + ": the slot is being migrated";
+      break;
+    case ClusterRedirect::Kind::kTryAgain:
+      answer = "TRYAGAIN: the call's keys are split between two nodes by a slot migration";
+      break;
+    case ClusterRedirect::Kind::kClusterDown:
+      answer = "CLUSTERDOWN: no node serves the slot";
+      break;
+  }
+  return Status::Unavailable("the Redis Cluster kept redirecting a call on slot " +
+                             std::to_string(slot) + " (the last answer: " + answer +
+                             "), so it was given up; retry once the migration or failover is done");
+}
 
 class ClusterSource final : public ConnectionSource {
  public:
@@ -70,6 +95,15 @@ class ClusterSource final : public ConnectionSource {
       if (redirect.has_value() && attempt < kMaxRedirects) {
         switch (redirect->kind) {
           case ClusterRedirect::Kind::kMoved:
+            if (send_asking) {
+              // The importing node sent a later command of the op back to the
+              // old owner: ASKING covers one command (or one transaction), and
+              // the op sends several. The old owner would answer ASK again:
+              // wait for the migration to finish, as for TRYAGAIN.
+              if (std::chrono::steady_clock::now() > give_up_at) return GaveUp(*redirect, slot);
+              std::this_thread::sleep_for(Backoff(std::min(attempt, 4)));
+              continue;
+            }
             // The map is stale: learn the whole new one (a reshard moves many
             // slots), and at least this slot's new owner.
             (void)Refresh(/*force=*/true);
@@ -85,7 +119,7 @@ class ClusterSource final : public ConnectionSource {
             // slot's few keys takes milliseconds.
             if (send_asking) {
               // ASK again from the importing node: back off before retrying.
-              if (std::chrono::steady_clock::now() > give_up_at) return s;
+              if (std::chrono::steady_clock::now() > give_up_at) return GaveUp(*redirect, slot);
               std::this_thread::sleep_for(Backoff(std::min(attempt, 4)));
               continue;
             }
@@ -93,7 +127,7 @@ class ClusterSource final : public ConnectionSource {
             continue;
           case ClusterRedirect::Kind::kTryAgain:
           case ClusterRedirect::Kind::kClusterDown:
-            if (std::chrono::steady_clock::now() > give_up_at) return s;
+            if (std::chrono::steady_clock::now() > give_up_at) return GaveUp(*redirect, slot);
             std::this_thread::sleep_for(Backoff(std::min(attempt, 4)));
             if (redirect->kind == ClusterRedirect::Kind::kClusterDown) {
               (void)Refresh(/*force=*/true);
@@ -101,6 +135,7 @@ class ClusterSource final : public ConnectionSource {
             continue;
         }
       }
+      if (redirect.has_value()) return GaveUp(*redirect, slot);  // kMaxRedirects
       // A lost node: its replica may be taking over. Learn the map again and
       // retry as ConnectionSource::Run documents.
       if (s.code() != StatusCode::kUnavailable || IsPermanentFailure(s) || (wrote && !idempotent) ||
