@@ -1,6 +1,7 @@
 // The Redis store against a real redis-server started by the test: every
 // library operation, the key layout, and every error a caller can meet.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -494,6 +495,45 @@ TEST_F(RedisStoreTest, KeyOfTheWrongTypeIsAClearConflict) {
   raw_->Run({"SET", "{m}:meta", "junk"});
   EXPECT_EQ(store_->ReadConfig("m").status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(store_->Create("m", Config()).code(), StatusCode::kDataLoss);
+}
+
+// An add whose WAIT (wait_replicas) lost its connection is sent again, on a
+// new one, and its items' bits are then found set. The items the first
+// attempt turned on were answered new then and stay new: before, the retry's
+// answers replaced them, every item read "not new", and `dedup` dropped lines
+// it had never printed. Small adds (one script) and batches both.
+TEST_F(RedisStoreTest, AnAddSentAgainAfterItsWaitWasCutKeepsWhatWasNew) {
+  RedisServer replica;
+  replica.Start();
+  replica.Cli({"REPLICAOF", "127.0.0.1", std::to_string(server_->port())});
+  for (int i = 0; i < 200 && replica.Cli({"INFO", "replication"}).find("master_link_status:up") ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(replica.Cli({"INFO", "replication"}).find("master_link_status:up"), std::string::npos);
+  auto store = MustOpen(server_->url() + "?wait_replicas=1&wait_timeout_ms=20000");
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "w", Options(10000, 0.01)));
+  for (size_t count : {size_t{3}, size_t{2000}}) {
+    // The replica stops acknowledging, so WAIT blocks; the add's connection
+    // is cut while it does, and the replica resumes for the retry's WAIT.
+    ASSERT_EQ(::kill(replica.pid(), SIGSTOP), 0);
+    std::thread cutter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      server_->Cli({"CLIENT", "KILL", "TYPE", "normal"});
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ::kill(replica.pid(), SIGCONT);
+    });
+    const auto items = Items(Encoding::kUtf8, count, count);
+    std::vector<uint8_t> added;
+    Status s = f->AddMany(Views(items), &added);
+    cutter.join();
+    ASSERT_TRUE(s.ok()) << count << ": " << s.ToString();
+    EXPECT_GE(static_cast<size_t>(std::count(added.begin(), added.end(), 1)), count * 99 / 100)
+        << count << " items, all new, read as seen before";
+  }
+  replica.Stop();
 }
 
 // A sharded create that fails part-way (here WAIT finds no replica) can be

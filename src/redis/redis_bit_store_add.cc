@@ -41,7 +41,13 @@ Status RedisBitStore::Add(std::span<PartBatch> batches) {
 // layer fill early (never late). The count can over-count only when a lost
 // attempt carried the count of earlier batches (see AddOn) and had run.
 // Counting filters are not retried: a second increment would be a second add.
+//
+// An attempt whose answers were read stands, though: a retry after the WAIT
+// that followed it lost its connection finds those bits set, and must not
+// turn the items it reported new into "not new" (dedup would drop lines it
+// never printed). Answers are ORed over the attempts.
 Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
+  if (b.out != nullptr) std::fill(b.out, b.out + b.items, 0);
   if (uint64_t{b.items} * b.k <= kSmallAddOps) return AddSmall(cells, b);
   const size_t batch = shared_->options.batch_items;
   std::vector<Chunk> chunks;
@@ -85,23 +91,28 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
 Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
   const uint64_t uncounted = b.capacity != 0 ? 0 : cells.pending.exchange(0);
   bool refused = false;
-  Status s = shared_->source->Run(cells.meta, Access::kMaster, /*idempotent=*/!cells.counting(),
-                                  [&](Connection& c) -> Status {
-                                    refused = false;
-                                    Status e = EvalPerItem(
-                                        c, cells, scripts::kAddSmall, "the small add script", 6,
-                                        [&](CommandBuffer& cmd) {
-                                          cmd.Arg(uncounted);
-                                          cmd.Arg(cells.count_field);
-                                          cmd.Arg(uint64_t{b.k});
-                                          cmd.Arg(cells.counting() ? "1" : "0");
-                                          cmd.Arg(cells.bytes);
-                                          cmd.Arg(b.capacity);
-                                        },
-                                        b.offsets, b.items, b.k, b.out, &b.room, &refused);
-                                    if (!e.ok() || refused) return e;
-                                    return WaitForReplicas(c, *shared_);
-                                  });
+  // Each attempt's answers, ORed into b.out once read (see AddBatch).
+  uint8_t answers[kSmallAddOps];
+  Status s = shared_->source->Run(
+      cells.meta, Access::kMaster, /*idempotent=*/!cells.counting(), [&](Connection& c) -> Status {
+        refused = false;
+        Status e = EvalPerItem(
+            c, cells, scripts::kAddSmall, "the small add script", 6,
+            [&](CommandBuffer& cmd) {
+              cmd.Arg(uncounted);
+              cmd.Arg(cells.count_field);
+              cmd.Arg(uint64_t{b.k});
+              cmd.Arg(cells.counting() ? "1" : "0");
+              cmd.Arg(cells.bytes);
+              cmd.Arg(b.capacity);
+            },
+            b.offsets, b.items, b.k, b.out == nullptr ? nullptr : answers, &b.room, &refused);
+        if (!e.ok() || refused) return e;
+        for (size_t i = 0; b.out != nullptr && i < b.items; ++i) {
+          b.out[i] |= answers[i];
+        }
+        return WaitForReplicas(c, *shared_);
+      });
   if (!s.ok() || refused) {
     // A count the script may not have applied rides with the next command.
     cells.pending += uncounted;
@@ -241,7 +252,7 @@ Status RedisBitStore::ReadAdd(Connection& c, const Cells& cells, PartBatch& b, c
   for (size_t i = 0; i < chunk.n; ++i) {
     bool was_new = false;
     for (uint32_t j = 0; j < k; ++j) was_new |= turned_on[i * k + j] != 0;
-    if (b.out != nullptr) b.out[chunk.first + i] = was_new ? 1 : 0;
+    if (b.out != nullptr && was_new) b.out[chunk.first + i] = 1;  // ORed: see AddBatch
     // Counting filters count every add, since each needs its own remove.
     added += (was_new || cells.counting()) ? 1 : 0;
   }
