@@ -178,13 +178,23 @@ Result<FileHeader> ReadHeader(int fd, const std::string& path) {
   return DecodeFileHeader(header.data(), static_cast<uint64_t>(st.st_size), path);
 }
 
-void SyncDir(const std::string& dir) {
+// Makes the directory's entries durable (a file linked, renamed or
+// unlinked in it). The error, if any, as errno; 0 on success, and on file
+// systems that cannot sync a directory (EINVAL, ENOTSUP: some network and
+// FUSE ones), where there is nothing more to do.
+int SyncDirErrno(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+  if (fd < 0) return errno;
+  int err = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  if (err == EINVAL || err == ENOTSUP) err = 0;
+  return err;
 }
+
+// For a change already made and visible (a swap, a drop): a failed sync
+// cannot undo it, and reporting the change as failed would be false; the
+// next successful sync of the directory makes it durable.
+void SyncDir(const std::string& dir) { (void)SyncDirErrno(dir); }
 
 // Opens a filter's file: kNotFound if it does not exist.
 Result<int> OpenFile(std::string_view name, const std::string& path, int flags) {
@@ -514,7 +524,12 @@ class FileStore final : public Store {
       if (err == EEXIST) return Status::AlreadyExists(path);
       return IoError("cannot create", path, err);
     }
-    SyncDir(dir);
+    // A create is not acknowledged before its name is durable: a crash would
+    // otherwise lose a filter its creator went on to use. The file stays (a
+    // retry finds it: kAlreadyExists, with the same parameters).
+    if (const int sync_err = SyncDirErrno(dir); sync_err != 0) {
+      return IoError("cannot sync the directory of", path, sync_err);
+    }
     return Status::Ok();
   }
 
