@@ -45,6 +45,15 @@ class KindsTest : public testing::StoreFixture {
     EXPECT_TRUE(f.ok()) << f.status().ToString();
     return f.ok() ? std::move(f).value() : nullptr;
   }
+  // A window filter of `slices` slices of `slice_ms` each, at 1%.
+  std::unique_ptr<BloomFilter> MakeWindow(const std::string& name, uint64_t capacity,
+                                          uint64_t slice_ms, uint32_t slices) {
+    return Make(name, {.capacity = capacity,
+                       .error_rate = 0.01,
+                       .kind = FilterKind::kWindow,
+                       .window_millis = slice_ms * slices,
+                       .slices = slices});
+  }
 };
 
 TEST_P(KindsTest, CountingRemovesWhatWasAdded) {
@@ -229,11 +238,7 @@ TEST_P(KindsTest, WindowForgetsOldSlices) {
   // expires old slices by its own clock, keeps them all for the test).
   constexpr uint64_t kSlice = 60'000, kSlices = 6;
   clock_->Set((testing::WallMillis() / kSlice) * kSlice);  // the start of a slice
-  auto f = Make("w", {.capacity = 3000,
-                      .error_rate = 0.01,
-                      .kind = FilterKind::kWindow,
-                      .window_millis = kSlice * kSlices,
-                      .slices = kSlices});
+  auto f = MakeWindow("w", 3000, kSlice, kSlices);
   ASSERT_NE(f, nullptr);
   const auto first = Items("first-", 500);
   std::vector<uint8_t> added;
@@ -274,11 +279,7 @@ TEST_P(KindsTest, WindowForgetsOldSlices) {
 TEST_P(KindsTest, ANewSliceIsNotJudgedByADeletedOnesExpiry) {
   constexpr uint64_t kSlice = 60'000, kSlices = 2;
   clock_->Set((testing::WallMillis() / kSlice) * kSlice);
-  auto w = Make("w", {.capacity = 100,
-                      .error_rate = 0.01,
-                      .kind = FilterKind::kWindow,
-                      .window_millis = kSlice * kSlices,
-                      .slices = kSlices});
+  auto w = MakeWindow("w", 100, kSlice, kSlices);
   ASSERT_NE(w, nullptr);
   const FilterConfig config = w->config();
   w.reset();
@@ -314,11 +315,7 @@ TEST_P(KindsTest, AWindowsPartsListStaysAsShortAsItsWindow) {
   if (!is_redis()) GTEST_SKIP() << "Redis only: file: and mem: are file_store_test's";
   constexpr uint64_t kSlice = 20, kSlices = 2;
   clock_->Set(testing::WallMillis());
-  auto f = Make("w", {.capacity = 100,
-                      .error_rate = 0.01,
-                      .kind = FilterKind::kWindow,
-                      .window_millis = kSlice * kSlices,
-                      .slices = kSlices});
+  auto f = MakeWindow("w", 100, kSlice, kSlices);
   ASSERT_NE(f, nullptr);
   for (int i = 0; i < 30; ++i) {
     clock_->Set(testing::WallMillis());
