@@ -129,6 +129,26 @@ TEST_P(KindsTest, ConcurrentCountingWritersLoseNoAdd) {
   }
 }
 
+// Repeats of an item in one batch are one item to a scaling filter. Each
+// repeat reserved a slot, and one that landed past a full layer went into
+// the next and was answered new again: dedup printed a line twice, and one
+// item repeated filled layer after layer (with expansion 1, all 32).
+TEST_P(KindsTest, ScalingAddsRepeatsInABatchOnce) {
+  auto f = Make("s", {.capacity = 10, .error_rate = 0.01, .kind = FilterKind::kScaling});
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->AddMany(Views(Items("u-", 9))).ok());
+  std::vector<std::string_view> repeats = {"dup", "dup", "dup"};
+  std::vector<uint8_t> added;
+  ASSERT_TRUE(f->AddMany(repeats, &added).ok());
+  EXPECT_EQ(added, (std::vector<uint8_t>{1, 0, 0}));
+  const std::vector<std::string> same(500, "same");
+  ASSERT_TRUE(f->AddMany(Views(same), &added).ok());
+  EXPECT_EQ(std::count(added.begin(), added.end(), 1), 1);
+  ASSERT_OK_AND_ASSIGN(const FilterInfo info, f->Info());
+  EXPECT_EQ(info.items_added, 11u);
+  EXPECT_EQ(info.parts, 2u) << "one layer of 10, the eleventh item in the next";
+}
+
 TEST_P(KindsTest, ScalingGrowsAndKeepsTheErrorRateAtTenTimesCapacity) {
   auto f = Make("s", {.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kScaling});
   ASSERT_NE(f, nullptr);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "kinds/kind_def.h"
 
@@ -46,14 +47,29 @@ class ScalingPolicy final : public KindPolicy {
     // An item already in some layer is not added again (RedisBloom's model).
     std::vector<uint8_t> present(hashes.size(), 0);
     REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> layers, Check(f, hashes, present.data()));
+    // Nor twice from one batch: a repeat reserves a slot like any item, and
+    // one that lands past a full layer goes into the next, whose bits do not
+    // have it yet, and is answered "new" again (dedup would print it twice;
+    // a batch of one item repeated could fill every layer). Only its first
+    // copy goes; the others answer 0, as an item already present does.
+    std::vector<size_t> absent;
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      if (!present[i]) absent.push_back(i);
+    }
+    std::stable_sort(absent.begin(), absent.end(), [&](size_t a, size_t b) {
+      return std::tie(hashes[a].h1, hashes[a].h2) < std::tie(hashes[b].h1, hashes[b].h2);
+    });
+    absent.erase(std::unique(absent.begin(), absent.end(),
+                             [&](size_t a, size_t b) { return hashes[a] == hashes[b]; }),
+                 absent.end());
+    std::sort(absent.begin(), absent.end());  // batch order again
     std::vector<Hash128> todo;
     std::vector<size_t> where;
-    for (size_t i = 0; i < hashes.size(); ++i) {
-      if (!present[i]) {
-        todo.push_back(hashes[i]);
-        where.push_back(i);
-      }
+    for (size_t i : absent) {
+      todo.push_back(hashes[i]);
+      where.push_back(i);
     }
+    for (size_t i = 0; i < hashes.size(); ++i) added[i] = 0;
     uint64_t last = layers.back();
     size_t next = 0;
     size_t limit = todo.size();  // what the last layer may take, as far as we know
