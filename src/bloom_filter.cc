@@ -626,6 +626,12 @@ Status ReadAllBits(BitStore& bits, uint64_t part, uint64_t total, std::string* o
   return Status::Ok();
 }
 
+// Whether part `id` may vanish while its filter lives: a window slice that
+// expired. Shards and scaling layers go only with the filter.
+bool ExpiresAlone(const FilterConfig& c, uint64_t id) {
+  return id >= c.initial_parts() && !KindOf(c.kind).dense_parts;
+}
+
 Status NotOneArray(const std::string& name, const FilterConfig& c, std::string_view what) {
   return Status::InvalidArgument("filter '" + name + "' is a " +
                                  std::string(FilterKindName(c.kind)) +
@@ -658,8 +664,14 @@ Status BloomFilter::ReadParts(std::vector<Part>* out) {
       part.id = id;
       REDBLOOM_ASSIGN_OR_RETURN(uint64_t bytes, PartBytes(c, id));
       Status s = ReadAllBits(*st.bits, id, bytes, &part.bytes);
-      // A window slice may expire between the listing and the read.
-      if (s.code() == StatusCode::kNotFound && !c.one_array()) continue;
+      if (s.code() == StatusCode::kNotFound) {
+        // A window slice may expire between the listing and the read. A part
+        // the filter keeps while it lives (a shard, a scaling layer) is gone
+        // with the filter (NotFound), or else its data is lost: an export or
+        // merge without it would lose its items and report success.
+        if (!ExpiresAlone(c, id)) return MissingPart(s).WithContext("part " + std::to_string(id));
+        continue;
+      }
       REDBLOOM_RETURN_IF_ERROR(s);
       REDBLOOM_ASSIGN_OR_RETURN(part.items, st.bits->ItemCount(id));
       out->push_back(std::move(part));
@@ -908,11 +920,11 @@ Result<FilterInfo> BloomFilter::Info() {
       auto stats = st.bits->Stats(id);
       if (!stats.ok() && stats.status().code() == StatusCode::kNotFound) {
         // A window slice may expire between the listing and the read. A part
-        // that exists from creation on (a plain filter's shards, a scaling
-        // filter's first layer) is gone with the filter (dropped, expired:
+        // the filter keeps while it lives (a plain filter's shards, a scaling
+        // filter's layers) is gone with the filter (dropped, expired:
         // NotFound as before), or else its data is lost, which is no smaller
         // filter.
-        if (id >= c.initial_parts()) continue;
+        if (ExpiresAlone(c, id)) continue;
         return MissingPart(stats.status()).WithContext("part " + std::to_string(id));
       }
       if (!stats.ok()) return stats.status();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config_codec.h"
+#include "kinds/kind_def.h"
 #include "word_bits.h"
 
 namespace redbloom {
@@ -169,6 +170,26 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
   if (total != h.data_bytes || (h.parts.empty() && h.config.one_array())) {
     return Status::DataLoss("dump header: the part table does not add up to data_bytes");
   }
+  // And every part the filter keeps while it lives must be there: a shard or
+  // layer left out (a dump written while one was lost) would import as a
+  // filter missing its items. Window slices come and go.
+  const bool dense = internal::KindOf(h.config.kind).dense_parts;
+  const uint64_t kept = h.config.initial_parts();
+  uint64_t expected = 0;
+  for (const auto& part : h.parts) {
+    if (expected >= kept && !dense) break;
+    if (part.id != expected) {
+      return Status::DataLoss("dump header: part " + std::to_string(expected) +
+                              " is missing, which a " + std::string(FilterKindName(h.config.kind)) +
+                              " filter of " + std::to_string(h.config.shards) +
+                              " shard(s) always has");
+    }
+    ++expected;
+  }
+  if (expected < kept) {
+    return Status::DataLoss("dump header: part " + std::to_string(expected) +
+                            " is missing, which the filter always has");
+  }
   return h;
 }
 
@@ -182,9 +203,13 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
   *created = false;
   auto existing = store.ReadConfig(name);
   if (existing.ok()) {
+    // The shards too: a sharded filter's m and k are one shard's, and a Guava
+    // file's one array written into part 0 would leave the items that hash to
+    // the other shards absent.
     const bool cells_match =
         existing->kind == config.kind && existing->strategy == config.strategy &&
-        existing->encoding == config.encoding && existing->geometry == config.geometry;
+        existing->encoding == config.encoding && existing->geometry == config.geometry &&
+        existing->shards == config.shards;
     if (!existing->SameFilterAs(config) && !(same_cells && cells_match)) {
       return Status::Conflict("filter '" + std::string(name) + "' exists with other parameters: " +
                               existing->ToString() + " (the input has " + config.ToString() + ")");
@@ -571,6 +596,13 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   // gigabytes, issue #15.6), then read again to write it.
   const auto data_start = in->tellg();
   REDBLOOM_RETURN_IF_ERROR(ReadChunks(*in, h, nullptr));
+  // A dump ends at its end marker. Bytes after it (two dumps concatenated)
+  // would otherwise be dropped while the import reported success.
+  if (in->peek() != std::char_traits<char>::eof()) {
+    return Status::InvalidArgument(
+        "the input goes on after the dump's end marker (several dumps in one input? import each "
+        "on its own); nothing was imported");
+  }
 
   bool created = false;
   REDBLOOM_ASSIGN_OR_RETURN(auto filter,
@@ -613,15 +645,19 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   // error rate may differ if they give the same m and k). Scaling and window
   // filters must be the same filter in every parameter: layer sizes follow
   // the capacity and expansion, slice numbers the slice length.
+  // Shards must match as well: a sharded filter's bits and hashes are one
+  // shard's, and an unsharded filter's array merged into its part 0 alone
+  // would leave the items of its other shards absent.
   auto mergeable = [&](const FilterConfig& c) {
     if (!first.one_array()) return c.SameFilterAs(first);
     return c.kind == first.kind && c.strategy == first.strategy && c.encoding == first.encoding &&
-           c.geometry.bits == first.geometry.bits && c.geometry.hashes == first.geometry.hashes;
+           c.geometry.bits == first.geometry.bits && c.geometry.hashes == first.geometry.hashes &&
+           c.shards == first.shards;
   };
   const char* rule =
       (first.kind == FilterKind::kScaling || first.kind == FilterKind::kWindow)
           ? "scaling and window filters merge only with identical parameters"
-          : "filters merge only with the same kind, strategy, encoding, bits and hashes";
+          : "filters merge only with the same kind, strategy, encoding, shards, bits and hashes";
   for (size_t i = 1; i < filters.size(); ++i) {
     if (!mergeable(filters[i]->config())) {
       return Status::InvalidArgument("cannot merge '" + sources[i] + "' (" +

@@ -7,12 +7,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
+#include "redbloom/transfer.h"
 #include "redis/redis_keys.h"
 #include "redis/redis_ops.h"
 #include "redis/redis_scripts.h"
@@ -495,6 +497,54 @@ TEST_F(RedisStoreTest, KeyOfTheWrongTypeIsAClearConflict) {
   raw_->Run({"SET", "{m}:meta", "junk"});
   EXPECT_EQ(store_->ReadConfig("m").status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(store_->Create("m", Config()).code(), StatusCode::kDataLoss);
+}
+
+// A sharded filter's m and k are one shard's, so a one-array filter or Guava
+// file of that geometry "matched" it: an import or merge wrote every bit into
+// shard 0, reported success, and the items of the other shards read absent
+// (about three in four here). And an export of a filter with a shard lost
+// left the shard out and reported success. All are refused now, and a dump
+// goes on no further than its end marker.
+TEST_F(RedisStoreTest, ShardedFiltersTakeNoOneArrayBitsAndExportNoShardLess) {
+  FilterOptions sharded = Options(4000, 0.01);
+  sharded.shards = 4;
+  ASSERT_OK_AND_ASSIGN(auto sh, BloomFilter::Create(*store_, "sh", sharded));
+  // A plain filter of one shard's m and k (given, not sized).
+  FilterOptions one = Options(0, 0);
+  one.bits = sh->config().geometry.bits;
+  one.hashes = sh->config().geometry.hashes;
+  ASSERT_OK_AND_ASSIGN(auto u, BloomFilter::Create(*store_, "u", one));
+  ASSERT_EQ(u->config().geometry, sh->config().geometry) << "the test needs one shard's geometry";
+  const auto items = Items(Encoding::kUtf8, 1000);
+  ASSERT_TRUE(u->AddMany(Views(items)).ok());
+  std::stringstream guava;
+  ASSERT_TRUE(ExportGuava(*u, guava).ok());
+  auto imported = ImportGuava(*store_, "sh", guava, {});
+  EXPECT_EQ(imported.status().code(), StatusCode::kConflict) << imported.status().ToString();
+  const std::vector<std::string> sources = {"u"};
+  EXPECT_EQ(Merge(*store_, "sh", sources).code(), StatusCode::kInvalidArgument);
+  const std::vector<std::string> mixed = {"u", "sh"};
+  EXPECT_EQ(Merge(*store_, "new", mixed).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->ReadConfig("new").status().code(), StatusCode::kNotFound)
+      << "a refused merge created its destination";
+  std::vector<uint8_t> present;
+  ASSERT_TRUE(sh->ContainsMany(Views(items), &present).ok());
+  EXPECT_LT(std::count(present.begin(), present.end(), 1), 50) << "bits went into the shard";
+
+  // A dump is one dump: a second one after it is refused, not dropped.
+  ASSERT_TRUE(sh->AddMany(Views(items)).ok());
+  std::stringstream dump;
+  ASSERT_TRUE(ExportDump(*sh, dump).ok());
+  std::stringstream twice(dump.str() + dump.str());
+  EXPECT_EQ(ImportDump(*store_, "copy", twice).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->ReadConfig("copy").status().code(), StatusCode::kNotFound);
+
+  // A shard lost with its server.
+  const auto lost = internal::ShardKeysFor("sh", internal::KeyMode::kPlain, 2, 4);
+  ASSERT_EQ(raw_->Int({"DEL", lost.bitmap, lost.meta}), 2);
+  std::stringstream partial;
+  EXPECT_EQ(ExportDump(*sh, partial).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(Merge(*store_, "copy2", std::vector<std::string>{"sh"}).code(), StatusCode::kDataLoss);
 }
 
 // An add whose WAIT (wait_replicas) lost its connection is sent again, on a

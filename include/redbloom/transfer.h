@@ -63,7 +63,8 @@ struct GuavaImportOptions {
 // m and k must be what they give, and an existing filter must have them too.
 // Without, the new filter has the file's geometry (capacity and error rate
 // derived), and an existing plain guava64 filter of the same encoding, m and
-// k takes the bits whatever capacity it was created with. The whole file is
+// k takes the bits whatever capacity it was created with; a sharded one never
+// does (its m and k are one shard's), kConflict. The whole file is
 // validated before anything is written: a file shorter than its header's
 // word count is kDataLoss ("truncated"), a longer one kInvalidArgument.
 Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
@@ -72,18 +73,22 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
 
 // Writes a redbloom dump of `filter`, of any kind: every part it has (a
 // scaling filter's layers, a window filter's live slices), each with its
-// item count (docs/dump-format.md).
+// item count (docs/dump-format.md). A shard or layer lost from the store is
+// kDataLoss, never a dump without it.
 Status ExportDump(BloomFilter& filter, std::ostream& out);
 // Restores a dump into filter `name`: created with the dump's config if it does
 // not exist, else it must have the same config (kConflict otherwise) and the
-// dump is merged in: bits ORed, counters added (saturating at 15).
+// dump is merged in: bits ORed, counters added (saturating at 15). A dump
+// without a part its filter always has (a shard, a scaling layer) is
+// kDataLoss, and bytes after its end marker kInvalidArgument, before anything
+// is written.
 Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view name,
                                                 std::istream& in);
 
 // Merges every source into `dest`: the union of plain filters (bits ORed) or
 // of counting filters (counters added, so a remove still works for the items
-// of each source). All must have the same kind, strategy, encoding, m and k
-// (kInvalidArgument naming the first that differs). A missing dest is created
+// of each source). All must have the same kind, strategy, encoding, shards, m
+// and k (kInvalidArgument naming the first that differs). A missing dest is created
 // with the first source's config. Nothing is created or written on error.
 Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources);
 
