@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "exit_codes.h"
@@ -277,6 +279,44 @@ TEST_F(CliTest, RebuildKeepsTheParametersItIsNotGiven) {
     EXPECT_EQ(r.exit_code, 2) << flags[0] << ": " << r.err;
   }
   expect_info({{"strategy", "guava64"}});
+}
+
+// export --file writes through what the name is: into a FIFO (or a device,
+// such as /dev/stdout) as it is, and through a symlink to its target. It
+// wrote a temporary file and renamed it over the name, which replaced the
+// FIFO or the link: a reader of the FIFO got nothing, as the link's target
+// did, while the export said it had written (as root, `-f /dev/stdout`
+// replaced /dev/stdout itself).
+TEST_F(CliTest, ExportWritesThroughFifosAndSymlinks) {
+  Create("e", {"--strategy", "guava64"});
+  ASSERT_EQ(Run({"add", "-q", "e", "x"}).exit_code, 0);
+  const std::string fifo = dir_.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // A write end of our own, so that the reader neither waits for the export
+  // to open the FIFO nor reads its end before the export is done: closed
+  // after it, whatever the export did.
+  const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), {});
+  });
+  auto r = Run({"export", "e", "--format", "redbloom", "-f", fifo});
+  ::close(held);
+  reader.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(got.size(), 100u) << "the FIFO's reader got nothing";
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo)) << "the FIFO was replaced";
+
+  std::filesystem::create_directory(dir_.path() + "/dumps");
+  const std::string real = dir_.path() + "/dumps/real.bf", link = dir_.path() + "/latest.bf";
+  WriteFile("dumps/real.bf", "old");
+  std::filesystem::create_symlink(real, link);
+  r = Run({"export", "e", "--format", "guava", "-f", link});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(link)) << "the link was replaced";
+  EXPECT_GT(std::filesystem::file_size(real), 100u) << "the link's target was not written";
 }
 
 // A rebuild killed before its swap leaves its temporary filter, which keeps

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -290,6 +291,13 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   return 0;
 }
 
+int Exported(const std::string& name, size_t bytes, const std::string& format,
+             const std::string& file) {
+  std::cerr << "exported " << name << " (" << bytes << " bytes, " << format << " format) to "
+            << file << "\n";
+  return 0;
+}
+
 int RunExport(Context& ctx, const std::string& name, const std::string& format,
               const std::string& file) {
   if (format != "guava" && format != "redbloom") {
@@ -308,9 +316,32 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
     return 0;
   }
-  // Write beside the target and rename, so a failed export never leaves a
-  // half-written file under the name.
-  const std::string tmp = file + ".tmp." + std::to_string(::getpid());
+  // A FIFO, a device (/dev/stdout) or a socket is written to as it is:
+  // renaming a file over it would replace it, and whatever reads from it
+  // would get nothing while the export said it had written.
+  std::error_code ec;
+  const auto st = std::filesystem::status(file, ec);  // follows symlinks
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    std::ofstream out(file, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      return Fail(Status::Unavailable("cannot write " + file + ": " + internal::ErrnoText(errno)));
+    }
+    return Exported(name, bytes.size(), format, file);
+  }
+  // A regular file: write beside it and rename, so a failed export never
+  // leaves a half-written file under the name. Through a symlink, beside
+  // and over its target: the link stays a link.
+  std::string target = file;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(file, ec)) && !ec) {
+    const auto resolved = std::filesystem::weakly_canonical(file, ec);
+    if (ec) {
+      return Fail(Status::Unavailable("cannot resolve the link " + file + ": " + ec.message()));
+    }
+    target = resolved.string();
+  }
+  const std::string tmp = target + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -322,14 +353,12 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
                                       "): " + internal::ErrnoText(err)));
     }
   }
-  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     std::remove(tmp.c_str());
     return Fail(
-        Status::Unavailable("cannot rename to " + file + ": " + internal::ErrnoText(errno)));
+        Status::Unavailable("cannot rename to " + target + ": " + internal::ErrnoText(errno)));
   }
-  std::cerr << "exported " << name << " (" << bytes.size() << " bytes, " << format << " format) to "
-            << file << "\n";
-  return 0;
+  return Exported(name, bytes.size(), format, file);
 }
 
 int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::string>& sources) {
