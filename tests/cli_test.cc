@@ -319,6 +319,21 @@ TEST_F(CliTest, ExportWritesThroughFifosAndSymlinks) {
   EXPECT_GT(std::filesystem::file_size(real), 100u) << "the link's target was not written";
 }
 
+// A load in batches (a scaling filter) that meets bad input after its first
+// batch says that batch was added: the error alone read like the plain
+// filter's, where nothing is written.
+TEST_F(CliTest, ALoadStoppedByBadInputSaysWhatItAdded) {
+  Create("sc", {"--scaling"});
+  std::string text;
+  for (int i = 0; i < 70000; ++i) text += std::to_string(i) + "\n";
+  text += std::string(1100000, 'a') + "\n";
+  const std::string path = WriteFile("long.txt", text);
+  auto r = Run({"load", "sc", "-f", path});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the 65536 items before it were added"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 70001"), std::string::npos) << r.err;
+}
+
 // A rebuild killed before its swap leaves its temporary filter, which keeps
 // the next rebuild out (it might be another one running) until --force.
 TEST_F(CliTest, ARebuildsLeftoverIsDroppedOnlyWithForce) {

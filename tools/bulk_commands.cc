@@ -95,7 +95,14 @@ int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& read
   uint64_t items = 0, fresh = 0;
   while (true) {
     auto more = reader.Next(&lines, kBatch, /*streaming=*/false);
-    if (!more.ok()) return Fail(more.status());
+    if (!more.ok()) {
+      progress.Done();
+      if (items == 0) return Fail(more.status());
+      return Fail(more.status().WithContext(
+          "load (the " + std::to_string(items) +
+          " items before it were added; fix the input and load again: adding them again is "
+          "harmless)"));
+    }
     if (!*more) break;
     views.assign(lines.begin(), lines.end());
     if (Status s = filter.AddMany(views, &added); !s.ok()) {
