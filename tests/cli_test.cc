@@ -691,6 +691,39 @@ TEST_F(CliTest, ReadmeDedupExampleRunsAsWritten) {
   EXPECT_EQ(check.exit_code, 0) << check.err;
 }
 
+// A rebuild stopped by a signal (SIGTERM here; SIGINT and SIGHUP alike) while
+// it reads its items drops its temporary filter and exits 128 + the signal,
+// the old filter unchanged, so the next rebuild needs no --force. Killed
+// outright before, it left the temporary filter behind.
+TEST_F(CliTest, ARebuildStoppedBySignalLeavesNothingBehind) {
+  Create("r");
+  ASSERT_EQ(Run({"add", "-q", "r", "old"}).exit_code, 0);
+  const std::string temp = dir_.path() + "/" + TemporaryName("r") + ".rbf";
+  // The rebuild reads a FIFO this test holds open and writes nothing to: it
+  // has made its temporary filter and waits for items when the signal comes.
+  const std::string fifo = dir_.path() + "/items";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ShellPipeline pipeline("'" + std::string(REDBLOOM_CLI_PATH) + "' --store 'file:" + dir_.path() +
+                             "' rebuild r --file '" + fifo + "' & echo $!; wait $!; echo exit=$?",
+                         {});
+  const std::string pid = pipeline.ReadLine();
+  ASSERT_NE(pid, "<none>");
+  for (int i = 0; i < 200 && !std::filesystem::exists(temp); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(std::filesystem::exists(temp)) << "the rebuild never started";
+  ASSERT_EQ(::kill(std::stoi(pid), SIGTERM), 0);
+  EXPECT_EQ(pipeline.ReadLine(), "exit=" + std::to_string(128 + SIGTERM));
+  pipeline.Stop();
+  ::close(held);
+  EXPECT_FALSE(std::filesystem::exists(temp)) << "the temporary filter was left";
+  EXPECT_EQ(Run({"check", "r", "old"}).exit_code, 0) << "the old filter changed";
+  auto again = Run({"rebuild", "r", "--file", WriteFile("new.txt", "new\n")});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+}
+
 // mem: keeps filters in the process; the CLI says so, once per run.
 TEST_F(CliTest, MemStoreWarnsThatNothingPersists) {
   auto create =

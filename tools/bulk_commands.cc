@@ -1,8 +1,10 @@
 // redbloom load, import, export, merge and dedup.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -416,6 +418,44 @@ Result<FilterOptions> RebuildOptions(const SizingFlags& flags, bool plain, bool 
   return o;
 }
 
+// SIGINT, SIGTERM and SIGHUP during a rebuild: the signal's number, for the
+// fill to stop at (between reads, and in a read it interrupts), so that the
+// library drops the temporary filter. Killed outright, a rebuild leaves it,
+// and the next one then needs --force.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+// Catches the stop signals for its life: without SA_RESTART (a blocked read
+// returns EINTR) and once (SA_RESETHAND: a second signal ends the process as
+// usual). A signal ignored when the command started (a background job of a
+// script) stays ignored.
+class StopSignals {
+ public:
+  StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      struct sigaction was {};
+      if (::sigaction(kSignals[i], nullptr, &was) != 0 || was.sa_handler == SIG_IGN) continue;
+      struct sigaction on {};
+      on.sa_handler = OnStopSignal;
+      on.sa_flags = SA_RESETHAND;
+      sigemptyset(&on.sa_mask);
+      if (::sigaction(kSignals[i], &on, &old_[i]) == 0) caught_[i] = true;
+    }
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  ~StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      if (caught_[i]) ::sigaction(kSignals[i], &old_[i], nullptr);
+    }
+  }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+  std::array<bool, 3> caught_{};
+};
+
 int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing, bool plain,
                bool no_ttl, bool force, const std::string& file) {
   ItemReader reader({}, file);
@@ -428,6 +468,11 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
   if (!options.ok()) return Fail(options.status());
   Progress progress(reader.total_bytes());
   uint64_t items = 0;
+  StopSignals stop_signals;
+  reader.set_stop(&g_stop_signal);
+  const auto stopped = [] {
+    return Status::Unavailable("stopped by signal " + std::to_string(g_stop_signal));
+  };
   Status s = BloomFilter::Rebuild(
       *ctx.store, name, *options,
       [&](BloomFilter& f) -> Status {
@@ -437,6 +482,7 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
         std::vector<std::string> lines;
         std::vector<std::string_view> views;
         while (true) {
+          if (g_stop_signal != 0) return stopped();
           REDBLOOM_ASSIGN_OR_RETURN(bool more, reader.Next(&lines, kBatch, /*streaming=*/false));
           if (!more) break;
           views.assign(lines.begin(), lines.end());
@@ -445,11 +491,19 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
           items += lines.size();
           progress.Update(items, reader.bytes_read());
         }
+        if (g_stop_signal != 0) return stopped();
         if (builder) return f.OrBitmap(builder->bitmap(), builder->new_items());
         return Status::Ok();
       },
       force ? BloomFilter::Leftover::kDrop : BloomFilter::Leftover::kRefuse);
   progress.Done();
+  if (!s.ok() && g_stop_signal != 0) {
+    // The temporary filter was dropped on the way out (unless the store
+    // failed too, which Rebuild's error would then say).
+    std::cerr << "redbloom: rebuild of " << name << " stopped by signal " << g_stop_signal
+              << "; the old filter is unchanged\n";
+    return 128 + g_stop_signal;
+  }
   if (!s.ok()) return Fail(s.WithContext("the old filter is unchanged"));
   std::cerr << "rebuilt " << name << " from " << items << " items in "
             << FormatDouble(progress.seconds()) << " s and swapped it in\n";

@@ -106,7 +106,12 @@ Status ItemReader::Fill() {
   char chunk[1 << 16];
   while (true) {
     const ssize_t r = ::read(fd_, chunk, sizeof(chunk));
-    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EINTR) {
+      if (stop_ != nullptr && *stop_ != 0) {
+        return Status::Unavailable("reading " + Name() + " was interrupted by a signal");
+      }
+      continue;
+    }
     if (r < 0) {
       return Status::Unavailable("read error on " + Name() + ": " + internal::ErrnoText(errno));
     }

@@ -4,6 +4,7 @@
 #ifndef REDBLOOM_TOOLS_ITEM_READER_H_
 #define REDBLOOM_TOOLS_ITEM_READER_H_
 
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ class ItemReader {
   // item's, named by its place in the input (Where); otherwise `s` as it is.
   Status Locate(const Status& s, Encoding encoding, const std::vector<std::string>& batch) const;
 
+  // A read interrupted by a signal stops with kUnavailable ("interrupted")
+  // once *stop is non-zero, instead of reading on: a command that catches
+  // SIGINT / SIGTERM (rebuild) then ends its work cleanly.
+  void set_stop(const volatile std::sig_atomic_t* stop) { stop_ = stop; }
+
   uint64_t bytes_read() const { return bytes_read_; }
   uint64_t total_bytes() const { return total_bytes_; }  // 0 when unknown (a pipe)
 
@@ -57,6 +63,7 @@ class ItemReader {
   Status TooLong() const;  // the error for line lines_ + 1
   Status Fill();
   std::string Name() const { return path_ == "-" ? "stdin" : path_; }
+  const volatile std::sig_atomic_t* stop_ = nullptr;
 
   std::vector<std::string> args_;
   std::string path_;
