@@ -621,7 +621,9 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   });
   if (!store_error.ok()) return ImportStopped(store_error, wrote_some);
   if (!written.ok()) {
-    return written.WithContext("the input changed while it was imported; part of it was written");
+    return written.WithContext(
+        wrote_some ? "the input changed while it was imported; part of it was written"
+                   : "the input changed while it was imported; nothing was written");
   }
   // Parts with no chunk (all zeros) are created too, and every count added.
   for (const auto& part : h.parts) {
