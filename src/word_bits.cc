@@ -425,7 +425,6 @@ Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* p
   }
   if (parts_now != nullptr) {
     REDBLOOM_ASSIGN_OR_RETURN(*parts_now, parts_->List());
-    ForgetRetired();
   }
   return Status::Ok();
 }

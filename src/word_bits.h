@@ -227,7 +227,9 @@ class WordBitStore final : public BitStore, public HashedCells {
   // 0's eagerly opened array; any other part's is held in *hold for the
   // call, since a listing may forget it meanwhile (see ListParts).
   Result<WordArray*> ArrayPtr(uint64_t part, std::shared_ptr<WordArray>* hold);
-  // Forgets the open arrays of parts the store has retired (their
+  // From ListParts (a window filter lists once per slice; a scaling
+  // filter's checks list too, but its layers retire only with the filter):
+  // forgets the open arrays of parts the store has retired (their
   // `superseded` set: a window filter's expired slices, deleted by a
   // listing), so that a handle does not keep every slice it ever opened
   // mapped (their memory, descriptors and, on file:, the disk blocks of files
