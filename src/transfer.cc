@@ -175,20 +175,15 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
   // filter missing its items. Window slices come and go.
   const bool dense = internal::KindOf(h.config.kind).dense_parts;
   const uint64_t kept = h.config.initial_parts();
-  uint64_t expected = 0;
+  uint64_t expected = 0;  // the first part id not seen in order from 0
   for (const auto& part : h.parts) {
-    if (expected >= kept && !dense) break;
-    if (part.id != expected) {
-      return Status::DataLoss("dump header: part " + std::to_string(expected) +
-                              " is missing, which a " + std::string(FilterKindName(h.config.kind)) +
-                              " filter of " + std::to_string(h.config.shards) +
-                              " shard(s) always has");
-    }
+    if (part.id != expected || (expected >= kept && !dense)) break;
     ++expected;
   }
-  if (expected < kept) {
-    return Status::DataLoss("dump header: part " + std::to_string(expected) +
-                            " is missing, which the filter always has");
+  if (expected < kept || (dense && expected < h.parts.size())) {
+    return Status::DataLoss("dump header: part " + std::to_string(expected) + " of the " +
+                            std::string(FilterKindName(h.config.kind)) +
+                            " filter is missing, which the filter always has");
   }
   return h;
 }
