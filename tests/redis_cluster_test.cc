@@ -84,8 +84,10 @@ class RedisClusterTest : public ::testing::Test {
   // Moves every key of `slot` from its master to another master and leaves
   // the migration unfinished (MIGRATING on the old owner, IMPORTING on the
   // new one, every map unchanged), so that the old owner answers ASK. The
-  // new owner's id, for FinishMigration.
-  static std::string MigrateKeysOf(int slot) {
+  // new owner's id, for FinishMigration. `per_step` keys a MIGRATE, with
+  // `pause` after each (a migration in progress while a client writes).
+  static std::string MigrateKeysOf(int slot, int per_step = 100,
+                                   std::chrono::milliseconds pause = {}) {
     RedisServer& from = cluster_->MasterOf(slot);
     RedisServer* to = nullptr;
     for (RedisServer* m : cluster_->Masters()) {
@@ -98,16 +100,23 @@ class RedisClusterTest : public ::testing::Test {
     to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
     from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
     for (;;) {
-      std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
+      std::istringstream keys(
+          from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), std::to_string(per_step)}));
       std::string key;
       if (!std::getline(keys, key) || key.empty()) break;
       from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
+      std::this_thread::sleep_for(pause);
     }
     return to_id;
   }
-  // Gives `slot` to the node `to_id` in every master's map.
+  // Gives `slot` to the node `to_id` in every master's map, the new owner's
+  // first (as redis-cli --cluster does).
   static void FinishMigration(int slot, const std::string& to_id) {
-    for (RedisServer* m : cluster_->Masters()) {
+    std::vector<RedisServer*> masters = cluster_->Masters();
+    std::stable_partition(masters.begin(), masters.end(), [&](RedisServer* m) {
+      return Trim(m->Cli({"CLUSTER", "MYID"})) == to_id;
+    });
+    for (RedisServer* m : masters) {
       m->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
     }
   }
@@ -438,34 +447,15 @@ TEST_F(RedisClusterTest, ReshardingWhileAddingLosesNothing) {
   });
 
   const int slot = internal::KeySlot("moving");
-  RedisServer& from = cluster_->MasterOf(slot);
-  RedisServer* to = nullptr;
-  for (RedisServer* m : cluster_->Masters()) {
-    if (m != &from) to = m;
-  }
-  ASSERT_NE(to, nullptr);
-  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
-  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the writer start
-  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
-  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
-  for (;;) {
-    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "1"}));
-    std::string key;
-    if (!std::getline(keys, key) || key.empty()) break;
-    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a migration in progress
-  }
-  for (RedisServer* node : {to, &from}) {
-    node->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
-  }
-  for (RedisServer* m : cluster_->Masters()) {
-    if (m != to && m != &from) m->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id});
-  }
+  // A key at a time, 20 ms apart: a migration in progress.
+  const std::string to_id = MigrateKeysOf(slot, 1, std::chrono::milliseconds(20));
+  ASSERT_FALSE(to_id.empty());
+  FinishMigration(slot, to_id);
   writer.join();
   EXPECT_TRUE(done);
   EXPECT_EQ(errors, 0) << first_error;
-  EXPECT_EQ(&cluster_->MasterOf(slot), to) << "the slot moved";
+  EXPECT_EQ(Trim(cluster_->MasterOf(slot).Cli({"CLUSTER", "MYID"})), to_id) << "the slot moved";
   auto fresh = MustOpen(cluster_->url());
   for (const char* name : {"moving", "spread"}) {
     auto f = BloomFilter::Open(*fresh, name);
