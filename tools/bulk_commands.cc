@@ -300,6 +300,15 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   return 0;
 }
 
+// Writes `bytes` to `path` (truncated, or created); errors name `what`.
+Status WriteBytes(const std::string& path, const std::string& bytes, const std::string& what) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.flush();
+  if (!out) return Status::Unavailable("cannot write " + what + ": " + internal::ErrnoText(errno));
+  return Status::Ok();
+}
+
 int Exported(const std::string& name, size_t bytes, const std::string& format,
              const std::string& file) {
   std::cerr << "exported " << name << " (" << bytes << " bytes, " << format << " format) to "
@@ -331,12 +340,7 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   std::error_code ec;
   const auto st = std::filesystem::status(file, ec);  // follows symlinks
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
-    std::ofstream out(file, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      return Fail(Status::Unavailable("cannot write " + file + ": " + internal::ErrnoText(errno)));
-    }
+    if (Status w = WriteBytes(file, bytes, file); !w.ok()) return Fail(w);
     return Exported(name, bytes.size(), format, file);
   }
   // A regular file: write beside it and rename, so a failed export never
@@ -351,16 +355,9 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     target = resolved.string();
   }
   const std::string tmp = target + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      const int err = errno;
-      std::remove(tmp.c_str());
-      return Fail(Status::Unavailable("cannot write " + file + " (through its temporary " + tmp +
-                                      "): " + internal::ErrnoText(err)));
-    }
+  if (Status w = WriteBytes(tmp, bytes, file + " (through its temporary " + tmp + ")"); !w.ok()) {
+    std::remove(tmp.c_str());
+    return Fail(w);
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     std::remove(tmp.c_str());
