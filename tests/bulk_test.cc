@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "config_codec.h"
@@ -634,6 +636,106 @@ TEST_F(DumpTest, ScalingAndWindowFiltersRoundTripAcrossEveryPairOfStores) {
   }
 }
 
+// `dump` with its header text passed through `edit` and its checksum fixed,
+// so only the header's field checks can catch what `edit` changed.
+std::string ForgeDumpHeader(const std::string& dump,
+                            const std::function<std::string(std::string)>& edit) {
+  const uint32_t header_len = static_cast<uint8_t>(dump[14]) << 8 | static_cast<uint8_t>(dump[15]);
+  const std::string h = edit(dump.substr(16, header_len));
+  std::string out = dump.substr(0, 12);
+  for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((h.size() >> (8 * i)) & 0xff));
+  out += h;
+  const uint32_t crc =
+      crc32(0, reinterpret_cast<const Bytef*>(h.data()), static_cast<uInt>(h.size()));
+  for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  return out + dump.substr(16 + header_len + 4);
+}
+
+// The value of header line `key`.
+std::string HeaderField(const std::string& header, const std::string& key) {
+  const size_t at = header.find("\n" + key + "=");
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size() + 2;
+  return header.substr(from, header.find('\n', from) - from);
+}
+
+std::string SetHeaderField(std::string header, const std::string& key, const std::string& value) {
+  const size_t from = header.find("\n" + key + "=") + key.size() + 2;
+  return header.replace(from, header.find('\n', from) - from, value);
+}
+
+uint64_t BigEndian(std::string_view bytes) {
+  uint64_t v = 0;
+  for (unsigned char c : bytes) v = v << 8 | c;
+  return v;
+}
+
+void PutBigEndian(std::string* out, uint64_t v, int n) {
+  for (int i = n - 1; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint32_t Crc32(std::string_view bytes, uint32_t crc = 0) {
+  return static_cast<uint32_t>(
+      crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
+// `dump` with part `id` left out, everywhere a dump says it (docs/dump-
+// format.md): its entry in the header's table, its bytes in data_bytes, its
+// chunks (those after it moved down), and the end marker's count and
+// checksum. What an export would have written had the part not been there.
+std::string WithoutPart(const std::string& dump, uint64_t id) {
+  uint64_t base = 0, size = 0;
+  std::string header_text;
+  std::string out = ForgeDumpHeader(dump, [&](std::string header) {
+    header_text = header;
+    std::string table;
+    std::istringstream entries(HeaderField(header, "parts"));
+    bool found = false;
+    for (std::string entry; std::getline(entries, entry, ',');) {
+      const uint64_t bytes = std::stoull(entry.substr(entry.rfind(':') + 1));
+      if (entry.starts_with(std::to_string(id) + ":")) {
+        found = true;
+        size = bytes;
+        continue;
+      }
+      if (!found) base += bytes;
+      table += (table.empty() ? "" : ",") + entry;
+    }
+    EXPECT_TRUE(found) << "no part " << id << " in " << header;
+    const uint64_t data = std::stoull(HeaderField(header, "data_bytes"));
+    return SetHeaderField(SetHeaderField(header, "parts", table), "data_bytes",
+                          std::to_string(data - size));
+  });
+  // The chunks: offset (8), length (4), the bytes, a CRC of all three (4).
+  const size_t data_start = 16 + header_text.size() + 4;
+  std::string_view rest = std::string_view(dump).substr(data_start);
+  out.resize(out.size() - rest.size());
+  uint64_t chunks = 0;
+  uint32_t running = 0;
+  while (BigEndian(rest.substr(0, 8)) != UINT64_MAX) {
+    uint64_t offset = BigEndian(rest.substr(0, 8));
+    const uint64_t len = BigEndian(rest.substr(8, 4));
+    const std::string_view bytes = rest.substr(12, len);
+    rest.remove_prefix(12 + len + 4);
+    if (offset >= base && offset < base + size) continue;
+    if (offset >= base + size) offset -= size;
+    std::string frame;
+    PutBigEndian(&frame, offset, 8);
+    PutBigEndian(&frame, len, 4);
+    std::string crc;
+    PutBigEndian(&crc, Crc32(bytes, Crc32(frame)), 4);
+    out += frame;
+    out += bytes;
+    out += crc;
+    running = Crc32(crc, running);
+    ++chunks;
+  }
+  PutBigEndian(&out, UINT64_MAX, 8);
+  PutBigEndian(&out, chunks, 8);
+  PutBigEndian(&out, running, 4);
+  return out;
+}
+
 // A dump's header rewritten (checksum fixed, so only the field checks can
 // catch it) is refused before anything is created.
 TEST(DumpHeaderTest, InconsistentHeadersAreDataLossAndCreateNothing) {
@@ -645,22 +747,13 @@ TEST(DumpHeaderTest, InconsistentHeadersAreDataLossAndCreateNothing) {
   ASSERT_TRUE((*f)->AddMany(Views(Items("x-", 300))).ok());  // two layers
   std::stringstream dump;
   ASSERT_TRUE(ExportDump(**f, dump).ok());
-  const std::string bytes = dump.str();
-  const uint32_t header_len =
-      static_cast<uint8_t>(bytes[14]) << 8 | static_cast<uint8_t>(bytes[15]);
-  const std::string header = bytes.substr(16, header_len);
   auto forge = [&](const std::string& from, const std::string& to) {
-    std::string h = header;
-    const size_t at = h.find(from);
-    EXPECT_NE(at, std::string::npos) << from << " in " << h;
-    if (at != std::string::npos) h.replace(at, from.size(), to);
-    std::string out = bytes.substr(0, 12);
-    for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((h.size() >> (8 * i)) & 0xff));
-    out += h;
-    const uint32_t crc =
-        crc32(0, reinterpret_cast<const Bytef*>(h.data()), static_cast<uInt>(h.size()));
-    for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
-    return out + bytes.substr(16 + header_len + 4);
+    return ForgeDumpHeader(dump.str(), [&](std::string h) {
+      const size_t at = h.find(from);
+      EXPECT_NE(at, std::string::npos) << from << " in " << h;
+      if (at != std::string::npos) h.replace(at, from.size(), to);
+      return h;
+    });
   };
   {
     std::istringstream same(forge("kind=", "kind="));
@@ -676,6 +769,52 @@ TEST(DumpHeaderTest, InconsistentHeadersAreDataLossAndCreateNothing) {
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << from << " -> " << to << ": " << s.ToString();
     EXPECT_EQ((*store)->ReadConfig("forged").status().code(), StatusCode::kNotFound) << from;
   }
+}
+
+// A dump whose part table leaves out a shard, or a scaling filter's layer
+// below its last, would import as a filter without that part's items (every
+// one of them a false negative), though the table adds up: refused, naming
+// the part, before anything is created. A scaling filter's last layers may
+// be absent (it had not grown yet).
+TEST_F(DumpTest, APartTheFilterAlwaysHasCannotBeLeftOut) {
+  auto store = Store::Open(redis_a_->url());  // shards are Redis's
+  ASSERT_TRUE(store.ok());
+  auto dump_of = [&](const std::string& name, FilterOptions options, int items) {
+    auto f = BloomFilter::Create(**store, name, options);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    if (!f.ok()) return std::string();
+    EXPECT_TRUE((*f)->AddMany(Views(Items(name + "-", items))).ok());
+    std::stringstream out;
+    EXPECT_TRUE(ExportDump(**f, out).ok());
+    return out.str();
+  };
+  auto import = [&](const std::string& bytes, const std::string& name) {
+    std::istringstream in(bytes);
+    return ImportDump(**store, name, in).status();
+  };
+  const std::string sharded =
+      dump_of("sh", {.capacity = 4000, .error_rate = 0.01, .shards = 4}, 2000);
+  const std::string scaling = dump_of(
+      "sc", {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling}, 700);  // 3 layers
+  ASSERT_NE(HeaderField(scaling, "parts").find(",2:"), std::string::npos)
+      << "the test needs three layers";
+  for (const auto& [label, dump, part] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"shard 2", sharded, 2}, {"shard 0", sharded, 0}, {"layer 1", scaling, 1}}) {
+    const std::string forged = WithoutPart(dump, part);
+    const Status s = import(forged, "forged");
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << label << ": " << s.ToString();
+    EXPECT_NE(s.message().find("part " + std::to_string(part) + " "), std::string::npos)
+        << label << ": " << s.message();
+    EXPECT_NE(s.message().find("missing"), std::string::npos) << label << ": " << s.message();
+    EXPECT_EQ((*store)->ReadConfig("forged").status().code(), StatusCode::kNotFound) << label;
+  }
+  // A scaling filter's last layer left out, the same way, imports (as a
+  // filter that had not grown yet): the refusals above are the missing
+  // parts', not the forging's.
+  ASSERT_TRUE(import(WithoutPart(scaling, 2), "two-layers").ok());
+  auto two = BloomFilter::Open(**store, "two-layers");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(testing::ValueOrFail((*two)->Info()).parts, 2u);
 }
 
 TEST(MergeTest, UnionOfIdenticalGeometryAndClearErrorsOtherwise) {
