@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "redbloom/hash.h"
 #include "redbloom/sizing.h"
@@ -37,6 +38,12 @@ class HashedCells {
   // kInvalidArgument, as BitStore::Test answers it.
   virtual Status TestHashes(uint64_t part, std::span<const Hash128> hashes,
                             const StrategyDef& strategy, const Geometry& g, uint8_t* present) = 0;
+  // Leaves out of *parts those that do not exist, when the store can tell
+  // that for several at once more cheaply than TestHashes finds it out for
+  // each (a window's slices nobody added to); may leave all of them. A part
+  // made after the call began may be left out, as an add running beside a
+  // check may be missed; one made before it never is.
+  virtual Status KeepExisting(std::vector<uint64_t>* parts) = 0;
   // BitStore::Add of these items without a capacity: every item is added,
   // added[i] (if `added` is not null) = 1 if item i turned a cell on, and
   // the part's count grows as BitStore::Add says.

@@ -446,6 +446,28 @@ Status WordBitStore::Add(std::span<PartBatch> batches) {
   return Status::Ok();
 }
 
+Status WordBitStore::KeepExisting(std::vector<uint64_t>* parts) {
+  // Parts this handle has open are asked as before (a retired one reports
+  // itself when opened); one unopened part costs a probe, as a listing does.
+  size_t unopened = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (uint64_t part : *parts) {
+      if (!(part == 0 && main_) && !open_.contains(part)) ++unopened;
+    }
+  }
+  if (unopened < 2) return Status::Ok();
+  REDBLOOM_ASSIGN_OR_RETURN(std::optional<std::vector<uint64_t>> existing, parts_->Existing());
+  if (!existing) return Status::Ok();
+  std::sort(existing->begin(), existing->end());
+  std::lock_guard lock(mu_);
+  std::erase_if(*parts, [&](uint64_t part) {
+    return !(part == 0 && main_) && !open_.contains(part) &&
+           !std::binary_search(existing->begin(), existing->end(), part);
+  });
+  return Status::Ok();
+}
+
 Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
                                 const StrategyDef& strategy, const Geometry& g, uint8_t* present) {
   WordArray* a = LiveMain(part);

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -146,6 +147,13 @@ class WordParts {
   // Idempotent; safe when several writers race.
   virtual Status Create(uint64_t part, uint64_t expires_at_ms) = 0;
   virtual Result<std::vector<uint64_t>> List() = 0;
+  // The parts that exist now, when one listing costs less than asking for
+  // several parts one by one (file: one directory read in place of a failed
+  // open() per missing part); nullopt where asking is as cheap (mem:). No
+  // housekeeping: expired parts may be listed, and Open then says so.
+  virtual Result<std::optional<std::vector<uint64_t>>> Existing() {
+    return std::optional<std::vector<uint64_t>>();
+  }
 };
 
 // A BitStore over word arrays, with atomic word operations: several threads
@@ -173,6 +181,7 @@ class WordBitStore final : public BitStore, public HashedCells {
 
   Status TestHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
                     const Geometry& g, uint8_t* present) override;
+  Status KeepExisting(std::vector<uint64_t>* parts) override;
   Status AddHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
                    const Geometry& g, uint8_t* added) override;
 

@@ -426,6 +426,49 @@ TEST(FileStoreWindowTest, ExpiredSlicesLeaveTheDiskAndTheProcess) {
   EXPECT_TRUE(testing::ValueOrFail(f->Contains("item-29")));
 }
 
+// A window check skips the slices its store's directory does not hold (one
+// directory read, where it tried to open each of them: 23 failed opens a
+// check for a day's window of 24 slices made an hour ago). A slice made by
+// another client after a check is still seen by the next one, an older
+// slice too (that client's clock runs a slice behind), and the skip must not
+// hide it.
+TEST(FileStoreWindowTest, ASliceAnotherClientMakesIsSeenByTheNextCheck) {
+  constexpr int kSlice = 60'000, kSlices = 24;
+  testing::TempDir dir;
+  auto clock_a = std::make_shared<ManualClock>(1'800'000'000'000);
+  auto clock_b = std::make_shared<ManualClock>(1'800'000'000'000 - kSlice);
+  StoreOptions a_options, b_options;
+  a_options.clock = clock_a;
+  b_options.clock = clock_b;
+  ASSERT_OK_AND_ASSIGN(auto store_a, Store::Open("file:" + dir.path(), a_options));
+  ASSERT_OK_AND_ASSIGN(auto store_b, Store::Open("file:" + dir.path(), b_options));
+  ASSERT_OK_AND_ASSIGN(auto a, BloomFilter::Create(*store_a, "w",
+                                                   {.capacity = 2400,
+                                                    .error_rate = 0.01,
+                                                    .kind = FilterKind::kWindow,
+                                                    .window_millis = kSlice * kSlices,
+                                                    .slices = kSlices}));
+  ASSERT_OK_AND_ASSIGN(auto b, BloomFilter::Open(*store_b, "w"));
+  EXPECT_FALSE(testing::ValueOrFail(a->Contains("late"))) << "no slice exists yet";
+  ASSERT_TRUE(a->Add("now").ok());
+  EXPECT_FALSE(testing::ValueOrFail(a->Contains("late")));
+  ASSERT_TRUE(b->Add("late").ok());  // into the slice before a's current one
+  EXPECT_TRUE(testing::ValueOrFail(a->Contains("late"))) << "a slice made since was not checked";
+  const std::vector<std::string_view> both = {"now", "late"};
+  std::vector<uint8_t> present;
+  ASSERT_TRUE(a->ContainsMany(both, &present).ok());
+  EXPECT_EQ(present, (std::vector<uint8_t>{1, 1}));
+  // A slice file deleted from under the handles (by hand) reads as expired
+  // (docs/file-format.md), and the check still answers from the others.
+  clock_b->Advance(std::chrono::milliseconds(kSlice));
+  ASSERT_TRUE(b->Add("newer").ok());
+  std::filesystem::remove(dir.path() + "/.w.parts/" +
+                          std::to_string(1'800'000'000'000 / kSlice - 1) + ".rbf");
+  ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(*store_a, "w"));
+  EXPECT_TRUE(testing::ValueOrFail(fresh->Contains("newer")));
+  EXPECT_TRUE(testing::ValueOrFail(fresh->Contains("now")));
+}
+
 // An expired filter is removed only while its name still holds it. The
 // removal read the header, then took the directory lock and unlinked
 // whatever the name held by then: a filter made meanwhile by another process

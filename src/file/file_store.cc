@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "file/file_header.h"
@@ -215,6 +216,7 @@ class FileParts final : public WordParts {
   Result<std::shared_ptr<WordArray>> Open(uint64_t part) override;
   Status Create(uint64_t part, uint64_t expires_at_ms) override;
   Result<std::vector<uint64_t>> List() override;
+  Result<std::optional<std::vector<uint64_t>>> Existing() override;
 
  private:
   FileStore* store_;
@@ -396,33 +398,53 @@ class FileStore final : public Store {
     return dense ? RecordPart(name, part) : Status::Ok();
   }
 
+  // The numbers of the part files in NAME's parts directory, as they are
+  // named: one directory read, nothing opened (no expiry read, nothing
+  // removed). No directory is no parts.
+  Result<std::vector<uint64_t>> PartFiles(std::string_view name) {
+    std::vector<uint64_t> parts;
+    const std::string dir = PartsDir(name);
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+      if (errno == ENOENT) return parts;
+      return IoError("cannot list", dir, errno);
+    }
+    int err = 0;
+    while (true) {
+      errno = 0;
+      const dirent* e = ::readdir(d);
+      if (e == nullptr) {
+        err = errno;
+        break;
+      }
+      std::string_view file = e->d_name;
+      if (!file.ends_with(kSuffix)) continue;
+      auto part = ParseUint64(file.substr(0, file.size() - kSuffix.size()));
+      if (part.ok()) parts.push_back(*part);
+    }
+    ::closedir(d);
+    if (err != 0) return IoError("cannot list", dir, err);
+    return parts;
+  }
+
   Result<std::vector<uint64_t>> ListParts(std::string_view name, const FilterConfig& config) {
     FileId main_id;
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name, &main_id));
     if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
     std::vector<uint64_t> parts;
     if (config.initial_parts() > 0) parts.push_back(0);
-    const std::string dir = PartsDir(name);
     // No directory is no parts yet, or all of them lost: the record below
     // tells which.
-    if (DIR* d = ::opendir(dir.c_str()); d != nullptr) {
-      while (dirent* e = ::readdir(d)) {
-        std::string_view file = e->d_name;
-        if (!file.ends_with(kSuffix)) continue;
-        auto part = ParseUint64(file.substr(0, file.size() - kSuffix.size()));
-        if (!part.ok()) continue;
-        const std::string path = dir + "/" + std::string(file);
-        auto expires_at = PartExpiry(name, path);
-        if (!expires_at.ok() && expires_at.status().code() == StatusCode::kNotFound) continue;
-        if (expires_at.ok() && Expired(clock(), *expires_at)) {
-          (void)UnlinkAndFlag(path);
-          continue;
-        }
-        parts.push_back(*part);
+    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> files, PartFiles(name));
+    for (uint64_t part : files) {
+      const std::string path = PartPath(name, part);
+      auto expires_at = PartExpiry(name, path);
+      if (!expires_at.ok() && expires_at.status().code() == StatusCode::kNotFound) continue;
+      if (expires_at.ok() && Expired(clock(), *expires_at)) {
+        (void)UnlinkAndFlag(path);
+        continue;
       }
-      ::closedir(d);
-    } else if (errno != ENOENT) {
-      return IoError("cannot list", dir, errno);
+      parts.push_back(part);
     }
     std::sort(parts.begin(), parts.end());
     // Dense parts recorded in the main file but missing from the directory
@@ -779,6 +801,11 @@ Status FileParts::Create(uint64_t part, uint64_t expires_at_ms) {
   return store_->CreatePart(name_, config_, part, expires_at_ms);
 }
 Result<std::vector<uint64_t>> FileParts::List() { return store_->ListParts(name_, config_); }
+Result<std::optional<std::vector<uint64_t>>> FileParts::Existing() {
+  REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, store_->PartFiles(name_));
+  if (config_.initial_parts() > 0) parts.push_back(0);  // the main file's
+  return std::optional(std::move(parts));
+}
 
 }  // namespace
 
