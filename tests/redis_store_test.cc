@@ -547,6 +547,51 @@ TEST_F(RedisStoreTest, ShardedFiltersTakeNoOneArrayBitsAndExportNoShardLess) {
   EXPECT_EQ(Merge(*store_, "copy2", std::vector<std::string>{"sh"}).code(), StatusCode::kDataLoss);
 }
 
+// A window slice whose key is deleted or evicted while the slice is in its
+// window is data_loss on every check, until the slice would have expired.
+// Before, the next listing of the parts (the first call of a handle in a
+// slice: every CLI run) forgot it like an expired slice, and its items then
+// read absent: 0 for every one of them, exit 1, and in redbloomd a 500
+// data_loss once, then 200 "present": false.
+TEST_F(RedisStoreTest, AWindowSliceLostInsideItsWindowIsDataLossNotAbsent) {
+  constexpr uint64_t kHour = 3'600'000;
+  const uint64_t start =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  auto clock = std::make_shared<ManualClock>(start);
+  StoreOptions options;
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(server_->url(), options));
+  FilterOptions window = Options(1000, 0.01);
+  window.kind = FilterKind::kWindow;
+  window.window_millis = 4 * kHour;
+  window.slices = 4;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "w", window));
+  const std::vector<std::string_view> items = {"a", "b", "c"};
+  ASSERT_TRUE(f->AddMany(items).ok());
+  const uint64_t slice = start / kHour;
+  ASSERT_EQ(raw_->Int({"DEL", internal::PartKeysFor("w", internal::KeyMode::kPlain, slice).bitmap}),
+            1);
+  std::vector<uint8_t> present;
+  for (int round = 0; round < 3; ++round) {
+    // A new handle lists the parts before its first check; the old one
+    // checks on.
+    ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(*store, "w"));
+    const Status checked = fresh->ContainsMany(items, &present);
+    EXPECT_EQ(checked.code(), StatusCode::kDataLoss) << round << ": " << checked.ToString();
+    EXPECT_EQ(f->ContainsMany(items, &present).code(), StatusCode::kDataLoss) << round;
+    EXPECT_EQ(fresh->Info().status().code(), StatusCode::kDataLoss) << round;
+  }
+  // Once the slice would have expired (one slice after it left the window),
+  // it is forgotten like an expired one.
+  clock->Advance(std::chrono::milliseconds((slice + 4 + 1) * kHour - start));
+  ASSERT_OK_AND_ASSIGN(auto later, BloomFilter::Open(*store, "w"));
+  ASSERT_TRUE(later->ContainsMany(items, &present).ok());
+  ASSERT_OK_AND_ASSIGN(FilterInfo info, later->Info());
+  EXPECT_EQ(info.parts, 0u);
+}
+
 // An add whose WAIT (wait_replicas) lost its connection is sent again, on a
 // new one, and its items' bits are then found set. The items the first
 // attempt turned on were answered new then and stay new: before, the retry's

@@ -327,6 +327,26 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
               PartKeysFor(name_, shared_->keys, lost).bitmap +
               " is gone (deleted or evicted), though the filter's parts list records it");
         }
+        // A window slice's key expires, by the server's clock, one slice
+        // after the slice left the window. One gone well before that was
+        // deleted or evicted: forgetting it would answer "absent" for its
+        // items (every later check reads the list), so it stays listed, and
+        // the check that reads it fails with data_loss until the slice would
+        // have expired. The grace covers clocks apart by up to a slice (or a
+        // second, for short slices).
+        std::vector<uint64_t> lost;
+        if (config_.kind == FilterKind::kWindow && config_.slice_millis() > 0) {
+          const uint64_t slice = config_.slice_millis();
+          const uint64_t grace = std::max<uint64_t>(slice, 1000);
+          const uint64_t now = shared_->options.clock->NowMillis();
+          std::erase_if(expired, [&](uint64_t p) {
+            uint64_t due = (p + config_.slices + 1) * slice;
+            if (filter_expires_at_ms_ != 0) due = std::min(due, filter_expires_at_ms_);
+            if (due <= now + grace) return false;
+            lost.push_back(p);
+            return true;
+          });
+        }
         if (!expired.empty()) {
           // Forget parts whose keys expired, so the list stays short.
           std::vector<std::string> prune_keys = {keys_.parts};
@@ -336,6 +356,16 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
           BeginEval(&prune, scripts::kPruneParts, prune_keys, expired.size());
           for (uint64_t p : expired) prune.Arg(p);
           REDBLOOM_RETURN_IF_ERROR(Call(c, prune).status());
+        }
+        if (!lost.empty()) {
+          CommandBuffer meta_now;
+          meta_now.Command({"EXISTS", keys_.meta});
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr m, Call(c, meta_now));
+          if (m->type == REDIS_REPLY_INTEGER && m->integer == 0) return Gone();
+          return Status::DataLoss("window filter '" + name_ + "' has lost slice " +
+                                  std::to_string(lost.front()) + ": its key " +
+                                  PartKeysFor(name_, shared_->keys, lost.front()).bitmap +
+                                  " is gone (deleted or evicted) while the slice is in the window");
         }
         return Status::Ok();
       });
