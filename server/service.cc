@@ -403,6 +403,17 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
     REDBLOOM_ASSIGN_OR_RETURN(filter, cache_.Get(*store, name, &cached));
     s = op(*filter);
   }
+  // A handle that followed a rebuild keeps the old filter's state (on file:
+  // its deleted file, mapped, with its disk space) for as long as it lives:
+  // the next request opens a fresh one, and this one goes with the last
+  // request that holds it. A handle whose write met a full disk, or a file
+  // it could not write (a read-only mount), keeps its file mapped read-only:
+  // the next request opens the file again, so writes resume once there is
+  // room.
+  if (filter->Reopened() || s.code() == StatusCode::kResourceExhausted ||
+      s.code() == StatusCode::kUnavailable) {
+    cache_.Evict(name, filter.get());
+  }
   return s;
 }
 

@@ -208,6 +208,7 @@ Status BloomFilter::WithReopen(Op&& op) {
       std::lock_guard lock(mu_);
       if (current_.load(std::memory_order_relaxed) == current) {
         states_.push_back(*fresh);
+        reopened_.store(true, std::memory_order_relaxed);
         current_.store(fresh->get(), std::memory_order_release);
       }
       current = current_.load(std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 // checks and info.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -167,6 +168,34 @@ TEST_F(FileDiskTest, ServiceAnswers507WhenTheDiskIsFull) {
   ASSERT_TRUE(server.running());
   Answer health = Call(*client, "GET", "/healthz");
   EXPECT_EQ(health.status, 200) << "the service survived the adds: " << health.body;
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
+// A filter file with no room to fill its holes (a sparse copy on a full
+// disk) is mapped read-only, and redbloomd answers its adds 507. Once the
+// disk has room again the adds are taken: before, the service kept the
+// read-only handle it had cached and answered 507 until it restarted, while
+// the CLI added at once.
+TEST_F(FileDiskTest, ServiceTakesAddsAgainOnceTheDiskHasRoom) {
+  TmpfsMount disk("2m");
+  ASSERT_EQ(disk.error(), "");
+  ASSERT_EQ(Run(dir_.path(), {"create", "f", "-n", "100000", "-p", "0.01"}).exit_code, 0);
+  const std::string store = disk.path() + "/s";
+  std::filesystem::create_directory(store);
+  auto copied =
+      RunCommand({"/bin/cp", "--sparse=always", dir_.path() + "/f.rbf", store + "/f.rbf"});
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  ASSERT_TRUE(disk.Fill());
+  RedbloomdProcess server("file:" + store);
+  server.Start();
+  auto client = server.Client();
+  Answer full = Call(*client, "POST", "/v1/filters/f/items", R"({"items":["a","b"]})");
+  ASSERT_EQ(full.status, 507) << full.body;
+  std::filesystem::remove(disk.path() + "/filler");
+  Answer added = Call(*client, "POST", "/v1/filters/f/items", R"({"items":["a","b"]})");
+  EXPECT_EQ(added.status, 200) << added.body;
+  Answer present = Call(*client, "GET", "/v1/filters/f/items/a");
+  EXPECT_EQ(present.json["present"], true) << present.body;
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 

@@ -105,6 +105,12 @@ class BloomFilter {
                         Leftover leftover = Leftover::kRefuse);
 
   const std::string& name() const { return name_; }
+  // True once this handle has moved to a newer state of its filter (a
+  // rebuild or re-creation that one of its calls met). It keeps every state
+  // it used until it is destroyed, since a call may still run on one: on
+  // file:, the old file's descriptor, mapping and disk space. A long-lived
+  // cache of handles (redbloomd's) replaces such a handle with a fresh one.
+  bool Reopened() const { return reopened_.load(std::memory_order_relaxed); }
   // The config in use. It changes only if the filter is rebuilt with other
   // parameters while this handle is open (the handle then reopens it).
   FilterConfig config() const;
@@ -208,6 +214,7 @@ class BloomFilter {
   // still run on a state that a reopen replaced. A handle gains one per
   // rebuild or re-creation of its filter that it sees (guarded by mu_).
   std::vector<std::shared_ptr<State>> states_;
+  std::atomic<bool> reopened_{false};
 };
 
 // Bytes of part `part` of a filter (see BloomFilter::ReadParts).
