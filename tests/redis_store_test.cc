@@ -592,6 +592,39 @@ TEST_F(RedisStoreTest, AWindowSliceLostInsideItsWindowIsDataLossNotAbsent) {
   EXPECT_EQ(info.parts, 0u);
 }
 
+// A scaling filter's layers are listed in TAG/parts, and its metadata counts
+// those made. A list deleted or short of a field (by hand, or a key evicted)
+// is data_loss for checks, adds and info: before, the layers it no longer
+// named read as absent (3 of 4 items after the list was deleted), info
+// described one layer, and the next add refilled layer 1 from a count of 0.
+TEST_F(RedisStoreTest, AScalingFilterWhosePartsListLostALayerIsDataLoss) {
+  FilterOptions scaling = Options(100, 0.01);
+  scaling.kind = FilterKind::kScaling;
+  const auto items = Items(Encoding::kUtf8, 500);
+  const std::string parts_key = internal::KeysFor("sc", internal::KeyMode::kPlain).parts;
+  for (const bool whole_list : {true, false}) {
+    ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "sc", scaling));
+    ASSERT_TRUE(f->AddMany(Views(items)).ok());
+    ASSERT_OK_AND_ASSIGN(FilterInfo grown, f->Info());
+    ASSERT_GE(grown.parts, 3u);
+    if (whole_list) {
+      ASSERT_EQ(raw_->Int({"DEL", parts_key}), 1);
+    } else {
+      ASSERT_EQ(raw_->Int({"HDEL", parts_key, std::to_string(grown.parts - 1)}), 1);
+    }
+    ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(*store_, "sc"));
+    std::vector<uint8_t> present;
+    for (BloomFilter* h : {f.get(), fresh.get()}) {
+      const Status checked = h->ContainsMany(Views(items), &present);
+      EXPECT_EQ(checked.code(), StatusCode::kDataLoss) << whole_list << ": " << checked.ToString();
+      EXPECT_NE(checked.message().find("has lost layer"), std::string::npos) << checked.message();
+      EXPECT_EQ(h->Add("one more").code(), StatusCode::kDataLoss) << whole_list;
+      EXPECT_EQ(h->Info().status().code(), StatusCode::kDataLoss) << whole_list;
+    }
+    ASSERT_TRUE(BloomFilter::Drop(*store_, "sc").ok());
+  }
+}
+
 // An add whose WAIT (wait_replicas) lost its connection is sent again, on a
 // new one, and its items' bits are then found set. The items the first
 // attempt turned on were answered new then and stay new: before, the retry's

@@ -276,18 +276,35 @@ Status WaitForReplicas(Connection& c, const RedisShared& shared) {
 
 // ---- Parts ------------------------------------------------------------------
 
+Status RedisBitStore::CheckLayersListed(std::span<const uint64_t> parts,
+                                        const redisReply* layers) const {
+  if (!KindOf(config_.kind).dense_parts || layers->type != REDIS_REPLY_STRING) return Status::Ok();
+  Result<uint64_t> made = ParseUint64(ReplyText(layers));
+  if (!made.ok()) return Status::Ok();  // ParseMeta reports a corrupt field
+  for (uint64_t p = 0; p < *made; ++p) {
+    if (!std::binary_search(parts.begin(), parts.end(), p)) {
+      return Status::DataLoss(std::string(FilterKindName(config_.kind)) + " filter '" + name_ +
+                              "' has lost layer " + std::to_string(p) + " from its parts list " +
+                              DisplayKey(keys_.parts, shared_->keys) +
+                              " (deleted or evicted?), though its metadata records " +
+                              std::to_string(*made) + " layers made");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
   std::vector<uint64_t> live;
   Status s = shared_->source->Run(
       keys_.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
         live.clear();
         CommandBuffer cmd;
-        cmd.Command({"HMGET", keys_.meta, "format"});
+        cmd.Command({"HMGET", keys_.meta, "format", "layers"});
         cmd.Command({"HKEYS", keys_.parts});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta, c.ReadOk());
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.ReadOk());
-        if (!IsArray(meta.get(), 1)) return Unexpected("HMGET", meta.get());
+        if (!IsArray(meta.get(), 2)) return Unexpected("HMGET", meta.get());
         if (meta->element[0]->type == REDIS_REPLY_NIL) return Gone();
         if (!IsArray(r.get(), 0)) return Unexpected("HKEYS", r.get());
         std::vector<uint64_t> parts;
@@ -298,6 +315,12 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
                                     ReplyString(r->element[i]) + "'");
           }
           parts.push_back(*p);
+        }
+        {
+          std::vector<uint64_t> listed = parts;
+          for (uint64_t p = 0; p < config_.initial_parts(); ++p) listed.push_back(p);
+          std::sort(listed.begin(), listed.end());
+          REDBLOOM_RETURN_IF_ERROR(CheckLayersListed(listed, meta->element[1]));
         }
         if (parts.empty()) return Status::Ok();
         CommandBuffer exists;
@@ -513,7 +536,10 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
   AppendMetaCheck(&cmd, cells);
   cmd.Command({"STRLEN", cells.bitmap});
   if (cells.listed) cmd.Command({"HEXISTS", keys_.parts, cells.count_field});
-  if (list_parts) cmd.Command({"HKEYS", keys_.parts});
+  if (list_parts) {
+    cmd.Command({"HKEYS", keys_.parts});
+    cmd.Command({"HGET", keys_.meta, "layers"});
+  }
   AppendCompanionCheck(&cmd);
   cmd.Command({"EXEC"});
   return stream.Finish();
@@ -524,7 +550,7 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
   const Cells& cells = *chunk.cells;
   const size_t reads = chunk.reads;  // the cells' replies come first
   const size_t queued =
-      reads + 2 + (cells.listed ? 1 : 0) + (list_parts ? 1 : 0) + CompanionReplies();
+      reads + 2 + (cells.listed ? 1 : 0) + (list_parts ? 2 : 0) + CompanionReplies();
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, queued));
   REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[reads], cells));
   REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
@@ -548,6 +574,7 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
     }
     std::sort(parts_now->begin(), parts_now->end());
     parts_now->erase(std::unique(parts_now->begin(), parts_now->end()), parts_now->end());
+    REDBLOOM_RETURN_IF_ERROR(CheckLayersListed(*parts_now, exec->element[at + 1]));
   }
   PartBatch& b = *chunk.batch;
   const uint32_t k = b.k;

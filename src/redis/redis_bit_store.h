@@ -112,6 +112,11 @@ class RedisBitStore final : public BitStore {
   Status TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
                 std::vector<uint64_t>* parts_now);
   Status SendTest(Connection& c, CommandBuffer& cmd, const Chunk& chunk, bool list_parts);
+  // A dense kind's (scaling) parts list must hold every layer its metadata's
+  // `layers` field (`layers`: that reply) records as made: the part script
+  // lists a layer and raises the field in one step, so a layer missing from
+  // the list was deleted from it, and its items would read absent.
+  Status CheckLayersListed(std::span<const uint64_t> parts, const redisReply* layers) const;
   Status ReadTest(Connection& c, const Chunk& chunk, bool list_parts,
                   std::vector<uint64_t>* parts_now);
   Status AddBatch(const Cells& cells, PartBatch& b);
