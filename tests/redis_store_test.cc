@@ -1376,6 +1376,42 @@ TEST(RedisReplicationTest, RepeatedAddIsNotAcknowledgedBeforeItsBitsAreReplicate
   asleep.join();
 }
 
+// A scaling filter's next layer that does not fit under maxmemory is
+// refused before Redis allocates it, as a create is: resource_exhausted,
+// with the server still under its limit and taking other filters' adds.
+// Before, the layer's SETRANGE took the server past maxmemory (4.8 MB to
+// 12.2 MB under 8 MB in the audit), and every write on it, to any filter,
+// then failed with OOM.
+TEST_F(RedisStoreTest, ALayerThatDoesNotFitUnderMaxmemoryIsRefusedBeforeItIsMade) {
+  FilterOptions scaling = Options(20'000, 0.01);
+  scaling.kind = FilterKind::kScaling;
+  scaling.expansion = 16;  // layer 1: 320,000 items at 0.25%, about 580 kB
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "big", scaling));
+  ASSERT_OK_AND_ASSIGN(auto other, BloomFilter::Create(*store_, "other", Options(1000, 0.01)));
+  auto used_memory = [&] {
+    const std::string memory = raw_->Str({"INFO", "memory"});
+    return std::stoull(memory.substr(memory.find("used_memory:") + 12));
+  };
+  const auto items = Items(Encoding::kUtf8, 20'100);
+  const auto views = Views(items);
+  const std::span<const std::string_view> all(views);
+  ASSERT_TRUE(f->AddMany(all.first(20'000)).ok());  // layer 0 full
+  const uint64_t used = used_memory();
+  // Room for an add's buffers, not for layer 1.
+  const uint64_t max = used + 400'000;
+  raw_->Must({"CONFIG", "SET", "maxmemory", std::to_string(max)});
+  const Status grown = f->AddMany(all.subspan(20'000));
+  const uint64_t used_after = used_memory();
+  const Status other_add = other->Add("still-taken");
+  raw_->Must({"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_EQ(grown.code(), StatusCode::kResourceExhausted) << grown.ToString();
+  EXPECT_NE(grown.message().find("has no room for part 1"), std::string::npos) << grown.message();
+  EXPECT_LT(used_after, max) << "the layer was made past maxmemory";
+  EXPECT_TRUE(other_add.ok()) << other_add.ToString();
+  ASSERT_OK_AND_ASSIGN(FilterInfo info, f->Info());
+  EXPECT_EQ(info.parts, 1u);
+}
+
 // A server that can evict filter keys is a warning (an evicted bitmap is
 // data_loss on its next use); noeviction, or no maxmemory, is none.
 TEST_F(RedisStoreTest, WarnsWhenTheServerCanEvictFilterKeys) {

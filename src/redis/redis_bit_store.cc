@@ -416,6 +416,16 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
         cmd.Arg(filter_expires_at_ms_);
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+        constexpr std::string_view kNoRoom = "REDBLOOM_NOROOM ";
+        if (r->type == REDIS_REPLY_ERROR && ReplyText(r.get()).starts_with(kNoRoom)) {
+          std::string_view used_max = ReplyText(r.get()).substr(kNoRoom.size());
+          const size_t space = used_max.find(' ');
+          return Status::ResourceExhausted(
+              c.server().display + " has no room for part " + std::to_string(part) +
+              " of filter '" + name_ + "': its " + std::to_string(cells->bytes) +
+              " bytes and the " + std::string(used_max.substr(0, space)) +
+              " bytes in use exceed maxmemory " + std::string(used_max.substr(space + 1)));
+        }
         if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, *cells, r.get());
         return Status::Ok();
       });

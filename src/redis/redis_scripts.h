@@ -339,6 +339,14 @@ inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+    // As in kCreate: a part that does not fit under maxmemory is refused
+    // before it is allocated, not left to push the server past its limit.
+    "  local info = redis.call('INFO', 'memory')\n"
+    "  local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
+    "  local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
+    "  if max > 0 and used + tonumber(ARGV[9]) > max then\n"
+    "    return redis.error_reply('REDBLOOM_NOROOM ' .. used .. ' ' .. max)\n"
+    "  end\n"
     "  redis.call('SETRANGE', KEYS[2], tonumber(ARGV[9]) - 1, '\\0')\n"
     "  if ARGV[10] ~= '0' then redis.call('PEXPIREAT', KEYS[2], ARGV[10]) end\n"
     "end\n"
