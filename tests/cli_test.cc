@@ -317,6 +317,25 @@ TEST_F(CliTest, ExportWritesThroughFifosAndSymlinks) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::is_symlink(link)) << "the link was replaced";
   EXPECT_GT(std::filesystem::file_size(real), 100u) << "the link's target was not written";
+
+  // /dev/stdout and /dev/fd/N are the descriptors the shell opened: written
+  // where they stand. Before, /dev/stdout redirected to a file was followed
+  // to that file, and a temporary renamed over it: `>> log` lost the log.
+  const std::string log = WriteFile("log", "keep\n");
+  const std::string cli = std::string(REDBLOOM_CLI_PATH) + " --store file:" + dir_.path();
+  for (const std::string& to :
+       {std::string("--file /dev/stdout >>"), std::string("-f /dev/fd/3 3>>")}) {
+    r = RunCommand({"/bin/sh", "-c", cli + " export e --format guava " + to + " " + log});
+    EXPECT_EQ(r.exit_code, 0) << to << ": " << r.err;
+  }
+  std::ifstream in(log, std::ios::binary);
+  const std::string logged(std::istreambuf_iterator<char>(in), {});
+  EXPECT_TRUE(logged.starts_with("keep\n")) << "the log was overwritten";
+  const std::string guava = logged.substr(5);
+  ASSERT_EQ(guava.size() % 2, 0u);
+  EXPECT_EQ(guava.substr(0, guava.size() / 2), guava.substr(guava.size() / 2))
+      << "two exports, each appended whole";
+  EXPECT_EQ(guava.size() / 2, std::filesystem::file_size(real));
 }
 
 // A load in batches (a scaling filter) that meets bad input after its first

@@ -309,6 +309,39 @@ Status WriteBytes(const std::string& path, const std::string& bytes, const std::
   return Status::Ok();
 }
 
+// The descriptor a path names by number (/dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N), or -1. Such a path is the descriptor the
+// shell gave us: opening it again would open its file anew, truncated and at
+// offset 0 (`>> log` would lose the log), and renaming over its target would
+// replace that file.
+int NamedDescriptor(const std::string& path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!path.starts_with(prefix)) continue;
+    const std::string digits = path.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return -1;
+    }
+    return std::stoi(digits);
+  }
+  return -1;
+}
+
+// Writes all of `bytes` to descriptor `fd`, where it stands (appending, for a
+// descriptor opened to append).
+Status WriteToDescriptor(int fd, std::string_view bytes, const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return Status::Unavailable("cannot write " + what + ": " + internal::ErrnoText(errno));
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
 int Exported(const std::string& name, size_t bytes, const std::string& format,
              const std::string& file) {
   std::cerr << "exported " << name << " (" << bytes << " bytes, " << format << " format) to "
@@ -334,7 +367,12 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
     return 0;
   }
-  // A FIFO, a device (/dev/stdout) or a socket is written to as it is:
+  if (const int fd = NamedDescriptor(file); fd >= 0) {
+    if (fd == 1) std::cout.flush();
+    if (Status w = WriteToDescriptor(fd, bytes, file); !w.ok()) return Fail(w);
+    return Exported(name, bytes.size(), format, file);
+  }
+  // A FIFO, a device or a socket is written to as it is:
   // renaming a file over it would replace it, and whatever reads from it
   // would get nothing while the export said it had written.
   std::error_code ec;
