@@ -184,7 +184,12 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
     (void)store.Drop(temp);  // the old filter is untouched; report the fill error
     return s.WithContext(context);
   }
-  return store.Replace(name, temp);
+  s = store.Replace(name, temp);
+  // Refused before the swap (the temporary is still there): the old filter
+  // is untouched, and the temporary would only make the next rebuild ask
+  // for --force.
+  if (!s.ok() && store.ReadConfig(temp).ok()) (void)store.Drop(temp);
+  return s.WithContext(context);
 }
 
 FilterConfig BloomFilter::config() const { return state().config; }

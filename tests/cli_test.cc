@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "exit_codes.h"
+#include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
 #include "test_util.h"
 
@@ -336,6 +337,37 @@ TEST_F(CliTest, ExportWritesThroughFifosAndSymlinks) {
   EXPECT_EQ(guava.substr(0, guava.size() / 2), guava.substr(guava.size() / 2))
       << "two exports, each appended whole";
   EXPECT_EQ(guava.size() / 2, std::filesystem::file_size(real));
+}
+
+// A drop or rebuild by a user who may unlink a filter's file (a shared
+// directory) but not open it to write is refused, and changes nothing:
+// unlinked without its replaced flag, the file lived on in every process
+// that had it mapped (redbloomd), which answered from it and added to it
+// while a new filter of the name took everyone else's adds.
+TEST_F(CliTest, ADropOrRebuildThatCannotFlagTheFileChangesNothing) {
+  Create("f");
+  ASSERT_EQ(Run({"add", "-q", "f", "kept"}).exit_code, 0);
+  const std::string items = WriteFile("items.txt", "other\n");
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms::all);
+  const std::vector<std::string> as_nobody = {
+      "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",      "--clear-groups",
+      REDBLOOM_CLI_PATH,  "--store",       "file:" + dir_.path()};
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir_.path()));
+  ASSERT_OK_AND_ASSIGN(auto held, BloomFilter::Open(*store, "f"));  // as redbloomd holds it
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"drop", "f"},
+        std::vector<std::string>{"rebuild", "f", "--file", items}}) {
+    std::vector<std::string> argv = as_nobody;
+    argv.insert(argv.end(), command.begin(), command.end());
+    auto r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 3) << command[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("flag"), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/f.rbf")) << command[0];
+    EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/.rebuild~f.rbf")) << command[0];
+  }
+  ASSERT_TRUE(held->Add("after").ok());
+  auto check = Run({"check", "f", "kept", "after"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 // A load in batches (a scaling filter) that meets bad input after its first

@@ -326,8 +326,12 @@ class FileStore final : public Store {
     // is: a removal of an expired filter checks, then unlinks.
     DirLock lock(dir_, LOCK_EX);
     REDBLOOM_RETURN_IF_ERROR(lock.status());
-    // Hold the old file open across the rename, to flag it afterwards.
+    // Hold the old file open across the rename, to flag it afterwards; one
+    // that cannot be opened to write is not replaced (see UnlinkAndFlag).
     int old_fd = ::open(PathOf(name).c_str(), O_RDWR | O_CLOEXEC);
+    if (old_fd < 0 && errno != ENOENT) {
+      return CannotFlag("replace", PathOf(name), errno);
+    }
     FdCloser old(old_fd);
     // rename() replaces atomically: every open() sees the old or the new file.
     if (::rename(PathOf(source).c_str(), PathOf(name).c_str()) != 0) {
@@ -335,7 +339,12 @@ class FileStore final : public Store {
     }
     SyncDir(dir_);
     // Handles still mapping the old file now learn it was replaced.
-    if (old_fd >= 0) FlagReplaced(old_fd);
+    if (old_fd >= 0 && !FlagReplaced(old_fd)) {
+      return Status::Unavailable("replaced " + PathOf(name) +
+                                 ", but could not flag the old file for the processes that have "
+                                 "it open (they use it until they reopen it): " +
+                                 internal::ErrnoText(errno));
+    }
     return Status::Ok();
   }
 
@@ -654,21 +663,44 @@ class FileStore final : public Store {
   // opened before the unlink: handles in any process that still map the file
   // answer kConflict from then on, and reopen (finding no filter, or the one
   // created since), instead of working on a file nobody else can see.
+  // A file this process cannot open to write (another user's, or no
+  // descriptor left) is not removed: unlinked unflagged, it would live on in
+  // every process that maps it, which would go on answering from it and
+  // adding to it (false negatives, lost adds) while a new filter of the name
+  // took the others' adds.
   static Status UnlinkAndFlag(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return Status::NotFound(path);
+      return CannotFlag("remove", path, errno);
+    }
     FdCloser closer(fd);
     if (::unlink(path.c_str()) != 0) {
       if (errno == ENOENT) return Status::NotFound(path);
       return IoError("cannot remove", path, errno);
     }
-    if (fd >= 0) FlagReplaced(fd);
+    if (!FlagReplaced(fd)) {
+      return Status::Unavailable("removed " + path +
+                                 ", but could not flag it for the processes that have it open "
+                                 "(they use it until they reopen it): " +
+                                 internal::ErrnoText(errno));
+    }
     return Status::Ok();
   }
 
-  static void FlagReplaced(int fd) {
+  static Status CannotFlag(const char* verb, const std::string& path, int err) {
+    return Status::Unavailable(std::string("will not ") + verb + " " + path +
+                               ": it cannot be opened to flag it for the processes that map it, "
+                               "which would go on using it: " +
+                               internal::ErrnoText(err));
+  }
+
+  // False (errno set) if the flag could not be set. A file whose header
+  // does not read (corrupt) has none, and no handle could open it.
+  static bool FlagReplaced(int fd) {
     auto header = ReadHeader(fd, "");
-    if (!header.ok()) return;
-    (void)WithHeaderWord(fd, header->superseded_offset, [](std::atomic_ref<uint64_t> flag) {
+    if (!header.ok()) return true;
+    return WithHeaderWord(fd, header->superseded_offset, [](std::atomic_ref<uint64_t> flag) {
       flag.store(1, std::memory_order_release);
     });
   }
