@@ -563,13 +563,22 @@ Status BloomFilter::RemoveMany(std::span<const std::string_view> items,
 }
 
 Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* added) {
-  return Answer(hashes.size(), added, [&](std::vector<uint8_t>& out) {
-    return WithReopen([&](State& st) {
-      std::fill(out.begin(), out.end(), 0);
-      FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
-      return st.policy->Add(f, hashes, out.data());
-    });
+  std::vector<uint8_t> own;
+  std::vector<uint8_t>& out = added != nullptr ? *added : own;
+  out.assign(hashes.size(), 0);
+  size_t confirmed = 0;
+  Status s = WithReopen([&](State& st) {
+    std::fill(out.begin(), out.end(), 0);
+    FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
+    Status added_all = st.policy->Add(f, hashes, out.data());
+    confirmed = added_all.ok() ? hashes.size() : f.confirmed();
+    return added_all;
   });
+  // The answers of the items the store confirmed before it failed (dedup
+  // prints those lines; dropping them would lose them for good, since a
+  // second run finds them present).
+  if (!s.ok()) out.resize(confirmed);
+  return s;
 }
 
 Status BloomFilter::ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present) {

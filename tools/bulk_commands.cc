@@ -227,11 +227,12 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
     if (!more.ok()) return Fail(more.status());
     if (!*more) break;
     views.assign(lines.begin(), lines.end());
-    if (Status s = (*filter)->AddMany(views, &added); !s.ok()) {
-      return Fail(reader.Locate(s, (*filter)->config().encoding, lines).WithContext("dedup"));
-    }
+    const Status s = (*filter)->AddMany(views, &added);
+    // On a store error, `added` holds the answers of the lines the store
+    // confirmed before it failed: printed, as they are now in the filter
+    // and a second run would not print them.
     out.clear();
-    for (size_t i = 0; i < lines.size(); ++i) {
+    for (size_t i = 0; i < added.size(); ++i) {
       if (added[i]) {
         out += lines[i];
         out += '\n';
@@ -239,6 +240,19 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
     }
     std::cout << out << std::flush;
     if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
+    if (!s.ok()) {
+      if (s.code() != StatusCode::kInvalidArgument) {
+        // The lines after those may be in the filter without having been
+        // printed: say which, so that they can be passed on by hand.
+        std::cerr << "redbloom: dedup: the lines before " << reader.Where(added.size())
+                  << " were added and the new ones printed; " << reader.Where(added.size())
+                  << " to " << reader.Where(lines.size() - 1) << " ("
+                  << lines.size() - added.size()
+                  << " lines) may have been added without being printed, and a second run will "
+                     "not print those; nothing after them was added\n";
+      }
+      return Fail(reader.Locate(s, (*filter)->config().encoding, lines).WithContext("dedup"));
+    }
   }
   if (Status s = (*filter)->Flush(); !s.ok()) return Fail(s);
   return 0;

@@ -119,7 +119,11 @@ class BloomFilter {
   Status Add(std::string_view item, bool* added = nullptr);
   // Adds many items. If `added` is not null it is resized to items.size() and
   // added[i] is 1 when item i was new. All items are validated first: one bad
-  // item fails the call before anything is written. The batch calls below
+  // item fails the call before anything is written. When the store fails
+  // part way, *added keeps the answers of the leading items it confirmed
+  // added (a plain or counting filter of one array, on Redis: its
+  // transactions answered before the failure; else none), and the items
+  // after them may or may not have been added. The other batch calls below
   // (and their Hashes forms) leave their answer vector empty when they fail.
   Status AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added = nullptr);
   Result<bool> Contains(std::string_view item);

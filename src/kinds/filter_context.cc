@@ -204,7 +204,10 @@ Status FilterContext::AddToStore(uint64_t part, std::span<const Hash128> hashes,
                     .items = n,
                     .out = out == nullptr ? nullptr : out + start,
                     .capacity = capacity};
-    REDBLOOM_RETURN_IF_ERROR(bits_.Add(std::span<PartBatch>(&batch, 1)));
+    if (Status s = bits_.Add(std::span<PartBatch>(&batch, 1)); !s.ok()) {
+      if (done != nullptr) *done = start + batch.accepted;
+      return s;
+    }
     if (room != nullptr) *room = batch.room;
     if (batch.refused) {
       if (done != nullptr) *done = start + batch.accepted;

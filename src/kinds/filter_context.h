@@ -85,7 +85,9 @@ class FilterContext {
                 std::vector<uint64_t>* parts_now = nullptr);
   // Adds items to one part. out[i] = 1 if item i turned a cell on. With a
   // capacity (see PartBatch), stops at the first slice the store refuses:
-  // *done says how many items were added, *room how many more fit.
+  // *done says how many items were added, *room how many more fit. On an
+  // error, *done says how many leading items the store confirmed added
+  // (their out[] answers stand); the rest may or may not have been.
   Status AddTo(uint64_t part, std::span<const Hash128> hashes, uint8_t* out, uint64_t capacity = 0,
                size_t* done = nullptr, uint64_t* room = nullptr);
   Status RemoveFrom(uint64_t part, std::span<const Hash128> hashes, uint8_t* out);
@@ -96,6 +98,12 @@ class FilterContext {
   enum class Op { kTest, kAdd, kRemove };
   Status Routed(Op op, std::span<const uint32_t> part_of, std::span<const Hash128> hashes,
                 uint8_t* out);
+
+  // After a policy's Add failed: how many leading items it knows were added,
+  // with their answers in place (0: it cannot tell). Kinds that can tell set
+  // it (one array: the store's confirmed transactions).
+  size_t confirmed() const { return confirmed_; }
+  void set_confirmed(size_t n) { confirmed_ = n; }
 
  private:
   // Part `part`'s geometry (part 0's without a lock once known).
@@ -122,6 +130,7 @@ class FilterContext {
   const Clock& clock_;
   PartCache& cache_;
   const StrategyDef& strategy_;
+  size_t confirmed_ = 0;
 };
 
 }  // namespace redbloom::internal

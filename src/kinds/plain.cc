@@ -20,7 +20,12 @@ std::vector<uint32_t> Shards(const FilterConfig& c, std::span<const Hash128> has
 Status OneArrayPolicy::Add(FilterContext& f, std::span<const Hash128> hashes,
                            uint8_t* added) const {
   const FilterConfig& c = f.config();
-  if (c.shards == 1) return f.AddTo(0, hashes, added);
+  if (c.shards == 1) {
+    size_t done = 0;
+    Status s = f.AddTo(0, hashes, added, 0, &done);
+    if (!s.ok()) f.set_confirmed(done);
+    return s;
+  }
   return f.Routed(FilterContext::Op::kAdd, Shards(c, hashes), hashes, added);
 }
 
