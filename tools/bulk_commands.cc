@@ -246,8 +246,7 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
         // printed: say which, so that they can be passed on by hand.
         std::cerr << "redbloom: dedup: the lines before " << reader.Where(added.size())
                   << " were added and the new ones printed; " << reader.Where(added.size())
-                  << " to " << reader.Where(lines.size() - 1) << " ("
-                  << lines.size() - added.size()
+                  << " to " << reader.Where(lines.size() - 1) << " (" << lines.size() - added.size()
                   << " lines) may have been added without being printed, and a second run will "
                      "not print those; nothing after them was added\n";
       }
