@@ -20,6 +20,7 @@
 #include "http_server.h"
 #include "metrics.h"
 #include "service.h"
+#include "util/fd_above_stdio.h"
 #include "util/start_thread.h"
 
 namespace {
@@ -177,6 +178,9 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything is opened: a filter file or a socket on a closed stderr
+  // would take the log's lines.
+  if (!redbloom::internal::OpenClosedStdio()) return 3;
   try {
     return Run(argc, argv);
   } catch (const std::exception& e) {

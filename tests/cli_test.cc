@@ -370,6 +370,26 @@ TEST_F(CliTest, ADropOrRebuildThatCannotFlagTheFileChangesNothing) {
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
+// Started with stdout, stderr or stdin closed, the CLI neither writes its
+// output into a filter nor reads a filter as its input. Before, the filter
+// file took the free descriptor, and check's "1<TAB>k1" went over its header:
+// the filter was lost, on read-only commands too.
+TEST_F(CliTest, ClosedStdioNeverTouchesAFilter) {
+  Create("ck");
+  ASSERT_EQ(Run({"add", "-q", "ck", "k1", "k3"}).exit_code, 0);
+  const std::string cli = std::string(REDBLOOM_CLI_PATH) + " --store file:" + dir_.path();
+  for (const std::string& command :
+       {cli + " check ck k1 k2 >&-", cli + " check ck k1 2>&- >&-", cli + " add ck k3 >&-",
+        cli + " create cl -n 1000 -p 0.01 2>&-", cli + " add -f - ck <&-",
+        cli + " export ck --format redbloom -f /dev/stdout >&-"}) {
+    auto r = RunCommand({"/bin/sh", "-c", command});
+    EXPECT_NE(r.exit_code, 3) << command << ": " << r.err;
+    auto check = Run({"check", "ck", "k1", "k3"});
+    EXPECT_EQ(check.exit_code, 0) << command << " broke the filter: " << check.err;
+  }
+  EXPECT_EQ(Run({"info", "cl"}).exit_code, 0);
+}
+
 // A load in batches (a scaling filter) that meets bad input after its first
 // batch says that batch was added: the error alone read like the plain
 // filter's, where nothing is written.

@@ -469,6 +469,49 @@ TEST(FileStoreWindowTest, ASliceAnotherClientMakesIsSeenByTheNextCheck) {
   EXPECT_TRUE(testing::ValueOrFail(fresh->Contains("now")));
 }
 
+// A program that runs with stdout closed and then writes its output (as a
+// CLI started with `>&-` does) must not write into a filter: the store's
+// descriptors stay off 0, 1 and 2. Before, the filter file opened on
+// descriptor 1, and the output went over its header ("not a redbloom filter
+// file (bad magic)" from then on, its items gone).
+TEST(FileStoreStdioTest, OutputToAClosedStdoutNeverLandsInAFilter) {
+  testing::TempDir dir;
+  const std::string url = "file:" + dir.path();
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
+    ASSERT_OK_AND_ASSIGN(auto f,
+                         BloomFilter::Create(*store, "f", {.capacity = 1000, .error_rate = 0.01}));
+    ASSERT_TRUE(f->Add("kept").ok());
+  }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(1);
+    auto store = Store::Open(url);
+    if (!store.ok()) ::_exit(10);
+    auto f = BloomFilter::Open(**store, "f");
+    if (!f.ok()) ::_exit(11);
+    auto g = BloomFilter::Create(**store, "g", {.capacity = 1000, .error_rate = 0.01});
+    if (!g.ok()) ::_exit(12);
+    auto kept = (*f)->Contains("kept");
+    if (!kept.ok() || !*kept) ::_exit(13);
+    const char output[] = "1\tkept\n";  // what `check` would print
+    (void)!::write(1, output, sizeof(output) - 1);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
+  for (const char* name : {"f", "g"}) {
+    auto f = BloomFilter::Open(*store, name);
+    ASSERT_TRUE(f.ok()) << name << ": " << f.status().ToString();
+  }
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*store, "f"));
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("kept")));
+}
+
 // An expired filter is removed only while its name still holds it. The
 // removal read the header, then took the directory lock and unlinked
 // whatever the name held by then: a filter made meanwhile by another process

@@ -24,6 +24,7 @@
 #include "redbloom/bloom_filter.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/store.h"
+#include "util/fd_above_stdio.h"
 
 namespace redbloom::cli {
 
@@ -508,6 +509,9 @@ int Main(int argc, char** argv) {
 }  // namespace redbloom::cli
 
 int main(int argc, char** argv) {
+  // Before anything is opened: a filter file on a closed stdout would take
+  // this program's output over its header.
+  if (!redbloom::internal::OpenClosedStdio()) return redbloom::cli::kExitIo;
   try {
     return redbloom::cli::Main(argc, argv);
   } catch (const std::exception& e) {

@@ -41,12 +41,18 @@
 #include "kinds/kind_def.h"
 #include "stores.h"
 #include "util/errno_text.h"
+#include "util/fd_above_stdio.h"
 #include "word_bits.h"
 
 namespace redbloom::internal {
 namespace {
 
 constexpr std::string_view kSuffix = ".rbf";
+
+// open(2), never onto descriptors 0-2 (util/fd_above_stdio.h).
+int OpenNoStdio(const char* path, int flags, mode_t mode = 0) {
+  return AboveStdio(::open(path, flags, mode));
+}
 
 Status IoError(const std::string& what, const std::string& path, int err) {
   if (err == ENOSPC || err == EDQUOT) {
@@ -107,7 +113,7 @@ class FdCloser {
 class DirLock {
  public:
   DirLock(const std::string& dir, int operation) {
-    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    fd_ = OpenNoStdio(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd_ < 0) {
       status_ = errno == ENOENT ? Status::NotFound(dir) : IoError("cannot open", dir, errno);
       return;
@@ -184,7 +190,7 @@ Result<FileHeader> ReadHeader(int fd, const std::string& path) {
 // systems that cannot sync a directory (EINVAL, ENOTSUP: some network and
 // FUSE ones), where there is nothing more to do.
 int SyncDirErrno(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = OpenNoStdio(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return errno;
   int err = ::fsync(fd) == 0 ? 0 : errno;
   ::close(fd);
@@ -199,7 +205,7 @@ void SyncDir(const std::string& dir) { (void)SyncDirErrno(dir); }
 
 // Opens a filter's file: kNotFound if it does not exist.
 Result<int> OpenFile(std::string_view name, const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  int fd = OpenNoStdio(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return NotFoundStatus(name);
     return IoError("cannot open", path, errno);
@@ -328,7 +334,7 @@ class FileStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(lock.status());
     // Hold the old file open across the rename, to flag it afterwards; one
     // that cannot be opened to write is not replaced (see UnlinkAndFlag).
-    int old_fd = ::open(PathOf(name).c_str(), O_RDWR | O_CLOEXEC);
+    int old_fd = OpenNoStdio(PathOf(name).c_str(), O_RDWR | O_CLOEXEC);
     if (old_fd < 0 && errno != ENOENT) {
       return CannotFlag("replace", PathOf(name), errno);
     }
@@ -521,7 +527,7 @@ class FileStore final : public Store {
     const std::string tmp =
         dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     {
-      int fd = ::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+      int fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
       if (fd < 0) return IoError("cannot create", path + " (in " + tmp + ")", errno);
       FdCloser closer(fd);
       const uint64_t size = kHeaderBytes + f->data_bytes;
@@ -669,7 +675,7 @@ class FileStore final : public Store {
   // adding to it (false negatives, lost adds) while a new filter of the name
   // took the others' adds.
   static Status UnlinkAndFlag(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    const int fd = OpenNoStdio(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) {
       if (errno == ENOENT) return Status::NotFound(path);
       return CannotFlag("remove", path, errno);
@@ -743,10 +749,10 @@ class FileStore final : public Store {
     // serves checks and info: it is mapped read-only, and writes answer
     // why (issue #15.8).
     Status writable = Status::Ok();
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    int fd = OpenNoStdio(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
       writable = IoError("cannot write", path, errno);
-      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      fd = OpenNoStdio(path.c_str(), O_RDONLY | O_CLOEXEC);
     }
     if (fd < 0) {
       if (errno == ENOENT) return NotFoundStatus(name);

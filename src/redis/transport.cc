@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "util/errno_text.h"
+#include "util/fd_above_stdio.h"
 
 namespace redbloom::internal {
 namespace {
@@ -171,7 +172,8 @@ Socket ConnectTcp(const std::string& host, int port, Deadline deadline, IoFailur
   // Every address in turn ("localhost" may be ::1 first, where a server bound
   // to 127.0.0.1 refuses), each within what is left of the deadline.
   for (const addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next) {
-    Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
+    Socket s(AboveStdio(
+        ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol)));
     if (s.get() < 0) {
       *failure = {IoFailure::Kind::kConnect, ErrnoText(errno), ""};
       continue;
