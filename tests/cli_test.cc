@@ -390,6 +390,32 @@ TEST_F(CliTest, ClosedStdioNeverTouchesAFilter) {
   EXPECT_EQ(Run({"info", "cl"}).exit_code, 0);
 }
 
+// An empty --file value (an unset shell variable) is an error, and a rebuild
+// from an empty input is refused unless --allow-empty says it is meant.
+// Before, `rebuild keep --file "$F"` with F unset read no items and swapped
+// in an empty filter: every item added before then checked absent.
+TEST_F(CliTest, AnEmptyFileOrInputNeverEmptiesAFilter) {
+  Create("keep");
+  ASSERT_EQ(Run({"add", "-q", "keep", "important"}).exit_code, 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"rebuild", "keep", "--file", ""},
+        std::vector<std::string>{"dedup", "keep", "-f", ""},
+        std::vector<std::string>{"load", "keep", "-f", ""},
+        std::vector<std::string>{"check", "keep", "x", "-f", ""},
+        std::vector<std::string>{"export", "keep", "--format", "redbloom", "-f", ""}}) {
+    auto r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("needs a path"), std::string::npos) << args[0] << ": " << r.err;
+  }
+  auto empty = Run({"rebuild", "keep", "-f", "-"}, "");
+  EXPECT_EQ(empty.exit_code, 2) << empty.err;
+  EXPECT_NE(empty.err.find("--allow-empty"), std::string::npos) << empty.err;
+  EXPECT_EQ(Run({"check", "keep", "important"}).exit_code, 0) << "the filter was emptied";
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/.rebuild~keep.rbf"));
+  EXPECT_EQ(Run({"rebuild", "keep", "-f", "-", "--allow-empty"}, "").exit_code, 0);
+  EXPECT_EQ(Run({"check", "keep", "important"}).exit_code, 1);
+}
+
 // A load in batches (a scaling filter) that meets bad input after its first
 // batch says that batch was added: the error alone read like the plain
 // filter's, where nothing is written.

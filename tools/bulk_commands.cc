@@ -505,7 +505,7 @@ class StopSignals {
 };
 
 int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing, bool plain,
-               bool no_ttl, bool force, const std::string& file) {
+               bool no_ttl, bool force, bool allow_empty, const std::string& file) {
   ItemReader reader({}, file);
   if (Status s = reader.Open(); !s.ok()) return Fail(s);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
@@ -540,6 +540,11 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
           progress.Update(items, reader.bytes_read());
         }
         if (g_stop_signal != 0) return stopped();
+        if (items == 0 && !allow_empty) {
+          return Status::InvalidArgument(
+              "the input has no items, and the rebuilt filter would hold none of the old one's "
+              "(give --allow-empty if that is meant)");
+        }
         if (builder) return f.OrBitmap(builder->bitmap(), builder->new_items());
         return Status::Ok();
       },
@@ -565,7 +570,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
     std::string name, file = "-", format, encoding = "utf8", capacity, error;
     std::vector<std::string> sources;
     SizingFlags sizing;
-    bool plain = false, no_ttl = false, force = false;  // rebuild
+    bool plain = false, no_ttl = false, force = false, allow_empty = false;  // rebuild
     SizingFlags dedup_sizing;
   };
   auto flags = std::make_shared<Flags>();
@@ -577,12 +582,16 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
       "upload to a temporary key, then BITOP OR, or a counter-adding script); sharded, scaling "
       "and window filters are added to in batches. Prints a summary.");
   load->add_option("NAME", flags->name, "Filter name")->required();
-  load->add_option("--file,-f", flags->file, "PATH, or - for stdin")->required();
+  load->add_option("--file,-f", flags->file, "PATH, or - for stdin")
+      ->check(NonEmptyPath())
+      ->required();
 
   auto* import = app.add_subcommand("import", "Import a Guava writeTo file or a redbloom dump");
   import->add_option("NAME", flags->name, "Filter name (created if missing)")->required();
   import->add_option("--format", flags->format, "guava or redbloom")->required();
-  import->add_option("--file,-f", flags->file, "PATH, or - for stdin")->required();
+  import->add_option("--file,-f", flags->file, "PATH, or - for stdin")
+      ->check(NonEmptyPath())
+      ->required();
   import
       ->add_option("--encoding", flags->encoding,
                    "guava: the funnel the Java side used (utf8, utf8x2, int32, int64, bytes)")
@@ -599,7 +608,9 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   exp->add_option("--format", flags->format,
                   "guava (plain guava64 filters only) or redbloom (any kind)")
       ->required();
-  exp->add_option("--file,-f", flags->file, "PATH, or - for stdout")->required();
+  exp->add_option("--file,-f", flags->file, "PATH, or - for stdout")
+      ->check(NonEmptyPath())
+      ->required();
 
   auto* merge = app.add_subcommand(
       "merge",
@@ -614,6 +625,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
       "--capacity and --error, create the filter if it does not exist");
   dedup->add_option("NAME", flags->name, "Filter name")->required();
   dedup->add_option("--file,-f", flags->file, "PATH, or - for stdin (the default)")
+      ->check(NonEmptyPath())
       ->capture_default_str();
   flags->dedup_sizing.AddTo(dedup, StrategyName(kDefaultStrategy),
                             SizingFlags::Need::kCreateIfMissing);
@@ -626,6 +638,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
       "the swap, then the new one");
   rebuild->add_option("NAME", flags->name, "Filter name (must exist)")->required();
   rebuild->add_option("--file,-f", flags->file, "Items, one per line: PATH, or - for stdin")
+      ->check(NonEmptyPath())
       ->required();
   flags->sizing.AddTo(rebuild, StrategyName(kDefaultStrategy), SizingFlags::Need::kFromExisting);
   rebuild->add_flag("--counting", flags->sizing.counting, "Rebuild as a counting filter");
@@ -637,11 +650,14 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   rebuild->add_flag("--force", flags->force,
                     "Drop the temporary filter a stopped rebuild left (only when no other "
                     "rebuild of NAME is running)");
+  rebuild->add_flag("--allow-empty", flags->allow_empty,
+                    "Swap in an empty filter when the input has no items (else refused: an "
+                    "empty input is more often a mistake than a wish to forget every item)");
 
   return [=, &ctx]() -> int {
     if (*rebuild) {
       return RunRebuild(ctx, flags->name, flags->sizing, flags->plain, flags->no_ttl, flags->force,
-                        flags->file);
+                        flags->allow_empty, flags->file);
     }
     if (*load) return RunLoad(ctx, flags->name, flags->file);
     if (*import) {

@@ -16,6 +16,18 @@ namespace redbloom::cli {
 // Prints "redbloom: error: <message> [<code>]" and returns the exit code.
 int Fail(const Status& s);
 
+// For --file: an empty value (an unset shell variable) is an error, not "no
+// file". Read as none, `rebuild --file "$F"` swapped in an empty filter.
+inline const CLI::Validator& NonEmptyPath() {
+  static const CLI::Validator kValidator(
+      [](const std::string& path) {
+        return path.empty() ? std::string("needs a path (or - for standard input or output)")
+                            : std::string();
+      },
+      "PATH");
+  return kValidator;
+}
+
 struct Context {
   std::string store_url;
   std::unique_ptr<Store> store;

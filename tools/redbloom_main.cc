@@ -426,7 +426,8 @@ int Main(int argc, char** argv) {
     cmd->add_option("NAME", name, "Filter name")->required();
     cmd->add_option("ITEM", items, "Items (or use --file)");
     keep_dashes_in(cmd);
-    cmd->add_option("--file,-f", file, "Read one item per line from PATH, or - for stdin");
+    cmd->add_option("--file,-f", file, "Read one item per line from PATH, or - for stdin")
+        ->check(NonEmptyPath());
     auto* q = cmd->add_flag("--quiet,-q", quiet, "Print nothing; only the exit code tells");
     cmd->add_flag("--json", json,
                   "Print one JSON document: per item {\"item\": ..., \"" + std::string(answer) +
