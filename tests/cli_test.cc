@@ -416,6 +416,24 @@ TEST_F(CliTest, AnEmptyFileOrInputNeverEmptiesAFilter) {
   EXPECT_EQ(Run({"check", "keep", "important"}).exit_code, 1);
 }
 
+// Output that cannot be written (a full device) is exit 3 for every
+// command, and dedup says its lines are in the filter though unwritten.
+// Before, info, list and offsets exited 0 with their output lost.
+TEST_F(CliTest, OutputThatCannotBeWrittenIsExitThree) {
+  Create("o");
+  const std::string cli = std::string(REDBLOOM_CLI_PATH) + " --store file:" + dir_.path();
+  for (const std::string& command :
+       {cli + " info o", cli + " list", cli + " offsets -n 1000 -p 0.01 x", cli + " check o x",
+        cli + " add o y", "printf 'a\\nb\\n' | " + cli + " dedup o"}) {
+    auto r = RunCommand({"/bin/sh", "-c", command + " >/dev/full"});
+    EXPECT_EQ(r.exit_code, 3) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot write to stdout"), std::string::npos) << command << ": " << r.err;
+  }
+  auto dedup = RunCommand({"/bin/sh", "-c", "printf 'c\\n' | " + cli + " dedup o >/dev/full"});
+  EXPECT_NE(dedup.err.find("are in the filter but may not have been written"), std::string::npos)
+      << dedup.err;
+}
+
 // A load in batches (a scaling filter) that meets bad input after its first
 // batch says that batch was added: the error alone read like the plain
 // filter's, where nothing is written.

@@ -239,6 +239,14 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
       }
     }
     std::cout << out << std::flush;
+    if (!std::cout && !added.empty()) {
+      // The lines are in the filter, and a second run will not print them.
+      return Fail(Status::Unavailable(
+          "cannot write to stdout; the new lines from " + reader.Where(0) + " to " +
+          reader.Where(added.size() - 1) +
+          " are in the filter but may not have been written, and a second run will not print "
+          "them; nothing after them was added"));
+    }
     if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
     if (!s.ok()) {
       if (s.code() != StatusCode::kInvalidArgument) {

@@ -514,7 +514,14 @@ int main(int argc, char** argv) {
   // this program's output over its header.
   if (!redbloom::internal::OpenClosedStdio()) return redbloom::cli::kExitIo;
   try {
-    return redbloom::cli::Main(argc, argv);
+    const int rc = redbloom::cli::Main(argc, argv);
+    // Every command's output, checked once it is all written: info, list
+    // and offsets to a full device exited 0.
+    std::cout.flush();
+    if (!std::cout && rc != redbloom::cli::kExitIo) {
+      return redbloom::cli::Fail(redbloom::Status::Unavailable("cannot write to stdout"));
+    }
+    return rc;
   } catch (const std::exception& e) {
     std::cerr << "redbloom: internal error: " << e.what() << "\n";
     return redbloom::cli::kExitIo;
