@@ -497,6 +497,14 @@ TEST_F(CliTest, AChunkThatFailsPartWaySaysSomeMayHaveBeenAdded) {
   ASSERT_FALSE(bad_json.is_discarded()) << bad.out;
   EXPECT_EQ(bad_json["error"]["code"], "invalid_argument");
   EXPECT_FALSE(bad_json.contains("unconfirmed")) << bad.out;
+  // Nor does a call the filter cannot do (a remove on a plain filter), which
+  // said "some of the first 1 items may have been processed".
+  auto unsupported = Run({"remove", "--json", "u", "ok"});
+  EXPECT_EQ(unsupported.exit_code, 2) << unsupported.err;
+  EXPECT_EQ(unsupported.err.find("may have been"), std::string::npos) << unsupported.err;
+  const auto unsupported_json = nlohmann::json::parse(unsupported.out, nullptr, false);
+  ASSERT_FALSE(unsupported_json.is_discarded()) << unsupported.out;
+  EXPECT_FALSE(unsupported_json.contains("unconfirmed")) << unsupported.out;
 }
 
 // create (and dedup's create-if-missing) answers "exists" only for the TTL

@@ -242,7 +242,30 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
       if (s.code() == StatusCode::kInvalidArgument) {
         return stop(source.Locate(s, (*filter)->config().encoding, chunk));
       }
-      return stop(s.WithContext(what), chunk.size());
+      // Refused before anything was written: the filter cannot do it (a
+      // remove on a filter that does not count), or is not there.
+      if (s.code() == StatusCode::kUnimplemented || s.code() == StatusCode::kNotFound ||
+          s.code() == StatusCode::kTooLarge) {
+        return stop(s.WithContext(what));
+      }
+      // An add keeps the answers of the items the store confirmed before it
+      // failed (BloomFilter::AddMany): they are reported, as done.
+      if (op == ItemOp::kAdd && !answers.empty()) {
+        chunk.resize(answers.size());
+        if (json_out) {
+          json_out->Chunk(chunk, answers);
+        } else if (!quiet) {
+          out.clear();
+          for (size_t i = 0; i < chunk.size(); ++i) {
+            out += answers[i] ? "1\t" : "0\t";
+            out += chunk[i];
+            out += '\n';
+          }
+          std::cout << out;
+        }
+        done += chunk.size();
+      }
+      return stop(s.WithContext(what), views.size() - answers.size());
     }
     if (json_out) {
       json_out->Chunk(chunk, answers);
