@@ -623,6 +623,15 @@ TEST_F(RedisStoreTest, AScalingFilterWhosePartsListLostALayerIsDataLoss) {
     }
     ASSERT_TRUE(BloomFilter::Drop(*store_, "sc").ok());
   }
+  // Another type under the list's key is a conflict that names the key (it
+  // was "unexpected redis reply to HKEYS" [internal]).
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "sc", scaling));
+  ASSERT_TRUE(f->AddMany(Views(items)).ok());
+  raw_->Must({"SET", parts_key, "x"});
+  std::vector<uint8_t> present;
+  const Status wrong = f->ContainsMany(Views(items), &present);
+  EXPECT_EQ(wrong.code(), StatusCode::kConflict) << wrong.ToString();
+  EXPECT_NE(wrong.message().find(parts_key), std::string::npos) << wrong.message();
 }
 
 // An add cut short by the store keeps the answers of the transactions Redis

@@ -571,6 +571,11 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
   }
   if (list_parts && parts_now != nullptr) {
     const redisReply* r = exec->element[at];
+    if (r->type == REDIS_REPLY_ERROR && ReplyText(r).starts_with("WRONGTYPE")) {
+      // Another program keeps another type under the parts list's key.
+      return WrongTypeStatus(DisplayKey(keys_.parts, shared_->keys), "value of another type",
+                             "a hash");
+    }
     if (!IsArray(r, 0)) return Unexpected("HKEYS", r);
     parts_now->clear();
     for (uint64_t p = 0; p < config_.initial_parts(); ++p) parts_now->push_back(p);
