@@ -145,6 +145,22 @@ TEST_F(FileDiskTest, ScalingGrowthOnAFullDiskIsExitThree) {
   EXPECT_EQ(info.exit_code, 0) << info.err;
 }
 
+// An export to a full disk is resource_exhausted, as the stores say a full
+// disk (it was unavailable), and leaves no partial file.
+TEST_F(FileDiskTest, ExportToAFullDiskIsResourceExhausted) {
+  TmpfsMount disk("2m");
+  ASSERT_EQ(disk.error(), "");
+  ASSERT_EQ(Run(dir_.path(), {"create", "f", "-n", "100000", "-p", "0.01"}).exit_code, 0);
+  ASSERT_TRUE(disk.Fill());
+  const std::string out = disk.path() + "/f.dump";
+  auto r = Run(dir_.path(), {"export", "f", "--format", "redbloom", "-f", out});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("[resource_exhausted]"), std::string::npos) << r.err;
+  for (const auto& e : std::filesystem::directory_iterator(disk.path())) {
+    EXPECT_EQ(e.path().filename(), "filler") << "left behind: " << e.path();
+  }
+}
+
 TEST_F(FileDiskTest, ServiceAnswers507WhenTheDiskIsFull) {
   TmpfsMount disk("2m");
   ASSERT_EQ(disk.error(), "");

@@ -321,12 +321,20 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   return 0;
 }
 
+// A failed write's status: a full disk is resource_exhausted, as the
+// stores report it.
+Status WriteError(const std::string& what, int err) {
+  const std::string message = "cannot write " + what + ": " + internal::ErrnoText(err);
+  if (err == ENOSPC || err == EDQUOT) return Status::ResourceExhausted(message);
+  return Status::Unavailable(message);
+}
+
 // Writes `bytes` to `path` (truncated, or created); errors name `what`.
 Status WriteBytes(const std::string& path, const std::string& bytes, const std::string& what) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.flush();
-  if (!out) return Status::Unavailable("cannot write " + what + ": " + internal::ErrnoText(errno));
+  if (!out) return WriteError(what, errno);
   return Status::Ok();
 }
 
@@ -356,8 +364,7 @@ Status WriteToDescriptor(int fd, std::string_view bytes, const std::string& what
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return Status::Unavailable("cannot write " + what + ": " + internal::ErrnoText(errno));
+    if (n <= 0) return WriteError(what, errno);
     bytes.remove_prefix(static_cast<size_t>(n));
   }
   return Status::Ok();
