@@ -512,6 +512,52 @@ TEST(FileStoreStdioTest, OutputToAClosedStdoutNeverLandsInAFilter) {
   EXPECT_TRUE(testing::ValueOrFail(f->Contains("kept")));
 }
 
+// Open filters hold no descriptor, but for counting ones (their removes
+// flock() the file): before, every mapping kept one, so a window filter's
+// slices and a scaling filter's layers cost redbloomd a descriptor each, for
+// every filter in its cache, until EMFILE turned requests into 503s.
+TEST(FileStoreFdTest, OnlyCountingFiltersHoldADescriptor) {
+  testing::TempDir dir;
+  auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
+  StoreOptions options;
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir.path(), options));
+  ASSERT_OK_AND_ASSIGN(auto plain,
+                       BloomFilter::Create(*store, "p", {.capacity = 1000, .error_rate = 0.01}));
+  ASSERT_OK_AND_ASSIGN(
+      auto scaling,
+      BloomFilter::Create(*store, "s",
+                          {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling}));
+  ASSERT_OK_AND_ASSIGN(auto window, BloomFilter::Create(*store, "w",
+                                                        {.capacity = 1000,
+                                                         .error_rate = 0.01,
+                                                         .kind = FilterKind::kWindow,
+                                                         .window_millis = 8 * 60'000,
+                                                         .slices = 8}));
+  std::vector<std::string> items;
+  for (int i = 0; i < 500; ++i) items.push_back("i" + std::to_string(i));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  ASSERT_TRUE(plain->AddMany(views).ok());
+  ASSERT_TRUE(scaling->AddMany(views).ok());  // several layers
+  for (int slice = 0; slice < 6; ++slice) {
+    ASSERT_TRUE(window->Add(items[slice]).ok());
+    clock->Advance(std::chrono::minutes(1));
+  }
+  std::vector<uint8_t> present;
+  for (BloomFilter* f : {plain.get(), scaling.get(), window.get()}) {
+    ASSERT_TRUE(f->ContainsMany(views, &present).ok());
+  }
+  EXPECT_EQ(OpenUnder(dir.path()), 0);
+  ASSERT_OK_AND_ASSIGN(
+      auto counting,
+      BloomFilter::Create(*store, "c",
+                          {.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kCounting}));
+  ASSERT_TRUE(counting->Add("x").ok());
+  EXPECT_EQ(OpenUnder(dir.path()), 1) << "a counting filter's removes lock its file";
+  ASSERT_TRUE(counting->Remove("x").ok());
+  EXPECT_TRUE(testing::ValueOrFail(scaling->Contains("i499")));
+}
+
 // An expired filter is removed only while its name still holds it. The
 // removal read the header, then took the directory lock and unlinked
 // whatever the name held by then: a filter made meanwhile by another process

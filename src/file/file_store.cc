@@ -790,7 +790,7 @@ class FileStore final : public Store {
     // and took 6 to 16 s. Advisory; a failure changes nothing else.
     ::madvise(base, mapping->size, MADV_RANDOM);
     mapping->base = base;
-    mapping->fd = closer.release();  // kept for flock() by removes
+    mapping->fd = closer.release();
     mapping->array.words = mapping->word_at(kHeaderBytes);
     mapping->array.cells = cells;
     mapping->array.cell_bits = config.cell_bits();
@@ -811,6 +811,14 @@ class FileStore final : public Store {
                                 "the filter's file: the header is damaged (rebuild the filter "
                                 "from its items, or drop it)");
       }
+    }
+    // Only counting cells need the descriptor (removes flock() it); the
+    // mapping outlives a closed one. Kept for every mapping, a window
+    // filter's slices and a scaling filter's layers cost redbloomd a
+    // descriptor each, for every cached filter (EMFILE, then 503, in time).
+    if (config.cell_bits() == 1) {
+      ::close(mapping->fd);
+      mapping->fd = -1;
     }
     mapping->array.lock_fd = mapping->fd;
     mapping->array.remove_mutex = remove_mutex_;
