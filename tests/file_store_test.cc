@@ -426,6 +426,15 @@ TEST(FileStoreWindowTest, ExpiredSlicesLeaveTheDiskAndTheProcess) {
   EXPECT_TRUE(testing::ValueOrFail(f->Contains("item-29")));
 }
 
+// A file store in `dir` whose clock is `clock`.
+std::unique_ptr<Store> StoreWithClock(const std::string& dir, std::shared_ptr<const Clock> clock) {
+  StoreOptions options;
+  options.clock = std::move(clock);
+  auto store = Store::Open("file:" + dir, options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
 // A window check skips the slices its store's directory does not hold (one
 // directory read, where it tried to open each of them: 23 failed opens a
 // check for a day's window of 24 slices made an hour ago). A slice made by
@@ -437,11 +446,9 @@ TEST(FileStoreWindowTest, ASliceAnotherClientMakesIsSeenByTheNextCheck) {
   testing::TempDir dir;
   auto clock_a = std::make_shared<ManualClock>(1'800'000'000'000);
   auto clock_b = std::make_shared<ManualClock>(1'800'000'000'000 - kSlice);
-  StoreOptions a_options, b_options;
-  a_options.clock = clock_a;
-  b_options.clock = clock_b;
-  ASSERT_OK_AND_ASSIGN(auto store_a, Store::Open("file:" + dir.path(), a_options));
-  ASSERT_OK_AND_ASSIGN(auto store_b, Store::Open("file:" + dir.path(), b_options));
+  auto store_a = StoreWithClock(dir.path(), clock_a);
+  auto store_b = StoreWithClock(dir.path(), clock_b);
+  ASSERT_TRUE(store_a && store_b);
   ASSERT_OK_AND_ASSIGN(auto a, BloomFilter::Create(*store_a, "w",
                                                    {.capacity = 2400,
                                                     .error_rate = 0.01,
@@ -519,9 +526,8 @@ TEST(FileStoreStdioTest, OutputToAClosedStdoutNeverLandsInAFilter) {
 TEST(FileStoreFdTest, OnlyCountingFiltersHoldADescriptor) {
   testing::TempDir dir;
   auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
-  StoreOptions options;
-  options.clock = clock;
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir.path(), options));
+  auto store = StoreWithClock(dir.path(), clock);
+  ASSERT_NE(store, nullptr);
   ASSERT_OK_AND_ASSIGN(auto plain,
                        BloomFilter::Create(*store, "p", {.capacity = 1000, .error_rate = 0.01}));
   ASSERT_OK_AND_ASSIGN(

@@ -227,6 +227,21 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
     if (json_out) json_out->End(s, unconfirmed);
     return Fail(s);
   };
+  // Prints (or adds to the JSON) each item of `chunk` with its answer.
+  const auto report = [&] {
+    if (json_out) {
+      json_out->Chunk(chunk, answers);
+    } else if (!quiet) {
+      out.clear();
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        out += answers[i] ? "1\t" : "0\t";
+        out += chunk[i];
+        out += '\n';
+      }
+      std::cout << out;
+    }
+    done += chunk.size();
+  };
   while (true) {
     auto more = source.Next(&chunk, kChunkItems);
     if (!more.ok()) return stop(more.status());
@@ -252,34 +267,12 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
       // failed (BloomFilter::AddMany): they are reported, as done.
       if (op == ItemOp::kAdd && !answers.empty()) {
         chunk.resize(answers.size());
-        if (json_out) {
-          json_out->Chunk(chunk, answers);
-        } else if (!quiet) {
-          out.clear();
-          for (size_t i = 0; i < chunk.size(); ++i) {
-            out += answers[i] ? "1\t" : "0\t";
-            out += chunk[i];
-            out += '\n';
-          }
-          std::cout << out;
-        }
-        done += chunk.size();
+        report();
       }
       return stop(s.WithContext(what), views.size() - answers.size());
     }
-    if (json_out) {
-      json_out->Chunk(chunk, answers);
-    } else if (!quiet) {
-      out.clear();
-      for (size_t i = 0; i < chunk.size(); ++i) {
-        out += answers[i] ? "1\t" : "0\t";
-        out += chunk[i];
-        out += '\n';
-      }
-      std::cout << out;
-    }
+    report();
     for (uint8_t a : answers) any_absent |= (a == 0);
-    done += chunk.size();
   }
   if (op != ItemOp::kCheck) {
     if (Status s = (*filter)->Flush(); !s.ok()) {
