@@ -447,6 +447,7 @@ Status WordBitStore::Add(std::span<PartBatch> batches) {
 }
 
 Status WordBitStore::KeepExisting(std::vector<uint64_t>* parts) {
+  if (!parts_->ListsExisting()) return Status::Ok();
   // Parts this handle has open are asked as before (a retired one reports
   // itself when opened); one unopened part costs a probe, as a listing does.
   size_t unopened = 0;
@@ -457,13 +458,12 @@ Status WordBitStore::KeepExisting(std::vector<uint64_t>* parts) {
     }
   }
   if (unopened < 2) return Status::Ok();
-  REDBLOOM_ASSIGN_OR_RETURN(std::optional<std::vector<uint64_t>> existing, parts_->Existing());
-  if (!existing) return Status::Ok();
-  std::sort(existing->begin(), existing->end());
+  REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> existing, parts_->Existing());
+  std::sort(existing.begin(), existing.end());
   std::lock_guard lock(mu_);
   std::erase_if(*parts, [&](uint64_t part) {
     return !(part == 0 && main_) && !open_.contains(part) &&
-           !std::binary_search(existing->begin(), existing->end(), part);
+           !std::binary_search(existing.begin(), existing.end(), part);
   });
   return Status::Ok();
 }

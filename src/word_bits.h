@@ -22,7 +22,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -147,12 +146,14 @@ class WordParts {
   // Idempotent; safe when several writers race.
   virtual Status Create(uint64_t part, uint64_t expires_at_ms) = 0;
   virtual Result<std::vector<uint64_t>> List() = 0;
-  // The parts that exist now, when one listing costs less than asking for
-  // several parts one by one (file: one directory read in place of a failed
-  // open() per missing part); nullopt where asking is as cheap (mem:). No
-  // housekeeping: expired parts may be listed, and Open then says so.
-  virtual Result<std::optional<std::vector<uint64_t>>> Existing() {
-    return std::optional<std::vector<uint64_t>>();
+  // True where one listing of the parts that exist costs less than asking
+  // for several parts one by one (file: one directory read in place of a
+  // failed open() per missing part); not where asking is as cheap (mem:).
+  virtual bool ListsExisting() const { return false; }
+  // With ListsExisting(): the parts that exist now. No housekeeping: expired
+  // parts may be listed, and Open then says so.
+  virtual Result<std::vector<uint64_t>> Existing() {
+    return Status::Unimplemented("this store does not list its parts cheaply");
   }
 };
 

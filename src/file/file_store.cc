@@ -34,7 +34,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <tuple>
 
 #include "file/file_header.h"
@@ -222,7 +221,8 @@ class FileParts final : public WordParts {
   Result<std::shared_ptr<WordArray>> Open(uint64_t part) override;
   Status Create(uint64_t part, uint64_t expires_at_ms) override;
   Result<std::vector<uint64_t>> List() override;
-  Result<std::optional<std::vector<uint64_t>>> Existing() override;
+  bool ListsExisting() const override { return true; }
+  Result<std::vector<uint64_t>> Existing() override;
 
  private:
   FileStore* store_;
@@ -345,12 +345,7 @@ class FileStore final : public Store {
     }
     SyncDir(dir_);
     // Handles still mapping the old file now learn it was replaced.
-    if (old_fd >= 0 && !FlagReplaced(old_fd)) {
-      return Status::Unavailable("replaced " + PathOf(name) +
-                                 ", but could not flag the old file for the processes that have "
-                                 "it open (they use it until they reopen it): " +
-                                 internal::ErrnoText(errno));
-    }
+    if (old_fd >= 0 && !FlagReplaced(old_fd)) return NotFlagged("replaced", PathOf(name), errno);
     return Status::Ok();
   }
 
@@ -685,12 +680,7 @@ class FileStore final : public Store {
       if (errno == ENOENT) return Status::NotFound(path);
       return IoError("cannot remove", path, errno);
     }
-    if (!FlagReplaced(fd)) {
-      return Status::Unavailable("removed " + path +
-                                 ", but could not flag it for the processes that have it open "
-                                 "(they use it until they reopen it): " +
-                                 internal::ErrnoText(errno));
-    }
+    if (!FlagReplaced(fd)) return NotFlagged("removed", path, errno);
     return Status::Ok();
   }
 
@@ -698,6 +688,14 @@ class FileStore final : public Store {
     return Status::Unavailable(std::string("will not ") + verb + " " + path +
                                ": it cannot be opened to flag it for the processes that map it, "
                                "which would go on using it: " +
+                               internal::ErrnoText(err));
+  }
+
+  // The file was removed or replaced, but FlagReplaced failed (`err`).
+  static Status NotFlagged(const char* done, const std::string& path, int err) {
+    return Status::Unavailable(std::string(done) + " " + path +
+                               ", but could not flag the old file for the processes that map it "
+                               "(they use it until they reopen it): " +
                                internal::ErrnoText(err));
   }
 
@@ -847,10 +845,10 @@ Status FileParts::Create(uint64_t part, uint64_t expires_at_ms) {
   return store_->CreatePart(name_, config_, part, expires_at_ms);
 }
 Result<std::vector<uint64_t>> FileParts::List() { return store_->ListParts(name_, config_); }
-Result<std::optional<std::vector<uint64_t>>> FileParts::Existing() {
+Result<std::vector<uint64_t>> FileParts::Existing() {
   REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, store_->PartFiles(name_));
   if (config_.initial_parts() > 0) parts.push_back(0);  // the main file's
-  return std::optional(std::move(parts));
+  return parts;
 }
 
 }  // namespace

@@ -80,6 +80,10 @@ const KindDef& KindOf(FilterKind id);
 // For configure(): the options of scaling and window filters, refused on
 // kinds that do not use them.
 Status RejectScalingOptions(const FilterOptions& options);
+// When window slice `part` expires, before the filter's own expiry caps it:
+// one slice after the slice has left the window (the grace for clocks a
+// little apart). Stores tell an expired slice from a lost one by it.
+uint64_t SliceExpiresAt(const FilterConfig& config, uint64_t part);
 Status RejectWindowOptions(const FilterOptions& options);
 
 // The parts of a one-array kind: part 0, or shards 0..S-1, each sized for its

@@ -64,11 +64,18 @@ void PruneOnce(FilterContext& f, uint64_t now) {
 
 Status CreateSlice(FilterContext& f, uint64_t part) {
   if (f.cache().created(part)) return Status::Ok();
-  const uint64_t expires_at = (part + f.config().slices + 1) * f.config().slice_millis();
-  REDBLOOM_RETURN_IF_ERROR(f.bits().CreatePart(part, expires_at));
+  REDBLOOM_RETURN_IF_ERROR(f.bits().CreatePart(part, SliceExpiresAt(f.config(), part)));
   f.cache().set_created(part);
   return Status::Ok();
 }
+
+}  // namespace
+
+uint64_t SliceExpiresAt(const FilterConfig& config, uint64_t part) {
+  return (part + config.slices + 1) * config.slice_millis();
+}
+
+namespace {
 
 class WindowPolicy final : public KindPolicy {
  public:

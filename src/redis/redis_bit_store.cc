@@ -307,6 +307,14 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         if (!IsArray(meta.get(), 2)) return Unexpected("HMGET", meta.get());
         if (meta->element[0]->type == REDIS_REPLY_NIL) return Gone();
         if (!IsArray(r.get(), 0)) return Unexpected("HKEYS", r.get());
+        // Whether the filter went (dropped, or expired with all its keys)
+        // since its metadata was read: then its parts went with it.
+        auto gone_since = [&]() -> Result<bool> {
+          CommandBuffer meta_now;
+          meta_now.Command({"EXISTS", keys_.meta});
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr m, Call(c, meta_now));
+          return m->type == REDIS_REPLY_INTEGER && m->integer == 0;
+        };
         std::vector<uint64_t> parts;
         for (size_t i = 0; i < r->elements; ++i) {
           Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
@@ -337,12 +345,9 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
           // A scaling filter's layers never expire alone (they share the
           // filter's TTL): a listed layer whose key is gone was deleted or
           // evicted. Forgetting it would leave its items absent, and the
-          // next add would make it again, empty. Unless the filter went
-          // (dropped, or expired with all its keys) since its metadata was read.
-          CommandBuffer meta_now;
-          meta_now.Command({"EXISTS", keys_.meta});
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr m, Call(c, meta_now));
-          if (m->type == REDIS_REPLY_INTEGER && m->integer == 0) return Gone();
+          // next add would make it again, empty. Unless the filter went.
+          REDBLOOM_ASSIGN_OR_RETURN(const bool gone, gone_since());
+          if (gone) return Gone();
           const uint64_t lost = expired.front();
           return Status::DataLoss(
               std::string(FilterKindName(config_.kind)) + " filter '" + name_ +
@@ -363,8 +368,7 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
           const uint64_t grace = std::max<uint64_t>(slice, 1000);
           const uint64_t now = shared_->options.clock->NowMillis();
           std::erase_if(expired, [&](uint64_t p) {
-            uint64_t due = (p + config_.slices + 1) * slice;
-            if (filter_expires_at_ms_ != 0) due = std::min(due, filter_expires_at_ms_);
+            const uint64_t due = CapExpiry(SliceExpiresAt(config_, p), filter_expires_at_ms_);
             if (due <= now + grace) return false;
             lost.push_back(p);
             return true;
@@ -381,10 +385,8 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
           REDBLOOM_RETURN_IF_ERROR(Call(c, prune).status());
         }
         if (!lost.empty()) {
-          CommandBuffer meta_now;
-          meta_now.Command({"EXISTS", keys_.meta});
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr m, Call(c, meta_now));
-          if (m->type == REDIS_REPLY_INTEGER && m->integer == 0) return Gone();
+          REDBLOOM_ASSIGN_OR_RETURN(const bool gone, gone_since());
+          if (gone) return Gone();
           return Status::DataLoss("window filter '" + name_ + "' has lost slice " +
                                   std::to_string(lost.front()) + ": its key " +
                                   PartKeysFor(name_, shared_->keys, lost.front()).bitmap +
