@@ -316,6 +316,28 @@ TEST_F(RedisClusterTest, ChecksCanReadFromReplicas) {
   EXPECT_EQ(calls(master), master_before) << "no check went to the master";
 }
 
+// Masters at maxmemory (noeviction) refuse reads queued in MULTI; the
+// checks of a filter sharded over all of them go again as no-writes scripts,
+// routed by their keys' slots, and answer as before.
+TEST_F(RedisClusterTest, ChecksWorkOnMastersThatAreOutOfMemory) {
+  ASSERT_OK_AND_ASSIGN(
+      auto f,
+      BloomFilter::Create(
+          *store_, "full",
+          {.capacity = 4000, .error_rate = 0.01, .strategy = Strategy::kGuava64, .shards = 6}));
+  const auto items = Items("full-", 4000);
+  ASSERT_TRUE(f->AddMany(Views(items)).ok());
+  struct Restore {
+    ~Restore() {
+      for (RedisServer* m : cluster_->Masters()) m->Cli({"CONFIG", "SET", "maxmemory", "0"});
+    }
+  } restore;
+  for (RedisServer* m : cluster_->Masters()) m->Cli({"CONFIG", "SET", "maxmemory", "1"});
+  EXPECT_EQ(CountPresent(*f, items), 4000);
+  EXPECT_LT(CountPresent(*f, Items("never-", 4000)), 200);
+  EXPECT_EQ(f->Add("one-more").code(), StatusCode::kResourceExhausted);
+}
+
 // Moves a filter's slot to another master key by key (as redis-cli
 // --cluster reshard does) while a client keeps adding to it and another
 // filter spread over shards: no call fails and nothing is lost.

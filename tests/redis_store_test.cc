@@ -1460,6 +1460,63 @@ TEST_F(RedisStoreTest, ALayerThatDoesNotFitUnderMaxmemoryIsRefusedBeforeItIsMade
   EXPECT_EQ(info.parts, 1u);
 }
 
+// A server at maxmemory with noeviction refuses every command queued in
+// MULTI, reads too, so checks failed (resource_exhausted) although they need
+// no memory: a full Redis stopped answering "is it there?". Reads now go
+// again as one no-writes script, which Redis runs while out of memory, with
+// the same answers; writes still get resource_exhausted.
+TEST_F(RedisStoreTest, ChecksAndReadsWorkWhileTheServerIsOutOfMemory) {
+  FilterOptions counting = Options(3000, 0.01, Strategy::kBlock);
+  counting.kind = FilterKind::kCounting;
+  FilterOptions scaling = Options(1000, 0.01);
+  scaling.kind = FilterKind::kScaling;  // 3000 items: layers 0 and 1
+  const std::vector<std::pair<std::string, FilterOptions>> filters = {
+      {"full-guava", Options(3000, 0.01)},  // BITFIELD_RO of 21,000 GETs a batch
+      {"full-block", Options(3000, 0.01, Strategy::kBlock)},
+      {"full-redisson", Options(3000, 0.01, Strategy::kRedisson)},
+      {"full-counting", counting},
+      {"full-scaling", scaling},
+  };
+  const auto members = Items(Encoding::kUtf8, 3000);
+  const auto others = Items(Encoding::kUtf8, 3000, 1);
+  std::vector<std::unique_ptr<BloomFilter>> opened;
+  for (const auto& [name, options] : filters) {
+    ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, name, options));
+    ASSERT_TRUE(f->AddMany(Views(members)).ok()) << name;
+    opened.push_back(std::move(f));
+  }
+  raw_->Must({"CONFIG", "SET", "maxmemory", "1"});
+  struct Restore {
+    RawRedis* raw;
+    ~Restore() { raw->Must({"CONFIG", "SET", "maxmemory", "0"}); }
+  } restore{raw_.get()};
+  for (size_t i = 0; i < filters.size(); ++i) {
+    const std::string& name = filters[i].first;
+    BloomFilter& f = *opened[i];
+    std::vector<uint8_t> present;
+    const Status checked = f.ContainsMany(Views(members), &present);
+    ASSERT_TRUE(checked.ok()) << name << ": " << checked.ToString();
+    EXPECT_EQ(std::count(present.begin(), present.end(), 1), 3000) << name;
+    ASSERT_TRUE(f.ContainsMany(Views(others), &present).ok()) << name;
+    EXPECT_LT(std::count(present.begin(), present.end(), 1), 150) << name;
+    ASSERT_OK_AND_ASSIGN(const bool one, f.Contains(members[7]));
+    EXPECT_TRUE(one) << name;
+    ASSERT_OK_AND_ASSIGN(FilterInfo info, f.Info());  // BITCOUNT, or the counters' bytes
+    EXPECT_GT(info.items_added, 2900u) << name;       // not new: an add whose cells were all set
+    EXPECT_LE(info.items_added, 3000u) << name;
+    EXPECT_GT(info.bits_set, 0u) << name;
+    std::ostringstream dump;
+    const Status exported = ExportDump(f, dump);  // GETRANGE of the bitmap
+    EXPECT_TRUE(exported.ok()) << name << ": " << exported.ToString();
+    const Status added = f.Add("new-while-full");
+    EXPECT_EQ(added.code(), StatusCode::kResourceExhausted) << name << ": " << added.ToString();
+  }
+  // Opening a filter while out of memory reads it the same way.
+  ASSERT_OK_AND_ASSIGN(auto again, BloomFilter::Open(*store_, "full-guava"));
+  ASSERT_OK_AND_ASSIGN(const bool one, again->Contains(members[0]));
+  EXPECT_TRUE(one);
+}
+
 // A server that can evict filter keys is a warning (an evicted bitmap is
 // data_loss on its next use); noeviction, or no maxmemory, is none.
 TEST_F(RedisStoreTest, WarnsWhenTheServerCanEvictFilterKeys) {

@@ -461,12 +461,28 @@ Status RedisBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* 
     std::vector<uint64_t>* list = key == keys_.meta ? parts_now : nullptr;
     tasks.push_back([this, &key, &chunks, list] {
       size_t done = 0;
-      return shared_->source->Run(key, Access::kReplicaOk, /*idempotent=*/true,
-                                  [&](Connection& c) { return TestOn(c, chunks, &done, list); });
+      return RunReads(key, [&](Connection& c) { return TestOn(c, chunks, &done, list); });
     });
   }
   if (tasks.size() == 1) return tasks.front()();
   return shared_->source->InParallel(keys, tasks);
+}
+
+Status RedisBitStore::RunReads(const std::string& key,
+                               const std::function<Status(Connection&)>& op) {
+  return shared_->source->Run(key, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) {
+    const Status s = op(c);
+    if (s.ok() || !c.saw_oom() || c.broken() || c.script_reads()) return s;
+    c.set_script_reads(true);
+    Status again = op(c);
+    c.set_script_reads(false);
+    // A Redis before 7 cannot compile the script's flags: the OOM stands.
+    if (again.code() == StatusCode::kInternal &&
+        again.message().find("Error compiling script") != std::string::npos) {
+      return s;
+    }
+    return again;
+  });
 }
 
 // Tests chunks [*done, end) on one connection, advancing *done past every
@@ -493,8 +509,7 @@ Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* 
       // the next user of this connection would read them as its own.
       size_t replies = 0;
       for (size_t j = *done + 1; j < next; ++j) {
-        replies += 2 + chunks[j].reads + 2 + (chunks[j].cells->listed ? 1 : 0) +
-                   (j == list_at ? 1 : 0) + CompanionReplies();
+        replies += TransactionReplies(c, TestQueued(chunks[j], j == list_at));
       }
       Drain(c, replies);
       return s;
@@ -512,7 +527,7 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
   const uint64_t* o = chunk.batch->offsets + chunk.first * k;
   const size_t count = chunk.n * k;
   cmd.Clear();
-  Streamer stream(c, cmd);
+  Streamer stream(c, cmd, Streamer::Kind::kReads);
   // MULTI makes the cells, the metadata and the part's size one snapshot: a
   // filter dropped or re-created in between cannot pass the check with the
   // old cells. Every command here is allowed on read-only replicas.
@@ -557,13 +572,16 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, const Chunk& c
   return stream.Finish();
 }
 
+size_t RedisBitStore::TestQueued(const Chunk& chunk, bool list_parts) const {
+  return chunk.reads + 2 + (chunk.cells->listed ? 1 : 0) + (list_parts ? 2 : 0) +
+         CompanionReplies();
+}
+
 Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_parts,
                                std::vector<uint64_t>* parts_now) {
   const Cells& cells = *chunk.cells;
   const size_t reads = chunk.reads;  // the cells' replies come first
-  const size_t queued =
-      reads + 2 + (cells.listed ? 1 : 0) + (list_parts ? 2 : 0) + CompanionReplies();
-  REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, queued));
+  REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, TestQueued(chunk, list_parts)));
   REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[reads], cells));
   REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
   size_t at = reads + 2;
@@ -652,21 +670,20 @@ size_t PresenceReplies(const RedisBitStore::Cells& cells) { return cells.listed 
 Result<uint64_t> RedisBitStore::ItemCount(uint64_t part) {
   REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
   uint64_t count = 0;
-  Status s = shared_->source->Run(
-      cells->meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
-        CommandBuffer cmd;
-        cmd.Command({"MULTI"});
-        AppendMetaCheck(&cmd, *cells);
-        cmd.Command({"HGET", cells->count_hash, cells->count_field});
-        AppendCompanionCheck(&cmd);
-        cmd.Command({"EXEC"});
-        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2 + CompanionReplies()));
-        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[0], *cells));
-        REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
-        REDBLOOM_ASSIGN_OR_RETURN(count, ParseCount(*cells, exec->element[1]));
-        return Status::Ok();
-      });
+  Status s = RunReads(cells->meta, [&](Connection& c) -> Status {
+    CommandBuffer cmd;
+    cmd.Command({"MULTI"});
+    AppendMetaCheck(&cmd, *cells);
+    cmd.Command({"HGET", cells->count_hash, cells->count_field});
+    AppendCompanionCheck(&cmd);
+    cmd.Command({"EXEC"});
+    REDBLOOM_RETURN_IF_ERROR(SendReads(c, cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 2 + CompanionReplies()));
+    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[0], *cells));
+    REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
+    REDBLOOM_ASSIGN_OR_RETURN(count, ParseCount(*cells, exec->element[1]));
+    return Status::Ok();
+  });
   if (!s.ok()) return s;
   return count;
 }
@@ -685,40 +702,38 @@ Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
     REDBLOOM_ASSIGN_OR_RETURN(stats.items_added, ItemCount(part));
     return stats;
   }
-  Status s = shared_->source->Run(
-      cells->meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
-        CommandBuffer cmd;
-        cmd.Command({"MULTI"});
-        cmd.Command({"BITCOUNT", cells->bitmap});
-        AppendMetaCheck(&cmd, *cells);
-        cmd.Command({"HGET", cells->count_hash, cells->count_field});
-        AppendPresence(&cmd, *cells, keys_.parts);
-        AppendCompanionCheck(&cmd);
-        cmd.Command({"EXEC"});
-        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-        REDBLOOM_ASSIGN_OR_RETURN(
-            ReplyPtr exec, ReadTransaction(c, 3 + PresenceReplies(*cells) + CompanionReplies()));
-        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
-        REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
-        if (cells->listed) {
-          REDBLOOM_RETURN_IF_ERROR(
-              RequireListed(exec->element[4], name_, keys_.parts, cells->display));
-        }
-        const redisReply* length = exec->element[3];
-        if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
-        if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
-        if (static_cast<uint64_t>(length->integer) != cells->bytes) {
-          return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
-        }
-        const redisReply* count = exec->element[0];
-        if (count->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, count);
-        if (count->type != REDIS_REPLY_INTEGER || count->integer < 0) {
-          return Unexpected("BITCOUNT", count);
-        }
-        stats.bits_set = static_cast<uint64_t>(count->integer);
-        REDBLOOM_ASSIGN_OR_RETURN(stats.items_added, ParseCount(*cells, exec->element[2]));
-        return Status::Ok();
-      });
+  Status s = RunReads(cells->meta, [&](Connection& c) -> Status {
+    CommandBuffer cmd;
+    cmd.Command({"MULTI"});
+    cmd.Command({"BITCOUNT", cells->bitmap});
+    AppendMetaCheck(&cmd, *cells);
+    cmd.Command({"HGET", cells->count_hash, cells->count_field});
+    AppendPresence(&cmd, *cells, keys_.parts);
+    AppendCompanionCheck(&cmd);
+    cmd.Command({"EXEC"});
+    REDBLOOM_RETURN_IF_ERROR(SendReads(c, cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec,
+                              ReadTransaction(c, 3 + PresenceReplies(*cells) + CompanionReplies()));
+    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
+    REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
+    if (cells->listed) {
+      REDBLOOM_RETURN_IF_ERROR(RequireListed(exec->element[4], name_, keys_.parts, cells->display));
+    }
+    const redisReply* length = exec->element[3];
+    if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
+    if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+    if (static_cast<uint64_t>(length->integer) != cells->bytes) {
+      return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
+    }
+    const redisReply* count = exec->element[0];
+    if (count->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, count);
+    if (count->type != REDIS_REPLY_INTEGER || count->integer < 0) {
+      return Unexpected("BITCOUNT", count);
+    }
+    stats.bits_set = static_cast<uint64_t>(count->integer);
+    REDBLOOM_ASSIGN_OR_RETURN(stats.items_added, ParseCount(*cells, exec->element[2]));
+    return Status::Ok();
+  });
   if (!s.ok()) return s;
   return stats;
 }
@@ -751,40 +766,38 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
   REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
   out->clear();
   if (len == 0) return Status::Ok();
-  return shared_->source->Run(
-      cells->meta, Access::kReplicaOk, /*idempotent=*/true, [&](Connection& c) -> Status {
-        CommandBuffer cmd;
-        cmd.Command({"MULTI"});
-        cmd.Begin(4);
-        cmd.Arg("GETRANGE");
-        cmd.Arg(cells->bitmap);
-        cmd.Arg(offset);
-        cmd.Arg(offset + len - 1);
-        AppendMetaCheck(&cmd, *cells);
-        AppendPresence(&cmd, *cells, keys_.parts);
-        AppendCompanionCheck(&cmd);
-        cmd.Command({"EXEC"});
-        REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-        REDBLOOM_ASSIGN_OR_RETURN(
-            ReplyPtr exec, ReadTransaction(c, 2 + PresenceReplies(*cells) + CompanionReplies()));
-        REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
-        REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
-        if (cells->listed) {
-          REDBLOOM_RETURN_IF_ERROR(
-              RequireListed(exec->element[3], name_, keys_.parts, cells->display));
-        }
-        const redisReply* length = exec->element[2];
-        if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
-        if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
-        if (static_cast<uint64_t>(length->integer) != cells->bytes) {
-          return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
-        }
-        const redisReply* bytes = exec->element[0];
-        if (bytes->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, bytes);
-        if (bytes->type != REDIS_REPLY_STRING) return Unexpected("GETRANGE", bytes);
-        out->assign(bytes->str, bytes->len);
-        return Status::Ok();
-      });
+  return RunReads(cells->meta, [&](Connection& c) -> Status {
+    CommandBuffer cmd;
+    cmd.Command({"MULTI"});
+    cmd.Begin(4);
+    cmd.Arg("GETRANGE");
+    cmd.Arg(cells->bitmap);
+    cmd.Arg(offset);
+    cmd.Arg(offset + len - 1);
+    AppendMetaCheck(&cmd, *cells);
+    AppendPresence(&cmd, *cells, keys_.parts);
+    AppendCompanionCheck(&cmd);
+    cmd.Command({"EXEC"});
+    REDBLOOM_RETURN_IF_ERROR(SendReads(c, cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec,
+                              ReadTransaction(c, 2 + PresenceReplies(*cells) + CompanionReplies()));
+    REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
+    REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
+    if (cells->listed) {
+      REDBLOOM_RETURN_IF_ERROR(RequireListed(exec->element[3], name_, keys_.parts, cells->display));
+    }
+    const redisReply* length = exec->element[2];
+    if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
+    if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+    if (static_cast<uint64_t>(length->integer) != cells->bytes) {
+      return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
+    }
+    const redisReply* bytes = exec->element[0];
+    if (bytes->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, bytes);
+    if (bytes->type != REDIS_REPLY_STRING) return Unexpected("GETRANGE", bytes);
+    out->assign(bytes->str, bytes->len);
+    return Status::Ok();
+  });
 }
 
 // Uploads `bitmap` to a temporary key piece by piece (all-zero pieces are

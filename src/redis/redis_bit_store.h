@@ -109,9 +109,17 @@ class RedisBitStore final : public BitStore {
   Status CheckCompanion(const redisReply* exec) const;
   void AppendCount(CommandBuffer* cmd, const Cells& cells, uint64_t delta) const;
 
+  // Runs a read `op` (read transactions sent with SendReads) on a server
+  // that holds `key`, master or replica. If the server answered OOM, runs
+  // it again on the same connection in script-reads mode: a read must not
+  // fail because the server is full (redis_pipeline.h). `op` may run twice,
+  // and is written to resume (TestOn's *done).
+  Status RunReads(const std::string& key, const std::function<Status(Connection&)>& op);
   Status TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
                 std::vector<uint64_t>* parts_now);
   Status SendTest(Connection& c, CommandBuffer& cmd, const Chunk& chunk, bool list_parts);
+  // The commands SendTest queued between MULTI and EXEC.
+  size_t TestQueued(const Chunk& chunk, bool list_parts) const;
   // A dense kind's (scaling) parts list must hold every layer its metadata's
   // `layers` field (`layers`: that reply) records as made: the part script
   // lists a layer and raises the field in one step, so a layer missing from

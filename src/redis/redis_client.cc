@@ -518,6 +518,9 @@ Result<ReplyPtr> Connection::ReadReply() {
       if (reply->type == REDIS_REPLY_ERROR && StartsWith(ReplyText(reply.get()), "READONLY")) {
         saw_readonly_ = true;
       }
+      if (reply->type == REDIS_REPLY_ERROR && StartsWith(ReplyText(reply.get()), "OOM")) {
+        saw_oom_ = true;
+      }
       return reply;
     }
     // As hiredis did: whatever is queued goes out before waiting for input.
@@ -603,6 +606,8 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       if (usable) {
         conn->wrote_ = false;
         conn->saw_readonly_ = false;
+        conn->saw_oom_ = false;
+        conn->script_reads_ = false;
         conn->redirect_.reset();
         return Lease(this, std::move(conn));
       }

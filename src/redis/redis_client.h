@@ -212,6 +212,15 @@ class Connection {
   // out: it is a replica now (a demoted master), so no write sent on this
   // connection ran, and the command may be sent again to the new master.
   bool saw_readonly() const { return saw_readonly_; }
+  // True once the server answered OOM (used memory over maxmemory) since the
+  // connection was handed out.
+  bool saw_oom() const { return saw_oom_; }
+  // Script-reads mode: read transactions go as one no-writes script, which
+  // Redis runs while out of memory, instead of MULTI/EXEC, which it refuses
+  // then (SendReads, redis_pipeline.h). Off whenever a connection is handed
+  // out.
+  bool script_reads() const { return script_reads_; }
+  void set_script_reads(bool on) { script_reads_ = on; }
   const ServerParams& server() const { return *server_; }
 
   // For a subscriber (Sentinel's +switch-master): waits until a reply can be
@@ -253,6 +262,8 @@ class Connection {
   bool broken_ = false;
   bool wrote_ = false;
   bool saw_readonly_ = false;
+  bool saw_oom_ = false;
+  bool script_reads_ = false;
   std::string run_id_;  // INFO server's run_id at connect; "" if INFO is denied
   int owed_replies_ = 0;
   // Commands queued or sent whose replies have not been read, owed ones

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <utility>
+
+#include "redis/redis_scripts.h"
 
 namespace redbloom::internal {
 
@@ -24,6 +27,12 @@ Result<ReplyPtr> Call(Connection& c, const CommandBuffer& cmd) {
 }
 
 Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued) {
+  if (c.script_reads()) {
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+    if (r->type == REDIS_REPLY_ERROR) return ReplyErrorStatus(ReplyText(r.get()), c.server());
+    if (!IsArray(r.get(), queued) || r->elements != queued) return Unexpected("EVAL", r.get());
+    return r;
+  }
   Status first_error;
   for (size_t i = 0; i < queued + 1; ++i) {  // +OK, then +QUEUED each
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
@@ -36,6 +45,10 @@ Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued) {
   if (exec->type == REDIS_REPLY_ERROR) return ReplyErrorStatus(ReplyText(exec.get()), c.server());
   if (!IsArray(exec.get(), queued)) return Unexpected("EXEC", exec.get());
   return exec;
+}
+
+size_t TransactionReplies(const Connection& c, size_t queued) {
+  return c.script_reads() ? 1 : queued + 2;
 }
 
 void Drain(Connection& c, size_t n) {
@@ -71,11 +84,83 @@ void BeginEval(CommandBuffer* cmd, std::string_view script, const std::vector<st
   for (const std::string& k : keys) cmd->Arg(k);
 }
 
+namespace {
+
+// The commands of an encoded buffer, as CommandBuffer writes them (arrays of
+// bulk strings): each command's argument count in *argc, all arguments in
+// *args. False if the bytes are not that.
+bool SplitCommands(std::string_view resp, std::vector<size_t>* argc,
+                   std::vector<std::string_view>* args) {
+  size_t pos = 0;
+  auto number = [&](char kind, size_t* n) {
+    const size_t end = resp.find("\r\n", pos);
+    if (pos >= resp.size() || resp[pos] != kind || end == std::string_view::npos) return false;
+    const auto [ptr, ec] = std::from_chars(resp.data() + pos + 1, resp.data() + end, *n);
+    pos = end + 2;
+    return ec == std::errc() && ptr == resp.data() + end;
+  };
+  while (pos < resp.size()) {
+    size_t n = 0;
+    if (!number('*', &n)) return false;
+    argc->push_back(n);
+    for (size_t i = 0; i < n; ++i) {
+      size_t len = 0;
+      if (!number('$', &len) || len > resp.size() - pos || resp.size() - pos - len < 2)
+        return false;
+      args->push_back(resp.substr(pos, len));
+      pos += len + 2;
+    }
+  }
+  return true;
+}
+
+// The read commands the stores put in a read transaction; the script runs
+// nothing else.
+bool ScriptMayRead(std::string_view command) {
+  for (std::string_view ok :
+       {"GETRANGE", "BITFIELD_RO", "BITCOUNT", "STRLEN", "HMGET", "HGET", "HEXISTS", "HKEYS"}) {
+    if (command == ok) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status SendReads(Connection& c, const CommandBuffer& transaction) {
+  if (!c.script_reads()) return c.Append(transaction);
+  REDBLOOM_RETURN_IF_ERROR(transaction.Validate());
+  std::vector<size_t> argc;
+  std::vector<std::string_view> args;
+  const bool split = SplitCommands(transaction.data(), &argc, &args);
+  // MULTI, at least one command whose first argument is a key, EXEC.
+  if (!split || argc.size() < 3 || argc.front() != 1 || args.front() != "MULTI" ||
+      argc.back() != 1 || args.back() != "EXEC" || argc[1] < 2) {
+    return Status::Internal("not a read transaction: cannot send it as a script");
+  }
+  size_t script_args = 0;
+  for (size_t i = 1, at = 1; i + 1 < argc.size(); at += argc[i++]) {
+    if (!ScriptMayRead(args[at]) || (argc[i] > 6002 && args[at] != "BITFIELD_RO")) {
+      return Status::Internal("a read transaction's " + std::string(args[at]) +
+                              " cannot go in a no-writes script");
+    }
+    script_args += 1 + argc[i];
+  }
+  CommandBuffer script;
+  // The first command's key routes the script (a transaction's keys share a slot).
+  BeginEval(&script, scripts::kReads, {args[2]}, script_args);
+  for (size_t i = 1, at = 1; i + 1 < argc.size(); at += argc[i++]) {
+    script.Arg(uint64_t{argc[i]});
+    for (size_t j = 0; j < argc[i]; ++j) script.Arg(args[at + j]);
+  }
+  return c.Append(script);
+}
+
 Status Streamer::Finish() {
   if (Status s = cmd_.Validate(); !s.ok()) {
     c_.MarkBroken();
     return s;
   }
+  if (Held()) return SendReads(c_, cmd_);
   c_.CountCommands(cmd_.commands());
   return Push();
 }

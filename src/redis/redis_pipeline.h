@@ -25,7 +25,12 @@ Status Unexpected(std::string_view what, const redisReply* r);
 Result<ReplyPtr> Call(Connection& c, const CommandBuffer& cmd);
 // Reads the replies of MULTI, `queued` commands and EXEC; returns EXEC's
 // array, or the first error (queue-time errors make EXEC fail as a whole).
+// On a connection in script-reads mode, reads the one reply of the script
+// SendReads sent instead, the same array.
 Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued);
+// How many replies a transaction of `queued` commands has on the wire: what
+// to Drain when it will not be read.
+size_t TransactionReplies(const Connection& c, size_t queued);
 // Reads `n` replies and drops them (after an error mid-pipeline), so the
 // connection can be reused; it is marked broken if that fails.
 void Drain(Connection& c, size_t n);
@@ -34,6 +39,15 @@ std::string KeyType(Connection& c, std::string_view key);
 
 // ---- Commands -----------------------------------------------------------------
 
+// Reads while the server is out of memory. With maxmemory reached and the
+// noeviction policy, Redis refuses every command queued in MULTI, reads
+// included, so a check would fail although nothing needs memory; it still
+// runs a script flagged no-writes (Redis 7). SendReads queues a read-only
+// transaction (MULTI, read commands, EXEC) as it is, or, on a connection in
+// script-reads mode, as one such script (scripts::kReads) with the same
+// commands: a script runs atomically, so the reads stay one snapshot, and its
+// reply is EXEC's array. kInternal for a command the script may not run.
+Status SendReads(Connection& c, const CommandBuffer& transaction);
 // Starts `EVAL script numkeys keys...` in *cmd; the caller then appends
 // exactly `args` arguments (CommandBuffer checks the count). Scripts go with
 // EVAL, not EVALSHA: Redis caches a script by the SHA1 of its text either way,
@@ -59,9 +73,15 @@ class Streamer {
   // to parse, so every byte formatted before it is time nothing overlaps.
   static constexpr size_t kFirstBytes = 8 << 10;
 
-  Streamer(Connection& c, CommandBuffer& cmd) : c_(c), cmd_(cmd) {}
+  // kReads: a read-only transaction, sent with SendReads (and then, in
+  // script-reads mode, whole at Finish: it must be converted in one piece).
+  enum class Kind { kAny, kReads };
+
+  Streamer(Connection& c, CommandBuffer& cmd, Kind kind = Kind::kAny)
+      : c_(c), cmd_(cmd), kind_(kind) {}
 
   Status MaybePush() {
+    if (Held()) return Status::Ok();
     const size_t due = sent_ == 0 ? kFirstBytes : kStreamBytes;
     return cmd_.data().size() - sent_ >= due ? Push() : Status::Ok();
   }
@@ -71,9 +91,11 @@ class Streamer {
 
  private:
   Status Push();
+  bool Held() const { return kind_ == Kind::kReads && c_.script_reads(); }
 
   Connection& c_;
   CommandBuffer& cmd_;
+  const Kind kind_;
   size_t sent_ = 0;
 };
 

@@ -597,6 +597,36 @@ inline constexpr std::string_view kReplaceCompanion =
     "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"
     "return {1}\n";
 
+// A read transaction run as one script (SendReads, redis_pipeline.h): ARGV
+// holds each command's argument count, then its arguments; the reply is the
+// array EXEC would return, an error reply in place of a command that failed.
+// Flagged no-writes, which Redis 7 runs while used memory is over maxmemory
+// and on read-only replicas, and which may call read commands only. A
+// BITFIELD_RO of a large batch has more arguments than one Lua unpack
+// takes (about 8000), so it is called in runs of 2000 GETs.
+inline constexpr std::string_view kReads =
+    "#!lua flags=no-writes\n"
+    "local out, i = {}, 1\n"
+    "while i <= #ARGV do\n"
+    "  local argc = tonumber(ARGV[i])\n"
+    "  local first, last = i + 1, i + argc\n"
+    "  local reply\n"
+    "  if argc <= 6002 then\n"
+    "    reply = redis.pcall(unpack(ARGV, first, last))\n"
+    "  else\n"
+    "    reply = {}\n"
+    "    for j = first + 2, last, 6000 do\n"
+    "      local part = redis.pcall(ARGV[first], ARGV[first + 1],\n"
+    "                               unpack(ARGV, j, math.min(j + 5999, last)))\n"
+    "      if part.err then reply = part break end\n"
+    "      for _, v in ipairs(part) do reply[#reply + 1] = v end\n"
+    "    end\n"
+    "  end\n"
+    "  out[#out + 1] = reply\n"
+    "  i = last + 1\n"
+    "end\n"
+    "return out\n";
+
 #undef REDBLOOM_LUA_PROLOGUE
 #undef REDBLOOM_LUA_SAME_PARTS
 #undef REDBLOOM_LUA_STILL_THE_OLD
