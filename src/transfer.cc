@@ -386,6 +386,12 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
         "Guava strategy ordinal " + std::to_string(ordinal) +
         " is not supported (only 1, MURMUR128_MITZ_64, Guava's default since 2013)");
   }
+  // Guava writes the length as a Java int; readFrom fails on a negative one.
+  if (words > 0x7FFF'FFFF) {
+    return Status::DataLoss("the Guava header declares a negative bit-array length (" +
+                            std::to_string(static_cast<int32_t>(words)) +
+                            " words): not a Guava BloomFilter");
+  }
   // The declared size against what the input holds, before anything is
   // sized from it (issue #15.6: 14 bytes could ask for gigabytes).
   REDBLOOM_ASSIGN_OR_RETURN(const uint64_t held_bytes, Remaining(*in));

@@ -238,6 +238,12 @@ TEST(GuavaFormatErrorsTest, ClearErrorsAndNothingWritten) {
   EXPECT_EQ(import(bytes, 5000).status().code(), StatusCode::kInvalidArgument)
       << "m/k must match the given capacity";
   EXPECT_EQ(import(bytes.substr(0, bytes.size() - 3), 1000).status().code(), StatusCode::kDataLoss);
+  std::string negative = bytes;  // Java's int -1 words: an invalid length, not a short file
+  negative.replace(2, 4, "\xff\xff\xff\xff");
+  const Status minus_one = import(negative, 1000).status();
+  EXPECT_EQ(minus_one.code(), StatusCode::kDataLoss);
+  EXPECT_NE(minus_one.message().find("negative bit-array length (-1 words)"), std::string::npos)
+      << minus_one.ToString();
   std::string mitz32 = bytes;
   mitz32[0] = 0;
   EXPECT_EQ(import(mitz32, 1000).status().code(), StatusCode::kInvalidArgument);
