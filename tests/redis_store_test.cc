@@ -712,6 +712,39 @@ TEST_F(RedisStoreTest, AnAddSentAgainAfterItsWaitWasCutKeepsWhatWasNew) {
   replica.Stop();
 }
 
+// A plain redis:// URL aimed at a replica that accepts writes (replica-read-
+// only no) is refused when it connects: adds there would land on the replica
+// only and vanish at its next resync. Before, they were acknowledged and the
+// master never saw them. A read-only replica still serves checks.
+TEST_F(RedisStoreTest, AWritableReplicaIsRefusedAndAReadOnlyOneServesChecks) {
+  RedisServer replica({"--replica-read-only", "no"});
+  replica.Start();
+  server_->Cli({"CONFIG", "SET", "repl-diskless-sync-delay", "0"});  // not the default 5 s
+  replica.Cli({"REPLICAOF", "127.0.0.1", std::to_string(server_->port())});
+  for (int i = 0; i < 200 && replica.Cli({"INFO", "replication"}).find("master_link_status:up") ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "rep", Options(1000, 0.01)));
+  ASSERT_TRUE(f->Add("on-master").ok());
+  const Status opened = Store::Open(replica.url()).status();
+  EXPECT_EQ(opened.code(), StatusCode::kUnavailable) << opened.ToString();
+  EXPECT_NE(opened.message().find("replica that accepts writes"), std::string::npos)
+      << opened.ToString();
+  replica.Cli({"CONFIG", "SET", "replica-read-only", "yes"});
+  for (int i = 0; i < 200 && replica.Cli({"EXISTS", "rep"}).find('1') == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto store = MustOpen(replica.url());
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto on_replica, BloomFilter::Open(*store, "rep"));
+  ASSERT_OK_AND_ASSIGN(const bool present, on_replica->Contains("on-master"));
+  EXPECT_TRUE(present);
+  EXPECT_EQ(on_replica->Add("on-replica").code(), StatusCode::kUnavailable);
+  replica.Stop();
+}
+
 // A sharded create that fails part-way (here WAIT finds no replica) can be
 // repeated, as the README says of every write that fails so: the repeat
 // finishes the filter with the first create's token and expiry, and leaves a
@@ -1485,11 +1518,24 @@ TEST_F(RedisStoreTest, ChecksAndReadsWorkWhileTheServerIsOutOfMemory) {
     ASSERT_TRUE(f->AddMany(Views(members)).ok()) << name;
     opened.push_back(std::move(f));
   }
+  // A reader without +eval cannot run the script: its check fails with the
+  // server's OOM, as before, not with a permission error.
+  raw_->Must(
+      {"ACL", "SETUSER", "no-eval", "on", ">pw", "~*", "+@read", "+multi", "+exec", "+ping"});
+  auto reader_store = MustOpen("redis://no-eval:pw@127.0.0.1:" + std::to_string(server_->port()));
+  ASSERT_NE(reader_store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto reader, BloomFilter::Open(*reader_store, "full-block"));
   raw_->Must({"CONFIG", "SET", "maxmemory", "1"});
   struct Restore {
     RawRedis* raw;
-    ~Restore() { raw->Must({"CONFIG", "SET", "maxmemory", "0"}); }
+    ~Restore() {
+      raw->Must({"CONFIG", "SET", "maxmemory", "0"});
+      raw->Run({"ACL", "DELUSER", "no-eval"});
+    }
   } restore{raw_.get()};
+  const Status refused = reader->Contains(members[0]).status();
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_NE(refused.message().find("OOM"), std::string::npos) << refused.ToString();
   for (size_t i = 0; i < filters.size(); ++i) {
     const std::string& name = filters[i].first;
     BloomFilter& f = *opened[i];

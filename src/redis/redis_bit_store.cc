@@ -476,9 +476,11 @@ Status RedisBitStore::RunReads(const std::string& key,
     c.set_script_reads(true);
     Status again = op(c);
     c.set_script_reads(false);
-    // A Redis before 7 cannot compile the script's flags: the OOM stands.
-    if (again.code() == StatusCode::kInternal &&
-        again.message().find("Error compiling script") != std::string::npos) {
+    // A Redis before 7 cannot compile the script's flags, and a user without
+    // +eval may not run it: the OOM stands.
+    if ((again.code() == StatusCode::kInternal &&
+         again.message().find("Error compiling script") != std::string::npos) ||
+        IsPermanentFailure(again)) {
       return s;
     }
     return again;

@@ -138,7 +138,9 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
       StartsWith(text, "ERR invalid password") || StartsWith(text, "ERR Client sent AUTH")) {
     return Status::Unavailable(std::string(kAuthFailed) + " for " + where + ": " + said);
   }
-  if (StartsWith(text, "NOPERM")) {
+  // Redis 7.0 words an ACL denial inside a script so (7.2 says NOPERM).
+  if (StartsWith(text, "NOPERM") ||
+      text.find("The user executing the script can't run this command") != std::string_view::npos) {
     return Status::Unavailable(std::string(kPermissionDenied) + " by " + where + ": " + said);
   }
   if (StartsWith(text, "LOADING") || StartsWith(text, "BUSY") || StartsWith(text, "MASTERDOWN") ||
@@ -169,6 +171,7 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 
 constexpr std::string_view kNotReplicated = "not replicated: ";
 constexpr std::string_view kRestarted = "restarted: ";
+constexpr std::string_view kWritableReplica = "writable replica: ";
 
 Status PingServer(Connection& c) {
   CommandBuffer cmd;
@@ -190,7 +193,7 @@ bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
           StartsWith(s.message(), kTlsFailed) || StartsWith(s.message(), kNotReplicated) ||
-          StartsWith(s.message(), kRestarted));
+          StartsWith(s.message(), kRestarted) || StartsWith(s.message(), kWritableReplica));
 }
 
 // Retrying would wait for replicas again, and they rarely come back within a
@@ -415,10 +418,29 @@ Status Connection::Hello() {
   if (server.readonly) hello.Command({"READONLY"});
   const size_t info_at = hello.commands();
   hello.Command({"INFO", "server"});                  // for run_id (ConnectionPool::Acquire)
+  hello.Command({"INFO", "replication"});             // a writable replica (below)
   if (!server.role.empty()) hello.Command({"ROLE"});  // last: its answer is checked below
   REDBLOOM_RETURN_IF_ERROR(Append(hello));
   ReplyPtr last;
   for (size_t i = 0; i < hello.commands(); ++i) {
+    if (i == info_at + 1) {
+      // A replica with replica-read-only no would take writes its master
+      // never sees (and a resync then drops): refused for every call, as a
+      // read-only replica refuses writes with READONLY. A user without +info
+      // is not checked.
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr info, Read());
+      const std::string_view text =
+          info->type == REDIS_REPLY_ERROR ? std::string_view() : ReplyText(info.get());
+      if (text.find("role:slave") != std::string_view::npos &&
+          text.find("slave_read_only:0") != std::string_view::npos) {
+        return Status::Unavailable(
+            std::string(kWritableReplica) + "redis " + server.display +
+            " is a replica that accepts writes (replica-read-only no): adds there would never "
+            "reach its master. Point redbloom at the master (or a redis-sentinel:// URL), or make "
+            "the replica read-only to check against it");
+      }
+      continue;
+    }
     if (i == info_at) {
       // A user without +info only loses restart detection.
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr info, Read());
