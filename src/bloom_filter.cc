@@ -396,7 +396,7 @@ Status BloomFilter::OneItem(One op, std::string_view item, bool* answer) {
     const internal::KindPolicy& policy = *st.policy;
     switch (op) {
       case One::kAdd:
-        return policy.Add(f, one, &out);
+        return policy.Add(f, one, answer != nullptr ? &out : nullptr);  // as AddHashes
       case One::kContains:
         return policy.Contains(f, one, &out);
       case One::kRemove:
@@ -570,7 +570,9 @@ Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8
   Status s = WithReopen([&](State& st) {
     std::fill(out.begin(), out.end(), 0);
     FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
-    Status added_all = st.policy->Add(f, hashes, out.data());
+    // No answers asked for, none kept: a store may then send an add again
+    // whose answer it lost (RedisBitStore::AddBatch).
+    Status added_all = st.policy->Add(f, hashes, added != nullptr ? out.data() : nullptr);
     confirmed = added_all.ok() ? hashes.size() : f.confirmed();
     return added_all;
   });

@@ -247,8 +247,11 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
     if (!more.ok()) return stop(more.status());
     if (!*more) break;
     views.assign(chunk.begin(), chunk.end());
+    // A quiet add asks for no answers, so the store may send again an add
+    // whose answer a lost connection took (it cannot tell what was new then).
+    answers.clear();
     Status s = op == ItemOp::kCheck ? (*filter)->ContainsMany(views, &answers)
-               : op == ItemOp::kAdd ? (*filter)->AddMany(views, &answers)
+               : op == ItemOp::kAdd ? (*filter)->AddMany(views, quiet && !json ? nullptr : &answers)
                                     : (*filter)->RemoveMany(views, &answers);
     if (!s.ok()) {
       const char* what = op == ItemOp::kCheck ? "check" : op == ItemOp::kAdd ? "add" : "remove";

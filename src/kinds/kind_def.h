@@ -26,7 +26,8 @@ class KindPolicy {
  public:
   virtual ~KindPolicy() = default;
 
-  // added[i] = 1 if item i was new. Every item is in the filter on success.
+  // added[i] = 1 if item i was new; `added` is null when the caller wants no
+  // answers. Every item is in the filter on success.
   virtual Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const = 0;
   // present[i] = 1 if item i may be present. `present` holds zeros on entry.
   virtual Status Contains(FilterContext& f, std::span<const Hash128> hashes,

@@ -69,7 +69,7 @@ class ScalingPolicy final : public KindPolicy {
       todo.push_back(hashes[i]);
       where.push_back(i);
     }
-    for (size_t i = 0; i < hashes.size(); ++i) added[i] = 0;
+    for (size_t i = 0; added != nullptr && i < hashes.size(); ++i) added[i] = 0;
     uint64_t last = layers.back();
     size_t next = 0;
     size_t limit = todo.size();  // what the last layer may take, as far as we know
@@ -79,8 +79,9 @@ class ScalingPolicy final : public KindPolicy {
       const size_t n = std::min(todo.size() - next, limit);
       size_t done = 0;
       uint64_t room = 0;
-      REDBLOOM_RETURN_IF_ERROR(f.AddTo(last, std::span(todo).subspan(next, n), &out[next],
-                                       sizing.capacity, &done, &room));
+      REDBLOOM_RETURN_IF_ERROR(f.AddTo(last, std::span(todo).subspan(next, n),
+                                       added != nullptr ? &out[next] : nullptr, sizing.capacity,
+                                       &done, &room));
       next += done;
       if (done == n) {
         limit = todo.size();
@@ -99,7 +100,7 @@ class ScalingPolicy final : public KindPolicy {
       f.cache().set_known_parts(layers);
       limit = todo.size();
     }
-    for (size_t i = 0; i < todo.size(); ++i) added[where[i]] = out[i];
+    for (size_t i = 0; added != nullptr && i < todo.size(); ++i) added[where[i]] = out[i];
     return Status::Ok();
   }
 

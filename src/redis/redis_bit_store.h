@@ -131,7 +131,7 @@ class RedisBitStore final : public BitStore {
   Status AddSmall(const Cells& cells, PartBatch& b);
   Status RemoveBatch(const Cells& cells, PartBatch& b);
   Status AddOn(Connection& c, const Cells& cells, PartBatch& b, std::vector<Chunk>& chunks,
-               size_t* done, uint64_t* uncounted);
+               size_t* done, uint64_t* uncounted, bool* unread);
   Status SendAdd(Connection& c, CommandBuffer& cmd, const Cells& cells, const Chunk& chunk,
                  uint64_t count_delta);
   Status ReadAdd(Connection& c, const Cells& cells, PartBatch& b, const Chunk& chunk,

@@ -45,7 +45,11 @@ Status RedisBitStore::Add(std::span<PartBatch> batches) {
 // An attempt whose answers were read stands, though: a retry after the WAIT
 // that followed it lost its connection finds those bits set, and must not
 // turn the items it reported new into "not new" (dedup would drop lines it
-// never printed). Answers are ORed over the attempts.
+// never printed). Answers are ORed over the attempts. And when the caller
+// wants the answers (b.out), an attempt sent in full whose answer was lost is
+// not sent again: it may have run, and its retry would answer "not new" for
+// what it added (AnswersLostStatus); the chunks answered before it stand
+// (b.accepted).
 Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
   if (b.out != nullptr) std::fill(b.out, b.out + b.items, 0);
   if (uint64_t{b.items} * b.k <= kSmallAddOps) return AddSmall(cells, b);
@@ -58,30 +62,37 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
   // Added items whose count update has not been sent: the last call's, and
   // then each transaction's until the next one's guard carries it.
   uint64_t uncounted = cells.pending.exchange(0);
-  Status s = shared_->source->Run(cells.meta, Access::kMaster, /*idempotent=*/!cells.counting(),
-                                  [&](Connection& c) {
-                                    Status added = AddOn(c, cells, b, chunks, &done, &uncounted);
-                                    if (added.ok() && uncounted != 0) {
-                                      // The last transaction's count goes out at once, without
-                                      // waiting for its answer (the pool reads it later): other
-                                      // clients see the count as soon as the add returns, at the
-                                      // price of one more small command per call (~10-25 us of
-                                      // server time here; nothing at batch 1000).
-                                      CommandBuffer cmd;
-                                      AppendCount(&cmd, cells, uncounted);
-                                      if (c.Append(cmd).ok() && c.Flush().ok()) {
-                                        c.OweReply();
-                                        uncounted = 0;
-                                      }
-                                    }
-                                    if (!added.ok()) return added;
-                                    Status waited = WaitForReplicas(c, *shared_);
-                                    // The chunks may be on this server alone: a retry (after a
-                                    // failover, on the new master) sends them again, not only
-                                    // another WAIT, which there would confirm nothing of them.
-                                    if (!waited.ok()) done = 0;
-                                    return waited;
-                                  });
+  Status s = shared_->source->Run(
+      cells.meta, Access::kMaster, /*idempotent=*/!cells.counting(), [&](Connection& c) {
+        bool unread = false;
+        Status added = AddOn(c, cells, b, chunks, &done, &uncounted, &unread);
+        // Lost with the connection, not refused by a reply
+        // (READONLY, MOVED, LOADING: nothing ran).
+        if (unread && b.out != nullptr && c.broken() && added.code() == StatusCode::kUnavailable &&
+            !IsPermanentFailure(added)) {
+          return AnswersLostStatus(c.server().display, added);
+        }
+        if (added.ok() && uncounted != 0) {
+          // The last transaction's count goes out at once, without
+          // waiting for its answer (the pool reads it later): other
+          // clients see the count as soon as the add returns, at the
+          // price of one more small command per call (~10-25 us of
+          // server time here; nothing at batch 1000).
+          CommandBuffer cmd;
+          AppendCount(&cmd, cells, uncounted);
+          if (c.Append(cmd).ok() && c.Flush().ok()) {
+            c.OweReply();
+            uncounted = 0;
+          }
+        }
+        if (!added.ok()) return added;
+        Status waited = WaitForReplicas(c, *shared_);
+        // The chunks may be on this server alone: a retry (after a
+        // failover, on the new master) sends them again, not only
+        // another WAIT, which there would confirm nothing of them.
+        if (!waited.ok()) done = 0;
+        return waited;
+      });
   // What could not be sent rides with this handle's next command.
   cells.pending += uncounted;
   return s;
@@ -107,6 +118,10 @@ Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
               cmd.Arg(b.capacity);
             },
             b.offsets, b.items, b.k, b.out == nullptr ? nullptr : answers, &b.room, &refused);
+        if (!e.ok() && c.wrote() && c.broken() && b.out != nullptr &&
+            e.code() == StatusCode::kUnavailable && !IsPermanentFailure(e)) {
+          return AnswersLostStatus(c.server().display, e);  // see AddBatch
+        }
         if (!e.ok() || refused) return e;
         for (size_t i = 0; b.out != nullptr && i < b.items; ++i) {
           b.out[i] |= answers[i];
@@ -131,7 +146,8 @@ Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
 // in flight at a time, so that a refused chunk is never followed by an
 // accepted one (a batch is accepted as a prefix).
 Status RedisBitStore::AddOn(Connection& c, const Cells& cells, PartBatch& b,
-                            std::vector<Chunk>& chunks, size_t* done, uint64_t* uncounted) {
+                            std::vector<Chunk>& chunks, size_t* done, uint64_t* uncounted,
+                            bool* unread) {
   CommandBuffer cmd;  // hiredis copies each command, so one buffer serves all
   const size_t window = b.capacity != 0 ? 1 : kMaxInFlight;
   size_t next = *done;
@@ -143,7 +159,10 @@ Status RedisBitStore::AddOn(Connection& c, const Cells& cells, PartBatch& b,
     // count again: the one way the count can over-count.
     const uint64_t delta = *uncounted;
     *uncounted = 0;
-    REDBLOOM_RETURN_IF_ERROR(SendAdd(c, cmd, cells, chunk, delta));
+    if (Status sent = SendAdd(c, cmd, cells, chunk, delta); !sent.ok()) {
+      *unread = next > *done;  // earlier chunks went out whole, unanswered
+      return sent;
+    }
     ++next;
     return Status::Ok();
   };
@@ -152,6 +171,7 @@ Status RedisBitStore::AddOn(Connection& c, const Cells& cells, PartBatch& b,
     bool refused = false;
     Status s = ReadAdd(c, cells, b, chunks[*done], uncounted, &refused);
     if (!s.ok()) {
+      *unread = true;  // this chunk, and any after it, went out whole
       Drain(c, (next - *done - 1) * 5);
       return s;
     }

@@ -172,6 +172,7 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 constexpr std::string_view kNotReplicated = "not replicated: ";
 constexpr std::string_view kRestarted = "restarted: ";
 constexpr std::string_view kWritableReplica = "writable replica: ";
+constexpr std::string_view kAnswersLost = "answers lost: ";
 
 Status PingServer(Connection& c) {
   CommandBuffer cmd;
@@ -193,7 +194,8 @@ bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
           StartsWith(s.message(), kTlsFailed) || StartsWith(s.message(), kNotReplicated) ||
-          StartsWith(s.message(), kRestarted) || StartsWith(s.message(), kWritableReplica));
+          StartsWith(s.message(), kRestarted) || StartsWith(s.message(), kWritableReplica) ||
+          StartsWith(s.message(), kAnswersLost));
 }
 
 // Retrying would wait for replicas again, and they rarely come back within a
@@ -205,6 +207,14 @@ Status RestartedStatus(std::string_view server, std::string_view was, std::strin
       "...) since this client last used it: writes it acknowledged before the restart are kept "
       "only as far as its persistence (RDB/AOF) or a replica kept them; this call was not "
       "retried on the restarted server (see docs/format.md, Durability)");
+}
+
+Status AnswersLostStatus(std::string_view server, const Status& cause) {
+  return Status::Unavailable(
+      std::string(kAnswersLost) + "an add sent to redis " + std::string(server) +
+      " lost its connection before its answer came back (" + cause.message() +
+      "): its items may have been added, and whether each was new is unknown, so it was not sent "
+      "again (sending them again is harmless, but answers 'not new' for any that were added)");
 }
 
 Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,

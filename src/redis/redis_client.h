@@ -158,6 +158,11 @@ bool IsPermanentFailure(const Status& s);
 Status RestartedStatus(std::string_view server, std::string_view was, std::string_view now);
 Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,
                            std::chrono::milliseconds waited);
+// An add whose caller wants to know which items were new, sent in full, and
+// whose answer was lost with its connection (`cause`): it may have run, and
+// sent again it would answer "not new" for every item it added, so it is not
+// sent again. IsPermanentFailure knows it.
+Status AnswersLostStatus(std::string_view server, const Status& cause);
 
 // A Redis Cluster node's answer that the command belongs elsewhere or must
 // wait. The node executed nothing of the command that got it.
