@@ -592,6 +592,45 @@ TEST_F(RedisStoreTest, AWindowSliceLostInsideItsWindowIsDataLossNotAbsent) {
   EXPECT_EQ(info.parts, 0u);
 }
 
+// With short slices a slice's key expires a slice or two after a call read
+// the time: one that was still listed when a check or an add's presence
+// test read it, but whose key had expired by then, was reported as deleted
+// (data_loss, HTTP 500; 119 of 200 adds in the audit with 10 ms slices). A
+// listed slice whose key is gone within a second of its expiry is an expired
+// one: it holds nothing.
+TEST_F(RedisStoreTest, AShortWindowSliceThatExpiredDuringACallIsEmptyNotLost) {
+  const uint64_t start =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  auto clock = std::make_shared<ManualClock>(start);
+  StoreOptions options;
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(server_->url(), options));
+  FilterOptions window = Options(1000, 0.01);
+  window.kind = FilterKind::kWindow;
+  window.window_millis = 200;
+  window.slices = 20;  // 10 ms, the shortest
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "short", window));
+  const std::vector<std::string_view> items = {"a", "b", "c"};
+  ASSERT_TRUE(f->AddMany(items).ok());
+  // The slice's key expired as Redis's clock would have it; the handle's
+  // clock has not moved on (the call read it just before).
+  ASSERT_EQ(
+      raw_->Int(
+          {"DEL", internal::PartKeysFor("short", internal::KeyMode::kPlain, start / 10).bitmap}),
+      1);
+  std::vector<uint8_t> present;
+  const Status checked = f->ContainsMany(items, &present);
+  ASSERT_TRUE(checked.ok()) << checked.ToString();
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 0);
+  clock->Advance(std::chrono::milliseconds(10));  // the next slice
+  std::vector<uint8_t> added;
+  const Status add = f->AddMany(items, &added);
+  ASSERT_TRUE(add.ok()) << add.ToString();
+  EXPECT_EQ(std::count(added.begin(), added.end(), 1), 3);
+}
+
 // A scaling filter's layers are listed in TAG/parts, and its metadata counts
 // those made. A list deleted or short of a field (by hand, or a key evicted)
 // is data_loss for checks, adds and info: before, the layers it no longer

@@ -293,6 +293,13 @@ Status RedisBitStore::CheckLayersListed(std::span<const uint64_t> parts,
   return Status::Ok();
 }
 
+bool RedisBitStore::SliceMayHaveExpired(uint64_t part) const {
+  if (config_.kind != FilterKind::kWindow || config_.slice_millis() == 0) return false;
+  const uint64_t grace = std::max<uint64_t>(config_.slice_millis(), 1000);
+  const uint64_t now = shared_->options.clock->NowMillis();
+  return CapExpiry(SliceExpiresAt(config_, part), filter_expires_at_ms_) <= now + grace;
+}
+
 Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
   std::vector<uint64_t> live;
   Status s = shared_->source->Run(
@@ -363,13 +370,9 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         // have expired. The grace covers clocks apart by up to a slice (or a
         // second, for short slices).
         std::vector<uint64_t> lost;
-        if (config_.kind == FilterKind::kWindow && config_.slice_millis() > 0) {
-          const uint64_t slice = config_.slice_millis();
-          const uint64_t grace = std::max<uint64_t>(slice, 1000);
-          const uint64_t now = shared_->options.clock->NowMillis();
+        if (config_.kind == FilterKind::kWindow) {
           std::erase_if(expired, [&](uint64_t p) {
-            const uint64_t due = CapExpiry(SliceExpiresAt(config_, p), filter_expires_at_ms_);
-            if (due <= now + grace) return false;
+            if (SliceMayHaveExpired(p)) return false;
             lost.push_back(p);
             return true;
           });
@@ -622,6 +625,12 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
   const redisReply* length = exec->element[reads + 1];
   if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, length);
   if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+  if (length->integer == 0 && SliceMayHaveExpired(b.part)) {
+    // A window slice whose key expired on time, still listed (a check that
+    // started as it left the window): it holds nothing, as an unlisted one.
+    std::fill(b.out + chunk.first, b.out + chunk.first + chunk.n, 0);
+    return Status::Ok();
+  }
   if (static_cast<uint64_t>(length->integer) != cells.bytes) {
     return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer));
   }

@@ -115,6 +115,10 @@ class RedisBitStore final : public BitStore {
   // fail because the server is full (redis_pipeline.h). `op` may run twice,
   // and is written to resume (TestOn's *done).
   Status RunReads(const std::string& key, const std::function<Status(Connection&)>& op);
+  // A window slice whose key may have expired by now (its expiry, less a
+  // grace of a slice or a second for clocks apart): a listed slice whose key
+  // is gone is then an expired one, not a lost one.
+  bool SliceMayHaveExpired(uint64_t part) const;
   Status TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
                 std::vector<uint64_t>* parts_now);
   Status SendTest(Connection& c, CommandBuffer& cmd, const Chunk& chunk, bool list_parts);
