@@ -1,7 +1,11 @@
 // The strategy table: one line per strategy, each defined in its own file in
 // this folder. Adding a strategy is that file plus its two lines here.
+#include <bit>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "strategy/strategy_def.h"
 
@@ -117,7 +121,26 @@ Status CheckParameters(Strategy s, uint64_t capacity, double error_rate) {
 Result<Geometry> GeometryFor(Strategy s, uint64_t capacity, double error_rate) {
   const auto* def = FindStrategy(s);
   if (def == nullptr) return Status::InvalidArgument("unknown strategy");
-  return def->geometry(capacity, error_rate);
+  // Remembered: block's sizing searches its FPP model (about 10 ms), and a
+  // window filter's slices, each its own part number, all ask the same
+  // question; a 20-slice window on Redis took 0.2 s of CPU per CLI call, long
+  // enough for its 10 ms slices to expire under it. Bounded; a full memo is
+  // emptied, never trimmed (the sizes of one process's filters are few).
+  using Key = std::tuple<Strategy, uint64_t, uint64_t>;
+  static std::mutex mu;
+  static std::map<Key, Geometry> memo;  // guarded by mu
+  const Key key{s, capacity, std::bit_cast<uint64_t>(error_rate)};
+  {
+    std::lock_guard lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  Result<Geometry> g = def->geometry(capacity, error_rate);
+  if (g.ok()) {
+    std::lock_guard lock(mu);
+    if (memo.size() >= 1024) memo.clear();
+    memo.emplace(key, *g);
+  }
+  return g;
 }
 
 Result<Geometry> GivenGeometry(Strategy s, uint64_t bits, uint32_t hashes) {
