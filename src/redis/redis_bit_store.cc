@@ -413,12 +413,13 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
       cells->meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
         CommandBuffer cmd;
         BeginEval(&cmd, scripts::kCreatePart, ScriptKeys({cells->meta, cells->bitmap, keys_.parts}),
-                  kChecked + 4);
+                  kChecked + 5);
         for (const auto& v : cells->checked) cmd.Arg(v);
         cmd.Arg(part);
         cmd.Arg(cells->bytes);
         cmd.Arg(expires_at);
         cmd.Arg(filter_expires_at_ms_);
+        cmd.Arg(KindOf(config_.kind).dense_parts ? "1" : "0");
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
         constexpr std::string_view kNoRoom = "REDBLOOM_NOROOM ";

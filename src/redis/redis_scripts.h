@@ -333,11 +333,20 @@ inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
 // hash with a count of 0. The metadata's 'layers' field counts the parts
 // created densely from 0 (a scaling filter's layers, which clients of
 // format 1 read): creating part P when it is P makes it P + 1.
+// A dense part (ARGV[12] = '1') is made only after every part below it: a
+// client that read the filter before it was dropped and re-created alike
+// (the metadata's seven fields the same) would otherwise make layer P of the
+// new filter without its layer P - 1, and the filter would be data_loss
+// from then on; it gets REDBLOOM_CHANGED and reopens the filter instead.
 // KEYS: meta, part bitmap, parts hash. ARGV: the seven expected fields, P,
-// part bytes, part expires_at_ms, filter expires_at_ms.
+// part bytes, part expires_at_ms, filter expires_at_ms, dense.
 inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE
     "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
+    "if ARGV[12] == '1' and\n"
+    "   tonumber(redis.call('HGET', KEYS[1], 'layers') or '0') < tonumber(ARGV[8]) then\n"
+    "  return fail('changed')\n"
+    "end\n"
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
     // As in kCreate: a part that does not fit under maxmemory is refused
     // before it is allocated, not left to push the server past its limit.
