@@ -407,11 +407,18 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ServerParams& server)
   // connect timeout.
   const int left = MillisLeft(deadline);
   if (left == 0) return TransportStatus({IoFailure::Kind::kConnectTimeout, "", ""}, server);
-  conn->transport_->SetTimeout(std::chrono::milliseconds(left));
+  conn->connect_deadline_ = deadline;
+  conn->SetIoTimeout(std::chrono::milliseconds(left));
   REDBLOOM_RETURN_IF_ERROR(conn->Hello());
-  conn->transport_->SetTimeout(server.command_timeout);
+  conn->connect_deadline_.reset();
+  conn->SetIoTimeout(server.command_timeout);
   conn->wrote_ = false;
   return conn;
+}
+
+void Connection::SetIoTimeout(std::chrono::milliseconds timeout) {
+  io_timeout_ = timeout;
+  transport_->SetTimeout(timeout);
 }
 
 Status Connection::Hello() {
@@ -533,6 +540,20 @@ Status Connection::Flush() {
 }
 
 Result<ReplyPtr> Connection::ReadReply() {
+  // The timeout bounds a whole reply, not each read: a server, or a path to
+  // it, that sends a byte now and then would otherwise hold the caller for
+  // as long as it likes (a byte per 100 ms held a check for 42 s). The first
+  // read waits the full timeout; later ones what is left of it, and the
+  // transport gets its own timeout back once the reply is in.
+  std::optional<Deadline> deadline = connect_deadline_;
+  bool shortened = false;
+  struct Restore {
+    Connection* c;
+    bool& shortened;
+    ~Restore() {
+      if (shortened) c->transport_->SetTimeout(c->io_timeout_);
+    }
+  } restore{this, shortened};
   for (;;) {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
@@ -559,7 +580,25 @@ Result<ReplyPtr> Connection::ReadReply() {
     if (!out_.empty()) REDBLOOM_RETURN_IF_ERROR(Flush());
     if (in_.size() != kReadChunk) in_.resize(kReadChunk);
     IoFailure failure;
+    const auto now = std::chrono::steady_clock::now();
+    if (!deadline.has_value()) {
+      deadline = now + io_timeout_;
+    } else {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - now);
+      if (left.count() <= 0) {
+        return Fail(
+            {connect_deadline_ ? IoFailure::Kind::kConnectTimeout : IoFailure::Kind::kTimeout, "",
+             ""});
+      }
+      if (left < io_timeout_ || shortened) {
+        transport_->SetTimeout(std::min(left, io_timeout_));
+        shortened = true;
+      }
+    }
     const ssize_t n = transport_->Read(in_.data(), in_.size(), &failure);
+    if (n < 0 && failure.kind == IoFailure::Kind::kTimeout && connect_deadline_) {
+      failure.kind = IoFailure::Kind::kConnectTimeout;  // the handshake's wait
+    }
     if (n < 0) return Fail(failure);
     if (!received_) first_byte_ = in_[0];
     received_ = true;

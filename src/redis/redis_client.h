@@ -257,7 +257,14 @@ class Connection {
   // asked for) while it sat idle.
   bool LooksClosed() const { return transport_->LooksClosed(); }
 
+  // Sets the transport's I/O timeout and remembers it (ReadReply).
+  void SetIoTimeout(std::chrono::milliseconds timeout);
+
   std::unique_ptr<Transport> transport_;
+  // The wait a whole reply gets: command_timeout, or while connecting what
+  // is left of connect_timeout, which then also ends at connect_deadline_.
+  std::chrono::milliseconds io_timeout_{0};
+  std::optional<Deadline> connect_deadline_;
   ReaderPtr reader_;
   const ServerParams* server_;
   std::string out_;        // queued output, not yet written
