@@ -182,6 +182,25 @@ class RedisStoreTest : public SharedRedisTest {
     ASSERT_NE(store_, nullptr);
   }
 
+  // The shared server with the filters' clock standing at `clock`.
+  Result<std::unique_ptr<Store>> OnClock(std::shared_ptr<ManualClock> clock) {
+    StoreOptions options;
+    options.clock = std::move(clock);
+    return Store::Open(server_->url(), options);
+  }
+  static uint64_t WallMillis() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  }
+  static FilterOptions Window(uint64_t window_millis, uint32_t slices) {
+    FilterOptions window = Options(1000, 0.01);
+    window.kind = FilterKind::kWindow;
+    window.window_millis = window_millis;
+    window.slices = slices;
+    return window;
+  }
+
   std::unique_ptr<Store> store_;
 };
 
@@ -665,18 +684,10 @@ TEST_F(RedisStoreTest, ShardedFiltersTakeNoOneArrayBitsAndExportNoShardLess) {
 // data_loss once, then 200 "present": false.
 TEST_F(RedisStoreTest, AWindowSliceLostInsideItsWindowIsDataLossNotAbsent) {
   constexpr uint64_t kHour = 3'600'000;
-  const uint64_t start =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count());
+  const uint64_t start = WallMillis();
   auto clock = std::make_shared<ManualClock>(start);
-  StoreOptions options;
-  options.clock = clock;
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(server_->url(), options));
-  FilterOptions window = Options(1000, 0.01);
-  window.kind = FilterKind::kWindow;
-  window.window_millis = 4 * kHour;
-  window.slices = 4;
+  ASSERT_OK_AND_ASSIGN(auto store, OnClock(clock));
+  const FilterOptions window = Window(4 * kHour, 4);
   ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "w", window));
   const std::vector<std::string_view> items = {"a", "b", "c"};
   ASSERT_TRUE(f->AddMany(items).ok());
@@ -709,18 +720,10 @@ TEST_F(RedisStoreTest, AWindowSliceLostInsideItsWindowIsDataLossNotAbsent) {
 // listed slice whose key is gone within a second of its expiry is an expired
 // one: it holds nothing.
 TEST_F(RedisStoreTest, AShortWindowSliceThatExpiredDuringACallIsEmptyNotLost) {
-  const uint64_t start =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count());
+  const uint64_t start = WallMillis();
   auto clock = std::make_shared<ManualClock>(start);
-  StoreOptions options;
-  options.clock = clock;
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(server_->url(), options));
-  FilterOptions window = Options(1000, 0.01);
-  window.kind = FilterKind::kWindow;
-  window.window_millis = 200;
-  window.slices = 20;  // 10 ms, the shortest
+  ASSERT_OK_AND_ASSIGN(auto store, OnClock(clock));
+  const FilterOptions window = Window(200, 20);  // 10 ms slices, the shortest
   ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "short", window));
   const std::vector<std::string_view> items = {"a", "b", "c"};
   ASSERT_TRUE(f->AddMany(items).ok());

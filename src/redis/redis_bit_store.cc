@@ -668,7 +668,7 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
 namespace {
 
 // Appends the part's size check (STRLEN, then HEXISTS for listed parts) to a
-// transaction; CheckPresence reads them back.
+// transaction; RedisBitStore::CheckPresence reads them back.
 void AppendPresence(CommandBuffer* cmd, const RedisBitStore::Cells& cells,
                     const std::string& parts_key) {
   cmd->Command({"STRLEN", cells.bitmap});
@@ -678,6 +678,21 @@ void AppendPresence(CommandBuffer* cmd, const RedisBitStore::Cells& cells,
 size_t PresenceReplies(const RedisBitStore::Cells& cells) { return cells.listed ? 2 : 1; }
 
 }  // namespace
+
+Status RedisBitStore::CheckPresence(Connection& c, const Cells& cells, const redisReply* exec,
+                                    size_t at) const {
+  if (cells.listed) {
+    REDBLOOM_RETURN_IF_ERROR(
+        RequireListed(exec->element[at + 1], name_, keys_.parts, cells.display));
+  }
+  const redisReply* length = exec->element[at];
+  if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, length);
+  if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
+  if (static_cast<uint64_t>(length->integer) != cells.bytes) {
+    return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer));
+  }
+  return Status::Ok();
+}
 
 Result<uint64_t> RedisBitStore::ItemCount(uint64_t part) {
   REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
@@ -728,15 +743,7 @@ Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
                               ReadTransaction(c, 3 + PresenceReplies(*cells) + CompanionReplies()));
     REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
-    if (cells->listed) {
-      REDBLOOM_RETURN_IF_ERROR(RequireListed(exec->element[4], name_, keys_.parts, cells->display));
-    }
-    const redisReply* length = exec->element[3];
-    if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
-    if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
-    if (static_cast<uint64_t>(length->integer) != cells->bytes) {
-      return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
-    }
+    REDBLOOM_RETURN_IF_ERROR(CheckPresence(c, *cells, exec.get(), 3));
     const redisReply* count = exec->element[0];
     if (count->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, count);
     if (count->type != REDIS_REPLY_INTEGER || count->integer < 0) {
@@ -795,15 +802,7 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
                               ReadTransaction(c, 2 + PresenceReplies(*cells) + CompanionReplies()));
     REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[1], *cells));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
-    if (cells->listed) {
-      REDBLOOM_RETURN_IF_ERROR(RequireListed(exec->element[3], name_, keys_.parts, cells->display));
-    }
-    const redisReply* length = exec->element[2];
-    if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, length);
-    if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
-    if (static_cast<uint64_t>(length->integer) != cells->bytes) {
-      return VanishedStatus(*cells, shared_->keys, static_cast<uint64_t>(length->integer));
-    }
+    REDBLOOM_RETURN_IF_ERROR(CheckPresence(c, *cells, exec.get(), 2));
     const redisReply* bytes = exec->element[0];
     if (bytes->type == REDIS_REPLY_ERROR) return BitmapError(c, *cells, bytes);
     if (bytes->type != REDIS_REPLY_STRING) return Unexpected("GETRANGE", bytes);

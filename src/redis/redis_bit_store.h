@@ -94,6 +94,9 @@ class RedisBitStore final : public BitStore {
   Status CheckBatch(const Cells& cells, const PartBatch& b) const;
   Status CheckMeta(const redisReply* r, const Cells& cells) const;
   Status ScriptError(Connection& c, const Cells& cells, const redisReply* r) const;
+  // The replies of AppendPresence at exec->element[at]: the part is listed
+  // (if it must be) and its key holds its bytes, else why not.
+  Status CheckPresence(Connection& c, const Cells& cells, const redisReply* exec, size_t at) const;
   Status BitmapError(Connection& c, const Cells& cells, const redisReply* r) const;
   Status Gone() const;
   Result<uint64_t> ParseCount(const Cells& cells, const redisReply* r) const;
