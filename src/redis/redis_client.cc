@@ -500,7 +500,9 @@ Status Connection::Fail(const IoFailure& failure) {
     // A TLS port resets a connection whose first bytes are not a TLS
     // handshake, before sending anything.
     IoFailure hinted = failure;
-    hinted.hint = "it answered nothing: if the port speaks TLS, use rediss://";
+    hinted.hint =
+        "it closed the connection without answering: a TLS port does that to plain text (then use "
+        "rediss://), and so does a proxy whose Redis is down";
     return TransportStatus(hinted, *server_);
   }
   return TransportStatus(failure, *server_);
