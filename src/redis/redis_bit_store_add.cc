@@ -16,6 +16,18 @@ namespace redbloom::internal {
 
 // ---- Adds -------------------------------------------------------------------
 
+namespace {
+
+// Whether an add that failed with `s` after sending lost answers its caller
+// wants (b.out): lost with the connection, not refused by a reply (READONLY,
+// MOVED, LOADING: nothing ran). See AddBatch.
+bool AnswersLost(const Connection& c, const PartBatch& b, const Status& s) {
+  return b.out != nullptr && c.broken() && s.code() == StatusCode::kUnavailable &&
+         !IsPermanentFailure(s);
+}
+
+}  // namespace
+
 Status RedisBitStore::Add(std::span<PartBatch> batches) {
   std::vector<std::string> keys;
   std::vector<std::function<Status()>> tasks;
@@ -66,12 +78,7 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
       cells.meta, Access::kMaster, /*idempotent=*/!cells.counting(), [&](Connection& c) {
         bool unread = false;
         Status added = AddOn(c, cells, b, chunks, &done, &uncounted, &unread);
-        // Lost with the connection, not refused by a reply
-        // (READONLY, MOVED, LOADING: nothing ran).
-        if (unread && b.out != nullptr && c.broken() && added.code() == StatusCode::kUnavailable &&
-            !IsPermanentFailure(added)) {
-          return AnswersLostStatus(c.server().display, added);
-        }
+        if (unread && AnswersLost(c, b, added)) return AnswersLostStatus(c.server().display, added);
         if (added.ok() && uncounted != 0) {
           // The last transaction's count goes out at once, without
           // waiting for its answer (the pool reads it later): other
@@ -118,10 +125,7 @@ Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
               cmd.Arg(b.capacity);
             },
             b.offsets, b.items, b.k, b.out == nullptr ? nullptr : answers, &b.room, &refused);
-        if (!e.ok() && c.wrote() && c.broken() && b.out != nullptr &&
-            e.code() == StatusCode::kUnavailable && !IsPermanentFailure(e)) {
-          return AnswersLostStatus(c.server().display, e);  // see AddBatch
-        }
+        if (c.wrote() && AnswersLost(c, b, e)) return AnswersLostStatus(c.server().display, e);
         if (!e.ok() || refused) return e;
         for (size_t i = 0; b.out != nullptr && i < b.items; ++i) {
           b.out[i] |= answers[i];
