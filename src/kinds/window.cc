@@ -89,14 +89,16 @@ class WindowPolicy final : public KindPolicy {
   Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
     const uint64_t now = CurrentSlice(f);
     PruneOnce(f, now);
+    if (added == nullptr) {  // no answers: the live slices need not be read
+      REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
+      return f.AddTo(now, hashes, nullptr);
+    }
     std::vector<uint8_t> present(hashes.size(), 0);
     REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f, now), hashes, present.data()));
     REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
-    std::vector<uint8_t> set_bit(added != nullptr ? hashes.size() : 0, 0);
-    REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, added != nullptr ? set_bit.data() : nullptr));
-    for (size_t i = 0; added != nullptr && i < hashes.size(); ++i) {
-      added[i] = !present[i] && set_bit[i] ? 1 : 0;
-    }
+    std::vector<uint8_t> set_bit(hashes.size(), 0);
+    REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, set_bit.data()));
+    for (size_t i = 0; i < hashes.size(); ++i) added[i] = !present[i] && set_bit[i] ? 1 : 0;
     return Status::Ok();
   }
 
