@@ -291,6 +291,62 @@ TEST_P(KindsTest, WindowForgetsOldSlices) {
   EXPECT_EQ(info->parts, 0u);
 }
 
+// A clock that answers `first` to the next reading after Stall(), and `rest`
+// otherwise: a caller that read the time, then stalled.
+class StallingClock final : public Clock {
+ public:
+  explicit StallingClock(uint64_t rest) : rest_(rest) {}
+  uint64_t NowMillis() const override {
+    const uint64_t first = first_.exchange(0);
+    return first != 0 ? first : rest_;
+  }
+  void Stall(uint64_t first) { first_.store(first); }
+
+ private:
+  mutable std::atomic<uint64_t> first_{0};
+  const uint64_t rest_;
+};
+
+// A window add that read its slice, then stalled until that slice had left
+// the window, is done in the slice current when it goes on. It failed
+// not_found ("part ... does not exist"), as each store removes an expired
+// slice when it opens it and Redis expires its key; and an add that found
+// its slice still there would have filled a slice no check reads.
+TEST_P(KindsTest, AWindowAddThatOutlivesItsSliceLandsInTheCurrentOne) {
+  constexpr uint64_t kSlice = 60'000, kSlices = 2;
+  const uint64_t wall = testing::WallMillis();  // Redis expires by its own clock
+  auto clock = std::make_shared<StallingClock>(wall);
+  StoreOptions options;
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url(), options));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "w",
+                                                   {.capacity = 1000,
+                                                    .error_rate = 0.01,
+                                                    .kind = FilterKind::kWindow,
+                                                    .window_millis = kSlice * kSlices,
+                                                    .slices = kSlices}));
+  const uint64_t stale = wall - 3 * kSlice * kSlices;
+  const auto answered = Items("answered-", 200);
+  clock->Stall(stale);
+  std::vector<uint8_t> added;
+  Status s = f->AddMany(Views(answered), &added);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(std::count(added.begin(), added.end(), 1), 195) << "new items answered not new";
+  EXPECT_EQ(CountPresent(*f, answered), 200);
+
+  const auto quiet = Items("quiet-", 200);
+  clock->Stall(stale);
+  s = f->AddMany(Views(quiet));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(CountPresent(*f, quiet), 200);
+
+  // A slice made by this handle before the stall, and found again after it.
+  clock->Stall(stale);
+  s = f->Add("single");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("single")));
+}
+
 // A slice created after an expired one was deleted is judged by its own
 // expiry. The file store cached part expiries by inode, and ext4 hands a
 // freed inode number to the next new file: a new slice made by another

@@ -69,6 +69,23 @@ Status CreateSlice(FilterContext& f, uint64_t part) {
   return Status::Ok();
 }
 
+// Adds to slice `now`; `added`, when given, says which items no live slice
+// held before.
+Status AddToSlice(FilterContext& f, uint64_t now, std::span<const Hash128> hashes, uint8_t* added) {
+  PruneOnce(f, now);
+  if (added == nullptr) {  // no answers: the live slices need not be read
+    REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
+    return f.AddTo(now, hashes, nullptr);
+  }
+  std::vector<uint8_t> present(hashes.size(), 0);
+  REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f, now), hashes, present.data()));
+  REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
+  std::vector<uint8_t> set_bit(hashes.size(), 0);
+  REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, set_bit.data()));
+  for (size_t i = 0; i < hashes.size(); ++i) added[i] = !present[i] && set_bit[i] ? 1 : 0;
+  return Status::Ok();
+}
+
 }  // namespace
 
 uint64_t SliceExpiresAt(const FilterConfig& config, uint64_t part) {
@@ -86,20 +103,31 @@ class WindowPolicy final : public KindPolicy {
   // (the current slice's add says which turned a bit on), as for the other
   // kinds; else `dedup` would print an item twice when both copies happen to
   // arrive in one batch.
+  //
+  // The slice is the one current when the call began. A call that stalls
+  // (a paused process, a slow store) until that slice has left the window
+  // either finds it gone (each store removes an expired slice as it opens
+  // it, and Redis expires its key: not_found, or data_loss for a listed
+  // slice) or adds to a slice no check looks at any more: each time the add is done again in the
+  // slice current by then, so that the item is found as soon as the call returns.
   Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
-    const uint64_t now = CurrentSlice(f);
-    PruneOnce(f, now);
-    if (added == nullptr) {  // no answers: the live slices need not be read
-      REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
-      return f.AddTo(now, hashes, nullptr);
+    constexpr int kAttempts = 3;
+    uint64_t now = CurrentSlice(f);
+    for (int attempt = 1;; ++attempt) {
+      Status s = AddToSlice(f, now, hashes, added);
+      const uint64_t later = CurrentSlice(f);
+      // A dead slice that is missing, or listed but gone (Redis: data_loss),
+      // expired as planned; other errors are the store's.
+      const bool gone = s.code() == StatusCode::kNotFound || s.code() == StatusCode::kDataLoss;
+      if (IsLive(f.config(), now, later) || (!s.ok() && !gone)) return s;
+      if (attempt == kAttempts) {
+        return Status::Unavailable("window add: the clock passed the window of the slice " +
+                                   std::to_string(now) + " during the add, " +
+                                   std::to_string(kAttempts) +
+                                   " times (is the process stalled, or the clock jumping?)");
+      }
+      now = later;
     }
-    std::vector<uint8_t> present(hashes.size(), 0);
-    REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f, now), hashes, present.data()));
-    REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
-    std::vector<uint8_t> set_bit(hashes.size(), 0);
-    REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, set_bit.data()));
-    for (size_t i = 0; i < hashes.size(); ++i) added[i] = !present[i] && set_bit[i] ? 1 : 0;
-    return Status::Ok();
   }
 
   // A slice nobody added to in its time does not exist: it holds nothing.
