@@ -1637,6 +1637,46 @@ TEST(RedisReplicationTest, WaitReplicasAcknowledgesOnlyReplicatedWrites) {
   EXPECT_EQ(bulk.code(), StatusCode::kUnavailable) << bulk.ToString();
 }
 
+// wait_replicas below the number of replicas looks safe and is not: WAIT
+// counts any replicas, and a Sentinel failover lost 28,100 of 599,900 adds
+// acknowledged with wait_replicas=1 and two replicas. Above it, every write
+// fails. Both are warnings (redbloom info, /readyz); equal, or 0 (no WAIT,
+// the documented default), is none.
+TEST(RedisReplicationTest, WarnsWhenWaitReplicasDoesNotCountEveryReplica) {
+  RedisServer master({"--repl-diskless-sync-delay", "0"});
+  master.Start();
+  RedisServer first({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  first.Start();
+  RedisServer second({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  second.Start();
+  for (int i = 0; i < 500 && master.Cli({"INFO", "replication"}).find("connected_slaves:2") ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(master.Cli({"INFO", "replication"}).find("connected_slaves:2"), std::string::npos);
+  const auto warnings = [&](const std::string& query) {
+    auto store = MustOpen(master.url() + query);
+    auto w = store->Warnings();
+    EXPECT_TRUE(w.ok()) << query << ": " << w.status().ToString();
+    return w.ok() ? *w : std::vector<std::string>{"(failed)"};
+  };
+  const auto one = warnings("?wait_replicas=1");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_NE(one[0].find("2 connected replicas"), std::string::npos) << one[0];
+  EXPECT_NE(one[0].find("set wait_replicas=2"), std::string::npos) << one[0];
+  const auto three = warnings("?wait_replicas=3");
+  ASSERT_EQ(three.size(), 1u);
+  EXPECT_NE(three[0].find("fails until enough replicas"), std::string::npos) << three[0];
+  EXPECT_TRUE(warnings("?wait_replicas=2").empty());
+  EXPECT_TRUE(warnings("").empty());
+  // A read-only replica (checks only) has no replicas to count.
+  auto replica = MustOpen(first.url() + "?wait_replicas=1");
+  auto on_replica = replica->Warnings();
+  ASSERT_TRUE(on_replica.ok()) << on_replica.status().ToString();
+  EXPECT_TRUE(on_replica->empty()) << (*on_replica)[0];
+}
+
 // An add whose bits are all set already writes nothing: a repeated add of an
 // item whose first add was not replicated must not be acknowledged either
 // (by another client whose connection was open before, as in a pool). Redis

@@ -3,6 +3,7 @@
 // open filter are a RedisBitStore (redis_bit_store.h); the key layout is in
 // docs/format.md and redis_keys.h, the metadata in redis_meta.h.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -51,17 +52,23 @@ Status CollisionStatus(std::string_view name, std::string_view owner, std::strin
 // The warning for a server whose `INFO memory` says it evicts keys when
 // full: every allkeys-* policy can evict a filter's bitmap; volatile-* ones
 // only keys with a TTL (filters created with one, window slices).
+// The value of `name` in an INFO reply, "" if it has none.
+std::string InfoField(const std::string& info, std::string_view name) {
+  const std::string key = std::string(name) + ":";
+  for (size_t at = 0; at < info.size();) {
+    const size_t end = std::min(info.find_first_of("\r\n", at), info.size());
+    if (std::string_view(info).substr(at, end - at).starts_with(key)) {
+      return info.substr(at + key.size(), end - at - key.size());
+    }
+    at = info.find_first_not_of("\r\n", end);
+    if (at == std::string::npos) break;
+  }
+  return "";
+}
+
 std::optional<std::string> EvictionWarning(const std::string& info, const std::string& server) {
-  const std::string lines = "\n" + info;
-  auto field = [&](std::string_view name) -> std::string {
-    const std::string key = "\n" + std::string(name) + ":";
-    const size_t at = lines.find(key);
-    if (at == std::string::npos) return "";
-    const size_t from = at + key.size();
-    return lines.substr(from, lines.find_first_of("\r\n", from) - from);
-  };
-  const std::string policy = field("maxmemory_policy");
-  const std::string maxmemory = field("maxmemory");
+  const std::string policy = InfoField(info, "maxmemory_policy");
+  const std::string maxmemory = InfoField(info, "maxmemory");
   if (policy.empty() || policy == "noeviction" || maxmemory.empty() || maxmemory == "0") {
     return std::nullopt;
   }
@@ -74,6 +81,38 @@ std::optional<std::string> EvictionWarning(const std::string& info, const std::s
   return "redis " + server + " evicts keys that have a TTL when full (" + setting +
          "): filters created with a TTL and window filters can lose their bits; use "
          "noeviction, or no TTL on filters you cannot lose";
+}
+
+// The warning for a master whose replica count `INFO replication` gives and
+// `wait_replicas` does not match. WAIT counts any replicas: with fewer than
+// all of them, a failover may promote one that never had an acknowledged
+// add (the README, "Redis Sentinel"); with more than are connected, every
+// write waits out wait_timeout_ms and fails. wait_replicas=0 is the
+// documented choice of no WAIT at all, so it draws none.
+std::optional<std::string> ReplicaWarning(const std::string& info, const std::string& server,
+                                          int wait_replicas) {
+  if (wait_replicas <= 0 || InfoField(info, "role") != "master") return std::nullopt;
+  const std::string field = InfoField(info, "connected_slaves");
+  int replicas = 0;
+  const auto [end, err] = std::from_chars(field.data(), field.data() + field.size(), replicas);
+  if (field.empty() || err != std::errc() || end != field.data() + field.size()) {
+    return std::nullopt;
+  }
+  const std::string setting = "wait_replicas=" + std::to_string(wait_replicas) + ", but redis " +
+                              server + " has " + std::to_string(replicas) + " connected replica" +
+                              (replicas == 1 ? "" : "s");
+  if (wait_replicas < replicas) {
+    return setting +
+           ": WAIT counts any replicas, so a failover can promote one that never had an "
+           "acknowledged add, and that add is lost; set wait_replicas=" +
+           std::to_string(replicas);
+  }
+  if (wait_replicas > replicas) {
+    return setting +
+           ": every add, load, create and attach waits wait_timeout_ms and fails "
+           "until enough replicas are connected";
+  }
+  return std::nullopt;
 }
 
 class RedisStore final : public Store {
@@ -477,22 +516,29 @@ class RedisStore final : public Store {
     Status s = shared_->source->ForEachServer([&](Connection& c) -> Status {
       CommandBuffer cmd;
       cmd.Command({"INFO", "memory"});
+      cmd.Command({"INFO", "replication"});  // two commands: Redis 6 takes one section
       REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
-      std::optional<std::string> warning;
-      if (r->type == REDIS_REPLY_ERROR) {
-        const Status e = ReplyErrorStatus(ReplyText(r.get()), c.server());
-        if (!ReplyText(r.get()).starts_with("NOPERM")) return e;
-        warning = "redis " + c.server().display +
-                  " does not let this user run INFO, so whether it can evict filter keys is "
-                  "unknown (" +
-                  e.message() + ")";
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr memory, c.Read());
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr replication, c.Read());
+      std::optional<std::string> warnings[2];
+      if (memory->type == REDIS_REPLY_ERROR) {
+        const Status e = ReplyErrorStatus(ReplyText(memory.get()), c.server());
+        if (!ReplyText(memory.get()).starts_with("NOPERM")) return e;
+        warnings[0] = "redis " + c.server().display +
+                      " does not let this user run INFO, so whether it can evict filter keys, "
+                      "and how many replicas it has, is unknown (" +
+                      e.message() + ")";
       } else {
-        warning = EvictionWarning(ReplyString(r.get()), c.server().display);
+        warnings[0] = EvictionWarning(ReplyString(memory.get()), c.server().display);
+        if (replication->type == REDIS_REPLY_ERROR) {
+          return ReplyErrorStatus(ReplyText(replication.get()), c.server());
+        }
+        warnings[1] = ReplicaWarning(ReplyString(replication.get()), c.server().display,
+                                     shared_->wait_replicas);
       }
-      if (warning.has_value()) {
-        std::lock_guard<std::mutex> lock(mu);
-        out.push_back(std::move(*warning));
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& w : warnings) {
+        if (w.has_value()) out.push_back(std::move(*w));
       }
       return Status::Ok();
     });
