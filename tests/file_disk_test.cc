@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
+#include "redbloom/clock.h"
 #include "redbloom/store.h"
 #include "server_process.h"
 #include "test_util.h"
@@ -289,6 +291,38 @@ TEST_F(FileDiskTest, LibraryOnAReadOnlyMountReadsAndRefusesWrites) {
   }
   EXPECT_TRUE(ValueOrFail(f->Contains("a"))) << "a refused remove removed nothing";
   EXPECT_TRUE(f->Flush().ok());
+}
+
+// An expired filter on a read-only mount cannot be removed. It was still
+// listed, and `check` and `info` on it failed with the mount's error
+// (unavailable, exit 3): it is not found, as on a writable store, and the
+// message says why its file stays.
+TEST_F(FileDiskTest, AnExpiredFilterOnAReadOnlyMountIsNotFound) {
+  TmpfsMount disk("8m");
+  ASSERT_EQ(disk.error(), "");
+  const std::string url = "file:" + disk.path() + "/s";
+  auto clock = std::make_shared<ManualClock>(1'000'000'000'000);
+  StoreOptions options;
+  options.clock = clock;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url, options));
+    ASSERT_OK_AND_ASSIGN(
+        auto daily, BloomFilter::Create(*store, "daily",
+                                        {.capacity = 1000, .error_rate = 0.01, .ttl_seconds = 60}));
+    ASSERT_TRUE(daily->Add("a").ok());
+    ASSERT_OK_AND_ASSIGN(
+        auto kept, BloomFilter::Create(*store, "kept", {.capacity = 1000, .error_rate = 0.01}));
+  }
+  ASSERT_EQ(disk.RemountReadOnly(), "");
+  clock->Advance(std::chrono::seconds(61));
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url, options));
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> names, store->List());
+  EXPECT_EQ(names, std::vector<std::string>{"kept"});
+  auto opened = BloomFilter::Open(*store, "daily");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), StatusCode::kNotFound) << opened.status().ToString();
+  EXPECT_NE(opened.status().message().find("Read-only file system"), std::string::npos)
+      << opened.status().ToString();
 }
 
 }  // namespace

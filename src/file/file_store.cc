@@ -60,6 +60,16 @@ Status IoError(const std::string& what, const std::string& path, int err) {
   return Status::Unavailable(what + " " + path + ": " + ErrnoText(err));
 }
 
+// An expired filter does not exist, whether or not removing its file
+// (`removal`) worked: on a read-only mount it cannot be removed, and it was
+// listed while `check` and `info` failed with the mount's error.
+Status ExpiredStatus(std::string_view name, const Status& removal) {
+  if (removal.ok() || removal.code() == StatusCode::kNotFound) return NotFoundStatus(name);
+  return Status::NotFound(
+      NotFoundStatus(name).message() +
+      " (it expired; its file stays, as removing it failed: " + removal.message() + ")");
+}
+
 // A file's identity: a name may come to denote another file. Its device and
 // inode, and the inode's birth time where the file system keeps one (statx's
 // btime; ext4, XFS): ext4 gives a freed inode number to the next new file at
@@ -586,8 +596,7 @@ class FileStore final : public Store {
       // hold a filter made since, which this must neither remove nor miss.
       Status s = Remove(name, &file);
       if (s.code() == StatusCode::kConflict && attempt < 3) continue;
-      if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
-      return NotFoundStatus(name);
+      return ExpiredStatus(name, s);
     }
   }
 
@@ -768,7 +777,7 @@ class FileStore final : public Store {
         // A filter of the name made since is not this one: its handle reopens.
         Status s = Remove(name, &file);
         if (s.code() == StatusCode::kConflict) return ConfigChangedStatus(name);
-        if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+        return ExpiredStatus(name, s);
       } else {
         ::unlink(path.c_str());
       }
