@@ -26,6 +26,7 @@
 #include "redis/redis_url.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
+#include "slow_relay.h"
 #include "store_fixture.h"
 #include "stores.h"
 #include "test_util.h"
@@ -93,86 +94,6 @@ Status TestOffsets(BitStore& bits, const uint64_t* offsets, size_t items, uint32
   PartBatch b{.part = 0, .k = k, .offsets = offsets, .items = items, .out = out};
   return bits.Test(std::span(&b, 1));
 }
-
-// A TCP relay on 127.0.0.1 in front of a redis-server. Once Trickle() is on,
-// it passes the server's bytes to the client one at a time, `gap` apart:
-// every byte arrives well within a timeout, the whole reply does not.
-class TrickleRelay {
- public:
-  TrickleRelay(int server_port, std::chrono::milliseconds gap)
-      : server_port_(server_port), gap_(gap) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(::listen(listen_fd_, 8), 0);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~TrickleRelay() {
-    stop_ = true;
-    thread_.join();
-    for (auto [client, server] : pairs_) {
-      ::close(client);
-      ::close(server);
-    }
-    ::close(listen_fd_);
-  }
-  int port() const { return port_; }
-  void Trickle(bool on) { trickle_ = on; }
-
- private:
-  void Run() {
-    char buf[65536];
-    while (!stop_) {
-      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
-      for (auto [client, server] : pairs_) {
-        fds.push_back({client, POLLIN, 0});
-        fds.push_back({server, POLLIN, 0});
-      }
-      if (::poll(fds.data(), fds.size(), 10) <= 0) continue;
-      if (fds[0].revents & POLLIN) {
-        const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(static_cast<uint16_t>(server_port_));
-        if (::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-          pairs_.emplace_back(client, server);
-        } else {
-          ::close(client);
-          ::close(server);
-        }
-        continue;
-      }
-      for (size_t i = 0; i < pairs_.size(); ++i) {
-        const auto [client, server] = pairs_[i];
-        if (fds[1 + 2 * i].revents & (POLLIN | POLLHUP)) {
-          const ssize_t n = ::read(client, buf, sizeof(buf));
-          if (n > 0) (void)!::write(server, buf, static_cast<size_t>(n));
-        }
-        if (fds[2 + 2 * i].revents & (POLLIN | POLLHUP)) {
-          const ssize_t n = ::read(server, buf, trickle_ ? 1 : sizeof(buf));
-          if (n > 0) (void)!::write(client, buf, static_cast<size_t>(n));
-          if (trickle_) std::this_thread::sleep_for(gap_);
-        }
-      }
-    }
-  }
-
-  const int server_port_;
-  const std::chrono::milliseconds gap_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> trickle_{false};
-  std::atomic<bool> stop_{false};
-  std::vector<std::pair<int, int>> pairs_;  // client, server; the relay's thread only
-  std::thread thread_;
-};
 
 class RedisStoreTest : public SharedRedisTest {
  protected:
@@ -870,7 +791,7 @@ TEST_F(RedisStoreTest, AnAddSentAgainAfterItsWaitWasCutKeepsWhatWasNew) {
 // the audit, answered 200), and a connection's handshake for as long as its
 // INFO reply took.
 TEST_F(RedisStoreTest, AReplyThatTricklesInTimesOutWithinTheTimeout) {
-  TrickleRelay relay(server_->port(), std::chrono::milliseconds(5));
+  testing::SlowRelay relay(server_->port(), std::chrono::milliseconds(5));
   const std::string url = "redis://127.0.0.1:" + std::to_string(relay.port()) +
                           "?command_timeout_ms=300&connect_timeout_ms=300&max_retries=0";
   auto store = MustOpen(url);

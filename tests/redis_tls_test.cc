@@ -20,6 +20,7 @@
 #include "redis/redis_url.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
+#include "slow_relay.h"
 #include "test_util.h"
 #include "tls_certs.h"
 #ifdef REDBLOOMD_PATH
@@ -356,6 +357,22 @@ TEST_F(RedisTlsTest, CommandTimeoutHoldsOverTls) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
   EXPECT_LT(took, Millis(1000));
+}
+
+// The command timeout bounds a whole reply over TLS too. A record that
+// trickles in (a byte every 20 ms through a relay) needs a wait per byte, and
+// each had the whole timeout: the check answered once its record was in,
+// about 1.5 s later, where 300 ms was due.
+TEST_F(RedisTlsTest, AReplyThatTricklesInTimesOutWithinTheTimeoutOverTls) {
+  testing::SlowRelay relay(tls_->tls_port, Millis(20));
+  auto store = MustOpen(Url(relay.port(), "command_timeout_ms=300&max_retries=0"));
+  ASSERT_NE(store, nullptr);
+  auto filter = BloomFilter::Create(*store, "trickle", Options(1000));
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  ASSERT_TRUE((*filter)->Add("x").ok());
+  relay.Trickle(true);
+  const Status checked = (*filter)->Contains("x").status();  // a record of about 80 bytes
+  EXPECT_EQ(checked.code(), StatusCode::kDeadlineExceeded) << checked.ToString();
 }
 
 // ---- Redis Cluster over TLS --------------------------------------------------

@@ -155,7 +155,11 @@ class TlsTransport final : public Transport {
         ssl_(std::move(ssl)),
         has_certificate_(has_certificate) {}
 
+  // One call waits at most the timeout in all: a record that trickles in
+  // needs several waits, and each had the whole timeout, so a server sending
+  // a byte every few milliseconds held a reply for as long as it liked.
   ssize_t Read(char* buf, size_t n, IoFailure* failure) override {
+    const Deadline deadline = DeadlineFromNow();
     for (;;) {
       ERR_clear_error();
       const int got = SSL_read(ssl_.get(), buf, static_cast<int>(std::min<size_t>(n, INT32_MAX)));
@@ -163,7 +167,7 @@ class TlsTransport final : public Transport {
         answered_ = true;
         return got;
       }
-      if (!Retry(got, failure)) {
+      if (!Retry(got, deadline, failure)) {
         ExplainRefusal(failure);
         return -1;
       }
@@ -171,11 +175,12 @@ class TlsTransport final : public Transport {
   }
 
   ssize_t Write(const char* data, size_t n, IoFailure* failure) override {
+    const Deadline deadline = DeadlineFromNow();
     for (;;) {
       ERR_clear_error();
       const int put = SSL_write(ssl_.get(), data, static_cast<int>(std::min<size_t>(n, INT32_MAX)));
       if (put > 0) return put;
-      if (!Retry(put, failure)) {
+      if (!Retry(put, deadline, failure)) {
         ExplainRefusal(failure);
         return -1;
       }
@@ -212,14 +217,19 @@ class TlsTransport final : public Transport {
   int fd() const override { return socket_.get(); }
 
  private:
-  // After an SSL call returned `rc` <= 0: waits and returns true if the call
-  // should be repeated, else fills *failure and returns false.
-  bool Retry(int rc, IoFailure* failure) {
+  Deadline DeadlineFromNow() const {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  }
+
+  // After an SSL call returned `rc` <= 0: waits until `deadline` at most and
+  // returns true if the call should be repeated, else fills *failure and
+  // returns false.
+  bool Retry(int rc, Deadline deadline, IoFailure* failure) {
     const int e = SSL_get_error(ssl_.get(), rc);
     switch (e) {
       case SSL_ERROR_WANT_READ:
       case SSL_ERROR_WANT_WRITE:
-        if (WaitFor(socket_.get(), e == SSL_ERROR_WANT_WRITE, timeout_ms_)) return true;
+        if (WaitFor(socket_.get(), e == SSL_ERROR_WANT_WRITE, MillisLeft(deadline))) return true;
         *failure = {IoFailure::Kind::kTimeout, "", ""};
         return false;
       case SSL_ERROR_ZERO_RETURN:  // close_notify

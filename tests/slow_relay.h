@@ -1,0 +1,120 @@
+// A TCP relay on 127.0.0.1 in front of a redis-server, for timeouts that must
+// bound a whole reply or a whole send. It passes bytes unchanged (plain RESP
+// or TLS records alike) until told to slow one direction down:
+//   Trickle(true)  passes the server's bytes to the client one at a time,
+//                  `gap` apart: every byte arrives well within a timeout, the
+//                  whole reply does not;
+//   Throttle(true) reads the client's bytes 4 KiB at a time, `gap` apart:
+//                  every write makes progress within a timeout, a large send
+//                  does not finish.
+#ifndef REDBLOOM_TESTS_SLOW_RELAY_H_
+#define REDBLOOM_TESTS_SLOW_RELAY_H_
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace redbloom::testing {
+
+class SlowRelay {
+ public:
+  SlowRelay(int server_port, std::chrono::milliseconds gap) : server_port_(server_port), gap_(gap) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(::listen(listen_fd_, 8), 0);
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  SlowRelay(const SlowRelay&) = delete;
+  SlowRelay& operator=(const SlowRelay&) = delete;
+  ~SlowRelay() {
+    stop_ = true;
+    thread_.join();
+    for (auto [client, server] : pairs_) {
+      ::close(client);
+      ::close(server);
+    }
+    ::close(listen_fd_);
+  }
+  int port() const { return port_; }
+  void Trickle(bool on) { trickle_ = on; }
+  void Throttle(bool on) { throttle_ = on; }
+
+ private:
+  void Run() {
+    char buf[65536];
+    while (!stop_) {
+      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
+      for (auto [client, server] : pairs_) {
+        fds.push_back({client, POLLIN, 0});
+        fds.push_back({server, POLLIN, 0});
+      }
+      if (::poll(fds.data(), fds.size(), 10) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<uint16_t>(server_port_));
+        if (::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+          pairs_.emplace_back(client, server);
+        } else {
+          ::close(client);
+          ::close(server);
+        }
+        continue;
+      }
+      for (size_t i = 0; i < pairs_.size(); ++i) {
+        const auto [client, server] = pairs_[i];
+        if (fds[1 + 2 * i].revents & (POLLIN | POLLHUP)) {
+          const ssize_t n = ::read(client, buf, throttle_ ? 4096 : sizeof(buf));
+          if (n > 0) WriteAll(server, buf, static_cast<size_t>(n));
+          if (throttle_) std::this_thread::sleep_for(gap_);
+        }
+        if (fds[2 + 2 * i].revents & (POLLIN | POLLHUP)) {
+          const ssize_t n = ::read(server, buf, trickle_ ? 1 : sizeof(buf));
+          if (n > 0) WriteAll(client, buf, static_cast<size_t>(n));
+          if (trickle_) std::this_thread::sleep_for(gap_);
+        }
+      }
+    }
+  }
+
+  static void WriteAll(int fd, const char* data, size_t n) {
+    while (n > 0) {
+      const ssize_t put = ::write(fd, data, n);
+      if (put <= 0) return;
+      data += put;
+      n -= static_cast<size_t>(put);
+    }
+  }
+
+  const int server_port_;
+  const std::chrono::milliseconds gap_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> trickle_{false};
+  std::atomic<bool> throttle_{false};
+  std::atomic<bool> stop_{false};
+  std::vector<std::pair<int, int>> pairs_;  // client, server; the relay's thread only
+  std::thread thread_;
+};
+
+}  // namespace redbloom::testing
+
+#endif  // REDBLOOM_TESTS_SLOW_RELAY_H_
