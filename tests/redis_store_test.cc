@@ -806,6 +806,28 @@ TEST_F(RedisStoreTest, AReplyThatTricklesInTimesOutWithinTheTimeout) {
   EXPECT_NE(opened.message().find("connect_timeout_ms"), std::string::npos) << opened.ToString();
 }
 
+// The timeout bounds a whole send too: a server, or a path to it, that reads
+// a little at a time (4 KiB every 20 ms through a relay) let every write()
+// make progress within the timeout, and held a large batch's send for as
+// long as it took (this batch of about 10 MB: 35 s, where 300 ms was due).
+TEST_F(RedisStoreTest, ASendThatCrawlsOutTimesOutWithinTheTimeout) {
+  testing::SlowRelay relay(server_->port(), std::chrono::milliseconds(20), /*client_buffer=*/4096);
+  const std::string url = "redis://127.0.0.1:" + std::to_string(relay.port()) +
+                          "?command_timeout_ms=300&max_retries=0&batch_items=40000";
+  auto store = MustOpen(url);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "crawl", Options(40000, 0.01)));
+  relay.Throttle(true);
+  const auto items = Items(Encoding::kUtf8, 40000);
+  const auto start = std::chrono::steady_clock::now();
+  const Status added = f->AddMany(Views(items));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(added.code(), StatusCode::kDeadlineExceeded) << added.ToString();
+  // What is asserted is the deadline, with room for a loaded machine.
+  EXPECT_LT(took, std::chrono::seconds(10))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+}
+
 // A plain redis:// URL aimed at a replica that accepts writes (replica-read-
 // only no) is refused when it connects: adds there would land on the replica
 // only and vanish at its next resync. Before, they were acknowledged and the

@@ -27,8 +27,14 @@ namespace redbloom::testing {
 
 class SlowRelay {
  public:
-  SlowRelay(int server_port, std::chrono::milliseconds gap) : server_port_(server_port), gap_(gap) {
+  // `client_buffer`, when not 0, is the receive buffer of the client's side
+  // (so that a throttled send is not absorbed by the kernel's buffers).
+  SlowRelay(int server_port, std::chrono::milliseconds gap, int client_buffer = 0)
+      : server_port_(server_port), gap_(gap) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (client_buffer > 0) {  // set before listen(): accepted sockets inherit it
+      ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &client_buffer, sizeof(client_buffer));
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
