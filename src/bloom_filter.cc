@@ -195,8 +195,9 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
 FilterConfig BloomFilter::config() const { return state().config; }
 
 template <typename Op>
-Status BloomFilter::WithReopen(Op&& op) {
+Status BloomFilter::WithReopen(Op&& op, Same same) {
   State* current = &state();
+  const FilterConfig& began = current->config;  // states live as long as the handle
   Status s = op(*current);
   // The filter may have been rebuilt or re-created under us. Reopen it; if it
   // is still the same filter the conflict was something else: report it. A
@@ -217,6 +218,17 @@ Status BloomFilter::WithReopen(Op&& op) {
         current_.store(fresh->get(), std::memory_order_release);
       }
       current = current_.load(std::memory_order_relaxed);
+    }
+    const FilterConfig& now = current->config;
+    const bool kept =
+        same == Same::kAny ||
+        (same == Same::kHashing ? now.strategy == began.strategy && now.encoding == began.encoding
+                                : now.SameFilterAs(began));
+    if (!kept) {
+      return Status::Conflict("filter '" + name_ + "' was rebuilt or re-created (" +
+                              began.ToString() + " -> " + now.ToString() +
+                              ") during the call, which worked on the old one; nothing was "
+                              "done to the new one");
     }
     s = op(*current);
   }
@@ -375,11 +387,38 @@ std::vector<Hash128>& HashScratch(size_t items, std::vector<Hash128>& own) {
 
 }  // namespace
 
-Status BloomFilter::HashAll(const FilterConfig& config, std::span<const std::string_view> items,
-                            std::vector<Hash128>* hashes) const {
-  hashes->resize(items.size());
-  return HashItems(config, items, hashes->data());
-}
+// See WithReopenHashed.
+struct BloomFilter::Hashed {
+  std::span<const std::string_view> items;  // none: the caller's own hashes
+  std::vector<Hash128>* hashes = nullptr;   // the items' hashes
+  std::span<const Hash128> given;           // the caller's hashes
+  Strategy strategy{};
+  Encoding encoding{};
+
+  // Hashes the items for `config`.
+  Status Make(const FilterConfig& config) {
+    strategy = config.strategy;
+    encoding = config.encoding;
+    hashes->resize(items.size());
+    return HashItems(config, items, hashes->data());
+  }
+  // `items`, to be hashed into `hashes` (Make).
+  static Hashed Items(std::span<const std::string_view> items, std::vector<Hash128>* hashes) {
+    return Hashed{.items = items, .hashes = hashes, .given = {}, .strategy = {}, .encoding = {}};
+  }
+  // The caller's hashes, taken as made for `config`.
+  static Hashed Given(std::span<const Hash128> hashes, const FilterConfig& config) {
+    return Hashed{.items = {},
+                  .hashes = nullptr,
+                  .given = hashes,
+                  .strategy = config.strategy,
+                  .encoding = config.encoding};
+  }
+  std::span<const Hash128> span() const {
+    return hashes != nullptr ? std::span<const Hash128>(*hashes) : given;
+  }
+  size_t size() const { return span().size(); }
+};
 
 Status BloomFilter::OneItem(One op, std::string_view item, bool* answer) {
   uint8_t out = 0;
@@ -467,9 +506,9 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
     }
   }
   std::vector<Hash128> own;
-  std::vector<Hash128>& hashes = HashScratch(items.size(), own);
-  if (Status s = HashAll(config(), items, &hashes); !s.ok()) return Refused(std::move(s), added);
-  return AddHashes(hashes, added);
+  Hashed batch = Hashed::Items(items, &HashScratch(items.size(), own));
+  if (Status s = batch.Make(state().config); !s.ok()) return Refused(std::move(s), added);
+  return AddHashed(batch, added);
 }
 
 // A single check of a bytes item or an ASCII utf8 one (most ids) on a filter
@@ -545,9 +584,9 @@ Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
     }
   }
   std::vector<Hash128> own;
-  std::vector<Hash128>& hashes = HashScratch(items.size(), own);
-  if (Status s = HashAll(config(), items, &hashes); !s.ok()) return Refused(std::move(s), present);
-  return ContainsHashes(hashes, present);
+  Hashed batch = Hashed::Items(items, &HashScratch(items.size(), own));
+  if (Status s = batch.Make(state().config); !s.ok()) return Refused(std::move(s), present);
+  return ContainsHashed(batch, present);
 }
 
 Status BloomFilter::Remove(std::string_view item, bool* removed) {
@@ -557,17 +596,53 @@ Status BloomFilter::Remove(std::string_view item, bool* removed) {
 Status BloomFilter::RemoveMany(std::span<const std::string_view> items,
                                std::vector<uint8_t>* removed) {
   std::vector<Hash128> own;
-  std::vector<Hash128>& hashes = HashScratch(items.size(), own);
-  if (Status s = HashAll(config(), items, &hashes); !s.ok()) return Refused(std::move(s), removed);
-  return RemoveHashes(hashes, removed);
+  Hashed batch = Hashed::Items(items, &HashScratch(items.size(), own));
+  if (Status s = batch.Make(state().config); !s.ok()) return Refused(std::move(s), removed);
+  return RemoveHashed(batch, removed);
+}
+
+// WithReopen for a batch: each attempt runs on hashes made by the state's
+// strategy and encoding. Before, a batch hashed once, under the state the
+// handle had, and a reopen ran those hashes on the filter a rebuild with
+// --strategy, or a drop and create with another encoding, had put under the
+// name: checks answered absent for present items, and adds were
+// acknowledged and set bits no check of the items reads.
+template <typename Op>
+Status BloomFilter::WithReopenHashed(Hashed& batch, Op&& op) {
+  // The caller's hashes stay valid only while the strategy and encoding do.
+  const Same same = batch.hashes == nullptr ? Same::kHashing : Same::kAny;
+  return WithReopen(
+      [&](State& st) -> Status {
+        if (batch.hashes != nullptr &&
+            (st.config.strategy != batch.strategy || st.config.encoding != batch.encoding)) {
+          REDBLOOM_RETURN_IF_ERROR(batch.Make(st.config));
+        }
+        return op(st, batch.span());
+      },
+      same);
 }
 
 Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* added) {
+  Hashed batch = Hashed::Given(hashes, state().config);
+  return AddHashed(batch, added);
+}
+
+Status BloomFilter::ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present) {
+  Hashed batch = Hashed::Given(hashes, state().config);
+  return ContainsHashed(batch, present);
+}
+
+Status BloomFilter::RemoveHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* removed) {
+  Hashed batch = Hashed::Given(hashes, state().config);
+  return RemoveHashed(batch, removed);
+}
+
+Status BloomFilter::AddHashed(Hashed& batch, std::vector<uint8_t>* added) {
   std::vector<uint8_t> own;
   std::vector<uint8_t>& out = added != nullptr ? *added : own;
-  out.assign(hashes.size(), 0);
+  out.assign(batch.size(), 0);
   size_t confirmed = 0;
-  Status s = WithReopen([&](State& st) {
+  Status s = WithReopenHashed(batch, [&](State& st, std::span<const Hash128> hashes) {
     std::fill(out.begin(), out.end(), 0);
     FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
     // No answers asked for, none kept: a store may then send an add again
@@ -583,9 +658,9 @@ Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8
   return s;
 }
 
-Status BloomFilter::ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present) {
-  return Answer(hashes.size(), present, [&](std::vector<uint8_t>& out) {
-    return WithReopen([&](State& st) {
+Status BloomFilter::ContainsHashed(Hashed& batch, std::vector<uint8_t>* present) {
+  return Answer(batch.size(), present, [&](std::vector<uint8_t>& out) {
+    return WithReopenHashed(batch, [&](State& st, std::span<const Hash128> hashes) {
       std::fill(out.begin(), out.end(), 0);
       FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
       return st.policy->Contains(f, hashes, out.data());
@@ -593,9 +668,9 @@ Status BloomFilter::ContainsHashes(std::span<const Hash128> hashes, std::vector<
   });
 }
 
-Status BloomFilter::RemoveHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* removed) {
-  return Answer(hashes.size(), removed, [&](std::vector<uint8_t>& out) {
-    return WithReopen([&](State& st) {
+Status BloomFilter::RemoveHashed(Hashed& batch, std::vector<uint8_t>* removed) {
+  return Answer(batch.size(), removed, [&](std::vector<uint8_t>& out) {
+    return WithReopenHashed(batch, [&](State& st, std::span<const Hash128> hashes) {
       std::fill(out.begin(), out.end(), 0);
       FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
       return st.policy->Remove(f, hashes, out.data());
@@ -663,83 +738,92 @@ Result<uint64_t> PartBytes(const FilterConfig& config, uint64_t part) {
 }
 
 Status BloomFilter::ReadBitmap(std::string* out) {
-  return WithReopen([&](State& st) -> Status {
-    const FilterConfig& c = st.config;
-    if (!c.one_array()) return NotOneArray(name_, c, "read them with ReadParts");
-    return ReadAllBits(*st.bits, 0, c.data_bytes(), out);
-  });
+  return WithReopen(
+      [&](State& st) -> Status {
+        const FilterConfig& c = st.config;
+        if (!c.one_array()) return NotOneArray(name_, c, "read them with ReadParts");
+        return ReadAllBits(*st.bits, 0, c.data_bytes(), out);
+      },
+      Same::kFilter);
 }
 
 Status BloomFilter::ReadParts(std::vector<Part>* out) {
-  return WithReopen([&](State& st) -> Status {
-    const FilterConfig& c = st.config;
-    FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
-    out->clear();
-    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, KindOf(c.kind).policy->LiveParts(f));
-    for (uint64_t id : ids) {
-      Part part;
-      part.id = id;
-      REDBLOOM_ASSIGN_OR_RETURN(uint64_t bytes, PartBytes(c, id));
-      Status s = ReadAllBits(*st.bits, id, bytes, &part.bytes);
-      if (s.code() == StatusCode::kNotFound) {
-        // A window slice may expire between the listing and the read. A part
-        // the filter keeps while it lives (a shard, a scaling layer) is gone
-        // with the filter (NotFound), or else its data is lost: an export or
-        // merge without it would lose its items and report success.
-        if (!ExpiresAlone(c, id)) return MissingPart(s).WithContext("part " + std::to_string(id));
-        continue;
-      }
-      REDBLOOM_RETURN_IF_ERROR(s);
-      REDBLOOM_ASSIGN_OR_RETURN(part.items, st.bits->ItemCount(id));
-      out->push_back(std::move(part));
-    }
-    return Status::Ok();
-  });
+  return WithReopen(
+      [&](State& st) -> Status {
+        const FilterConfig& c = st.config;
+        FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
+        out->clear();
+        REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, KindOf(c.kind).policy->LiveParts(f));
+        for (uint64_t id : ids) {
+          Part part;
+          part.id = id;
+          REDBLOOM_ASSIGN_OR_RETURN(uint64_t bytes, PartBytes(c, id));
+          Status s = ReadAllBits(*st.bits, id, bytes, &part.bytes);
+          if (s.code() == StatusCode::kNotFound) {
+            // A window slice may expire between the listing and the read. A part
+            // the filter keeps while it lives (a shard, a scaling layer) is gone
+            // with the filter (NotFound), or else its data is lost: an export or
+            // merge without it would lose its items and report success.
+            if (!ExpiresAlone(c, id))
+              return MissingPart(s).WithContext("part " + std::to_string(id));
+            continue;
+          }
+          REDBLOOM_RETURN_IF_ERROR(s);
+          REDBLOOM_ASSIGN_OR_RETURN(part.items, st.bits->ItemCount(id));
+          out->push_back(std::move(part));
+        }
+        return Status::Ok();
+      },
+      Same::kFilter);
 }
 
 Status BloomFilter::MergeParts(std::span<const Part> parts) {
-  return WithReopen([&](State& st) -> Status {
-    const FilterConfig& c = st.config;
-    for (const Part& part : parts) {
-      auto bytes = PartBytes(c, part.id);
-      if (!bytes.ok()) return bytes.status().WithContext("part " + std::to_string(part.id));
-      if (part.bytes.size() != *bytes) {
-        return Status::InvalidArgument("part " + std::to_string(part.id) + " has " +
-                                       std::to_string(part.bytes.size()) + " bytes; filter '" +
-                                       name_ + "' needs " + std::to_string(*bytes));
-      }
-    }
-    FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
-    const internal::KindPolicy& policy = *KindOf(c.kind).policy;
-    for (const Part& part : parts) {
-      bool skip = false;
-      REDBLOOM_RETURN_IF_ERROR(policy.PrepareMerge(f, part.id, &skip));
-      if (skip) continue;
-      REDBLOOM_RETURN_IF_ERROR(st.bits->OrBits(part.id, part.bytes, part.items));
-    }
-    return Status::Ok();
-  });
+  return WithReopen(
+      [&](State& st) -> Status {
+        const FilterConfig& c = st.config;
+        for (const Part& part : parts) {
+          auto bytes = PartBytes(c, part.id);
+          if (!bytes.ok()) return bytes.status().WithContext("part " + std::to_string(part.id));
+          if (part.bytes.size() != *bytes) {
+            return Status::InvalidArgument("part " + std::to_string(part.id) + " has " +
+                                           std::to_string(part.bytes.size()) + " bytes; filter '" +
+                                           name_ + "' needs " + std::to_string(*bytes));
+          }
+        }
+        FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
+        const internal::KindPolicy& policy = *KindOf(c.kind).policy;
+        for (const Part& part : parts) {
+          bool skip = false;
+          REDBLOOM_RETURN_IF_ERROR(policy.PrepareMerge(f, part.id, &skip));
+          if (skip) continue;
+          REDBLOOM_RETURN_IF_ERROR(st.bits->OrBits(part.id, part.bytes, part.items));
+        }
+        return Status::Ok();
+      },
+      Same::kFilter);
 }
 
 Status BloomFilter::MergePartBytes(uint64_t part, uint64_t offset, std::string_view bytes,
                                    uint64_t new_items, bool* skipped) {
-  return WithReopen([&](State& st) -> Status {
-    const FilterConfig& c = st.config;
-    auto size = PartBytes(c, part);
-    if (!size.ok()) return size.status().WithContext("part " + std::to_string(part));
-    if (offset > *size || bytes.size() > *size - offset) {
-      return Status::InvalidArgument("bytes [" + std::to_string(offset) + ", " +
-                                     std::to_string(offset + bytes.size()) + ") of part " +
-                                     std::to_string(part) + " lie outside its " +
-                                     std::to_string(*size) + " bytes");
-    }
-    FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
-    bool skip = false;
-    REDBLOOM_RETURN_IF_ERROR(KindOf(c.kind).policy->PrepareMerge(f, part, &skip));
-    if (skipped != nullptr) *skipped = skip;
-    if (skip) return Status::Ok();
-    return st.bits->OrBitsAt(part, offset, bytes, new_items);
-  });
+  return WithReopen(
+      [&](State& st) -> Status {
+        const FilterConfig& c = st.config;
+        auto size = PartBytes(c, part);
+        if (!size.ok()) return size.status().WithContext("part " + std::to_string(part));
+        if (offset > *size || bytes.size() > *size - offset) {
+          return Status::InvalidArgument("bytes [" + std::to_string(offset) + ", " +
+                                         std::to_string(offset + bytes.size()) + ") of part " +
+                                         std::to_string(part) + " lie outside its " +
+                                         std::to_string(*size) + " bytes");
+        }
+        FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
+        bool skip = false;
+        REDBLOOM_RETURN_IF_ERROR(KindOf(c.kind).policy->PrepareMerge(f, part, &skip));
+        if (skipped != nullptr) *skipped = skip;
+        if (skip) return Status::Ok();
+        return st.bits->OrBitsAt(part, offset, bytes, new_items);
+      },
+      Same::kFilter);
 }
 
 Result<FilterStats> BloomFilter::PartStats(uint64_t part) {
@@ -753,20 +837,22 @@ Result<FilterStats> BloomFilter::PartStats(uint64_t part) {
 }
 
 Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
-  return WithReopen([&](State& st) -> Status {
-    const FilterConfig& c = st.config;
-    if (!c.one_array()) {
-      return NotOneArray(name_, c,
-                         "bulk loads, imports and merges of one bitmap apply to plain "
-                         "and counting filters");
-    }
-    if (bitmap.size() != c.data_bytes()) {
-      return Status::InvalidArgument("bitmap has " + std::to_string(bitmap.size()) +
-                                     " bytes; filter '" + name_ + "' has " +
-                                     std::to_string(c.data_bytes()));
-    }
-    return st.bits->OrBits(0, bitmap, new_items);
-  });
+  return WithReopen(
+      [&](State& st) -> Status {
+        const FilterConfig& c = st.config;
+        if (!c.one_array()) {
+          return NotOneArray(name_, c,
+                             "bulk loads, imports and merges of one bitmap apply to plain "
+                             "and counting filters");
+        }
+        if (bitmap.size() != c.data_bytes()) {
+          return Status::InvalidArgument("bitmap has " + std::to_string(bitmap.size()) +
+                                         " bytes; filter '" + name_ + "' has " +
+                                         std::to_string(c.data_bytes()));
+        }
+        return st.bits->OrBits(0, bitmap, new_items);
+      },
+      Same::kFilter);
 }
 
 struct BitmapBuilder::Words {

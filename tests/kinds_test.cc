@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "redbloom/bloom_filter.h"
+#include "redbloom/strategy.h"
 #include "store_fixture.h"
 
 namespace redbloom {
@@ -523,6 +524,93 @@ TEST_P(KindsTest, RebuildSwapsAtomicallyUnderReaders) {
   auto names = store_->List();
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, std::vector<std::string>{"r"}) << "the temporary name is gone";
+}
+
+// A handle that finds its filter rebuilt with another strategy, or dropped
+// and re-created with another encoding, hashes a batch's items again for
+// the filter now under the name. It ran the hashes made under its old state
+// on the new filter (found by an audit through redbloomd): batch checks of
+// present items answered absent, and batch adds were acknowledged into bits
+// no check of those items reads. Single items were already hashed per state.
+TEST_P(KindsTest, ABatchOnAFilterRebuiltWithAnotherStrategyIsHashedForIt) {
+  auto stale = Make("r", {.capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kBlock});
+  ASSERT_NE(stale, nullptr);
+  const auto first = Items("first-", 100);
+  ASSERT_TRUE(stale->AddMany(Views(first)).ok());
+  std::unique_ptr<Store> other_store = shares_across_handles() ? Open() : nullptr;
+  Store& other = other_store != nullptr ? *other_store : *store_;
+  const FilterOptions guava{.capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kGuava64};
+  Status s = BloomFilter::Rebuild(other, "r", guava,
+                                  [&](BloomFilter& fresh) { return fresh.AddMany(Views(first)); });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+
+  // The stale handle's first call after the rebuild adds, the next checks.
+  const auto second = Items("second-", 100);
+  std::vector<uint8_t> added;
+  ASSERT_TRUE(stale->AddMany(Views(second), &added).ok());
+  EXPECT_EQ(std::count(added.begin(), added.end(), 1), 100);
+  ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(other, "r"));
+  EXPECT_EQ(fresh->config().strategy, Strategy::kGuava64);
+  EXPECT_EQ(CountPresent(*fresh, second), 100) << "acknowledged adds set other bits";
+  EXPECT_EQ(CountPresent(*stale, first), 100);
+
+  // Dropped and made again with another encoding, by the other client.
+  ASSERT_TRUE(other.Drop("r").ok());
+  FilterOptions utf16 = guava;
+  utf16.encoding = Encoding::kUtf8x2;
+  ASSERT_OK_AND_ASSIGN(auto remade, BloomFilter::Create(other, "r", utf16));
+  const auto third = Items("third-", 100);
+  ASSERT_TRUE(remade->AddMany(Views(third)).ok());
+  EXPECT_EQ(CountPresent(*stale, third), 100) << "checked with the old encoding's hashes";
+
+  // Hashes a caller made for a strategy the filter no longer has are refused.
+  auto other_stale = Make("h", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_NE(other_stale, nullptr);
+  const std::vector<Hash128> hashes = {HashBytes(other_stale->config().strategy, "x")};
+  ASSERT_TRUE(other_stale->AddHashes(hashes).ok());
+  s = BloomFilter::Rebuild(
+      other, "h", guava, [](BloomFilter&) { return Status::Ok(); }, BloomFilter::Leftover::kRefuse);
+  ASSERT_TRUE(s.code() == StatusCode::kInvalidArgument || s.ok()) << s.ToString();
+  if (!s.ok()) {
+    // An empty rebuild may be refused: replace it by a drop and create.
+    ASSERT_TRUE(other.Drop("h").ok());
+    ASSERT_TRUE(BloomFilter::Create(other, "h", guava).ok());
+  }
+  std::vector<uint8_t> present;
+  s = other_stale->ContainsHashes(hashes, &present);
+  EXPECT_EQ(s.code(), StatusCode::kConflict) << s.ToString();
+}
+
+// Bits made for one filter (a load's bitmap, an import's parts) are not
+// merged into another that took its name meanwhile, and bits read from
+// another are not passed off as the first's (an export): the handle's
+// reopen made them land on, or come from, whatever was there, silently.
+TEST_P(KindsTest, BitsMadeForAFilterAreNotMergedIntoTheOneThatReplacedIt) {
+  const FilterOptions utf8{.capacity = 1000, .error_rate = 0.01};
+  auto stale = Make("b", utf8);
+  ASSERT_NE(stale, nullptr);
+  ASSERT_TRUE(stale->Add("warm").ok());
+  const auto items = Items("load-", 100);
+  BitmapBuilder builder(stale->config());
+  ASSERT_TRUE(builder.Add(Views(items)).ok());
+  // Another client drops it and makes one of the same size, another encoding.
+  std::unique_ptr<Store> other_store = shares_across_handles() ? Open() : nullptr;
+  Store& other = other_store != nullptr ? *other_store : *store_;
+  ASSERT_TRUE(other.Drop("b").ok());
+  FilterOptions utf16 = utf8;
+  utf16.encoding = Encoding::kUtf8x2;
+  ASSERT_OK_AND_ASSIGN(auto remade, BloomFilter::Create(other, "b", utf16));
+  ASSERT_EQ(remade->config().data_bytes(), stale->config().data_bytes());
+
+  Status s = stale->OrBitmap(builder.bitmap(), builder.new_items());
+  EXPECT_EQ(s.code(), StatusCode::kConflict) << s.ToString();
+  EXPECT_EQ(testing::ValueOrFail(remade->Info()).bits_set, 0u) << "the old filter's bits landed";
+  // The handle has moved to the new filter; made again as the first was:
+  ASSERT_TRUE(other.Drop("b").ok());
+  ASSERT_OK_AND_ASSIGN(remade, BloomFilter::Create(other, "b", utf8));
+  std::vector<BloomFilter::Part> parts;
+  s = stale->ReadParts(&parts);
+  EXPECT_EQ(s.code(), StatusCode::kConflict) << s.ToString();
 }
 
 // A rebuild's temporary filter has a name no user filter can have: a user's

@@ -138,7 +138,10 @@ class BloomFilter {
 
   // The same for items already hashed with the filter's strategy (e.g.
   // through HashObject(config().strategy, value, funnel) and a custom
-  // funnel). The encoding of the filter is then the caller's business.
+  // funnel). The encoding of the filter is then the caller's business. A
+  // call that finds the filter rebuilt or re-created with another strategy
+  // or encoding since the handle last saw it fails kConflict: hash again,
+  // with the new config().
   Status AddHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* added = nullptr);
   Status ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present);
   Status RemoveHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* removed);
@@ -192,8 +195,6 @@ class BloomFilter {
   // The state in use. Read without a lock or a reference count: single-item
   // calls cost ~40 ns less that way.
   State& state() const { return *current_.load(std::memory_order_acquire); }
-  Status HashAll(const FilterConfig& config, std::span<const std::string_view> items,
-                 std::vector<Hash128>* hashes) const;
   // Add and Contains of one item: a batch of one without a heap allocation.
   enum class One { kAdd, kContains, kRemove };
   Status OneItem(One op, std::string_view item, bool* answer);
@@ -202,9 +203,28 @@ class BloomFilter {
   // that the fast path keeps few values across its one call.
   Result<bool> ContainsSlowly(std::string_view item);
   // Runs `op` on the current state; if the store says the filter changed
-  // under us (a rebuild swapped it), reopens once and runs it again.
+  // under us (a rebuild swapped it), reopens and runs it again, on the new
+  // filter if it is `Same` enough as the one the call began with, else
+  // failing kConflict: bits made for another filter (a merge, a load), or
+  // read for another (an export), would be silently wrong.
+  enum class Same {
+    kAny,      // anything under the name (an item-level call, hashed per state)
+    kHashing,  // the same strategy and encoding (hashes the caller made)
+    kFilter,   // the same filter parameters (FilterConfig::SameFilterAs)
+  };
   template <typename Op>
-  Status WithReopen(Op&& op);
+  Status WithReopen(Op&& op, Same same = Same::kAny);
+  // A batch's hashes and the strategy and encoding that made them. A reopen
+  // may bring another (a rebuild with --strategy, a drop and create with
+  // another encoding): the batch calls then hash their items again for the
+  // new state, as OneItem does for one item; the Hashes forms, whose hashes
+  // the caller made, fail kConflict.
+  struct Hashed;
+  template <typename Op>
+  Status WithReopenHashed(Hashed& batch, Op&& op);
+  Status AddHashed(Hashed& batch, std::vector<uint8_t>* added);
+  Status ContainsHashed(Hashed& batch, std::vector<uint8_t>* present);
+  Status RemoveHashed(Hashed& batch, std::vector<uint8_t>* removed);
   // `not_found` came from a part the filter has from creation on. With the
   // filter's config gone too the filter was dropped (or expired): not_found
   // as it is. Else the part's data is lost: kDataLoss.
