@@ -101,6 +101,13 @@ std::string EncodeDumpHeader(const FilterConfig& c, std::span<const BloomFilter:
   return internal::FieldsToLines(fields);
 }
 
+// A part count of a dump. Counting filters on file: and mem: kept a count
+// that removes took below zero as 2^64 - n, and exported it so: such a count
+// is read as 0, as the filter now reads it (Redis refused to add it).
+uint64_t PlausibleCount(uint64_t count) {
+  return count > static_cast<uint64_t>(INT64_MAX) ? 0 : count;
+}
+
 struct DumpHeader {
   FilterConfig config;
   // Each part's id, count and size; bytes are left empty until the data is
@@ -131,7 +138,7 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
   if (!fields.contains("parts")) {
     // Written before dumps had a part table: one part, the whole bitmap.
     h.parts.resize(1);
-    h.parts[0].items = items.ok() ? *items : 0;
+    h.parts[0].items = items.ok() ? PlausibleCount(*items) : 0;
     h.part_bytes.push_back(h.data_bytes);
   } else {
     std::string_view table = fields.find("parts")->second;
@@ -151,7 +158,7 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
       }
       BloomFilter::Part part;
       part.id = *id;
-      part.items = *count;
+      part.items = PlausibleCount(*count);
       h.parts.push_back(std::move(part));
       h.part_bytes.push_back(*bytes);
     }
@@ -457,7 +464,7 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
     if (!s.ok()) return ImportStopped(s, wrote_some);
     wrote_some = true;
   }
-  REDBLOOM_RETURN_IF_ERROR(CountAfter(*filter, counts));
+  if (Status s = CountAfter(*filter, counts); !s.ok()) return ImportStopped(s, wrote_some);
   REDBLOOM_RETURN_IF_ERROR(filter->Flush());
   return filter;
 }
@@ -628,9 +635,10 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   }
   // Parts with no chunk (all zeros) are created too, and every count added.
   for (const auto& part : h.parts) {
-    REDBLOOM_RETURN_IF_ERROR(filter->MergePartBytes(part.id, 0, std::string_view(), 0));
+    Status s = filter->MergePartBytes(part.id, 0, std::string_view(), 0);
+    if (!s.ok()) return ImportStopped(s, wrote_some);
   }
-  REDBLOOM_RETURN_IF_ERROR(CountAfter(*filter, counts));
+  if (Status s = CountAfter(*filter, counts); !s.ok()) return ImportStopped(s, wrote_some);
   REDBLOOM_RETURN_IF_ERROR(filter->Flush());
   return filter;
 }

@@ -661,13 +661,13 @@ Result<FilterStats> WordBitStore::Stats(uint64_t part) {
     stats.bits_set = std::min(a.cells, static_cast<uint64_t>(estimate));
     stats.bits_set_exact = false;
   }
-  stats.items_added = std::atomic_ref<uint64_t>(*a.count).load(std::memory_order_relaxed);
+  stats.items_added = CountOf(a);
   return stats;
 }
 
 Result<uint64_t> WordBitStore::ItemCount(uint64_t part) {
   REDBLOOM_ASSIGN_OR_RETURN(auto a, Array(part));
-  return std::atomic_ref<uint64_t>(*a->count).load(std::memory_order_relaxed);
+  return CountOf(*a);
 }
 
 Status WordBitStore::Clear() {

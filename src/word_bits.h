@@ -137,6 +137,17 @@ void AddCount(WordArray& a, int64_t delta) {
   }
 }
 
+// A part's item count. A counting filter's removes can outnumber its adds
+// (a full counter is never lowered, so removing its item always succeeds),
+// and the count then goes below zero: as on Redis, where the stored count is
+// signed, that reads as 0. It read as about 2^64 (items_added
+// 18446744073709551611), which exports carried into dumps that Redis then
+// refused.
+inline uint64_t CountOf(const WordArray& a) {
+  const uint64_t raw = std::atomic_ref<uint64_t>(*a.count).load(std::memory_order_relaxed);
+  return static_cast<int64_t>(raw) < 0 ? 0 : raw;
+}
+
 // How a store keeps the parts of one filter.
 class WordParts {
  public:
