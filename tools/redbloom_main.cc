@@ -530,8 +530,10 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // Before anything is opened: a filter file on a closed stdout would take
-  // this program's output over its header.
-  if (!redbloom::internal::OpenClosedStdio()) return redbloom::cli::kExitIo;
+  // this program's output over its header. Output to a closed stdout still
+  // fails (exit 3), as to a full device: dedup's lines and an export's dump
+  // exited 0, lost.
+  if (!redbloom::internal::OpenClosedStdio(/*output_fails=*/true)) return redbloom::cli::kExitIo;
   try {
     const int rc = redbloom::cli::Main(argc, argv);
     // Every command's output, checked once it is all written: info, list

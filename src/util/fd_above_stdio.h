@@ -26,12 +26,15 @@ inline int AboveStdio(int fd) {
 
 // For a program's main, first thing: opens /dev/null on whichever of 0, 1
 // and 2 the caller left closed, so that no file or socket opened later (by
-// this library or any other) lands there; output to a closed stdout is then
-// discarded, as to /dev/null. False if one could not be opened.
-inline bool OpenClosedStdio() {
+// this library or any other) lands there. With `output_fails`, 1 and 2 are
+// opened read-only, so that output to them fails as it would have (EBADF)
+// rather than vanish: the CLI's answers (dedup's new lines, an export to
+// stdout) are its result. Else output there is discarded, as to /dev/null.
+// False if one could not be opened.
+inline bool OpenClosedStdio(bool output_fails = false) {
   for (int fd = 0; fd < 3; ++fd) {
     if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
-    const int null = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    const int null = ::open("/dev/null", fd == 0 || output_fails ? O_RDONLY : O_WRONLY);
     if (null < 0) return false;
     if (null != fd) {
       if (::dup2(null, fd) < 0) return false;
