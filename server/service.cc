@@ -485,18 +485,24 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   Result<Store*> store = GetStore();
   if (!store.ok()) return StoreErrorReply(store.status());
   bool created = false;
-  Result<std::unique_ptr<BloomFilter>> filter =
-      BloomFilter::Create(**store, name, *options, &created);
-  if (!filter.ok()) return StoreErrorReply(filter.status());
-  if (!created) {
-    Status ttl = frontend::CheckExistingTtl(name, (*filter)->config(), *options);
-    if (!ttl.ok()) return StoreErrorReply(ttl);
+  Result<FilterInfo> info = Status::Internal("unreached");
+  // A DELETE that lands between the create and its info: made again, as a
+  // PUT after the DELETE would have; a PUT never answers 404.
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    Result<std::unique_ptr<BloomFilter>> filter =
+        BloomFilter::Create(**store, name, *options, &created);
+    if (!filter.ok()) return StoreErrorReply(filter.status());
+    if (!created) {
+      Status ttl = frontend::CheckExistingTtl(name, (*filter)->config(), *options);
+      if (!ttl.ok()) return StoreErrorReply(ttl);
+    }
+    std::shared_ptr<BloomFilter> handle = std::move(filter).value();
+    metrics_->FilterOpened();
+    // A new filter replaces whatever handle an earlier filter of this name left.
+    cache_.Put(name, handle);
+    info = handle->Info();
+    if (info.ok() || info.status().code() != StatusCode::kNotFound) break;
   }
-  std::shared_ptr<BloomFilter> handle = std::move(filter).value();
-  metrics_->FilterOpened();
-  // A new filter replaces whatever handle an earlier filter of this name left.
-  cache_.Put(name, handle);
-  Result<FilterInfo> info = handle->Info();
   if (!info.ok()) return StoreErrorReply(info.status());
   Reply r = JsonReply(created ? 201 : 200, frontend::InfoJson(*info, (*store)->url()));
   if (created)

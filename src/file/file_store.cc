@@ -265,22 +265,27 @@ class FileStore final : public Store {
     if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
       return IoError("cannot create store directory", dir_, errno);
     }
-    Status s;
-    {
-      DirLock lock(dir_, LOCK_EX);
-      REDBLOOM_RETURN_IF_ERROR(lock.status());
-      // Parts whose main file is gone (a drop cut short, a file deleted by
-      // hand) belonged to an earlier filter of this name: a scaling filter
-      // would adopt its layers, items it was never given, and one of other
-      // parameters would meet them as "re-created" on every call.
-      if (::access(PathOf(name).c_str(), F_OK) != 0 && errno == ENOENT) RemoveParts(name);
-      s = CreateFile(dir_, PathOf(name), &f);
+    // A drop between "exists" and reading what exists frees the name: the
+    // create is tried again, as it would have been after the drop.
+    for (int attempt = 1;; ++attempt) {
+      Status s;
+      {
+        DirLock lock(dir_, LOCK_EX);
+        REDBLOOM_RETURN_IF_ERROR(lock.status());
+        // Parts whose main file is gone (a drop cut short, a file deleted by
+        // hand) belonged to an earlier filter of this name: a scaling filter
+        // would adopt its layers, items it was never given, and one of other
+        // parameters would meet them as "re-created" on every call.
+        if (::access(PathOf(name).c_str(), F_OK) != 0 && errno == ENOENT) RemoveParts(name);
+        s = CreateFile(dir_, PathOf(name), &f);
+      }
+      if (s.code() != StatusCode::kAlreadyExists) return s;
+      Result<FilterConfig> existing = ReadConfig(name);
+      if (existing.ok()) return ExistsStatus(name, *existing, config);
+      if (existing.status().code() != StatusCode::kNotFound || attempt == 3) {
+        return existing.status();
+      }
     }
-    if (s.code() == StatusCode::kAlreadyExists) {
-      REDBLOOM_ASSIGN_OR_RETURN(FilterConfig existing, ReadConfig(name));
-      return ExistsStatus(name, existing, config);
-    }
-    return s;
   }
 
   Result<FilterConfig> ReadConfig(std::string_view name) override {
