@@ -423,6 +423,12 @@ Status Service::FlushAll() {
     Status s = filter->Flush();
     if (!s.ok() && first.ok()) first = s.WithContext("flushing filter '" + filter->name() + "'");
   }
+  // Filters written through handles the cache has let go of (full, or
+  // replaced after a rebuild or a store error) have no handle to flush.
+  if (Store* store = store_.load(); store != nullptr) {
+    Status s = store->Sync();
+    if (!s.ok() && first.ok()) first = s.WithContext("syncing the store");
+  }
   return first;
 }
 

@@ -229,6 +229,10 @@ class Store {
                                                      const FilterConfig& config) = 0;
   // OK if the store can be used now (for readiness checks).
   virtual Status Ping() = 0;
+  // Makes everything written to the store durable, through handles open or
+  // closed (file: syncfs(2) of its directory's file system; a filter
+  // handle's Flush covers only its own mapping). Redis and memory: no-op.
+  virtual Status Sync() { return Status::Ok(); }
   // The server that takes writes now, as "host:port", for readiness reports:
   // redis://'s one server, or the master the sentinels named last for
   // redis-sentinel:// (it changes with a failover). "" for stores without

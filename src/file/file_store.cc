@@ -288,6 +288,14 @@ class FileStore final : public Store {
     }
   }
 
+  Status Sync() override {
+    const int fd = OpenNoStdio(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? Status::Ok() : IoError("cannot open", dir_, errno);
+    FdCloser closer(fd);
+    if (::syncfs(fd) != 0) return IoError("cannot sync the file system of", dir_, errno);
+    return Status::Ok();
+  }
+
   Result<FilterConfig> ReadConfig(std::string_view name) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadMain(name));
