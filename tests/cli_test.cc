@@ -541,6 +541,19 @@ TEST_F(CliTest, CreateOfAnExistingFilterWithAnotherTtlIsAConflict) {
   }
 }
 
+// A TTL is kept in whole seconds: --ttl 1500ms was silently 1 s. It is
+// refused (exit 2) and nothing is created; 2000ms is 2 s.
+TEST_F(CliTest, ATtlThatIsNotWholeSecondsIsRefused) {
+  auto r = Run({"create", "ms", "-n", "1000", "-p", "0.01", "--ttl", "1500ms"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("whole seconds"), std::string::npos) << r.err;
+  EXPECT_EQ(Run({"info", "ms"}).exit_code, 4) << "created anyway";
+  r = Run({"create", "ms", "-n", "1000", "-p", "0.01", "--ttl", "2000ms"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(Run({"info", "--json", "ms"}).out.find("\"ttl_seconds\": 2,"), std::string::npos)
+      << Run({"info", "--json", "ms"}).out;
+}
+
 TEST_F(CliTest, InfoSaysWhenTheSeedSizeWasCapped) {
   auto r =
       Run({"create", "huge", "--capacity", "300000000", "--error", "0.01", "--strategy", "seed"});

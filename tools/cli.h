@@ -212,6 +212,12 @@ struct SizingFlags {
     auto t = ParseDurationMillis(ttl);
     if (!t.ok()) return t.status().WithContext("--ttl");
     if (*t < 1000) return Status::InvalidArgument("--ttl must be at least 1s");
+    // Filters keep whole seconds (as the service's ttl_seconds): 1500ms was
+    // silently 1 s.
+    if (*t % 1000 != 0) {
+      return Status::InvalidArgument(
+          "--ttl must be whole seconds (a TTL is kept in seconds); got '" + ttl + "'");
+    }
     return *t / 1000;
   }
 };
