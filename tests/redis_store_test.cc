@@ -1796,6 +1796,21 @@ TEST_F(RedisStoreTest, WarnsWhenTheServerCanEvictFilterKeys) {
   ASSERT_TRUE(unknown.ok()) << unknown.status().ToString();
   ASSERT_EQ(unknown->size(), 1u);
   EXPECT_NE((*unknown)[0].find("INFO"), std::string::npos) << (*unknown)[0];
+
+  // A user allowed INFO memory alone: no warning, and no error, unless
+  // wait_replicas asks for INFO replication, which is then a warning too
+  // (it failed redbloom info and /readyz with NOPERM whatever wait_replicas).
+  raw_->Run(
+      {"ACL", "SETUSER", "memonly", "on", ">pw", "~*", "&*", "+@all", "-info", "+info|memory"});
+  const std::string memonly = "redis://memonly:pw@127.0.0.1:" + std::to_string(server_->port());
+  auto plain = MustOpen(memonly)->Warnings();
+  auto waiting = MustOpen(memonly + "?wait_replicas=1")->Warnings();
+  raw_->Run({"ACL", "DELUSER", "memonly"});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE(plain->empty()) << (*plain)[0];
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  ASSERT_EQ(waiting->size(), 1u);
+  EXPECT_NE((*waiting)[0].find("wait_replicas"), std::string::npos) << (*waiting)[0];
 }
 
 TEST_F(RedisStoreTest, SlowServerIsDeadlineExceededAndTheConnectionRecovers) {

@@ -49,9 +49,6 @@ Status CollisionStatus(std::string_view name, std::string_view owner, std::strin
                           "' (names 'x' and '{x}' map to the same key); choose another name");
 }
 
-// The warning for a server whose `INFO memory` says it evicts keys when
-// full: every allkeys-* policy can evict a filter's bitmap; volatile-* ones
-// only keys with a TTL (filters created with one, window slices).
 // The value of `name` in an INFO reply, "" if it has none.
 std::string InfoField(const std::string& info, std::string_view name) {
   const std::string key = std::string(name) + ":";
@@ -66,6 +63,9 @@ std::string InfoField(const std::string& info, std::string_view name) {
   return "";
 }
 
+// The warning for a server whose `INFO memory` says it evicts keys when
+// full: every allkeys-* policy can evict a filter's bitmap; volatile-* ones
+// only keys with a TTL (filters created with one, window slices).
 std::optional<std::string> EvictionWarning(const std::string& info, const std::string& server) {
   const std::string policy = InfoField(info, "maxmemory_policy");
   const std::string maxmemory = InfoField(info, "maxmemory");
@@ -514,25 +514,40 @@ class RedisStore final : public Store {
     std::vector<std::string> out;
     std::mutex mu;  // a cluster's masters are asked in parallel
     Status s = shared_->source->ForEachServer([&](Connection& c) -> Status {
+      // INFO replication only where wait_replicas asks for replicas, as its
+      // own command (Redis 6 takes one section per INFO): a user allowed
+      // INFO memory alone must not lose its readiness to a warning it does
+      // not need.
+      const bool replicas = shared_->wait_replicas > 0;
       CommandBuffer cmd;
       cmd.Command({"INFO", "memory"});
-      cmd.Command({"INFO", "replication"});  // two commands: Redis 6 takes one section
+      if (replicas) cmd.Command({"INFO", "replication"});
       REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr memory, c.Read());
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr replication, c.Read());
+      ReplyPtr replication;
+      if (replicas) {
+        REDBLOOM_ASSIGN_OR_RETURN(replication, c.Read());
+      }
+      // A NOPERM answer is a warning of its own; other errors fail the call.
+      const auto refused = [&](const redisReply* r, std::string_view what,
+                               std::optional<std::string>* warning) -> Status {
+        const Status e = ReplyErrorStatus(ReplyText(r), c.server());
+        if (!ReplyText(r).starts_with("NOPERM")) return e;
+        *warning = "redis " + c.server().display + " does not let this user run INFO, so " +
+                   std::string(what) + " is unknown (" + e.message() + ")";
+        return Status::Ok();
+      };
       std::optional<std::string> warnings[2];
       if (memory->type == REDIS_REPLY_ERROR) {
-        const Status e = ReplyErrorStatus(ReplyText(memory.get()), c.server());
-        if (!ReplyText(memory.get()).starts_with("NOPERM")) return e;
-        warnings[0] = "redis " + c.server().display +
-                      " does not let this user run INFO, so whether it can evict filter keys, "
-                      "and how many replicas it has, is unknown (" +
-                      e.message() + ")";
+        REDBLOOM_RETURN_IF_ERROR(
+            refused(memory.get(), "whether it can evict filter keys", &warnings[0]));
       } else {
         warnings[0] = EvictionWarning(ReplyString(memory.get()), c.server().display);
-        if (replication->type == REDIS_REPLY_ERROR) {
-          return ReplyErrorStatus(ReplyText(replication.get()), c.server());
-        }
+      }
+      if (replication != nullptr && replication->type == REDIS_REPLY_ERROR) {
+        REDBLOOM_RETURN_IF_ERROR(
+            refused(replication.get(), "whether wait_replicas counts its replicas", &warnings[1]));
+      } else if (replication != nullptr) {
         warnings[1] = ReplicaWarning(ReplyString(replication.get()), c.server().display,
                                      shared_->wait_replicas);
       }
