@@ -4,7 +4,9 @@
 // checks and info.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -323,6 +325,47 @@ TEST_F(FileDiskTest, AnExpiredFilterOnAReadOnlyMountIsNotFound) {
   EXPECT_EQ(opened.status().code(), StatusCode::kNotFound) << opened.status().ToString();
   EXPECT_NE(opened.status().message().find("Read-only file system"), std::string::npos)
       << opened.status().ToString();
+}
+
+// Sets or clears a file's immutable attribute (chattr +i): it can then be
+// neither written nor unlinked, even by root.
+bool SetImmutable(const std::string& path, bool on) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
+  ok = ok && ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A create of a name whose expired filter cannot be removed says why, as it
+// did before expired filters read as not found: it answered not_found after
+// nine attempts, and redbloomd's PUT 404 (the review of this stop's diff).
+TEST_F(FileDiskTest, ACreateOverAnExpiredFilterThatCannotBeRemovedSaysWhy) {
+  TmpfsMount disk("8m");
+  ASSERT_EQ(disk.error(), "");
+  const std::string url = "file:" + disk.path() + "/s";
+  auto clock = std::make_shared<ManualClock>(1'000'000'000'000);
+  StoreOptions options;
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url, options));
+  const FilterOptions daily{.capacity = 1000, .error_rate = 0.01, .ttl_seconds = 60};
+  ASSERT_TRUE(BloomFilter::Create(*store, "daily", daily).ok());
+  const std::string file = disk.path() + "/s/daily.rbf";
+  ASSERT_TRUE(SetImmutable(file, true)) << std::strerror(errno);
+  clock->Advance(std::chrono::seconds(61));
+  auto created = BloomFilter::Create(*store, "daily", daily);
+  auto opened = BloomFilter::Open(*store, "daily");
+  ASSERT_TRUE(SetImmutable(file, false));
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kUnavailable) << created.status().ToString();
+  EXPECT_NE(created.status().message().find("Operation not permitted"), std::string::npos)
+      << created.status().ToString();
+  EXPECT_EQ(opened.status().code(), StatusCode::kNotFound) << opened.status().ToString();
+  // Once it can be removed, the name is free again.
+  ASSERT_OK_AND_ASSIGN(auto again, BloomFilter::Create(*store, "daily", daily));
 }
 
 }  // namespace

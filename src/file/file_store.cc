@@ -250,9 +250,15 @@ class FileStore final : public Store {
   Status Create(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     REDBLOOM_RETURN_IF_ERROR(CheckUnsharded(config, url()));
-    // A filter that expired but was never cleaned up must not block the name.
-    if (auto old = ReadConfig(name); !old.ok() && old.status().code() != StatusCode::kNotFound) {
+    // A filter that expired but was never cleaned up must not block the name;
+    // one whose file cannot be removed does (the create would meet it).
+    Status unremoved;
+    if (auto old = ReadMain(name, nullptr, &unremoved);
+        !old.ok() && old.status().code() != StatusCode::kNotFound) {
       return old.status();
+    }
+    if (!unremoved.ok()) {
+      return unremoved.WithContext("filter '" + std::string(name) + "' expired, and its file");
     }
     FileHeader f;
     f.config = config;
@@ -280,8 +286,11 @@ class FileStore final : public Store {
         s = CreateFile(dir_, PathOf(name), &f);
       }
       if (s.code() != StatusCode::kAlreadyExists) return s;
-      Result<FilterConfig> existing = ReadConfig(name);
-      if (existing.ok()) return ExistsStatus(name, *existing, config);
+      Result<FileHeader> existing = ReadMain(name, nullptr, &unremoved);
+      if (existing.ok()) return ExistsStatus(name, existing->config, config);
+      if (!unremoved.ok()) {
+        return unremoved.WithContext("filter '" + std::string(name) + "' expired, and its file");
+      }
       if (existing.status().code() != StatusCode::kNotFound || attempt == 3) {
         return existing.status();
       }
@@ -590,7 +599,11 @@ class FileStore final : public Store {
 
   // Reads the main file's header; an expired filter is removed and reported
   // as not found. `id`, when given, receives the file's identity.
-  Result<FileHeader> ReadMain(std::string_view name, FileId* id = nullptr) {
+  // `unremoved`, when given, receives why an expired filter's file could not
+  // be removed (its status stays not_found): a create must not take such a
+  // name for free, nor retry it as if a drop had raced it.
+  Result<FileHeader> ReadMain(std::string_view name, FileId* id = nullptr,
+                              Status* unremoved = nullptr) {
     const std::string path = PathOf(name);
     for (int attempt = 0;; ++attempt) {
       REDBLOOM_ASSIGN_OR_RETURN(int fd, OpenFile(name, path, O_RDONLY));
@@ -609,6 +622,7 @@ class FileStore final : public Store {
       // hold a filter made since, which this must neither remove nor miss.
       Status s = Remove(name, &file);
       if (s.code() == StatusCode::kConflict && attempt < 3) continue;
+      if (unremoved != nullptr && !s.ok() && s.code() != StatusCode::kNotFound) *unremoved = s;
       return ExpiredStatus(name, s);
     }
   }
