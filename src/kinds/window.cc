@@ -69,6 +69,12 @@ Status CreateSlice(FilterContext& f, uint64_t part) {
   return Status::Ok();
 }
 
+// A slice that is missing, or listed but gone (Redis: data_loss): once it
+// has left the window, it expired as planned.
+bool Gone(const Status& s) {
+  return s.code() == StatusCode::kNotFound || s.code() == StatusCode::kDataLoss;
+}
+
 // Adds to slice `now`; `added`, when given, says which items no live slice
 // held before.
 Status AddToSlice(FilterContext& f, uint64_t now, std::span<const Hash128> hashes, uint8_t* added) {
@@ -108,26 +114,24 @@ class WindowPolicy final : public KindPolicy {
   // (a paused process, a slow store) until that slice has left the window
   // either finds it gone (each store removes an expired slice as it opens
   // it, and Redis expires its key: not_found, or data_loss for a listed
-  // slice) or adds to a slice no check looks at any more: each time the add is done again in the
-  // slice current by then, so that the item is found as soon as the call returns.
+  // slice) or adds to a slice no check looks at any more. The add is then
+  // done once more, in the slice current by then, so that the item is found
+  // as soon as the call returns.
   Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
-    constexpr int kAttempts = 3;
-    uint64_t now = CurrentSlice(f);
-    for (int attempt = 1;; ++attempt) {
-      Status s = AddToSlice(f, now, hashes, added);
-      const uint64_t later = CurrentSlice(f);
-      // A dead slice that is missing, or listed but gone (Redis: data_loss),
-      // expired as planned; other errors are the store's.
-      const bool gone = s.code() == StatusCode::kNotFound || s.code() == StatusCode::kDataLoss;
-      if (IsLive(f.config(), now, later) || (!s.ok() && !gone)) return s;
-      if (attempt == kAttempts) {
-        return Status::Unavailable("window add: the clock passed the window of the slice " +
-                                   std::to_string(now) + " during the add, " +
-                                   std::to_string(kAttempts) +
-                                   " times (is the process stalled, or the clock jumping?)");
-      }
-      now = later;
-    }
+    const uint64_t now = CurrentSlice(f);
+    Status s = AddToSlice(f, now, hashes, added);
+    const uint64_t later = CurrentSlice(f);
+    if (IsLive(f.config(), now, later) || !(s.ok() || Gone(s))) return s;
+    // Once more, in the slice current now. If that add too outlives its
+    // slice, the window is shorter than an add takes here: an add that
+    // worked did what it could, and one that found its slice gone says so.
+    s = AddToSlice(f, later, hashes, added);
+    if (s.ok() || !Gone(s) || IsLive(f.config(), later, CurrentSlice(f))) return s;
+    return Status::Unavailable(
+        "window add: the slice it added to left the window (" +
+        std::to_string(f.config().window_millis) +
+        " ms) before the add was done, twice: the window is shorter than an add takes here (a "
+        "stalled process, a slow store, or a clock jumping ahead)");
   }
 
   // A slice nobody added to in its time does not exist: it holds nothing.
