@@ -613,6 +613,12 @@ std::vector<double> LogProbes() {
     // Half log-uniform over [1e-300, 1), half uniform over (0, 1).
     ps.push_back(i % 2 == 0 ? std::exp(-rng.Unit() * 690.0) : (rng.Unit() + 0x1.0p-60));
   }
+  // Rates written with 6 digits from 0.100000 to 0.999999, every one: above
+  // 0.9 HotSpot's Math.log is not always correctly rounded (an audit found
+  // 120 of 10^6 rates 0.9xxxxxx there), and below it this says it is.
+  for (int k = 100000; k <= 999999; ++k) {
+    ps.push_back(std::strtod(("0." + std::to_string(k)).c_str(), nullptr));
+  }
   return ps;
 }
 
@@ -932,29 +938,45 @@ TEST_F(InteropTest, SeedSizingMatchesHelperWhereMathLogDiffersFromGlibc) {
   }
 }
 
-// Not a failure by itself (only m and k must agree, above), but a difference
-// would be a finding worth knowing, so it is printed loudly.
-TEST_F(InteropTest, JavaMathLogAgreesWithGlibcLog) {
+// Every Java-exact sizing is built on JavaLog (src/sizing.cc): the
+// correctly rounded log, which is what HotSpot's Math.log gives on x86-64
+// below an error rate of 0.9 for every rate probed here (13,095 typed ones,
+// 20,000 random ones, and every 6-digit rate from 0.1 to 0.999999). Above 0.9
+// Math.log is one ulp off for about 1 in 10^4 rates (an audit: 0.912355,
+// 0.9311018, ...; glibc's log and fdlibm's StrictMath.log are other
+// functions again): there m can differ by one for some n, which README.md
+// ("Sizing") states; the count is printed, and must stay that rare.
+TEST_F(InteropTest, JavaLogMatchesJavaMathLog) {
   const auto& java = Answer("log");
   const auto& ps = Get().log_ps;
   ASSERT_EQ(java.size(), ps.size());
-  size_t differ = 0, strict_differ = 0;
+  size_t below = 0, above = 0, differ_below = 0, differ_above = 0, glibc_differ = 0;
   for (size_t i = 0; i < ps.size(); ++i) {
     unsigned long long math = 0, strict = 0;
     ASSERT_EQ(std::sscanf(java[i].c_str(), "%llx %llx", &math, &strict), 2) << java[i];
-    const uint64_t ours = std::bit_cast<uint64_t>(std::log(ps[i]));
-    if (math != ours && ++differ <= 20) {
-      std::printf("FINDING: Math.log(%.17g = %a) = %016llx, glibc log = %016" PRIx64 "\n", ps[i],
-                  ps[i], math, ours);
+    const uint64_t ours = std::bit_cast<uint64_t>(JavaLog(ps[i]));
+    glibc_differ += math != std::bit_cast<uint64_t>(std::log(ps[i])) ? 1 : 0;
+    if (ps[i] < 0.9) {
+      ++below;
+      if (math != ours && ++differ_below <= 20) {
+        ADD_FAILURE() << "Math.log(" << ps[i] << " = " << std::hexfloat << ps[i]
+                      << ") = " << std::hex << math << ", JavaLog = " << ours;
+      }
+    } else {
+      ++above;
+      if (math != ours && ++differ_above <= 5) {
+        std::printf("above 0.9: Math.log(%.17g) = %016llx, JavaLog = %016" PRIx64 "\n", ps[i], math,
+                    ours);
+      }
     }
-    strict_differ += strict != ours ? 1 : 0;
   }
   std::printf(
-      "ln p: Java Math.log differs from glibc log for %zu of %zu values (StrictMath.log, "
-      "fdlibm: %zu)\n",
-      differ, ps.size(), strict_differ);
-  RecordProperty("math_log_differs", static_cast<int>(differ));
-  RecordProperty("strictmath_log_differs", static_cast<int>(strict_differ));
+      "ln p: JavaLog differs from Java's Math.log for %zu of %zu rates below 0.9 and %zu of %zu "
+      "at or above (glibc's log: %zu of all)\n",
+      differ_below, below, differ_above, above, glibc_differ);
+  EXPECT_EQ(differ_below, 0u);
+  EXPECT_LT(differ_above, above / 1000) << "far more than the 1 in 10^4 measured";
+  RecordProperty("javalog_differs_above_0_9", static_cast<int>(differ_above));
 }
 
 TEST_F(InteropTest, SeedOffsetsMatchTheHelper) {
