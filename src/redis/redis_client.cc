@@ -526,43 +526,59 @@ Status Connection::AppendRaw(std::string_view bytes) {
   return Status::Ok();
 }
 
+// The timeout bounds a whole send or a whole reply, not each wait in it: a
+// server, or a path to it, that reads or sends a little at a time would
+// otherwise hold the caller for as long as it likes (a byte per 100 ms held a
+// check for 42 s; 4 KiB read every 20 ms held a 10 MB send for 35 s). The
+// first wait starts the deadline (the connect deadline, while connecting),
+// later ones get what is left of it, and the transport gets its own timeout
+// back when the send or reply is done.
+class Connection::WaitBudget {
+ public:
+  explicit WaitBudget(Connection* c) : c_(c), deadline_(c->connect_deadline_) {}
+  WaitBudget(const WaitBudget&) = delete;
+  WaitBudget& operator=(const WaitBudget&) = delete;
+  ~WaitBudget() {
+    if (shortened_) c_->transport_->SetTimeout(c_->io_timeout_);
+  }
+
+  // Before each wait: false once the deadline has passed.
+  bool Next() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!deadline_.has_value()) {
+      deadline_ = now + c_->io_timeout_;
+      return true;
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - now);
+    if (left.count() <= 0) return false;
+    if (left < c_->io_timeout_ || shortened_) {
+      c_->transport_->SetTimeout(std::min(left, c_->io_timeout_));
+      shortened_ = true;
+    }
+    return true;
+  }
+
+  // The failure of a wait that timed out, or of Next() returning false.
+  IoFailure::Kind TimeoutKind() const {
+    return c_->connect_deadline_ ? IoFailure::Kind::kConnectTimeout : IoFailure::Kind::kTimeout;
+  }
+
+ private:
+  Connection* const c_;
+  std::optional<Deadline> deadline_;
+  bool shortened_ = false;
+};
+
 Status Connection::Flush() {
   if (broken_) return Broken();
   wrote_ = true;
-  // The timeout bounds the whole send, as it does a whole reply (ReadReply):
-  // a server, or a path to it, that reads a little at a time lets every
-  // write() make progress within the timeout, and held a large batch's send
-  // for minutes (4 KiB every 20 ms: 240 s for a guava64 batch of 200,000 items).
-  const Deadline deadline =
-      connect_deadline_.value_or(std::chrono::steady_clock::now() + io_timeout_);
-  bool shortened = false;
-  struct Restore {
-    Connection* c;
-    bool& shortened;
-    ~Restore() {
-      if (shortened) c->transport_->SetTimeout(c->io_timeout_);
-    }
-  } restore{this, shortened};
+  WaitBudget budget(this);
   size_t done = 0;
   while (done < out_.size()) {
+    if (!budget.Next()) return Fail({budget.TimeoutKind(), "", ""});
     IoFailure failure;
-    if (done > 0 || connect_deadline_) {
-      const auto left =
-          std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        return Fail(
-            {connect_deadline_ ? IoFailure::Kind::kConnectTimeout : IoFailure::Kind::kTimeout, "",
-             ""});
-      }
-      if (left < io_timeout_ || shortened) {
-        transport_->SetTimeout(std::min(left, io_timeout_));
-        shortened = true;
-      }
-    }
     const ssize_t n = transport_->Write(out_.data() + done, out_.size() - done, &failure);
-    if (n < 0 && failure.kind == IoFailure::Kind::kTimeout && connect_deadline_) {
-      failure.kind = IoFailure::Kind::kConnectTimeout;  // the handshake's wait
-    }
+    if (n < 0 && failure.kind == IoFailure::Kind::kTimeout) failure.kind = budget.TimeoutKind();
     if (n < 0) return Fail(failure);
     done += static_cast<size_t>(n);
   }
@@ -572,20 +588,7 @@ Status Connection::Flush() {
 }
 
 Result<ReplyPtr> Connection::ReadReply() {
-  // The timeout bounds a whole reply, not each read: a server, or a path to
-  // it, that sends a byte now and then would otherwise hold the caller for
-  // as long as it likes (a byte per 100 ms held a check for 42 s). The first
-  // read waits the full timeout; later ones what is left of it, and the
-  // transport gets its own timeout back once the reply is in.
-  std::optional<Deadline> deadline = connect_deadline_;
-  bool shortened = false;
-  struct Restore {
-    Connection* c;
-    bool& shortened;
-    ~Restore() {
-      if (shortened) c->transport_->SetTimeout(c->io_timeout_);
-    }
-  } restore{this, shortened};
+  WaitBudget budget(this);  // for the whole reply
   for (;;) {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
@@ -611,26 +614,10 @@ Result<ReplyPtr> Connection::ReadReply() {
     // As hiredis did: whatever is queued goes out before waiting for input.
     if (!out_.empty()) REDBLOOM_RETURN_IF_ERROR(Flush());
     if (in_.size() != kReadChunk) in_.resize(kReadChunk);
+    if (!budget.Next()) return Fail({budget.TimeoutKind(), "", ""});
     IoFailure failure;
-    const auto now = std::chrono::steady_clock::now();
-    if (!deadline.has_value()) {
-      deadline = now + io_timeout_;
-    } else {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - now);
-      if (left.count() <= 0) {
-        return Fail(
-            {connect_deadline_ ? IoFailure::Kind::kConnectTimeout : IoFailure::Kind::kTimeout, "",
-             ""});
-      }
-      if (left < io_timeout_ || shortened) {
-        transport_->SetTimeout(std::min(left, io_timeout_));
-        shortened = true;
-      }
-    }
     const ssize_t n = transport_->Read(in_.data(), in_.size(), &failure);
-    if (n < 0 && failure.kind == IoFailure::Kind::kTimeout && connect_deadline_) {
-      failure.kind = IoFailure::Kind::kConnectTimeout;  // the handshake's wait
-    }
+    if (n < 0 && failure.kind == IoFailure::Kind::kTimeout) failure.kind = budget.TimeoutKind();
     if (n < 0) return Fail(failure);
     if (!received_) first_byte_ = in_[0];
     received_ = true;

@@ -259,6 +259,8 @@ class Connection {
 
   // Sets the transport's I/O timeout and remembers it (ReadReply).
   void SetIoTimeout(std::chrono::milliseconds timeout);
+  // One deadline for a whole send or reply (Flush, ReadReply).
+  class WaitBudget;
 
   std::unique_ptr<Transport> transport_;
   // The wait a whole reply gets: command_timeout, or while connecting what
