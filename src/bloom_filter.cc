@@ -420,13 +420,12 @@ struct BloomFilter::Hashed {
   static Hashed Items(std::span<const std::string_view> items, std::vector<Hash128>* hashes) {
     return Hashed{.items = items, .hashes = hashes, .given = {}, .strategy = {}, .encoding = {}};
   }
-  // The caller's hashes, taken as made for `config`.
-  static Hashed Given(std::span<const Hash128> hashes, const FilterConfig& config) {
-    return Hashed{.items = {},
-                  .hashes = nullptr,
-                  .given = hashes,
-                  .strategy = config.strategy,
-                  .encoding = config.encoding};
+  // The caller's hashes. Whoever made them, they are taken as made for the
+  // state the call begins on: WithReopen's Same::kHashing refuses a reopen
+  // that changes the strategy or encoding (a handle whose state moved
+  // before the call cannot tell, which the Hashes forms document).
+  static Hashed Given(std::span<const Hash128> hashes) {
+    return Hashed{.items = {}, .hashes = nullptr, .given = hashes, .strategy = {}, .encoding = {}};
   }
   std::span<const Hash128> span() const {
     return hashes != nullptr ? std::span<const Hash128>(*hashes) : given;
@@ -637,17 +636,17 @@ Status BloomFilter::WithReopenHashed(Hashed& batch, Op&& op) {
 }
 
 Status BloomFilter::AddHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* added) {
-  Hashed batch = Hashed::Given(hashes, state().config);
+  Hashed batch = Hashed::Given(hashes);
   return AddHashed(batch, added);
 }
 
 Status BloomFilter::ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present) {
-  Hashed batch = Hashed::Given(hashes, state().config);
+  Hashed batch = Hashed::Given(hashes);
   return ContainsHashed(batch, present);
 }
 
 Status BloomFilter::RemoveHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* removed) {
-  Hashed batch = Hashed::Given(hashes, state().config);
+  Hashed batch = Hashed::Given(hashes);
   return RemoveHashed(batch, removed);
 }
 

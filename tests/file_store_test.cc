@@ -99,12 +99,17 @@ class FileStoreTest : public ::testing::Test {
 // Store::Sync covers what a filter handle's Flush cannot: filters written
 // through handles since closed (redbloomd's cache lets go of them). Whether
 // the bits reach the disk no test here can see (strace: one syncfs at
-// redbloomd's shutdown); what it must not do is fail on a usable store, or
-// on one whose directory was never made.
+// redbloomd's shutdown); what it must do is work on a usable store and on
+// one whose directory was never made, and fail where the directory is not.
 TEST_F(FileStoreTest, SyncCoversTheWholeStore) {
   EXPECT_TRUE(store_->Sync().ok());
   ASSERT_OK_AND_ASSIGN(auto unmade, Store::Open("file:" + dir_.path() + "/not-yet"));
   EXPECT_TRUE(unmade->Sync().ok());
+  // A store whose directory became something else cannot be synced: said.
+  { std::ofstream(dir_.path() + "/not-yet") << "a file"; }
+  const Status s = unmade->Sync();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("Not a directory"), std::string::npos) << s.ToString();
 }
 
 TEST_F(FileStoreTest, ReopensWithItsBits) {
