@@ -226,6 +226,11 @@ class Connection {
   // out.
   bool script_reads() const { return script_reads_; }
   void set_script_reads(bool on) { script_reads_ = on; }
+  // True for a second after a read on this connection was refused for OOM
+  // and then worked as a script (RememberOom): reads start as scripts then,
+  // rather than draw another refused MULTI each.
+  bool oom_recently() const { return std::chrono::steady_clock::now() < oom_until_; }
+  void RememberOom() { oom_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(1); }
   const ServerParams& server() const { return *server_; }
 
   // For a subscriber (Sentinel's +switch-master): waits until a reply can be
@@ -278,6 +283,7 @@ class Connection {
   bool saw_readonly_ = false;
   bool saw_oom_ = false;
   bool script_reads_ = false;
+  std::chrono::steady_clock::time_point oom_until_{};  // kept across leases
   std::string run_id_;  // INFO server's run_id at connect; "" if INFO is denied
   int owed_replies_ = 0;
   // Commands queued or sent whose replies have not been read, owed ones
