@@ -49,6 +49,14 @@ void PartCache::set_created(uint64_t part) {
   if (created_.size() > 64) created_.erase(created_.begin());
 }
 
+bool PartCache::forget_created(uint64_t part) {
+  std::lock_guard lock(mu_);
+  const auto it = std::find(created_.begin(), created_.end(), part);
+  if (it == created_.end()) return false;
+  created_.erase(it);
+  return true;
+}
+
 FilterContext::FilterContext(std::string_view name, const FilterConfig& config, BitStore& bits,
                              const Clock& clock, PartCache& cache)
     : name_(name),

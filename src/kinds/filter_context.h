@@ -38,6 +38,8 @@ class PartCache {
   // Window slices this handle has created (so each is created once).
   bool created(uint64_t part) const;
   void set_created(uint64_t part);
+  // Returns whether `part` was remembered as created, and forgets it.
+  bool forget_created(uint64_t part);
   // Whether the caller is the first to see slice `slice` begin (a window
   // filter then has expired slices pruned): true once per slice, and for
   // the first call of a handle.

@@ -75,19 +75,32 @@ bool Gone(const Status& s) {
   return s.code() == StatusCode::kNotFound || s.code() == StatusCode::kDataLoss;
 }
 
+// Creates slice `now` (once per handle) and adds to it. A slice this handle
+// made may be gone while live: the filter was dropped and made again alike
+// by another client, which Redis does not tell from the same filter (no
+// reopen follows). It is made again once; for a dropped filter that fails
+// not_found. Before, the handle's every add failed not_found until the
+// slice ended (an audit: a 30-minute slice).
+Status CreateAndAddTo(FilterContext& f, uint64_t now, std::span<const Hash128> hashes,
+                      uint8_t* out) {
+  REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
+  Status s = f.AddTo(now, hashes, out);
+  if (s.code() != StatusCode::kNotFound || !f.cache().forget_created(now)) return s;
+  REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
+  return f.AddTo(now, hashes, out);
+}
+
 // Adds to slice `now`; `added`, when given, says which items no live slice
 // held before.
 Status AddToSlice(FilterContext& f, uint64_t now, std::span<const Hash128> hashes, uint8_t* added) {
   PruneOnce(f, now);
   if (added == nullptr) {  // no answers: the live slices need not be read
-    REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
-    return f.AddTo(now, hashes, nullptr);
+    return CreateAndAddTo(f, now, hashes, nullptr);
   }
   std::vector<uint8_t> present(hashes.size(), 0);
   REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f, now), hashes, present.data()));
-  REDBLOOM_RETURN_IF_ERROR(CreateSlice(f, now));
   std::vector<uint8_t> set_bit(hashes.size(), 0);
-  REDBLOOM_RETURN_IF_ERROR(f.AddTo(now, hashes, set_bit.data()));
+  REDBLOOM_RETURN_IF_ERROR(CreateAndAddTo(f, now, hashes, set_bit.data()));
   for (size_t i = 0; i < hashes.size(); ++i) added[i] = !present[i] && set_bit[i] ? 1 : 0;
   return Status::Ok();
 }
