@@ -174,7 +174,7 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
   // would otherwise make a new one.
   Result<FilterConfig> old = store.ReadConfig(name);
   if (old.status().code() == StatusCode::kNotFound) return old.status().WithContext(context);
-  REDBLOOM_RETURN_IF_ERROR(internal::CheckReplaced(old).WithContext(context));
+  REDBLOOM_RETURN_IF_ERROR(internal::CheckReplaced(name, old).WithContext(context));
   // A name no user filter can have, kept beside NAME by every store. Made
   // here or not at all: its creation is what keeps a second rebuild out.
   const std::string temp = TemporaryName(name);

@@ -151,8 +151,14 @@ Status CheckReplaceable(const FilterConfig& config) {
                                  std::string(FilterKindName(config.kind)) + " filter");
 }
 
-Status CheckReplaced(const Result<FilterConfig>& old) {
+Status CheckReplaced(std::string_view name, const Result<FilterConfig>& old) {
+  if (old.status().code() == StatusCode::kNotFound) return DroppedWhileRebuiltStatus(name);
   return old.ok() ? CheckReplaceable(*old) : Status::Ok();
+}
+
+Status DroppedWhileRebuiltStatus(std::string_view name) {
+  return Status::NotFound("filter '" + std::string(name) +
+                          "' was dropped while it was being rebuilt; nothing was swapped in");
 }
 
 Status ConfigChangedStatus(std::string_view name) {

@@ -35,9 +35,12 @@ Status CheckUnsharded(const FilterConfig& config, std::string_view store_url);
 Status CheckReplaceable(const FilterConfig& config);
 
 // CheckReplaceable for the config read under the name being replaced. A
-// name whose config cannot be read (no filter, or a damaged one: a rebuild
-// is how one is mended) may be replaced.
-Status CheckReplaced(const Result<FilterConfig>& old);
+// name whose config cannot be read (a damaged one: a rebuild is how one is
+// mended) may be replaced; one that holds no filter is kNotFound
+// (DroppedWhileRebuiltStatus).
+Status CheckReplaced(std::string_view name, const Result<FilterConfig>& old);
+// kNotFound for a filter dropped while a rebuild of it ran (Store::Replace).
+Status DroppedWhileRebuiltStatus(std::string_view name);
 
 // When a filter created now expires: 0 (never) without a TTL.
 uint64_t FilterExpiry(const Clock& clock, const FilterConfig& config);

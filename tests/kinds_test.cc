@@ -774,6 +774,35 @@ TEST_P(KindsTest, ACreateRacingADropNeverAnswersNotFound) {
   EXPECT_GT(dropped, 0);
 }
 
+// A filter dropped while a rebuild of it ran stays dropped: no order of a
+// drop and a rebuild leaves the name holding a filter, but the swap made
+// the rebuilt one the name's (an audit, every store). The rebuild is
+// not_found and leaves no temporary filter behind.
+TEST_P(KindsTest, ARebuildOfAFilterDroppedMeanwhileSwapsNothingIn) {
+  auto f = Make("gone", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->Add("x").ok());
+  std::unique_ptr<Store> other_store = shares_across_handles() ? Open() : nullptr;
+  Store& other = other_store != nullptr ? *other_store : *store_;
+  const Status s = BloomFilter::Rebuild(*store_, "gone", {.capacity = 2000, .error_rate = 0.01},
+                                        [&](BloomFilter& fresh) {
+                                          EXPECT_TRUE(other.Drop("gone").ok());
+                                          return fresh.Add("x");
+                                        });
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_EQ(store_->ReadConfig("gone").status().code(), StatusCode::kNotFound)
+      << "the dropped filter came back";
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> names, store_->List());
+  EXPECT_TRUE(names.empty()) << names[0];
+  // A rebuild of a filter that stays is unchanged.
+  auto kept = Make("kept", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_NE(kept, nullptr);
+  EXPECT_TRUE(BloomFilter::Rebuild(*store_, "kept", {.capacity = 2000, .error_rate = 0.01},
+                                   [](BloomFilter& fresh) { return fresh.Add("y"); })
+                  .ok());
+  EXPECT_EQ(testing::ValueOrFail(BloomFilter::Open(*store_, "kept"))->config().capacity, 2000u);
+}
+
 // A rebuild's temporary filter has a name no user filter can have: a user's
 // "NAME~rebuild" (the old temporary name) survives, and every valid name,
 // the longest included, can be rebuilt.

@@ -987,7 +987,8 @@ TEST_F(RedisStoreTest, ALostShardIsAnErrorNeverASmallerFilter) {
 // The swap's script checks again what Replace checked before it, in the
 // same step as the swap: a filter dropped and re-created as a sharded one
 // in between is not replaced (its other shards would be orphaned), and
-// nothing moves; one dropped since is no obstacle.
+// nothing moves; nor is one dropped since (a rebuild must not bring back a
+// filter dropped while it ran: it was swapped in, stop 43).
 TEST_F(RedisStoreTest, TheReplaceScriptRefusesAFilterReCreatedSinceTheCheck) {
   FilterOptions o = Options(4000, 0.01);
   o.shards = 4;
@@ -1009,6 +1010,13 @@ TEST_F(RedisStoreTest, TheReplaceScriptRefusesAFilterReCreatedSinceTheCheck) {
   }
   ASSERT_TRUE(store_->Drop("x").ok());
   auto r = swap("plain");
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  EXPECT_EQ(r->element[0]->integer, 5);
+  EXPECT_EQ(raw_->Int({"EXISTS", x.meta}), 0);
+  EXPECT_EQ(raw_->Str({"HGET", y.meta, "name"}), "y");
+  // Made again as a plain filter, as checked: swapped.
+  ASSERT_TRUE(store_->Create("x", Config()).ok());
+  r = swap("plain");
   ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
   EXPECT_EQ(r->element[0]->integer, 1);
   EXPECT_EQ(raw_->Str({"HGET", x.meta, "name"}), "x");

@@ -246,9 +246,11 @@ class Store {
   virtual Result<std::vector<std::string>> Warnings() { return std::vector<std::string>(); }
 
   // Rebuilds: atomically makes filter `source` the filter called `name`,
-  // replacing what was there, and removes the name `source`. Readers of the
+  // replacing the filter there, and removes the name `source`. Readers of the
   // old filter get kConflict on their next call (the facade then reopens), so
   // every call answers from either the old or the new filter, never neither.
+  // kNotFound, with nothing swapped, if `name` holds no filter (dropped while
+  // it was rebuilt: no order of a drop and a rebuild leaves it there).
   // Plain and counting filters only.
   virtual Status Replace(std::string_view name, std::string_view source);
 

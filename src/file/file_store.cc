@@ -359,7 +359,7 @@ class FileStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(source));
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader replacement, ReadMain(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
-    REDBLOOM_RETURN_IF_ERROR(CheckReplaced(ReadConfig(name)));
+    REDBLOOM_RETURN_IF_ERROR(CheckReplaced(name, ReadConfig(name)));
     // Under the directory lock, as every change of which file a name holds
     // is: a removal of an expired filter checks, then unlinks.
     DirLock lock(dir_, LOCK_EX);
@@ -367,9 +367,8 @@ class FileStore final : public Store {
     // Hold the old file open across the rename, to flag it afterwards; one
     // that cannot be opened to write is not replaced (see UnlinkAndFlag).
     int old_fd = OpenNoStdio(PathOf(name).c_str(), O_RDWR | O_CLOEXEC);
-    if (old_fd < 0 && errno != ENOENT) {
-      return CannotFlag("replace", PathOf(name), errno);
-    }
+    if (old_fd < 0 && errno == ENOENT) return DroppedWhileRebuiltStatus(name);
+    if (old_fd < 0) return CannotFlag("replace", PathOf(name), errno);
     FdCloser old(old_fd);
     // rename() replaces atomically: every open() sees the old or the new file.
     if (::rename(PathOf(source).c_str(), PathOf(name).c_str()) != 0) {

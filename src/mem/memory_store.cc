@@ -152,9 +152,11 @@ class MemoryStore final : public Store {
     std::lock_guard lock(mu_);
     REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Find(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement->config));
-    if (auto present = Find(name); present.ok()) {
-      REDBLOOM_RETURN_IF_ERROR(CheckReplaceable((*present)->config));
+    auto present = Find(name);
+    if (!present.ok() && present.status().code() == StatusCode::kNotFound) {
+      return DroppedWhileRebuiltStatus(name);
     }
+    if (present.ok()) REDBLOOM_RETURN_IF_ERROR(CheckReplaceable((*present)->config));
     auto old = filters_.find(name);
     if (old != filters_.end()) Retire(*old->second);
     filters_.insert_or_assign(std::string(name), replacement);

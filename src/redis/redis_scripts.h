@@ -422,10 +422,12 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS
 // bitmaps of the filter being replaced. ARGV: name, source, the replaced
 // filter's kind and shards as checked (see still_the_old), its part
 // numbers... Returns {1} done; {0} no source; {2} parts changed, read again;
-// {4} NAME was re-created as another filter since the check.
+// {4} NAME was re-created as another filter since the check; {5} NAME holds
+// no filter now (dropped while it was rebuilt).
 inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
+    "if ARGV[3] ~= '*' and redis.call('EXISTS', KEYS[1]) == 0 then return {5} end\n"
     "if not still_the_old(KEYS[1], ARGV[3], ARGV[4]) then return {4} end\n"
     "if not same_parts(KEYS[3], 5) then return {2} end\n"
     "for i = 6, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"
@@ -588,6 +590,7 @@ inline constexpr std::string_view kReplaceCompanion =
     REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
+    "if ARGV[5] ~= '*' and redis.call('EXISTS', KEYS[1]) == 0 then return {5} end\n"
     "if not still_the_old(KEYS[1], ARGV[5], ARGV[6]) then return {4} end\n"
     "if not same_parts(KEYS[3], 7) then return {2} end\n"
     "for i = 8, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"

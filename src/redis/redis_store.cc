@@ -445,7 +445,7 @@ class RedisStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta replacement, ReadMeta(source));
     REDBLOOM_RETURN_IF_ERROR(CheckReplaceable(replacement.config));
     const Result<FilterConfig> old = ReadConfig(name);
-    REDBLOOM_RETURN_IF_ERROR(CheckReplaced(old));
+    REDBLOOM_RETURN_IF_ERROR(CheckReplaced(name, old));
     // What was checked, checked again in the swap's script: a filter
     // re-created between the two as one of several parts would otherwise be
     // replaced, its other parts orphaned.
@@ -503,6 +503,8 @@ class RedisStore final : public Store {
                 return Status::Conflict("filter '" + std::string(name) +
                                         "' was dropped and re-created while it was being "
                                         "replaced; nothing was swapped in");
+              case 5:
+                return DroppedWhileRebuiltStatus(name);
               default:
                 return Unexpected("replace", r);
             }
