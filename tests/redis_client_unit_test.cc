@@ -40,6 +40,23 @@ ReplyPtr Parse(std::string_view resp) {
   return ReplyPtr(static_cast<redisReply*>(raw));
 }
 
+// One INFO field parser serves the connection's hello (run_id, a writable
+// replica) and the store's warnings (maxmemory, replicas): a name matches a
+// whole field, never the start of a longer one.
+TEST(InfoFieldTest, ReadsWholeFieldsOnly) {
+  const std::string info =
+      "# Memory\r\nmaxmemory_policy:noeviction\r\nmaxmemory:1024\r\n"
+      "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n";
+  EXPECT_EQ(InfoField(info, "maxmemory"), "1024");
+  EXPECT_EQ(InfoField(info, "maxmemory_policy"), "noeviction");
+  EXPECT_EQ(InfoField(info, "role"), "master");
+  EXPECT_EQ(InfoField(info, "connected_slaves"), "2");
+  EXPECT_EQ(InfoField(info, "slave"), "");
+  EXPECT_EQ(InfoField(info, "Memory"), "");
+  EXPECT_EQ(InfoField("run_id:abc", "run_id"), "abc");  // no line end
+  EXPECT_EQ(InfoField("", "role"), "");
+}
+
 TEST(ClusterRedirectTest, ReadsSlotHostAndPort) {
   auto moved = ParseClusterRedirect("MOVED 3999 127.0.0.1:6381");
   ASSERT_TRUE(moved.has_value());

@@ -190,6 +190,19 @@ Status PingServer(Connection& c) {
   return Status::Ok();
 }
 
+std::string InfoField(std::string_view info, std::string_view name) {
+  for (size_t at = 0; at < info.size();) {
+    const size_t end = std::min(info.find_first_of("\r\n", at), info.size());
+    const std::string_view line = info.substr(at, end - at);
+    if (line.size() > name.size() && line.starts_with(name) && line[name.size()] == ':') {
+      return std::string(line.substr(name.size() + 1));
+    }
+    at = info.find_first_not_of("\r\n", end);
+    if (at == std::string_view::npos) break;
+  }
+  return "";
+}
+
 bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
@@ -448,8 +461,7 @@ Status Connection::Hello() {
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr info, Read());
       const std::string_view text =
           info->type == REDIS_REPLY_ERROR ? std::string_view() : ReplyText(info.get());
-      if (text.find("role:slave") != std::string_view::npos &&
-          text.find("slave_read_only:0") != std::string_view::npos) {
+      if (InfoField(text, "role") == "slave" && InfoField(text, "slave_read_only") == "0") {
         return Status::Unavailable(
             std::string(kWritableReplica) + "redis " + server.display +
             " is a replica that accepts writes (replica-read-only no): adds there would never "
@@ -462,12 +474,7 @@ Status Connection::Hello() {
       // A user without +info only loses restart detection.
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr info, Read());
       if (info->type != REDIS_REPLY_ERROR) {
-        const std::string text(ReplyText(info.get()));
-        const size_t at = text.find("run_id:");
-        if (at != std::string::npos) {
-          const size_t from = at + 7;
-          run_id_ = text.substr(from, text.find_first_of("\r\n", from) - from);
-        }
+        run_id_ = InfoField(ReplyText(info.get()), "run_id");
       } else if (!ReplyText(info.get()).starts_with("NOPERM")) {
         return ReplyErrorStatus(ReplyText(info.get()), server);
       }

@@ -151,6 +151,10 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 // denial, a certificate that does not verify, too few replicas to confirm a
 // write), although their code is kUnavailable.
 bool IsPermanentFailure(const Status& s);
+
+// The value of field `name` in an INFO reply's text ("" if it has none):
+// "role" in "# Replication\r\nrole:master\r\n..." is "master".
+std::string InfoField(std::string_view info, std::string_view name);
 // The message of a write that fewer replicas confirmed than wait_replicas
 // asks for (see WaitForReplicas); IsPermanentFailure knows it.
 // The message of a server found restarted (see ConnectionPool::Acquire);

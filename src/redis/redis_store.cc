@@ -49,20 +49,6 @@ Status CollisionStatus(std::string_view name, std::string_view owner, std::strin
                           "' (names 'x' and '{x}' map to the same key); choose another name");
 }
 
-// The value of `name` in an INFO reply, "" if it has none.
-std::string InfoField(const std::string& info, std::string_view name) {
-  const std::string key = std::string(name) + ":";
-  for (size_t at = 0; at < info.size();) {
-    const size_t end = std::min(info.find_first_of("\r\n", at), info.size());
-    if (std::string_view(info).substr(at, end - at).starts_with(key)) {
-      return info.substr(at + key.size(), end - at - key.size());
-    }
-    at = info.find_first_not_of("\r\n", end);
-    if (at == std::string::npos) break;
-  }
-  return "";
-}
-
 // The warning for a server whose `INFO memory` says it evicts keys when
 // full: every allkeys-* policy can evict a filter's bitmap; volatile-* ones
 // only keys with a TTL (filters created with one, window slices).
