@@ -88,6 +88,13 @@ std::string Items(const std::string& prefix, int n) {
 class FileDiskTest : public ::testing::Test {
  protected:
   TempDir dir_;  // beside the mounts, for files the tests keep outside them
+  // What stores opened with OpenOnClock read: time moves when a test says.
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000'000'000'000);
+  Result<std::unique_ptr<Store>> OpenOnClock(const std::string& url) {
+    StoreOptions options;
+    options.clock = clock_;
+    return Store::Open(url, options);
+  }
   CommandResult Run(const std::string& store, std::vector<std::string> args,
                     const std::string& input = "") {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + store});
@@ -303,11 +310,8 @@ TEST_F(FileDiskTest, AnExpiredFilterOnAReadOnlyMountIsNotFound) {
   TmpfsMount disk("8m");
   ASSERT_EQ(disk.error(), "");
   const std::string url = "file:" + disk.path() + "/s";
-  auto clock = std::make_shared<ManualClock>(1'000'000'000'000);
-  StoreOptions options;
-  options.clock = clock;
   {
-    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url, options));
+    ASSERT_OK_AND_ASSIGN(auto store, OpenOnClock(url));
     ASSERT_OK_AND_ASSIGN(
         auto daily, BloomFilter::Create(*store, "daily",
                                         {.capacity = 1000, .error_rate = 0.01, .ttl_seconds = 60}));
@@ -316,8 +320,8 @@ TEST_F(FileDiskTest, AnExpiredFilterOnAReadOnlyMountIsNotFound) {
         auto kept, BloomFilter::Create(*store, "kept", {.capacity = 1000, .error_rate = 0.01}));
   }
   ASSERT_EQ(disk.RemountReadOnly(), "");
-  clock->Advance(std::chrono::seconds(61));
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url, options));
+  clock_->Advance(std::chrono::seconds(61));
+  ASSERT_OK_AND_ASSIGN(auto store, OpenOnClock(url));
   ASSERT_OK_AND_ASSIGN(const std::vector<std::string> names, store->List());
   EXPECT_EQ(names, std::vector<std::string>{"kept"});
   auto opened = BloomFilter::Open(*store, "daily");
@@ -347,15 +351,12 @@ TEST_F(FileDiskTest, ACreateOverAnExpiredFilterThatCannotBeRemovedSaysWhy) {
   TmpfsMount disk("8m");
   ASSERT_EQ(disk.error(), "");
   const std::string url = "file:" + disk.path() + "/s";
-  auto clock = std::make_shared<ManualClock>(1'000'000'000'000);
-  StoreOptions options;
-  options.clock = clock;
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url, options));
+  ASSERT_OK_AND_ASSIGN(auto store, OpenOnClock(url));
   const FilterOptions daily{.capacity = 1000, .error_rate = 0.01, .ttl_seconds = 60};
   ASSERT_TRUE(BloomFilter::Create(*store, "daily", daily).ok());
   const std::string file = disk.path() + "/s/daily.rbf";
   ASSERT_TRUE(SetImmutable(file, true)) << std::strerror(errno);
-  clock->Advance(std::chrono::seconds(61));
+  clock_->Advance(std::chrono::seconds(61));
   auto created = BloomFilter::Create(*store, "daily", daily);
   auto opened = BloomFilter::Open(*store, "daily");
   ASSERT_TRUE(SetImmutable(file, false));

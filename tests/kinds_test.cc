@@ -53,11 +53,22 @@ class KindsTest : public testing::StoreFixture {
   // A window filter of `slices` slices of `slice_ms` each, at 1%.
   std::unique_ptr<BloomFilter> MakeWindow(const std::string& name, uint64_t capacity,
                                           uint64_t slice_ms, uint32_t slices) {
-    return Make(name, {.capacity = capacity,
-                       .error_rate = 0.01,
-                       .kind = FilterKind::kWindow,
-                       .window_millis = slice_ms * slices,
-                       .slices = slices});
+    return Make(name, WindowOptions(capacity, slice_ms, slices));
+  }
+  static FilterOptions WindowOptions(uint64_t capacity, uint64_t slice_ms, uint32_t slices) {
+    return {.capacity = capacity,
+            .error_rate = 0.01,
+            .kind = FilterKind::kWindow,
+            .window_millis = slice_ms * slices,
+            .slices = slices};
+  }
+  // Another handle on the same store, reading `clock`.
+  std::unique_ptr<Store> OpenOn(std::shared_ptr<const Clock> clock) {
+    StoreOptions options;
+    options.clock = std::move(clock);
+    auto s = Store::Open(url(), options);
+    EXPECT_TRUE(s.ok()) << url() << ": " << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
   }
 };
 
@@ -374,15 +385,10 @@ TEST_P(KindsTest, AWindowAddThatOutlivesItsSliceLandsInTheCurrentOne) {
   constexpr uint64_t kSlice = 60'000, kSlices = 2;
   const uint64_t wall = testing::WallMillis();  // Redis expires by its own clock
   auto clock = std::make_shared<StallingClock>(wall);
-  StoreOptions options;
-  options.clock = clock;
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url(), options));
-  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "w",
-                                                   {.capacity = 1000,
-                                                    .error_rate = 0.01,
-                                                    .kind = FilterKind::kWindow,
-                                                    .window_millis = kSlice * kSlices,
-                                                    .slices = kSlices}));
+  auto store = OpenOn(clock);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto f,
+                       BloomFilter::Create(*store, "w", WindowOptions(1000, kSlice, kSlices)));
   const uint64_t stale = wall - 3 * kSlice * kSlices;
   const auto answered = Items("answered-", 200);
   clock->Stall(stale);
@@ -419,12 +425,8 @@ TEST_P(KindsTest, AWindowRemadeAlikeByAnotherClientTakesThisHandlesAdds) {
   std::unique_ptr<Store> other_store = shares_across_handles() ? Open() : nullptr;
   Store& other = other_store != nullptr ? *other_store : *store_;
   ASSERT_TRUE(other.Drop("remade").ok());
-  ASSERT_OK_AND_ASSIGN(auto remade, BloomFilter::Create(other, "remade",
-                                                        {.capacity = 1000,
-                                                         .error_rate = 0.01,
-                                                         .kind = FilterKind::kWindow,
-                                                         .window_millis = kSlice * kSlices,
-                                                         .slices = kSlices}));
+  ASSERT_OK_AND_ASSIGN(auto remade,
+                       BloomFilter::Create(other, "remade", WindowOptions(1000, kSlice, kSlices)));
   Status s = w->Add("after");
   EXPECT_TRUE(s.ok()) << s.ToString();
   s = w->AddMany(Views(Items("after-", 10)));
@@ -459,15 +461,10 @@ class JumpingClock final : public Clock {
 TEST_P(KindsTest, AWindowShorterThanAnAddIsAddedToTwiceAtMost) {
   constexpr uint64_t kSlice = 60'000, kSlices = 2;
   auto clock = std::make_shared<JumpingClock>(testing::WallMillis());
-  StoreOptions options;
-  options.clock = clock;
-  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url(), options));
-  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "w",
-                                                   {.capacity = 1000,
-                                                    .error_rate = 0.01,
-                                                    .kind = FilterKind::kWindow,
-                                                    .window_millis = kSlice * kSlices,
-                                                    .slices = kSlices}));
+  auto store = OpenOn(clock);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto f,
+                       BloomFilter::Create(*store, "w", WindowOptions(1000, kSlice, kSlices)));
   clock->Jump(3 * kSlice * kSlices);
   const Status s = f->AddMany(Views(Items("late-", 10)));
   clock->Jump(0);
