@@ -318,6 +318,18 @@ TEST_F(CliTest, ExportWritesThroughFifosAndSymlinks) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::is_symlink(link)) << "the link was replaced";
   EXPECT_GT(std::filesystem::file_size(real), 100u) << "the link's target was not written";
+  // A dangling link (relative, through a second link) gets its target made,
+  // as `>` makes it; the temporary went beside the link and replaced it.
+  std::filesystem::create_symlink("dumps/next.bf", dir_.path() + "/next-link.bf");
+  std::filesystem::create_symlink("next-link.bf", dir_.path() + "/dangling.bf");
+  r = Run({"export", "e", "--format", "guava", "-f", dir_.path() + "/dangling.bf"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_.path() + "/dangling.bf")) << "the link was replaced";
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_.path() + "/next-link.bf"))
+      << "the link was replaced";
+  ASSERT_TRUE(std::filesystem::exists(dir_.path() + "/dumps/next.bf")) << "no target made";
+  EXPECT_EQ(std::filesystem::file_size(dir_.path() + "/dumps/next.bf"),
+            std::filesystem::file_size(real));
 
   // /dev/stdout and /dev/fd/N are the descriptors the shell opened: written
   // where they stand. Before, /dev/stdout redirected to a file was followed

@@ -412,23 +412,26 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   // A regular file: write beside it and rename, so a failed export never
   // leaves a half-written file under the name. Through a symlink, beside
   // and over its target: the link stays a link.
-  std::string target = file;
-  if (std::filesystem::is_symlink(std::filesystem::symlink_status(file, ec)) && !ec) {
-    const auto resolved = std::filesystem::weakly_canonical(file, ec);
-    if (ec) {
-      return Fail(Status::Unavailable("cannot resolve the link " + file + ": " + ec.message()));
+  // A dangling link's target is made, as `>` makes it.
+  std::filesystem::path target = file;
+  for (int hops = 0; std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec));
+       ++hops) {
+    std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec || hops == 40) {
+      return Fail(Status::Unavailable("cannot resolve the link " + file + ": " +
+                                      (ec ? ec.message() : "too many levels of symbolic links")));
     }
-    target = resolved.string();
+    target = next.is_absolute() ? next : target.parent_path() / next;
   }
-  const std::string tmp = target + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
   if (Status w = WriteBytes(tmp, bytes, file + " (through its temporary " + tmp + ")"); !w.ok()) {
     std::remove(tmp.c_str());
     return Fail(w);
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     std::remove(tmp.c_str());
-    return Fail(
-        Status::Unavailable("cannot rename to " + target + ": " + internal::ErrnoText(errno)));
+    return Fail(Status::Unavailable("cannot rename to " + target.string() + ": " +
+                                    internal::ErrnoText(errno)));
   }
   return Exported(name, bytes.size(), format, file);
 }
