@@ -165,6 +165,9 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
              "ttl_seconds":3600})");
   Expect(201, *c, "PUT", "/v1/filters/ids",
          R"({"capacity":1000,"error_rate":0.01,"encoding":"int64"})");
+  // Redisson takes 0 (as Double.MIN_VALUE), and info says 0.
+  Expect(201, *c, "PUT", "/v1/filters/rz",
+         R"({"capacity":10,"error_rate":0,"strategy":"redisson"})");
   Expect(400, *c, "PUT", "/v1/filters/bad", R"({"capacity":0,"error_rate":0.01})");
   Expect(400, *c, "PUT", "/v1/filters/bad", R"({"capacity":10,"error_rate":0.01,"colour":1})");
   Expect(400, *c, "PUT", "/v1/filters/bad", "{not json");
@@ -175,7 +178,7 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
   Expect(200, *c, "GET", "/v1/filters");
   Expect(401, *anon, "GET", "/v1/filters");
   Expect(400, *c, "GET", "/v1/filters", "{}");
-  for (const char* name : {"orders", "counts", "grows", "recent", "ids"}) {
+  for (const char* name : {"orders", "counts", "grows", "recent", "ids", "rz"}) {
     Expect(200, *c, "GET", std::string("/v1/filters/") + name);
   }
   Expect(404, *c, "GET", "/v1/filters/missing");
