@@ -4,10 +4,12 @@
 // or the README's rules drift from the code, this fails.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "redis_server.h"
@@ -162,6 +164,34 @@ TEST_F(RedisAclTest, ReaderReadsAndCannotWrite) {
   }
   EXPECT_EQ(testing::Lines(Run(w, {"check", "orders", "ORD-3"}).out),
             (std::vector<std::string>{"0\tORD-3"}));
+}
+
+// A window slice's key expires on the server; the listing that finds it
+// gone forgets it with a script that writes, which a reader's cannot. That
+// is housekeeping: the reader's info and export worked only until a slice
+// had expired and no writer had listed since.
+TEST_F(RedisAclTest, ReaderReadsAWindowWhoseSlicesExpired) {
+  const std::string w = Url("writer", "wpw"), r = Url("reader", "rpw");
+  ASSERT_EQ(
+      Run(w, {"create", "recent", "-n", "100", "-p", "0.01", "--window", "600ms", "--slices", "3"})
+          .exit_code,
+      0);
+  ASSERT_EQ(Run(w, {"add", "recent", "x"}).exit_code, 0);
+  const std::string slice = server_->Cli({"HKEYS", "{recent}/parts"});
+  ASSERT_FALSE(slice.empty());
+  const std::string key = "{recent}/part/" + slice.substr(0, slice.find('\n'));
+  for (int i = 0; i < 100 && server_->Cli({"EXISTS", key}) != "0\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(server_->Cli({"EXISTS", key}), "0\n") << key << " never expired";
+  auto info = Run(r, {"info", "recent"});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  auto exported =
+      Run(r, {"export", "recent", "--format", "redbloom", "--file", dir_.path() + "/d"});
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(server_->Cli({"EXISTS", "{recent}/parts"}), "1\n") << "the reader pruned the list";
+  EXPECT_EQ(Run(w, {"info", "recent"}).exit_code, 0);
+  EXPECT_EQ(server_->Cli({"EXISTS", "{recent}/parts"}), "0\n") << "the writer's listing prunes";
 }
 
 // A user that lacks a command `list` needs gets an error, not an empty list

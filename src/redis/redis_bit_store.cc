@@ -379,13 +379,19 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         }
         if (!expired.empty()) {
           // Forget parts whose keys expired, so the list stays short.
+          // Housekeeping: the listing stands without it, and a user that
+          // may only read (the README's reader, whose scripts cannot HDEL)
+          // or a server that refuses writes leaves it to the next writer's
+          // listing. A refusal is a reply, so the connection stays in step;
+          // a lost connection still fails the call (and Run retries it).
           std::vector<std::string> prune_keys = {keys_.parts};
           for (uint64_t p : expired)
             prune_keys.push_back(PartKeysFor(name_, shared_->keys, p).bitmap);
           CommandBuffer prune;
           BeginEval(&prune, scripts::kPruneParts, prune_keys, expired.size());
           for (uint64_t p : expired) prune.Arg(p);
-          REDBLOOM_RETURN_IF_ERROR(Call(c, prune).status());
+          REDBLOOM_RETURN_IF_ERROR(c.Append(prune));
+          REDBLOOM_RETURN_IF_ERROR(c.Read().status());
         }
         if (!lost.empty()) {
           REDBLOOM_ASSIGN_OR_RETURN(const bool gone, gone_since());
