@@ -937,6 +937,18 @@ TEST_P(KindsTest, InvalidKindParametersAreRejectedBeforeAnythingIsCreated) {
            .window_millis = 5,
            .slices = 1},
            {.capacity = 10, .error_rate = 0.1, .window_millis = 1000, .slices = 2},
+           // A window past 100 years (near 2^63 ms one was made, and every
+           // add failed: a slice's expiry wrapped, or Redis refused it).
+           {.capacity = 10,
+           .error_rate = 0.1,
+           .kind = FilterKind::kWindow,
+           .window_millis = (kMaxTtlSeconds + 1) * 1000,
+           .slices = 2},
+           {.capacity = 10,
+           .error_rate = 0.1,
+           .kind = FilterKind::kWindow,
+           .window_millis = uint64_t{9223372036854775807},
+           .slices = 2},
            // A TTL past 100 years (on Redis one once failed PEXPIREAT after the
            // script had written the filter, and one near 2^64 ms wrapped into
            // the past), and an encoding no enumerator names.

@@ -19,6 +19,12 @@ Status Configure(const FilterOptions& o, FilterConfig* c) {
   if (o.window_millis / o.slices < kMinSliceMillis) {
     return Status::InvalidArgument("window / slices must be at least 10 ms");
   }
+  // As a TTL: a slice's expiry, (slice + slices + 1) * slice length, must
+  // neither wrap past 2^64 ms nor fail Redis's PEXPIREAT after the filter
+  // was made (a window near 2^63 ms made a filter no add could use).
+  if (o.window_millis / 1000 > kMaxTtlSeconds) {
+    return Status::InvalidArgument("a window filter's window must be at most 100 years");
+  }
   c->window_millis = o.window_millis;
   c->slices = o.slices;
   return Status::Ok();
