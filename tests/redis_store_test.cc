@@ -905,6 +905,26 @@ TEST_F(RedisStoreTest, AnAddWhoseAnswerWasLostIsSentAgainOnlyWhenNoAnswersAreWan
   }
 }
 
+// An add whose WAIT (wait_replicas) finds too few replicas confirms none of
+// its items, whatever its size: the answers a failed add keeps are those of
+// items the store confirmed. A batch larger than one script kept every
+// answer read before the WAIT, so the CLI printed all its items as added
+// (and dedup printed them) while saying they were not replicated.
+TEST_F(RedisStoreTest, AnAddNoReplicaConfirmedKeepsNoAnswers) {
+  ASSERT_TRUE(BloomFilter::Create(*store_, "w", Options(100000, 0.01)).ok());
+  auto waiting = MustOpen(server_->url() + "?wait_replicas=1&wait_timeout_ms=50");
+  ASSERT_NE(waiting, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*waiting, "w"));
+  for (const size_t n : {size_t{2}, size_t{500}, size_t{5000}}) {
+    const auto items = Items(Encoding::kUtf8, n, n);
+    std::vector<uint8_t> answers;
+    Status s = f->AddMany(Views(items), &answers);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << n << ": " << s.ToString();
+    EXPECT_NE(s.message().find("not replicated"), std::string::npos) << s.ToString();
+    EXPECT_TRUE(answers.empty()) << n << " items: " << answers.size() << " answers kept";
+  }
+}
+
 // A sharded create that fails part-way (here WAIT finds no replica) can be
 // repeated, as the README says of every write that fails so: the repeat
 // finishes the filter with the first create's token and expiry, and leaves a

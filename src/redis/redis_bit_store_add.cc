@@ -96,8 +96,14 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
         Status waited = WaitForReplicas(c, *shared_);
         // The chunks may be on this server alone: a retry (after a
         // failover, on the new master) sends them again, not only
-        // another WAIT, which there would confirm nothing of them.
-        if (!waited.ok()) done = 0;
+        // another WAIT, which there would confirm nothing of them. Nor are
+        // they confirmed to the caller: answers read before the WAIT stand
+        // for the bits (ORed, as above), but no item is accepted until one
+        // succeeds (as AddSmall).
+        if (!waited.ok()) {
+          done = 0;
+          b.accepted = 0;
+        }
         return waited;
       });
   // What could not be sent rides with this handle's next command.
