@@ -639,11 +639,21 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
   }
   PartBatch& b = *chunk.batch;
   const uint32_t k = b.k;
+  const redisReply* length = exec->element[reads + 1];
   if (!exists) {  // a part never created holds nothing
+    // Parts are made and listed in one script, and forgotten only once
+    // their keys are gone: a key with bits that the list does not name
+    // means the list was deleted or evicted (it has no TTL). Reading the
+    // part as empty would answer "absent" for every item in it.
+    if (length->type == REDIS_REPLY_INTEGER && length->integer > 0) {
+      return Status::DataLoss("filter '" + name_ + "': its parts list " +
+                              DisplayKey(keys_.parts, shared_->keys) + " does not name " +
+                              cells.display + ", whose key holds bits: the list was deleted or " +
+                              "evicted (set maxmemory-policy noeviction or volatile-*)");
+    }
     std::fill(b.out + chunk.first, b.out + chunk.first + chunk.n, 0);
     return Status::Ok();
   }
-  const redisReply* length = exec->element[reads + 1];
   if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, length);
   if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
   if (length->integer == 0 && SliceMayHaveExpired(b.part)) {
