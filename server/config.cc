@@ -8,6 +8,7 @@
 #include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "redbloom/store.h"
@@ -36,9 +37,9 @@ Status GetBool(const Json& v, std::string_view key, bool* out) {
 template <typename T>
 Status GetInt(const Json& v, std::string_view key, int64_t lo, int64_t hi, T* out) {
   if (!v.is_number_integer()) return Invalid(key, "must be an integer");
-  const int64_t x =
-      v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX ? INT64_MAX : v.get<int64_t>();
-  if (x < lo || x > hi) {
+  const bool huge = v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX;
+  const int64_t x = huge ? 0 : v.get<int64_t>();
+  if (huge || x < lo || x > hi) {
     return Invalid(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
   }
   *out = static_cast<T>(x);
@@ -172,6 +173,38 @@ Status ParseListen(std::string_view listen, std::string* host, int* port) {
   return Status::Ok();
 }
 
+// The first key of the top-level object that appears twice, or "".
+std::string DuplicateTopLevelKey(std::string_view text) {
+  std::set<std::string> seen;
+  std::string dup;
+  (void)Json::parse(
+      text,
+      [&](int depth, Json::parse_event_t event, Json& parsed) {
+        if (depth == 1 && event == Json::parse_event_t::key && dup.empty() &&
+            !seen.insert(parsed.get<std::string>()).second) {
+          dup = parsed.get<std::string>();
+        }
+        return true;
+      },
+      /*allow_exceptions=*/false);
+  return dup;
+}
+
+// A string setting left empty (an unset template variable, most often)
+// would fall back to a default or, for a token, turn authentication off:
+// refused, as any other invalid value.
+Status GetNonEmptyString(const Json& v, std::string_view key, std::string* out) {
+  REDBLOOM_RETURN_IF_ERROR(GetString(v, key, out));
+  if (out->empty()) {
+    return Invalid(key,
+                   std::string("must not be empty") +
+                       (key == "token" || key == "token_file"
+                            ? " (leave it out, or pass --token \"\" to turn authentication off)"
+                            : " (leave it out for the default)"));
+  }
+  return Status::Ok();
+}
+
 Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
   Json j;
   try {
@@ -184,6 +217,11 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
                                    e.what());
   }
   if (!j.is_object()) return Status::InvalidArgument("config file must hold a JSON object");
+  // A key given twice would count only its last value (nlohmann keeps it),
+  // so a token could be overridden by a later line unseen.
+  if (std::string dup = DuplicateTopLevelKey(text); !dup.empty()) {
+    return Status::InvalidArgument("config file sets \"" + dup + "\" twice");
+  }
   std::string token_file;
   bool has_token = false;
   for (const auto& [key, v] : j.items()) {
@@ -191,19 +229,19 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
     ServiceOptions& s = c->service;
     Status st;
     if (key == "listen") {
-      st = GetString(v, key, &c->listen);
+      st = GetNonEmptyString(v, key, &c->listen);
       c->listen_source = "config";
     } else if (key == "store") {
-      st = GetString(v, key, &c->store);
+      st = GetNonEmptyString(v, key, &c->store);
       c->store_source = "config";
     } else if (key == "token") {
-      st = GetString(v, key, &h.token);
+      st = GetNonEmptyString(v, key, &h.token);
       c->token_source = "config";
       has_token = true;
     } else if (key == "token_file") {
-      st = GetString(v, key, &token_file);
+      st = GetNonEmptyString(v, key, &token_file);
     } else if (key == "access_log") {
-      st = GetString(v, key, &c->access_log);
+      st = GetNonEmptyString(v, key, &c->access_log);
     } else if (key == "access_log_flush_ms") {
       int64_t ms = 0;
       st = GetInt(v, key, 0, 10000, &ms);

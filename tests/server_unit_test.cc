@@ -290,7 +290,13 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
         R"({"max_body_bytes":10})", R"({"log_items":1})", R"([1])", R"({"token":5})",
         R"({"store_pool_size":99999})", R"({"header_timeout_s":0})", R"({"max_connections":60001})",
         R"({"max_connections_per_client":-1})", R"({"max_filter_bytes":-1})",
-        R"({"body_buffer_bytes":-1})", R"({"body_buffer_bytes":2000000000000})", "{"}) {
+        R"({"body_buffer_bytes":-1})", R"({"body_buffer_bytes":2000000000000})", "{",
+        // Past 2^63 (it read as 2^63 - 1), empty strings (an empty token or
+        // token file turned authentication off, an empty store fell back
+        // to the default), and a key given twice (the last one counted).
+        R"({"max_filter_bytes":18446744073709551615})", R"({"token":""})", R"({"token_file":""})",
+        R"({"store":""})", R"({"listen":""})", R"({"access_log":""})",
+        R"({"token":"s3cret-value","threads":2,"token":""})", R"({"threads":2,"threads":3})"}) {
     ServerConfig d;
     EXPECT_EQ(ApplyConfigJson(bad, &d).code(), StatusCode::kInvalidArgument) << bad;
   }
