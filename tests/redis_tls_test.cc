@@ -341,6 +341,16 @@ TEST_F(RedisTlsTest, UnreadableCertificateFilesAreInvalidArguments) {
   // A file that holds no certificate.
   s = OpenFails(base + "?cacert=" + certs_->server_key());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  // Whether or not the server is there (it was "connection refused", which
+  // redbloomd retried for ever), for every kind of URL.
+  const std::string nobody = "127.0.0.1:" + std::to_string(testing::FreePort());
+  for (const std::string& url :
+       {"rediss://" + nobody + "?cacert=/nonexistent/ca.pem",
+        "rediss-cluster://" + nobody + "?cacert=/nonexistent/ca.pem",
+        "rediss-sentinel://" + nobody + "/mymaster?cacert=/nonexistent/ca.pem"}) {
+    s = OpenFails(url);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << url << ": " << s.ToString();
+  }
 }
 
 TEST_F(RedisTlsTest, CommandTimeoutHoldsOverTls) {

@@ -142,6 +142,14 @@ void WarnIfInsecure(const RedisUrl& url) {
 
 Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& url) {
   WarnIfInsecure(url);
+  // A CA file, certificate or key that cannot be used is the URL's fault
+  // whether or not the server can be reached now: said at open, not as
+  // "connection refused" (and not retried by redbloomd for ever).
+  if (url.tls.enabled) {
+    if (const auto context = TlsContext::For(url.tls); !context->error().empty()) {
+      return Status::InvalidArgument(context->error());
+    }
+  }
   switch (url.mode) {
     case RedisMode::kSingle:
       return NewSingleServerSource(ServerParamsFor(url, url.hosts.front()), url.options);
