@@ -112,7 +112,10 @@ int Run(int argc, char** argv) {
   Service service(config->service, &metrics);
   if (auto s = service.Start(); !s.ok()) {
     Fail("cannot open store " + redbloom::server::RedactUrl(config->store) + ": " + s.message());
-    return 3;
+    // A URL that cannot work (an unknown scheme, a bad option, a database
+    // the server lacks, a CA file that is not there) is configuration:
+    // exit 2, which the packaged unit does not restart every 2 s.
+    return s.code() == redbloom::StatusCode::kInvalidArgument ? 2 : 3;
   }
   HttpServer server(&service, &metrics, &access_log, config->http);
   if (auto s = server.Bind(); !s.ok()) {
