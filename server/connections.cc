@@ -47,9 +47,11 @@ constexpr size_t kReadChunk = 16 * 1024;
 // Reads of one connection per wake-up: a large body arriving fast does not
 // hold up other connections' heads (1 MiB at a time).
 constexpr int kReadsPerWake = 64;
-// Workers reserved for PriorityRequest: two, so that a /readyz waiting on an
-// unresponsive store (up to its command timeout) does not hold up /healthz.
-constexpr int kPriorityWorkers = 2;
+// Workers reserved for each lane (RequestLane). Readiness has its own: a
+// /readyz waits on the store (up to its command timeout), and two of them
+// held up /healthz and /metrics for as long when they shared two workers.
+constexpr int kLaneWorkers = 2;
+constexpr int kReservedWorkers = 2 * kLaneWorkers;
 // After accept() fails for want of descriptors, how long to stop accepting:
 // the listening socket stays readable, so retrying at once would spin.
 constexpr milliseconds kAcceptPause{100};
@@ -412,7 +414,8 @@ class ConnectionServer::Loop {
   std::set<std::pair<Clock::time_point, int>> deadlines_;
   size_t buffered_ = 0;  // the bodies' bytes read here (Connection::held)
   WorkQueue general_;
-  WorkQueue priority_;
+  WorkQueue probe_;
+  WorkQueue readiness_;
   std::mutex returned_mu_;
   std::vector<Connection*> returned_;  // guarded by returned_mu_
 };
@@ -653,7 +656,8 @@ void ConnectionServer::Loop::Dispatch(Connection& c) {
   std::string_view line(c.buf);
   line = line.substr(c.pos, line.find('\n', c.pos) - c.pos);
   if (line.ends_with('\r')) line.remove_suffix(1);
-  (s_.priority_ && s_.priority_(line) ? priority_ : general_).Push(&c);
+  const Lane lane = s_.lane_ ? s_.lane_(line) : Lane::kGeneral;
+  (lane == Lane::kProbe ? probe_ : lane == Lane::kReadiness ? readiness_ : general_).Push(&c);
 }
 
 void ConnectionServer::Loop::Resume(Connection& c) {
@@ -819,12 +823,16 @@ void ConnectionServer::Loop::Run() {
   // The workers leave once their queues are closed and drained.
   auto stop_workers = [&] {
     general_.Close();
-    priority_.Close();
+    probe_.Close();
+    readiness_.Close();
     for (auto& t : threads) t.join();
   };
   try {
     for (int i = 0; i < o_.workers; ++i) threads.emplace_back([this] { Work(&general_); });
-    for (int i = 0; i < kPriorityWorkers; ++i) threads.emplace_back([this] { Work(&priority_); });
+    for (int i = 0; i < kLaneWorkers; ++i) {
+      threads.emplace_back([this] { Work(&probe_); });
+      threads.emplace_back([this] { Work(&readiness_); });
+    }
   } catch (const std::system_error& e) {
     // No thread for the next worker (EAGAIN: a thread or memory limit): stop
     // the ones started, which wait on empty queues, so that the error reaches
@@ -834,7 +842,7 @@ void ConnectionServer::Loop::Run() {
     ::close(epoll_fd_);
     epoll_fd_ = -1;
     throw std::runtime_error("cannot start request worker " + std::to_string(started + 1) + " of " +
-                             std::to_string(o_.workers + kPriorityWorkers) + ": " + e.what());
+                             std::to_string(o_.workers + kReservedWorkers) + ": " + e.what());
   }
 
   std::vector<epoll_event> events(64);
@@ -900,10 +908,10 @@ void ConnectionServer::Loop::Run() {
 // ConnectionServer
 
 ConnectionServer::ConnectionServer(ConnectionOptions options, RequestHandler handler,
-                                   PriorityRequest priority, Metrics* metrics)
+                                   RequestLane lane, Metrics* metrics)
     : options_(std::move(options)),
       handler_(std::move(handler)),
-      priority_(std::move(priority)),
+      lane_(std::move(lane)),
       metrics_(metrics),
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 

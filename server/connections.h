@@ -19,9 +19,10 @@
 //   - an idle keep-alive connection is closed after keep_alive_timeout;
 //   - at most max_connections are open, and at most
 //     max_connections_per_client from one address (503 / 429 at accept);
-//   - requests that a PriorityRequest picks (health, readiness, metrics) go
-//     to two reserved workers, so they answer while every other worker is
-//     busy.
+//   - requests that a RequestLane puts in a lane of their own go to workers
+//     reserved for it: liveness and metrics to two, readiness (which waits
+//     on the store) to two others, so that each answers while every other
+//     worker is busy, and /healthz while /readyz waits on a stalled store.
 #ifndef REDBLOOM_SERVER_CONNECTIONS_H_
 #define REDBLOOM_SERVER_CONNECTIONS_H_
 
@@ -87,9 +88,10 @@ struct ConnectionOptions {
 // `last` asks for "Connection: close". Returns true when the connection may
 // carry another request.
 using RequestHandler = std::function<bool(httplib::Stream& stream, bool last)>;
-// True for a request line ("GET /healthz HTTP/1.1") served by the reserved
-// workers.
-using PriorityRequest = std::function<bool(std::string_view request_line)>;
+// Which workers serve a request: the general ones, or a lane's reserved ones.
+enum class Lane { kGeneral, kProbe, kReadiness };
+// The lane of a request line ("GET /healthz HTTP/1.1").
+using RequestLane = std::function<Lane(std::string_view request_line)>;
 
 // When the request being served on this thread stopped reading its body
 // because a deadline passed: a message naming the limit, for a 408 answer.
@@ -98,7 +100,7 @@ std::optional<std::string> RequestReadTimeout();
 
 class ConnectionServer {
  public:
-  ConnectionServer(ConnectionOptions options, RequestHandler handler, PriorityRequest priority,
+  ConnectionServer(ConnectionOptions options, RequestHandler handler, RequestLane lane,
                    Metrics* metrics);
   ConnectionServer(const ConnectionServer&) = delete;
   ConnectionServer& operator=(const ConnectionServer&) = delete;
@@ -118,7 +120,7 @@ class ConnectionServer {
   class Loop;
   ConnectionOptions options_;
   RequestHandler handler_;
-  PriorityRequest priority_;
+  RequestLane lane_;
   Metrics* metrics_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: Stop() and workers wake the event thread

@@ -297,15 +297,17 @@ class RequestProcessor : public httplib::Server {
   }
 };
 
-bool IsPriorityRequest(std::string_view line) {
+Lane LaneOf(std::string_view line) {
   const size_t sp = line.find(' ');
-  if (sp == std::string_view::npos) return false;
+  if (sp == std::string_view::npos) return Lane::kGeneral;
   const std::string_view method = line.substr(0, sp);
-  if (method != "GET" && method != "HEAD") return false;
+  if (method != "GET" && method != "HEAD") return Lane::kGeneral;
   std::string_view target = line.substr(sp + 1);
   target = target.substr(0, target.find(' '));
   const std::string_view path = target.substr(0, target.find('?'));
-  return path == "/healthz" || path == "/readyz" || path == "/metrics";
+  if (path == "/healthz" || path == "/metrics") return Lane::kProbe;
+  if (path == "/readyz") return Lane::kReadiness;
+  return Lane::kGeneral;
 }
 
 std::vector<RouteSpec> Routes() {
@@ -370,7 +372,7 @@ HttpServer::HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpO
   }
   connections_ = std::make_unique<ConnectionServer>(
       std::move(c), [this](httplib::Stream& stream, bool last) { return Serve(stream, last); },
-      IsPriorityRequest, metrics_);
+      LaneOf, metrics_);
   Install();
 }
 

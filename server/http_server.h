@@ -91,10 +91,11 @@ class HttpServer {
   std::unique_ptr<ConnectionServer> connections_;
 };
 
-// True for the request lines served by the reserved workers: GET or HEAD of
-// /healthz, /readyz and /metrics, so that probes and scrapes answer while
-// every other worker is busy.
-bool IsPriorityRequest(std::string_view request_line);
+// The lane of a request line: GET or HEAD of /healthz and /metrics is a
+// probe, of /readyz readiness, each served by reserved workers, so that
+// probes and scrapes answer while every other worker is busy, and liveness
+// while readiness waits on a stalled store; anything else is general.
+Lane LaneOf(std::string_view request_line);
 
 // A route as docs/openapi.json names it: the path template and the methods
 // answered ("GET, HEAD, DELETE"; HEAD wherever GET).

@@ -71,6 +71,38 @@ TEST(ServerRedisTest, ServesFromARedisCluster) {
   EXPECT_EQ(ready.status, 503) << ready.body;
 }
 
+// A Redis that stops answering (SIGSTOP) holds each /readyz for the command
+// timeout; /healthz and /metrics answer meanwhile. They shared two workers
+// with /readyz, and two readiness probes at once held liveness (and a
+// scrape) for as long: an orchestrator would restart a healthy instance.
+TEST(ServerRedisTest, HealthAndMetricsAnswerWhileReadinessWaitsOnAStalledStore) {
+  RedisServer redis;
+  redis.Start();
+  RedbloomdProcess server(redis.url(), R"({"store_command_timeout_ms":3000,
+                                           "store_max_retries":0})");
+  server.Start();
+  ASSERT_EQ(Call(*server.Client(), "GET", "/readyz").status, 200);
+  ASSERT_EQ(::kill(redis.pid(), SIGSTOP), 0);
+  std::vector<std::thread> probes;
+  std::atomic<int> not_ready = 0;
+  for (int i = 0; i < 4; ++i) {
+    probes.emplace_back([&] {
+      if (Call(*server.Client(), "GET", "/readyz").status != 200) ++not_ready;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the probes are in
+  const auto start = std::chrono::steady_clock::now();
+  const int health = Call(*server.Client(), "GET", "/healthz").status;
+  const int metrics = Call(*server.Client(), "GET", "/metrics").status;
+  const auto took = std::chrono::steady_clock::now() - start;
+  for (auto& t : probes) t.join();  // each waited out the command timeout
+  ::kill(redis.pid(), SIGCONT);
+  EXPECT_EQ(health, 200);
+  EXPECT_EQ(metrics, 200);
+  EXPECT_LT(took, std::chrono::milliseconds(1500)) << "liveness waited behind readiness";
+  EXPECT_EQ(not_ready.load(), 4) << "a stalled store is not ready";
+}
+
 // /readyz stays 200 but warns when Redis can evict filter keys.
 TEST(ServerRedisTest, ReadyzWarnsAboutAnEvictingServer) {
   RedisServer redis({"--maxmemory", "1gb", "--maxmemory-policy", "allkeys-lru"});

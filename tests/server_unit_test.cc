@@ -374,15 +374,18 @@ TEST(ServiceTest, FilterBytesCountsEveryShardAndSliceButOneLayer) {
   EXPECT_GE(shards, plain.data_bytes() - 64);
 }
 
-TEST(HttpHelpersTest, PriorityRequestsAreHealthReadinessAndMetricsReads) {
-  for (const char* yes : {"GET /healthz HTTP/1.1", "HEAD /readyz HTTP/1.1", "GET /metrics HTTP/1.0",
-                          "GET /healthz?verbose HTTP/1.1"}) {
-    EXPECT_TRUE(IsPriorityRequest(yes)) << yes;
+TEST(HttpHelpersTest, LanesSeparateProbesAndReadinessFromOtherRequests) {
+  for (const char* probe :
+       {"GET /healthz HTTP/1.1", "GET /metrics HTTP/1.0", "GET /healthz?verbose HTTP/1.1"}) {
+    EXPECT_EQ(LaneOf(probe), Lane::kProbe) << probe;
+  }
+  for (const char* ready : {"HEAD /readyz HTTP/1.1", "GET /readyz?x HTTP/1.1"}) {
+    EXPECT_EQ(LaneOf(ready), Lane::kReadiness) << ready;
   }
   for (const char* no :
        {"POST /healthz HTTP/1.1", "GET /healthzz HTTP/1.1", "GET /v1/filters HTTP/1.1",
         "GET /v1/filters/healthz HTTP/1.1", "GET", "", "get /healthz HTTP/1.1"}) {
-    EXPECT_FALSE(IsPriorityRequest(no)) << no;
+    EXPECT_EQ(LaneOf(no), Lane::kGeneral) << no;
   }
 }
 
