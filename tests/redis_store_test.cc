@@ -1742,6 +1742,29 @@ TEST_F(RedisStoreTest, ALayerThatDoesNotFitUnderMaxmemoryIsRefusedBeforeItIsMade
   EXPECT_EQ(info.parts, 1u);
 }
 
+// A sharded filter that does not fit under maxmemory is refused with
+// nothing left, as an unsharded one is. Only its first shard was checked:
+// the others took the server past maxmemory (1.39 GB under 1 GB in an
+// audit), the create then failed OOM, and its half-made filter stayed, so
+// every write to every filter failed OOM until someone dropped it.
+TEST_F(RedisStoreTest, AShardedFilterThatDoesNotFitIsRefusedWithNothingLeft) {
+  ASSERT_OK_AND_ASSIGN(auto other, BloomFilter::Create(*store_, "other", Options(1000, 0.01)));
+  const std::string memory = raw_->Str({"INFO", "memory"});
+  const uint64_t used = std::stoull(memory.substr(memory.find("used_memory:") + 12));
+  FilterOptions o = Options(4'000'000, 0.01);  // about 4.8 MB
+  o.shards = 4;                                // 1.2 MB each
+  const uint64_t max = used + 3'000'000;       // room for two shards
+  raw_->Must({"CONFIG", "SET", "maxmemory", std::to_string(max)});
+  const Status created = BloomFilter::Create(*store_, "spread", o).status();
+  const Status other_add = other->Add("still-taken");
+  const int64_t keys = raw_->Int({"DBSIZE"});
+  raw_->Must({"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_EQ(created.code(), StatusCode::kResourceExhausted) << created.ToString();
+  EXPECT_TRUE(other_add.ok()) << other_add.ToString();
+  EXPECT_EQ(keys, 2) << "the half-made filter's keys stayed";
+  EXPECT_EQ(store_->ReadConfig("spread").status().code(), StatusCode::kNotFound);
+}
+
 // A server at maxmemory with noeviction refuses every command queued in
 // MULTI, reads too, so checks failed (resource_exhausted) although they need
 // no memory: a full Redis stopped answering "is it there?". Reads now go

@@ -104,6 +104,8 @@ inline constexpr std::string_view kCreate =
 // this filter (its metadata's `name` is the one given, token included) is
 // left alone, so that two creates finishing the same filter never empty a
 // shard the other has already made ready for adds.
+// A shard that does not fit under maxmemory is refused, as kCreate refuses a
+// filter, before it is allocated: {5, used, max}.
 // KEYS: shard meta, shard bitmap. ARGV: bytes, expires_at_ms, field, value...
 inline constexpr std::string_view kCreateShard =
     "if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('EXISTS', KEYS[2]) == 1 then\n"
@@ -113,6 +115,10 @@ inline constexpr std::string_view kCreateShard =
     "  end\n"
     "end\n"
     "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
+    "local info = redis.call('INFO', 'memory')\n"
+    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
+    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
+    "if max > 0 and used + tonumber(ARGV[1]) > max then return {5, used, max} end\n"
     "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\\0')\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
     "if ARGV[2] ~= '0' then\n"

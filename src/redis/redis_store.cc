@@ -338,7 +338,7 @@ class RedisStore final : public Store {
       }
       fields.emplace_back("count", "0");
       routes.push_back(k.meta);
-      ops.push_back([this, k, fields, &config, expires_at](Connection& c) -> Status {
+      ops.push_back([this, k, fields, &config, expires_at, name](Connection& c) -> Status {
         CommandBuffer cmd;
         BeginEval(&cmd, scripts::kCreateShard, {k.meta, k.bitmap}, 2 + 2 * fields.size());
         cmd.Arg(config.data_bytes());
@@ -347,14 +347,28 @@ class RedisStore final : public Store {
           cmd.Arg(f);
           cmd.Arg(v);
         }
-        REDBLOOM_RETURN_IF_ERROR(Call(c, cmd).status());
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+        if (IsArray(r.get(), 3) && r->element[0]->type == REDIS_REPLY_INTEGER &&
+            r->element[0]->integer == 5) {
+          return NoRoom(name, config.data_bytes() * config.shards, r.get());
+        }
         return WaitForReplicas(c, *shared_);
       });
     }
     // Idempotent: placing a shard twice leaves the same empty shard.
+    Status placed = shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops);
+    if (placed.code() == StatusCode::kResourceExhausted && token == fresh) {
+      // Out of memory (a shard refused, or OOM): the shards placed so far
+      // would hold the server past its limit for a filter no one can use,
+      // and every write to any filter would fail OOM. This create made the
+      // filter, so it takes it away; one that finishes another's does not.
+      (void)DropMain(name, keys);
+      (void)DropShards(name, config.shards);
+      return placed.WithContext("filter '" + std::string(name) +
+                                "' was not created (its shards placed so far were dropped)");
+    }
     REDBLOOM_RETURN_IF_ERROR(
-        shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops)
-            .WithContext("creating the shards of filter '" + std::string(name) + "'"));
+        placed.WithContext("creating the shards of filter '" + std::string(name) + "'"));
     return shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           CommandBuffer cmd;
