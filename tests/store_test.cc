@@ -201,6 +201,26 @@ TEST_P(StoreTest, BulkReadAndOrMergeIntoAPart) {
   EXPECT_EQ(*bits->ItemCount(0), 3u);
 }
 
+// A scaling filter's layer too large for the store (2^32 bits a Redis key,
+// 2^37 a file or memory array) is out of room, as the layer limit is: it
+// read as invalid_argument (exit 2, HTTP 400 "adds nothing") for an add
+// whose earlier items were already in.
+TEST_P(StoreTest, ALayerTooLargeToMakeIsOutOfRoom) {
+  FilterConfig c = Config(1000, 0.01, FilterKind::kScaling);
+  c.expansion = 16;  // layer 9: 6.9e13 items
+  ASSERT_TRUE(store_->Create("grows", c).ok());
+  auto bits = Bits("grows", c);
+  ASSERT_NE(bits, nullptr);
+  const Status made = bits->CreatePart(9, 0);
+  EXPECT_EQ(made.code(), StatusCode::kResourceExhausted) << made.ToString();
+  EXPECT_EQ(SizePart(c, 9).status().code(), StatusCode::kResourceExhausted);
+  if (GetParam() == "redis") {  // layer 5: 1.7e10 bits, past a key's 2^32
+    const Status past_key = bits->CreatePart(5, 0);
+    EXPECT_EQ(past_key.code(), StatusCode::kResourceExhausted) << past_key.ToString();
+  }
+  EXPECT_EQ(bits->CreatePart(1, 0).code(), StatusCode::kOk) << "a layer that fits";
+}
+
 TEST_P(StoreTest, PartsAreCreatedOnceAndAMissingOneHoldsNothing) {
   const FilterConfig c = Config(6000, 0.01, FilterKind::kWindow);
   ASSERT_TRUE(store_->Create("w", c).ok());

@@ -142,7 +142,18 @@ Result<PartSizing> SizePart(const FilterConfig& c, uint64_t part) {
     s.geometry = c.geometry;
     return s;
   }
-  REDBLOOM_ASSIGN_OR_RETURN(s.geometry, GeometryFor(c.strategy, s.capacity, s.error_rate));
+  Result<Geometry> geometry = GeometryFor(c.strategy, s.capacity, s.error_rate);
+  if (!geometry.ok() && part > 0 && part >= c.initial_parts()) {
+    // A part made after creation (a scaling filter's next layer) that
+    // cannot be sized has outgrown what a filter can hold: out of room, as
+    // the layer limit is, not an invalid argument of the call that needed
+    // it (whose earlier items may already be in).
+    return Status::ResourceExhausted(std::string(FilterKindName(c.kind)) + " filter part " +
+                                     std::to_string(part) +
+                                     " cannot be made: " + geometry.status().message());
+  }
+  REDBLOOM_RETURN_IF_ERROR(geometry.status());
+  s.geometry = *geometry;
   return s;
 }
 

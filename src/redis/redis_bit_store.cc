@@ -147,9 +147,13 @@ Result<const RedisBitStore::Cells*> RedisBitStore::CellsOf(uint64_t part) {
     cells->listed = true;
   }
   if (sizing.geometry.bits * cells->cell_bits > kMaxBitsPerKey) {
-    return Status::InvalidArgument(cells->display + " needs " +
-                                   std::to_string(sizing.geometry.bits * cells->cell_bits) +
-                                   " bits, but one Redis key holds at most 2^32 bits (512 MiB)");
+    std::string what = cells->display + " needs " +
+                       std::to_string(sizing.geometry.bits * cells->cell_bits) +
+                       " bits, but one Redis key holds at most 2^32 bits (512 MiB)";
+    // A part made after creation (a scaling filter's next layer): the filter
+    // has outgrown Redis, out of room as at its layer limit.
+    if (part > 0 && part >= config_.initial_parts()) return Status::ResourceExhausted(what);
+    return Status::InvalidArgument(what);
   }
   return cells_.emplace(part, std::move(cells)).first->second.get();
 }
