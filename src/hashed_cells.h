@@ -15,6 +15,8 @@
 #ifndef REDBLOOM_SRC_HASHED_CELLS_H_
 #define REDBLOOM_SRC_HASHED_CELLS_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -54,6 +56,14 @@ class HashedCells {
 // The capability of `bits`, or null if its store has none. A dynamic_cast:
 // ask once per open filter, not per call.
 inline HashedCells* HashedCellsOf(BitStore& bits) { return dynamic_cast<HashedCells*>(&bits); }
+
+// Offsets a thread keeps as scratch at most (8 MiB): batches are worked
+// through OffsetSliceItems(k) items at a time, so that a thread that once
+// served a huge batch at a large k does not keep its offsets for good.
+inline constexpr size_t kScratchOffsets = size_t{1} << 20;
+inline size_t OffsetSliceItems(uint32_t k) {
+  return std::max<size_t>(1, kScratchOffsets / std::max<uint32_t>(k, 1));
+}
 
 }  // namespace redbloom::internal
 

@@ -135,8 +135,15 @@ Status FilterContext::TestInStore(std::span<const uint64_t> parts, std::span<con
     return Status::Ok();
   }
   // One slice tests every part, so the store's batch is shared among them.
-  const size_t slice =
-      std::max<size_t>(1, std::min(hashes.size(), bits_.preferred_batch() / parts.size()));
+  // Bounded by the scratch a thread keeps, too (OffsetSliceItems).
+  size_t k_max = 1;
+  for (uint64_t p : parts) {
+    REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(p));
+    k_max = std::max<size_t>(k_max, sizing.geometry.hashes);
+  }
+  const size_t slice = std::max<size_t>(
+      1, std::min({hashes.size(), bits_.preferred_batch() / parts.size(),
+                   OffsetSliceItems(static_cast<uint32_t>(k_max)) / parts.size()}));
   // Scratch kept per thread: a call allocates nothing once a thread has
   // seen its largest batch (single-item calls included).
   thread_local std::vector<std::vector<uint64_t>> offsets;
@@ -200,7 +207,7 @@ Status FilterContext::AddToStore(uint64_t part, std::span<const Hash128> hashes,
   }
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
   const uint32_t k = sizing.geometry.hashes;
-  const size_t slice = std::max<size_t>(1, bits_.preferred_batch());
+  const size_t slice = std::max<size_t>(1, std::min(bits_.preferred_batch(), OffsetSliceItems(k)));
   thread_local std::vector<uint64_t> offsets;  // see TestIn
   if (done != nullptr) *done = 0;
   for (size_t start = 0; start < hashes.size(); start += slice) {
