@@ -1765,6 +1765,18 @@ TEST_F(RedisStoreTest, AShardedFilterThatDoesNotFitIsRefusedWithNothingLeft) {
   EXPECT_EQ(store_->ReadConfig("spread").status().code(), StatusCode::kNotFound);
 }
 
+// A bitmap longer than the server's proto-max-bulk-len is out of room (exit
+// 3, HTTP 507), not "internal" (500, which says a bug).
+TEST_F(RedisStoreTest, ABitmapPastProtoMaxBulkLenIsOutOfRoom) {
+  raw_->Must({"CONFIG", "SET", "proto-max-bulk-len", "1mb"});
+  const Status created =
+      BloomFilter::Create(*store_, "long", Options(2'000'000, 0.01)).status();  // 2.4 MB
+  raw_->Must({"CONFIG", "SET", "proto-max-bulk-len", "512mb"});
+  EXPECT_EQ(created.code(), StatusCode::kResourceExhausted) << created.ToString();
+  EXPECT_NE(created.message().find("proto-max-bulk-len"), std::string::npos);
+  EXPECT_EQ(store_->ReadConfig("long").status().code(), StatusCode::kNotFound);
+}
+
 // A server at maxmemory with noeviction refuses every command queued in
 // MULTI, reads too, so checks failed (resource_exhausted) although they need
 // no memory: a full Redis stopped answering "is it there?". Reads now go

@@ -154,6 +154,14 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
                                "'); use a redis-cluster:// URL");
   }
   if (StartsWith(text, "OOM")) return Status::ResourceExhausted(where + ": " + said);
+  // A string longer than the server's proto-max-bulk-len (512 MB unless
+  // lowered): a bitmap this server will not hold, not a bug.
+  if (text.find("string exceeds maximum allowed size") != std::string_view::npos) {
+    return Status::ResourceExhausted(where +
+                                     " will not hold a string that long (its "
+                                     "proto-max-bulk-len is below the bitmap's size): " +
+                                     said);
+  }
   if (StartsWith(text, "WRONGTYPE")) return Status::Conflict(where + ": " + said);
   if (StartsWith(text, "ERR DB index is out of range") ||
       StartsWith(text, "ERR invalid DB index")) {
