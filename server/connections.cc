@@ -59,6 +59,11 @@ constexpr milliseconds kAcceptPause{100};
 // Linger): a client told early that its request is refused (413 before its
 // body was read, 431) reads the answer, then closes, well within it.
 constexpr milliseconds kLingerTime{5000};
+// How long a shutdown keeps an idle keep-alive connection open at most: a
+// load balancer polling /readyz on it still sees 503 and drains, but a
+// keep_alive_timeout_s of up to an hour no longer holds the exit (the
+// packaged unit kills redbloomd after 30 s, before it syncs its filters).
+constexpr milliseconds kShutdownIdleGrace{5000};
 
 thread_local std::optional<std::string> t_read_timeout;
 
@@ -667,7 +672,9 @@ void ConnectionServer::Loop::Resume(Connection& c) {
   c.request_line = false;
   if (c.buf.empty()) {
     c.idle = true;
-    SetDeadline(c, Clock::now() + o_.keep_alive_timeout);
+    const milliseconds wait = std::chrono::duration_cast<milliseconds>(o_.keep_alive_timeout);
+    SetDeadline(c,
+                Clock::now() + (s_.stopping_.load() ? std::min(wait, kShutdownIdleGrace) : wait));
   } else {
     c.idle = false;  // a pipelined request has begun
     SetDeadline(c, Clock::now() + o_.header_timeout);
@@ -855,8 +862,10 @@ void ConnectionServer::Loop::Run() {
       // Lingering connections are answered already: a shutdown does not
       // wait for their clients (Linger closes the later ones at once).
       std::vector<Connection*> lingering;
+      const Clock::time_point idle_until = Clock::now() + kShutdownIdleGrace;
       for (auto& [fd, c] : conns_) {
         if (c->lingering) lingering.push_back(c.get());
+        if (c->idle && !c->in_worker && c->deadline > idle_until) SetDeadline(*c, idle_until);
       }
       for (Connection* c : lingering) Close(*c);
     }

@@ -111,7 +111,7 @@ class ConnectionServer {
   int port() const { return port_; }
   // Serves until Stop() and every connection has gone: requests already
   // received are answered (with "Connection: close"), and idle keep-alive
-  // connections are closed within keep_alive_timeout.
+  // connections are closed within keep_alive_timeout, or 5 s once stopping.
   void Run();
   // Stops accepting connections at once; may be called from any thread.
   void Stop();

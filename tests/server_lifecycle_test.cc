@@ -87,6 +87,20 @@ TEST_F(ServerLifecycleTest, SigtermFinishesInFlightRequestsThenExitsZero) {
   EXPECT_EQ(again.Stop(SIGINT), 0) << again.Stderr();
 }
 
+// A shutdown keeps an idle keep-alive connection open for kShutdownIdleGrace
+// (5 s) at most: it waited the whole keep_alive_timeout_s (up to an hour),
+// and the packaged unit kills redbloomd after 30 s, before it syncs.
+TEST_F(ServerLifecycleTest, ShutdownDoesNotWaitOutALongKeepAlive) {
+  RedbloomdProcess server(StoreUrl(), R"({"keep_alive_timeout_s":120})");
+  server.Start();
+  httplib::Client keep("127.0.0.1", server.port());
+  keep.set_keep_alive(true);
+  ASSERT_EQ(keep.Get("/healthz")->status, 200);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.Stop(SIGTERM, std::chrono::seconds(20)), 0) << server.Stderr();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+}
+
 TEST_F(ServerLifecycleTest, ExitCodes) {
   const auto run = [](std::vector<std::string> args, std::vector<std::string> env = {}) {
     args.insert(args.begin(), REDBLOOMD_PATH);
