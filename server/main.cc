@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -143,15 +144,29 @@ int Run(int argc, char** argv) {
 
   SignalThread signal_thread([&] {
     int stops = 0;
+    siginfo_t first{};
+    std::chrono::steady_clock::time_point first_at;
     while (true) {
-      int sig = 0;
-      if (sigwait(&signals, &sig) != 0) continue;
+      siginfo_t info{};
+      const int sig = sigwaitinfo(&signals, &info);
+      if (sig < 0) continue;
       if (sig == SIGUSR1) return;  // main is done
       if (sig == SIGHUP) {
         if (auto s = access_log.Reopen(); !s.ok()) Fail(s.message());
         continue;
       }
+      // The same signal from the same process within a second is one
+      // request delivered twice: GNU timeout (and tini -g) signal the
+      // child, then its process group. It cut in-flight requests short.
+      // A terminal's ^C (no sending process) still counts each time.
+      const auto now = std::chrono::steady_clock::now();
+      if (stops == 1 && info.si_pid != 0 && info.si_signo == first.si_signo &&
+          info.si_pid == first.si_pid && now - first_at < std::chrono::seconds(1)) {
+        continue;
+      }
       if (++stops == 1) {
+        first = info;
+        first_at = now;
         std::fprintf(stderr, "redbloomd: %s received; finishing in-flight requests\n",
                      sig == SIGTERM ? "SIGTERM" : "SIGINT");
         service.BeginShutdown();

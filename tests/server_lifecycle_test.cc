@@ -101,6 +101,50 @@ TEST_F(ServerLifecycleTest, ShutdownDoesNotWaitOutALongKeepAlive) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
 }
 
+// GNU timeout (and tini -g) send SIGTERM to the child, then to its process
+// group: one request, delivered twice. The second was taken for an
+// operator's "now", and in-flight requests were cut short (exit 1).
+TEST_F(ServerLifecycleTest, TheSameSignalTwiceFromOneSenderIsOneShutdown) {
+  RedbloomdProcess server(StoreUrl());
+  server.Start();
+  auto client = server.Client();
+  ASSERT_EQ(
+      Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  const std::string body = R"({"items":["in-flight"]})";
+  RawConnection in_flight(server.port());
+  in_flight.Send(
+      "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // taken, not merged
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  in_flight.Send(body.substr(5));
+  const std::string response = in_flight.ReadResponse();
+  EXPECT_TRUE(response.starts_with("HTTP/1.1 200")) << response;
+  EXPECT_EQ(server.Wait(), 0) << server.Stderr();
+}
+
+// Another signal, or the same one a second later, still means "now": the
+// filters are flushed and the process exits 1 without waiting.
+TEST_F(ServerLifecycleTest, ASecondSignalExitsWithoutWaiting) {
+  for (const int second : {SIGINT, SIGTERM}) {
+    RedbloomdProcess server(StoreUrl());
+    server.Start();
+    RawConnection in_flight(server.port());
+    in_flight.Send("POST /v1/filters/x/items HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(second == SIGTERM ? 1200 : 100));
+    ASSERT_EQ(::kill(server.pid(), second), 0);
+    EXPECT_EQ(server.Wait(std::chrono::seconds(5)), 1) << second << ": " << server.Stderr();
+    EXPECT_NE(server.Stderr().find("second signal"), std::string::npos) << server.Stderr();
+  }
+}
+
 TEST_F(ServerLifecycleTest, ExitCodes) {
   const auto run = [](std::vector<std::string> args, std::vector<std::string> env = {}) {
     args.insert(args.begin(), REDBLOOMD_PATH);
