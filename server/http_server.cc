@@ -197,6 +197,10 @@ void Apply(Reply reply, Response& res) {
   res.status = reply.status;
   res.body = std::move(reply.body);
   res.set_header("Content-Type", reply.content_type);
+  // cpp-httplib compresses an answer when the request's Accept-Encoding
+  // names gzip or br: a shared cache must not give that body to a client
+  // that did not ask for it.
+  res.set_header("Vary", "Accept-Encoding");
   for (auto& [k, v] : reply.headers) res.set_header(k, v);
 }
 

@@ -832,6 +832,20 @@ TEST_P(ServerApiTest, RangeHeadersDoNotCutAnswers) {
   }
 }
 
+// An answer may be compressed (Accept-Encoding: gzip or br), so every one
+// says it varies with Accept-Encoding; none did, and a shared cache could
+// hand a gzip body to a client that never asked for one.
+TEST_P(ServerApiTest, AnswersVaryWithAcceptEncoding) {
+  StartServer();
+  Create("orders");
+  for (const char* path : {"/v1/openapi.json", "/v1/filters/orders", "/v1/filters/missing"}) {
+    for (const char* accept : {"gzip", "identity"}) {
+      Answer a = Do("GET", path, "", {{"Accept-Encoding", accept}});
+      EXPECT_EQ(a.header("Vary"), "Accept-Encoding") << path << " " << accept;
+    }
+  }
+}
+
 TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   const std::string log = dir_.path() + "/access.log";
   StartServer(json{{"access_log", log}}.dump());
