@@ -122,6 +122,10 @@ struct BodyFraming {
   // A Content-Length with no value: the HTTP layer would never see it
   // (httplib drops empty headers), so the connection layer answers it.
   bool empty_length = false;
+  // A header line that is no "name: value" (no colon, or no name): httplib
+  // skips such a line and serves the request; RFC 9112 and our docs say
+  // 400.
+  bool malformed_header = false;
 };
 
 BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
@@ -137,7 +141,10 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
     if (!line.ends_with("\r\n") || line[0] == ' ' || line[0] == '\t') return f;
     line.remove_suffix(2);
     const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return f;
+    if (colon == std::string_view::npos || colon == 0) {
+      f.malformed_header = true;
+      return f;
+    }
     const std::string_view name = line.substr(0, colon);
     const std::string_view value = Trim(line.substr(colon + 1));
     if (EqualsIgnoreCase(name, "Content-Length")) {
@@ -610,6 +617,12 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
     // framings that are not one way only).
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             "the request's Content-Length is empty"));
+    Linger(c);
+    return true;
+  }
+  if (f.malformed_header) {
+    Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
+                            "a header line of the request is not 'name: value'"));
     Linger(c);
     return true;
   }

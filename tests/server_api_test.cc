@@ -631,6 +631,10 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       // An empty length, which httplib drops as if it were not there.
       head + "Content-Length: \r\n\r\n" + body,
       head + length + "Content-Length:\r\n\r\n" + body,
+      // A header line that is no "name: value" (httplib skipped it and
+      // served the request).
+      head + "NoColonHere\r\n" + length + "\r\n" + body,
+      head + ": no-name\r\n" + length + "\r\n" + body,
   };
   for (const std::string& request : ambiguous) {
     RawConnection c(server_->port());
