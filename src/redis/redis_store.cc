@@ -274,7 +274,18 @@ class RedisStore final : public Store {
     // of the name replaces them.
     auto meta = ReadMeta(name, /*wait_ready=*/false);
     const uint32_t shards = meta.ok() ? meta->config.shards : 1;
-    Status dropped = DropMain(name, keys);
+    // A window's slices in or near its window go too, listed or not: a
+    // slice whose list entry was evicted would outlive the drop, and a
+    // filter made again alike would read its bits as lost (data_loss) until
+    // it expired. They go in the drop's own script, so never a slice of a
+    // filter made after it.
+    std::vector<uint64_t> slices;
+    if (meta.ok() && meta->config.kind == FilterKind::kWindow && meta->config.slice_millis() > 0) {
+      const uint64_t now = shared_->options.clock->NowMillis() / meta->config.slice_millis();
+      const uint64_t back = meta->config.slices + 2;
+      for (uint64_t p = now > back ? now - back : 0; p <= now + 2; ++p) slices.push_back(p);
+    }
+    Status dropped = DropMain(name, keys, slices);
     if (!dropped.ok() || shards == 1) return dropped;
     return DropShards(name, shards);
   }
@@ -400,7 +411,9 @@ class RedisStore final : public Store {
     return shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops);
   }
 
-  Status DropMain(std::string_view name, const FilterKeys& keys) {
+  // `also`: part numbers whose keys go too if they exist, listed or not.
+  Status DropMain(std::string_view name, const FilterKeys& keys,
+                  const std::vector<uint64_t>& also = {}) {
     // Not idempotent: a repeated drop would answer kNotFound.
     return shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
@@ -410,6 +423,11 @@ class RedisStore final : public Store {
           auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
             std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts};
             for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
+            for (uint64_t p : also) {
+              if (std::find(parts.begin(), parts.end(), p) == parts.end()) {
+                all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
+              }
+            }
             if (!companion.empty()) all.push_back(companion);
             BeginEval(cmd, scripts::kDrop, all, 1 + parts.size());
             cmd->Arg(name);
