@@ -128,6 +128,28 @@ struct BodyFraming {
   bool malformed_header = false;
 };
 
+// Removes the head's Range lines (the head is buf[begin, end), its request
+// line first); returns how many bytes went. No answer honours a range (the
+// HTTP layer clears valid ones), but cpp-httplib answers a malformed one 416
+// before any route or token check, on /healthz too.
+size_t DropRangeLines(std::string& buf, size_t begin, size_t end) {
+  size_t at = buf.find('\n', begin) + 1;  // past the request line
+  size_t dropped = 0;
+  while (at < end - dropped) {
+    const size_t nl = buf.find('\n', at);
+    if (nl == std::string::npos || nl >= end - dropped) break;
+    const std::string_view line(buf.data() + at, nl + 1 - at);
+    const size_t colon = line.find(':');
+    if (colon != std::string_view::npos && EqualsIgnoreCase(line.substr(0, colon), "Range")) {
+      buf.erase(at, nl + 1 - at);
+      dropped += nl + 1 - at;
+      continue;
+    }
+    at = nl + 1;
+  }
+  return dropped;
+}
+
 BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
   BodyFraming f;
   size_t at = buf.find('\n', begin) + 1;  // past the request line
@@ -611,6 +633,7 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
 bool ConnectionServer::Loop::OnHead(Connection& c) {
   const auto now = Clock::now();
   c.body_deadline = now + o_.body_timeout;
+  c.head_end -= DropRangeLines(c.buf, c.pos, c.head_end);
   const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
   if (f.empty_length) {
     // Where the body ends cannot be told (the HTTP layer answers the other
