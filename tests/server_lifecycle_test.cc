@@ -138,7 +138,7 @@ TEST_F(ServerLifecycleTest, ASecondSignalExitsWithoutWaiting) {
     in_flight.Send("POST /v1/filters/x/items HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(second == SIGTERM ? 1200 : 100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(second == SIGTERM ? 2500 : 100));
     ASSERT_EQ(::kill(server.pid(), second), 0);
     EXPECT_EQ(server.Wait(std::chrono::seconds(5)), 1) << second << ": " << server.Stderr();
     EXPECT_NE(server.Stderr().find("second signal"), std::string::npos) << server.Stderr();
@@ -164,17 +164,9 @@ TEST_F(ServerLifecycleTest, ExitCodes) {
   r = run({"--config", dir_.path() + "/missing.json"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
 
-  // A store that cannot be opened: a directory it may not create.
+  // A file where the store's directory should be.
   const std::string not_dir = dir_.path() + "/plain-file";
   std::ofstream(not_dir) << "x";
-  const std::string locked = dir_.path() + "/locked";
-  std::filesystem::create_directory(locked);
-  std::filesystem::permissions(
-      locked, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
-  if (::geteuid() != 0) {  // root may write anywhere
-    r = run({"--listen", "127.0.0.1:0", "--store", "file:" + locked + "/store"});
-    EXPECT_EQ(r.exit_code, 3) << r.err;
-  }
   // A URL that cannot work is configuration (exit 2, which the packaged
   // unit does not restart): it was 3, restarted every 2 s for ever.
   for (const std::string& url : std::vector<std::string>{
