@@ -100,14 +100,15 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
         // they confirmed to the caller: answers read before the WAIT stand
         // for the bits (ORed, as above), but no item is accepted until one
         // succeeds (as AddSmall).
-        if (!waited.ok()) {
-          done = 0;
-          b.accepted = 0;
-        }
+        if (!waited.ok()) done = 0;  // and no item is accepted (below)
         return waited;
       });
   // What could not be sent rides with this handle's next command.
   cells.pending += uncounted;
+  // With wait_replicas an item is confirmed by a WAIT, and a call that
+  // failed before one (a lost connection, a later chunk refused) confirmed
+  // none: the chunks answered before the failure are on this server alone.
+  if (!s.ok() && shared_->wait_replicas > 0) b.accepted = 0;
   return s;
 }
 
