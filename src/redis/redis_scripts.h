@@ -127,6 +127,16 @@ inline constexpr std::string_view kCreateShard =
     "end\n"
     "return 1\n";
 
+// Takes back a sharded filter whose create ran out of room placing its
+// shards: only while the metadata is still that create's (its token) and not
+// ready, so never a filter another create finished or made since. KEYS:
+// meta, bitmap. ARGV: shard token. Returns 1 if it was taken back.
+inline constexpr std::string_view kDropUnready =
+    "if redis.call('HGET', KEYS[1], 'shard_token') ~= ARGV[1] or\n"
+    "   redis.call('HGET', KEYS[1], 'shards_ready') ~= '0' then return 0 end\n"
+    "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
+    "return 1\n";
+
 // Marks a sharded filter's shards as placed, if the metadata still belongs
 // to the create that placed them. KEYS: meta. ARGV: shard token. Returns 1,
 // or 0 if the filter was dropped or re-created meanwhile.

@@ -372,11 +372,23 @@ class RedisStore final : public Store {
       // Out of memory (a shard refused, or OOM): the shards placed so far
       // would hold the server past its limit for a filter no one can use,
       // and every write to any filter would fail OOM. This create made the
-      // filter, so it takes it away; one that finishes another's does not.
-      (void)DropMain(name, keys);
-      (void)DropShards(name, config.shards);
-      return placed.WithContext("filter '" + std::string(name) +
-                                "' was not created (its shards placed so far were dropped)");
+      // filter, so it takes it back, unless another create has finished it
+      // (or the name was dropped and made again) meanwhile.
+      bool taken = false;
+      (void)shared_->source->Run(
+          keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+            CommandBuffer cmd;
+            BeginEval(&cmd, scripts::kDropUnready, {keys.meta, keys.bitmap}, 1);
+            cmd.Arg(token);
+            REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+            taken = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+            return Status::Ok();
+          });
+      if (taken) {
+        (void)DropShards(name, config.shards);
+        return placed.WithContext("filter '" + std::string(name) +
+                                  "' was not created (its shards placed so far were dropped)");
+      }
     }
     REDBLOOM_RETURN_IF_ERROR(
         placed.WithContext("creating the shards of filter '" + std::string(name) + "'"));
