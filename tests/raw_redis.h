@@ -9,6 +9,7 @@
 #ifndef REDBLOOM_TESTS_RAW_REDIS_H_
 #define REDBLOOM_TESTS_RAW_REDIS_H_
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -91,6 +92,9 @@ class RawRedis {
 
  private:
   void Connect(internal::ServerParams p) {
+    // The test's own reads (a 46 MiB GET) may take longer than the store's
+    // 5 s under ThreadSanitizer; what they check is the data, not the time.
+    p.command_timeout = std::chrono::seconds(60);
     params_ = std::make_unique<internal::ServerParams>(std::move(p));
     auto c = internal::Connection::Open(*params_);
     Check(c.status());
