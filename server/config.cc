@@ -173,23 +173,6 @@ Status ParseListen(std::string_view listen, std::string* host, int* port) {
   return Status::Ok();
 }
 
-// The first key of the top-level object that appears twice, or "".
-std::string DuplicateTopLevelKey(std::string_view text) {
-  std::set<std::string> seen;
-  std::string dup;
-  (void)Json::parse(
-      text,
-      [&](int depth, Json::parse_event_t event, Json& parsed) {
-        if (depth == 1 && event == Json::parse_event_t::key && dup.empty() &&
-            !seen.insert(parsed.get<std::string>()).second) {
-          dup = parsed.get<std::string>();
-        }
-        return true;
-      },
-      /*allow_exceptions=*/false);
-  return dup;
-}
-
 // A string setting left empty (an unset template variable, most often)
 // would fall back to a default or, for a token, turn authentication off:
 // refused, as any other invalid value.
@@ -207,8 +190,19 @@ Status GetNonEmptyString(const Json& v, std::string_view key, std::string* out) 
 
 Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
   Json j;
+  // A key given twice would count only its last value (nlohmann keeps it),
+  // so a token could be overridden by a later line unseen: the parse notes
+  // the first top-level key it meets again.
+  std::set<std::string> seen;
+  std::string dup;
   try {
-    j = Json::parse(text);
+    j = Json::parse(text, [&](int depth, Json::parse_event_t event, Json& parsed) {
+      if (depth == 1 && event == Json::parse_event_t::key && dup.empty() &&
+          !seen.insert(parsed.get<std::string>()).second) {
+        dup = parsed.get<std::string>();
+      }
+      return true;
+    });
   } catch (const Json::exception& e) {
     const bool truncated =
         std::string_view(e.what()).find("unexpected end of input") != std::string_view::npos;
@@ -217,11 +211,7 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
                                    e.what());
   }
   if (!j.is_object()) return Status::InvalidArgument("config file must hold a JSON object");
-  // A key given twice would count only its last value (nlohmann keeps it),
-  // so a token could be overridden by a later line unseen.
-  if (std::string dup = DuplicateTopLevelKey(text); !dup.empty()) {
-    return Status::InvalidArgument("config file sets \"" + dup + "\" twice");
-  }
+  if (!dup.empty()) return Status::InvalidArgument("config file sets \"" + dup + "\" twice");
   std::string token_file;
   bool has_token = false;
   for (const auto& [key, v] : j.items()) {
