@@ -334,18 +334,25 @@ bool KernelsFit(const StrategyDef& strategy, const WordArray& a, const Geometry&
          g.hashes <= strategy.word_kernels->max_hashes && g.bits <= a.cells;
 }
 
-// The general path for hashed items: the batch's offsets first (per thread
-// scratch, so a call allocates nothing once a thread has seen its largest
-// batch), range-checked. Callers pass at most OffsetSliceItems(k) items, so
-// a thread keeps at most kScratchOffsets of them: a 100,000-item batch at
-// k = 1074 kept 860 MB in each redbloomd worker that served one, for good.
-Result<const uint64_t*> OffsetsOf(const WordArray& a, std::span<const Hash128> hashes,
-                                  const StrategyDef& strategy, const Geometry& g) {
+// The general path for hashed items: the batch's offsets, range-checked,
+// `fn(first, offsets, n)` for each run of at most OffsetSliceItems(k) items.
+// Per thread scratch, so a call allocates nothing once a thread has seen a
+// full slice, and keeps at most kScratchOffsets: sized for a whole batch, a
+// 100,000-item batch at k = 1074 kept 860 MB in each redbloomd worker that
+// served one, for good.
+template <typename Fn>
+Status ForEachOffsetSlice(const WordArray& a, std::span<const Hash128> hashes,
+                          const StrategyDef& strategy, const Geometry& g, Fn&& fn) {
   thread_local std::vector<uint64_t> offsets;
-  offsets.resize(hashes.size() * g.hashes);
-  strategy.offsets(hashes, g, offsets.data());
-  REDBLOOM_RETURN_IF_ERROR(CheckOffsets(a, offsets.data(), offsets.size()));
-  return offsets.data();
+  const size_t slice = OffsetSliceItems(g.hashes);
+  for (size_t first = 0; first < hashes.size(); first += slice) {
+    const auto part = hashes.subspan(first, std::min(slice, hashes.size() - first));
+    offsets.resize(part.size() * g.hashes);
+    strategy.offsets(part, g, offsets.data());
+    REDBLOOM_RETURN_IF_ERROR(CheckOffsets(a, offsets.data(), offsets.size()));
+    fn(first, offsets.data(), part.size());
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -490,15 +497,11 @@ Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
     }
     return Status::Ok();
   }
-  const size_t slice = OffsetSliceItems(g.hashes);
-  for (size_t start = 0; start < hashes.size(); start += slice) {
-    const auto part = hashes.subspan(start, std::min(slice, hashes.size() - start));
-    REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, part, strategy, g));
-    uint8_t* at = present + start;
-    TestCells(*a, offsets, part.size(), g.hashes,
-              [at](size_t i, bool all) { at[i] |= all ? 1 : 0; });
-  }
-  return Status::Ok();
+  return ForEachOffsetSlice(
+      *a, hashes, strategy, g, [&](size_t first, const uint64_t* offsets, size_t n) {
+        uint8_t* at = present + first;
+        TestCells(*a, offsets, n, g.hashes, [at](size_t i, bool all) { at[i] |= all ? 1 : 0; });
+      });
 }
 
 Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
@@ -512,14 +515,11 @@ Status WordBitStore::AddHashes(uint64_t part, std::span<const Hash128> hashes,
   // which a single add would otherwise pay for on every call.
   if (!a->writable.ok()) return a->writable;
   if (!KernelsFit(strategy, *a, g)) {
-    const size_t slice = OffsetSliceItems(g.hashes);
-    for (size_t start = 0; start < hashes.size(); start += slice) {
-      const auto part = hashes.subspan(start, std::min(slice, hashes.size() - start));
-      REDBLOOM_ASSIGN_OR_RETURN(const uint64_t* offsets, OffsetsOf(*a, part, strategy, g));
-      SetCells(*a, offsets, part.size(), g.hashes, added == nullptr ? nullptr : added + start,
-               /*reserved=*/false);
-    }
-    return Status::Ok();
+    return ForEachOffsetSlice(
+        *a, hashes, strategy, g, [&](size_t first, const uint64_t* offsets, size_t n) {
+          SetCells(*a, offsets, n, g.hashes, added == nullptr ? nullptr : added + first,
+                   /*reserved=*/false);
+        });
   }
   const WordKernels& kernels = *strategy.word_kernels;
   if (hashes.size() == 1) {
