@@ -134,16 +134,6 @@ Status FilterContext::TestInStore(std::span<const uint64_t> parts, std::span<con
     }
     return Status::Ok();
   }
-  // One slice tests every part, so the store's batch is shared among them.
-  // Bounded by the scratch a thread keeps, too (OffsetSliceItems).
-  size_t k_max = 1;
-  for (uint64_t p : parts) {
-    REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(p));
-    k_max = std::max<size_t>(k_max, sizing.geometry.hashes);
-  }
-  const size_t slice = std::max<size_t>(
-      1, std::min({hashes.size(), bits_.preferred_batch() / parts.size(),
-                   OffsetSliceItems(static_cast<uint32_t>(k_max)) / parts.size()}));
   // Scratch kept per thread: a call allocates nothing once a thread has
   // seen its largest batch (single-item calls included).
   thread_local std::vector<std::vector<uint64_t>> offsets;
@@ -152,6 +142,17 @@ Status FilterContext::TestInStore(std::span<const uint64_t> parts, std::span<con
   if (offsets.size() < parts.size()) offsets.resize(parts.size());
   if (answers.size() < parts.size()) answers.resize(parts.size());
   batches.resize(parts.size());
+  size_t k_max = 1;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(parts[p]));
+    batches[p] = PartBatch{.part = parts[p], .k = sizing.geometry.hashes};
+    k_max = std::max<size_t>(k_max, sizing.geometry.hashes);
+  }
+  // One slice tests every part, so the store's batch is shared among them;
+  // bounded by the scratch a thread keeps, too (OffsetSliceItems).
+  const size_t slice = std::max<size_t>(
+      1, std::min({hashes.size(), bits_.preferred_batch() / parts.size(),
+                   OffsetSliceItems(static_cast<uint32_t>(k_max)) / parts.size()}));
   bool first = true;
   for (size_t start = 0; start < hashes.size() || first; start += slice) {
     const size_t n = std::min(slice, hashes.size() - start);
@@ -159,12 +160,9 @@ Status FilterContext::TestInStore(std::span<const uint64_t> parts, std::span<con
     for (size_t p = 0; p < parts.size(); ++p) {
       REDBLOOM_RETURN_IF_ERROR(Offsets(parts[p], chunk, &offsets[p]));
       answers[p].assign(n, 0);
-      REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(parts[p]));
-      batches[p] = PartBatch{.part = parts[p],
-                             .k = sizing.geometry.hashes,
-                             .offsets = offsets[p].data(),
-                             .items = n,
-                             .out = answers[p].data()};
+      batches[p].offsets = offsets[p].data();
+      batches[p].items = n;
+      batches[p].out = answers[p].data();
     }
     REDBLOOM_RETURN_IF_ERROR(bits_.Test(std::span<PartBatch>(batches.data(), parts.size()),
                                         first ? parts_now : nullptr));
