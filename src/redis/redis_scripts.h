@@ -21,6 +21,20 @@
 
 namespace redbloom::internal::scripts {
 
+// no_room(bytes): {used, max} when `bytes` more would take the server past
+// its maxmemory, else nil. Redis checks maxmemory only before a command, so
+// a server below its limit would allocate a bitmap of any size and then
+// refuse every write (noeviction) or evict keys, other filters' bits among
+// them (false negatives): the scripts that allocate ask first.
+#define REDBLOOM_LUA_ROOM                                                   \
+  "local function no_room(bytes)\n"                                         \
+  "  local info = redis.call('INFO', 'memory')\n"                           \
+  "  local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"    \
+  "  local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n" \
+  "  if max > 0 and used + bytes > max then return {used, max} end\n"       \
+  "  return nil\n"                                                          \
+  "end\n"
+
 // Shared prologue. meta_state(key, companion) returns 'ok', 'gone',
 // 'changed' or 'companion'. With a companion key (a filter whose strategy's
 // Java side keeps a hash beside the bitmap: Redisson's {NAME}:config, passed
@@ -68,21 +82,15 @@ namespace redbloom::internal::scripts {
 // Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
 // exists without metadata; {3, type} the meta key is not a hash; {5, used,
 // maxmemory} the bitmap does not fit under the server's maxmemory.
-inline constexpr std::string_view kCreate =
+inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
     "if bt ~= 'none' then return {2, bt} end\n"
     "local bytes = tonumber(ARGV[1])\n"
-    // Redis checks maxmemory only before a command, so a server below its
-    // limit would allocate a bitmap of any size and then refuse every write
-    // (noeviction) or evict keys, other filters' bits among them (false
-    // negatives). A bitmap that does not fit is refused here instead.
-    "local info = redis.call('INFO', 'memory')\n"
-    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
-    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
-    "if max > 0 and used + bytes > max then return {5, used, max} end\n"
+    "local full = no_room(bytes)\n"
+    "if full then return {5, full[1], full[2]} end\n"
     // Size the bitmap before writing the metadata: if the allocation fails
     // (OOM), the script stops with nothing written (scripts do not roll
     // back). Writing its last byte makes Redis allocate the string once, at
@@ -107,7 +115,7 @@ inline constexpr std::string_view kCreate =
 // A shard that does not fit under maxmemory is refused, as kCreate refuses a
 // filter, before it is allocated: {5, used, max}.
 // KEYS: shard meta, shard bitmap. ARGV: bytes, expires_at_ms, field, value...
-inline constexpr std::string_view kCreateShard =
+inline constexpr std::string_view kCreateShard = REDBLOOM_LUA_ROOM
     "if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('EXISTS', KEYS[2]) == 1 then\n"
     "  local have = redis.call('HGET', KEYS[1], 'name')\n"
     "  for i = 3, #ARGV - 1, 2 do\n"
@@ -115,10 +123,8 @@ inline constexpr std::string_view kCreateShard =
     "  end\n"
     "end\n"
     "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
-    "local info = redis.call('INFO', 'memory')\n"
-    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
-    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
-    "if max > 0 and used + tonumber(ARGV[1]) > max then return {5, used, max} end\n"
+    "local full = no_room(tonumber(ARGV[1]))\n"
+    "if full then return {5, full[1], full[2]} end\n"
     "redis.call('SETRANGE', KEYS[2], tonumber(ARGV[1]) - 1, '\\0')\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
     "if ARGV[2] ~= '0' then\n"
@@ -356,7 +362,7 @@ inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
 // from then on; it gets REDBLOOM_CHANGED and reopens the filter instead.
 // KEYS: meta, part bitmap, parts hash. ARGV: the seven expected fields, P,
 // part bytes, part expires_at_ms, filter expires_at_ms, dense.
-inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE
+inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_ROOM
     "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "if ARGV[12] == '1' and\n"
@@ -366,11 +372,9 @@ inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
     // As in kCreate: a part that does not fit under maxmemory is refused
     // before it is allocated, not left to push the server past its limit.
-    "  local info = redis.call('INFO', 'memory')\n"
-    "  local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
-    "  local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
-    "  if max > 0 and used + tonumber(ARGV[9]) > max then\n"
-    "    return redis.error_reply('REDBLOOM_NOROOM ' .. used .. ' ' .. max)\n"
+    "  local full = no_room(tonumber(ARGV[9]))\n"
+    "  if full then\n"
+    "    return redis.error_reply('REDBLOOM_NOROOM ' .. full[1] .. ' ' .. full[2])\n"
     "  end\n"
     "  redis.call('SETRANGE', KEYS[2], tonumber(ARGV[9]) - 1, '\\0')\n"
     "  if ARGV[10] ~= '0' then redis.call('PEXPIREAT', KEYS[2], ARGV[10]) end\n"
@@ -538,7 +542,7 @@ inline constexpr std::string_view kAddRange = REDBLOOM_LUA_PROLOGUE
 // (room for the bitmap checked as kCreate does), and {8, type} when the
 // companion key exists without metadata (a filter the Java side created:
 // attach adopts it).
-inline constexpr std::string_view kCreateCompanion =
+inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
@@ -547,10 +551,8 @@ inline constexpr std::string_view kCreateCompanion =
     "local ct = redis.call('TYPE', KEYS[3])['ok']\n"
     "if ct ~= 'none' then return {8, ct} end\n"
     "local bytes = tonumber(ARGV[1])\n"
-    "local info = redis.call('INFO', 'memory')\n"
-    "local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"
-    "local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"
-    "if max > 0 and used + bytes > max then return {5, used, max} end\n"
+    "local full = no_room(bytes)\n"
+    "if full then return {5, full[1], full[2]} end\n"
     "local c = tonumber(ARGV[3])\n"
     // Bitmap first, as in kCreate: a failed allocation leaves nothing behind.
     "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
