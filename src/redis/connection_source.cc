@@ -145,10 +145,13 @@ Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& ur
   // A CA file, certificate or key that cannot be used is the URL's fault
   // whether or not the server can be reached now: said at open, not as
   // "connection refused" (and not retried by redbloomd for ever).
+  // Held to the end of the call, so that a single server's source, made
+  // below, finds it in TlsContext::For's cache instead of reading the files
+  // again.
+  std::shared_ptr<const TlsContext> tls;
   if (url.tls.enabled) {
-    if (const auto context = TlsContext::For(url.tls); !context->error().empty()) {
-      return Status::InvalidArgument(context->error());
-    }
+    tls = TlsContext::For(url.tls);
+    if (!tls->error().empty()) return Status::InvalidArgument(tls->error());
   }
   switch (url.mode) {
     case RedisMode::kSingle:
