@@ -34,16 +34,30 @@ class ServerLifecycleTest : public ::testing::Test {
 
   std::string StoreUrl() const { return "file:" + dir_.path() + "/store"; }
 
+  // Creates filter "orders" on a started server.
+  static void CreateOrders(const RedbloomdProcess& server) {
+    auto client = server.Client();
+    ASSERT_EQ(
+        Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
+        201);
+  }
+
+  // Sends an add of `body` to "orders" whose headers and first `sent` bytes
+  // of body have arrived: a request in flight until the rest is sent.
+  static void SendPartOfAnAdd(RawConnection& c, const std::string& body, size_t sent) {
+    c.Send(
+        "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, sent));
+  }
+
   TempDir dir_;
 };
 
 TEST_F(ServerLifecycleTest, SigtermFinishesInFlightRequestsThenExitsZero) {
   RedbloomdProcess server(StoreUrl());
   server.Start();
-  auto client = server.Client();
-  ASSERT_EQ(
-      Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
-      201);
+  CreateOrders(server);
   // A keep-alive connection that has finished one request.
   httplib::Client keep("127.0.0.1", server.port());
   keep.set_keep_alive(true);
@@ -52,10 +66,7 @@ TEST_F(ServerLifecycleTest, SigtermFinishesInFlightRequestsThenExitsZero) {
   // A request whose headers and first half of body have arrived...
   const std::string body = R"({"items":["in-flight-1","in-flight-2"]})";
   RawConnection in_flight(server.port());
-  in_flight.Send(
-      "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-      "Content-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 10));
+  SendPartOfAnAdd(in_flight, body, 10);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   // ...when SIGTERM arrives.
   ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
@@ -107,16 +118,10 @@ TEST_F(ServerLifecycleTest, ShutdownDoesNotWaitOutALongKeepAlive) {
 TEST_F(ServerLifecycleTest, TheSameSignalTwiceFromOneSenderIsOneShutdown) {
   RedbloomdProcess server(StoreUrl());
   server.Start();
-  auto client = server.Client();
-  ASSERT_EQ(
-      Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
-      201);
+  CreateOrders(server);
   const std::string body = R"({"items":["in-flight"]})";
   RawConnection in_flight(server.port());
-  in_flight.Send(
-      "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-      "Content-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 5));
+  SendPartOfAnAdd(in_flight, body, 5);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // taken, not merged
