@@ -128,26 +128,100 @@ struct BodyFraming {
   bool malformed_header = false;
 };
 
-// Removes the head's Range lines (the head is buf[begin, end), its request
-// line first); returns how many bytes went. No answer honours a range (the
-// HTTP layer clears valid ones), but cpp-httplib answers a malformed one 416
-// before any route or token check, on /healthz too.
-size_t DropRangeLines(std::string& buf, size_t begin, size_t end) {
-  size_t at = buf.find('\n', begin) + 1;  // past the request line
-  size_t dropped = 0;
-  while (at < end - dropped) {
-    const size_t nl = buf.find('\n', at);
-    if (nl == std::string::npos || nl >= end - dropped) break;
-    const std::string_view line(buf.data() + at, nl + 1 - at);
-    const size_t colon = line.find(':');
-    if (colon != std::string_view::npos && EqualsIgnoreCase(line.substr(0, colon), "Range")) {
-      buf.erase(at, nl + 1 - at);
-      dropped += nl + 1 - at;
+// The weight of one element of an Accept-Encoding list (RFC 9110, 12.4.2),
+// in thousandths: 1000 without a "q" parameter, nullopt when the weight
+// does not parse.
+std::optional<int> CodingWeight(std::string_view params) {
+  while (!params.empty()) {
+    const size_t semi = params.find(';');
+    std::string_view param = Trim(params.substr(0, semi));
+    params = semi == std::string_view::npos ? std::string_view() : params.substr(semi + 1);
+    const size_t eq = param.find('=');
+    if (eq == std::string_view::npos || !EqualsIgnoreCase(Trim(param.substr(0, eq)), "q")) {
       continue;
     }
-    at = nl + 1;
+    const std::string_view q = Trim(param.substr(eq + 1));
+    if (q.empty() || (q[0] != '0' && q[0] != '1')) return std::nullopt;
+    if (q.size() > 1 && (q[1] != '.' || q.size() > 5)) return std::nullopt;
+    int thousandths = 0;
+    for (size_t i = 2, scale = 100; i < q.size(); ++i, scale /= 10) {
+      if (q[i] < '0' || q[i] > '9') return std::nullopt;
+      thousandths += (q[i] - '0') * static_cast<int>(scale);
+    }
+    if (q[0] == '1') return thousandths == 0 ? std::optional<int>(1000) : std::nullopt;
+    return thousandths;
   }
-  return dropped;
+  return 1000;
+}
+
+// The coding cpp-httplib is to compress the answer with, from the request's
+// Accept-Encoding values: "br" or "gzip", whichever the client weighs more
+// (br on a tie, as httplib prefers it), or none. httplib looks for the
+// substrings "br" and "gzip" in the first such line alone, so it compressed
+// for "gzip;q=0", which refuses gzip, and not for "GZIP" or "*".
+std::string_view ChosenCoding(const std::vector<std::string>& values) {
+  std::optional<int> br, gzip, any;
+  for (const std::string& value : values) {
+    std::string_view list = value;
+    while (!list.empty()) {
+      const size_t comma = list.find(',');
+      const std::string_view element = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      const size_t semi = element.find(';');
+      const std::string_view coding = Trim(element.substr(0, semi));
+      const std::optional<int> weight =
+          CodingWeight(semi == std::string_view::npos ? "" : element.substr(semi + 1));
+      if (!weight) continue;
+      if (EqualsIgnoreCase(coding, "br")) br = std::max(br.value_or(0), *weight);
+      if (EqualsIgnoreCase(coding, "gzip") || EqualsIgnoreCase(coding, "x-gzip")) {
+        gzip = std::max(gzip.value_or(0), *weight);
+      }
+      if (coding == "*") any = std::max(any.value_or(0), *weight);
+    }
+  }
+  const int br_weight = br.value_or(any.value_or(0));
+  const int gzip_weight = gzip.value_or(any.value_or(0));
+  if (br_weight > 0 && br_weight >= gzip_weight) return "br";
+  if (gzip_weight > 0) return "gzip";
+  return {};
+}
+
+// Tidies the head (buf[begin, end), its request line first) for httplib;
+// returns where it now ends. Range lines go: no answer honours a range (the
+// HTTP layer clears valid ones), but cpp-httplib answers a malformed one 416
+// before any route or token check, on /healthz too. Accept-Encoding lines
+// become one that names the coding chosen (ChosenCoding), or none.
+size_t TidyHead(std::string& buf, size_t begin, size_t end) {
+  const size_t first = buf.find('\n', begin) + 1;  // past the request line
+  std::vector<std::string> accept;
+  size_t at = first;
+  while (at < end) {
+    const size_t nl = buf.find('\n', at);
+    if (nl == std::string::npos || nl >= end) break;
+    const std::string_view line(buf.data() + at, nl + 1 - at);
+    const size_t colon = line.find(':');
+    const std::string_view name =
+        colon == std::string_view::npos ? std::string_view() : line.substr(0, colon);
+    const bool range = EqualsIgnoreCase(name, "Range");
+    if (EqualsIgnoreCase(name, "Accept-Encoding")) {
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) {
+        value.remove_suffix(1);
+      }
+      accept.emplace_back(value);
+    } else if (!range) {
+      at = nl + 1;
+      continue;
+    }
+    buf.erase(at, nl + 1 - at);
+    end -= nl + 1 - at;
+  }
+  if (accept.empty()) return end;
+  const std::string_view coding = ChosenCoding(accept);
+  if (coding.empty()) return end;
+  const std::string line = "Accept-Encoding: " + std::string(coding) + "\r\n";
+  buf.insert(first, line);
+  return end + line.size();
 }
 
 BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
@@ -633,7 +707,7 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
 bool ConnectionServer::Loop::OnHead(Connection& c) {
   const auto now = Clock::now();
   c.body_deadline = now + o_.body_timeout;
-  c.head_end -= DropRangeLines(c.buf, c.pos, c.head_end);
+  c.head_end = TidyHead(c.buf, c.pos, c.head_end);
   const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
   if (f.empty_length) {
     // Where the body ends cannot be told (the HTTP layer answers the other

@@ -856,6 +856,51 @@ TEST_P(ServerApiTest, AnswersVaryWithAcceptEncoding) {
   }
 }
 
+// An answer is compressed only with a coding the client accepts, weights
+// and case as RFC 9110 reads them: "gzip;q=0" refuses gzip, and was given
+// it (httplib looks for the substring), while "GZIP" and "*" were not.
+TEST_P(ServerApiTest, AnswersAreCompressedOnlyAsTheClientAccepts) {
+  StartServer();
+  Create("orders");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"gzip"}, "gzip"},
+      {{"GZIP"}, "gzip"},
+      {{"x-gzip"}, "gzip"},
+      {{"gzip;q=0"}, ""},
+      {{"gzip; Q=0.000"}, ""},
+      {{"gzip;q=0.001"}, "gzip"},
+      {{"gzip;q=2"}, ""},
+      {{"br;q=0, gzip;q=0"}, ""},
+      {{"br;q=0.5, gzip;q=0.8"}, "gzip"},
+      {{"br, gzip"}, "br"},
+      {{"*"}, "br"},
+      {{"*;q=0.5, br;q=0"}, "gzip"},
+      {{"identity;q=1, *;q=0"}, ""},
+      {{"deflate"}, ""},
+      {{"identity", "gzip"}, "gzip"},
+      {{"gzip", "gzip;q=0"}, "gzip"},
+  };
+  for (const auto& [lines, coding] : cases) {
+    std::string request = "GET /v1/filters/orders HTTP/1.1\r\nHost: x\r\n";
+    std::string label;
+    for (const std::string& line : lines) {
+      request += "Accept-Encoding: " + line + "\r\n";
+      label += "[" + line + "]";
+    }
+    request += "Connection: close\r\n\r\n";
+    const std::string answer = RawExchange(server_->port(), request, /*shut_write=*/false);
+    ASSERT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0u) << label << ": " << answer.substr(0, 200);
+    const std::string head = answer.substr(0, answer.find("\r\n\r\n"));
+    if (coding.empty()) {
+      EXPECT_EQ(head.find("Content-Encoding"), std::string::npos) << label << ": " << head;
+      EXPECT_NE(answer.find("\"name\":\"orders\""), std::string::npos) << label;
+    } else {
+      EXPECT_NE(head.find("Content-Encoding: " + coding + "\r\n"), std::string::npos)
+          << label << ": " << head;
+    }
+  }
+}
+
 TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   const std::string log = dir_.path() + "/access.log";
   StartServer(json{{"access_log", log}}.dump());
