@@ -347,6 +347,15 @@ void Answer(const Connection& c, const std::string& bytes) {
 // The socket as httplib reads and writes it on a worker: bytes the event
 // thread already read come first, and every wait is bounded by read_timeout
 // and by the request's body deadline (or write_timeout).
+// The first line of the request that starts at c.pos, without its line end
+// (the head is complete once a request is dispatched).
+std::string_view RequestLine(const Connection& c) {
+  std::string_view line(c.buf);
+  line = line.substr(c.pos, line.find('\n', c.pos) - c.pos);
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  return line;
+}
+
 class ConnectionStream final : public httplib::Stream {
  public:
   // The body's deadline runs from the end of the headers (Loop::OnHead),
@@ -768,10 +777,7 @@ void ConnectionServer::Loop::Dispatch(Connection& c) {
   ClearDeadline(c);
   Unwatch(c);
   c.in_worker = true;
-  std::string_view line(c.buf);
-  line = line.substr(c.pos, line.find('\n', c.pos) - c.pos);
-  if (line.ends_with('\r')) line.remove_suffix(1);
-  const Lane lane = s_.lane_ ? s_.lane_(line) : Lane::kGeneral;
+  const Lane lane = s_.lane_ ? s_.lane_(RequestLine(c)) : Lane::kGeneral;
   (lane == Lane::kProbe ? probe_ : lane == Lane::kReadiness ? readiness_ : general_).Push(&c);
 }
 
@@ -901,7 +907,7 @@ void ConnectionServer::Loop::Serve(Connection& c) {
   const bool last = s_.stopping_.load() || c.served + 1 >= o_.keep_alive_max_requests;
   bool keep = false;
   try {
-    keep = s_.handler_(stream, last);
+    keep = s_.handler_(stream, RequestLine(c), last);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "redbloomd: exception while serving a request: %s\n", e.what());
   }

@@ -84,10 +84,12 @@ struct ConnectionOptions {
   int max_connections_per_client = 256;
 };
 
-// Serves one request read from `stream` (httplib parses, routes, answers).
-// `last` asks for "Connection: close". Returns true when the connection may
-// carry another request.
-using RequestHandler = std::function<bool(httplib::Stream& stream, bool last)>;
+// Serves one request read from `stream` (httplib parses, routes, answers);
+// `request_line` is its first line, without the line end, for the log of a
+// request httplib rejects before it parses it. `last` asks for "Connection:
+// close". Returns true when the connection may carry another request.
+using RequestHandler =
+    std::function<bool(httplib::Stream& stream, std::string_view request_line, bool last)>;
 // Which workers serve a request: the general ones, or a lane's reserved ones.
 enum class Lane { kGeneral, kProbe, kReadiness };
 // The lane of a request line ("GET /healthz HTTP/1.1").

@@ -30,6 +30,18 @@ struct Target {
   std::string item;  // decoded
 };
 
+// Bytes of a request target kept for the log (LoggedTarget logs 1 KiB).
+constexpr size_t kMaxLoggedLine = 2048;
+
+// The method, target and version of a request line as it came, for the log
+// of a request httplib rejected before it filled them (a request line past
+// its 8 KiB, answered 414). The target keeps its first kMaxLoggedLine bytes
+// (`whole` is false when it had more).
+struct RawRequestLine {
+  std::string method, target, version;
+  bool whole = true;
+};
+
 // What the pre-routing step learned about the request being served on this
 // thread. httplib runs pre-routing, the handler and the logger of one
 // request on one thread, one request at a time, so a thread_local carries
@@ -45,6 +57,8 @@ struct RequestContext {
   // it filled the request's own.
   std::string peer;
   int peer_port = 0;
+  // The request's first line as it came (SplitRequestLine).
+  RawRequestLine request_line;
   // Screen already passed this request (as the Expect handler).
   bool screened = false;
 };
@@ -201,6 +215,9 @@ void Apply(Reply reply, Response& res) {
   // names gzip or br: a shared cache must not give that body to a client
   // that did not ask for it.
   res.set_header("Vary", "Accept-Encoding");
+  // No answer honours a Range (Screen clears them); httplib would otherwise
+  // tell a HEAD "Accept-Ranges: bytes".
+  res.set_header("Accept-Ranges", "none");
   for (auto& [k, v] : reply.headers) res.set_header(k, v);
 }
 
@@ -248,9 +265,9 @@ std::string DefaultErrorMessage(int status, size_t max_body) {
 }
 
 // The target as logged: printable ASCII only, bounded, and with the item of
-// a single-item path redacted unless asked otherwise.
-std::string LoggedTarget(const Request& req, bool redact_item) {
-  std::string_view target = req.target;
+// a single-item path redacted unless asked otherwise. `whole` is false for a
+// target cut short (it is logged with "...").
+std::string LoggedTarget(std::string_view target, bool redact_item, bool whole = true) {
   std::string_view suffix;
   if (redact_item) {
     const size_t items = target.find("/items/", kFiltersPrefix.size() + 1);
@@ -271,9 +288,26 @@ std::string LoggedTarget(const Request& req, bool redact_item) {
       out.push_back(static_cast<char>(c));
     }
   }
-  if (target.size() > kMaxLogged) out.append("...");
+  if (target.size() > kMaxLogged || (!whole && suffix.empty())) out.append("...");
   out.append(suffix);
   return out;
+}
+
+void SplitRequestLine(std::string_view line, RawRequestLine* r) {
+  const size_t first = line.find(' ');
+  const size_t last = line.rfind(' ');
+  r->method.assign(line.substr(0, std::min(first, kMaxLoggedLine)));
+  r->target.clear();
+  r->version.clear();
+  r->whole = true;
+  if (first == std::string_view::npos) return;
+  std::string_view target = line.substr(first + 1);
+  if (last > first && line.substr(last + 1).starts_with("HTTP/")) {
+    r->version.assign(line.substr(last + 1, 16));
+    target = line.substr(first + 1, last - first - 1);
+  }
+  r->whole = target.size() <= kMaxLoggedLine;
+  r->target.assign(target.substr(0, kMaxLoggedLine));
 }
 
 std::string UtcTimestamp() {
@@ -375,7 +409,10 @@ HttpServer::HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpO
     };
   }
   connections_ = std::make_unique<ConnectionServer>(
-      std::move(c), [this](httplib::Stream& stream, bool last) { return Serve(stream, last); },
+      std::move(c),
+      [this](httplib::Stream& stream, std::string_view request_line, bool last) {
+        return Serve(stream, request_line, last);
+      },
       LaneOf, metrics_);
   Install();
 }
@@ -388,8 +425,9 @@ void HttpServer::Run() { connections_->Run(); }
 
 void HttpServer::Stop() { connections_->Stop(); }
 
-bool HttpServer::Serve(httplib::Stream& stream, bool last) {
+bool HttpServer::Serve(httplib::Stream& stream, std::string_view request_line, bool last) {
   t_ctx.keep_alive = false;
+  SplitRequestLine(request_line, &t_ctx.request_line);
   t_ctx.screened = false;  // set only between the Expect handler and routing
   stream.get_remote_ip_and_port(t_ctx.peer, t_ctx.peer_port);
   bool closed = false;
@@ -665,19 +703,26 @@ void HttpServer::Install() {
     }
     if (!log_->enabled()) return;
     char tail[96];
-    std::snprintf(tail, sizeof(tail), "\" %d %zu %.3fms\n", res.status, res.body.size(),
+    // The body bytes sent: none for HEAD, whose answer carries the length
+    // a GET's body would have.
+    const size_t sent = req.method == "HEAD" ? 0 : res.body.size();
+    std::snprintf(tail, sizeof(tail), "\" %d %zu %.3fms\n", res.status, sent,
                   std::chrono::duration<double, std::milli>(latency).count());
+    const bool parsed = !req.method.empty();
+    const RawRequestLine& raw = ctx.request_line;
     std::string line = UtcTimestamp();
     line.append(" ")
         .append(req.remote_addr.empty() ? ctx.peer : req.remote_addr)
         .append(":")
         .append(std::to_string(req.remote_addr.empty() ? ctx.peer_port : req.remote_port))
         .append(" \"")
-        .append(req.method)
+        .append(LoggedTarget(parsed ? req.method : raw.method, /*redact_item=*/false))
         .append(" ")
-        .append(LoggedTarget(req, !options_.log_items && (route == Route::kItem || !routed)))
+        .append(LoggedTarget(parsed ? req.target : raw.target,
+                             !options_.log_items && (route == Route::kItem || !routed),
+                             parsed || raw.whole))
         .append(" ")
-        .append(req.version)
+        .append(LoggedTarget(parsed ? req.version : raw.version, /*redact_item=*/false))
         .append(tail);
     log_->Write(line);
   });

@@ -915,6 +915,22 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
           std::string(9000, 'a') + "\r\n\r\n",
       /*shut_write=*/true);
   ASSERT_NE(rejected.find(" 400 "), std::string::npos) << rejected.substr(0, 200);
+  // So is one whose request line is past 8 KiB (414): it was logged as
+  // '"  " 414', with neither method nor target.
+  const std::string too_long =
+      RawExchange(server_->port(),
+                  "GET /v1/filters/orders/items/card-3400000000000009" + std::string(9000, 'b') +
+                      " HTTP/1.1\r\nHost: x\r\n\r\n",
+                  /*shut_write=*/true);
+  ASSERT_NE(too_long.find(" 414 "), std::string::npos) << too_long.substr(0, 200);
+  const std::string long_name = std::string(3000, 'n');
+  ASSERT_EQ(Do("GET", "/v1/filters/" + long_name + std::string(6000, 'm')).status, 414);
+  // A HEAD sends no body, whatever length its answer announces.
+  Answer head = Do("HEAD", "/v1/openapi.json");
+  ASSERT_EQ(head.status, 200);
+  ASSERT_NE(head.header("Content-Length"), "0");
+  // No answer honours a range, so none offers them (httplib said "bytes").
+  EXPECT_EQ(head.header("Accept-Ranges"), "none");
   ASSERT_EQ(server_->Stop(SIGTERM), 0) << server_->Stderr();
   std::ifstream in(log);
   std::stringstream ss;
@@ -943,11 +959,18 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   // With the client's address, though the parser stopped before filling it.
   EXPECT_EQ(rejected_line.find("Z 127.0.0.1:"), 23u) << rejected_line;
   EXPECT_EQ(rejected_line.find(":-1 "), std::string::npos) << rejected_line;
+  EXPECT_EQ(ss.str().find("3400000000000009"), std::string::npos) << ss.str();
+  EXPECT_FALSE(line_with("\"GET /v1/filters/orders/items/<redacted> HTTP/1.1\" 414 ").empty())
+      << ss.str();
+  // A target too long to log whole is cut, and says so.
+  const std::string cut_line = line_with("\"GET /v1/filters/" + long_name.substr(0, 100));
+  EXPECT_NE(cut_line.find("... HTTP/1.1\" 414 "), std::string::npos) << cut_line;
+  EXPECT_FALSE(line_with("\"HEAD /v1/openapi.json HTTP/1.1\" 200 0 ").empty()) << ss.str();
   // One line per request: the harness's /healthz probes, PUT, GET item, GET
-  // /nope, the rejected GET.
+  // /nope, the rejected GET, the two 414s, the HEAD.
   size_t non_probe = 0;
   for (const std::string& l : lines) non_probe += l.find("/healthz") == std::string::npos ? 1 : 0;
-  EXPECT_EQ(non_probe, 4u) << ss.str();
+  EXPECT_EQ(non_probe, 7u) << ss.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ServerApiTest,
