@@ -186,12 +186,39 @@ std::string_view ChosenCoding(const std::vector<std::string>& values) {
   return {};
 }
 
+// Rewrites an absolute-form target ("GET http://host:8080/v1/filters
+// HTTP/1.1") in the request line at buf[begin] as the origin-form httplib
+// routes ("/v1/filters"); returns how many bytes went. RFC 9112 (3.2.2) has
+// a server accept the absolute form, which was answered 404; the authority
+// it names is not checked, as Host is not.
+size_t OriginForm(std::string& buf, size_t begin) {
+  const size_t target = buf.find(' ', begin) + 1;
+  const size_t line_end = buf.find('\n', begin);
+  if (target == 0 || target > line_end) return 0;
+  const std::string_view rest(buf.data() + target, line_end - target);
+  size_t scheme = 0;
+  if (rest.size() > 7 && EqualsIgnoreCase(rest.substr(0, 7), "http://")) scheme = 7;
+  if (rest.size() > 8 && EqualsIgnoreCase(rest.substr(0, 8), "https://")) scheme = 8;
+  if (scheme == 0) return 0;
+  const size_t path = rest.find_first_of("/? \r", scheme);
+  if (path == std::string_view::npos) return 0;
+  if (rest[path] == '/') {
+    buf.erase(target, path);
+    return path;
+  }
+  // No path: the origin form is "/" (and the query, if any, follows it).
+  buf.replace(target, path, "/");
+  return path - 1;
+}
+
 // Tidies the head (buf[begin, end), its request line first) for httplib;
 // returns where it now ends. Range lines go: no answer honours a range (the
 // HTTP layer clears valid ones), but cpp-httplib answers a malformed one 416
 // before any route or token check, on /healthz too. Accept-Encoding lines
-// become one that names the coding chosen (ChosenCoding), or none.
+// become one that names the coding chosen (ChosenCoding), or none. An
+// absolute-form target becomes the origin form (OriginForm).
 size_t TidyHead(std::string& buf, size_t begin, size_t end) {
+  end -= OriginForm(buf, begin);
   const size_t first = buf.find('\n', begin) + 1;  // past the request line
   std::vector<std::string> accept;
   size_t at = first;

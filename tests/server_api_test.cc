@@ -842,6 +842,31 @@ TEST_P(ServerApiTest, RangeHeadersDoNotCutAnswers) {
   }
 }
 
+// A target in absolute form is served as its path (RFC 9112, 3.2.2: a
+// server must accept it); it was answered 404.
+TEST_P(ServerApiTest, AbsoluteFormTargetsAreServedAsTheirPath) {
+  StartServer();
+  Create("orders");
+  const std::string authority = "127.0.0.1:" + std::to_string(server_->port());
+  for (const std::string& target : std::vector<std::string>{
+           "http://" + authority + "/v1/filters/orders", "HTTPS://elsewhere/v1/filters/orders",
+           "http://" + authority + "/v1/filters/orders?x=1"}) {
+    const std::string answer = RawExchange(
+        server_->port(), "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        /*shut_write=*/false);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0u) << target << ": " << answer.substr(0, 200);
+    EXPECT_NE(answer.find("\"name\":\"orders\""), std::string::npos) << target;
+  }
+  // No path is the root, which serves nothing; nor is "http:/x" absolute.
+  for (const std::string& target :
+       std::vector<std::string>{"http://" + authority, "http:/v1/filters/orders"}) {
+    const std::string answer = RawExchange(
+        server_->port(), "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        /*shut_write=*/false);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 404 ", 0), 0u) << target << ": " << answer.substr(0, 200);
+  }
+}
+
 // An answer may be compressed (Accept-Encoding: gzip or br), so every one
 // says it varies with Accept-Encoding; none did, and a shared cache could
 // hand a gzip body to a client that never asked for one.
