@@ -122,10 +122,6 @@ struct BodyFraming {
   // A Content-Length with no value: the HTTP layer would never see it
   // (httplib drops empty headers), so the connection layer answers it.
   bool empty_length = false;
-  // A header line that is no "name: value" (no colon, or no name): httplib
-  // skips such a line and serves the request; RFC 9112 and our docs say
-  // 400.
-  bool malformed_header = false;
 };
 
 // The weight of one element of an Accept-Encoding list (RFC 9110, 12.4.2),
@@ -216,8 +212,11 @@ size_t OriginForm(std::string& buf, size_t begin) {
 // HTTP layer clears valid ones), but cpp-httplib answers a malformed one 416
 // before any route or token check, on /healthz too. Accept-Encoding lines
 // become one that names the coding chosen (ChosenCoding), or none. An
-// absolute-form target becomes the origin form (OriginForm).
-size_t TidyHead(std::string& buf, size_t begin, size_t end) {
+// absolute-form target becomes the origin form (OriginForm). `malformed` is
+// set for a header line that is no "name: value" (no colon, or no name):
+// httplib skips such a line and serves the request; RFC 9112 and our docs
+// say 400, in HTTP/1.0 too.
+size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
   end -= OriginForm(buf, begin);
   const size_t first = buf.find('\n', begin) + 1;  // past the request line
   std::vector<std::string> accept;
@@ -226,9 +225,11 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end) {
     const size_t nl = buf.find('\n', at);
     if (nl == std::string::npos || nl >= end) break;
     const std::string_view line(buf.data() + at, nl + 1 - at);
+    if (line == "\r\n" || line == "\n") break;  // the blank line that ends the head
     const size_t colon = line.find(':');
     const std::string_view name =
         colon == std::string_view::npos ? std::string_view() : line.substr(0, colon);
+    if (name.empty() && line[0] != ' ' && line[0] != '\t') *malformed = true;
     const bool range = EqualsIgnoreCase(name, "Range");
     if (EqualsIgnoreCase(name, "Accept-Encoding")) {
       std::string_view value = line.substr(colon + 1);
@@ -264,10 +265,7 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
     if (!line.ends_with("\r\n") || line[0] == ' ' || line[0] == '\t') return f;
     line.remove_suffix(2);
     const size_t colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0) {
-      f.malformed_header = true;
-      return f;
-    }
+    if (colon == std::string_view::npos || colon == 0) return f;  // TidyHead's to answer
     const std::string_view name = line.substr(0, colon);
     const std::string_view value = Trim(line.substr(colon + 1));
     if (EqualsIgnoreCase(name, "Content-Length")) {
@@ -743,7 +741,8 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
 bool ConnectionServer::Loop::OnHead(Connection& c) {
   const auto now = Clock::now();
   c.body_deadline = now + o_.body_timeout;
-  c.head_end = TidyHead(c.buf, c.pos, c.head_end);
+  bool malformed_header = false;
+  c.head_end = TidyHead(c.buf, c.pos, c.head_end, &malformed_header);
   const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
   if (f.empty_length) {
     // Where the body ends cannot be told (the HTTP layer answers the other
@@ -753,7 +752,7 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
     Linger(c);
     return true;
   }
-  if (f.malformed_header) {
+  if (malformed_header) {
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             "a header line of the request is not 'name: value'"));
     Linger(c);

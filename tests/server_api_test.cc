@@ -635,6 +635,10 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       // served the request).
       head + "NoColonHere\r\n" + length + "\r\n" + body,
       head + ": no-name\r\n" + length + "\r\n" + body,
+      // ... wherever it stands, and in HTTP/1.0 too (both were served).
+      head + "Transfer-Encoding: chunked\r\nNoColonHere\r\n\r\n" + chunked,
+      std::string("POST /v1/filters/orders/items HTTP/1.0\r\nContent-Type: application/json\r\n") +
+          "NoColonHere\r\n" + length + "\r\n" + body,
   };
   for (const std::string& request : ambiguous) {
     RawConnection c(server_->port());
