@@ -144,7 +144,9 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
     }
     Line(&out, "redbloomd_http_request_duration_seconds_sum", route,
          FormatDouble(static_cast<double>(h.sum_ns.load(std::memory_order_relaxed)) / 1e9));
-    Line(&out, "redbloomd_http_request_duration_seconds_count", route, u(count));
+    // The +Inf bucket's count, not `count`: a request recorded between the
+    // reads of the two would make them differ (bucket first, then count).
+    Line(&out, "redbloomd_http_request_duration_seconds_count", route, u(cumulative));
   }
 
   Header(&out, "redbloomd_http_requests_in_flight", "gauge", "Requests being processed now.");
