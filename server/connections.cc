@@ -346,7 +346,8 @@ struct Connection {
   size_t scan = 0;
   size_t line_start = 0;
   bool request_line = false;
-  size_t head_end = 0;  // once the head is complete: where its body starts
+  size_t head_end = 0;          // once the head is complete: where its body starts
+  Clock::time_point head_read;  // when the head was complete
   // When the body must have arrived: body_timeout after the head did.
   Clock::time_point body_deadline;
   // Once the event thread has begun the body (see Loop::OnHead): where it
@@ -740,6 +741,7 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
 // or closed: `c` is then gone).
 bool ConnectionServer::Loop::OnHead(Connection& c) {
   const auto now = Clock::now();
+  c.head_read = now;
   c.body_deadline = now + o_.body_timeout;
   bool malformed_header = false;
   c.head_end = TidyHead(c.buf, c.pos, c.head_end, &malformed_header);
@@ -804,6 +806,7 @@ void ConnectionServer::Loop::Dispatch(Connection& c) {
   Unwatch(c);
   c.in_worker = true;
   const Lane lane = s_.lane_ ? s_.lane_(RequestLine(c)) : Lane::kGeneral;
+  s_.metrics_->RequestQueued();
   (lane == Lane::kProbe ? probe_ : lane == Lane::kReadiness ? readiness_ : general_).Push(&c);
 }
 
@@ -933,7 +936,7 @@ void ConnectionServer::Loop::Serve(Connection& c) {
   const bool last = s_.stopping_.load() || c.served + 1 >= o_.keep_alive_max_requests;
   bool keep = false;
   try {
-    keep = s_.handler_(stream, RequestLine(c), last);
+    keep = s_.handler_(stream, RequestStart{RequestLine(c), c.head_read}, last);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "redbloomd: exception while serving a request: %s\n", e.what());
   }
@@ -945,6 +948,7 @@ void ConnectionServer::Loop::Serve(Connection& c) {
 
 void ConnectionServer::Loop::Work(WorkQueue* queue) {
   while (Connection* c = queue->Pop()) {
+    s_.metrics_->RequestDequeued();
     Serve(*c);
     {
       std::lock_guard lock(returned_mu_);

@@ -84,12 +84,21 @@ struct ConnectionOptions {
   int max_connections_per_client = 256;
 };
 
-// Serves one request read from `stream` (httplib parses, routes, answers);
-// `request_line` is its first line, without the line end, for the log of a
-// request httplib rejects before it parses it. `last` asks for "Connection:
-// close". Returns true when the connection may carry another request.
+// What the connection layer knows of a request it hands a worker.
+struct RequestStart {
+  // Its first line, without the line end, for the log of a request httplib
+  // rejects before it parses it.
+  std::string_view line;
+  // When its headers had been read: where its latency starts, so that the
+  // time it waited for a worker (and for its body) counts.
+  std::chrono::steady_clock::time_point head_read;
+};
+
+// Serves one request read from `stream` (httplib parses, routes, answers).
+// `last` asks for "Connection: close". Returns true when the connection may
+// carry another request.
 using RequestHandler =
-    std::function<bool(httplib::Stream& stream, std::string_view request_line, bool last)>;
+    std::function<bool(httplib::Stream& stream, const RequestStart& start, bool last)>;
 // Which workers serve a request: the general ones, or a lane's reserved ones.
 enum class Lane { kGeneral, kProbe, kReadiness };
 // The lane of a request line ("GET /healthz HTTP/1.1").

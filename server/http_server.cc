@@ -59,6 +59,9 @@ struct RequestContext {
   int peer_port = 0;
   // The request's first line as it came (SplitRequestLine).
   RawRequestLine request_line;
+  // When the connection layer had read its headers: its latency starts
+  // there, so that waiting for a worker or for the body counts.
+  Clock::time_point head_read;
   // Screen already passed this request (as the Expect handler).
   bool screened = false;
 };
@@ -410,8 +413,8 @@ HttpServer::HttpServer(Service* service, Metrics* metrics, AccessLog* log, HttpO
   }
   connections_ = std::make_unique<ConnectionServer>(
       std::move(c),
-      [this](httplib::Stream& stream, std::string_view request_line, bool last) {
-        return Serve(stream, request_line, last);
+      [this](httplib::Stream& stream, const RequestStart& start, bool last) {
+        return Serve(stream, start, last);
       },
       LaneOf, metrics_);
   Install();
@@ -425,9 +428,10 @@ void HttpServer::Run() { connections_->Run(); }
 
 void HttpServer::Stop() { connections_->Stop(); }
 
-bool HttpServer::Serve(httplib::Stream& stream, std::string_view request_line, bool last) {
+bool HttpServer::Serve(httplib::Stream& stream, const RequestStart& start, bool last) {
   t_ctx.keep_alive = false;
-  SplitRequestLine(request_line, &t_ctx.request_line);
+  t_ctx.head_read = start.head_read;
+  SplitRequestLine(start.line, &t_ctx.request_line);
   t_ctx.screened = false;  // set only between the Expect handler and routing
   stream.get_remote_ip_and_port(t_ctx.peer, t_ctx.peer_port);
   bool closed = false;
@@ -444,7 +448,7 @@ bool HttpServer::Screen(const Request& req, Response& res) {
   RequestContext& ctx = t_ctx;
   if (ctx.active) metrics_->RequestFinished();  // never logged; keep the gauge true
   ctx.active = true;
-  ctx.start = Clock::now();
+  ctx.start = ctx.head_read;
   metrics_->RequestStarted();
   // Every answer is one JSON document: httplib would cut a 200's body to
   // a Range header's bytes (or wrap it in multipart/byteranges), leaving
@@ -699,6 +703,7 @@ void HttpServer::Install() {
       metrics_->RequestFinished();
       ctx.active = false;
     } else {
+      latency = Clock::now() - ctx.head_read;
       metrics_->CountRequest(route, req.method, res.status);
     }
     if (!log_->enabled()) return;

@@ -81,7 +81,7 @@ class HttpServer {
   // it refused the request and `res` holds the answer.
   bool Screen(const httplib::Request& req, httplib::Response& res);
   // Serves one request from `stream` (ConnectionServer's RequestHandler).
-  bool Serve(httplib::Stream& stream, std::string_view request_line, bool last);
+  bool Serve(httplib::Stream& stream, const RequestStart& start, bool last);
 
   Service* service_;
   Metrics* metrics_;

@@ -153,6 +153,11 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
   Line(&out, "redbloomd_http_requests_in_flight", "",
        std::to_string(in_flight_.load(std::memory_order_relaxed)));
 
+  Header(&out, "redbloomd_http_requests_queued", "gauge",
+         "Requests whose headers were read, waiting for a worker.");
+  Line(&out, "redbloomd_http_requests_queued", "",
+       std::to_string(queued_.load(std::memory_order_relaxed)));
+
   Header(&out, "redbloomd_connections_accepted_total", "counter",
          "Connections accepted within the connection limits.");
   Line(&out, "redbloomd_connections_accepted_total", "",

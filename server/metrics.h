@@ -61,6 +61,10 @@ class Metrics {
   void CountRequest(Route route, std::string_view method, int status);
   void RequestStarted() { in_flight_.fetch_add(1, std::memory_order_relaxed); }
   void RequestFinished() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+  // A request whose headers were read waits for a worker, or a worker took
+  // it (requests_queued).
+  void RequestQueued() { queued_.fetch_add(1, std::memory_order_relaxed); }
+  void RequestDequeued() { queued_.fetch_sub(1, std::memory_order_relaxed); }
   void ItemsAdded(uint64_t items, uint64_t new_items);
   void ItemsChecked(uint64_t items, uint64_t present);
   void ItemsRemoved(uint64_t removed) {
@@ -112,6 +116,7 @@ class Metrics {
   std::map<std::tuple<Route, std::string, int>, uint64_t> requests_;  // guarded by mu_
   std::map<StatusCode, uint64_t> store_errors_;                       // guarded by mu_
   std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> queued_{0};
   std::atomic<uint64_t> items_added_{0};
   std::atomic<uint64_t> items_new_{0};
   std::atomic<uint64_t> items_checked_{0};

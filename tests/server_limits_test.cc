@@ -375,6 +375,56 @@ TEST_F(ServerLimitsTest, AQueuedBodysDeadlineRunsFromItsHeaders) {
   EXPECT_TRUE(first.ReadResponse(seconds(1)).starts_with("HTTP/1.1 408"));
 }
 
+// A request's latency runs from its headers, so the time it waits for a
+// worker counts: with the one worker held by a body still arriving, a GET
+// queued behind it for a second was logged, and timed, at 0.3 ms. The
+// queue shows in redbloomd_http_requests_queued meanwhile.
+TEST_F(ServerLimitsTest, LatencyCountsTheWaitForAWorker) {
+  const std::string log = dir_.path() + "/access.log";
+  RedbloomdProcess server(
+      StoreUrl(),
+      json{
+          {"threads", 1}, {"body_buffer_bytes", 0}, {"access_log", log}, {"access_log_flush_ms", 0}}
+          .dump());
+  server.Start();
+  {  // the connections close before the server stops, which waits for idle ones
+    const std::string body = R"({"items":["a"]})";
+    RawConnection first(server.port());
+    first.Send(
+        "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 5));
+    std::this_thread::sleep_for(milliseconds(200));  // the one worker takes it
+    RawConnection queued(server.port());
+    queued.Send("GET /v1/filters/queued-behind HTTP/1.1\r\nHost: x\r\n\r\n");
+    double waiting = -1;
+    for (int i = 0; i < 50 && waiting != 1; ++i) {
+      std::this_thread::sleep_for(milliseconds(20));
+      waiting = Sample(Metrics(server), "redbloomd_http_requests_queued");
+    }
+    EXPECT_EQ(waiting, 1);
+    std::this_thread::sleep_for(milliseconds(1000));
+    first.Send(body.substr(5));
+    ASSERT_TRUE(first.ReadResponse().starts_with("HTTP/1.1 404")) << "filter f was never made";
+    const std::string answer = queued.ReadResponse();
+    ASSERT_TRUE(answer.starts_with("HTTP/1.1 404")) << answer;
+  }
+  EXPECT_EQ(Sample(Metrics(server), "redbloomd_http_requests_queued"), 0);
+  const std::string metrics = Metrics(server);
+  const double sum =
+      Sample(metrics, "redbloomd_http_request_duration_seconds_sum{route=\"/v1/filters/{name}\"}");
+  EXPECT_GE(sum, 0.9) << metrics;
+  ASSERT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+  std::ifstream in(log);
+  std::string line;
+  double logged_ms = -1;
+  while (std::getline(in, line)) {
+    if (line.find("GET /v1/filters/queued-behind ") == std::string::npos) continue;
+    logged_ms = std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_GE(logged_ms, 900) << "the queued GET's logged latency";
+}
+
 // A connection that got 200 for GET /healthz and stays open (keep-alive).
 // Start()'s readiness probe closed its connection, but the server may not
 // have seen that close yet and still count it against a cap, so a refusal is
