@@ -9,7 +9,11 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include "header_text.h"
 #include "openapi.h"
@@ -311,6 +315,67 @@ void SplitRequestLine(std::string_view line, RawRequestLine* r) {
   }
   r->whole = target.size() <= kMaxLoggedLine;
   r->target.assign(target.substr(0, kMaxLoggedLine));
+}
+
+// The service log's line for an answer the server or its store failed
+// (5xx): the access log says only that it failed, this says why. One line
+// per status code per kInterval at most, so an outage that fails every
+// request is told, not flooded; the next line counts the ones left out.
+class FailureLog {
+ public:
+  static constexpr std::chrono::seconds kInterval{5};
+
+  void Note(int status, std::string_view method, std::string_view target, const std::string& body) {
+    const auto now = Clock::now();
+    uint64_t left_out = 0;
+    {
+      std::lock_guard lock(mu_);
+      Entry& e = entries_[status];
+      if (e.logged && now - e.last < kInterval) {
+        ++e.left_out;
+        return;
+      }
+      e.logged = true;
+      e.last = now;
+      left_out = std::exchange(e.left_out, 0);
+    }
+    std::string code = "internal", message = body;
+    const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("error") && j["error"].is_string() && j.contains("message") &&
+        j["message"].is_string()) {
+      code = j["error"].get<std::string>();
+      message = j["message"].get<std::string>();
+    }
+    std::string line = "redbloomd: ";
+    line.append(method).append(" ").append(target).append(": ");
+    line.append(std::to_string(status)).append(" ").append(code).append(": ").append(message);
+    if (left_out > 0) {
+      line.append(" (and ")
+          .append(std::to_string(left_out))
+          .append(" more ")
+          .append(std::to_string(status))
+          .append(" answers since the last such line)");
+    }
+    for (char& ch : line) {
+      if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // one line, whatever the message
+    }
+    line.push_back('\n');
+    [[maybe_unused]] const size_t n = std::fwrite(line.data(), 1, line.size(), stderr);
+  }
+
+ private:
+  struct Entry {
+    bool logged = false;
+    Clock::time_point last;
+    uint64_t left_out = 0;
+  };
+  std::mutex mu_;
+  std::map<int, Entry> entries_;  // by status code
+};
+
+FailureLog& Failures() {
+  static FailureLog* log = new FailureLog();  // never destroyed: workers may log at exit
+  return *log;
 }
 
 std::string UtcTimestamp() {
@@ -706,6 +771,15 @@ void HttpServer::Install() {
       latency = Clock::now() - ctx.head_read;
       metrics_->CountRequest(route, req.method, res.status);
     }
+    const bool failed = res.status >= 500;
+    if (!failed && !log_->enabled()) return;
+    const bool parsed = !req.method.empty();
+    const RawRequestLine& raw = ctx.request_line;
+    const std::string method = LoggedTarget(parsed ? req.method : raw.method, false);
+    const std::string target = LoggedTarget(
+        parsed ? req.target : raw.target, !options_.log_items && (route == Route::kItem || !routed),
+        parsed || raw.whole);
+    if (failed) Failures().Note(res.status, method, target, res.body);
     if (!log_->enabled()) return;
     char tail[96];
     // The body bytes sent: none for HEAD, whose answer carries the length
@@ -713,19 +787,15 @@ void HttpServer::Install() {
     const size_t sent = req.method == "HEAD" ? 0 : res.body.size();
     std::snprintf(tail, sizeof(tail), "\" %d %zu %.3fms\n", res.status, sent,
                   std::chrono::duration<double, std::milli>(latency).count());
-    const bool parsed = !req.method.empty();
-    const RawRequestLine& raw = ctx.request_line;
     std::string line = UtcTimestamp();
     line.append(" ")
         .append(req.remote_addr.empty() ? ctx.peer : req.remote_addr)
         .append(":")
         .append(std::to_string(req.remote_addr.empty() ? ctx.peer_port : req.remote_port))
         .append(" \"")
-        .append(LoggedTarget(parsed ? req.method : raw.method, /*redact_item=*/false))
+        .append(method)
         .append(" ")
-        .append(LoggedTarget(parsed ? req.target : raw.target,
-                             !options_.log_items && (route == Route::kItem || !routed),
-                             parsed || raw.whole))
+        .append(target)
         .append(" ")
         .append(LoggedTarget(parsed ? req.version : raw.version, /*redact_item=*/false))
         .append(tail);

@@ -174,6 +174,22 @@ TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
             200);
   EXPECT_EQ(Call(*client, "GET", "/v1/filters/orders/items/ORD-4").json["present"], true);
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+  // The service log says why requests failed (the access log only that they
+  // did), once per status code per 5 s, not once per failure; it said
+  // nothing at all.
+  int failure_lines = 0;
+  bool names_cause = false;
+  for (const std::string& line : Lines(server.Stderr())) {
+    if (!line.starts_with("redbloomd: ") || line.find(": 50") == std::string::npos) continue;
+    ++failure_lines;
+    names_cause |=
+        line.find(" /v1/filters/orders/check: 50") != std::string::npos &&
+        line.find("redis 127.0.0.1:" + std::to_string(redis.port())) != std::string::npos;
+  }
+  EXPECT_TRUE(names_cause) << server.Stderr();
+  EXPECT_GE(failure_lines, 1);
+  EXPECT_LE(failure_lines, 4) << server.Stderr();
+  EXPECT_EQ(server.Stderr().find("ORD-1"), std::string::npos) << "items stay out of the log";
 }
 
 TEST(ServerRedisTest, SlowRedisGives504) {
