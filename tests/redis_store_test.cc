@@ -835,6 +835,28 @@ TEST_F(RedisStoreTest, AReplyThatTricklesInTimesOutWithinTheTimeout) {
   EXPECT_NE(opened.message().find("connect_timeout_ms"), std::string::npos) << opened.ToString();
 }
 
+// A server that takes the TCP connection but answers nothing (stopped, or
+// stalled) is named so: it was "cannot connect to redis ... within 300 ms",
+// which sent the reader to the network while the connection was made.
+TEST_F(RedisStoreTest, AStalledServerIsToldApartFromAnUnreachableOne) {
+  RedisServer stalled;
+  stalled.Start();
+  const std::string url = stalled.url() +
+                          (stalled.url().find('?') == std::string::npos ? "?" : "&") +
+                          "connect_timeout_ms=300&max_retries=0";
+  ASSERT_EQ(::kill(stalled.pid(), SIGSTOP), 0);
+  const Status opened = Store::Open(url).status();
+  ::kill(stalled.pid(), SIGCONT);
+  EXPECT_EQ(opened.code(), StatusCode::kUnavailable) << opened.ToString();
+  EXPECT_NE(opened.message().find("connected to redis 127.0.0.1:"), std::string::npos)
+      << opened.ToString();
+  EXPECT_NE(opened.message().find("did not answer within 300 ms (connect_timeout_ms)"),
+            std::string::npos)
+      << opened.ToString();
+  EXPECT_EQ(opened.message().find("cannot connect"), std::string::npos) << opened.ToString();
+  stalled.Stop();
+}
+
 // The timeout bounds a whole send too: a server, or a path to it, that reads
 // a little at a time (4 KiB every 20 ms through a relay) let every write()
 // make progress within the timeout, and held a large batch's send for as

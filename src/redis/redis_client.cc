@@ -102,6 +102,15 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
       return Status::Unavailable(where + " did not complete the TLS handshake within " +
                                  std::to_string(server.connect_timeout.count()) +
                                  " ms (connect_timeout_ms)" + hint);
+    case Kind::kHelloTimeout:
+      // The TCP connection was made (the kernel accepts for a stopped or
+      // stalled server too): "cannot connect" would send the reader to the
+      // network.
+      return Status::Unavailable("connected to " + where + ", but it did not answer within " +
+                                 std::to_string(server.connect_timeout.count()) +
+                                 " ms (connect_timeout_ms): the server is stalled, stopped "
+                                 "or overloaded" +
+                                 hint);
     case Kind::kCertificate:
       return Status::Unavailable(std::string(kTlsFailed) + ": the certificate of " + where +
                                  " does not verify: " + failure.detail + hint);
@@ -575,7 +584,7 @@ class Connection::WaitBudget {
 
   // The failure of a wait that timed out, or of Next() returning false.
   IoFailure::Kind TimeoutKind() const {
-    return c_->connect_deadline_ ? IoFailure::Kind::kConnectTimeout : IoFailure::Kind::kTimeout;
+    return c_->connect_deadline_ ? IoFailure::Kind::kHelloTimeout : IoFailure::Kind::kTimeout;
   }
 
  private:

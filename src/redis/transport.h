@@ -27,6 +27,7 @@ struct IoFailure {
     kConnect,           // connect() failed: refused, unreachable, no such host
     kConnectTimeout,    // no TCP connection before the deadline
     kHandshakeTimeout,  // no TLS session before the deadline
+    kHelloTimeout,      // connected, but no answer to the first commands in time
     kCertificate,       // the server's certificate does not verify
     kHandshake,         // any other TLS handshake failure
     kTimeout,           // a read or write waited longer than the I/O timeout
