@@ -616,6 +616,22 @@ TEST_F(CliTest, HelpWorksForEveryCommand) {
   EXPECT_NE(typo.err.find("unknown command 'chek' (commands: create, attach, add, check,"),
             std::string::npos)
       << typo.err;
+  // Usage errors are one line with their code, as every error is (they were
+  // two, the second "Run with --help for usage.", and had no code).
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"chek", "orders", "x"},
+                                             {"check", "orders", "--bogus"},
+                                             {"create", "q"},
+                                             {"add", "orders", "--file", ""},
+                                             {"check"}}) {
+    std::vector<std::string> argv = {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+    EXPECT_TRUE(r.err.starts_with("redbloom: error: ")) << r.err;
+    EXPECT_TRUE(r.err.ends_with(" [invalid_argument]\n")) << r.err;
+  }
 }
 
 TEST_F(CliTest, StoreDefaultsToTheEnvironment) {

@@ -503,12 +503,20 @@ int Main(int argc, char** argv) {
         commands += (commands.empty() ? "" : ", ") + c->get_name();
       }
       std::cerr << "redbloom: error: unknown command '" << rest.front()
-                << "' (commands: " << commands << ")\n"
-                << "Run with --help for usage.\n";
+                << "' (commands: " << commands << ") [invalid_argument]\n";
       return kExitUsage;
     }
-    std::cerr << "redbloom: error: " << e.what() << "\n"
-              << "Run with --help for usage.\n";
+    // One line, as every error is (README): a script that keeps the last
+    // line of stderr keeps the cause.
+    std::string what = e.what();
+    while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+    for (char& ch : what) {
+      if (ch == '\n') ch = ' ';
+    }
+    std::cerr << "redbloom: error: " << what << "; see redbloom "
+              << (app.get_subcommands().empty() ? ""
+                                                : app.get_subcommands().front()->get_name() + " ")
+              << "--help [invalid_argument]\n";
     return kExitUsage;
   }
 
