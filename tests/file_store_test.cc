@@ -14,7 +14,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -253,6 +255,114 @@ TEST_F(FileStoreTest, AReplacedFlagOnTheLiveFileIsDataLoss) {
   const Status s = f.ok() ? (*f)->Contains("ORD-1").status() : f.status();
   EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
   EXPECT_NE(s.ToString().find("the header is damaged"), std::string::npos) << s.ToString();
+}
+
+// Rewrites a version-2 main file's header as version 1 (the all-binary
+// header of files written before the config codec), whose layer count at
+// 272 says how many layers were made, the main file's included.
+void RewriteAsVersionOne(const std::string& path, uint64_t layers) {
+  std::vector<uint8_t> b;
+  {
+    std::ifstream in(path, std::ios::binary);
+    b.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GE(b.size(), 4096u);
+  auto get = [&](size_t at, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = (v << 8) | b[at + i];
+    return v;
+  };
+  std::map<std::string, std::string> fields;
+  std::istringstream text(std::string(b.begin() + 64, b.begin() + 64 + get(40, 4)));
+  for (std::string line; std::getline(text, line);) {
+    fields[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
+  }
+  const uint64_t part = get(16, 8), expires = get(24, 8), data = get(32, 8), count = get(4080, 8);
+  std::vector<uint8_t> h(4096, 0);
+  auto put = [&](size_t at, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) h.at(at + i) = static_cast<uint8_t>(v >> (8 * i));
+  };
+  auto put_double = [&](size_t at, const std::string& v) {
+    const double d = std::stod(v);
+    uint64_t bits;
+    std::memcpy(&bits, &d, 8);
+    put(at, bits, 8);
+  };
+  const auto id = [](const std::string& name, std::vector<std::string> names) {
+    return static_cast<uint8_t>(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  std::memcpy(h.data(), "REDBLOOM", 8);
+  put(8, 1, 4);
+  put(12, 4096, 4);
+  h[16] = id(fields["kind"], {"plain", "counting", "scaling", "window"});
+  h[17] = id(fields["strategy"], {"seed", "guava64", "redisson", "block"});
+  h[18] = id(fields["encoding"], {"utf8", "utf8x2", "int32", "int64", "bytes"});
+  h[19] = h[16] == 1 ? 4 : 1;
+  put(20, std::stoull(fields["hashes"]), 4);
+  put(24, std::stoull(fields["bits"]), 8);
+  put(32, std::stoull(fields["capacity"]), 8);
+  put_double(40, fields["error_rate"]);
+  put(48, data, 8);
+  put(56, (fields["capped"] == "1" ? 1 : 0) | (fields["geometry"] == "given" ? 2 : 0), 4);
+  put(60, std::stoull(fields["slices"]), 4);
+  put_double(64, fields["expansion"]);
+  put(72, std::stoull(fields["window_ms"]), 8);
+  put(80, std::stoull(fields["ttl_seconds"]), 8);
+  put(88, expires, 8);
+  put(96, part, 8);
+  put(124, crc32(0L, h.data(), 124), 4);
+  put(256, count, 8);
+  put(272, layers, 8);
+  std::copy(h.begin(), h.end(), b.begin());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+// A scaling filter written as version 1 kept its layer count at 272, which
+// was read as nothing: a lost last layer made a smaller filter whose items
+// read as absent (397 of 700 in an audit), and layers this build grew were
+// not counted there, so a build that wrote the file read them as absent.
+TEST_F(FileStoreTest, AVersionOneScalingFiltersLayerCountIsReadAndKept) {
+  std::unique_ptr<BloomFilter> f;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
+  f.reset();
+  const std::string parts = dir_.path() + "/.sc.parts";
+  uint64_t last = 0;
+  for (const auto& e : std::filesystem::directory_iterator(parts)) {
+    last = std::max<uint64_t>(last, std::stoull(e.path().stem().string()));
+  }
+  ASSERT_GE(last, 2u);
+  const std::string main_file = dir_.path() + "/sc.rbf";
+  ASSERT_NO_FATAL_FAILURE(RewriteAsVersionOne(main_file, last + 1));
+  auto layer_count = [&] {
+    std::ifstream in(main_file, std::ios::binary);
+    in.seekg(272);
+    uint64_t v = 0;
+    in.read(reinterpret_cast<char*>(&v), 8);
+    return v;
+  };
+  {
+    ASSERT_OK_AND_ASSIGN(auto opened, BloomFilter::Open(*store_, "sc"));
+    std::vector<uint8_t> present;
+    ASSERT_TRUE(opened->ContainsMany(scaling_views_, &present).ok());
+    EXPECT_EQ(std::count(present.begin(), present.end(), 1), 2000) << "the file reads whole";
+    // It grows, and counts the layer where version 1 keeps it.
+    std::vector<std::string> more;
+    for (int i = 0; i < 4000; ++i) more.push_back("M-" + std::to_string(i));
+    ASSERT_TRUE(opened->AddMany(std::vector<std::string_view>(more.begin(), more.end())).ok());
+  }
+  uint64_t now_last = 0;
+  for (const auto& e : std::filesystem::directory_iterator(parts)) {
+    now_last = std::max<uint64_t>(now_last, std::stoull(e.path().stem().string()));
+  }
+  ASSERT_GT(now_last, last);
+  EXPECT_EQ(layer_count(), now_last + 1);
+  // Its last layer lost is data loss, never a smaller filter.
+  std::filesystem::remove(parts + "/" + std::to_string(now_last) + ".rbf");
+  ASSERT_OK_AND_ASSIGN(auto reopened, BloomFilter::Open(*store_, "sc"));
+  std::vector<uint8_t> present;
+  const Status check = reopened->ContainsMany(scaling_views_, &present);
+  EXPECT_EQ(check.code(), StatusCode::kDataLoss) << "never \"absent\": " << check.ToString();
 }
 
 // A scaling filter whose layer file was deleted is kDataLoss on every check

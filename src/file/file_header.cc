@@ -30,6 +30,10 @@ constexpr size_t kMaxOldText = kCountOffset - kTextOffset;
 constexpr size_t kV1Checksummed = 124;
 constexpr size_t kV1CountOffset = 256;
 constexpr size_t kV1SupersededOffset = 264;
+// A scaling filter's layer count, the main file's layer included (1 for a
+// filter that never grew): layers made is this less one's worth of parts,
+// the same number version 2 records (RecordPart keeps both up to date).
+constexpr size_t kV1LayersOffset = 272;
 
 void PutLE(uint8_t* p, uint64_t v, int n) {
   for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -135,6 +139,11 @@ Result<FileHeader> DecodeFileHeader(const uint8_t* h, uint64_t file_size, const 
     f.part = GetLE(h + 96, 8);
     f.count_offset = kV1CountOffset;
     f.superseded_offset = kV1SupersededOffset;
+    // Version 2's "parts made" is the last part's number plus one, which
+    // the layer count is once a filter grew; 1 (or 0) means no part.
+    f.parts_offset = kV1LayersOffset;
+    const uint64_t layers = GetLE(h + kV1LayersOffset, 8);
+    f.parts_made = layers <= 1 ? 0 : layers;
     REDBLOOM_ASSIGN_OR_RETURN(fields, V1Fields(h));
   } else {
     return corrupt("format version " + std::to_string(version) +
