@@ -1,5 +1,7 @@
 #include "config_codec.h"
 
+#include <algorithm>
+
 namespace redbloom::internal {
 
 std::vector<ConfigField> ConfigToFields(const FilterConfig& c, bool relevant_only) {
@@ -120,9 +122,24 @@ Result<FilterConfig> ConfigFromFields(const FieldMap& f, std::string_view where)
   if (expansion != 0) o.expansion = expansion;
   o.window_millis = window_ms;
   o.slices = static_cast<uint32_t>(slices);
+  // Creation refuses a TTL or a window past 100 years (kMaxTtlSeconds), but
+  // builds before that limit stored longer ones, and their filters must
+  // still open (they read as data_loss). Up to kMaxStoredSeconds, where every
+  // expiry stays far inside Redis's and int64's range, a stored one is
+  // checked at the limit and kept as it was stored.
+  constexpr uint64_t kMaxStoredSeconds = uint64_t{10000} * 365 * 86400;
+  const uint64_t stored_ttl = o.ttl_seconds;
+  if (stored_ttl > kMaxStoredSeconds || window_ms / 1000 > kMaxStoredSeconds) {
+    return corrupt("invalid parameters: ttl_seconds " + std::to_string(stored_ttl) +
+                   " or window_ms " + std::to_string(window_ms) + " is past 10,000 years");
+  }
+  o.ttl_seconds = std::min(o.ttl_seconds, kMaxTtlSeconds);
+  if (window_ms / 1000 > kMaxTtlSeconds) o.window_millis = kMaxTtlSeconds * 1000;
 
   Result<FilterConfig> config = MakeConfig(o);
   if (!config.ok()) return corrupt("invalid parameters: " + config.status().message());
+  config->ttl_seconds = stored_ttl;
+  config->window_millis = window_ms;
   if (geometry_given &&
       (config->capacity != stored_capacity || config->error_rate != stored_error_rate)) {
     return corrupt(

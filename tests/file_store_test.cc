@@ -201,6 +201,72 @@ TEST_F(FileStoreTest, UnknownOrMissingConfigFieldsAreDataLoss) {
   }
 }
 
+// Builds before the 100-year limit on a TTL or window stored longer ones:
+// such a filter still opens, with its config as stored (it was data_loss on
+// every call, its intact items out of reach); past 10,000 years it is not
+// a config any build wrote.
+TEST_F(FileStoreTest, ATtlStoredPastTheCreationLimitStillOpens) {
+  const std::string text = Text(ReadFile());
+  const size_t at = text.find("ttl_seconds=0\n");
+  ASSERT_NE(at, std::string::npos) << text;
+  const uint64_t forty_thousand_days = uint64_t{40000} * 86400;
+  ASSERT_GT(forty_thousand_days, kMaxTtlSeconds);
+  {
+    auto b = ReadFile();
+    std::string t = text;
+    t.replace(at, 14, "ttl_seconds=" + std::to_string(forty_thousand_days) + "\n");
+    SetText(b, t);
+    WriteFile(b);
+  }
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*store_, "f"));
+  EXPECT_TRUE(*f->Contains("ORD-1"));
+  EXPECT_EQ(f->config().ttl_seconds, forty_thousand_days);
+  ASSERT_TRUE(f->Add("ORD-2").ok());
+  // Creating one is still refused.
+  FilterOptions o{.capacity = 1000, .error_rate = 0.01, .ttl_seconds = forty_thousand_days};
+  EXPECT_EQ(BloomFilter::Create(*store_, "g", o).status().code(), StatusCode::kInvalidArgument);
+  auto b = ReadFile();
+  std::string t = text;
+  t.replace(at, 14, "ttl_seconds=" + std::to_string(uint64_t{20000} * 365 * 86400) + "\n");
+  SetText(b, t);
+  WriteFile(b);
+  ExpectDataLoss("10,000 years");
+}
+
+TEST_F(FileStoreTest, AWindowStoredPastTheCreationLimitStillOpens) {
+  const uint64_t forty_thousand_days_ms = uint64_t{40000} * 86400 * 1000;
+  FilterOptions o{.capacity = 1000,
+                  .error_rate = 0.01,
+                  .kind = FilterKind::kWindow,
+                  .window_millis = 86400 * 1000,
+                  .slices = 2};
+  ASSERT_OK_AND_ASSIGN(auto w, BloomFilter::Create(*store_, "w", o));
+  ASSERT_TRUE(w->Add("ORD-1").ok());
+  w.reset();
+  const std::string path = dir_.path() + "/w.rbf";
+  std::vector<uint8_t> b;
+  {
+    std::ifstream in(path, std::ios::binary);
+    b.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string t = Text(b);
+  const size_t at = t.find("window_ms=86400000\n");
+  ASSERT_NE(at, std::string::npos) << t;
+  t.replace(at, 19, "window_ms=" + std::to_string(forty_thousand_days_ms) + "\n");
+  const std::vector<uint8_t> parts_made(b.begin() + 4072, b.begin() + 4080);
+  SetText(b, t);
+  std::copy(parts_made.begin(), parts_made.end(), b.begin() + 4072);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  }
+  ASSERT_OK_AND_ASSIGN(auto opened, BloomFilter::Open(*store_, "w"));
+  EXPECT_EQ(opened->config().window_millis, forty_thousand_days_ms);
+  ASSERT_TRUE(opened->Add("ORD-2").ok());
+  EXPECT_TRUE(*opened->Contains("ORD-2"));
+  ASSERT_TRUE(opened->Info().ok()) << opened->Info().status().ToString();
+}
+
 // Files written before the config codec (format version 1, an all-binary
 // header) still open, with their bits, through the same validation.
 TEST_F(FileStoreTest, VersionOneFilesStillOpen) {
