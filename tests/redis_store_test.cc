@@ -465,6 +465,25 @@ TEST_F(RedisStoreTest, BareBitmapIsNotFoundAndTheErrorSaysHowToAdoptIt) {
   EXPECT_NE(s.message().find("attach"), std::string::npos) << s.message();
 }
 
+// Builds before 2026-12-01 kept a braced name's metadata at "NAME:meta".
+// Such a filter's bitmap read as a bare bitmap whose error said "adopt it
+// with attach", which keeps one layer of a scaling filter and loses the
+// rest; the error now names the old layout and how to move the filter.
+TEST_F(RedisStoreTest, AFilterInTheOldLayoutOfBracedNamesIsNamedSo) {
+  raw_->Run({"SETBIT", "a{b", "100", "1"});
+  raw_->Run({"HSET", "a{b:meta", "kind", "scaling", "hashes", "7"});
+  const Status s = BloomFilter::Open(*store_, "a{b").status();
+  EXPECT_EQ(s.code(), StatusCode::kConflict) << s.ToString();
+  EXPECT_NE(s.message().find("'a{b:meta'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("export --format redbloom"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("adopt it with attach"), std::string::npos) << s.message();
+  // A bare bitmap under such a name, with no old metadata, is still one.
+  raw_->Run({"SETBIT", "c}d", "100", "1"});
+  const Status bare = BloomFilter::Open(*store_, "c}d").status();
+  EXPECT_EQ(bare.code(), StatusCode::kNotFound) << bare.ToString();
+  EXPECT_NE(bare.message().find("attach"), std::string::npos) << bare.message();
+}
+
 // Another client drops or re-creates the filter under open bits: their adds
 // and checks fail, and nothing is written into the new filter or left behind
 // as a bare key. (The BloomFilter facade then reopens by name and follows

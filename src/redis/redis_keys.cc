@@ -155,6 +155,14 @@ FilterKeys KeysFor(std::string_view name, KeyMode mode) {
           Encode(p.tag + "/parts", mode)};
 }
 
+std::string LegacyMetaKey(std::string_view name, KeyMode mode) {
+  if (name.starts_with(kTemporaryPrefix) || HasHashTag(name) ||
+      name.find_first_of("{}") == std::string_view::npos) {
+    return "";
+  }
+  return Encode(std::string(name) + ":meta", mode);
+}
+
 PartKeys PartKeysFor(std::string_view name, KeyMode mode, uint64_t part) {
   const std::string base = Tag(name).tag + "/part/" + std::to_string(part);
   return {Encode(base, mode), Encode(base + "/add", mode)};

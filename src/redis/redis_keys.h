@@ -73,6 +73,11 @@ struct FilterKeys {
 // `name` must have passed ValidateFilterName.
 FilterKeys KeysFor(std::string_view name, KeyMode mode);
 
+// Where builds before 2026-12-01 kept the metadata of a name with a brace but
+// no hash tag ("NAME:meta", now "{rbN}NAME:meta"), to name that layout in an
+// error; empty for a name whose keys did not move.
+std::string LegacyMetaKey(std::string_view name, KeyMode mode);
+
 struct PartKeys {
   std::string bitmap;
   std::string scratch;

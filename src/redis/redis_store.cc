@@ -666,6 +666,17 @@ class RedisStore final : public Store {
             if (bitmap_exists->type != REDIS_REPLY_INTEGER || bitmap_exists->integer == 0) {
               return NotFoundStatus(name);
             }
+            const std::string legacy = LegacyMetaKey(name, shared_->keys);
+            if (!legacy.empty() && KeyExists(c, legacy)) {
+              return Status::Conflict(
+                  "filter '" + std::string(name) +
+                  "' was made by a redbloom build before 2026-12-01, which kept the metadata of "
+                  "a name with a brace but no hash tag at '" +
+                  legacy +
+                  "'; this build does not read that layout. Move it with the build "
+                  "that made it (export --format redbloom, then drop) and import the dump "
+                  "here; attaching the bitmap would lose a scaling filter's other layers");
+            }
             const std::string bt = KeyType(c, keys.bitmap);
             return Status::NotFound("filter '" + std::string(name) + "' does not exist: key '" +
                                     DisplayName(name) + "' is a " + bt +
