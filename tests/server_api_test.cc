@@ -180,6 +180,33 @@ TEST_P(ServerApiTest, DeeplyNestedPutBodyIs400AndTheServiceAnswersAfterwards) {
   Create("orders");
 }
 
+// A PUT body of many fields is refused once it is past any honest body,
+// not after parsing it all: an ordered JSON object inserts a key in linear
+// time, so 80,000 unknown fields (870 KB) held a worker and a core for
+// 9.5 s, and 80,000 empty objects in an array 1.5 s, before "unknown field".
+TEST_P(ServerApiTest, APutBodyOfManyFieldsIsRefusedUnparsed) {
+  StartServer();
+  std::string fields = R"({"capacity":1000,"error_rate":0.01)";
+  for (int i = 0; i < 80000; ++i) fields += ",\"k" + std::to_string(i) + "\":1";
+  fields += "}";
+  std::string objects = R"({"capacity":1000,"error_rate":0.01,"x":[{})";
+  for (int i = 1; i < 80000; ++i) objects += ",{}";
+  objects += "]}";
+  for (const std::string* body : {&fields, &objects}) {
+    Answer a = Do("PUT", "/v1/filters/orders", *body);
+    EXPECT_EQ(a.status, 400) << a.body;
+    EXPECT_NE(a.body.find("more than 4096 JSON values"), std::string::npos) << a.body;
+  }
+  // A body near the limit is parsed, and refused for what it says.
+  std::string some = R"({"capacity":1000,"error_rate":0.01)";
+  for (int i = 0; i < 1000; ++i) some += ",\"k" + std::to_string(i) + "\":1";
+  some += "}";
+  Answer a = Do("PUT", "/v1/filters/orders", some);
+  EXPECT_EQ(a.status, 400) << a.body;
+  EXPECT_EQ(a.json["message"].get<std::string>().rfind("unknown field \"k0\"", 0), 0u) << a.body;
+  EXPECT_EQ(Do("GET", "/v1/filters/orders").status, 404);
+}
+
 TEST_P(ServerApiTest, GetFilterReportsTheCliInfoFields) {
   StartServer();
   Create("orders", 5000, 0.001);
