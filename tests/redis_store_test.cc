@@ -1543,11 +1543,15 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"redis://h?read_from=any", "read_from"},
            Case{"redis://h?wait_replicas=-1", "wait_replicas"},
            Case{"redisx://h", "unknown store URL"},
+           // Not "port 'pa' is not an integer": a piece of the password.
+           Case{"redis://app:pa/ss@h:6379", "percent-encoded as %2F"},
        }) {
     auto store = Store::Open(c.url);
     ASSERT_FALSE(store.ok()) << c.url;
     EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << c.url;
     EXPECT_NE(store.status().message().find(c.mentions), std::string::npos)
+        << c.url << ": " << store.status().message();
+    EXPECT_EQ(store.status().message().find("'pa'"), std::string::npos)
         << c.url << ": " << store.status().message();
   }
 }

@@ -558,6 +558,17 @@ TEST(ConfigTest, RedactUrlHidesPasswords) {
   EXPECT_EQ(RedactUrl("redis://pw@host"), "redis://***@host");
   EXPECT_EQ(RedactUrl("redis://host:6379"), "redis://host:6379");
   EXPECT_EQ(RedactUrl("file:./data"), "file:./data");
+  // A raw '@' in the password: the last '@' ends it, as the parser reads it
+  // (the first left "ssWORDtail" in the clear).
+  EXPECT_EQ(RedactUrl("redis://app:P@ssWORDtail@host:6379"), "redis://app:***@host:6379");
+  // A raw '/' in it, which makes the URL invalid: still hidden when shown.
+  EXPECT_EQ(RedactUrl("redis://app:pa/ss@host:6379/0"), "redis://app:***@host:6379/0");
+  // Secrets among the options.
+  EXPECT_EQ(RedactUrl("redis-sentinel://h:26379/m?sentinel_password=S3&sentinel_user=u"),
+            "redis-sentinel://h:26379/m?sentinel_password=***&sentinel_user=u");
+  EXPECT_EQ(RedactUrl("rediss://u:p@h?cacert=/x/ca.pem&sentinel_password=S3"),
+            "rediss://u:***@h?cacert=/x/ca.pem&sentinel_password=***");
+  EXPECT_EQ(RedactUrl("redis://h?"), "redis://h?");
 }
 
 }  // namespace

@@ -183,6 +183,13 @@ Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaul
     rest = rest.substr(0, q);
   }
   std::string_view path;
+  // A raw '/' in the credentials would split them here, and the error would
+  // quote a piece of the password as a host or port.
+  if (size_t slash = rest.find('/'); slash != std::string_view::npos &&
+                                     rest.substr(0, slash).find('@') == std::string_view::npos &&
+                                     rest.find('@', slash) != std::string_view::npos) {
+    return BadUrl("a '/' in the user name or password must be percent-encoded as %2F");
+  }
   if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
     path = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
