@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <random>
 #include <sstream>
@@ -530,6 +532,64 @@ TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
 // parameters works (it met them as "re-created" on every call), and one of
 // the same parameters starts empty (it adopted their layers, with items it
 // was never given).
+// Whoever can write the store's directory cannot make the store work
+// outside it (a security audit): a filter file that is a symbolic link to
+// another directory's filter was added to and flagged "replaced" through
+// the link; a parts directory that is a link had *.rbf files deleted or
+// made through it; and a FIFO named as a filter held every list for ever.
+TEST_F(FileStoreTest, TheStoreFollowsNoLinksAndOpensNoFifos) {
+  testing::TempDir other;
+  ASSERT_OK_AND_ASSIGN(auto other_store, Store::Open("file:" + other.path()));
+  ASSERT_OK_AND_ASSIGN(auto victim, BloomFilter::Create(*other_store, "victim",
+                                                        {.capacity = 1000, .error_rate = 0.01}));
+  victim.reset();
+  std::filesystem::create_symlink(other.path() + "/victim.rbf", dir_.path() + "/evil.rbf");
+  auto evil = BloomFilter::Open(*store_, "evil");
+  ASSERT_FALSE(evil.ok());
+  EXPECT_NE(evil.status().message().find("symbolic link"), std::string::npos)
+      << evil.status().ToString();
+  EXPECT_FALSE(BloomFilter::Drop(*store_, "evil").ok());
+  ASSERT_OK_AND_ASSIGN(auto victim_again, BloomFilter::Open(*other_store, "victim"));
+  EXPECT_TRUE(victim_again->Add("still-mine").ok()) << "not flagged replaced through the link";
+  std::filesystem::remove(dir_.path() + "/evil.rbf");
+
+  // A parts directory that is a link: nothing it points at is touched.
+  const std::string outside = other.path() + "/outside";
+  std::filesystem::create_directory(outside);
+  std::ofstream(outside + "/important.rbf") << "data";
+  std::filesystem::create_directory_symlink(outside, dir_.path() + "/.grow.parts");
+  ASSERT_OK_AND_ASSIGN(
+      auto grow,
+      BloomFilter::Create(*store_, "grow",
+                          {.capacity = 10, .error_rate = 0.01, .kind = FilterKind::kScaling}));
+  EXPECT_TRUE(std::filesystem::exists(outside + "/important.rbf")) << "deleted by the create";
+  std::filesystem::create_directory_symlink(outside, dir_.path() + "/.grow.parts");
+  std::vector<std::string> items;
+  for (int i = 0; i < 100; ++i) items.push_back("g" + std::to_string(i));
+  const Status grown = grow->AddMany(std::vector<std::string_view>(items.begin(), items.end()));
+  EXPECT_FALSE(grown.ok()) << "grew a layer through the link";
+  EXPECT_FALSE(std::filesystem::exists(outside + "/1.rbf"));
+  EXPECT_EQ(BloomFilter::Drop(*store_, "nosuch").code(), StatusCode::kNotFound);
+  ASSERT_TRUE(BloomFilter::Drop(*store_, "grow").ok());
+  EXPECT_TRUE(std::filesystem::exists(outside + "/important.rbf")) << "deleted by the drop";
+
+  // A FIFO is refused at once, not opened and waited on.
+  const std::string fifo = dir_.path() + "/zz.rbf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto listed = std::async(std::launch::async, [&] { return store_->List().status(); });
+  const bool answered = listed.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!answered) {
+    const int release = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // lets the open return
+    if (release >= 0) ::close(release);
+  }
+  EXPECT_TRUE(answered) << "List waited on a FIFO";
+  listed.wait();
+  auto opened = BloomFilter::Open(*store_, "zz");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find("not a regular file"), std::string::npos)
+      << opened.status().ToString();
+}
+
 TEST_F(FileStoreTest, ANewFilterTakesNoPartsOfAVanishedOne) {
   for (const uint64_t capacity : {200, 100}) {
     std::unique_ptr<BloomFilter> old;

@@ -48,16 +48,57 @@ namespace {
 
 constexpr std::string_view kSuffix = ".rbf";
 
-// open(2), never onto descriptors 0-2 (util/fd_above_stdio.h).
+// The errno OpenNoStdio sets for a path that is no regular file (a FIFO, a
+// device, a socket); open(2) itself never sets it for a local path.
+constexpr int kNotRegular = EMEDIUMTYPE;
+
+// open(2), never onto descriptors 0-2 (util/fd_above_stdio.h). A file (not
+// O_DIRECTORY) is opened only if it is a regular file and not a symbolic
+// link: whoever can write the store's directory could otherwise point a
+// filter's file at another directory's filter, which adds and drops would
+// write and flag, or at a FIFO, whose open would hold a worker for ever.
 int OpenNoStdio(const char* path, int flags, mode_t mode = 0) {
-  return AboveStdio(::open(path, flags, mode));
+  if ((flags & O_DIRECTORY) != 0) return AboveStdio(::open(path, flags, mode));
+  const int fd = AboveStdio(::open(path, flags | O_NOFOLLOW | O_NONBLOCK, mode));
+  if (fd < 0) return fd;
+  struct stat st;
+  const bool stated = ::fstat(fd, &st) == 0;
+  const int err = errno;
+  if (!stated || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    errno = stated ? kNotRegular : err;
+    return -1;
+  }
+  return fd;
+}
+
+// ErrnoText, with what the store's own refusals mean.
+std::string WhyNot(int err) {
+  if (err == ELOOP) return "it is a symbolic link, which the store does not follow";
+  if (err == kNotRegular) return "it is not a regular file";
+  return ErrnoText(err);
 }
 
 Status IoError(const std::string& what, const std::string& path, int err) {
   if (err == ENOSPC || err == EDQUOT) {
-    return Status::ResourceExhausted(what + " " + path + ": " + ErrnoText(err));
+    return Status::ResourceExhausted(what + " " + path + ": " + WhyNot(err));
   }
-  return Status::Unavailable(what + " " + path + ": " + ErrnoText(err));
+  return Status::Unavailable(what + " " + path + ": " + WhyNot(err));
+}
+
+// A filter's parts directory must be a directory of its own, not a symbolic
+// link: through one, dropping or re-creating the filter deleted *.rbf files
+// elsewhere, and growing it made files there. Ok when it does not exist.
+Status CheckPartsDir(const std::string& parts) {
+  struct stat st;
+  if (::lstat(parts.c_str(), &st) != 0) {
+    return errno == ENOENT ? Status::Ok() : IoError("cannot read", parts, errno);
+  }
+  if (S_ISDIR(st.st_mode)) return Status::Ok();
+  return Status::Unavailable(parts + " is not a directory" +
+                             (S_ISLNK(st.st_mode) ? " but a symbolic link, which the store does "
+                                                    "not follow"
+                                                  : ""));
 }
 
 // An expired filter does not exist, whether or not removing its file
@@ -434,6 +475,7 @@ class FileStore final : public Store {
     if (::mkdir(parts.c_str(), 0755) != 0 && errno != EEXIST) {
       return IoError("cannot create", parts, errno);
     }
+    REDBLOOM_RETURN_IF_ERROR(CheckPartsDir(parts));
     Status s = CreateFile(parts, path, &f);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     return dense ? RecordPart(name, part) : Status::Ok();
@@ -683,6 +725,12 @@ class FileStore final : public Store {
   // it is gone (UnlinkAndFlag).
   void RemoveParts(std::string_view name) {
     const std::string parts = PartsDir(name);
+    if (!CheckPartsDir(parts).ok()) {
+      // Not the filter's: a link goes (unlink does not follow it), and
+      // nothing it points at.
+      (void)::unlink(parts.c_str());
+      return;
+    }
     if (DIR* d = ::opendir(parts.c_str())) {
       while (dirent* e = ::readdir(d)) {
         if (std::string_view(e->d_name).ends_with(kSuffix)) {
@@ -723,7 +771,7 @@ class FileStore final : public Store {
     return Status::Unavailable(std::string("will not ") + verb + " " + path +
                                ": it cannot be opened to flag it for the processes that map it, "
                                "which would go on using it: " +
-                               internal::ErrnoText(err));
+                               WhyNot(err));
   }
 
   // The file was removed or replaced, but FlagReplaced failed (`err`).
