@@ -106,11 +106,11 @@ std::string ErrorResponse(int status, std::string_view phrase, std::string_view 
 }
 
 // What the event thread needs of a complete request head, buf[begin, end),
-// to read the body itself: the length of a body framed by exactly one
-// Content-Length and no Transfer-Encoding, the line of an
+// to read the body itself: the length of a body framed by one Content-Length
+// (or the same one repeated) and no Transfer-Encoding, the line of an
 // "Expect: 100-continue", and the Authorization value (for
-// ConnectionOptions::read_ahead). Anything else (no body, chunked, a
-// repeated or malformed length, a repeated Authorization, folded or bare-LF
+// ConnectionOptions::read_ahead). Anything else (no body, chunked, two
+// different lengths or a malformed one, a repeated Authorization, folded or bare-LF
 // header lines, another expectation, HTTP/1.0) leaves `length` unset: the
 // worker reads the request as before, and the HTTP layer answers what is
 // wrong with it.
@@ -280,6 +280,7 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
         if (ch < '0' || ch > '9') return f;
         n = n * 10 + static_cast<uint64_t>(ch - '0');
       }
+      if (length && *length != n) return f;  // two lengths: the HTTP layer's 400
       length = n;
     } else if (EqualsIgnoreCase(name, "Transfer-Encoding")) {
       return f;
@@ -293,7 +294,10 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
     }
     at = nl + 1;
   }
-  if (lengths == 1 && *length > 0) f.length = length;
+  // The same length repeated frames the body one way, as the HTTP layer
+  // reads it too; it went to a worker, which a client trickling such a
+  // body held for body_timeout_s.
+  if (lengths >= 1 && *length > 0) f.length = length;
   return f;
 }
 
