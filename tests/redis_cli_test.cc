@@ -102,6 +102,18 @@ TEST_F(RedisCliTest, FullLifecycle) {
 }
 
 // The store comes from $REDBLOOM_STORE when --store is absent.
+// A store's failure during an add or check names the filter, for a script
+// that touches many ("add: redis ...: OOM ..." did not say which).
+TEST_F(RedisCliTest, AStoreFailureNamesTheFilter) {
+  ASSERT_EQ(Run({"create", "oom-target", "-n", "1000", "-p", "0.01"}).exit_code, 0);
+  raw_->Run({"CONFIG", "SET", "maxmemory", "1"});
+  auto added = Run({"add", "oom-target", "x"});
+  raw_->Run({"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_EQ(added.exit_code, 3) << added.err;
+  EXPECT_NE(added.err.find("add 'oom-target': "), std::string::npos) << added.err;
+  EXPECT_NE(added.err.find("OOM"), std::string::npos) << added.err;
+}
+
 TEST_F(RedisCliTest, StoreFromEnvironment) {
   const std::vector<std::string> env = {"REDBLOOM_STORE=" + server_->url()};
   auto r = RunCommand({REDBLOOM_CLI_PATH, "create", "envf", "-n", "100", "-p", "0.01"}, "", env);

@@ -272,7 +272,10 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
         chunk.resize(answers.size());
         report();
       }
-      return stop(s.WithContext(what), views.size() - answers.size());
+      // A store's failure names the filter: a script that touches many
+      // filters learns which one failed.
+      return stop(s.WithContext(std::string(what) + " '" + name + "'"),
+                  views.size() - answers.size());
     }
     report();
     for (uint8_t a : answers) any_absent |= (a == 0);
