@@ -590,6 +590,22 @@ TEST_F(FileStoreTest, TheStoreFollowsNoLinksAndOpensNoFifos) {
       << opened.status().ToString();
 }
 
+// Temporary names cannot be taken in advance: files named .tmp.PID.0 to
+// .tmp.PID.1999, made by whoever could write the directory, refused every
+// create ("File exists") while the process lived.
+TEST_F(FileStoreTest, TemporaryNamesMadeInAdvanceDoNotBlockCreates) {
+  testing::TempDir fresh;
+  for (int n = 0; n < 2000; ++n) {
+    std::ofstream(fresh.path() + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(n));
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + fresh.path()));
+  for (int i = 0; i < 3; ++i) {
+    auto created =
+        BloomFilter::Create(*store, "t" + std::to_string(i), {.capacity = 100, .error_rate = 0.01});
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+  }
+}
+
 TEST_F(FileStoreTest, ANewFilterTakesNoPartsOfAVanishedOne) {
   for (const uint64_t capacity : {200, 100}) {
     std::unique_ptr<BloomFilter> old;

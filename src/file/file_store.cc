@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <random>
 #include <tuple>
 
 #include "file/file_header.h"
@@ -590,12 +591,20 @@ class FileStore final : public Store {
     std::vector<uint8_t> header(kHeaderBytes);
     REDBLOOM_RETURN_IF_ERROR(EncodeFileHeader(f, header.data()));
     // Unique across every store object of this process (several may share
-    // a directory) and, by the pid, across processes.
-    static std::atomic<uint64_t> counter{0};
-    const std::string tmp =
-        dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+    // a directory) and, by the pid, across processes. The counter starts
+    // at a random number, and a name taken is passed over: names from 0 up,
+    // made in advance by whoever can write the directory, refused every
+    // create with "File exists".
+    static std::atomic<uint64_t> counter{std::random_device{}()};
+    std::string tmp;
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
+      tmp =
+          dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+      fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd < 0 && errno != EEXIST) break;
+    }
     {
-      int fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
       if (fd < 0) return IoError("cannot create", path + " (in " + tmp + ")", errno);
       FdCloser closer(fd);
       const uint64_t size = kHeaderBytes + f->data_bytes;
