@@ -58,6 +58,7 @@ uint64_t StepCounter(uint64_t* words, uint64_t i, int delta) {
 }
 
 // flock() for the duration of a scope, when there is a file to lock.
+// flock() on a descriptor it owns: unlocked and closed on destruction.
 class FileLock {
  public:
   explicit FileLock(int fd) : fd_(fd) {
@@ -69,7 +70,10 @@ class FileLock {
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
   ~FileLock() {
-    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+    if (fd_ >= 0) {
+      ::flock(fd_, LOCK_UN);
+      ::close(fd_);
+    }
   }
 
  private:
@@ -599,7 +603,11 @@ Status WordBitStore::Remove(std::span<PartBatch> batches) {
     // lock to keep a remove's "all non-zero" check true until it decrements.
     std::unique_lock<std::mutex> in_process;
     if (a.remove_mutex) in_process = std::unique_lock(*a.remove_mutex);
-    FileLock across_processes(a.lock_fd);
+    int lock_fd = -1;
+    if (a.open_lock) {
+      REDBLOOM_ASSIGN_OR_RETURN(lock_fd, a.open_lock());
+    }
+    FileLock across_processes(lock_fd);
     uint64_t* words = a.words;
     int64_t gone = 0;
     std::vector<uint64_t> item;

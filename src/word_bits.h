@@ -99,9 +99,12 @@ struct WordArray {
   // one whose disk blocks could not be reserved): every write answers it.
   Status writable;
   // Serialises removes (counting filters): a mutex shared by every handle in
-  // this process, and/or a file to flock() for handles in other processes.
+  // this process, and/or a file to flock() for handles in other processes,
+  // opened for each remove (the caller closes the descriptor): held for the
+  // handle's life, one per cached counting filter ran redbloomd out of
+  // descriptors, and creates failed until a restart.
   std::shared_ptr<std::mutex> remove_mutex;
-  int lock_fd = -1;
+  std::function<Result<int>()> open_lock;
   // In-process arrays (mem:) only: the writers of 1-bit cells. A batch that
   // gets it alone (try_lock: it never waits for it) sets its bits with
   // plain loads and stores; otherwise it holds it shared and uses locked

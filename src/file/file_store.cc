@@ -902,15 +902,34 @@ class FileStore final : public Store {
                                 "from its items, or drop it)");
       }
     }
-    // Only counting cells need the descriptor (removes flock() it); the
-    // mapping outlives a closed one. Kept for every mapping, a window
-    // filter's slices and a scaling filter's layers cost redbloomd a
-    // descriptor each, for every cached filter (EMFILE, then 503, in time).
-    if (config.cell_bits() == 1) {
-      ::close(mapping->fd);
-      mapping->fd = -1;
+    // The mapping outlives its descriptor, which goes now. Kept for every
+    // mapping, a window filter's slices and a scaling filter's layers, and
+    // a counting filter's file, cost redbloomd a descriptor each for every
+    // cached filter (EMFILE, then 503 on every create until a restart).
+    // Removes flock() the file through one opened for each (open_lock),
+    // which must still be this file: a file since replaced or dropped is
+    // not this filter's to lock, and its handle reopens.
+    struct stat mapped = {};
+    if (::fstat(mapping->fd, &mapped) != 0) return IoError("cannot stat", path, errno);
+    ::close(mapping->fd);
+    mapping->fd = -1;
+    if (config.cell_bits() != 1) {
+      const std::string filter(name);
+      mapping->array.open_lock = [path, filter, dev = mapped.st_dev,
+                                  ino = mapped.st_ino]() -> Result<int> {
+        const int fd = OpenNoStdio(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+          if (errno == ENOENT) return ConfigChangedStatus(filter);
+          return IoError("cannot open", path, errno);
+        }
+        struct stat named = {};
+        if (::fstat(fd, &named) != 0 || named.st_dev != dev || named.st_ino != ino) {
+          ::close(fd);
+          return ConfigChangedStatus(filter);
+        }
+        return fd;
+      };
     }
-    mapping->array.lock_fd = mapping->fd;
     mapping->array.remove_mutex = remove_mutex_;
     mapping->array.writable = std::move(writable);
     Mapping* m = mapping.get();
