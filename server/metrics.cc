@@ -223,6 +223,11 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
   Header(&out, "redbloomd_filter_opens_total", "counter",
          "Filter handles opened (a steady rise means the cache is being invalidated).");
   Line(&out, "redbloomd_filter_opens_total", "", u(filter_opens_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_filters_vanished_total", "counter",
+         "Filters this service had open that were found gone: dropped by another client, or "
+         "lost (evicted keys, a store restarted without persistence, a deleted file).");
+  Line(&out, "redbloomd_filters_vanished_total", "",
+       u(filters_vanished_.load(std::memory_order_relaxed)));
   Header(&out, "redbloomd_build_info", "gauge", "Always 1; the version is a label.");
   Line(&out, "redbloomd_build_info", "version=\"" REDBLOOM_VERSION "\"", "1");
   Header(&out, "redbloomd_start_time_seconds", "gauge", "Start time of the process, Unix seconds.");

@@ -74,6 +74,8 @@ class Metrics {
   // store was unreachable, timed out, or answered something unexpected).
   void StoreError(StatusCode code);
   void FilterOpened() { filter_opens_.fetch_add(1, std::memory_order_relaxed); }
+  // A filter the service had open was found gone (filters_vanished_total).
+  void FilterVanished() { filters_vanished_.fetch_add(1, std::memory_order_relaxed); }
   void ConnectionOpened() {
     connections_accepted_.fetch_add(1, std::memory_order_relaxed);
     connections_open_.fetch_add(1, std::memory_order_relaxed);
@@ -123,6 +125,7 @@ class Metrics {
   std::atomic<uint64_t> items_present_{0};
   std::atomic<uint64_t> items_removed_{0};
   std::atomic<uint64_t> filter_opens_{0};
+  std::atomic<uint64_t> filters_vanished_{0};
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<int64_t> connections_open_{0};
   std::atomic<uint64_t> body_buffer_bytes_{0};

@@ -408,15 +408,56 @@ Reply Service::StoreErrorReply(const Status& status) {
   return ErrorReply(status);
 }
 
+void Service::RememberOpen(std::string_view name) {
+  constexpr size_t kMaxRemembered = 4096;
+  std::lock_guard lock(open_mu_);
+  if (evicted_open_.size() < kMaxRemembered) evicted_open_.emplace(name);
+  evicted_open_count_.store(evicted_open_.size(), std::memory_order_relaxed);
+}
+
+bool Service::ForgetOpen(std::string_view name) {
+  if (evicted_open_count_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard lock(open_mu_);
+  auto it = evicted_open_.find(name);
+  if (it == evicted_open_.end()) return false;
+  evicted_open_.erase(it);
+  evicted_open_count_.store(evicted_open_.size(), std::memory_order_relaxed);
+  return true;
+}
+
+// A filter this service had open is gone: dropped by another client, or
+// lost (its keys evicted, a Redis restarted without persistence, its file
+// deleted). From here both read as not found (404), which no store error
+// counts: this is what an alert can watch.
+void Service::NoteGone(std::string_view name, const Status& why) {
+  metrics_->FilterVanished();
+  std::fprintf(stderr,
+               "redbloomd: filter '%s', open here, is gone: %s (dropped by another client, or "
+               "lost: evicted keys, a store restarted without persistence, a deleted file)\n",
+               std::string(name).c_str(), why.message().c_str());
+}
+
 template <typename Op>
 Status Service::OnFilter(std::string_view name, Op&& op) {
   REDBLOOM_ASSIGN_OR_RETURN(Store * store, GetStore());
   bool cached = false;
-  REDBLOOM_ASSIGN_OR_RETURN(std::shared_ptr<BloomFilter> filter, cache_.Get(*store, name, &cached));
+  Result<std::shared_ptr<BloomFilter>> opened = cache_.Get(*store, name, &cached);
+  if (!opened.ok()) {
+    if (opened.status().code() == StatusCode::kNotFound && ForgetOpen(name)) {
+      NoteGone(name, opened.status());
+    }
+    return opened.status();
+  }
+  std::shared_ptr<BloomFilter> filter = std::move(opened).value();
   Status s = op(*filter);
   if (cached && (s.code() == StatusCode::kConflict || s.code() == StatusCode::kNotFound)) {
     cache_.Evict(name, filter.get());
-    REDBLOOM_ASSIGN_OR_RETURN(filter, cache_.Get(*store, name, &cached));
+    Result<std::shared_ptr<BloomFilter>> reopened = cache_.Get(*store, name, &cached);
+    if (!reopened.ok() && reopened.status().code() == StatusCode::kNotFound) {
+      ForgetOpen(name);
+      NoteGone(name, reopened.status());
+    }
+    REDBLOOM_ASSIGN_OR_RETURN(filter, std::move(reopened));
     s = op(*filter);
   }
   // A handle that followed a rebuild keeps the old filter's state (on file:
@@ -429,6 +470,12 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   if (filter->Reopened() || s.code() == StatusCode::kResourceExhausted ||
       s.code() == StatusCode::kUnavailable) {
     cache_.Evict(name, filter.get());
+    // The filter was open: if it is gone when next asked for (a Redis that
+    // restarted without its data fails one call "restarted", then has no
+    // filters), that is a vanished filter.
+    if (!filter->Reopened()) RememberOpen(name);
+  } else if (s.ok()) {
+    ForgetOpen(name);
   }
   return s;
 }
@@ -522,6 +569,7 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
     metrics_->FilterOpened();
     // A new filter replaces whatever handle an earlier filter of this name left.
     cache_.Put(name, handle);
+    ForgetOpen(name);
     info = handle->Info();
     if (info.ok() || info.status().code() != StatusCode::kNotFound) break;
   }
@@ -546,6 +594,7 @@ Reply Service::DeleteFilter(std::string_view name) {
   Result<Store*> store = GetStore();
   if (!store.ok()) return StoreErrorReply(store.status());
   cache_.Evict(name);
+  ForgetOpen(name);
   Status s = BloomFilter::Drop(**store, name);
   // Evict again: a request running during the drop may have reopened it.
   cache_.Evict(name);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -161,6 +162,17 @@ class Service {
 
   // Declared after the store: handles must close before it.
   FilterCache cache_;
+
+  // Names whose open handle was evicted after a store failure: the filter
+  // was open here, so finding it gone next is a vanished filter (see
+  // NoteGone), not a name never made. Bounded; cleared by PUT and DELETE.
+  void RememberOpen(std::string_view name);
+  bool ForgetOpen(std::string_view name);
+  void NoteGone(std::string_view name, const Status& why);
+  std::mutex open_mu_;
+  std::set<std::string, std::less<>> evicted_open_;  // guarded by open_mu_
+  // Its size, read without the lock: a request's success checks it for free.
+  std::atomic<size_t> evicted_open_count_{0};
 
   std::mutex retry_mu_;
   std::condition_variable retry_cv_;

@@ -192,6 +192,50 @@ TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
   EXPECT_EQ(server.Stderr().find("ORD-1"), std::string::npos) << "items stay out of the log";
 }
 
+// A Redis that restarts without its data fails one call "restarted", then
+// has no filters: every call is 404, which no store error counts, so the
+// documented alert stayed silent. A filter this service had open and then
+// found gone is counted (and logged once), as is one dropped by another
+// client; a name never made is not.
+TEST(ServerRedisTest, AFilterOpenHereThenGoneIsCountedAndLogged) {
+  RedisServer redis;
+  redis.Start();
+  RedbloomdProcess server(redis.url(), R"({"store_max_retries":1})");
+  server.Start();
+  auto client = server.Client();
+  const std::string create = R"({"capacity":1000,"error_rate":0.01})";
+  ASSERT_EQ(Call(*client, "PUT", "/v1/filters/orders", create).status, 201);
+  ASSERT_EQ(Call(*client, "PUT", "/v1/filters/other", create).status, 201);
+  const std::string items = R"({"items":["ORD-1"]})";
+  ASSERT_EQ(Call(*client, "POST", "/v1/filters/orders/items", items).status, 200);
+  ASSERT_EQ(Call(*client, "POST", "/v1/filters/other/items", items).status, 200);
+  const auto vanished = [&] {
+    return Sample(Call(*client, "GET", "/metrics").body, "redbloomd_filters_vanished_total");
+  };
+  EXPECT_EQ(vanished(), 0);
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters/never-made").status, 404);
+  EXPECT_EQ(vanished(), 0) << "a name never made is no vanished filter";
+  // Another client drops "other" under the open handle.
+  redis.Cli({"DEL", "other", "{other}:meta"});
+  EXPECT_EQ(Call(*client, "POST", "/v1/filters/other/check", items).status, 404);
+  EXPECT_EQ(vanished(), 1);
+  // The server restarts without its data.
+  redis.Stop(/*hard=*/true);
+  redis.Start();
+  Answer first = Call(*client, "POST", "/v1/filters/orders/check", items);
+  EXPECT_EQ(first.status, 503) << first.body;
+  Answer then = Call(*client, "POST", "/v1/filters/orders/check", items);
+  EXPECT_EQ(then.status, 404) << then.body;
+  EXPECT_EQ(vanished(), 2);
+  EXPECT_EQ(Call(*client, "POST", "/v1/filters/orders/check", items).status, 404);
+  EXPECT_EQ(vanished(), 2) << "counted once";
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+  EXPECT_NE(server.Stderr().find("filter 'orders', open here, is gone"), std::string::npos)
+      << server.Stderr();
+  EXPECT_NE(server.Stderr().find("filter 'other', open here, is gone"), std::string::npos)
+      << server.Stderr();
+}
+
 TEST(ServerRedisTest, SlowRedisGives504) {
   RedisServer redis({"--enable-debug-command", "yes"});
   redis.Start();
