@@ -109,9 +109,10 @@ std::string ErrorResponse(int status, std::string_view phrase, std::string_view 
 // to read the body itself: the length of a body framed by one Content-Length
 // (or the same one repeated) and no Transfer-Encoding, the line of an
 // "Expect: 100-continue", and the Authorization value (for
-// ConnectionOptions::read_ahead). Anything else (no body, chunked, two
-// different lengths or a malformed one, a repeated Authorization, folded or bare-LF
-// header lines, another expectation, HTTP/1.0) leaves `length` unset: the
+// ConnectionOptions::read_ahead), in HTTP/1.1 or 1.0. Anything else (no
+// body, chunked, two different lengths or a malformed one, a repeated
+// Authorization, folded or bare-LF header lines, another expectation, or any
+// in HTTP/1.0) leaves `length` unset: the
 // worker reads the request as before, and the HTTP layer answers what is
 // wrong with it.
 struct BodyFraming {
@@ -255,7 +256,9 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
 BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
   BodyFraming f;
   size_t at = buf.find('\n', begin) + 1;  // past the request line
-  if (!buf.substr(begin, at - begin).ends_with(" HTTP/1.1\r\n")) return f;
+  const std::string_view line = buf.substr(begin, at - begin);
+  const bool http10 = line.ends_with(" HTTP/1.0\r\n");
+  if (!http10 && !line.ends_with(" HTTP/1.1\r\n")) return f;
   std::optional<uint64_t> length;
   int lengths = 0;
   while (at < end) {
@@ -288,7 +291,8 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
       if (!f.authorization.empty()) return f;
       f.authorization = value;
     } else if (EqualsIgnoreCase(name, "Expect")) {
-      if (!EqualsIgnoreCase(value, "100-continue") || f.expect_end != 0) return f;
+      // No 100 Continue goes to an HTTP/1.0 client (RFC 9110, 10.1.1).
+      if (http10 || !EqualsIgnoreCase(value, "100-continue") || f.expect_end != 0) return f;
       f.expect_begin = at;
       f.expect_end = nl + 1;
     }

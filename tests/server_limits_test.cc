@@ -196,9 +196,11 @@ TEST_F(ServerLimitsTest, SlowBodiesHoldNoWorker) {
     bodies.push_back(R"({"items":["slow-)" + std::to_string(i) + R"("]})");
     slow.push_back(std::make_unique<RawConnection>(server.port()));
     // Two of them repeat their (same) Content-Length, which frames the body
-    // just as well: those went to a worker, and held it.
+    // just as well, and two are HTTP/1.0: those went to a worker, and held it.
     const std::string length = std::to_string(bodies.back().size());
-    slow.back()->Send(head + length + (i % 2 == 1 ? "\r\nContent-Length: " + length : "") +
+    std::string line = head;
+    if (i >= 2) line.replace(line.find("HTTP/1.1"), 8, "HTTP/1.0");
+    slow.back()->Send(line + length + (i % 2 == 1 ? "\r\nContent-Length: " + length : "") +
                       "\r\n\r\n{");
   }
   size_t sent = 1;
