@@ -477,6 +477,12 @@ TEST_F(RedisStoreTest, AFilterInTheOldLayoutOfBracedNamesIsNamedSo) {
   EXPECT_NE(s.message().find("'a{b:meta'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("export --format redbloom"), std::string::npos) << s.message();
   EXPECT_EQ(s.message().find("adopt it with attach"), std::string::npos) << s.message();
+  // A name with a '}' but no '{' had "{NAME}" as its tag then.
+  raw_->Run({"SETBIT", "x}", "100", "1"});
+  raw_->Run({"HSET", "{x}}:meta", "kind", "plain"});
+  const Status closing = BloomFilter::Open(*store_, "x}").status();
+  EXPECT_EQ(closing.code(), StatusCode::kConflict) << closing.ToString();
+  EXPECT_NE(closing.message().find("'{x}}:meta'"), std::string::npos) << closing.message();
   // A bare bitmap under such a name, with no old metadata, is still one.
   raw_->Run({"SETBIT", "c}d", "100", "1"});
   const Status bare = BloomFilter::Open(*store_, "c}d").status();

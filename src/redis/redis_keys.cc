@@ -160,7 +160,11 @@ std::string LegacyMetaKey(std::string_view name, KeyMode mode) {
       name.find_first_of("{}") == std::string_view::npos) {
     return "";
   }
-  return Encode(std::string(name) + ":meta", mode);
+  // Those builds' tag: the name itself if it has a '{', else "{NAME}" (so
+  // "x}" kept "{x}}:meta").
+  const std::string tag =
+      name.find('{') != std::string_view::npos ? std::string(name) : "{" + std::string(name) + "}";
+  return Encode(tag + ":meta", mode);
 }
 
 PartKeys PartKeysFor(std::string_view name, KeyMode mode, uint64_t part) {

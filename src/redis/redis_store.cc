@@ -672,7 +672,7 @@ class RedisStore final : public Store {
                   "filter '" + std::string(name) +
                   "' was made by a redbloom build before 2026-12-01, which kept the metadata of "
                   "a name with a brace but no hash tag at '" +
-                  legacy +
+                  LegacyMetaKey(name, KeyMode::kPlain) +
                   "'; this build does not read that layout. Move it with the build "
                   "that made it (export --format redbloom, then drop) and import the dump "
                   "here; attaching the bitmap would lose a scaling filter's other layers");
