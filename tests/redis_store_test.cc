@@ -1513,6 +1513,10 @@ TEST(RedisUrlTest, ParsesClusterAndSentinelUrls) {
   EXPECT_EQ(s->Redacted(),
             "rediss-sentinel://app:***@s1:26379,s2:5000/my master/2"
             "?sentinel_password=***");
+  // A master name with an '@' is a master name, not credentials.
+  auto at = internal::ParseRedisUrl("redis-sentinel://127.0.0.1:26379/my@master", defaults);
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  EXPECT_EQ(at->master_name, "my@master");
 }
 
 TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
@@ -1550,7 +1554,9 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"redis://h?wait_replicas=-1", "wait_replicas"},
            Case{"redisx://h", "unknown store URL"},
            // Not "port 'pa' is not an integer": a piece of the password.
-           Case{"redis://app:pa/ss@h:6379", "percent-encoded as %2F"},
+           Case{"redis://app:pa/ss@h:6379", "percent-encode them"},
+           Case{"redis://app:pa?ss@h:6379", "percent-encode them"},
+           Case{"redis://:pa#ss@h:6379", "percent-encode them"},
        }) {
     auto store = Store::Open(c.url);
     ASSERT_FALSE(store.ok()) << c.url;

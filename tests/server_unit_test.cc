@@ -569,6 +569,10 @@ TEST(ConfigTest, RedactUrlHidesPasswords) {
   EXPECT_EQ(RedactUrl("rediss://u:p@h?cacert=/x/ca.pem&sentinel_password=S3"),
             "rediss://u:***@h?cacert=/x/ca.pem&sentinel_password=***");
   EXPECT_EQ(RedactUrl("redis://h?"), "redis://h?");
+  // A raw '?' in the password (the first '?' no longer starts the options).
+  EXPECT_EQ(RedactUrl("redis://u:pa?ss@host:6379"), "redis://u:***@host:6379");
+  EXPECT_EQ(RedactUrl("redis://u:pa?ss@host:6379?sentinel_password=x"),
+            "redis://u:***@host:6379?sentinel_password=***");
 }
 
 }  // namespace

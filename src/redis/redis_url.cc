@@ -176,6 +176,23 @@ Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaul
   }
   url.tls.enabled = scheme.starts_with("rediss");
   std::string_view rest = text.substr(sep + 3);
+  // A raw '/', '?' or '#' in the credentials would end them early (below),
+  // and an error would then quote a piece of the password as the port.
+  // Seen as an authority without '@' whose port is not a number, with an
+  // '@' after it ("u:pa/ss@h", "u:pa?ss@h"); a sentinel master name with
+  // an '@' ("h:26379/my@master") has a numeric port and is not one.
+  if (const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+      authority.size() < rest.size() && authority.find('@') == std::string_view::npos &&
+      rest.find('@', authority.size()) != std::string_view::npos && !authority.ends_with(']')) {
+    const size_t colon = authority.rfind(':');
+    const std::string_view port =
+        colon == std::string_view::npos ? std::string_view() : authority.substr(colon + 1);
+    if (!port.empty() && port.find_first_not_of("0123456789") != std::string_view::npos) {
+      return BadUrl(
+          "the user name or password holds a '/', '?' or '#': percent-encode them (%2F, %3F, "
+          "%23)");
+    }
+  }
 
   std::string_view query;
   if (size_t q = rest.find('?'); q != std::string_view::npos) {
@@ -183,13 +200,6 @@ Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaul
     rest = rest.substr(0, q);
   }
   std::string_view path;
-  // A raw '/' in the credentials would split them here, and the error would
-  // quote a piece of the password as a host or port.
-  if (size_t slash = rest.find('/'); slash != std::string_view::npos &&
-                                     rest.substr(0, slash).find('@') == std::string_view::npos &&
-                                     rest.find('@', slash) != std::string_view::npos) {
-    return BadUrl("a '/' in the user name or password must be percent-encoded as %2F");
-  }
   if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
     path = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
