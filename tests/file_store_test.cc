@@ -573,6 +573,25 @@ TEST_F(FileStoreTest, TheStoreFollowsNoLinksAndOpensNoFifos) {
   ASSERT_TRUE(BloomFilter::Drop(*store_, "grow").ok());
   EXPECT_TRUE(std::filesystem::exists(outside + "/important.rbf")) << "deleted by the drop";
 
+  // Nor is one read through: B's parts directory linked to A's made A's
+  // layers read as B's (300 of A's 400 items present in B) and B's adds
+  // write into them.
+  const FilterOptions scaling{.capacity = 10, .error_rate = 0.01, .kind = FilterKind::kScaling};
+  ASSERT_OK_AND_ASSIGN(auto a, BloomFilter::Create(*store_, "a", scaling));
+  ASSERT_OK_AND_ASSIGN(auto b, BloomFilter::Create(*store_, "b", scaling));
+  ASSERT_TRUE(a->AddMany(std::vector<std::string_view>(items.begin(), items.end())).ok());
+  b.reset();
+  std::filesystem::create_directory_symlink(dir_.path() + "/.a.parts", dir_.path() + "/.b.parts");
+  ASSERT_OK_AND_ASSIGN(auto b_again, BloomFilter::Open(*store_, "b"));
+  std::vector<uint8_t> present;
+  const Status read =
+      b_again->ContainsMany(std::vector<std::string_view>(items.begin(), items.end()), &present);
+  EXPECT_FALSE(read.ok() && std::count(present.begin(), present.end(), 1) > 10)
+      << "b read a's layers: " << std::count(present.begin(), present.end(), 1) << " present";
+  (void)b_again->Add("only-for-b");
+  EXPECT_FALSE(testing::ValueOrFail(a->Contains("only-for-b"))) << "b's add went into a";
+  std::filesystem::remove(dir_.path() + "/.b.parts");
+
   // A FIFO is refused at once, not opened and waited on.
   const std::string fifo = dir_.path() + "/zz.rbf";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

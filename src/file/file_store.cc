@@ -90,6 +90,16 @@ Status IoError(const std::string& what, const std::string& path, int err) {
 // A filter's parts directory must be a directory of its own, not a symbolic
 // link: through one, dropping or re-creating the filter deleted *.rbf files
 // elsewhere, and growing it made files there. Ok when it does not exist.
+Status CheckPartsDir(const std::string& parts);
+
+// Why `parts` cannot be used, when opening it as a directory without
+// following a link failed with ELOOP or ENOTDIR.
+Status CheckPartsDirStatus(const std::string& parts) {
+  Status s = CheckPartsDir(parts);
+  if (!s.ok()) return s;
+  return Status::Unavailable(parts + " is not a directory");
+}
+
 Status CheckPartsDir(const std::string& parts) {
   struct stat st;
   if (::lstat(parts.c_str(), &st) != 0) {
@@ -441,6 +451,7 @@ class FileStore final : public Store {
     if (part == 0 && config.initial_parts() > 0) {
       return OpenArray(name, PathOf(name), config, kMainPart);
     }
+    REDBLOOM_RETURN_IF_ERROR(CheckPartsDir(PartsDir(name)));
     auto a = OpenArray(name, PartPath(name, part), config, part);
     if (!a.ok() && a.status().code() == StatusCode::kNotFound) {
       return Status::NotFound("part " + std::to_string(part) + " of filter '" + std::string(name) +
@@ -488,10 +499,19 @@ class FileStore final : public Store {
   Result<std::vector<uint64_t>> PartFiles(std::string_view name) {
     std::vector<uint64_t> parts;
     const std::string dir = PartsDir(name);
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) {
+    // Not through a symbolic link: another directory's parts would read as
+    // this filter's (CheckPartsDir).
+    const int fd = OpenNoStdio(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
       if (errno == ENOENT) return parts;
+      if (errno == ELOOP || errno == ENOTDIR) return CheckPartsDirStatus(dir);
       return IoError("cannot list", dir, errno);
+    }
+    DIR* d = ::fdopendir(fd);
+    if (d == nullptr) {
+      const int err = errno;
+      ::close(fd);
+      return IoError("cannot list", dir, err);
     }
     int err = 0;
     while (true) {
