@@ -611,16 +611,15 @@ class FileStore final : public Store {
     std::vector<uint8_t> header(kHeaderBytes);
     REDBLOOM_RETURN_IF_ERROR(EncodeFileHeader(f, header.data()));
     // Unique across every store object of this process (several may share
-    // a directory) and, by the pid, across processes. The counter starts
-    // at a random number, and a name taken is passed over: names from 0 up,
-    // made in advance by whoever can write the directory, refused every
-    // create with "File exists".
-    static std::atomic<uint64_t> counter{std::random_device{}()};
+    // a directory) and, by the pid, across processes. N is random at each
+    // attempt, and a name taken is passed over: counted from 0 (or from any
+    // name seen), names made in advance by whoever could write the
+    // directory refused every create with "File exists".
+    thread_local std::mt19937_64 rng{std::random_device{}()};
     std::string tmp;
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
-      tmp =
-          dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+      tmp = dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(rng());
       fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
       if (fd < 0 && errno != EEXIST) break;
     }
