@@ -325,6 +325,15 @@ TEST_F(FileStoreTest, AReplacedFlagOnTheLiveFileIsDataLoss) {
   EXPECT_NE(s.ToString().find("the header is damaged"), std::string::npos) << s.ToString();
 }
 
+// The highest part number among the files of a parts directory.
+uint64_t LastPart(const std::string& parts) {
+  uint64_t last = 0;
+  for (const auto& e : std::filesystem::directory_iterator(parts)) {
+    last = std::max<uint64_t>(last, std::stoull(e.path().stem().string()));
+  }
+  return last;
+}
+
 // Rewrites a version-2 main file's header as version 1 (the all-binary
 // header of files written before the config codec), whose layer count at
 // 272 says how many layers were made, the main file's included.
@@ -395,10 +404,7 @@ TEST_F(FileStoreTest, AVersionOneScalingFiltersLayerCountIsReadAndKept) {
   ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
   f.reset();
   const std::string parts = dir_.path() + "/.sc.parts";
-  uint64_t last = 0;
-  for (const auto& e : std::filesystem::directory_iterator(parts)) {
-    last = std::max<uint64_t>(last, std::stoull(e.path().stem().string()));
-  }
+  const uint64_t last = LastPart(parts);
   ASSERT_GE(last, 2u);
   const std::string main_file = dir_.path() + "/sc.rbf";
   ASSERT_NO_FATAL_FAILURE(RewriteAsVersionOne(main_file, last + 1));
@@ -419,10 +425,7 @@ TEST_F(FileStoreTest, AVersionOneScalingFiltersLayerCountIsReadAndKept) {
     for (int i = 0; i < 4000; ++i) more.push_back("M-" + std::to_string(i));
     ASSERT_TRUE(opened->AddMany(std::vector<std::string_view>(more.begin(), more.end())).ok());
   }
-  uint64_t now_last = 0;
-  for (const auto& e : std::filesystem::directory_iterator(parts)) {
-    now_last = std::max<uint64_t>(now_last, std::stoull(e.path().stem().string()));
-  }
+  const uint64_t now_last = LastPart(parts);
   ASSERT_GT(now_last, last);
   EXPECT_EQ(layer_count(), now_last + 1);
   // Its last layer lost is data loss, never a smaller filter.
@@ -483,10 +486,7 @@ TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
   ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
   const std::vector<std::string_view>& views = scaling_views_;
   const std::string parts = dir_.path() + "/.sc.parts";
-  uint64_t last = 0;
-  for (const auto& e : std::filesystem::directory_iterator(parts)) {
-    last = std::max<uint64_t>(last, std::stoull(e.path().stem().string()));
-  }
+  const uint64_t last = LastPart(parts);
   ASSERT_GE(last, 2u);
   const std::string main_file = dir_.path() + "/sc.rbf";
   auto recorded = [&] {
