@@ -85,7 +85,6 @@ void Metrics::RecordRequest(Route route, std::string_view method, int status,
   size_t bucket = 0;
   while (bucket < kBuckets.size() && seconds > kBuckets[bucket]) ++bucket;
   h.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
-  h.count.fetch_add(1, std::memory_order_relaxed);
   h.sum_ns.fetch_add(static_cast<uint64_t>(latency.count() < 0 ? 0 : latency.count()),
                      std::memory_order_relaxed);
   CountRequest(route, method, status);
@@ -132,21 +131,24 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
          "Time from reading the request headers to writing the response, by route template.");
   for (size_t r = 0; r < kRouteCount; ++r) {
     const Histogram& h = latency_[r];
-    const uint64_t count = h.count.load(std::memory_order_relaxed);
-    if (count == 0) continue;
-    const std::string route = "route=\"" + std::string(RouteLabel(static_cast<Route>(r))) + "\"";
-    uint64_t cumulative = 0;
+    // Read once: _count is the +Inf bucket of the same read, so a request
+    // recorded meanwhile cannot make the two differ.
+    std::array<uint64_t, kBuckets.size() + 1> cumulative{};
+    uint64_t total = 0;
     for (size_t b = 0; b <= kBuckets.size(); ++b) {
-      cumulative += h.buckets[b].load(std::memory_order_relaxed);
+      total += h.buckets[b].load(std::memory_order_relaxed);
+      cumulative[b] = total;
+    }
+    if (total == 0) continue;
+    const std::string route = "route=\"" + std::string(RouteLabel(static_cast<Route>(r))) + "\"";
+    for (size_t b = 0; b <= kBuckets.size(); ++b) {
       const std::string le(b < kBuckets.size() ? kBucketLabels[b] : "+Inf");
       Line(&out, "redbloomd_http_request_duration_seconds_bucket", route + ",le=\"" + le + "\"",
-           u(cumulative));
+           u(cumulative[b]));
     }
     Line(&out, "redbloomd_http_request_duration_seconds_sum", route,
          FormatDouble(static_cast<double>(h.sum_ns.load(std::memory_order_relaxed)) / 1e9));
-    // The +Inf bucket's count, not `count`: a request recorded between the
-    // reads of the two would make them differ (bucket first, then count).
-    Line(&out, "redbloomd_http_request_duration_seconds_count", route, u(cumulative));
+    Line(&out, "redbloomd_http_request_duration_seconds_count", route, u(total));
   }
 
   Header(&out, "redbloomd_http_requests_in_flight", "gauge", "Requests being processed now.");

@@ -109,7 +109,6 @@ class Metrics {
 
   struct Histogram {
     std::array<std::atomic<uint64_t>, kBuckets.size() + 1> buckets{};  // last is +Inf
-    std::atomic<uint64_t> count{0};
     std::atomic<uint64_t> sum_ns{0};
   };
 
