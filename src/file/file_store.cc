@@ -87,29 +87,22 @@ Status IoError(const std::string& what, const std::string& path, int err) {
   return Status::Unavailable(what + " " + path + ": " + WhyNot(err));
 }
 
+// A parts directory that is no directory (`link`: a symbolic link).
+Status NotAPartsDir(const std::string& parts, bool link) {
+  return Status::Unavailable(parts + " is not a directory" +
+                             (link ? " but a symbolic link, which the store does not follow" : ""));
+}
+
 // A filter's parts directory must be a directory of its own, not a symbolic
 // link: through one, dropping or re-creating the filter deleted *.rbf files
 // elsewhere, and growing it made files there. Ok when it does not exist.
-Status CheckPartsDir(const std::string& parts);
-
-// Why `parts` cannot be used, when opening it as a directory without
-// following a link failed with ELOOP or ENOTDIR.
-Status CheckPartsDirStatus(const std::string& parts) {
-  Status s = CheckPartsDir(parts);
-  if (!s.ok()) return s;
-  return Status::Unavailable(parts + " is not a directory");
-}
-
 Status CheckPartsDir(const std::string& parts) {
   struct stat st;
   if (::lstat(parts.c_str(), &st) != 0) {
     return errno == ENOENT ? Status::Ok() : IoError("cannot read", parts, errno);
   }
   if (S_ISDIR(st.st_mode)) return Status::Ok();
-  return Status::Unavailable(parts + " is not a directory" +
-                             (S_ISLNK(st.st_mode) ? " but a symbolic link, which the store does "
-                                                    "not follow"
-                                                  : ""));
+  return NotAPartsDir(parts, S_ISLNK(st.st_mode));
 }
 
 // An expired filter does not exist, whether or not removing its file
@@ -504,7 +497,7 @@ class FileStore final : public Store {
     const int fd = OpenNoStdio(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
       if (errno == ENOENT) return parts;
-      if (errno == ELOOP || errno == ENOTDIR) return CheckPartsDirStatus(dir);
+      if (errno == ELOOP || errno == ENOTDIR) return NotAPartsDir(dir, errno == ELOOP);
       return IoError("cannot list", dir, errno);
     }
     DIR* d = ::fdopendir(fd);
