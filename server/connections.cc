@@ -227,13 +227,12 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
     if (nl == std::string::npos || nl >= end) break;
     const std::string_view line(buf.data() + at, nl + 1 - at);
     if (line == "\r\n") break;  // the blank line that ends the head
-    // A blank line ended by a bare LF does not end the head here
-    // (HeadComplete), while httplib skips it and reads the lines after it
-    // as headers: ambiguous, so refused, and not a place to stop tidying.
-    if (line == "\n") *malformed = true;
     const size_t colon = line.find(':');
     const std::string_view name =
         colon == std::string_view::npos ? std::string_view() : line.substr(0, colon);
+    // No name: malformed. So is a blank line ended by a bare LF, which does
+    // not end the head here (HeadComplete) while httplib skips it and reads
+    // the lines after it as headers.
     if (name.empty() && line[0] != ' ' && line[0] != '\t') *malformed = true;
     const bool range = EqualsIgnoreCase(name, "Range");
     if (EqualsIgnoreCase(name, "Accept-Encoding")) {
