@@ -2070,5 +2070,34 @@ TEST_F(RedisStoreTest, ReconnectsAfterTheServerRestarts) {
   EXPECT_TRUE(store_->Create("f", Config()).ok());
 }
 
+// A server at its maxclients, or refusing writes for want of replicas
+// (min-replicas-to-write), is a transient state an operator ends: it was
+// kInternal ("a bug"), so redbloomd answered 500 and exited at start
+// instead of retrying.
+TEST_F(RedisStoreTest, AFullServerAndMissingReplicasAreUnavailableNotInternal) {
+  RedisServer own;
+  own.Start();
+  std::unique_ptr<Store> store = MustOpen(own.url() + "?max_retries=0&pool_size=1");
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Create("r", Config(100, 0.01)).ok());
+  auto filter = BloomFilter::Open(*store, "r");
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+
+  own.Cli({"CONFIG", "SET", "min-replicas-to-write", "1"});
+  const Status refused = (*filter)->Add("x");
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
+  EXPECT_NE(refused.message().find("min-replicas-to-write"), std::string::npos)
+      << refused.ToString();
+  own.Cli({"CONFIG", "SET", "min-replicas-to-write", "0"});
+  ASSERT_TRUE((*filter)->Add("x").ok());
+
+  // The one connection of `store` stays; a new store finds no room.
+  own.Cli({"CONFIG", "SET", "maxclients", "1"});
+  const Status full = Store::Open(own.url() + "?max_retries=0").status();
+  EXPECT_EQ(full.code(), StatusCode::kUnavailable) << full.ToString();
+  EXPECT_NE(full.message().find("maxclients"), std::string::npos) << full.ToString();
+  own.Stop();
+}
+
 }  // namespace
 }  // namespace redbloom

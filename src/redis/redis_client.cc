@@ -156,6 +156,17 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
       StartsWith(text, "READONLY") || StartsWith(text, "TRYAGAIN") || StartsWith(text, "MISCONF")) {
     return Status::Unavailable(where + " cannot serve the command now: " + said);
   }
+  // The server refused before running anything: transient states an
+  // operator ends (or a retry outlives), not a bug.
+  if (StartsWith(text, "ERR max number of clients reached")) {
+    return Status::Unavailable(where + " has all its connections in use (its maxclients): " + said);
+  }
+  if (StartsWith(text, "NOREPLICAS")) {
+    return Status::Unavailable(where +
+                               " refuses writes while fewer replicas than its "
+                               "min-replicas-to-write are in sync: " +
+                               said);
+  }
   if (StartsWith(text, "MOVED ") || StartsWith(text, "ASK ") || StartsWith(text, "CLUSTERDOWN")) {
     // Only a cluster store follows redirects; anyone else was pointed at a
     // cluster node with the wrong URL.

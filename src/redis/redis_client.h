@@ -137,7 +137,8 @@ struct ServerParams {
 //   cacert/cert/key cannot be loaded          -> kInvalidArgument
 //   a server in the wrong role (ROLE)         -> kUnavailable
 //   NOAUTH / WRONGPASS / AUTH misconfigured    -> kUnavailable "authentication failed ..."
-//   LOADING / BUSY / MASTERDOWN / READONLY     -> kUnavailable   (server not ready)
+//   LOADING / BUSY / MASTERDOWN / READONLY,
+//     maxclients reached, NOREPLICAS           -> kUnavailable   (server not ready)
 //   OOM                                        -> kResourceExhausted
 //   WRONGTYPE                                  -> kConflict (see WrongTypeStatus)
 //   NOPERM                                     -> kUnavailable "permission denied ..."
