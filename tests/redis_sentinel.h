@@ -26,6 +26,7 @@ class RedisSentinel {
   void Start();
   void Stop();
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   const std::string& name() const { return name_; }
   // Runs redis-cli against the sentinel (with `auth` if it needs a
   // password) and returns its stdout.

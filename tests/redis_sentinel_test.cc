@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -306,6 +307,96 @@ TEST_F(RedisSentinelTest, UnknownMasterNameIsAnInvalidArgument) {
   EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << store.status().ToString();
   EXPECT_NE(store.status().message().find("no master named 'nosuchmaster'"), std::string::npos)
       << store.status().ToString();
+}
+
+// A sentinel that does not know the master's name (new, reset, or given
+// another name) sends the question on to the next: it was an invalid
+// argument that made redbloomd exit 2 at start, and answer 400 later.
+TEST_F(RedisSentinelTest, ASentinelThatKnowsNoSuchMasterSendsTheQuestionOn) {
+  StartAll();
+  RedisSentinel other(master_->port(), kMaster);
+  other.Start();
+  ASSERT_NE(other.Cli({"SENTINEL", "REMOVE", kMaster}).find("OK"), std::string::npos);
+  const std::string both = "redis-sentinel://127.0.0.1:" + std::to_string(other.port()) +
+                           ",127.0.0.1:" + std::to_string(sentinel_->port()) + "/" + kMaster;
+  auto store = MustOpen(both);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Master(), Address(*master_));
+  // None knows it when the store opens: the URL's fault, said as before.
+  auto alone =
+      Store::Open("redis-sentinel://127.0.0.1:" + std::to_string(other.port()) + "/" + kMaster);
+  EXPECT_EQ(alone.status().code(), StatusCode::kInvalidArgument) << alone.status().ToString();
+  EXPECT_NE(alone.status().message().find("knows no master named 'mymaster'"), std::string::npos)
+      << alone.status().ToString();
+  other.Stop();
+}
+
+// With no sentinel answering, the master they named last serves on: every
+// call failed "no sentinel ... answered" once a connection to a healthy
+// master was lost, and with stopped (not dead) sentinels each waiting call
+// asked them again in turn (8 checks took 68-97 s).
+TEST_F(RedisSentinelTest, TheLastKnownMasterServesWhileNoSentinelAnswers) {
+  StartAll();
+  auto store = MustOpen(Url("connect_timeout_ms=300&command_timeout_ms=300&max_retries=0"));
+  ASSERT_NE(store, nullptr);
+  auto filter = BloomFilter::Create(*store, "kept", Options(1000));
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  ASSERT_TRUE((*filter)->Add("before").ok());
+
+  ASSERT_EQ(::kill(sentinel_->pid(), SIGSTOP), 0);
+  // A call the master leaves unanswered for a while: it is looked up again
+  // before the next use.
+  ASSERT_NE(master_->Cli({"CLIENT", "PAUSE", "700"}).find("OK"), std::string::npos);
+  const Status timed_out = (*filter)->Add("while-paused");
+  EXPECT_FALSE(timed_out.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  std::vector<std::thread> threads;
+  std::atomic<int> answered{0};
+  std::mutex mu;
+  std::string failures;
+  const auto start = std::chrono::steady_clock::now();
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      Result<bool> present = (*filter)->Contains("before");
+      Status added = (*filter)->Add("during-" + std::to_string(t));
+      if (present.ok() && *present && added.ok()) {
+        ++answered;
+      } else {
+        std::lock_guard lock(mu);
+        failures += present.status().ToString() + " / " + added.ToString() + "\n";
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const Status ping = store->Ping();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ::kill(sentinel_->pid(), SIGCONT);
+  EXPECT_EQ(answered.load(), 8) << failures;
+  EXPECT_TRUE(ping.ok()) << ping.ToString();
+  EXPECT_EQ(store->Master(), Address(*master_));
+  // Bounded by the timeouts, not by a lookup per waiting call (8 of them
+  // took 68-97 s with 2 s timeouts before).
+  EXPECT_LT(elapsed, std::chrono::seconds(8));
+  EXPECT_TRUE(*(*filter)->Contains("during-7"));
+}
+
+// A data user without +role or +ping: the role comes from INFO
+// replication, and PING's refusal is no failure (as for a single server).
+// Both failed every call before, and the README's rules grant neither.
+TEST_F(RedisSentinelTest, AUserWithoutRoleOrPingIsServedAndOneWithoutInfoToldWhy) {
+  StartAll({"--user", "app", "on", ">app-pw", "~*", "&*", "+@all", "-role", "-ping", "--user",
+            "blind", "on", ">blind-pw", "~*", "&*", "+@all", "-role", "-info"});
+  const std::string at = "@127.0.0.1:" + std::to_string(sentinel_->port()) + "/" + kMaster;
+  auto store = MustOpen("redis-sentinel://app:app-pw" + at);
+  ASSERT_NE(store, nullptr);
+  auto filter = BloomFilter::Create(*store, "roles", Options(100));
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  ASSERT_TRUE((*filter)->Add("x").ok());
+  EXPECT_TRUE(*(*filter)->Contains("x"));
+  EXPECT_TRUE(store->Ping().ok());
+  const Status blind = Store::Open("redis-sentinel://blind:blind-pw" + at).status();
+  EXPECT_EQ(blind.code(), StatusCode::kUnavailable) << blind.ToString();
+  EXPECT_NE(blind.message().find("grant the user +role"), std::string::npos) << blind.ToString();
 }
 
 TEST_F(RedisSentinelTest, SentinelsAreTriedInTurn) {

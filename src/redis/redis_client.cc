@@ -480,7 +480,13 @@ Status Connection::Hello() {
   if (!server.role.empty()) hello.Command({"ROLE"});  // last: its answer is checked below
   REDBLOOM_RETURN_IF_ERROR(Append(hello));
   ReplyPtr last;
+  std::string replication;  // INFO replication, "" for a user without +info
+  std::string role_from_info;
   for (size_t i = 0; i < hello.commands(); ++i) {
+    if (i == info_at + 2) {  // ROLE: checked below, from INFO if it is denied
+      REDBLOOM_ASSIGN_OR_RETURN(last, Read());
+      continue;
+    }
     if (i == info_at + 1) {
       // A replica with replica-read-only no would take writes its master
       // never sees (and a resync then drops): refused for every call, as a
@@ -489,6 +495,7 @@ Status Connection::Hello() {
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr info, Read());
       const std::string_view text =
           info->type == REDIS_REPLY_ERROR ? std::string_view() : ReplyText(info.get());
+      replication = text;
       if (InfoField(text, "role") == "slave" && InfoField(text, "slave_read_only") == "0") {
         return Status::Unavailable(
             std::string(kWritableReplica) + "redis " + server.display +
@@ -513,15 +520,30 @@ Status Connection::Hello() {
   if (server.role.empty()) return Status::Ok();
   // ROLE: ["master", offset, replicas] or ["slave", host, port, state, offset].
   const redisReply* r = last.get();
-  const std::string_view role =
+  std::string_view role =
       r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? ReplyText(r->element[0]) : "";
+  bool in_sync = role == "slave" && r->elements >= 4 && ReplyText(r->element[3]) == "connected";
+  if (r->type == REDIS_REPLY_ERROR) {
+    const std::string_view denied = ReplyText(r);
+    // A user without +role: INFO replication says the same, if it may run it.
+    if (!denied.starts_with("NOPERM") || replication.empty()) {
+      Status s = ReplyErrorStatus(denied, server);
+      if (!denied.starts_with("NOPERM")) return s;
+      return Status::Unavailable(s.message() +
+                                 " (a Sentinel store checks each server's role when it connects: "
+                                 "grant the user +role, or +info)");
+    }
+    role_from_info = InfoField(replication, "role");
+    role = role_from_info;
+    in_sync = role == "slave" && InfoField(replication, "master_link_status") == "up";
+  }
   if (role != server.role) {
     return Status::Unavailable(
         "redis " + server.display + " is a " +
         (role.empty() ? std::string("server of unknown role") : std::string(role)) + ", not a " +
         server.role + " (a failover may be under way)");
   }
-  if (role == "slave" && (r->elements < 4 || ReplyText(r->element[3]) != "connected")) {
+  if (role == "slave" && !in_sync) {
     return Status::Unavailable("replica redis " + server.display +
                                " is not in sync with its master yet");
   }

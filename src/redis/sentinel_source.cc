@@ -24,6 +24,10 @@ constexpr auto kWatchQuiet = std::chrono::seconds(15);
 // With read_from=replica and no usable replica, reads go to the master, and
 // replicas are looked for again after this long.
 constexpr auto kReplicaRetry = std::chrono::seconds(5);
+// With no sentinel answering, the master known before serves on (a new
+// connection to it still checks ROLE), and the sentinels are asked again
+// after this long, by one caller while the others go on.
+constexpr auto kLookupRetry = std::chrono::seconds(5);
 
 using PoolPtr = std::shared_ptr<ConnectionPool>;
 using Clock = std::chrono::steady_clock;
@@ -173,13 +177,8 @@ class SentinelSource final : public ConnectionSource {
   Status Check() override {
     REDBLOOM_ASSIGN_OR_RETURN(PoolPtr pool, Target(/*replica=*/false));
     Result<ConnectionPool::Lease> lease = pool->Acquire();
-    Status s = lease.status();
-    if (s.ok()) {
-      CommandBuffer cmd;
-      cmd.Command({"PING"});
-      s = (*lease)->Append(cmd);
-      if (s.ok()) s = (*lease)->ReadOk().status();
-    }
+    // A user without +ping is no failure (as for the other sources).
+    Status s = lease.ok() ? PingServer(**lease) : lease.status();
     if (!s.ok()) Forget(pool);
     return s;
   }
@@ -195,8 +194,13 @@ class SentinelSource final : public ConnectionSource {
   Result<PoolPtr> Target(bool replica) {
     if (PoolPtr known = Known(replica)) return known;
     // One lookup at a time: after a failover every caller waits for the
-    // first one's answer rather than asking the sentinels itself.
-    std::lock_guard resolving(resolve_mu_);
+    // first one's answer rather than asking the sentinels itself. While
+    // the sentinels do not answer, nobody waits for the one asking again.
+    std::unique_lock resolving(resolve_mu_, std::defer_lock);
+    if (!resolving.try_lock()) {
+      if (PoolPtr fallback = Fallback(replica)) return fallback;
+      resolving.lock();
+    }
     if (PoolPtr known = Known(replica)) return known;
     if (replica) {
       if (PoolPtr r = FindReplica()) {
@@ -210,13 +214,42 @@ class SentinelSource final : public ConnectionSource {
       std::lock_guard lock(mu_);
       stale = master_ == nullptr || master_stale_;
     }
-    if (stale) REDBLOOM_RETURN_IF_ERROR(FindMaster());
+    if (stale) {
+      Status found;
+      {
+        std::lock_guard lock(mu_);
+        if (Clock::now() < lookup_retry_at_) found = lookup_failure_;
+      }
+      if (found.ok()) found = FindMaster();
+      if (!found.ok()) {
+        std::lock_guard lock(mu_);
+        if (lookup_failure_.ok() || found.message() != lookup_failure_.message()) {
+          lookup_retry_at_ = Clock::now() + kLookupRetry;
+          lookup_failure_ = found;
+        }
+        // The sentinels could not say: the master they named last serves
+        // on (each new connection to it checks ROLE, so a demoted one is
+        // not written to), rather than failing every call while it is up.
+        if (found.code() != StatusCode::kUnavailable || master_ == nullptr) return found;
+        fallback_ = true;
+        if (replica) return replica_ != nullptr ? replica_ : master_;
+        return master_;
+      }
+    }
     std::lock_guard lock(mu_);
     if (replica) {
       replica_ = master_;
       replica_retry_at_ = Clock::now() + kReplicaRetry;
     }
     return master_;
+  }
+
+  // While the last lookup found no sentinel answering: the pool to use
+  // without waiting for the caller asking them again, or null.
+  PoolPtr Fallback(bool replica) const {
+    std::lock_guard lock(mu_);
+    if (!fallback_) return nullptr;
+    return replica && replica_ != nullptr ? replica_ : master_;
   }
 
   // The pool to use without asking anyone, or null.
@@ -245,19 +278,29 @@ class SentinelSource final : public ConnectionSource {
       master_ = std::make_shared<ConnectionPool>(DataParams(host, "master"), options().pool_size);
     }
     master_stale_ = false;
+    fallback_ = false;
+    lookup_failure_ = Status::Ok();
   }
 
   Status FindMaster() {
     CommandBuffer cmd;
     cmd.Command({"SENTINEL", "get-master-addr-by-name", url_.master_name});
     std::string sentinel;
-    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, AskSentinels(cmd, &sentinel));
-    Result<HostPort> master = ParseSentinelMaster(r.get());
-    if (master.status().code() == StatusCode::kNotFound) {
-      return Status::InvalidArgument("sentinel " + sentinel + " knows no master named '" +
-                                     url_.master_name +
-                                     "' (the name after the '/' in the URL; see SENTINEL MASTERS)");
+    Result<ReplyPtr> r = AskSentinels(cmd, &sentinel, /*nil_is_unknown=*/true);
+    if (r.status().code() == StatusCode::kNotFound) {
+      // Every sentinel answered, and none knows the name: the URL's fault
+      // when the store opens; later, the sentinels were reconfigured.
+      const std::string why =
+          r.status().message() + " (the name after the '/' in the URL; see SENTINEL MASTERS)";
+      bool opened = false;
+      {
+        std::lock_guard lock(mu_);
+        opened = master_ != nullptr;
+      }
+      return opened ? Status::Unavailable(why) : Status::InvalidArgument(why);
     }
+    if (!r.ok()) return r.status();
+    Result<HostPort> master = ParseSentinelMaster(r->get());
     if (!master.ok()) {
       return Status::Internal("sentinel " + sentinel + " answered get-master-addr-by-name for '" +
                               url_.master_name + "' with something else than an address (" +
@@ -287,8 +330,12 @@ class SentinelSource final : public ConnectionSource {
   }
 
   // Sends `cmd` to the sentinels in turn, from the one that answered last,
-  // until one answers; *who names it.
-  Result<ReplyPtr> AskSentinels(const CommandBuffer& cmd, std::string* who) {
+  // until one answers; *who names it. With `nil_is_unknown`, a nil answer
+  // (a sentinel that does not know the master: new, reset, or given
+  // another name) sends the question on; if every sentinel answers so,
+  // the result is kNotFound.
+  Result<ReplyPtr> AskSentinels(const CommandBuffer& cmd, std::string* who,
+                                bool nil_is_unknown = false) {
     size_t first = 0;
     {
       std::lock_guard lock(mu_);
@@ -298,6 +345,7 @@ class SentinelSource final : public ConnectionSource {
     std::string failures;
     Status first_failure;
     bool all_permanent = true;  // then the first failure is the answer
+    size_t unknown = 0;         // sentinels that answered nil
     for (size_t i = 0; i < n; ++i) {
       const size_t at = (first + i) % n;
       const ServerParams params = SentinelParams(url_.hosts[at]);
@@ -308,19 +356,29 @@ class SentinelSource final : public ConnectionSource {
         if (s.ok()) s = (*conn)->Append(cmd);
         if (s.ok()) {
           Result<ReplyPtr> r = (*conn)->ReadOk();
-          if (r.ok()) {
+          if (r.ok() && nil_is_unknown && (*r)->type == REDIS_REPLY_NIL) {
+            ++unknown;
+            s = Status::NotFound("sentinel " + params.display + " knows no master named '" +
+                                 url_.master_name + "'");
+          } else if (r.ok()) {
             std::lock_guard lock(mu_);
             first_sentinel_ = at;
             *who = params.display;
             return r;
+          } else {
+            s = r.status();
           }
-          s = r.status();
         }
       }
       failures += (failures.empty() ? "" : "; ") + s.message();
       if (i == 0) first_failure = s;
       all_permanent =
           all_permanent && (IsPermanentFailure(s) || s.code() == StatusCode::kInvalidArgument);
+    }
+    if (unknown == n) {
+      return Status::NotFound(n == 1 ? first_failure.message()
+                                     : "no sentinel of " + std::to_string(n) +
+                                           " knows a master named '" + url_.master_name + "'");
     }
     if (all_permanent) return first_failure;
     return Status::Unavailable("no sentinel of master '" + url_.master_name +
@@ -424,6 +482,9 @@ class SentinelSource final : public ConnectionSource {
   PoolPtr replica_;                     // mu_: serves kReplicaOk reads (may be master_)
   Clock::time_point replica_retry_at_;  // mu_: when replica_ == master_
   size_t first_sentinel_ = 0;           // mu_: the sentinel that answered last
+  bool fallback_ = false;               // mu_: no sentinel answered the last lookup
+  Status lookup_failure_;               // mu_: why, until lookup_retry_at_
+  Clock::time_point lookup_retry_at_;   // mu_
   std::mutex resolve_mu_;               // held while asking the sentinels
 
   const int wake_fd_;  // written once, to stop the subscriber
