@@ -535,10 +535,15 @@ class FileStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> files, PartFiles(name));
     for (uint64_t part : files) {
       const std::string path = PartPath(name, part);
-      auto expires_at = PartExpiry(name, path);
+      ExpiryKey key;
+      auto expires_at = PartExpiry(name, path, &key);
       if (!expires_at.ok() && expires_at.status().code() == StatusCode::kNotFound) continue;
       if (expires_at.ok() && Expired(clock(), *expires_at)) {
         (void)UnlinkAndFlag(path);
+        // Forgotten with its file: a window filter makes a slice file per
+        // slice, and their entries only went when there were 4096.
+        std::lock_guard lock(expiry_mu_);
+        expiry_.erase(key);
         continue;
       }
       parts.push_back(part);
@@ -579,8 +584,9 @@ class FileStore final : public Store {
   // key is the file's identity, and its status-change time where there is
   // no btime: a new slice or layer judged by a deleted one's expiry would be
   // deleted with its items (a header read more per write is the price).
-  Result<uint64_t> PartExpiry(std::string_view name, const std::string& path) {
-    std::pair<FileId, std::pair<int64_t, uint32_t>> id;
+  using ExpiryKey = std::pair<FileId, std::pair<int64_t, uint32_t>>;
+  Result<uint64_t> PartExpiry(std::string_view name, const std::string& path, ExpiryKey* key) {
+    ExpiryKey& id = *key;
     if (const int err = IdentityOf(-1, path, &id.first, &id.second); err != 0) {
       if (err == ENOENT) return NotFoundStatus(name);
       return IoError("cannot stat", path, err);
@@ -955,7 +961,7 @@ class FileStore final : public Store {
 
   std::string dir_;
   std::mutex expiry_mu_;
-  std::map<std::pair<FileId, std::pair<int64_t, uint32_t>>, uint64_t> expiry_;  // expiry_mu_
+  std::map<ExpiryKey, uint64_t> expiry_;  // expiry_mu_
   // flock() already excludes every other descriptor, in this process too; the
   // mutex only spares threads of one process the syscall contention.
   std::shared_ptr<std::mutex> remove_mutex_ = std::make_shared<std::mutex>();

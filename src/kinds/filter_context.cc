@@ -16,10 +16,15 @@ Result<PartSizing> PartCache::Sizing(const FilterConfig& config, uint64_t part) 
   }
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing s, SizePart(config, part));
   std::lock_guard lock(mu_);
-  const PartSizing& kept = sizing_.try_emplace(part, s).first->second;
+  const PartSizing kept = sizing_.try_emplace(part, s).first->second;
   if (part == 0 && !part0_ready_.load(std::memory_order_relaxed)) {
     part0_ = kept;
     part0_ready_.store(true, std::memory_order_release);
+  }
+  // A window filter's slices are numbered by time: those gone by are
+  // forgotten, or a handle in use grew by one entry a slice for ever.
+  if (config.kind == FilterKind::kWindow && part > uint64_t{config.slices} + 2) {
+    sizing_.erase(sizing_.begin(), sizing_.lower_bound(part - config.slices - 2));
   }
   return kept;
 }

@@ -86,7 +86,7 @@ RedisBitStore::~RedisBitStore() {
   std::lock_guard lock(mu_);
   // Not a structured binding: clang before 16 cannot capture one.
   for (auto& entry : cells_) {
-    const std::unique_ptr<Cells>& cells = entry.second;
+    const std::shared_ptr<Cells>& cells = entry.second;
     const uint64_t uncounted = cells->pending.exchange(0);
     if (uncounted == 0) continue;
     (void)shared_->source->Run(cells->meta, Access::kMaster, /*idempotent=*/false,
@@ -102,9 +102,9 @@ size_t RedisBitStore::preferred_batch() const {
   return shared_->options.batch_items * kBatchesPerCall;
 }
 
-Result<const RedisBitStore::Cells*> RedisBitStore::CellsOf(uint64_t part) {
+Result<RedisBitStore::CellsPtr> RedisBitStore::CellsOf(uint64_t part) {
   std::lock_guard lock(mu_);
-  if (auto it = cells_.find(part); it != cells_.end()) return it->second.get();
+  if (auto it = cells_.find(part); it != cells_.end()) return CellsPtr(it->second);
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, SizePart(config_, part));
   auto cells = std::make_unique<Cells>();
   cells->part = part;
@@ -155,7 +155,18 @@ Result<const RedisBitStore::Cells*> RedisBitStore::CellsOf(uint64_t part) {
     if (part > 0 && part >= config_.initial_parts()) return Status::ResourceExhausted(what);
     return Status::InvalidArgument(what);
   }
-  return cells_.emplace(part, std::move(cells)).first->second.get();
+  CellsPtr made(cells_.emplace(part, std::move(cells)).first->second);
+  // A window filter's slices are numbered by time, a new one each slice:
+  // those gone by are forgotten (a call still using one holds it), or a
+  // handle in use grew by one Cells a slice for as long as it lived. One
+  // whose count could not be sent is kept, for the destructor to send.
+  if (config_.kind == FilterKind::kWindow && part > uint64_t{config_.slices} + 2) {
+    const uint64_t oldest = part - config_.slices - 2;
+    for (auto it = cells_.begin(); it != cells_.end() && it->first < oldest;) {
+      it = it->second->pending.load() == 0 ? cells_.erase(it) : std::next(it);
+    }
+  }
+  return made;
 }
 
 Status RedisBitStore::CheckBatch(const Cells& cells, const PartBatch& b) const {
@@ -415,7 +426,7 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
 }
 
 Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
-  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(part));
   if (!cells->listed) return Status::Ok();  // exists from creation on
   const uint64_t expires_at = CapExpiry(expires_at_ms, filter_expires_at_ms_);
   // Idempotent: creating a part that exists changes nothing.
@@ -455,7 +466,7 @@ Status RedisBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* 
   // per shard of a sharded filter (each in its own slot, maybe node).
   std::map<std::string, std::vector<Chunk>> groups;
   for (PartBatch& b : batches) {
-    REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(b.part));
+    REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(b.part));
     REDBLOOM_RETURN_IF_ERROR(CheckBatch(*cells, b));
     for (size_t first = 0; first < b.items; first += batch) {
       groups[cells->meta].push_back(Chunk{&b, cells, first, std::min(batch, b.items - first), {}});
@@ -729,7 +740,7 @@ Status RedisBitStore::CheckPresence(Connection& c, const Cells& cells, const red
 }
 
 Result<uint64_t> RedisBitStore::ItemCount(uint64_t part) {
-  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(part));
   uint64_t count = 0;
   Status s = RunReads(cells->meta, [&](Connection& c) -> Status {
     CommandBuffer cmd;
@@ -750,7 +761,7 @@ Result<uint64_t> RedisBitStore::ItemCount(uint64_t part) {
 }
 
 Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
-  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(part));
   FilterStats stats;
   if (cells->counting()) {
     // BITCOUNT counts bits, not non-zero counters: read the cells instead.
@@ -794,7 +805,7 @@ Result<FilterStats> RedisBitStore::Stats(uint64_t part) {
 Status RedisBitStore::Clear() {
   REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, ListParts());
   for (uint64_t part : parts) {
-    REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+    REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(part));
     // Idempotent: clearing twice leaves the same empty part.
     Status cleared = shared_->source->Run(
         cells->meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
@@ -816,7 +827,7 @@ Status RedisBitStore::Clear() {
 }
 
 Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) {
-  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(part));
   out->clear();
   if (len == 0) return Status::Ok();
   return RunReads(cells->meta, [&](Connection& c) -> Status {
@@ -855,7 +866,7 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
 // present longer, never makes one absent.
 Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitmap,
                                uint64_t new_items) {
-  REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(part));
+  REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(part));
   const size_t chunk = cells->counting() ? kCounterMergeChunk : kMergeChunk;
   const std::string_view script = cells->counting() ? scripts::kAddRange : scripts::kOrRange;
   if (at > cells->bytes || bitmap.size() > cells->bytes - at) {

@@ -90,7 +90,10 @@ class RedisBitStore final : public BitStore {
 
  private:
   struct Chunk;
-  Result<const Cells*> CellsOf(uint64_t part);
+  // A part's keys and sizing, made once. A call holds its parts' Cells while
+  // it runs, so a window filter's slices gone by can be forgotten meanwhile.
+  using CellsPtr = std::shared_ptr<const Cells>;
+  Result<CellsPtr> CellsOf(uint64_t part);
   Status CheckBatch(const Cells& cells, const PartBatch& b) const;
   Status CheckMeta(const redisReply* r, const Cells& cells) const;
   Status ScriptError(Connection& c, const Cells& cells, const redisReply* r) const;
@@ -158,7 +161,7 @@ class RedisBitStore final : public BitStore {
   const uint64_t filter_expires_at_ms_;
   const std::string shard_token_;
   std::mutex mu_;
-  std::map<uint64_t, std::unique_ptr<Cells>> cells_;  // guarded by mu_
+  std::map<uint64_t, std::shared_ptr<Cells>> cells_;  // guarded by mu_
 };
 
 }  // namespace redbloom::internal

@@ -32,7 +32,7 @@ Status RedisBitStore::Add(std::span<PartBatch> batches) {
   std::vector<std::string> keys;
   std::vector<std::function<Status()>> tasks;
   for (PartBatch& b : batches) {
-    REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(b.part));
+    REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(b.part));
     REDBLOOM_RETURN_IF_ERROR(CheckBatch(*cells, b));
     b.refused = false;
     b.accepted = 0;
@@ -68,7 +68,9 @@ Status RedisBitStore::AddBatch(const Cells& cells, PartBatch& b) {
   const size_t batch = shared_->options.batch_items;
   std::vector<Chunk> chunks;
   for (size_t first = 0; first < b.items; first += batch) {
-    chunks.push_back(Chunk{&b, &cells, first, std::min(batch, b.items - first), {}});
+    // Not owning: the caller holds `cells` for the whole batch.
+    chunks.push_back(
+        Chunk{&b, CellsPtr(CellsPtr(), &cells), first, std::min(batch, b.items - first), {}});
   }
   size_t done = 0;
   // Added items whose count update has not been sent: the last call's, and
@@ -339,7 +341,7 @@ Status RedisBitStore::Remove(std::span<PartBatch> batches) {
   std::vector<std::string> keys;
   std::vector<std::function<Status()>> tasks;
   for (PartBatch& b : batches) {
-    REDBLOOM_ASSIGN_OR_RETURN(const Cells* cells, CellsOf(b.part));
+    REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(b.part));
     if (!cells->counting()) {
       return Status::Unimplemented(
           "items can be removed only from counting filters (create with --counting)");

@@ -52,7 +52,7 @@ inline uint64_t NumberAfter(std::string_view text, std::string_view marker) {
 // A run of one batch's items sent as one transaction.
 struct RedisBitStore::Chunk {
   PartBatch* batch;
-  const Cells* cells;
+  CellsPtr cells;
   size_t first;                 // its first item in the batch
   size_t n;                     // its number of items
   std::vector<uint32_t> order;  // op i of the command is cell order[i] of the run
