@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <unordered_set>
 
 #include "frontend/existing_ttl.h"
 #include "frontend/info_json.h"
@@ -243,9 +244,10 @@ Reply ErrorReply(const Status& status) {
 // FilterCache
 
 FilterCache::FilterCache(std::chrono::milliseconds revalidate_after, size_t max_entries,
-                         Metrics* metrics)
+                         Metrics* metrics, std::chrono::milliseconds idle_after)
     : revalidate_after_ns_(
           std::chrono::duration_cast<std::chrono::nanoseconds>(revalidate_after).count()),
+      idle_after_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_after).count()),
       max_entries_(max_entries == 0 ? 1 : max_entries),
       metrics_(metrics) {}
 
@@ -281,6 +283,7 @@ Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_
     }
     entry->validated_ns.store(now, std::memory_order_relaxed);
   }
+  entry->used_ns.store(now, std::memory_order_relaxed);
   *cached = true;
   return entry->filter;
 }
@@ -288,7 +291,9 @@ Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_
 void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter) {
   auto entry = std::make_shared<Entry>();
   entry->filter = std::move(filter);
-  entry->validated_ns.store(SteadyNowNs(), std::memory_order_relaxed);
+  const int64_t now = SteadyNowNs();
+  entry->validated_ns.store(now, std::memory_order_relaxed);
+  entry->used_ns.store(now, std::memory_order_relaxed);
   std::unique_lock lock(mu_);
   auto it = entries_.find(name);
   if (it != entries_.end()) {
@@ -327,13 +332,51 @@ void FilterCache::Clear() {
   entries_.clear();
 }
 
+void FilterCache::KeepOnly(const std::vector<std::string>& names) {
+  const std::unordered_set<std::string_view> listed(names.begin(), names.end());
+  std::vector<std::shared_ptr<Entry>> gone;  // freed (unmapped) after the lock
+  std::unique_lock lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (listed.count(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    gone.push_back(std::move(it->second));
+    it = entries_.erase(it);
+  }
+  lock.unlock();
+}
+
+void FilterCache::SweepIdle() {
+  // One sweep per interval: the first caller past it takes the turn.
+  constexpr int64_t kSweepEveryNs = int64_t{10} * 1000 * 1000 * 1000;
+  const int64_t now = SteadyNowNs();
+  int64_t due = next_sweep_ns_.load(std::memory_order_relaxed);
+  if (now < due ||
+      !next_sweep_ns_.compare_exchange_strong(due, now + std::min(kSweepEveryNs, idle_after_ns_),
+                                              std::memory_order_relaxed)) {
+    return;
+  }
+  std::vector<std::shared_ptr<Entry>> idle;  // freed (unmapped) after the lock
+  std::unique_lock lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (now - it->second->used_ns.load(std::memory_order_relaxed) < idle_after_ns_) {
+      ++it;
+      continue;
+    }
+    idle.push_back(std::move(it->second));
+    it = entries_.erase(it);
+  }
+  lock.unlock();
+}
+
 // ---------------------------------------------------------------------------
 // Service
 
 Service::Service(ServiceOptions options, Metrics* metrics)
     : options_(std::move(options)),
       metrics_(metrics),
-      cache_(options_.revalidate_after, options_.filter_cache_size, metrics) {}
+      cache_(options_.revalidate_after, options_.filter_cache_size, metrics, options_.idle_after) {}
 
 Service::~Service() {
   {
@@ -440,6 +483,7 @@ void Service::NoteGone(std::string_view name, const Status& why) {
 template <typename Op>
 Status Service::OnFilter(std::string_view name, Op&& op) {
   REDBLOOM_ASSIGN_OR_RETURN(Store * store, GetStore());
+  cache_.SweepIdle();
   bool cached = false;
   Result<std::shared_ptr<BloomFilter>> opened = cache_.Get(*store, name, &cached);
   if (!opened.ok()) {
@@ -501,6 +545,7 @@ Reply Service::Ready() {
   if (shutting_down_.load()) return ErrorReply(503, "unavailable", "shutting down");
   Result<Store*> store = GetStore();
   if (!store.ok()) return StoreErrorReply(store.status());
+  cache_.SweepIdle();  // probes come when nothing else does
   Status s = (*store)->Ping();
   if (!s.ok()) return StoreErrorReply(s);
   Json body{{"status", "ready"}};
@@ -527,6 +572,9 @@ Reply Service::ListFilters() {
   if (!store.ok()) return StoreErrorReply(store.status());
   Result<std::vector<std::string>> names = (*store)->List();
   if (!names.ok()) return StoreErrorReply(names.status());
+  // Listing removes expired filters (file:, mem:); any gone are let go of
+  // here, or their handles kept the files mapped, and the disk space taken.
+  cache_.KeepOnly(*names);
   return JsonReply(200, Json{{"filters", *names}});
 }
 

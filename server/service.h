@@ -54,7 +54,8 @@ Reply ErrorReply(const Status& status);
 // the filter if it changed or vanished.
 class FilterCache {
  public:
-  FilterCache(std::chrono::milliseconds revalidate_after, size_t max_entries, Metrics* metrics);
+  FilterCache(std::chrono::milliseconds revalidate_after, size_t max_entries, Metrics* metrics,
+              std::chrono::milliseconds idle_after = std::chrono::seconds(60));
   FilterCache(const FilterCache&) = delete;
   FilterCache& operator=(const FilterCache&) = delete;
 
@@ -67,11 +68,21 @@ class FilterCache {
   std::vector<std::shared_ptr<BloomFilter>> Snapshot() const;
   size_t size() const;
   void Clear();
+  // Evicts every name not in `names` (a store's whole listing): filters
+  // gone without a request for them (expired, or dropped elsewhere).
+  void KeepOnly(const std::vector<std::string>& names);
+  // At most once per sweep interval (kSweepEvery, or idle_after when that
+  // is shorter), and by one caller at a time: evicts the handles no request
+  // used for idle_after. A handle holds its filter's mapping (on file:, the
+  // disk space of a file deleted meanwhile) or connection state; callers
+  // run it from requests, so that no thread of its own is needed.
+  void SweepIdle();
 
  private:
   struct Entry {
     std::shared_ptr<BloomFilter> filter;
     std::atomic<int64_t> validated_ns{0};  // steady_clock time of the last check
+    std::atomic<int64_t> used_ns{0};       // steady_clock time of the last Get or Put
   };
   struct Hash {
     using is_transparent = void;
@@ -81,6 +92,8 @@ class FilterCache {
   Result<std::shared_ptr<BloomFilter>> Open(Store& store, std::string_view name);
 
   const int64_t revalidate_after_ns_;
+  const int64_t idle_after_ns_;
+  std::atomic<int64_t> next_sweep_ns_{0};
   const size_t max_entries_;
   Metrics* metrics_;
   mutable std::shared_mutex mu_;
@@ -94,6 +107,8 @@ struct ServiceOptions {
   // See FilterCache. 0 re-reads the stored config on every request.
   std::chrono::milliseconds revalidate_after{0};
   size_t filter_cache_size = 4096;
+  // A handle no request used for this long is let go of (FilterCache::SweepIdle).
+  std::chrono::milliseconds idle_after{60000};
   // Largest filter PUT may create, in bytes of cells (every shard of a plain
   // or counting filter, every slice of a window filter, the first layer of a
   // scaling filter); larger ones get 413. 0: no limit.

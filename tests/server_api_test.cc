@@ -823,6 +823,52 @@ TEST_P(ServerApiTest, FilterRecreatedElsewhereIsNotWrittenWithStaleGeometry) {
   EXPECT_EQ(Do("GET", "/v1/filters/orders/items/before").json["present"], false);
 }
 
+// Mappings of deleted files in the store's directory that the server holds.
+int DeletedMappings(pid_t pid, const std::string& dir) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  int deleted = 0;
+  for (std::string line; std::getline(maps, line);) {
+    deleted += line.find(dir) != std::string::npos && line.find("(deleted)") != std::string::npos;
+  }
+  return deleted;
+}
+
+// Handles of filters gone without a request for them are let go of: on
+// file: a handle maps its file, and one expired (removed by a listing) or
+// dropped by another process stayed mapped, its disk space taken, until a
+// restart or 4096 other filters (an audit: 20 filters, 237 MiB that df
+// counted and du did not).
+TEST_P(ServerApiTest, HandlesOfFiltersGoneElsewhereOrIdleAreLetGo) {
+  StartServer(R"({"filter_revalidate_ms":600000,"filter_idle_ms":300})");
+  Create("dropped", 100000, 0.01);
+  ASSERT_EQ(Do("POST", "/v1/filters/dropped/items", Items({"x"})).status, 200);
+  ASSERT_EQ(
+      Do("PUT", "/v1/filters/expiring", R"({"capacity":100000,"error_rate":0.01,"ttl_seconds":1})")
+          .status,
+      201);
+  ASSERT_EQ(Do("POST", "/v1/filters/expiring/items", Items({"x"})).status, 200);
+  EXPECT_EQ(Sample(Do("GET", "/metrics").body, "redbloomd_filter_handles"), 2);
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(store_url_));
+  ASSERT_TRUE(BloomFilter::Drop(*store, "dropped").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the TTL passes
+  // The listing removes the expired filter (file:, mem:) and lets go of both.
+  Answer listed = Do("GET", "/v1/filters");
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  EXPECT_EQ(listed.json["filters"].size(), 0u) << listed.body;
+  EXPECT_EQ(Sample(Do("GET", "/metrics").body, "redbloomd_filter_handles"), 0);
+  if (GetParam() == StoreKind::kFile) {
+    EXPECT_EQ(DeletedMappings(server_->pid(), dir_.path()), 0);
+  }
+  // A handle no request used for filter_idle_ms goes at the next probe.
+  Create("idle", 100000, 0.01);
+  ASSERT_EQ(Do("POST", "/v1/filters/idle/items", Items({"x"})).status, 200);
+  EXPECT_EQ(Sample(Do("GET", "/metrics").body, "redbloomd_filter_handles"), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_EQ(Do("GET", "/readyz").status, 200);
+  EXPECT_EQ(Sample(Do("GET", "/metrics").body, "redbloomd_filter_handles"), 0);
+  EXPECT_EQ(Do("GET", "/v1/filters/idle/items/x").json["present"], true);  // reopened
+}
+
 // A filter rebuilt by another process is served from the new filter, and
 // the service lets go of the old one. Before, the cached handle followed each
 // swap and kept every old state for its life: on file:, each rebuilt file
