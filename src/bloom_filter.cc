@@ -189,7 +189,17 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
         "(BloomFilter::Leftover::kDrop), which drops the temporary filter first");
   }
   REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Open(store, temp));
-  Status s = fill(*replacement);
+  Status s;
+  try {
+    s = fill(*replacement);
+  } catch (...) {
+    // The caller's fill threw (its own I/O or parsing): the exception is
+    // theirs to see, and the temporary must not stay to refuse the next
+    // rebuild ("rebuild again with --force").
+    replacement.reset();
+    (void)store.Drop(temp);
+    throw;
+  }
   if (s.ok()) s = replacement->Flush();
   if (!s.ok()) {
     (void)store.Drop(temp);  // the old filter is untouched; report the fill error

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,27 @@ TEST_P(BloomFilterTest, CreateOpenConflictDrop) {
 // drop removes them, the handle's single calls must follow: answers from the
 // new filter, adds that land in it (not in the orphaned cells, where they
 // would be lost), and kNotFound after a drop.
+// A fill that throws (the caller's own reading or parsing) reaches the
+// caller, and its temporary filter goes: it stayed, and every later rebuild
+// of the name was refused until one was made with Leftover::kDrop.
+TEST_P(BloomFilterTest, ARebuildWhoseFillThrowsLeavesNothingBehind) {
+  auto f = Make("rt", 1000, 0.01);
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->Add("kept").ok());
+  const FilterOptions options = OptionsOf(f->config());
+  const auto throwing = [](BloomFilter& fresh) -> Status {
+    EXPECT_TRUE(fresh.Add("half").ok());
+    throw std::runtime_error("the input broke");
+  };
+  EXPECT_THROW((void)BloomFilter::Rebuild(*store_, "rt", options, throwing), std::runtime_error);
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("kept")));
+  EXPECT_EQ(store_->ReadConfig(TemporaryName("rt")).status().code(), StatusCode::kNotFound);
+  const Status again = BloomFilter::Rebuild(*store_, "rt", options,
+                                            [](BloomFilter& fresh) { return fresh.Add("new"); });
+  EXPECT_TRUE(again.ok()) << again.ToString();
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("new")));
+}
+
 TEST_P(BloomFilterTest, SingleCallsFollowARebuildAndADrop) {
   auto f = Make("s", 1000, 0.01);
   ASSERT_NE(f, nullptr);

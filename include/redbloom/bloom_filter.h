@@ -98,7 +98,8 @@ class BloomFilter {
   // crash), and the call answers kConflict without touching it, unless
   // `leftover` is kDrop. Dropping a running rebuild's temporary would let
   // both report success with the items of one missing (each swapped in
-  // whatever the name held), so kDrop is for when none runs.
+  // whatever the name held), so kDrop is for when none runs. An exception
+  // from `fill` drops the temporary filter and reaches the caller.
   enum class Leftover { kRefuse, kDrop };
   static Status Rebuild(Store& store, std::string_view name, const FilterOptions& options,
                         const std::function<Status(BloomFilter&)>& fill,
