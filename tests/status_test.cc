@@ -41,6 +41,39 @@ TEST_F(StatusTest, ResultFromAnOkStatusIsAnInternalError) {
 
 // Reading a failed Result must crash naming the error, never hand out
 // garbage (STYLE.md: "Reading a failed Result is a crash with the status").
+// A failed Result moved from still reads as failed, with its status: the
+// moved-from Status read as OK, so `if (!r.ok()) return r.status();` on one
+// returned OK from a call that had failed.
+TEST_F(StatusTest, AMovedFromFailedResultKeepsItsStatus) {
+  Result<int> failed = Status::NotFound("x");
+  Result<int> moved = std::move(failed);
+  EXPECT_FALSE(failed.ok());                                 // NOLINT: read after move
+  EXPECT_EQ(failed.status().code(), StatusCode::kNotFound);  // NOLINT
+  EXPECT_EQ(moved.status().code(), StatusCode::kNotFound);
+  Result<int> assigned = 1;
+  assigned = std::move(moved);
+  EXPECT_EQ(moved.status().code(), StatusCode::kNotFound);  // NOLINT
+  EXPECT_EQ(assigned.status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(assigned.ok());
+}
+
+// Two on one line (a caller's own macro): the temporaries were named by
+// __LINE__ and collided.
+Status TwoOnOneLine(Result<int> a, Result<int> b, int* sum) {
+  // clang-format off
+  REDBLOOM_ASSIGN_OR_RETURN(int x, std::move(a)); REDBLOOM_ASSIGN_OR_RETURN(int y, std::move(b));
+  // clang-format on
+  *sum = x + y;
+  return Status::Ok();
+}
+
+TEST_F(StatusTest, AssignOrReturnTwiceOnOneLine) {
+  int sum = 0;
+  ASSERT_TRUE(TwoOnOneLine(1, 2, &sum).ok());
+  EXPECT_EQ(sum, 3);
+  EXPECT_EQ(TwoOnOneLine(1, Status::Conflict("no"), &sum).code(), StatusCode::kConflict);
+}
+
 TEST_F(StatusTest, ReadingAFailedResultAbortsWithTheStatus) {
   const Result<Point> failed(Status::NotFound("filter 'orders' does not exist"));
   const std::string expected = "not_found: filter 'orders' does not exist";

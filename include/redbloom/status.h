@@ -129,6 +129,17 @@ class [[nodiscard]] Result {
     if (status_.ok()) status_ = Status::Internal("Result constructed from an OK status");
   }
 
+  Result(const Result&) = default;
+  Result& operator=(const Result&) = default;
+  // A moved-from error keeps its status (a moved-from Status reads as OK,
+  // and `if (!r.ok()) return r.status();` must not return OK).
+  Result(Result&& other) : value_(std::move(other.value_)), status_(other.status_) {}
+  Result& operator=(Result&& other) {
+    value_ = std::move(other.value_);
+    status_ = other.status_;
+    return *this;
+  }
+
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
   T& value() & {
@@ -174,6 +185,6 @@ class [[nodiscard]] Result {
   lhs = std::move(tmp).value()
 // REDBLOOM_ASSIGN_OR_RETURN(auto x, SomeResultCall());
 #define REDBLOOM_ASSIGN_OR_RETURN(lhs, expr) \
-  REDBLOOM_ASSIGN_OR_RETURN_IMPL_(REDBLOOM_CONCAT_(_rb_result_, __LINE__), lhs, expr)
+  REDBLOOM_ASSIGN_OR_RETURN_IMPL_(REDBLOOM_CONCAT_(_rb_result_, __COUNTER__), lhs, expr)
 
 #endif  // REDBLOOM_STATUS_H_
