@@ -1163,6 +1163,15 @@ TEST_F(RedisStoreTest, FiltersBeyondOneKeyAreRejectedBeforeWriting) {
   EXPECT_NE(s.message().find("512 MiB"), std::string::npos) << s.message();
   EXPECT_EQ(store_->Attach("big", *big).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
+  // Just past the limit, the size needed reads larger than the limit: both
+  // read "512 MiB" when the need was rounded down to whole MiB.
+  FilterConfig just_over = *big;
+  just_over.geometry.bits = (uint64_t{1} << 32) + 64;
+  const Status over = store_->Create("over", just_over);
+  EXPECT_EQ(over.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(over.message().find("needs 4294967360 bits (536870920 bytes)"), std::string::npos)
+      << over.message();
+  EXPECT_NE(over.message().find("--shards"), std::string::npos) << over.message();
 }
 
 // ---------------------------------------------------------------------------

@@ -36,9 +36,10 @@ Status CheckSize(std::string_view what, const Geometry& g, uint32_t cell_bits) {
   if (g.bits * cell_bits > kMaxBitsPerKey) {
     return Status::InvalidArgument(
         std::string(what) + " needs " + std::to_string(g.bits * cell_bits) + " bits (" +
-        std::to_string((g.bits * cell_bits / 8) >> 20) +
-        " MiB), but one Redis key holds at most 2^32 bits (512 MiB); use a larger error rate, "
-        "a smaller capacity, or split the filter");
+        std::to_string((g.bits * cell_bits + 7) / 8) +
+        " bytes), but one Redis key holds at most 2^32 bits (536870912 bytes, 512 MiB); use a "
+        "larger error rate, a smaller capacity, or shards (create --shards N, \"shards\" in a "
+        "PUT)");
   }
   return Status::Ok();
 }
