@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <latch>
 #include <memory>
 #include <random>
@@ -211,6 +212,50 @@ TEST_F(RedisTlsTest, CertificateOfAnUntrustedCaIsRefused) {
   s = OpenFails("rediss://127.0.0.1:" + std::to_string(tls_->tls_port) +
                 "?cacert=" + certs_->other_ca());
   EXPECT_NE(s.message().find("does not verify"), std::string::npos) << s.ToString();
+}
+
+// cacert=, cert= and key= are read again for new connections once they
+// change (rotated certificates), and a file that cannot be used then keeps
+// the one loaded before. They were read once per store: a CA added to the
+// file, or a renewed client certificate, needed a restart, and the outage
+// began at the next reconnect, maybe hours after the change.
+TEST_F(RedisTlsTest, ChangedCertificateFilesAreReadAgainForNewConnections) {
+  testing::TempDir dir;
+  const std::string trust = dir.path() + "/trust.pem";
+  const auto put = [&](const std::string& from) {
+    std::filesystem::copy_file(from, trust + ".new",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(trust + ".new", trust);  // as an operator's tooling does
+  };
+  put(certs_->ca());
+  auto store = MustOpen(Url(tls_->tls_port, "max_retries=0", "127.0.0.1", trust));
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto filter, BloomFilter::Create(*store, "rotated", Options(100)));
+  ASSERT_TRUE(filter->Add("x").ok());
+  const auto reconnect = [&] {
+    raw_->Run({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // past the 1 s check
+    (void)filter->Contains("x");                                   // finds its connection closed
+    return filter->Contains("x");
+  };
+  // Now trusting only another CA: new connections verify against it.
+  put(certs_->other_ca());
+  Result<bool> refused = reconnect();
+  EXPECT_FALSE(refused.ok()) << "the CA file was not read again";
+  EXPECT_NE(refused.status().message().find("does not verify"), std::string::npos)
+      << refused.status().ToString();
+  // Back to the right CA: served again, without reopening the store.
+  put(certs_->ca());
+  Result<bool> served = reconnect();
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_TRUE(*served);
+  // A file that holds no certificate (half written, a mistake) keeps the
+  // one loaded before.
+  std::ofstream(trust + ".new") << "not a certificate\n";
+  std::filesystem::rename(trust + ".new", trust);
+  served = reconnect();
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_TRUE(*served);
 }
 
 // Stores opened at once over one TLS context make their first handshakes at

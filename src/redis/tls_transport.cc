@@ -7,10 +7,12 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -251,6 +253,11 @@ class TlsTransport final : public Transport {
         std::string hint;
         if (text.find("certificate required") != std::string::npos) {
           hint = "the server wants a client certificate: add cert= and key= to the URL";
+        } else if (text.find("certificate expired") != std::string::npos ||
+                   text.find("certificate revoked") != std::string::npos) {
+          hint =
+              "the server refuses our client certificate (cert=): renew it; the files are read "
+              "again when they change";
         } else if (text.find("unknown ca") != std::string::npos ||
                    text.find("bad certificate") != std::string::npos) {
           hint =
@@ -296,8 +303,13 @@ IoFailure HandshakeFailure(SSL* ssl, int rc, const BioSocket& bio, const std::st
       return {IoFailure::Kind::kCertificate, reason + ": the certificate is not for '" + name + "'",
               "connect by a name it lists, or name one with sni="};
     }
+    if (verify == X509_V_ERR_CERT_HAS_EXPIRED || verify == X509_V_ERR_CERT_NOT_YET_VALID) {
+      return {IoFailure::Kind::kCertificate, reason + " (the server's certificate)",
+              "the server needs a valid certificate (or this host's clock is wrong)"};
+    }
     return {IoFailure::Kind::kCertificate, reason,
-            "trust its CA with cacert=PATH; insecure=1 skips the check"};
+            "trust its CA with cacert=PATH (read again when the file changes); insecure=1 skips "
+            "the check"};
   }
   if (bio.received > 0 && (bio.first_byte == '-' || bio.first_byte == '+')) {
     return {IoFailure::Kind::kHandshake, errors.empty() ? "no TLS answer" : errors,
@@ -332,6 +344,12 @@ namespace {
 // Filled here, while the context is not yet shared, the handshakes only read
 // it. Certificates a hash-directory lookup finds later (the system's CAs by
 // directory, without cacert=) are loaded per handshake and are not covered.
+int64_t SteadyMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void FillExtensionCaches(SSL_CTX* ctx) {
   STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
   for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i) {
@@ -344,46 +362,103 @@ void FillExtensionCaches(SSL_CTX* ctx) {
 }  // namespace
 
 TlsContext::TlsContext(TlsOptions options) : options_(std::move(options)) {
-  ctx_ = SSL_CTX_new(TLS_client_method());
+  signature_ = Signature();
+  checked_at_ms_ = SteadyMillis();
+  ctx_ = Load(options_, &error_);
+}
+
+std::string TlsContext::Signature() const {
+  std::string signature;
+  for (const std::string* path : {&options_.cacert, &options_.cert, &options_.key}) {
+    struct stat st {};
+    if (!path->empty() && ::stat(path->c_str(), &st) == 0) {
+      signature += std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino) + ':' +
+                   std::to_string(st.st_size) + ':' + std::to_string(st.st_mtim.tv_sec) + '.' +
+                   std::to_string(st.st_mtim.tv_nsec);
+    }
+    signature += ';';
+  }
+  return signature;
+}
+
+std::string TlsContext::error() const {
+  std::lock_guard lock(mu_);
+  return ctx_ == nullptr ? error_ : "";
+}
+
+SSL_CTX* TlsContext::Acquire(std::string* error) const {
+  std::lock_guard lock(mu_);
+  const int64_t now = SteadyMillis();
+  if (now - checked_at_ms_ >= 1000) {
+    checked_at_ms_ = now;
+    if (std::string signature = Signature(); signature != signature_) {
+      signature_ = std::move(signature);
+      std::string why;
+      if (SSL_CTX* fresh = Load(options_, &why); fresh != nullptr) {
+        // Connections made with the old one hold their own references.
+        if (ctx_ != nullptr) SSL_CTX_free(ctx_);
+        ctx_ = fresh;
+      } else if (ctx_ == nullptr) {
+        error_ = std::move(why);
+      }
+      // else: a file half rewritten, or a mistake: the files loaded before
+      // serve on, and are read again at their next change.
+    }
+  }
   if (ctx_ == nullptr) {
-    error_ = "cannot create a TLS context: " + TakeSslErrors();
-    return;
+    *error = error_;
+    return nullptr;
+  }
+  SSL_CTX_up_ref(ctx_);
+  return ctx_;
+}
+
+SSL_CTX* TlsContext::Load(const TlsOptions& options, std::string* error) {
+  std::string& why = *error;
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == nullptr) {
+    why = "cannot create a TLS context: " + TakeSslErrors();
+    return nullptr;
   }
   // TLS 1.0 and 1.1 are deprecated (RFC 8996); Redis 6+ offers 1.2 and 1.3.
-  SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
-  SSL_CTX_set_verify(ctx_, options_.insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, nullptr);
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_verify(ctx, options.insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, nullptr);
   // Connections are pooled and long-lived: resuming sessions would save a
   // round trip per reconnect only, and caching none keeps state per context.
-  SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   ERR_clear_error();
-  if (!options_.cacert.empty()) {
-    error_ = FileProblem("cacert", options_.cacert);
-    if (error_.empty() &&
-        SSL_CTX_load_verify_locations(ctx_, options_.cacert.c_str(), nullptr) != 1) {
-      error_ = "cacert=" + options_.cacert + " holds no usable CA certificate: " + TakeSslErrors();
+  if (!options.cacert.empty()) {
+    why = FileProblem("cacert", options.cacert);
+    if (why.empty() && SSL_CTX_load_verify_locations(ctx, options.cacert.c_str(), nullptr) != 1) {
+      why = "cacert=" + options.cacert + " holds no usable CA certificate: " + TakeSslErrors();
     }
-  } else if (SSL_CTX_set_default_verify_paths(ctx_) != 1) {
-    error_ = "cannot load the system's CA certificates: " + TakeSslErrors();
+  } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+    why = "cannot load the system's CA certificates: " + TakeSslErrors();
   }
-  if (error_.empty() && !options_.cert.empty()) {
-    error_ = FileProblem("cert", options_.cert);
-    if (error_.empty()) error_ = FileProblem("key", options_.key);
-    if (error_.empty() && SSL_CTX_use_certificate_chain_file(ctx_, options_.cert.c_str()) != 1) {
-      error_ = "cert=" + options_.cert + " holds no usable certificate: " + TakeSslErrors();
+  if (why.empty() && !options.cert.empty()) {
+    why = FileProblem("cert", options.cert);
+    if (why.empty()) why = FileProblem("key", options.key);
+    if (why.empty() && SSL_CTX_use_certificate_chain_file(ctx, options.cert.c_str()) != 1) {
+      why = "cert=" + options.cert + " holds no usable certificate: " + TakeSslErrors();
     }
-    if (error_.empty() &&
-        SSL_CTX_use_PrivateKey_file(ctx_, options_.key.c_str(), SSL_FILETYPE_PEM) != 1) {
-      const std::string why = TakeSslErrors();
-      error_ = why.find("mismatch") != std::string::npos
-                   ? "key=" + options_.key + " is not the key of cert=" + options_.cert
-                   : "key=" + options_.key + " holds no usable private key: " + why;
+    if (why.empty() &&
+        SSL_CTX_use_PrivateKey_file(ctx, options.key.c_str(), SSL_FILETYPE_PEM) != 1) {
+      const std::string ssl_errors = TakeSslErrors();
+      why = ssl_errors.find("mismatch") != std::string::npos
+                ? "key=" + options.key + " is not the key of cert=" + options.cert
+                : "key=" + options.key + " holds no usable private key: " + ssl_errors;
     }
-    if (error_.empty() && SSL_CTX_check_private_key(ctx_) != 1) {
-      error_ = "key=" + options_.key + " is not the key of cert=" + options_.cert;
+    if (why.empty() && SSL_CTX_check_private_key(ctx) != 1) {
+      why = "key=" + options.key + " is not the key of cert=" + options.cert;
     }
   }
-  if (error_.empty()) FillExtensionCaches(ctx_);
+  if (why.empty()) FillExtensionCaches(ctx);
   ERR_clear_error();
+  if (!why.empty()) {
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  return ctx;
 }
 
 TlsContext::~TlsContext() {
@@ -418,13 +493,16 @@ std::shared_ptr<const TlsContext> TlsContext::For(const TlsOptions& options) {
 std::unique_ptr<Transport> StartTls(Socket socket, const TlsContext& context,
                                     const std::string& host, Deadline deadline,
                                     IoFailure* failure) {
-  if (!context.error().empty()) {
-    *failure = {IoFailure::Kind::kTlsConfig, context.error(), ""};
+  std::string unusable;
+  SSL_CTX* ctx = context.Acquire(&unusable);
+  if (ctx == nullptr) {
+    *failure = {IoFailure::Kind::kTlsConfig, unusable, ""};
     return nullptr;
   }
   const TlsOptions& options = context.options();
   ERR_clear_error();
-  SslPtr ssl(SSL_new(context.ctx()));
+  SslPtr ssl(SSL_new(ctx));
+  SSL_CTX_free(ctx);  // the SSL holds its own reference
   auto bio_socket = std::make_unique<BioSocket>();
   bio_socket->fd = socket.get();
   BIO* bio = SocketBioMethod() != nullptr ? BIO_new(SocketBioMethod()) : nullptr;

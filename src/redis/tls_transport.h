@@ -14,7 +14,9 @@
 #ifndef REDBLOOM_SRC_REDIS_TLS_TRANSPORT_H_
 #define REDBLOOM_SRC_REDIS_TLS_TRANSPORT_H_
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "redis/redis_url.h"
@@ -25,7 +27,11 @@ struct ssl_ctx_st;
 namespace redbloom::internal {
 
 // The CA, certificate and key of one set of TlsOptions, loaded once and
-// shared by every connection made with them (every server of a store).
+// shared by every connection made with them (every server of a store), and
+// loaded again for new connections once the files change (rotated
+// certificates: checked at most once a second, by their identity, size and
+// modification time). Files that cannot be loaded then keep the ones loaded
+// before in use.
 class TlsContext {
  public:
   // The context for `options`: the same object while any holder of it
@@ -38,17 +44,27 @@ class TlsContext {
   ~TlsContext();
 
   const TlsOptions& options() const { return options_; }
-  // Why the CA, certificate or key could not be loaded ("" if they were);
-  // every connection attempt then fails with it (kTlsConfig).
-  const std::string& error() const { return error_; }
-  ssl_ctx_st* ctx() const { return ctx_; }
+  // Why the CA, certificate or key could not be loaded at first ("" if
+  // they were); every connection attempt then fails with it (kTlsConfig).
+  std::string error() const;
+  // The context for a new connection (reloaded if the files changed), with
+  // a reference the caller frees (SSL_CTX_free); null with *error set if
+  // none could ever be loaded.
+  ssl_ctx_st* Acquire(std::string* error) const;
 
  private:
   explicit TlsContext(TlsOptions options);
+  // A context loaded from the files now, or null with *error set.
+  static ssl_ctx_st* Load(const TlsOptions& options, std::string* error);
+  // The files' identities, sizes and times, to tell a change.
+  std::string Signature() const;
 
   TlsOptions options_;
-  ssl_ctx_st* ctx_ = nullptr;
-  std::string error_;
+  mutable std::mutex mu_;
+  mutable ssl_ctx_st* ctx_ = nullptr;  // mu_
+  mutable std::string error_;          // mu_
+  mutable std::string signature_;      // mu_: of the files ctx_ or error_ came from
+  mutable int64_t checked_at_ms_ = 0;  // mu_: steady time of the last Signature()
 };
 
 // Runs the TLS handshake over `socket` (connected, non-blocking) before
