@@ -428,6 +428,9 @@ TEST_F(RedisSentinelTest, SentinelsAndServersHaveTheirOwnPasswords) {
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("authentication failed"), std::string::npos)
       << store.status().ToString();
+  EXPECT_NE(store.status().message().find("is a sentinel: its password is sentinel_password="),
+            std::string::npos)
+      << store.status().ToString();
   // With both.
   auto good = MustOpen("redis-sentinel://:data-pw@127.0.0.1:" + std::to_string(sentinel_->port()) +
                        "/" + kMaster + "?sentinel_password=sentinel-pw");
