@@ -722,20 +722,25 @@ namespace {
 // Reads the `total` bytes of part `part` into *out. 4 MiB per read bounds one
 // Redis command's reply and the time it holds the server, while keeping round
 // trips few (a 1e7-item filter is 3 reads).
-Status ReadAllBits(BitStore& bits, uint64_t part, uint64_t total, std::string* out) {
+// Reads part `part`'s `total` bytes into `out`, in bounded chunks.
+Status ReadAllBitsInto(BitStore& bits, uint64_t part, uint64_t total, char* out) {
   constexpr size_t kChunk = 4 << 20;
-  out->clear();
-  out->reserve(total);
   std::string chunk;
   for (uint64_t offset = 0; offset < total; offset += kChunk) {
     const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunk, total - offset));
     REDBLOOM_RETURN_IF_ERROR(bits.ReadBits(part, offset, len, &chunk));
-    out->append(chunk);
+    const size_t got = std::min(chunk.size(), len);
+    std::memcpy(out + offset, chunk.data(), got);
     // A bitmap shorter than its config (a Redis key never pre-sized, as the
     // Java service leaves it) reads as zeros past its end.
-    if (chunk.size() < len) out->append(len - chunk.size(), '\0');
+    std::memset(out + offset + got, 0, len - got);
   }
   return Status::Ok();
+}
+
+Status ReadAllBits(BitStore& bits, uint64_t part, uint64_t total, std::string* out) {
+  out->resize(static_cast<size_t>(total));
+  return ReadAllBitsInto(bits, part, total, out->data());
 }
 
 // Whether part `id` may vanish while its filter lives: a window slice that
@@ -763,6 +768,21 @@ Status BloomFilter::ReadBitmap(std::string* out) {
         const FilterConfig& c = st.config;
         if (!c.one_array()) return NotOneArray(name_, c, "read them with ReadParts");
         return ReadAllBits(*st.bits, 0, c.data_bytes(), out);
+      },
+      Same::kFilter);
+}
+
+Status BloomFilter::ReadBitmap(std::span<char> out) {
+  return WithReopen(
+      [&](State& st) -> Status {
+        const FilterConfig& c = st.config;
+        if (!c.one_array()) return NotOneArray(name_, c, "read them with ReadParts");
+        if (out.size() != c.data_bytes()) {
+          return Status::Conflict("filter '" + name_ + "' holds " + std::to_string(c.data_bytes()) +
+                                  " bytes of bits, not " + std::to_string(out.size()) +
+                                  " (rebuilt meanwhile?)");
+        }
+        return ReadAllBitsInto(*st.bits, 0, c.data_bytes(), out.data());
       },
       Same::kFilter);
 }
@@ -921,6 +941,25 @@ std::string_view BitmapBuilder::bitmap() const {
   // The words hold bytes in Redis order (word_bits.h).
   return {reinterpret_cast<const char*>(words_->words.get()),
           static_cast<size_t>(config_.data_bytes())};
+}
+
+Result<BitmapBuilder> BitmapBuilder::StartingFrom(BloomFilter& filter) {
+  const FilterConfig config = filter.config();
+  if (config.cell_bits() != 1) {
+    return Status::InvalidArgument("filter '" + filter.name() +
+                                   "': only a plain filter's builder starts from its bits");
+  }
+  std::optional<BitmapBuilder> builder;
+  try {
+    builder.emplace(config);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("filter '" + filter.name() + "': no memory for " +
+                                     std::to_string(config.data_bytes()) +
+                                     " bytes of bits to build in");
+  }
+  REDBLOOM_RETURN_IF_ERROR(filter.ReadBitmap(
+      std::span<char>(reinterpret_cast<char*>(builder->words_->words.get()), config.data_bytes())));
+  return std::move(*builder);
 }
 
 BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string_view bitmap)

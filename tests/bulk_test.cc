@@ -1264,5 +1264,37 @@ TEST_F(ImportBoundsTest, ImportMemoryIsBoundedByTheFilterNotAMultipleOfIt) {
   }
 }
 
+// load reads the filter's bits straight into its builder: one copy of
+// them in memory besides the store's mapping. It read them into a string
+// first and copied that, so a file: filter past a third of memory could not
+// be loaded (an audit: 2.1 GB of heap for a 1 GiB filter).
+TEST_F(ImportBoundsTest, LoadHoldsOneCopyOfTheFilterBesidesItsMapping) {
+  if (testing::kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer's shadow memory";
+  uint64_t filter_bytes = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(store_));
+    ASSERT_OK_AND_ASSIGN(
+        auto f, BloomFilter::Create(
+                    *store, "big",
+                    {.capacity = 40'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64}));
+    filter_bytes = f->config().data_bytes();
+    ASSERT_TRUE(f->Add("before").ok());
+  }
+  const std::string items = dir_.path() + "/items.txt";
+  Write(items, "a\nb\nbefore\n");
+  const uint64_t baseline = BaselineRss();
+  Measured m =
+      RunMeasured({REDBLOOM_CLI_PATH, "--store", store_, "load", "big", "--file", items}, items);
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_NE(m.err.find("3 items into big: 2 new"), std::string::npos) << m.err;
+  // The builder and the mapping the bits were read from: twice, not three times.
+  EXPECT_LT(m.max_rss_bytes, baseline + filter_bytes * 5 / 2)
+      << "peak RSS " << m.max_rss_bytes << " for a filter of " << filter_bytes << " bytes";
+  EXPECT_EQ(
+      RunCommand({REDBLOOM_CLI_PATH, "--store", store_, "check", "-q", "big", "a", "b", "before"})
+          .exit_code,
+      0);
+}
+
 }  // namespace
 }  // namespace redbloom

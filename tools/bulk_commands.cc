@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -142,12 +143,21 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   // every item, as its adds do, and its builder holds only the load's
   // counters (OrBitmap adds them).
   const bool counters = (*filter)->config().cell_bits() == 4;
-  std::string current;
-  if (!counters) {
-    if (Status s = (*filter)->ReadBitmap(&current); !s.ok()) return Fail(s);
+  Result<BitmapBuilder> made = Status::Internal("unset");
+  if (counters) {
+    try {
+      made = BitmapBuilder((*filter)->config());
+    } catch (const std::bad_alloc&) {
+      made = Status::ResourceExhausted(
+          "no memory for " + std::to_string((*filter)->config().data_bytes()) +
+          " bytes of counters to build in (load needs one copy of the filter in memory)");
+    }
+  } else {
+    // Read straight into the builder: one copy of the bits in memory.
+    made = BitmapBuilder::StartingFrom(**filter);
   }
-  BitmapBuilder builder = counters ? BitmapBuilder((*filter)->config())
-                                   : BitmapBuilder((*filter)->config(), std::move(current));
+  if (!made.ok()) return Fail(made.status().WithContext("load (nothing was written)"));
+  BitmapBuilder& builder = *made;
   Progress progress(reader.total_bytes());
   std::vector<std::string> lines;
   std::vector<std::string_view> views;

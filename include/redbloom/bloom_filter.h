@@ -157,6 +157,9 @@ class BloomFilter {
   // The whole bitmap (config().data_bytes() bytes, Redis bit order), read in
   // bounded chunks. Concurrent adds may or may not be included.
   Status ReadBitmap(std::string* out);
+  // The same into `out`, which must be config().data_bytes() long (else
+  // kInvalidArgument; kConflict if a rebuild changed the size meanwhile).
+  Status ReadBitmap(std::span<char> out);
   // Merges a bitmap built elsewhere into this filter (plain and counting
   // filters): bits are ORed, counters added with saturation (see
   // BitStore::OrBits). Never lowers a cell.
@@ -262,6 +265,10 @@ class BitmapBuilder {
   // had: what adding them one by one would count. Plain filters only (a
   // counting filter's OrBitmap adds counters, so its builder starts empty).
   BitmapBuilder(const FilterConfig& config, std::string_view bitmap);
+  // The same, reading a plain filter's bitmap straight into the builder:
+  // one copy of the bits in memory, where ReadBitmap() and the constructor
+  // above hold two while it runs. kResourceExhausted if there is no memory.
+  static Result<BitmapBuilder> StartingFrom(BloomFilter& filter);
   ~BitmapBuilder();
   BitmapBuilder(BitmapBuilder&&) noexcept;
   BitmapBuilder& operator=(BitmapBuilder&&) noexcept;
