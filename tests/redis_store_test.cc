@@ -2108,5 +2108,24 @@ TEST_F(RedisStoreTest, AFullServerAndMissingReplicasAreUnavailableNotInternal) {
   own.Stop();
 }
 
+// Creating a large bitmap holds the server while it zero-fills it (7.5 s
+// for 512 MiB on a loaded host): the create waits that out instead of
+// failing on the command timeout, which left the filter made behind an
+// error (and a sharded one half made).
+TEST_F(RedisStoreTest, ALargeCreateOutlastsTheCommandTimeout) {
+  RedisServer own;
+  own.Start();
+  std::unique_ptr<Store> store = MustOpen(own.url() + "?command_timeout_ms=30&max_retries=0");
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(
+      FilterConfig big,
+      MakeConfig({.capacity = 110'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64}));
+  ASSERT_GT(big.data_bytes(), uint64_t{120} << 20);
+  const Status created = store->Create("big", big);
+  EXPECT_TRUE(created.ok()) << created.ToString();
+  EXPECT_EQ(own.Cli({"STRLEN", "big"}), std::to_string(big.data_bytes()) + "\n");
+  own.Stop();
+}
+
 }  // namespace
 }  // namespace redbloom

@@ -433,6 +433,7 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
   return shared_->source->Run(
       cells->meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
         CommandBuffer cmd;
+        Connection::LongerWait wait(c, Connection::AllocationWait(cells->bytes));
         BeginEval(&cmd, scripts::kCreatePart, ScriptKeys({cells->meta, cells->bitmap, keys_.parts}),
                   kChecked + 5);
         for (const auto& v : cells->checked) cmd.Arg(v);

@@ -215,6 +215,28 @@ class Connection {
 
   bool broken() const { return broken_; }
   void MarkBroken() { broken_ = true; }
+
+  // While it lives, sends and replies may take `extra` longer than the
+  // command timeout: for a command the server needs long for (allocating a
+  // bitmap of hundreds of MB holds it for seconds).
+  class LongerWait {
+   public:
+    LongerWait(Connection& c, std::chrono::milliseconds extra) : c_(c), was_(c.io_timeout_) {
+      c_.SetIoTimeout(was_ + extra);
+    }
+    ~LongerWait() { c_.SetIoTimeout(was_); }
+    LongerWait(const LongerWait&) = delete;
+    LongerWait& operator=(const LongerWait&) = delete;
+
+   private:
+    Connection& c_;
+    const std::chrono::milliseconds was_;
+  };
+  // The extra wait for a command that allocates `bytes` on the server (at
+  // 25 MB/s, well below what a loaded server zero-fills).
+  static std::chrono::milliseconds AllocationWait(uint64_t bytes) {
+    return std::chrono::milliseconds(bytes / 25'000);
+  }
   // True once anything was written since the connection was handed out: a
   // failure after that may have executed on the server.
   bool wrote() const { return wrote_; }

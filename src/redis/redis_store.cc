@@ -125,6 +125,8 @@ class RedisStore final : public Store {
     // would report kAlreadyExists for the filter it made itself.
     return shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+          // The server zero-fills the bitmap inside the script.
+          Connection::LongerWait wait(c, Connection::AllocationWait(main_bytes));
           REDBLOOM_ASSIGN_OR_RETURN(
               ReplyPtr r, EvalWithMeta(c, scripts::kCreate, name, keys, config, main_bytes,
                                        expires_at, "create", {}));
@@ -303,6 +305,7 @@ class RedisStore final : public Store {
     bool won = false;
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
+          Connection::LongerWait wait(c, Connection::AllocationWait(config.data_bytes()));
           REDBLOOM_ASSIGN_OR_RETURN(
               ReplyPtr r,
               EvalWithMeta(c, scripts::kCreate, name, keys, config, config.data_bytes(), expires_at,
@@ -353,6 +356,7 @@ class RedisStore final : public Store {
       ops.push_back([this, k, fields, &config, expires_at, name](Connection& c) -> Status {
         CommandBuffer cmd;
         BeginEval(&cmd, scripts::kCreateShard, {k.meta, k.bitmap}, 2 + 2 * fields.size());
+        Connection::LongerWait wait(c, Connection::AllocationWait(config.data_bytes()));
         cmd.Arg(config.data_bytes());
         cmd.Arg(expires_at);
         for (const auto& [f, v] : fields) {
