@@ -683,6 +683,27 @@ int OpenUnder(const std::string& dir) {
 // export, a clear) deleted them, and a handle kept every slice it had opened
 // mapped and open: a file on disk, a mapping and a descriptor more per
 // slice, for as long as the handle lived (redbloomd keeps its handles).
+// file:///abs and file://localhost/abs name an absolute directory; any
+// other host is a missing slash (file://var/lib/x), which made a relative
+// directory under whatever the working directory was.
+TEST(FileStoreUrlTest, AHostInAFileUrlIsRefusedButLocalhost) {
+  testing::TempDir dir;
+  const Status host = Store::Open("file://var/lib/redbloom").status();
+  EXPECT_EQ(host.code(), StatusCode::kInvalidArgument) << host.ToString();
+  EXPECT_NE(host.message().find("names a host ('var')"), std::string::npos) << host.ToString();
+  EXPECT_NE(host.message().find("file:///var/lib/redbloom"), std::string::npos) << host.ToString();
+  for (const std::string url :
+       {"file://" + dir.path() + "/a", "file://localhost" + dir.path() + "/a"}) {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
+    ASSERT_TRUE(
+        store->Create("f", testing::ValueOrFail(MakeConfig({.capacity = 10, .error_rate = 0.01})))
+            .ok() ||
+        store->ReadConfig("f").ok())
+        << url;
+    EXPECT_TRUE(std::filesystem::exists(dir.path() + "/a/f.rbf")) << url;
+  }
+}
+
 TEST(FileStoreWindowTest, ExpiredSlicesLeaveTheDiskAndTheProcess) {
   constexpr int kSlice = 60'000, kSlices = 2;
   testing::TempDir dir;

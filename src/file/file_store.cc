@@ -984,7 +984,22 @@ Result<std::vector<uint64_t>> FileParts::Existing() {
 
 Result<std::unique_ptr<Store>> NewFileStore(std::string_view url, const StoreOptions& options) {
   std::string_view path = url.substr(url.find(':') + 1);
-  if (path.starts_with("//")) path.remove_prefix(2);  // file:///abs/dir
+  if (path.starts_with("//")) {
+    // file:///abs/dir, or file://localhost/abs/dir (RFC 8089); any other
+    // host is a typo for a third slash (file://var/lib/x), which made a
+    // relative directory in whatever the working directory was.
+    path.remove_prefix(2);
+    const std::string_view host = path.substr(0, path.find('/'));
+    if (host == "localhost") {
+      path.remove_prefix(host.size());
+    } else if (!host.empty()) {
+      return Status::InvalidArgument("store URL '" + std::string(url) + "' names a host ('" +
+                                     std::string(host) + "'): a file store is local; write file:/" +
+                                     std::string(path) + " or file:///" + std::string(path) +
+                                     " for an absolute path, file:" + std::string(path) +
+                                     " for a relative one");
+    }
+  }
   if (path.empty()) return Status::InvalidArgument("store URL 'file:' needs a directory");
   std::string dir(path);
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
