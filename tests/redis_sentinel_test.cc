@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -370,6 +371,23 @@ TEST_F(RedisSentinelTest, TheLastKnownMasterServesWhileNoSentinelAnswers) {
   for (std::thread& t : threads) t.join();
   const Status ping = store->Ping();
   const auto elapsed = std::chrono::steady_clock::now() - start;
+  // Readiness says what is going on.
+  Result<std::vector<std::string>> warnings = store->Warnings();
+  ASSERT_TRUE(warnings.ok()) << warnings.status().ToString();
+  EXPECT_TRUE(std::any_of(warnings->begin(), warnings->end(), [](const std::string& w) {
+    return w.find("no sentinel of master 'mymaster' answers") != std::string::npos;
+  })) << ::testing::PrintToString(*warnings);
+  // The sentinels are asked again once per 5 s, by one call, past the first
+  // 5 s too: the wait was renewed only when the failure read differently,
+  // so after 5 s every call asked them again (300 ms each here).
+  int slow = 0;
+  for (int i = 0; i < 65; ++i) {
+    const auto call = std::chrono::steady_clock::now();
+    ASSERT_TRUE((*filter)->Contains("before").ok()) << i;
+    slow += std::chrono::steady_clock::now() - call > std::chrono::milliseconds(250);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_LE(slow, 3) << "calls that asked the stopped sentinel in 6.5 s";
   ::kill(sentinel_->pid(), SIGCONT);
   EXPECT_EQ(answered.load(), 8) << failures;
   EXPECT_TRUE(ping.ok()) << ping.ToString();

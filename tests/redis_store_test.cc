@@ -1172,6 +1172,10 @@ TEST_F(RedisStoreTest, FiltersBeyondOneKeyAreRejectedBeforeWriting) {
   EXPECT_NE(over.message().find("needs 4294967360 bits (536870920 bytes)"), std::string::npos)
       << over.message();
   EXPECT_NE(over.message().find("--shards"), std::string::npos) << over.message();
+  // Attach takes one bitmap as it is: shards are no advice there.
+  const Status attached = store_->Attach("over", just_over);
+  EXPECT_EQ(attached.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(attached.message().find("shards"), std::string::npos) << attached.message();
 }
 
 // ---------------------------------------------------------------------------

@@ -68,6 +68,9 @@ class ConnectionSource {
   // The server that takes writes now, "host:port" (Sentinel: the master the
   // sentinels named last; "" before the first was found), for /readyz.
   virtual std::string Master() const { return ""; }
+  // What an operator should know about how servers are found now (a
+  // readiness warning), or "".
+  virtual std::string Warning() const { return ""; }
 
   // 25 ms, 50 ms, 100 ms ... capped at 1 s, each scaled by a random factor
   // in [0.5, 1) so that many clients cut off together do not reconnect in

@@ -32,14 +32,17 @@ namespace {
 // SETBIT and BITFIELD address at most 2^32 bits (512 MB) in one string.
 constexpr uint64_t kMaxBitsPerKey = uint64_t{1} << 32;
 
-Status CheckSize(std::string_view what, const Geometry& g, uint32_t cell_bits) {
+// `shardable`: whether shards could hold it (a plain or counting filter
+// sized from capacity and error rate, being created rather than attached).
+Status CheckSize(std::string_view what, const Geometry& g, uint32_t cell_bits, bool shardable) {
   if (g.bits * cell_bits > kMaxBitsPerKey) {
     return Status::InvalidArgument(
         std::string(what) + " needs " + std::to_string(g.bits * cell_bits) + " bits (" +
         std::to_string((g.bits * cell_bits + 7) / 8) +
         " bytes), but one Redis key holds at most 2^32 bits (536870912 bytes, 512 MiB); use a "
-        "larger error rate, a smaller capacity, or shards (create --shards N, \"shards\" in a "
-        "PUT)");
+        "larger error rate" +
+        (shardable ? ", a smaller capacity, or shards (create --shards N, \"shards\" in a PUT)"
+                   : " or a smaller capacity"));
   }
   return Status::Ok();
 }
@@ -113,7 +116,8 @@ class RedisStore final : public Store {
   Status Create(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     REDBLOOM_RETURN_IF_ERROR(
-        CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits()));
+        CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits(),
+                  /*shardable=*/KindOf(config.kind).one_array && !config.geometry_given));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
@@ -156,8 +160,9 @@ class RedisStore final : public Store {
     if (config.kind != FilterKind::kPlain || config.shards != 1) {
       return Status::InvalidArgument("attach adopts one plain, unsharded bitmap only");
     }
-    REDBLOOM_RETURN_IF_ERROR(
-        CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits()));
+    REDBLOOM_RETURN_IF_ERROR(CheckSize("filter '" + std::string(name) + "'", config.geometry,
+                                       config.cell_bits(),
+                                       /*shardable=*/false));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
@@ -595,6 +600,7 @@ class RedisStore final : public Store {
       return Status::Ok();
     });
     if (!s.ok()) return s;
+    if (std::string w = shared_->source->Warning(); !w.empty()) out.push_back(std::move(w));
     std::sort(out.begin(), out.end());
     return out;
   }

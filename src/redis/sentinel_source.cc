@@ -188,6 +188,15 @@ class SentinelSource final : public ConnectionSource {
     return master_ != nullptr ? master_->server().display : "";
   }
 
+  std::string Warning() const override {
+    std::lock_guard lock(mu_);
+    if (!fallback_ || master_ == nullptr) return "";
+    return "no sentinel of master '" + url_.master_name + "' answers (" +
+           lookup_failure_.message() + "): using " + master_->server().display +
+           ", the master they named last; if the sentinels failed over meanwhile (a network "
+           "partition), writes there may be lost";
+  }
+
  private:
   // The pool for the next operation: the master's, or with `replica` a
   // replica's (the master's if there is no usable replica).
@@ -220,16 +229,19 @@ class SentinelSource final : public ConnectionSource {
         std::lock_guard lock(mu_);
         if (Clock::now() < lookup_retry_at_) found = lookup_failure_;
       }
-      if (found.ok()) found = FindMaster();
+      const bool asked = found.ok();
+      if (asked) found = FindMaster();
       if (!found.ok()) {
         std::lock_guard lock(mu_);
-        if (lookup_failure_.ok() || found.message() != lookup_failure_.message()) {
+        if (asked) {  // not again for a while, by anyone
           lookup_retry_at_ = Clock::now() + kLookupRetry;
           lookup_failure_ = found;
         }
         // The sentinels could not say: the master they named last serves
-        // on (each new connection to it checks ROLE, so a demoted one is
-        // not written to), rather than failing every call while it is up.
+        // on, rather than failing every call while it is up. Each new
+        // connection to it checks ROLE, so one the sentinels demoted and
+        // told so is not written to; one cut off from them all (a
+        // partition) may still say master, which Warning() reports.
         if (found.code() != StatusCode::kUnavailable || master_ == nullptr) return found;
         fallback_ = true;
         if (replica) return replica_ != nullptr ? replica_ : master_;
@@ -471,10 +483,15 @@ class SentinelSource final : public ConnectionSource {
     replica_.reset();  // the replicas are reconfigured too
   }
 
+  // The watcher subscribed again, or heard of a switch it cannot read: the
+  // sentinels answer, and are asked at once (not after a failed lookup's
+  // wait), and meanwhile nobody goes on with the master named before.
   void MarkMasterStale() {
     std::lock_guard lock(mu_);
     master_stale_ = true;
     replica_.reset();
+    fallback_ = false;
+    lookup_retry_at_ = Clock::time_point();
   }
 
   bool Stopping() {
