@@ -65,6 +65,11 @@ void DieReadingFailedResult(const Status& status) {
   std::abort();
 }
 
+const Status& MovedFromResultStatus() {
+  static const Status* const moved = new Status(Status::Internal("Result used after move"));
+  return *moved;
+}
+
 }  // namespace internal
 
 }  // namespace redbloom

@@ -198,11 +198,6 @@ TEST_P(BloomFilterTest, CreateOpenConflictDrop) {
   EXPECT_EQ(BloomFilter::Open(*store_, "x").status().code(), StatusCode::kNotFound);
 }
 
-// Single-item calls on a one-array filter skip the kind's layers and go to
-// the cells the handle opened. Once a rebuild replaces those cells, or a
-// drop removes them, the handle's single calls must follow: answers from the
-// new filter, adds that land in it (not in the orphaned cells, where they
-// would be lost), and kNotFound after a drop.
 // A fill that throws (the caller's own reading or parsing) reaches the
 // caller, and its temporary filter goes: it stayed, and every later rebuild
 // of the name was refused until one was made with Leftover::kDrop.
@@ -224,6 +219,11 @@ TEST_P(BloomFilterTest, ARebuildWhoseFillThrowsLeavesNothingBehind) {
   EXPECT_TRUE(testing::ValueOrFail(f->Contains("new")));
 }
 
+// Single-item calls on a one-array filter skip the kind's layers and go to
+// the cells the handle opened. Once a rebuild replaces those cells, or a
+// drop removes them, the handle's single calls must follow: answers from the
+// new filter, adds that land in it (not in the orphaned cells, where they
+// would be lost), and kNotFound after a drop.
 TEST_P(BloomFilterTest, SingleCallsFollowARebuildAndADrop) {
   auto f = Make("s", 1000, 0.01);
   ASSERT_NE(f, nullptr);

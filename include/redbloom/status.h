@@ -117,6 +117,8 @@ namespace internal {
 // is a bug in the caller, and a crash that names the error beats reading
 // garbage (abseil's StatusOr::value() does the same).
 [[noreturn]] void DieReadingFailedResult(const Status& status);
+// The status of a failed Result that was moved from.
+const Status& MovedFromResultStatus();
 }  // namespace internal
 
 // Either a value or a non-OK Status. value(), operator* and operator-> on an
@@ -129,19 +131,15 @@ class [[nodiscard]] Result {
     if (status_.ok()) status_ = Status::Internal("Result constructed from an OK status");
   }
 
-  Result(const Result&) = default;
-  Result& operator=(const Result&) = default;
-  // A moved-from error keeps its status (a moved-from Status reads as OK,
-  // and `if (!r.ok()) return r.status();` must not return OK).
-  Result(Result&& other) : value_(std::move(other.value_)), status_(other.status_) {}
-  Result& operator=(Result&& other) {
-    value_ = std::move(other.value_);
-    status_ = other.status_;
-    return *this;
-  }
-
   bool ok() const { return value_.has_value(); }
-  const Status& status() const { return status_; }
+  // A moved-from error reads as kInternal "Result used after move", never
+  // as OK (a moved-from Status is OK, and `if (!r.ok()) return r.status();`
+  // must not return OK from a call that failed).
+  const Status& status() const {
+    if (!value_.has_value() && status_.ok()) [[unlikely]]
+      return internal::MovedFromResultStatus();
+    return status_;
+  }
   T& value() & {
     CheckOk();
     return *value_;
@@ -162,7 +160,7 @@ class [[nodiscard]] Result {
  private:
   void CheckOk() const {
     if (!value_.has_value()) [[unlikely]]
-      internal::DieReadingFailedResult(status_);
+      internal::DieReadingFailedResult(status());
   }
 
   std::optional<T> value_;
