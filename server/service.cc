@@ -283,7 +283,11 @@ Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_
     }
     entry->validated_ns.store(now, std::memory_order_relaxed);
   }
-  entry->used_ns.store(now, std::memory_order_relaxed);
+  // Written once a second at most: a hot filter's requests would all write
+  // this line otherwise.
+  if (now - entry->used_ns.load(std::memory_order_relaxed) > 1'000'000'000) {
+    entry->used_ns.store(now, std::memory_order_relaxed);
+  }
   *cached = true;
   return entry->filter;
 }
@@ -545,9 +549,12 @@ Reply Service::Ready() {
   if (shutting_down_.load()) return ErrorReply(503, "unavailable", "shutting down");
   Result<Store*> store = GetStore();
   if (!store.ok()) return StoreErrorReply(store.status());
-  cache_.SweepIdle();  // probes come when nothing else does
   Status s = (*store)->Ping();
   if (!s.ok()) return StoreErrorReply(s);
+  // Probes come when nothing else does. After the ping: a Redis handle let
+  // go sends its unsent counts, which must not hold a probe on a store
+  // that does not answer.
+  cache_.SweepIdle();
   Json body{{"status", "ready"}};
   // Which server takes writes now: with Sentinel it changes at a failover,
   // and an operator wants to see that each instance followed it.

@@ -159,7 +159,9 @@ Result<RedisBitStore::CellsPtr> RedisBitStore::CellsOf(uint64_t part) {
   // A window filter's slices are numbered by time, a new one each slice:
   // those gone by are forgotten (a call still using one holds it), or a
   // handle in use grew by one Cells a slice for as long as it lived. One
-  // whose count could not be sent is kept, for the destructor to send.
+  // whose count could not be sent is kept, for the destructor to send (a
+  // call still adding to a forgotten slice may leave a count unsent: that
+  // slice is out of the window already).
   if (config_.kind == FilterKind::kWindow && part > uint64_t{config_.slices} + 2) {
     const uint64_t oldest = part - config_.slices - 2;
     for (auto it = cells_.begin(); it != cells_.end() && it->first < oldest;) {

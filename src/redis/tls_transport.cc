@@ -304,8 +304,10 @@ IoFailure HandshakeFailure(SSL* ssl, int rc, const BioSocket& bio, const std::st
               "connect by a name it lists, or name one with sni="};
     }
     if (verify == X509_V_ERR_CERT_HAS_EXPIRED || verify == X509_V_ERR_CERT_NOT_YET_VALID) {
-      return {IoFailure::Kind::kCertificate, reason + " (the server's certificate)",
-              "the server needs a valid certificate (or this host's clock is wrong)"};
+      return {IoFailure::Kind::kCertificate,
+              reason + " (a certificate of the server's chain, or a CA in cacert=)",
+              "renew it (cacert= is read again when the file changes), or check this host's "
+              "clock"};
     }
     return {IoFailure::Kind::kCertificate, reason,
             "trust its CA with cacert=PATH (read again when the file changes); insecure=1 skips "
@@ -387,6 +389,8 @@ std::string TlsContext::error() const {
 }
 
 SSL_CTX* TlsContext::Acquire(std::string* error) const {
+  // Held while changed files load: new connections of this context wait
+  // for them (a second, at worst, on a slow mount), as they would to load.
   std::lock_guard lock(mu_);
   const int64_t now = SteadyMillis();
   if (now - checked_at_ms_ >= 1000) {
