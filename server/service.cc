@@ -283,9 +283,10 @@ Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_
     }
     entry->validated_ns.store(now, std::memory_order_relaxed);
   }
-  // Written once a second at most: a hot filter's requests would all write
-  // this line otherwise.
-  if (now - entry->used_ns.load(std::memory_order_relaxed) > 1'000'000'000) {
+  // Written once a second at most (a quarter of idle_after when shorter): a
+  // hot filter's requests would all write this line otherwise.
+  if (now - entry->used_ns.load(std::memory_order_relaxed) >
+      std::min<int64_t>(1'000'000'000, idle_after_ns_ / 4)) {
     entry->used_ns.store(now, std::memory_order_relaxed);
   }
   *cached = true;
