@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "hashed_cells.h"
+#include "kinds/kind_def.h"
 #include "strategy/strategy_def.h"
 
 namespace redbloom::internal {
@@ -21,10 +22,8 @@ Result<PartSizing> PartCache::Sizing(const FilterConfig& config, uint64_t part) 
     part0_ = kept;
     part0_ready_.store(true, std::memory_order_release);
   }
-  // A window filter's slices are numbered by time: those gone by are
-  // forgotten, or a handle in use grew by one entry a slice for ever.
-  if (config.kind == FilterKind::kWindow && part > uint64_t{config.slices} + 2) {
-    sizing_.erase(sizing_.begin(), sizing_.lower_bound(part - config.slices - 2));
+  if (const auto forgettable_below = KindOf(config.kind).forgettable_below) {
+    sizing_.erase(sizing_.begin(), sizing_.lower_bound(forgettable_below(config, part)));
   }
   return kept;
 }

@@ -69,6 +69,11 @@ struct KindDef {
   // for one past its limits.
   Result<PartTarget> (*part_target)(const FilterConfig& config, uint64_t part);
   const KindPolicy* policy;
+  // For parts numbered by time (a window's slices, a new one each slice):
+  // with `part` in use, the parts below which a handle may forget what it
+  // keeps per part, or else a handle in use grows by an entry a part for as
+  // long as it lives. Null: parts are bounded (layers, shards), keep them.
+  uint64_t (*forgettable_below)(const FilterConfig& config, uint64_t part) = nullptr;
 };
 
 // nullptr when no kind has this id or name.

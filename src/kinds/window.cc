@@ -192,6 +192,10 @@ const KindDef kWindowKind = {
     .configure = &Configure,
     .part_target = &Target,
     .policy = &kPolicy,
+    // A window and a grace slice behind: out of the window for good.
+    .forgettable_below = [](const FilterConfig& c, uint64_t part) -> uint64_t {
+      return part > uint64_t{c.slices} + 2 ? part - c.slices - 2 : 0;
+    },
 };
 
 }  // namespace redbloom::internal

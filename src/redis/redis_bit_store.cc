@@ -156,15 +156,13 @@ Result<RedisBitStore::CellsPtr> RedisBitStore::CellsOf(uint64_t part) {
     return Status::InvalidArgument(what);
   }
   CellsPtr made(cells_.emplace(part, std::move(cells)).first->second);
-  // A window filter's slices are numbered by time, a new one each slice:
-  // those gone by are forgotten (a call still using one holds it), or a
-  // handle in use grew by one Cells a slice for as long as it lived. One
+  // Parts gone by are forgotten (a call still using one holds it). One
   // whose count could not be sent is kept, for the destructor to send (a
   // call still adding to a forgotten slice may leave a count unsent: that
   // slice is out of the window already).
-  if (config_.kind == FilterKind::kWindow && part > uint64_t{config_.slices} + 2) {
-    const uint64_t oldest = part - config_.slices - 2;
-    for (auto it = cells_.begin(); it != cells_.end() && it->first < oldest;) {
+  if (const auto forgettable_below = KindOf(config_.kind).forgettable_below) {
+    const uint64_t below = forgettable_below(config_, part);
+    for (auto it = cells_.begin(); it != cells_.end() && it->first < below;) {
       it = it->second->pending.load() == 0 ? cells_.erase(it) : std::next(it);
     }
   }
