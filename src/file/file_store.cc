@@ -935,17 +935,17 @@ class FileStore final : public Store {
       const std::string filter(name);
       mapping->array.open_lock = [path, filter, dev = mapped.st_dev,
                                   ino = mapped.st_ino]() -> Result<int> {
-        const int fd = OpenNoStdio(path.c_str(), O_RDWR | O_CLOEXEC);
-        if (fd < 0) {
+        const int lock_fd = OpenNoStdio(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (lock_fd < 0) {
           if (errno == ENOENT) return ConfigChangedStatus(filter);
           return IoError("cannot open", path, errno);
         }
         struct stat named = {};
-        if (::fstat(fd, &named) != 0 || named.st_dev != dev || named.st_ino != ino) {
-          ::close(fd);
+        if (::fstat(lock_fd, &named) != 0 || named.st_dev != dev || named.st_ino != ino) {
+          ::close(lock_fd);
           return ConfigChangedStatus(filter);
         }
-        return fd;
+        return lock_fd;
       };
     }
     mapping->array.remove_mutex = remove_mutex_;
