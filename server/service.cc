@@ -337,12 +337,12 @@ void FilterCache::Clear() {
   entries_.clear();
 }
 
-void FilterCache::KeepOnly(const std::vector<std::string>& names) {
-  const std::unordered_set<std::string_view> listed(names.begin(), names.end());
+template <typename Pred>
+void FilterCache::EvictIf(Pred&& evict) {
   std::vector<std::shared_ptr<Entry>> gone;  // freed (unmapped) after the lock
   std::unique_lock lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
-    if (listed.count(it->first) != 0) {
+    if (!evict(it->first, *it->second)) {
       ++it;
       continue;
     }
@@ -350,6 +350,11 @@ void FilterCache::KeepOnly(const std::vector<std::string>& names) {
     it = entries_.erase(it);
   }
   lock.unlock();
+}
+
+void FilterCache::KeepOnly(const std::vector<std::string>& names) {
+  const std::unordered_set<std::string_view> listed(names.begin(), names.end());
+  EvictIf([&](const std::string& name, const Entry&) { return listed.count(name) == 0; });
 }
 
 void FilterCache::SweepIdle() {
@@ -362,17 +367,9 @@ void FilterCache::SweepIdle() {
                                               std::memory_order_relaxed)) {
     return;
   }
-  std::vector<std::shared_ptr<Entry>> idle;  // freed (unmapped) after the lock
-  std::unique_lock lock(mu_);
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    if (now - it->second->used_ns.load(std::memory_order_relaxed) < idle_after_ns_) {
-      ++it;
-      continue;
-    }
-    idle.push_back(std::move(it->second));
-    it = entries_.erase(it);
-  }
-  lock.unlock();
+  EvictIf([&](const std::string&, const Entry& entry) {
+    return now - entry.used_ns.load(std::memory_order_relaxed) >= idle_after_ns_;
+  });
 }
 
 // ---------------------------------------------------------------------------

@@ -90,6 +90,10 @@ class FilterCache {
   };
 
   Result<std::shared_ptr<BloomFilter>> Open(Store& store, std::string_view name);
+  // Evicts the entries `evict(name, entry)` picks; their handles are freed
+  // (a file unmapped, a Redis count sent) after the lock is let go.
+  template <typename Pred>
+  void EvictIf(Pred&& evict);
 
   const int64_t revalidate_after_ns_;
   const int64_t idle_after_ns_;
