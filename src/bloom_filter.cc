@@ -943,23 +943,26 @@ std::string_view BitmapBuilder::bitmap() const {
           static_cast<size_t>(config_.data_bytes())};
 }
 
+Result<BitmapBuilder> BitmapBuilder::Make(const FilterConfig& config) {
+  try {
+    return BitmapBuilder(config);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("no memory for " + std::to_string(config.data_bytes()) +
+                                     " bytes of cells to build in");
+  }
+}
+
 Result<BitmapBuilder> BitmapBuilder::StartingFrom(BloomFilter& filter) {
   const FilterConfig config = filter.config();
   if (config.cell_bits() != 1) {
     return Status::InvalidArgument("filter '" + filter.name() +
                                    "': only a plain filter's builder starts from its bits");
   }
-  std::optional<BitmapBuilder> builder;
-  try {
-    builder.emplace(config);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("filter '" + filter.name() + "': no memory for " +
-                                     std::to_string(config.data_bytes()) +
-                                     " bytes of bits to build in");
-  }
+  Result<BitmapBuilder> builder = Make(config);
+  if (!builder.ok()) return builder.status().WithContext("filter '" + filter.name() + "'");
   REDBLOOM_RETURN_IF_ERROR(filter.ReadBitmap(
       std::span<char>(reinterpret_cast<char*>(builder->words_->words.get()), config.data_bytes())));
-  return std::move(*builder);
+  return builder;
 }
 
 BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string_view bitmap)

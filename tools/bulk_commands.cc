@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -143,19 +142,9 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   // every item, as its adds do, and its builder holds only the load's
   // counters (OrBitmap adds them).
   const bool counters = (*filter)->config().cell_bits() == 4;
-  Result<BitmapBuilder> made = Status::Internal("unset");
-  if (counters) {
-    try {
-      made = BitmapBuilder((*filter)->config());
-    } catch (const std::bad_alloc&) {
-      made = Status::ResourceExhausted(
-          "no memory for " + std::to_string((*filter)->config().data_bytes()) +
-          " bytes of counters to build in (load needs one copy of the filter in memory)");
-    }
-  } else {
-    // Read straight into the builder: one copy of the bits in memory.
-    made = BitmapBuilder::StartingFrom(**filter);
-  }
+  // A plain filter's bits are read straight into the builder: one copy in memory.
+  Result<BitmapBuilder> made =
+      counters ? BitmapBuilder::Make((*filter)->config()) : BitmapBuilder::StartingFrom(**filter);
   if (!made.ok()) return Fail(made.status().WithContext("load (nothing was written)"));
   BitmapBuilder& builder = *made;
   Progress progress(reader.total_bytes());

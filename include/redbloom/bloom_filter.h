@@ -269,6 +269,8 @@ class BitmapBuilder {
   // one copy of the bits in memory, where ReadBitmap() and the constructor
   // above hold two while it runs. kResourceExhausted if there is no memory.
   static Result<BitmapBuilder> StartingFrom(BloomFilter& filter);
+  // The first constructor, with kResourceExhausted instead of the throw.
+  static Result<BitmapBuilder> Make(const FilterConfig& config);
   ~BitmapBuilder();
   BitmapBuilder(BitmapBuilder&&) noexcept;
   BitmapBuilder& operator=(BitmapBuilder&&) noexcept;
