@@ -692,7 +692,7 @@ TEST(FileStoreUrlTest, AHostInAFileUrlIsRefusedButLocalhost) {
   EXPECT_EQ(host.code(), StatusCode::kInvalidArgument) << host.ToString();
   EXPECT_NE(host.message().find("names a host ('var')"), std::string::npos) << host.ToString();
   EXPECT_NE(host.message().find("file:///var/lib/redbloom"), std::string::npos) << host.ToString();
-  for (const std::string url :
+  for (const std::string& url :
        {"file://" + dir.path() + "/a", "file://localhost" + dir.path() + "/a"}) {
     ASSERT_OK_AND_ASSIGN(auto store, Store::Open(url));
     ASSERT_TRUE(
