@@ -244,8 +244,7 @@ class SentinelSource final : public ConnectionSource {
         // partition) may still say master, which Warning() reports.
         if (found.code() != StatusCode::kUnavailable || master_ == nullptr) return found;
         fallback_ = true;
-        if (replica) return replica_ != nullptr ? replica_ : master_;
-        return master_;
+        return FallbackPool(replica);
       }
     }
     std::lock_guard lock(mu_);
@@ -260,7 +259,10 @@ class SentinelSource final : public ConnectionSource {
   // without waiting for the caller asking them again, or null.
   PoolPtr Fallback(bool replica) const {
     std::lock_guard lock(mu_);
-    if (!fallback_) return nullptr;
+    return fallback_ ? FallbackPool(replica) : nullptr;
+  }
+  // The pool a fallback uses (mu_ held): the replica in use, else the master.
+  PoolPtr FallbackPool(bool replica) const {
     return replica && replica_ != nullptr ? replica_ : master_;
   }
 
