@@ -346,12 +346,6 @@ namespace {
 // Filled here, while the context is not yet shared, the handshakes only read
 // it. Certificates a hash-directory lookup finds later (the system's CAs by
 // directory, without cacert=) are loaded per handshake and are not covered.
-int64_t SteadyMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 void FillExtensionCaches(SSL_CTX* ctx) {
   STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
   for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i) {
@@ -365,7 +359,7 @@ void FillExtensionCaches(SSL_CTX* ctx) {
 
 TlsContext::TlsContext(TlsOptions options) : options_(std::move(options)) {
   signature_ = Signature();
-  checked_at_ms_ = SteadyMillis();
+  checked_at_ = std::chrono::steady_clock::now();
   ctx_ = Load(options_, &error_);
 }
 
@@ -392,9 +386,9 @@ SSL_CTX* TlsContext::Acquire(std::string* error) const {
   // Held while changed files load: new connections of this context wait
   // for them (a second, at worst, on a slow mount), as they would to load.
   std::lock_guard lock(mu_);
-  const int64_t now = SteadyMillis();
-  if (now - checked_at_ms_ >= 1000) {
-    checked_at_ms_ = now;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - checked_at_ >= std::chrono::seconds(1)) {
+    checked_at_ = now;
     if (std::string signature = Signature(); signature != signature_) {
       signature_ = std::move(signature);
       std::string why;

@@ -14,7 +14,7 @@
 #ifndef REDBLOOM_SRC_REDIS_TLS_TRANSPORT_H_
 #define REDBLOOM_SRC_REDIS_TLS_TRANSPORT_H_
 
-#include <cstdint>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,7 +64,7 @@ class TlsContext {
   mutable ssl_ctx_st* ctx_ = nullptr;  // mu_
   mutable std::string error_;          // mu_
   mutable std::string signature_;      // mu_: of the files ctx_ or error_ came from
-  mutable int64_t checked_at_ms_ = 0;  // mu_: steady time of the last Signature()
+  mutable std::chrono::steady_clock::time_point checked_at_;  // mu_: of the last Signature()
 };
 
 // Runs the TLS handshake over `socket` (connected, non-blocking) before
