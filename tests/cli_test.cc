@@ -902,6 +902,28 @@ TEST_F(CliTest, ARebuildStoppedBySignalLeavesNothingBehind) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
 }
 
+// A rebuild builds its bits in memory; no memory for them is
+// resource_exhausted (exit 3) with the old filter kept and the temporary
+// dropped. It escaped as std::bad_alloc: "internal error", exit 70.
+TEST_F(CliTest, ARebuildWithoutMemoryForItsBitsSaysSo) {
+  if (testing::kAddressSanitizer || testing::kThreadSanitizer) {
+    GTEST_SKIP() << "a sanitizer's shadow memory needs more address space than the limit allows";
+  }
+  Create("r");
+  ASSERT_EQ(Run({"add", "-q", "r", "old"}).exit_code, 0);
+  // 300 million items at 1%: 359 MB of bits, mapped from the temporary file,
+  // and as much again to build in, which 600 MiB of address space refuses.
+  auto r = RunCommand({"/usr/bin/prlimit", "--as=629145600", "--core=0", "--", REDBLOOM_CLI_PATH,
+                       "--store", "file:" + dir_.path(), "rebuild", "r", "--capacity", "300000000",
+                       "--file", WriteFile("new.txt", "new\n")});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("no memory for"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the old filter is unchanged"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/" + TemporaryName("r") + ".rbf"));
+  EXPECT_EQ(Run({"check", "r", "old"}).exit_code, 0) << "the old filter changed";
+  EXPECT_EQ(Run({"check", "r", "new"}).exit_code, 1);
+}
+
 // mem: keeps filters in the process; the CLI says so, once per run.
 TEST_F(CliTest, MemStoreWarnsThatNothingPersists) {
   auto create =

@@ -543,7 +543,10 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
       [&](BloomFilter& f) -> Status {
         const FilterConfig config = f.config();
         std::optional<BitmapBuilder> builder;
-        if (config.one_array()) builder.emplace(config);
+        if (config.one_array()) {
+          REDBLOOM_ASSIGN_OR_RETURN(BitmapBuilder made, BitmapBuilder::Make(config));
+          builder.emplace(std::move(made));
+        }
         std::vector<std::string> lines;
         std::vector<std::string_view> views;
         while (true) {
