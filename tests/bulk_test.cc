@@ -1296,5 +1296,38 @@ TEST_F(ImportBoundsTest, LoadHoldsOneCopyOfTheFilterBesidesItsMapping) {
       0);
 }
 
+// export streams the file it writes: the filter's bits and a buffer, not
+// the whole file as well. It built the file in a string first (about three
+// times the filter at its peak), so a file: filter past a third of memory
+// could not be exported. Also the file is whole: Guava reads it back.
+TEST_F(ImportBoundsTest, ExportHoldsTheBitsNotTheWholeFile) {
+  if (testing::kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer's shadow memory";
+  uint64_t filter_bytes = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(store_));
+    ASSERT_OK_AND_ASSIGN(
+        auto f, BloomFilter::Create(
+                    *store, "big",
+                    {.capacity = 40'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64}));
+    filter_bytes = f->config().data_bytes();
+    ASSERT_TRUE(f->Add("kept").ok());
+  }
+  const uint64_t baseline = BaselineRss();
+  const std::string out = dir_.path() + "/big.guava";
+  Measured m = RunMeasured(
+      {REDBLOOM_CLI_PATH, "--store", store_, "export", "big", "--format", "guava", "--file", out},
+      dir_.path() + "/empty");
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_EQ(std::filesystem::file_size(out), 6 + filter_bytes);
+  // The bits and the mapping they were read from: twice, not three times.
+  EXPECT_LT(m.max_rss_bytes, baseline + filter_bytes * 5 / 2)
+      << "peak RSS " << m.max_rss_bytes << " for a filter of " << filter_bytes << " bytes";
+  Measured back = Import("copy", "guava", out);
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(
+      RunCommand({REDBLOOM_CLI_PATH, "--store", store_, "check", "-q", "copy", "kept"}).exit_code,
+      0);
+}
+
 }  // namespace
 }  // namespace redbloom

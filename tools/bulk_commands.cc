@@ -1,4 +1,5 @@
 // redbloom load, import, export, merge and dedup.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +14,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -328,15 +328,6 @@ Status WriteError(const std::string& what, int err) {
   return Status::Unavailable(message);
 }
 
-// Writes `bytes` to `path` (truncated, or created); errors name `what`.
-Status WriteBytes(const std::string& path, const std::string& bytes, const std::string& what) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.flush();
-  if (!out) return WriteError(what, errno);
-  return Status::Ok();
-}
-
 // The descriptor a path names by number (/dev/stdout, /dev/stderr,
 // /dev/fd/N, /proc/self/fd/N), or -1. Such a path is the descriptor the
 // shell gave us: opening it again would open its file anew, truncated and at
@@ -357,19 +348,72 @@ int NamedDescriptor(const std::string& path) {
   return -1;
 }
 
-// Writes all of `bytes` to descriptor `fd`, where it stands (appending, for a
-// descriptor opened to append).
-Status WriteToDescriptor(int fd, std::string_view bytes, const std::string& what) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return WriteError(what, errno);
-    bytes.remove_prefix(static_cast<size_t>(n));
+// An output stream's buffer over a descriptor, where it stands (appending,
+// for one opened to append): an export streams its file through it, so it
+// holds the filter's bits and 64 KiB, not the whole file as well. The first
+// failed write's errno is kept for the error, and every write after it
+// fails.
+class DescriptorBuf : public std::streambuf {
+ public:
+  explicit DescriptorBuf(int fd) : fd_(fd), buf_(1 << 16) {
+    setp(buf_.data(), buf_.data() + buf_.size());
   }
-  return Status::Ok();
+  DescriptorBuf(const DescriptorBuf&) = delete;
+  DescriptorBuf& operator=(const DescriptorBuf&) = delete;
+  ~DescriptorBuf() override = default;  // an unflushed tail is a failed export
+
+  int error() const { return error_; }
+  uint64_t written() const { return written_; }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (!Drain()) return traits_type::eof();
+    if (traits_type::eq_int_type(ch, traits_type::eof())) return traits_type::not_eof(ch);
+    *pptr() = traits_type::to_char_type(ch);
+    pbump(1);
+    return ch;
+  }
+  int sync() override { return Drain() ? 0 : -1; }
+
+ private:
+  // Writes out what is buffered.
+  bool Drain() {
+    const char* at = pbase();
+    while (error_ == 0 && at < pptr()) {
+      const ssize_t n = ::write(fd_, at, static_cast<size_t>(pptr() - at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? errno : EIO;
+        break;
+      }
+      at += n;
+      written_ += static_cast<uint64_t>(n);
+    }
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return error_ == 0;
+  }
+
+  const int fd_;
+  std::vector<char> buf_;
+  int error_ = 0;
+  uint64_t written_ = 0;
+};
+
+// Streams the export of `filter` in `format` to descriptor `fd`; returns
+// the bytes written, or the error, naming `what` for a failed write. The
+// exports read every bit from the store before they write, so a store error
+// writes nothing.
+Result<uint64_t> ExportTo(BloomFilter& filter, const std::string& format, int fd,
+                          const std::string& what) {
+  DescriptorBuf buf(fd);
+  std::ostream out(&buf);
+  Status s = format == "guava" ? ExportGuava(filter, out) : ExportDump(filter, out);
+  if (buf.error() != 0) return WriteError(what, buf.error());
+  if (!s.ok()) return s.WithContext("export");
+  return buf.written();
 }
 
-int Exported(const std::string& name, size_t bytes, const std::string& format,
+int Exported(const std::string& name, uint64_t bytes, const std::string& format,
              const std::string& file) {
   std::cerr << "exported " << name << " (" << bytes << " bytes, " << format << " format) to "
             << file << "\n";
@@ -384,20 +428,16 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   auto filter = BloomFilter::Open(*ctx.store, name);
   if (!filter.ok()) return Fail(filter.status());
-  std::ostringstream buf;
-  Status s = format == "guava" ? ExportGuava(**filter, buf) : ExportDump(**filter, buf);
-  if (!s.ok()) return Fail(s.WithContext("export"));
-  const std::string bytes = std::move(buf).str();
   if (file == "-") {
-    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     std::cout.flush();
-    if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
-    return 0;
+    Result<uint64_t> wrote = ExportTo(**filter, format, 1, "stdout");
+    return wrote.ok() ? 0 : Fail(wrote.status());
   }
   if (const int fd = NamedDescriptor(file); fd >= 0) {
     if (fd == 1) std::cout.flush();
-    if (Status w = WriteToDescriptor(fd, bytes, file); !w.ok()) return Fail(w);
-    return Exported(name, bytes.size(), format, file);
+    Result<uint64_t> wrote = ExportTo(**filter, format, fd, file);
+    if (!wrote.ok()) return Fail(wrote.status());
+    return Exported(name, *wrote, format, file);
   }
   // A FIFO, a device or a socket is written to as it is:
   // renaming a file over it would replace it, and whatever reads from it
@@ -405,12 +445,16 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   std::error_code ec;
   const auto st = std::filesystem::status(file, ec);  // follows symlinks
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
-    if (Status w = WriteBytes(file, bytes, file); !w.ok()) return Fail(w);
-    return Exported(name, bytes.size(), format, file);
+    const int fd = ::open(file.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return Fail(WriteError(file, errno));
+    Result<uint64_t> wrote = ExportTo(**filter, format, fd, file);
+    ::close(fd);
+    if (!wrote.ok()) return Fail(wrote.status());
+    return Exported(name, *wrote, format, file);
   }
-  // A regular file: write beside it and rename, so a failed export never
-  // leaves a half-written file under the name. Through a symlink, beside
-  // and over its target: the link stays a link.
+  // A regular file: write beside it, sync and rename, so a failed export
+  // (or a crash) never leaves a half-written file under the name. Through a
+  // symlink, beside and over its target: the link stays a link.
   // A dangling link's target is made, as `>` makes it.
   std::filesystem::path target = file;
   for (int hops = 0; std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec));
@@ -423,16 +467,22 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
   const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
-  if (Status w = WriteBytes(tmp, bytes, file + " (through its temporary " + tmp + ")"); !w.ok()) {
+  const std::string what = file + " (through its temporary " + tmp + ")";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return Fail(WriteError(what, errno));
+  Result<uint64_t> wrote = ExportTo(**filter, format, fd, what);
+  if (wrote.ok() && ::fsync(fd) != 0) wrote = WriteError(what, errno);
+  if (::close(fd) != 0 && wrote.ok()) wrote = WriteError(what, errno);
+  if (!wrote.ok()) {
     std::remove(tmp.c_str());
-    return Fail(w);
+    return Fail(wrote.status());
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     std::remove(tmp.c_str());
     return Fail(Status::Unavailable("cannot rename to " + target.string() + ": " +
                                     internal::ErrnoText(errno)));
   }
-  return Exported(name, bytes.size(), format, file);
+  return Exported(name, *wrote, format, file);
 }
 
 int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::string>& sources) {
