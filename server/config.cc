@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "redbloom/store.h"
+#include "util/redact_url.h"
 
 namespace redbloom::server {
 namespace {
@@ -380,44 +381,7 @@ Result<ServerConfig> ResolveConfig(const Flags& flags,
   return c;
 }
 
-std::string RedactUrl(std::string_view url) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string_view::npos) return std::string(url);
-  const size_t start = scheme + 3;
-  std::string out;
-  // The last '@' ends the credentials, wherever it is: a password should
-  // percent-encode '@', '/', '?' and '#' but may not have (then the URL is
-  // refused, and shown), and hiding too much of a URL shown costs nothing.
-  size_t rest = 0;
-  const size_t at = url.rfind('@');
-  if (at != std::string_view::npos && at >= start) {
-    const size_t colon = url.find(':', start);
-    const size_t secret = colon != std::string_view::npos && colon < at ? colon + 1 : start;
-    out.append(url.substr(0, secret)).append("***");
-    rest = at;
-  }
-  const size_t q = url.find('?', rest);
-  out.append(url.substr(rest, q == std::string_view::npos ? std::string_view::npos : q - rest));
-  if (q == std::string_view::npos) return out;
-  // Options that carry a secret (sentinel_password=...) are hidden too.
-  std::string_view query = url.substr(q + 1);
-  out.push_back('?');
-  for (bool first = true;; first = false) {
-    const size_t amp = query.find('&');
-    const std::string_view option = query.substr(0, amp);
-    const size_t eq = option.find('=');
-    if (!first) out.push_back('&');
-    if (eq != std::string_view::npos &&
-        option.substr(0, eq).find("password") != std::string_view::npos) {
-      out.append(option.substr(0, eq + 1)).append("***");
-    } else {
-      out.append(option);
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return out;
-}
+std::string RedactUrl(std::string_view url) { return internal::RedactUrl(url); }
 
 std::string ConfigToJson(const ServerConfig& c) {
   Json j;

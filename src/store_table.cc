@@ -5,6 +5,7 @@
 
 #include "redbloom/store.h"
 #include "stores.h"
+#include "util/redact_url.h"
 
 namespace redbloom {
 
@@ -43,8 +44,8 @@ Result<std::unique_ptr<Store>> Store::Open(std::string_view url, const StoreOpti
     if (!forms.empty()) forms += ", ";
     forms += s.form;
   }
-  return Status::InvalidArgument("unknown store URL '" + std::string(url) + "' (expected " + forms +
-                                 ")");
+  return Status::InvalidArgument("unknown store URL '" + internal::RedactUrl(url) + "' (expected " +
+                                 forms + ")");
 }
 
 std::vector<std::string> Store::UrlForms() {

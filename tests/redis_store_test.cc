@@ -1581,6 +1581,32 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
   }
 }
 
+// No error about a URL quotes any piece of its password: a raw '@' in it
+// made the parser read what followed as the port, the database or an
+// option, and quote it; a mistyped scheme quoted the whole URL. Pieces that
+// are not the password are still quoted.
+TEST(RedisUrlTest, NoErrorQuotesAPieceOfThePassword) {
+  for (const char* url : {
+           "Redis://:FullS3cret@127.0.0.1:6379",
+           "redis:/:FullS3cret@127.0.0.1:6379",
+           "redis://:Tr0ub@dor/S3cret@127.0.0.1:6379",
+           "redis://app:Tr0ub@dor:S3cret/x@127.0.0.1",
+           "redis://:Tr0ub@dor?S3cret@127.0.0.1",
+           "redis-sentinel://127.0.0.1:1/m?sentinel_password=Hunter&2S3cret",
+       }) {
+    auto store = Store::Open(url);
+    ASSERT_FALSE(store.ok()) << url;
+    EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << url;
+    const std::string& m = store.status().message();
+    EXPECT_EQ(m.find("S3cret"), std::string::npos) << url << ": " << m;
+    EXPECT_EQ(m.find("dor"), std::string::npos) << url << ": " << m;
+  }
+  auto typo = Store::Open("redis://:pw@127.0.0.1:6379?pool_sise=3");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("unknown option 'pool_sise'"), std::string::npos)
+      << typo.status().message();
+}
+
 // Options given in code get the same bounds as options in the URL.
 TEST(RedisUrlTest, StoreOptionsOutOfRangeAreInvalidArguments) {
   for (size_t batch : {size_t{0}, size_t{1'000'001}}) {

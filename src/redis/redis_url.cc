@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "util/percent.h"
+#include "util/redact_url.h"
 
 namespace redbloom::internal {
 namespace {
@@ -157,9 +158,8 @@ Status ValidateOptions(const StoreOptions& o) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaults) {
+// The URL parsed; its errors may quote pieces of a password.
+Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defaults) {
   RedisUrl url;
   url.options = defaults;
   const size_t sep = text.find("://");
@@ -276,6 +276,16 @@ Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaul
   }
   REDBLOOM_RETURN_IF_ERROR(ValidateOptions(url.options));
   return url;
+}
+
+}  // namespace
+
+Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaults) {
+  Result<RedisUrl> url = ParseUnredacted(text, defaults);
+  if (url.ok()) return url;
+  // The parser quotes what it could not read, which a password with a raw
+  // '@' or '&' makes a piece of the password.
+  return Status(url.status().code(), HideUrlSecrets(url.status().message(), text));
 }
 
 std::string HostPort::Display() const {
