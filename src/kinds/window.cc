@@ -40,12 +40,16 @@ uint64_t CurrentSlice(const FilterContext& f) { return f.NowMillis() / f.config(
 // A slice still in the window, as of slice `now`.
 bool IsLive(const FilterConfig& c, uint64_t part, uint64_t now) { return part + c.slices > now; }
 
-// The slices a check in slice `now` must look at: the window's, oldest
-// first.
-std::vector<uint64_t> WindowSlices(const FilterContext& f, uint64_t now) {
+// The slices a check in slice `now` must look at, oldest first: the
+// window's, and the one after `now`, which a client whose clock runs ahead
+// of this one by less than a slice adds to (clocks a few milliseconds apart
+// put such adds there at every slice's start; without it they read absent
+// here until this clock caught up). A slice that does not exist holds
+// nothing, and costs a check little.
+std::vector<uint64_t> CheckSlices(const FilterContext& f, uint64_t now) {
   const uint64_t slices = f.config().slices;
   std::vector<uint64_t> parts;
-  for (uint64_t p = now + 1 - std::min<uint64_t>(slices, now + 1); p <= now; ++p) {
+  for (uint64_t p = now + 1 - std::min<uint64_t>(slices, now + 1); p <= now + 1; ++p) {
     parts.push_back(p);
   }
   return parts;
@@ -104,7 +108,7 @@ Status AddToSlice(FilterContext& f, uint64_t now, std::span<const Hash128> hashe
     return CreateAndAddTo(f, now, hashes, nullptr);
   }
   std::vector<uint8_t> present(hashes.size(), 0);
-  REDBLOOM_RETURN_IF_ERROR(f.TestIn(WindowSlices(f, now), hashes, present.data()));
+  REDBLOOM_RETURN_IF_ERROR(f.TestIn(CheckSlices(f, now), hashes, present.data()));
   std::vector<uint8_t> set_bit(hashes.size(), 0);
   REDBLOOM_RETURN_IF_ERROR(CreateAndAddTo(f, now, hashes, set_bit.data()));
   for (size_t i = 0; i < hashes.size(); ++i) added[i] = !present[i] && set_bit[i] ? 1 : 0;
@@ -158,15 +162,16 @@ class WindowPolicy final : public KindPolicy {
                   uint8_t* present) const override {
     const uint64_t now = CurrentSlice(f);
     PruneOnce(f, now);
-    return f.TestIn(WindowSlices(f, now), hashes, present);
+    return f.TestIn(CheckSlices(f, now), hashes, present);
   }
 
-  // A slice ahead of this clock (another client's clock runs fast) is not
-  // checked yet, so it does not count yet either.
+  // The slices a check looks at: a slice further ahead of this clock
+  // (another client's clock runs fast by more than a slice) is not checked
+  // yet, so it does not count yet either.
   Result<std::vector<uint64_t>> LiveParts(FilterContext& f) const override {
     REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, f.bits().ListParts());
     const uint64_t now = CurrentSlice(f);
-    std::erase_if(parts, [&](uint64_t p) { return p > now || !IsLive(f.config(), p, now); });
+    std::erase_if(parts, [&](uint64_t p) { return p > now + 1 || !IsLive(f.config(), p, now); });
     return parts;
   }
 
