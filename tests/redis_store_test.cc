@@ -125,6 +125,36 @@ class RedisStoreTest : public SharedRedisTest {
   std::unique_ptr<Store> store_;
 };
 
+// A client whose clock is behind the server's by more than a filter's TTL
+// (or a window slice's life) gave expiries Redis had already passed: the
+// keys were deleted as they were made, so a create answered "does not
+// exist" and a window's adds data_loss blaming eviction. The scripts compare
+// with the server's TIME and refuse, naming the clocks; nothing is written.
+TEST_F(RedisStoreTest, AnExpiryAlreadyPastByTheServersClockIsRefusedNamingTheClocks) {
+  auto behind = std::make_shared<ManualClock>(WallMillis() - 2 * 3600 * 1000);
+  ASSERT_OK_AND_ASSIGN(auto store, OnClock(behind));
+  FilterOptions ttl = Options(1000, 0.01);
+  ttl.ttl_seconds = 3600;
+  auto made = BloomFilter::Create(*store, "skewed-ttl", ttl);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), StatusCode::kUnavailable) << made.status().ToString();
+  EXPECT_NE(made.status().message().find("behind the server's"), std::string::npos)
+      << made.status().ToString();
+  EXPECT_EQ(store_->ReadConfig("skewed-ttl").status().code(), StatusCode::kNotFound);
+  // A window of 1 s slices, 200 s behind: every slice's expiry is past.
+  ASSERT_OK_AND_ASSIGN(auto w, BloomFilter::Create(*store, "skewed-window", Window(10'000, 10)));
+  behind->Set(WallMillis() - 200'000);
+  Status add = w->Add("x");
+  EXPECT_EQ(add.code(), StatusCode::kUnavailable) << add.ToString();
+  EXPECT_NE(add.message().find("behind the server's"), std::string::npos) << add.ToString();
+  // In step, both work.
+  behind->Set(WallMillis());
+  ASSERT_OK_AND_ASSIGN(auto in_step, BloomFilter::Create(*store, "skewed-ttl", ttl));
+  ASSERT_OK_AND_ASSIGN(auto w2, BloomFilter::Open(*store, "skewed-window"));
+  EXPECT_TRUE(w2->Add("x").ok());
+  EXPECT_TRUE(testing::ValueOrFail(w2->Contains("x")));
+}
+
 TEST_F(RedisStoreTest, CreateWritesMetadataAndPresizesTheBitmap) {
   const FilterConfig config = Config(5000, 0.001);
   ASSERT_TRUE(store_->Create("orders", config).ok());

@@ -137,14 +137,17 @@ class WindowPolicy final : public KindPolicy {
   // (a paused process, a slow store) until that slice has left the window
   // either finds it gone (each store removes an expired slice as it opens
   // it, and Redis expires its key: not_found, or data_loss for a listed
-  // slice) or adds to a slice no check looks at any more. The add is then
+  // slice; Redis refuses to make a slice its clock has expired: unavailable)
+  // or adds to a slice no check looks at any more. The add is then
   // done once more, in the slice current by then, so that the item is found
   // as soon as the call returns.
   Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
     const uint64_t now = CurrentSlice(f);
     Status s = AddToSlice(f, now, hashes, added);
     const uint64_t later = CurrentSlice(f);
-    if (IsLive(f.config(), now, later) || !(s.ok() || Gone(s))) return s;
+    // Whatever the first add's outcome: a slice that left the window may also
+    // have been refused by Redis as already expired by its clock (unavailable).
+    if (IsLive(f.config(), now, later)) return s;
     // Once more, in the slice current now. If that add too outlives its
     // slice, the window is shorter than an add takes here: an add that
     // worked did what it could, and one that found its slice gone says so.

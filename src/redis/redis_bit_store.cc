@@ -454,6 +454,15 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
               " bytes and the " + std::string(used_max.substr(0, space)) +
               " bytes in use exceed maxmemory " + std::string(used_max.substr(space + 1)));
         }
+        constexpr std::string_view kPast = "REDBLOOM_PAST ";
+        if (r->type == REDIS_REPLY_ERROR && ReplyText(r.get()).starts_with(kPast)) {
+          uint64_t server_ms = 0;
+          const std::string_view text = ReplyText(r.get()).substr(kPast.size());
+          std::from_chars(text.data(), text.data() + text.size(), server_ms);
+          return ExpiryPastStatus(c.server().display,
+                                  "part " + std::to_string(part) + " of filter '" + name_ + "'",
+                                  expires_at, server_ms);
+        }
         if (r->type == REDIS_REPLY_ERROR) return ScriptError(c, *cells, r.get());
         return Status::Ok();
       });

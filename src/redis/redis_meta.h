@@ -58,6 +58,14 @@ struct StoredMeta {
 // interpret, since a wrong guess reads as "absent".
 Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display);
 
+// A script found the expiry this client gave `what` already past by the
+// server's clock (`server_ms`, its TIME): this client's clock is behind the
+// server's, and the keys would have been deleted as they were made (a TTL
+// create answered "does not exist"; a window slice read as evicted).
+// kUnavailable, naming the gap; nothing was written.
+Status ExpiryPastStatus(std::string_view server, std::string_view what, uint64_t expires_at_ms,
+                        uint64_t server_ms);
+
 }  // namespace redbloom::internal
 
 #endif  // REDBLOOM_SRC_REDIS_REDIS_META_H_

@@ -26,13 +26,26 @@ namespace redbloom::internal::scripts {
 // a server below its limit would allocate a bitmap of any size and then
 // refuse every write (noeviction) or evict keys, other filters' bits among
 // them (false negatives): the scripts that allocate ask first.
-#define REDBLOOM_LUA_ROOM                                                   \
-  "local function no_room(bytes)\n"                                         \
-  "  local info = redis.call('INFO', 'memory')\n"                           \
-  "  local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"    \
-  "  local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n" \
-  "  if max > 0 and used + bytes > max then return {used, max} end\n"       \
-  "  return nil\n"                                                          \
+// past(at): the server's TIME in ms when the expiry `at` (ms since the epoch,
+// by the client's clock; '0' none) is not after it, else nil. PEXPIREAT of a
+// past time deletes the key at once, so a client whose clock is behind the
+// server's would make keys that vanish as they are made. A user whose ACL
+// does not allow TIME (rules written before it was used) skips the check.
+#define REDBLOOM_LUA_ROOM                                                     \
+  "local function no_room(bytes)\n"                                           \
+  "  local info = redis.call('INFO', 'memory')\n"                             \
+  "  local max = tonumber(string.match(info, 'maxmemory:(%d+)')) or 0\n"      \
+  "  local used = tonumber(string.match(info, 'used_memory:(%d+)')) or 0\n"   \
+  "  if max > 0 and used + bytes > max then return {used, max} end\n"         \
+  "  return nil\n"                                                            \
+  "end\n"                                                                     \
+  "local function past(at)\n"                                                 \
+  "  if at == '0' then return nil end\n"                                      \
+  "  local t = redis.pcall('TIME')\n"                                         \
+  "  if t.err then return nil end\n"                                          \
+  "  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+  "  if tonumber(at) <= now then return now end\n"                            \
+  "  return nil\n"                                                            \
   "end\n"
 
 // Shared prologue. meta_state(key, companion) returns 'ok', 'gone',
@@ -81,13 +94,16 @@ namespace redbloom::internal::scripts {
 // KEYS: meta, bitmap. ARGV: main_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
 // exists without metadata; {3, type} the meta key is not a hash; {5, used,
-// maxmemory} the bitmap does not fit under the server's maxmemory.
+// maxmemory} the bitmap does not fit under the server's maxmemory; {6, now}
+// the expiry is already past by the server's clock (past(), below).
 inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
     "if bt ~= 'none' then return {2, bt} end\n"
+    "local late = past(ARGV[2])\n"
+    "if late then return {6, late} end\n"
     "local bytes = tonumber(ARGV[1])\n"
     "local full = no_room(bytes)\n"
     "if full then return {5, full[1], full[2]} end\n"
@@ -369,6 +385,8 @@ inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE REDBLOOM_L
     "   tonumber(redis.call('HGET', KEYS[1], 'layers') or '0') < tonumber(ARGV[8]) then\n"
     "  return fail('changed')\n"
     "end\n"
+    "local late = past(ARGV[10]) or past(ARGV[11])\n"
+    "if late then return redis.error_reply('REDBLOOM_PAST ' .. late) end\n"
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
     // As in kCreate: a part that does not fit under maxmemory is refused
     // before it is allocated, not left to push the server past its limit.
@@ -550,6 +568,8 @@ inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM
     "if bt ~= 'none' then return {2, bt} end\n"
     "local ct = redis.call('TYPE', KEYS[3])['ok']\n"
     "if ct ~= 'none' then return {8, ct} end\n"
+    "local late = past(ARGV[2])\n"
+    "if late then return {6, late} end\n"
     "local bytes = tonumber(ARGV[1])\n"
     "local full = no_room(bytes)\n"
     "if full then return {5, full[1], full[2]} end\n"

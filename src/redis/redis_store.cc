@@ -149,6 +149,10 @@ class RedisStore final : public Store {
                 "e.g. a Java service?); use attach to adopt it, or delete it");
           }
           if (code == 5 && r->elements >= 3) return NoRoom(name, main_bytes, r.get());
+          if (code == 6 && r->elements >= 2) {
+            return ExpiryPastStatus(c.server().display, "filter '" + DisplayName(name) + "'",
+                                    expires_at, static_cast<uint64_t>(r->element[1]->integer));
+          }
           if (code >= 8)
             return CompanionCodeStatus(r.get(), name, DisplayCompanion(name, config), config);
           return MetaWrongType(r.get(), name);
