@@ -134,6 +134,17 @@ TEST_F(RedisClusterTest, SlotsAgreeWithTheServers) {
   }
 }
 
+// redis:// pointed at a cluster node is refused when the store opens: the
+// node holds only its own slots' keys, so a listing silently missed the
+// other nodes' filters (exit 0) and /readyz said ready.
+TEST_F(RedisClusterTest, ARedisUrlNamingAClusterNodeIsRefusedAtOpen) {
+  auto store = Store::Open("redis://127.0.0.1:" + std::to_string(cluster_->node(0).port()));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << store.status().ToString();
+  EXPECT_NE(store.status().message().find("redis-cluster://"), std::string::npos)
+      << store.status().ToString();
+}
+
 TEST_F(RedisClusterTest, FiltersLandOnEveryMasterAndListAsksThemAll) {
   std::set<int> ports;
   for (int i = 0; i < 30; ++i) {

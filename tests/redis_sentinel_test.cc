@@ -300,6 +300,18 @@ TEST_F(RedisSentinelTest, ReadFromReplicaReadsThereAndFallsBackToTheMaster) {
   EXPECT_GT(Calls(*master_, "bitfield_ro"), master_reads);
 }
 
+// redis:// pointed at a sentinel is refused when the store opens: a
+// sentinel holds no data, and every command failed 500 "unknown command"
+// while /readyz said ready.
+TEST_F(RedisSentinelTest, ARedisUrlNamingASentinelIsRefusedAtOpen) {
+  StartAll();
+  auto store = Store::Open("redis://127.0.0.1:" + std::to_string(sentinel_->port()));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << store.status().ToString();
+  EXPECT_NE(store.status().message().find("redis-sentinel://"), std::string::npos)
+      << store.status().ToString();
+}
+
 TEST_F(RedisSentinelTest, UnknownMasterNameIsAnInvalidArgument) {
   StartAll();
   auto store = Store::Open("redis-sentinel://127.0.0.1:" + std::to_string(sentinel_->port()) +

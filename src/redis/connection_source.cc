@@ -154,8 +154,11 @@ Result<std::unique_ptr<ConnectionSource>> NewConnectionSource(const RedisUrl& ur
     if (!tls->error().empty()) return Status::InvalidArgument(tls->error());
   }
   switch (url.mode) {
-    case RedisMode::kSingle:
-      return NewSingleServerSource(ServerParamsFor(url, url.hosts.front()), url.options);
+    case RedisMode::kSingle: {
+      ServerParams server = ServerParamsFor(url, url.hosts.front());
+      server.standalone = true;
+      return NewSingleServerSource(std::move(server), url.options);
+    }
     case RedisMode::kCluster:
       if (url.keys == KeyMode::kJdk) {
         return Status::InvalidArgument(

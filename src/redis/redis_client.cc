@@ -510,6 +510,7 @@ Status Connection::Hello() {
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr info, Read());
       if (info->type != REDIS_REPLY_ERROR) {
         run_id_ = InfoField(ReplyText(info.get()), "run_id");
+        REDBLOOM_RETURN_IF_ERROR(CheckStandalone(InfoField(ReplyText(info.get()), "redis_mode")));
       } else if (!ReplyText(info.get()).starts_with("NOPERM")) {
         return ReplyErrorStatus(ReplyText(info.get()), server);
       }
@@ -548,6 +549,25 @@ Status Connection::Hello() {
                                " is not in sync with its master yet");
   }
   return Status::Ok();
+}
+
+Status Connection::CheckStandalone(std::string_view mode) const {
+  const ServerParams& server = *server_;
+  if (!server.standalone || mode.empty() || mode == "standalone") return Status::Ok();
+  if (mode == "cluster") {
+    return Status::InvalidArgument(
+        "redis " + server.display +
+        " is a Redis Cluster node, which holds only its own slots' keys: use "
+        "redis-cluster://" +
+        server.display);
+  }
+  if (mode == "sentinel") {
+    return Status::InvalidArgument("redis " + server.display +
+                                   " is a Sentinel, which holds no data: use redis-sentinel://" +
+                                   server.display + "/MASTER_NAME");
+  }
+  return Status::InvalidArgument("redis " + server.display + " runs in mode '" + std::string(mode) +
+                                 "', not as a standalone server");
 }
 
 Status Connection::Fail(const IoFailure& failure) {

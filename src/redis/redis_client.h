@@ -125,6 +125,12 @@ struct ServerParams {
   // that was demoted, or to a replica still syncing. Checked in the same
   // round trip as AUTH and SELECT.
   std::string role;
+  // A server that is no plain Redis (INFO server's redis_mode "cluster" or
+  // "sentinel") refused when a connection opens: redis:// and a Sentinel's
+  // master set it. A cluster node answered only its own slots (a listing
+  // that silently missed the other nodes' filters) and a sentinel answered
+  // every command "unknown", while /readyz said ready.
+  bool standalone = false;
 };
 
 // Errors. Every transport failure and error reply becomes a Status here and
@@ -281,6 +287,9 @@ class Connection {
   // Sends the AUTH, SELECT and ROLE a new connection needs, and checks the
   // answers.
   Status Hello();
+  // kInvalidArgument when the server's redis_mode is not what a standalone
+  // connection (ServerParams::standalone) may talk to.
+  Status CheckStandalone(std::string_view mode) const;
   // The next reply in the stream, owed or not.
   Result<ReplyPtr> ReadReply();
   // Reads owed replies that have arrived; false if the connection broke.

@@ -417,6 +417,7 @@ class SentinelSource final : public ConnectionSource {
   ServerParams DataParams(const HostPort& host, const char* role) const {
     ServerParams p = ServerParamsFor(url_, host);
     p.role = role;
+    p.standalone = true;
     return p;
   }
 
