@@ -540,7 +540,7 @@ class ConnectionServer::Loop {
   void Unwatch(Connection& c);
   void SetDeadline(Connection& c, Clock::time_point t);
   void ClearDeadline(Connection& c);
-  void Accept();
+  void Accept(int listen_fd);
   void Admit(int fd, const sockaddr_storage& peer);
   void OnReadable(Connection& c);
   bool HeadComplete(Connection& c);
@@ -598,15 +598,15 @@ void ConnectionServer::Loop::ClearDeadline(Connection& c) { deadlines_.erase({c.
 
 void ConnectionServer::Loop::StopListening() {
   if (!listening_) return;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, s_.listen_fd_, nullptr);
+  for (int fd : s_.listen_fds_) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   listening_ = false;
 }
 
-void ConnectionServer::Loop::Accept() {
+void ConnectionServer::Loop::Accept(int listen_fd) {
   while (true) {
     sockaddr_storage peer{};
     socklen_t len = sizeof(peer);
-    const int fd = ::accept4(s_.listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len,
+    const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &len,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
       Admit(fd, peer);
@@ -976,7 +976,9 @@ void ConnectionServer::Loop::Run() {
     std::fprintf(stderr, "redbloomd: epoll_create1: %s\n", internal::ErrnoText(errno).c_str());
     return;
   }
-  for (int fd : {s_.wake_fd_, s_.listen_fd_}) {
+  std::vector<int> watched = s_.listen_fds_;
+  watched.push_back(s_.wake_fd_);
+  for (int fd : watched) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -1011,11 +1013,11 @@ void ConnectionServer::Loop::Run() {
 
   std::vector<epoll_event> events(64);
   while (true) {
-    if (s_.stopping_.load() && s_.listen_fd_ >= 0) {
+    if (s_.stopping_.load() && !s_.listen_fds_.empty()) {
       StopListening();
       accept_paused_until_.reset();
-      ::close(s_.listen_fd_);  // new connections are refused from here on
-      s_.listen_fd_ = -1;
+      for (int fd : s_.listen_fds_) ::close(fd);  // new connections are refused from here on
+      s_.listen_fds_.clear();
       // Lingering connections are answered already: a shutdown does not
       // wait for their clients (Linger closes the later ones at once).
       std::vector<Connection*> lingering;
@@ -1046,8 +1048,9 @@ void ConnectionServer::Loop::Run() {
       if (fd == s_.wake_fd_) {
         uint64_t count = 0;
         [[maybe_unused]] const ssize_t r = ::read(s_.wake_fd_, &count, sizeof(count));
-      } else if (fd == s_.listen_fd_) {
-        if (listening_) Accept();
+      } else if (std::find(s_.listen_fds_.begin(), s_.listen_fds_.end(), fd) !=
+                 s_.listen_fds_.end()) {
+        if (listening_) Accept(fd);
       } else if (auto it = conns_.find(fd); it != conns_.end() && !it->second->in_worker) {
         OnReadable(*it->second);
       }
@@ -1055,12 +1058,14 @@ void ConnectionServer::Loop::Run() {
     TakeReturned();
     const auto now = Clock::now();
     Expire(now);
-    if (accept_paused_until_ && now >= *accept_paused_until_ && s_.listen_fd_ >= 0) {
+    if (accept_paused_until_ && now >= *accept_paused_until_ && !s_.listen_fds_.empty()) {
       accept_paused_until_.reset();
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.fd = s_.listen_fd_;
-      if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, s_.listen_fd_, &ev) == 0) listening_ = true;
+      for (int listen_fd : s_.listen_fds_) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = listen_fd;
+        if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd, &ev) == 0) listening_ = true;
+      }
     }
   }
   stop_workers();
@@ -1082,7 +1087,7 @@ ConnectionServer::ConnectionServer(ConnectionOptions options, RequestHandler han
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
 ConnectionServer::~ConnectionServer() {
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+  for (int fd : listen_fds_) ::close(fd);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
@@ -1101,8 +1106,27 @@ Status ConnectionServer::Bind() {
     return Status::Unavailable("cannot listen on " + where + ": " + ::gai_strerror(rc));
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
+  // Every address the name gives, once each (a hosts file may list one
+  // twice). A name with several (localhost: ::1 and 127.0.0.1) is served on
+  // all of them: on the first alone, clients of the other family were
+  // refused, and a second redbloomd on the same port started on the other
+  // address and took its clients.
+  std::vector<const addrinfo*> addresses;
+  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const bool seen = std::any_of(addresses.begin(), addresses.end(), [&](const addrinfo* a) {
+      return a->ai_addrlen == ai->ai_addrlen &&
+             std::memcmp(a->ai_addr, ai->ai_addr, a->ai_addrlen) == 0;
+    });
+    if (!seen) addresses.push_back(ai);
+  }
+  const auto fail = [&](const std::string& why) {
+    for (int fd : listen_fds_) ::close(fd);
+    listen_fds_.clear();
+    return Status::Unavailable("cannot listen on " + where + ": " + why);
+  };
   int error = 0;
-  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+  int bound_port = options_.port;  // port 0: the one the first bind gets, for all
+  for (const addrinfo* ai : addresses) {
     const int fd =
         ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
@@ -1114,28 +1138,45 @@ Status ConnectionServer::Bind() {
     int yes = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     if (ai->ai_family == AF_INET6) {
-      int no = 0;  // "::" takes IPv4 too, as httplib's listener did
-      ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
+      // "::" alone takes IPv4 too, as httplib's listener did; beside an IPv4
+      // address of the same name, each family is bound on its own.
+      int only = addresses.size() > 1 ? 1 : 0;
+      ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof(only));
+    }
+    sockaddr_storage addr{};
+    std::memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
+    if (addr.ss_family == AF_INET) {
+      reinterpret_cast<sockaddr_in*>(&addr)->sin_port = htons(static_cast<uint16_t>(bound_port));
+    } else if (addr.ss_family == AF_INET6) {
+      reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = htons(static_cast<uint16_t>(bound_port));
     }
     // A deep backlog: connections are taken at once and refused explicitly
     // past the limits, rather than left in SYN retries.
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), ai->ai_addrlen) != 0 ||
+        ::listen(fd, SOMAXCONN) != 0) {
       error = errno;
       ::close(fd);
-      continue;
+      // Taken: another process serves this address, so this one must not
+      // start on the others.
+      if (error == EADDRINUSE) {
+        return fail(AddressOf(addr).first + " port " + std::to_string(bound_port) + ": " +
+                    internal::ErrnoText(error));
+      }
+      continue;  // e.g. an address family this host has no interface for
     }
     sockaddr_storage bound{};
     socklen_t len = sizeof(bound);
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-    listen_fd_ = fd;
-    port_ = AddressOf(bound).second;
-    return Status::Ok();
+    listen_fds_.push_back(fd);
+    bound_port = AddressOf(bound).second;
   }
-  return Status::Unavailable("cannot listen on " + where + ": " + internal::ErrnoText(error));
+  if (listen_fds_.empty()) return fail(internal::ErrnoText(error));
+  port_ = bound_port;
+  return Status::Ok();
 }
 
 void ConnectionServer::Run() {
-  if (listen_fd_ < 0) return;
+  if (listen_fds_.empty()) return;
   loop_ = std::make_unique<Loop>(*this);
   loop_->Run();
 }

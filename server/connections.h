@@ -117,7 +117,8 @@ class ConnectionServer {
   ConnectionServer& operator=(const ConnectionServer&) = delete;
   ~ConnectionServer();
 
-  // Binds and listens (kUnavailable if the address is taken).
+  // Binds and listens on every address the host resolves to (kUnavailable
+  // if any of them is taken, or none can be bound).
   Status Bind();
   int port() const { return port_; }
   // Serves until Stop() and every connection has gone: requests already
@@ -133,7 +134,9 @@ class ConnectionServer {
   RequestHandler handler_;
   RequestLane lane_;
   Metrics* metrics_;
-  int listen_fd_ = -1;
+  // One per address the listen host resolves to (localhost: ::1 and
+  // 127.0.0.1), all on one port.
+  std::vector<int> listen_fds_;
   int wake_fd_ = -1;  // eventfd: Stop() and workers wake the event thread
   int port_ = 0;
   std::atomic<bool> stopping_{false};

@@ -2,6 +2,8 @@
 // configuration precedence as the binary applies it, access-log reopening.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -332,6 +334,56 @@ TEST_F(ServerLifecycleTest, SighupReopensTheAccessLog) {
   EXPECT_TRUE(reopened);
   EXPECT_NE(ReadFile(log + ".1").find("before-rotate"), std::string::npos);
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
+// A listen host that names several addresses (localhost: ::1 and 127.0.0.1
+// on most systems) is served on all of them, and a second redbloomd on the
+// same port is refused. redbloomd bound the first address alone: clients of
+// the other family were refused, and a second redbloomd started on the other
+// address and took its clients. The name is made in a hosts file of a
+// private mount namespace (unshare -m, as root: CI runs as root).
+TEST_F(ServerLifecycleTest, ANameWithTwoAddressesIsServedOnBoth) {
+  TempDir dir;
+  const std::string hosts = dir.path() + "/hosts";
+  std::ofstream(hosts) << "127.0.0.1 dualname\n::1 dualname\n";
+  const int port = FreePort();
+  const std::string daemon =
+      "mount --bind '" + hosts + "' /etc/hosts && exec '" + std::string(REDBLOOMD_PATH) +
+      "' --listen dualname:" + std::to_string(port) + " --store mem: --token dual-token";
+  CommandResult probe =
+      RunCommand({"/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                  "mount --bind '" + hosts + "' /etc/hosts && getent ahosts dualname"});
+  ASSERT_EQ(probe.exit_code, 0) << "unshare -m needs root (CAP_SYS_ADMIN): " << probe.err;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/usr/bin/unshare", "unshare", "-m", "/bin/sh", "-c", daemon.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto healthy = [&](const std::string& host) {
+    httplib::Client c(host, port);
+    c.set_connection_timeout(std::chrono::milliseconds(500));
+    auto r = c.Get("/healthz");
+    return r && r->status == 200;
+  };
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = healthy("127.0.0.1") && healthy("::1");
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(healthy("127.0.0.1")) << "not served on 127.0.0.1";
+  EXPECT_TRUE(healthy("::1")) << "not served on ::1";
+  // A second one on the same name and port: refused (timeout ends it if it
+  // started instead).
+  CommandResult second =
+      RunCommand({"/usr/bin/timeout", "10", "/usr/bin/unshare", "-m", "/bin/sh", "-c", daemon});
+  EXPECT_EQ(second.exit_code, 3) << second.err;
+  EXPECT_NE(second.err.find("in use"), std::string::npos) << second.err;
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 }  // namespace
