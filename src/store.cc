@@ -56,6 +56,16 @@ Status ValidateFilterName(std::string_view name) {
         "filter name may not contain whitespace or control characters (U+00A0, U+2003, U+0085 "
         "and their kind included)");
   }
+  // "{rbN}.rebuild~X" is the Redis key of X's rebuild temporary (tagged into
+  // X's slot): a filter of that name took its keys, and every rebuild of X
+  // was refused as "another rebuild is running", --force then a conflict.
+  if (const size_t close = name.find('}'); name.starts_with("{rb") &&
+                                           close != std::string_view::npos &&
+                                           name.substr(close + 1).starts_with(".rebuild~")) {
+    return Status::InvalidArgument("filter name '" + std::string(name) +
+                                   "' is reserved: it is the Redis key of a rebuild's temporary "
+                                   "filter");
+  }
   constexpr std::string_view kMeta = ":meta";
   if (name.size() >= kMeta.size() && name.substr(name.size() - kMeta.size()) == kMeta) {
     return Status::InvalidArgument("filter name may not end in ':meta' (reserved for metadata)");

@@ -100,12 +100,15 @@ TEST_P(StoreTest, RejectsUnsafeNames) {
            // Whitespace and controls past ASCII: NBSP, NEL, a C1
            // control, EM SPACE, LINE SEPARATOR, IDEOGRAPHIC SPACE.
            "no\u00a0break", "n\u0085el", "c\xc2\x80one", "em\xe2\x80\x83sp", "ls\xe2\x80\xa8x",
-           "id\xe3\x80\x80sp"}) {
+           "id\xe3\x80\x80sp",
+           // A rebuild temporary's Redis key ('orders' in slot tag rb6418).
+           "{rb6418}.rebuild~orders"}) {
     EXPECT_EQ(store_->Create(name, Config()).code(), StatusCode::kInvalidArgument)
         << "'" << name << "'";
   }
   EXPECT_TRUE(store_->Create(std::string(kMaxNameBytes, 'x'), Config()).ok());
   EXPECT_TRUE(store_->Create("blacklist:pedidos", Config()).ok());
+  EXPECT_TRUE(store_->Create("{user1000}.following", Config()).ok());
   EXPECT_TRUE(store_->Create("订单", Config()).ok());
   EXPECT_TRUE(store_->Create("pedidos-é-ñ-€-😀", Config()).ok());
 }
