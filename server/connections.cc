@@ -311,7 +311,7 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
 // Best effort on a non-blocking socket: a few hundred bytes fit any fresh
 // socket buffer, and a client that does not read them loses nothing it can
 // use.
-void SendAndClose(int fd, const std::string& bytes) {
+void SendAndClose(int fd, std::string_view bytes) {
   size_t sent = 0;
   while (sent < bytes.size()) {
     const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
@@ -323,6 +323,21 @@ void SendAndClose(int fd, const std::string& bytes) {
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
 }
+
+// The answer to a connection this process had no memory to serve: made
+// without allocating, sent (best effort) and the connection closed.
+#define REDBLOOM_OOM_BODY                                                                      \
+  "{\"error\":\"unavailable\",\"message\":\"redbloomd ran out of memory; retry on another or " \
+  "later\"}"
+constexpr std::string_view kOutOfMemoryAnswer =
+    "HTTP/1.1 503 Service Unavailable\r\n"
+    "Content-Type: application/json\r\n"
+    "Retry-After: 1\r\n"
+    "Connection: close\r\n"
+    "Content-Length: 90\r\n"
+    "\r\n" REDBLOOM_OOM_BODY;
+static_assert(std::string_view(REDBLOOM_OOM_BODY).size() == 90, "Content-Length");
+#undef REDBLOOM_OOM_BODY
 
 // Numeric host of a socket address; an IPv4-mapped IPv6 address is given as
 // IPv4, so that one client counts once on a dual-stack socket.
@@ -347,6 +362,10 @@ std::pair<std::string, int> AddressOf(const sockaddr_storage& ss) {
 
 struct Connection {
   int fd = -1;
+  // The next connection a worker handed back (Loop::returned_): a list
+  // through the connections themselves, so handing one back allocates
+  // nothing and cannot fail when memory runs out.
+  Connection* returned_next = nullptr;
   std::string peer;  // numeric address: the per-client key
   int peer_port = 0;
   std::string local;
@@ -553,7 +572,12 @@ class ConnectionServer::Loop {
   void Linger(Connection& c);
   void Drain(Connection& c);
   void Expire(Clock::time_point now);
+  // The event loop, until a stop has closed every connection.
+  void RunEvents();
   void TakeReturned();
+  // Answers 503 and closes connection `fd` (admitted or not) after an
+  // allocation failed while the event thread handled it.
+  void OutOfMemory(int fd);
   void StopListening();
   void Work(WorkQueue* queue);
   void Serve(Connection& c);
@@ -571,7 +595,7 @@ class ConnectionServer::Loop {
   WorkQueue probe_;
   WorkQueue readiness_;
   std::mutex returned_mu_;
-  std::vector<Connection*> returned_;  // guarded by returned_mu_
+  Connection* returned_ = nullptr;  // newest first; guarded by returned_mu_
 };
 
 void ConnectionServer::Loop::Watch(Connection& c) {
@@ -609,7 +633,11 @@ void ConnectionServer::Loop::Accept(int listen_fd) {
     const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &len,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      Admit(fd, peer);
+      try {
+        Admit(fd, peer);
+      } catch (const std::bad_alloc&) {
+        OutOfMemory(fd);
+      }
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -926,19 +954,41 @@ void ConnectionServer::Loop::Expire(Clock::time_point now) {
 }
 
 void ConnectionServer::Loop::TakeReturned() {
-  std::vector<Connection*> back;
+  Connection* newest = nullptr;
   {
     std::lock_guard lock(returned_mu_);
-    back.swap(returned_);
+    newest = std::exchange(returned_, nullptr);
   }
-  for (Connection* c : back) {
+  Connection* back = nullptr;  // oldest first
+  while (newest != nullptr) {
+    Connection* next = std::exchange(newest->returned_next, back);
+    back = std::exchange(newest, next);
+  }
+  while (back != nullptr) {
+    Connection* c = std::exchange(back, back->returned_next);
+    c->returned_next = nullptr;
     c->in_worker = false;
-    if (c->keep) {
-      Resume(*c);
-    } else {
-      Linger(*c);
+    try {
+      if (c->keep) {
+        Resume(*c);
+      } else {
+        Linger(*c);
+      }
+    } catch (const std::bad_alloc&) {
+      Close(*c);
     }
   }
+}
+
+void ConnectionServer::Loop::OutOfMemory(int fd) {
+  s_.metrics_->ConnectionRefused(Refusal::kTotal);
+  if (auto it = conns_.find(fd); it != conns_.end()) {
+    [[maybe_unused]] const ssize_t n = ::send(
+        fd, kOutOfMemoryAnswer.data(), kOutOfMemoryAnswer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    Close(*it->second);
+    return;
+  }
+  SendAndClose(fd, kOutOfMemoryAnswer);
 }
 
 void ConnectionServer::Loop::Serve(Connection& c) {
@@ -963,10 +1013,77 @@ void ConnectionServer::Loop::Work(WorkQueue* queue) {
     Serve(*c);
     {
       std::lock_guard lock(returned_mu_);
-      returned_.push_back(c);
+      c->returned_next = std::exchange(returned_, c);
     }
     const uint64_t one = 1;
     [[maybe_unused]] const ssize_t w = ::write(s_.wake_fd_, &one, sizeof(one));
+  }
+}
+
+void ConnectionServer::Loop::RunEvents() {
+  std::vector<epoll_event> events(64);
+  while (true) {
+    if (s_.stopping_.load() && !s_.listen_fds_.empty()) {
+      StopListening();
+      accept_paused_until_.reset();
+      for (int fd : s_.listen_fds_) ::close(fd);  // new connections are refused from here on
+      s_.listen_fds_.clear();
+      // Lingering connections are answered already: a shutdown does not
+      // wait for their clients (Linger closes the later ones at once).
+      std::vector<Connection*> lingering;
+      const Clock::time_point idle_until = Clock::now() + kShutdownIdleGrace;
+      for (auto& [fd, c] : conns_) {
+        if (c->lingering) lingering.push_back(c.get());
+        if (c->idle && !c->in_worker && c->deadline > idle_until) SetDeadline(*c, idle_until);
+      }
+      for (Connection* c : lingering) Close(*c);
+    }
+    if (s_.stopping_.load() && conns_.empty()) break;
+    int timeout = -1;
+    if (!deadlines_.empty()) timeout = CeilMillis(deadlines_.begin()->first - Clock::now());
+    if (accept_paused_until_) {
+      const int pause = CeilMillis(*accept_paused_until_ - Clock::now());
+      timeout = timeout < 0 ? pause : std::min(timeout, pause);
+    }
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout);
+    if (n < 0 && errno != EINTR) {
+      std::fprintf(stderr, "redbloomd: epoll_wait: %s\n", internal::ErrnoText(errno).c_str());
+      break;
+    }
+    // Answered requests first, so that the bodies they held are released
+    // before new bytes are counted against body_buffer_bytes.
+    TakeReturned();
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == s_.wake_fd_) {
+        uint64_t count = 0;
+        [[maybe_unused]] const ssize_t r = ::read(s_.wake_fd_, &count, sizeof(count));
+      } else if (std::find(s_.listen_fds_.begin(), s_.listen_fds_.end(), fd) !=
+                 s_.listen_fds_.end()) {
+        if (listening_) Accept(fd);
+      } else if (auto it = conns_.find(fd); it != conns_.end() && !it->second->in_worker) {
+        // No memory to read or parse this connection's request: it is
+        // answered 503 and closed, and the others go on (an exception here
+        // ended the process, every mem: filter with it).
+        try {
+          OnReadable(*it->second);
+        } catch (const std::bad_alloc&) {
+          OutOfMemory(fd);
+        }
+      }
+    }
+    TakeReturned();
+    const auto now = Clock::now();
+    Expire(now);
+    if (accept_paused_until_ && now >= *accept_paused_until_ && !s_.listen_fds_.empty()) {
+      accept_paused_until_.reset();
+      for (int listen_fd : s_.listen_fds_) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = listen_fd;
+        if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd, &ev) == 0) listening_ = true;
+      }
+    }
   }
 }
 
@@ -1011,62 +1128,16 @@ void ConnectionServer::Loop::Run() {
                              std::to_string(o_.workers + kReservedWorkers) + ": " + e.what());
   }
 
-  std::vector<epoll_event> events(64);
-  while (true) {
-    if (s_.stopping_.load() && !s_.listen_fds_.empty()) {
-      StopListening();
-      accept_paused_until_.reset();
-      for (int fd : s_.listen_fds_) ::close(fd);  // new connections are refused from here on
-      s_.listen_fds_.clear();
-      // Lingering connections are answered already: a shutdown does not
-      // wait for their clients (Linger closes the later ones at once).
-      std::vector<Connection*> lingering;
-      const Clock::time_point idle_until = Clock::now() + kShutdownIdleGrace;
-      for (auto& [fd, c] : conns_) {
-        if (c->lingering) lingering.push_back(c.get());
-        if (c->idle && !c->in_worker && c->deadline > idle_until) SetDeadline(*c, idle_until);
-      }
-      for (Connection* c : lingering) Close(*c);
-    }
-    if (s_.stopping_.load() && conns_.empty()) break;
-    int timeout = -1;
-    if (!deadlines_.empty()) timeout = CeilMillis(deadlines_.begin()->first - Clock::now());
-    if (accept_paused_until_) {
-      const int pause = CeilMillis(*accept_paused_until_ - Clock::now());
-      timeout = timeout < 0 ? pause : std::min(timeout, pause);
-    }
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout);
-    if (n < 0 && errno != EINTR) {
-      std::fprintf(stderr, "redbloomd: epoll_wait: %s\n", internal::ErrnoText(errno).c_str());
-      break;
-    }
-    // Answered requests first, so that the bodies they held are released
-    // before new bytes are counted against body_buffer_bytes.
-    TakeReturned();
-    for (int i = 0; i < n; ++i) {
-      const int fd = events[i].data.fd;
-      if (fd == s_.wake_fd_) {
-        uint64_t count = 0;
-        [[maybe_unused]] const ssize_t r = ::read(s_.wake_fd_, &count, sizeof(count));
-      } else if (std::find(s_.listen_fds_.begin(), s_.listen_fds_.end(), fd) !=
-                 s_.listen_fds_.end()) {
-        if (listening_) Accept(fd);
-      } else if (auto it = conns_.find(fd); it != conns_.end() && !it->second->in_worker) {
-        OnReadable(*it->second);
-      }
-    }
-    TakeReturned();
-    const auto now = Clock::now();
-    Expire(now);
-    if (accept_paused_until_ && now >= *accept_paused_until_ && !s_.listen_fds_.empty()) {
-      accept_paused_until_.reset();
-      for (int listen_fd : s_.listen_fds_) {
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.fd = listen_fd;
-        if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd, &ev) == 0) listening_ = true;
-      }
-    }
+  // Anything else the loop throws (no memory where a connection could not
+  // be told apart) ends the process in order, through main's "fatal", not
+  // in std::terminate from the workers' joinable threads.
+  try {
+    RunEvents();
+  } catch (...) {
+    stop_workers();
+    ::close(epoll_fd_);
+    epoll_fd_ = -1;
+    throw;
   }
   stop_workers();
   TakeReturned();

@@ -742,14 +742,28 @@ void HttpServer::Install() {
       }));
   s.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
     std::string what = "unknown exception";
+    bool no_memory = false;
     try {
       if (ep) std::rethrow_exception(ep);
+    } catch (const std::bad_alloc& e) {
+      what = e.what();
+      no_memory = true;
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {
     }
     std::fprintf(stderr, "redbloomd: exception while serving %s: %s\n", req.method.c_str(),
                  what.c_str());
+    if (no_memory) {
+      // The process, not the request, is short of memory: another instance
+      // or a later try may serve it.
+      res.set_header("Retry-After", "1");
+      Apply(ErrorReply(503, "unavailable",
+                       "redbloomd ran out of memory serving the request; retry on another "
+                       "instance or later"),
+            res);
+      return;
+    }
     Apply(ErrorReply(500, "internal", "internal error: " + what), res);
   });
 
