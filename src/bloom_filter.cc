@@ -105,6 +105,19 @@ Result<std::shared_ptr<BloomFilter::State>> BloomFilter::Load(Store& store, std:
   return state;
 }
 
+namespace internal {
+
+Status DropMadeFilter(Store& store, std::string_view name, const Status& why) {
+  Status dropped = store.Drop(name);
+  if (dropped.ok() || dropped.code() == StatusCode::kNotFound) {
+    return why.WithContext("filter '" + std::string(name) + "' was made, and dropped again");
+  }
+  return why.WithContext("filter '" + std::string(name) + "' was made, and could not be dropped (" +
+                         dropped.message() + "): drop it before using it");
+}
+
+}  // namespace internal
+
 Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(Store& store, std::string_view name,
                                                          const FilterOptions& options,
                                                          bool* created) {
@@ -121,6 +134,11 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(Store& store, std::stri
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     if (created != nullptr) *created = s.ok();
     auto opened = Open(store, name);
+    if (!opened.ok() && s.ok() && opened.status().code() != StatusCode::kNotFound) {
+      // Made but not usable here (file: could not map it: no memory): a
+      // filter left behind would answer "absent" to everyone else.
+      return internal::DropMadeFilter(store, name, opened.status());
+    }
     if (opened.ok() || opened.status().code() != StatusCode::kNotFound || attempt == kAttempts) {
       return opened;
     }

@@ -13,6 +13,7 @@
 
 #include "config_codec.h"
 #include "kinds/kind_def.h"
+#include "stores.h"
 #include "word_bits.h"
 
 namespace redbloom {
@@ -222,7 +223,12 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
   Status s = store.Create(name, config);
   if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
   *created = s.ok();
-  return BloomFilter::Open(store, name);
+  auto opened = BloomFilter::Open(store, name);
+  if (!opened.ok() && *created) {
+    *created = false;
+    return internal::DropMadeFilter(store, name, opened.status());
+  }
+  return opened;
 }
 
 // What a merge of bits (an import, a merge of filters) adds to a part's item
@@ -715,7 +721,10 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
     Status s = store.Create(dest, first);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     created = s.ok();
-    REDBLOOM_ASSIGN_OR_RETURN(target, BloomFilter::Open(store, dest));
+    auto opened = BloomFilter::Open(store, dest);
+    if (!opened.ok() && created) return internal::DropMadeFilter(store, dest, opened.status());
+    if (!opened.ok()) return opened.status();
+    target = std::move(opened).value();
   }
   // The counts are added afterwards, by what the merge added (PartCount).
   std::vector<BloomFilter::Part> all;

@@ -924,6 +924,36 @@ TEST_F(CliTest, ARebuildWithoutMemoryForItsBitsSaysSo) {
   EXPECT_EQ(Run({"check", "r", "new"}).exit_code, 1);
 }
 
+// A filter made but then not mappable here (no address space) is dropped
+// again, and the error is resource_exhausted: left behind, the empty filter
+// answered "absent" to every reader (create, import, merge, dedup), and the
+// error was unavailable (503, "safe to retry", for ever).
+TEST_F(CliTest, AFilterMadeButNotMappableIsNotLeftBehind) {
+  if (testing::kAddressSanitizer || testing::kThreadSanitizer) {
+    GTEST_SKIP() << "a sanitizer's shadow memory needs more address space than the limit allows";
+  }
+  const auto limited = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"/usr/bin/prlimit", "--as=314572800", "--core=0", "--",
+                               REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path()});
+    return RunCommand(args);
+  };
+  // 300 million items at 1%: 359 MB, more than 300 MiB of address space maps.
+  auto create = limited({"create", "big", "--capacity", "300000000", "--error", "0.01"});
+  EXPECT_EQ(create.exit_code, 3) << create.err;
+  EXPECT_NE(create.err.find("resource_exhausted"), std::string::npos) << create.err;
+  EXPECT_NE(create.err.find("dropped again"), std::string::npos) << create.err;
+  EXPECT_EQ(Lines(Run({"list"}).out), std::vector<std::string>{});
+  // An import that creates its filter: a dump of an empty filter is small.
+  Create("big", {}, "300000000");
+  const std::string dump = dir_.path() + "/big.dump";
+  ASSERT_EQ(Run({"export", "big", "--format", "redbloom", "-f", dump}).exit_code, 0);
+  ASSERT_EQ(Run({"drop", "big"}).exit_code, 0);
+  auto import = limited({"import", "copy", "--format", "redbloom", "-f", dump});
+  EXPECT_EQ(import.exit_code, 3) << import.err;
+  EXPECT_NE(import.err.find("dropped again"), std::string::npos) << import.err;
+  EXPECT_EQ(Lines(Run({"list"}).out), std::vector<std::string>{});
+}
+
 // mem: keeps filters in the process; the CLI says so, once per run.
 TEST_F(CliTest, MemStoreWarnsThatNothingPersists) {
   auto create =

@@ -81,7 +81,10 @@ std::string WhyNot(int err) {
 }
 
 Status IoError(const std::string& what, const std::string& path, int err) {
-  if (err == ENOSPC || err == EDQUOT) {
+  // ENOMEM: no address space or memory to map the filter (a limit, or
+  // overcommit off), which waiting does not cure: as a full disk, not as
+  // an outage (503, "safe to retry", for ever).
+  if (err == ENOSPC || err == EDQUOT || err == ENOMEM) {
     return Status::ResourceExhausted(what + " " + path + ": " + WhyNot(err));
   }
   return Status::Unavailable(what + " " + path + ": " + WhyNot(err));
