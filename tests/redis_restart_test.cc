@@ -1,6 +1,7 @@
 // A Redis restart in the middle of a load: errors reach the caller, and no
 // acknowledged item is lost without the caller hearing of it.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -161,6 +162,41 @@ TEST(RedisRestartTest, CliAddAcrossARestartFromAnOlderSnapshotExitsNonZero) {
   ASSERT_TRUE(restarted);
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("restarted"), std::string::npos) << r.err;
+}
+
+// A master demoted while an add's WAIT blocks on it (a failover, or an
+// operator's REPLICAOF) answers UNBLOCKED: unavailable, which a caller may
+// retry, not internal (it was 500 "a bug" at every Cluster failover with
+// wait_replicas, and exit 3 with "internal" from the CLI).
+TEST(RedisRestartTest, AMasterDemotedDuringAWaitIsUnavailable) {
+  testing::RedisServer other;
+  other.Start();
+  testing::RedisServer master;
+  master.Start();
+  testing::RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  replica.Start();
+  bool synced = false;
+  for (int i = 0; i < 100 && !synced; ++i) {
+    synced =
+        replica.Cli({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
+    if (!synced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(synced);
+  auto store = Store::Open(master.url() + "?wait_replicas=1&wait_timeout_ms=20000&max_retries=0");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto f = BloomFilter::Create(**store, "w", FilterOptions{.capacity = 1000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->Add("before").ok());
+  // The replica stops acknowledging, so the next add's WAIT blocks.
+  ASSERT_EQ(::kill(replica.pid(), SIGSTOP), 0);
+  Status added;
+  std::thread add([&] { added = (*f)->Add("during"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  master.Cli({"REPLICAOF", "127.0.0.1", std::to_string(other.port())});
+  add.join();
+  ASSERT_EQ(::kill(replica.pid(), SIGCONT), 0);
+  EXPECT_EQ(added.code(), StatusCode::kUnavailable) << added.ToString();
+  EXPECT_NE(added.message().find("stopped being a master"), std::string::npos) << added.ToString();
 }
 
 }  // namespace

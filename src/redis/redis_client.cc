@@ -152,6 +152,13 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
       text.find("The user executing the script can't run this command") != std::string_view::npos) {
     return Status::Unavailable(std::string(kPermissionDenied) + " by " + where + ": " + said);
   }
+  // A master demoted while a WAIT blocked on it (UNBLOCKED ... master ->
+  // replica), or a WAIT that reached it just after: a failover under way,
+  // not a bug (it was 500 internal during every Cluster failover with
+  // wait_replicas).
+  if (StartsWith(text, "UNBLOCKED") || StartsWith(text, "ERR WAIT cannot be used with replica")) {
+    return Status::Unavailable(where + " stopped being a master (a failover): " + said);
+  }
   if (StartsWith(text, "LOADING") || StartsWith(text, "BUSY") || StartsWith(text, "MASTERDOWN") ||
       StartsWith(text, "READONLY") || StartsWith(text, "TRYAGAIN") || StartsWith(text, "MISCONF")) {
     return Status::Unavailable(where + " cannot serve the command now: " + said);
