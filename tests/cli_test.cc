@@ -954,6 +954,24 @@ TEST_F(CliTest, AFilterMadeButNotMappableIsNotLeftBehind) {
   EXPECT_EQ(Lines(Run({"list"}).out), std::vector<std::string>{});
 }
 
+// A command that runs out of memory says so, resource_exhausted (exit 3),
+// not "internal error: std::bad_alloc" (a bug, by the README's codes).
+TEST_F(CliTest, OutOfMemoryIsResourceExhausted) {
+  if (testing::kAddressSanitizer || testing::kThreadSanitizer) {
+    GTEST_SKIP() << "a sanitizer's shadow memory needs more address space than the limit allows";
+  }
+  Create("g", {}, "100000000");  // 124 MB, whose bits merge holds besides the mapping
+  ASSERT_EQ(Run({"add", "-q", "g", "x"}).exit_code, 0);
+  auto merge =
+      RunCommand({"/usr/bin/prlimit", "--as=209715200", "--core=0", "--", REDBLOOM_CLI_PATH,
+                  "--store", "file:" + dir_.path(), "merge", "m2", "g"});
+  EXPECT_EQ(merge.exit_code, 3) << merge.err;
+  EXPECT_NE(merge.err.find("out of memory"), std::string::npos) << merge.err;
+  EXPECT_NE(merge.err.find("[resource_exhausted]"), std::string::npos) << merge.err;
+  EXPECT_EQ(merge.err.find("internal"), std::string::npos) << merge.err;
+  EXPECT_EQ(Lines(Run({"list"}).out), std::vector<std::string>{"g"});
+}
+
 // mem: keeps filters in the process; the CLI says so, once per run.
 TEST_F(CliTest, MemStoreWarnsThatNothingPersists) {
   auto create =

@@ -554,6 +554,12 @@ int main(int argc, char** argv) {
       return redbloom::cli::Fail(redbloom::Status::Unavailable("cannot write to stdout"));
     }
     return rc;
+  } catch (const std::bad_alloc&) {
+    // A command that holds a filter's bits (merge, an import from a pipe)
+    // or a long batch of items, past what this process may allocate.
+    return redbloom::cli::Fail(redbloom::Status::ResourceExhausted(
+        "out of memory: the command needs more than this process may allocate (ulimit -v, a "
+        "cgroup's memory.max, or the machine's memory)"));
   } catch (const std::exception& e) {
     std::cerr << "redbloom: internal error: " << e.what() << "\n";
     return redbloom::cli::kExitIo;
