@@ -39,7 +39,14 @@ Status ItemReader::Open() {
 Result<bool> ItemReader::Next(std::vector<std::string>* out, size_t max, bool streaming) {
   out->clear();
   batch_first_arg_ = next_arg_;
-  while (next_arg_ < args_.size() && out->size() < max) out->push_back(args_[next_arg_++]);
+  size_t bytes = 0;
+  const auto full = [&] {
+    return out->size() >= max || (!out->empty() && bytes >= kMaxBatchBytes);
+  };
+  while (next_arg_ < args_.size() && !full()) {
+    out->push_back(args_[next_arg_++]);
+    bytes += out->back().size();
+  }
   batch_args_ = out->size();
   batch_first_line_ = lines_ + 1;
   if (fd_ < 0) return !out->empty();
@@ -47,10 +54,11 @@ Result<bool> ItemReader::Next(std::vector<std::string>* out, size_t max, bool st
     const size_t length = end > pos_ && buf_[end - 1] == '\r' ? end - 1 - pos_ : end - pos_;
     if (length > kMaxLineBytes) return TooLong();
     out->emplace_back(buf_, pos_, length);
+    bytes += length;
     ++lines_;
     return Status::Ok();
   };
-  while (out->size() < max) {
+  while (!full()) {
     const size_t nl = buf_.find('\n', pos_);
     if (nl != std::string::npos) {
       REDBLOOM_RETURN_IF_ERROR(take_line(nl));
