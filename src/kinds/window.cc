@@ -1,6 +1,7 @@
 // Kind "window": a ring of time slices. Slice s covers the clock's
 // [s * L, (s + 1) * L) with L = window / slices; adds go to the current
-// slice, checks look at the `slices` newest, and a slice's cells expire one
+// slice, checks look at the `slices` newest (and, in a slice's last moments,
+// the next, for clients whose clocks run ahead), and a slice's cells expire one
 // slice after it has left the window (the grace covers clocks a little apart
 // between clients and the store). Each slice is sized for capacity / slices
 // items at p / slices, so a check over all of them stays within p.
@@ -40,16 +41,25 @@ uint64_t CurrentSlice(const FilterContext& f) { return f.NowMillis() / f.config(
 // A slice still in the window, as of slice `now`.
 bool IsLive(const FilterConfig& c, uint64_t part, uint64_t now) { return part + c.slices > now; }
 
-// The slices a check in slice `now` must look at, oldest first: the
-// window's, and the one after `now`, which a client whose clock runs ahead
-// of this one by less than a slice adds to (clocks a few milliseconds apart
-// put such adds there at every slice's start; without it they read absent
-// here until this clock caught up). A slice that does not exist holds
-// nothing, and costs a check little.
-std::vector<uint64_t> CheckSlices(const FilterContext& f, uint64_t now) {
-  const uint64_t slices = f.config().slices;
+// How close to its slice's end a check also looks at the next slice: a
+// client whose clock runs ahead of this one by up to this much adds there
+// (NTP keeps hosts milliseconds apart; without the look, such adds read
+// absent here until this clock caught up). Only then: the next slice rarely
+// exists, and testing it costs a failed open on file: and a transaction more
+// on Redis.
+uint64_t LookAheadMillis(const FilterConfig& c) {
+  return std::min<uint64_t>(c.slice_millis() / 4, 1000);
+}
+
+// The slices a check at `now_ms` (in slice `now`) must look at, oldest
+// first: the window's, and near the slice's end the next one.
+std::vector<uint64_t> CheckSlices(const FilterContext& f, uint64_t now, uint64_t now_ms) {
+  const FilterConfig& c = f.config();
+  const uint64_t slices = c.slices;
+  const bool ahead = now_ms + LookAheadMillis(c) >= (now + 1) * c.slice_millis();
   std::vector<uint64_t> parts;
-  for (uint64_t p = now + 1 - std::min<uint64_t>(slices, now + 1); p <= now + 1; ++p) {
+  for (uint64_t p = now + 1 - std::min<uint64_t>(slices, now + 1); p <= now + (ahead ? 1 : 0);
+       ++p) {
     parts.push_back(p);
   }
   return parts;
@@ -108,7 +118,7 @@ Status AddToSlice(FilterContext& f, uint64_t now, std::span<const Hash128> hashe
     return CreateAndAddTo(f, now, hashes, nullptr);
   }
   std::vector<uint8_t> present(hashes.size(), 0);
-  REDBLOOM_RETURN_IF_ERROR(f.TestIn(CheckSlices(f, now), hashes, present.data()));
+  REDBLOOM_RETURN_IF_ERROR(f.TestIn(CheckSlices(f, now, f.NowMillis()), hashes, present.data()));
   std::vector<uint8_t> set_bit(hashes.size(), 0);
   REDBLOOM_RETURN_IF_ERROR(CreateAndAddTo(f, now, hashes, set_bit.data()));
   for (size_t i = 0; i < hashes.size(); ++i) added[i] = !present[i] && set_bit[i] ? 1 : 0;
@@ -163,9 +173,10 @@ class WindowPolicy final : public KindPolicy {
   // A slice nobody added to in its time does not exist: it holds nothing.
   Status Contains(FilterContext& f, std::span<const Hash128> hashes,
                   uint8_t* present) const override {
-    const uint64_t now = CurrentSlice(f);
+    const uint64_t now_ms = f.NowMillis();
+    const uint64_t now = now_ms / f.config().slice_millis();
     PruneOnce(f, now);
-    return f.TestIn(CheckSlices(f, now), hashes, present);
+    return f.TestIn(CheckSlices(f, now, now_ms), hashes, present);
   }
 
   // The slices a check looks at: a slice further ahead of this clock
