@@ -134,7 +134,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(Store& store, std::stri
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     if (created != nullptr) *created = s.ok();
     auto opened = Open(store, name);
-    if (!opened.ok() && s.ok() && opened.status().code() != StatusCode::kNotFound) {
+    if (!opened.ok() && s.ok() && opened.status().code() == StatusCode::kResourceExhausted) {
       // Made but not usable here (file: could not map it: no memory): a
       // filter left behind would answer "absent" to everyone else.
       return internal::DropMadeFilter(store, name, opened.status());

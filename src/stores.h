@@ -26,9 +26,11 @@ Status ExistsStatus(std::string_view name, const FilterConfig& existing,
 // The stored filter changed between ReadConfig and OpenBits.
 Status ConfigChangedStatus(std::string_view name);
 
-// A filter this call made and then could not open (file: could not map it):
-// dropped again, since left behind it would answer "absent" to every other
-// reader. Returns `why` saying so (or that the drop failed too).
+// A filter this call made and then had no memory to open (resource_exhausted:
+// file: could not map it): dropped again, since left behind it would answer
+// "absent" to every other reader. A passing failure (a timeout, a failover) does not drop a filter
+// that concurrent clients may use already. Returns `why` saying so (or that
+// the drop failed too).
 Status DropMadeFilter(Store& store, std::string_view name, const Status& why);
 
 // Stores that keep a filter in one place (mem:, file:) refuse shards.

@@ -224,7 +224,7 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
   if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
   *created = s.ok();
   auto opened = BloomFilter::Open(store, name);
-  if (!opened.ok() && *created) {
+  if (!opened.ok() && *created && opened.status().code() == StatusCode::kResourceExhausted) {
     *created = false;
     return internal::DropMadeFilter(store, name, opened.status());
   }
@@ -722,7 +722,9 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     created = s.ok();
     auto opened = BloomFilter::Open(store, dest);
-    if (!opened.ok() && created) return internal::DropMadeFilter(store, dest, opened.status());
+    if (!opened.ok() && created && opened.status().code() == StatusCode::kResourceExhausted) {
+      return internal::DropMadeFilter(store, dest, opened.status());
+    }
     if (!opened.ok()) return opened.status();
     target = std::move(opened).value();
   }
