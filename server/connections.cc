@@ -660,7 +660,8 @@ void ConnectionServer::Loop::Admit(int fd, const sockaddr_storage& peer) {
                               ") connections open; retry later"));
     return;
   }
-  if (limit > 0 && per_client_[host] >= limit) {
+  if (const auto it = per_client_.find(host);
+      limit > 0 && it != per_client_.end() && it->second >= limit) {
     s_.metrics_->ConnectionRefused(Refusal::kPerClient);
     SendAndClose(
         fd, ErrorResponse(429, "Too Many Requests", "too_many_connections",
@@ -669,8 +670,6 @@ void ConnectionServer::Loop::Admit(int fd, const sockaddr_storage& peer) {
                               "some"));
     return;
   }
-  ++per_client_[host];
-  s_.metrics_->ConnectionOpened();
   int yes = 1;
   // Responses go out as headers then body; without TCP_NODELAY, Nagle holds
   // the body until the client's delayed ACK (40 ms on Linux).
@@ -686,6 +685,10 @@ void ConnectionServer::Loop::Admit(int fd, const sockaddr_storage& peer) {
   }
   Connection& ref = *c;
   conns_.emplace(fd, std::move(c));
+  // Counted once the connection is held, so that Close, which an allocation
+  // failing from here on leads to (OutOfMemory), takes back exactly this.
+  s_.metrics_->ConnectionOpened();
+  ++per_client_[ref.peer];
   // A new connection is held to the header deadline from the start: one
   // that sends nothing is as much a slow client as one that sends a byte.
   SetDeadline(ref, Clock::now() + o_.header_timeout);
@@ -981,7 +984,6 @@ void ConnectionServer::Loop::TakeReturned() {
 }
 
 void ConnectionServer::Loop::OutOfMemory(int fd) {
-  s_.metrics_->ConnectionRefused(Refusal::kTotal);
   if (auto it = conns_.find(fd); it != conns_.end()) {
     [[maybe_unused]] const ssize_t n = ::send(
         fd, kOutOfMemoryAnswer.data(), kOutOfMemoryAnswer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -1074,7 +1076,12 @@ void ConnectionServer::Loop::RunEvents() {
     }
     TakeReturned();
     const auto now = Clock::now();
-    Expire(now);
+    try {
+      Expire(now);  // a timed-out request's 408 is built here
+    } catch (const std::bad_alloc&) {
+      // The rest expire at the next turn; a moment for memory to come back.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     if (accept_paused_until_ && now >= *accept_paused_until_ && !s_.listen_fds_.empty()) {
       accept_paused_until_.reset();
       for (int listen_fd : s_.listen_fds_) {
