@@ -1623,6 +1623,9 @@ TEST(RedisUrlTest, NoErrorQuotesAPieceOfThePassword) {
            "redis://app:Tr0ub@dor:S3cret/x@127.0.0.1",
            "redis://:Tr0ub@dor?S3cret@127.0.0.1",
            "redis-sentinel://127.0.0.1:1/m?sentinel_password=Hunter&2S3cret",
+           // A quote in the secret, which paired the message's quotes wrongly.
+           "redis-sentinel://127.0.0.1:1/m?sentinel_password=x&y'zS3cret",
+           "redis://h:12/3'S3cret@127.0.0.1:1",
        }) {
     auto store = Store::Open(url);
     ASSERT_FALSE(store.ok()) << url;

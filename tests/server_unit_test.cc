@@ -560,6 +560,9 @@ TEST(ConfigTest, RedactUrlHidesPasswords) {
   EXPECT_EQ(RedactUrl("redis://pw@host"), "redis://***@host");
   EXPECT_EQ(RedactUrl("redis://host:6379"), "redis://host:6379");
   EXPECT_EQ(RedactUrl("file:./data"), "file:./data");
+  // A file: path may hold an '@'; only a Redis URL has credentials.
+  EXPECT_EQ(RedactUrl("file:/srv/a@b"), "file:/srv/a@b");
+  EXPECT_EQ(RedactUrl("redis:/:pw@host"), "redis:/:***@host");
   // A raw '@' in the password: the last '@' ends it, as the parser reads it
   // (the first left "ssWORDtail" in the clear).
   EXPECT_EQ(RedactUrl("redis://app:P@ssWORDtail@host:6379"), "redis://app:***@host:6379");

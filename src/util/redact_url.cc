@@ -1,5 +1,6 @@
 #include "util/redact_url.h"
 
+#include <cctype>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,13 @@ namespace {
 size_t CredentialsStart(std::string_view url) {
   const size_t scheme = url.find("://");
   if (scheme != std::string_view::npos) return scheme + 3;
+  // Only a Redis URL carries credentials: a file: path may hold an '@'.
+  const bool redis = url.size() >= 5 && std::tolower(static_cast<unsigned char>(url[0])) == 'r' &&
+                     std::tolower(static_cast<unsigned char>(url[1])) == 'e' &&
+                     std::tolower(static_cast<unsigned char>(url[2])) == 'd' &&
+                     std::tolower(static_cast<unsigned char>(url[3])) == 'i' &&
+                     std::tolower(static_cast<unsigned char>(url[4])) == 's';
+  if (!redis) return std::string_view::npos;
   const size_t colon = url.find(':');
   if (colon == std::string_view::npos) return std::string_view::npos;
   size_t start = colon + 1;
@@ -62,6 +70,10 @@ std::string RedactUrl(std::string_view url) {
   return out;
 }
 
+constexpr std::string_view kHint =
+    " (the parts of the URL that may hold its password are not shown: percent-encode '@', ':', "
+    "'/', '?', '#', '&' and quotes in a user name or password, as %40 %3A %2F %3F %23 %26 %27)";
+
 std::string HideUrlSecrets(std::string message, std::string_view url) {
   // Where a secret may be: the password, and an option's value from its '='
   // to the end of the URL (a raw '&' in it starts what reads as an option).
@@ -74,6 +86,15 @@ std::string HideUrlSecrets(std::string message, std::string_view url) {
     secret.emplace_back(at + 9, url.size());
   }
   if (secret.empty()) return message;
+  // A quote inside a secret would pair the message's quotes wrongly: then
+  // everything from the first quote to the last is hidden.
+  for (const auto& [begin, end] : secret) {
+    if (url.substr(begin, end - begin).find('\'') == std::string_view::npos) continue;
+    const size_t first = message.find('\'');
+    const size_t last = message.rfind('\'');
+    if (first == std::string::npos) return message;
+    return message.substr(0, first) + "'***'" + message.substr(last + 1) + std::string(kHint);
+  }
   // A quoted piece is shown only where the URL has it outside every secret.
   const auto shown_elsewhere = [&](std::string_view piece) {
     for (size_t at = url.find(piece); at != std::string_view::npos; at = url.find(piece, at + 1)) {
@@ -102,11 +123,7 @@ std::string HideUrlSecrets(std::string message, std::string_view url) {
     pos = close + 1;
   }
   out.append(message, pos);
-  if (hid) {
-    out +=
-        " (the parts of the URL that may hold its password are not shown: percent-encode '@', "
-        "':', '/', '?', '#' and '&' in a user name or password, as %40 %3A %2F %3F %23 %26)";
-  }
+  if (hid) out += kHint;
   return out;
 }
 
