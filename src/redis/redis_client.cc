@@ -243,7 +243,7 @@ bool IsPermanentFailure(const Status& s) {
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
           StartsWith(s.message(), kTlsFailed) || StartsWith(s.message(), kNotReplicated) ||
           StartsWith(s.message(), kRestarted) || StartsWith(s.message(), kWritableReplica) ||
-          StartsWith(s.message(), kAnswersLost));
+          StartsWith(s.message(), kAnswersLost) || StartsWith(s.message(), kClockBehind));
 }
 
 // Retrying would wait for replicas again, and they rarely come back within a

@@ -149,6 +149,10 @@ struct ServerParams {
 //   WRONGTYPE                                  -> kConflict (see WrongTypeStatus)
 //   NOPERM                                     -> kUnavailable "permission denied ..."
 //   anything else the server says             -> kInternal, with the server's text
+// The start of an error whose cause retrying cannot cure: this client's
+// clock is behind the server's (ExpiryPastStatus). IsPermanentFailure.
+inline constexpr std::string_view kClockBehind = "clock behind: ";
+
 Status TransportStatus(const IoFailure& failure, const ServerParams& server);
 Status ReplyErrorStatus(std::string_view text, const ServerParams& server);
 // The message for a key of the wrong type: "key X holds a list, not a bitmap".
