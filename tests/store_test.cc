@@ -407,14 +407,16 @@ TEST_P(StoreTest, WritersRacingOnOneWordLoseNoBit) {
 }
 
 TEST_P(StoreTest, FiltersExpireWhenTheirTtlHasPassed) {
-  // Redis expires keys by its own clock, so the filter is created in the
-  // past: its expiry has already passed for Redis, and passes for the other
-  // stores once this clock moves on.
-  clock_->Set(testing::WallMillis() - 3'600'000);
+  // Redis expires keys by its own clock (and refuses an expiry it has
+  // already passed), so the filter is created 59 s in the past: its expiry
+  // passes for Redis a second later, and for the other stores once this
+  // clock moves on.
+  clock_->Set(testing::WallMillis() - 59'000);
   FilterConfig c = Config();
   c.ttl_seconds = 60;
   ASSERT_TRUE(store_->Create("t", c).ok());
   clock_->Advance(std::chrono::seconds(61));
+  if (is_redis()) std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   EXPECT_EQ(store_->ReadConfig("t").status().code(), StatusCode::kNotFound);
   auto names = store_->List();
   ASSERT_TRUE(names.ok());
