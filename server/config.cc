@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -114,11 +116,55 @@ Result<uint64_t> ParseByteSize(std::string_view text) {
   return v << shift;
 }
 
+namespace {
+
+// A memory limit file's number ("max", unreadable or absurd: none).
+uint64_t ReadLimit(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text)) return UINT64_MAX;
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v == 0) return UINT64_MAX;
+  return v;
+}
+
+// This process's cgroup memory limit (v2 memory.max, v1
+// memory.limit_in_bytes), or UINT64_MAX.
+uint64_t CgroupMemoryLimit() {
+  std::ifstream in("/proc/self/cgroup");
+  uint64_t limit = UINT64_MAX;
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find(':');
+    const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (controllers.empty()) {
+      limit = std::min(limit, ReadLimit("/sys/fs/cgroup" + path + "/memory.max"));
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      limit = std::min(limit, ReadLimit("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes"));
+    }
+  }
+  return limit;
+}
+
+}  // namespace
+
 uint64_t PhysicalMemoryBytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  uint64_t bytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  // What this process may use: a container's cgroup or an address-space
+  // limit can be far below the machine's memory (a filter sized by the
+  // machine was OOM-killed in a 1 GiB cgroup, or failed to map).
+  bytes = std::min(bytes, CgroupMemoryLimit());
+  rlimit as{};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    bytes = std::min<uint64_t>(bytes, as.rlim_cur);
+  }
+  return bytes;
 }
 
 uint64_t DefaultMaxFilterBytes(std::string_view store_url, uint64_t physical_bytes) {

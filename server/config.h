@@ -68,7 +68,8 @@ Result<uint64_t> ParseByteSize(std::string_view text);
 // limit) for Redis, whose server refuses a filter over its maxmemory at
 // create. `physical_bytes` is injectable for tests.
 uint64_t DefaultMaxFilterBytes(std::string_view store_url, uint64_t physical_bytes);
-// Physical memory of this machine (sysconf), 0 if unknown.
+// The memory this process may use: the machine's (sysconf), or less where
+// its cgroup (memory.max) or RLIMIT_AS says so; 0 if unknown.
 uint64_t PhysicalMemoryBytes();
 
 // Applies a JSON config file's settings to `config` (kInvalidArgument for an

@@ -450,5 +450,22 @@ TEST_F(ServerLifecycleTest, OutOfMemoryIsAnsweredAndTheProcessServesOn) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+// The default largest filter is a quarter of the memory redbloomd may use:
+// under an address-space limit (or a cgroup's memory.max), of that, not of
+// the machine's RAM (an audit: a 1.5 GB mem: PUT passed the check in a
+// 1 GiB cgroup and the process was OOM-killed).
+TEST_F(ServerLifecycleTest, TheDefaultLargestFilterFollowsTheProcessMemoryLimit) {
+  if (kAddressSanitizer || kThreadSanitizer) {
+    GTEST_SKIP() << "a sanitizer's shadow memory needs more address space than the limit allows";
+  }
+  CommandResult r = RunCommand({"/usr/bin/prlimit", "--as=1073741824", "--", REDBLOOMD_PATH,
+                                "--print-config", "--store", "mem:"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json config = json::parse(r.out);
+  // A quarter of 1 GiB, or less where a cgroup says less.
+  EXPECT_LE(config["max_filter_bytes"].get<uint64_t>(), uint64_t{1} << 28) << r.out;
+  EXPECT_GT(config["max_filter_bytes"].get<uint64_t>(), 0u) << r.out;
+}
+
 }  // namespace
 }  // namespace redbloom::testing
