@@ -336,6 +336,24 @@ TEST_F(ServerLifecycleTest, SighupReopensTheAccessLog) {
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
+// Kills (SIGKILL) and reaps a child the test forked, unless the test
+// reaped it itself (Release): a failed ASSERT must not leave it running.
+class ChildGuard {
+ public:
+  explicit ChildGuard(pid_t pid) : pid_(pid) {}
+  ChildGuard(const ChildGuard&) = delete;
+  ChildGuard& operator=(const ChildGuard&) = delete;
+  ~ChildGuard() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  void Release() { pid_ = -1; }
+
+ private:
+  pid_t pid_;
+};
+
 // A listen host that names several addresses (localhost: ::1 and 127.0.0.1
 // on most systems) is served on all of them, and a second redbloomd on the
 // same port is refused. redbloomd bound the first address alone: clients of
@@ -361,6 +379,7 @@ TEST_F(ServerLifecycleTest, ANameWithTwoAddressesIsServedOnBoth) {
             static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  ChildGuard child(pid);
   const auto healthy = [&](const std::string& host) {
     httplib::Client c(host, port);
     c.set_connection_timeout(std::chrono::milliseconds(500));
@@ -383,6 +402,7 @@ TEST_F(ServerLifecycleTest, ANameWithTwoAddressesIsServedOnBoth) {
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  child.Release();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
@@ -400,10 +420,14 @@ TEST_F(ServerLifecycleTest, OutOfMemoryIsAnsweredAndTheProcessServesOn) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     const std::string listen = "127.0.0.1:" + std::to_string(port);
+    // No largest-filter default: it follows the limit, and the test wants a
+    // filter that fits, then requests that do not.
     ::execl("/usr/bin/prlimit", "prlimit", "--as=734003200", "--core=0", "--", REDBLOOMD_PATH,
-            "--listen", listen.c_str(), "--store", "mem:", static_cast<char*>(nullptr));
+            "--listen", listen.c_str(), "--store", "mem:", "--max-filter-bytes", "0",
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  ChildGuard child(pid);
   httplib::Client c("127.0.0.1", port);
   bool up = false;
   for (int i = 0; i < 100 && !up; ++i) {
@@ -447,6 +471,7 @@ TEST_F(ServerLifecycleTest, OutOfMemoryIsAnsweredAndTheProcessServesOn) {
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  child.Release();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
