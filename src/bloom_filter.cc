@@ -107,7 +107,13 @@ Result<std::shared_ptr<BloomFilter::State>> BloomFilter::Load(Store& store, std:
 
 namespace internal {
 
-Status DropMadeFilter(Store& store, std::string_view name, const Status& why) {
+Result<std::unique_ptr<BloomFilter>> OpenMadeFilter(Store& store, std::string_view name,
+                                                    bool made) {
+  auto opened = BloomFilter::Open(store, name);
+  if (opened.ok() || !made || opened.status().code() != StatusCode::kResourceExhausted) {
+    return opened;
+  }
+  const Status& why = opened.status();
   Status dropped = store.Drop(name);
   if (dropped.ok() || dropped.code() == StatusCode::kNotFound) {
     return why.WithContext("filter '" + std::string(name) + "' was made, and dropped again");
@@ -133,12 +139,7 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(Store& store, std::stri
     Status s = store.Create(name, config);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     if (created != nullptr) *created = s.ok();
-    auto opened = Open(store, name);
-    if (!opened.ok() && s.ok() && opened.status().code() == StatusCode::kResourceExhausted) {
-      // Made but not usable here (file: could not map it: no memory): a
-      // filter left behind would answer "absent" to everyone else.
-      return internal::DropMadeFilter(store, name, opened.status());
-    }
+    auto opened = internal::OpenMadeFilter(store, name, /*made=*/s.ok());
     if (opened.ok() || opened.status().code() != StatusCode::kNotFound || attempt == kAttempts) {
       return opened;
     }

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
 
 namespace redbloom::internal {
@@ -26,12 +27,12 @@ Status ExistsStatus(std::string_view name, const FilterConfig& existing,
 // The stored filter changed between ReadConfig and OpenBits.
 Status ConfigChangedStatus(std::string_view name);
 
-// A filter this call made and then had no memory to open (resource_exhausted:
-// file: could not map it): dropped again, since left behind it would answer
-// "absent" to every other reader. A passing failure (a timeout, a failover) does not drop a filter
-// that concurrent clients may use already. Returns `why` saying so (or that
-// the drop failed too).
-Status DropMadeFilter(Store& store, std::string_view name, const Status& why);
+// Opens a filter after a create; `made` when this call made it. One made
+// and then with no memory to open (resource_exhausted: file: could not map
+// it) is dropped again, since left behind it would answer "absent" to every
+// other reader; a passing failure (a timeout, a failover) drops nothing, as
+// concurrent clients may use the filter already. The error says which.
+Result<std::unique_ptr<BloomFilter>> OpenMadeFilter(Store& store, std::string_view name, bool made);
 
 // Stores that keep a filter in one place (mem:, file:) refuse shards.
 Status CheckUnsharded(const FilterConfig& config, std::string_view store_url);

@@ -223,11 +223,8 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
   Status s = store.Create(name, config);
   if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
   *created = s.ok();
-  auto opened = BloomFilter::Open(store, name);
-  if (!opened.ok() && *created && opened.status().code() == StatusCode::kResourceExhausted) {
-    *created = false;
-    return internal::DropMadeFilter(store, name, opened.status());
-  }
+  auto opened = internal::OpenMadeFilter(store, name, *created);
+  if (!opened.ok()) *created = false;
   return opened;
 }
 
@@ -721,12 +718,7 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
     Status s = store.Create(dest, first);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
     created = s.ok();
-    auto opened = BloomFilter::Open(store, dest);
-    if (!opened.ok() && created && opened.status().code() == StatusCode::kResourceExhausted) {
-      return internal::DropMadeFilter(store, dest, opened.status());
-    }
-    if (!opened.ok()) return opened.status();
-    target = std::move(opened).value();
+    REDBLOOM_ASSIGN_OR_RETURN(target, internal::OpenMadeFilter(store, dest, created));
   }
   // The counts are added afterwards, by what the merge added (PartCount).
   std::vector<BloomFilter::Part> all;
