@@ -1166,6 +1166,19 @@ class ImportBoundsTest : public ::testing::Test {
     std::ofstream out(path, std::ios::binary);
     out << bytes;
   }
+  // A 48 MB guava64 filter "big" in the store holding `item`; its bytes.
+  uint64_t MakeBigFilter(const std::string& item) {
+    auto store = Store::Open(store_);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    if (!store.ok()) return 0;
+    auto f = BloomFilter::Create(
+        **store, "big",
+        {.capacity = 40'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64});
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    if (!f.ok()) return 0;
+    EXPECT_TRUE((*f)->Add(item).ok());
+    return (*f)->config().data_bytes();
+  }
 
   testing::TempDir dir_;
   const std::string store_ = "file:" + dir_.path() + "/s";
@@ -1270,16 +1283,8 @@ TEST_F(ImportBoundsTest, ImportMemoryIsBoundedByTheFilterNotAMultipleOfIt) {
 // be loaded (an audit: 2.1 GB of heap for a 1 GiB filter).
 TEST_F(ImportBoundsTest, LoadHoldsOneCopyOfTheFilterBesidesItsMapping) {
   if (testing::kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer's shadow memory";
-  uint64_t filter_bytes = 0;
-  {
-    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(store_));
-    ASSERT_OK_AND_ASSIGN(
-        auto f, BloomFilter::Create(
-                    *store, "big",
-                    {.capacity = 40'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64}));
-    filter_bytes = f->config().data_bytes();
-    ASSERT_TRUE(f->Add("before").ok());
-  }
+  const uint64_t filter_bytes = MakeBigFilter("before");
+  ASSERT_GT(filter_bytes, 0u);
   const std::string items = dir_.path() + "/items.txt";
   Write(items, "a\nb\nbefore\n");
   const uint64_t baseline = BaselineRss();
@@ -1302,16 +1307,8 @@ TEST_F(ImportBoundsTest, LoadHoldsOneCopyOfTheFilterBesidesItsMapping) {
 // could not be exported. Also the file is whole: Guava reads it back.
 TEST_F(ImportBoundsTest, ExportHoldsTheBitsNotTheWholeFile) {
   if (testing::kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer's shadow memory";
-  uint64_t filter_bytes = 0;
-  {
-    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(store_));
-    ASSERT_OK_AND_ASSIGN(
-        auto f, BloomFilter::Create(
-                    *store, "big",
-                    {.capacity = 40'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64}));
-    filter_bytes = f->config().data_bytes();
-    ASSERT_TRUE(f->Add("kept").ok());
-  }
+  const uint64_t filter_bytes = MakeBigFilter("kept");
+  ASSERT_GT(filter_bytes, 0u);
   const uint64_t baseline = BaselineRss();
   const std::string out = dir_.path() + "/big.guava";
   Measured m = RunMeasured(
