@@ -336,22 +336,52 @@ TEST_F(ServerLifecycleTest, SighupReopensTheAccessLog) {
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
-// Kills (SIGKILL) and reaps a child the test forked, unless the test
-// reaped it itself (Release): a failed ASSERT must not leave it running.
-class ChildGuard {
+// A redbloomd the test starts through a wrapper (`argv`: prlimit, unshare)
+// that execs it, so its pid is redbloomd's. Killed (SIGKILL) and reaped when
+// the test ends, unless Stop reaped it: a failed ASSERT must not leave it
+// running.
+class WrappedDaemon {
  public:
-  explicit ChildGuard(pid_t pid) : pid_(pid) {}
-  ChildGuard(const ChildGuard&) = delete;
-  ChildGuard& operator=(const ChildGuard&) = delete;
-  ~ChildGuard() {
+  explicit WrappedDaemon(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  WrappedDaemon(const WrappedDaemon&) = delete;
+  WrappedDaemon& operator=(const WrappedDaemon&) = delete;
+  ~WrappedDaemon() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
-  void Release() { pid_ = -1; }
+
+  bool started() const { return pid_ > 0; }
+  // Whether /healthz at host:port answers 200 within 10 s.
+  static bool Healthy(const std::string& host, int port) {
+    for (int i = 0; i < 100; ++i) {
+      httplib::Client c(host, port);
+      c.set_connection_timeout(std::chrono::milliseconds(500));
+      auto r = c.Get("/healthz");
+      if (r && r->status == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  // SIGTERM, then its exit status (-1 if it could not be reaped).
+  int Stop() {
+    int status = -1;
+    if (::kill(pid_, SIGTERM) != 0 || ::waitpid(pid_, &status, 0) != pid_) return -1;
+    pid_ = -1;
+    return status;
+  }
 
  private:
-  pid_t pid_;
+  pid_t pid_ = -1;
 };
 
 // A listen host that names several addresses (localhost: ::1 and 127.0.0.1
@@ -372,37 +402,17 @@ TEST_F(ServerLifecycleTest, ANameWithTwoAddressesIsServedOnBoth) {
       RunCommand({"/usr/bin/unshare", "-m", "/bin/sh", "-c",
                   "mount --bind '" + hosts + "' /etc/hosts && getent ahosts dualname"});
   ASSERT_EQ(probe.exit_code, 0) << "unshare -m needs root (CAP_SYS_ADMIN): " << probe.err;
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::execl("/usr/bin/unshare", "unshare", "-m", "/bin/sh", "-c", daemon.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ChildGuard child(pid);
-  const auto healthy = [&](const std::string& host) {
-    httplib::Client c(host, port);
-    c.set_connection_timeout(std::chrono::milliseconds(500));
-    auto r = c.Get("/healthz");
-    return r && r->status == 200;
-  };
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = healthy("127.0.0.1") && healthy("::1");
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_TRUE(healthy("127.0.0.1")) << "not served on 127.0.0.1";
-  EXPECT_TRUE(healthy("::1")) << "not served on ::1";
+  WrappedDaemon daemon_process({"/usr/bin/unshare", "-m", "/bin/sh", "-c", daemon});
+  ASSERT_TRUE(daemon_process.started());
+  EXPECT_TRUE(WrappedDaemon::Healthy("127.0.0.1", port)) << "not served on 127.0.0.1";
+  EXPECT_TRUE(WrappedDaemon::Healthy("::1", port)) << "not served on ::1";
   // A second one on the same name and port: refused (timeout ends it if it
   // started instead).
   CommandResult second =
       RunCommand({"/usr/bin/timeout", "10", "/usr/bin/unshare", "-m", "/bin/sh", "-c", daemon});
   EXPECT_EQ(second.exit_code, 3) << second.err;
   EXPECT_NE(second.err.find("in use"), std::string::npos) << second.err;
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  child.Release();
+  const int status = daemon_process.Stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
@@ -416,26 +426,14 @@ TEST_F(ServerLifecycleTest, OutOfMemoryIsAnsweredAndTheProcessServesOn) {
     GTEST_SKIP() << "a sanitizer's shadow memory needs more address space than the limit allows";
   }
   const int port = FreePort();
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const std::string listen = "127.0.0.1:" + std::to_string(port);
-    // No largest-filter default: it follows the limit, and the test wants a
-    // filter that fits, then requests that do not.
-    ::execl("/usr/bin/prlimit", "prlimit", "--as=734003200", "--core=0", "--", REDBLOOMD_PATH,
-            "--listen", listen.c_str(), "--store", "mem:", "--max-filter-bytes", "0",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ChildGuard child(pid);
+  // No largest-filter default: it follows the limit, and the test wants a
+  // filter that fits, then requests that do not.
+  WrappedDaemon redbloomd({"/usr/bin/prlimit", "--as=734003200", "--core=0", "--", REDBLOOMD_PATH,
+                           "--listen", "127.0.0.1:" + std::to_string(port), "--store",
+                           "mem:", "--max-filter-bytes", "0"});
+  ASSERT_TRUE(redbloomd.started());
+  ASSERT_TRUE(WrappedDaemon::Healthy("127.0.0.1", port));
   httplib::Client c("127.0.0.1", port);
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    auto r = c.Get("/healthz");
-    up = r && r->status == 200;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(up);
   // 240 MB of bits, then batches whose parsing needs more than is left.
   auto made =
       c.Put("/v1/filters/a", R"({"capacity":200000000,"error_rate":0.01})", "application/json");
@@ -468,10 +466,7 @@ TEST_F(ServerLifecycleTest, OutOfMemoryIsAnsweredAndTheProcessServesOn) {
   ASSERT_TRUE(check) << "redbloomd died";
   EXPECT_EQ(check->status, 200) << check->body;
   EXPECT_NE(check->body.find("true"), std::string::npos) << check->body;
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  child.Release();
+  const int status = redbloomd.Stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
