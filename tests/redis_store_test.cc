@@ -1126,6 +1126,44 @@ TEST_F(RedisStoreTest, ALostShardIsAnErrorNeverASmallerFilter) {
   EXPECT_EQ((*f)->Info().status().code(), StatusCode::kNotFound);
 }
 
+// A drop of a sharded filter removes its metadata, then its shards, one
+// script per shard. A create of the same name (another client) that ran in
+// between had its new shards unlinked by the old drop: it was answered
+// created, its adds were acknowledged, and every call then failed data_loss
+// ("a part it has from creation on is missing") until someone dropped it (an
+// audit's race: 3 of 40). A drop now removes only its own filter's shards.
+TEST_F(RedisStoreTest, ADropLeavesTheShardsOfAFilterMadeAgainMeanwhile) {
+  testing::SlowRelay relay(server_->port(), std::chrono::milliseconds(0));
+  auto dropper = MustOpen("redis://127.0.0.1:" + std::to_string(relay.port()));
+  ASSERT_NE(dropper, nullptr);
+  FilterOptions o = Options(4000, 0.01);
+  o.shards = 4;
+  ASSERT_TRUE(BloomFilter::Create(*store_, "again", o).ok());
+  // The drop's first shard step waits at the relay, after the metadata went.
+  relay.HoldOnce(internal::ShardKeysFor("again", internal::KeyMode::kPlain, 1, 4).meta);
+  Status dropped = Status::Internal("not run");
+  std::thread drop([&] { dropped = dropper->Drop("again"); });
+  for (int i = 0; i < 500 && !relay.holding(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(relay.holding()) << "the drop never reached its shards";
+  ASSERT_EQ(raw_->Int({"EXISTS", "{again}:meta"}), 0) << "the metadata goes first";
+  auto made = BloomFilter::Create(*store_, "again", o);
+  const auto items = Items(Encoding::kUtf8, 400);
+  const Status added = made.ok() ? (*made)->AddMany(Views(items)) : made.status();
+  relay.Release();
+  drop.join();
+  ASSERT_TRUE(added.ok()) << added.ToString();
+  EXPECT_TRUE(dropped.ok()) << dropped.ToString();
+  std::vector<uint8_t> present;
+  const Status check = (*made)->ContainsMany(Views(items), &present);
+  ASSERT_TRUE(check.ok()) << "the filter made again lost shards: " << check.ToString();
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 400);
+  // Its own drop still removes every shard.
+  ASSERT_TRUE(store_->Drop("again").ok());
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
+}
+
 // The swap's script checks again what Replace checked before it, in the
 // same step as the swap: a filter dropped and re-created as a sharded one
 // in between is not replaced (its other shards would be orphaned), and

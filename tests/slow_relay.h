@@ -7,6 +7,9 @@
 //   Throttle(true) reads the client's bytes 4 KiB at a time, `gap` apart:
 //                  every write makes progress within a timeout, a large send
 //                  does not finish.
+//   HoldOnce(text) keeps back the first piece of the client's bytes that
+//                  holds `text` (and all the client sends after it) until
+//                  Release(): a command caught between two others.
 #ifndef REDBLOOM_TESTS_SLOW_RELAY_H_
 #define REDBLOOM_TESTS_SLOW_RELAY_H_
 
@@ -14,11 +17,14 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -59,6 +65,12 @@ class SlowRelay {
   int port() const { return port_; }
   void Trickle(bool on) { trickle_ = on; }
   void Throttle(bool on) { throttle_ = on; }
+  void HoldOnce(std::string text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_text_ = std::move(text);
+  }
+  bool holding() const { return holding_; }
+  void Release() { release_ = true; }
 
  private:
   void Run() {
@@ -68,6 +80,11 @@ class SlowRelay {
       for (auto [client, server] : pairs_) {
         fds.push_back({client, POLLIN, 0});
         fds.push_back({server, POLLIN, 0});
+      }
+      if (holding_ && release_) {
+        WriteAll(held_server_, held_.data(), held_.size());
+        held_.clear();
+        holding_ = false;
       }
       if (::poll(fds.data(), fds.size(), 10) <= 0) continue;
       if (fds[0].revents & POLLIN) {
@@ -87,8 +104,15 @@ class SlowRelay {
       }
       for (size_t i = 0; i < pairs_.size(); ++i) {
         const auto [client, server] = pairs_[i];
-        if (fds[1 + 2 * i].revents & (POLLIN | POLLHUP)) {
+        if ((fds[1 + 2 * i].revents & (POLLIN | POLLHUP)) &&
+            !(holding_ && held_server_ == server)) {
           const ssize_t n = ::read(client, buf, throttle_ ? 4096 : sizeof(buf));
+          if (n > 0 && Holds(buf, static_cast<size_t>(n))) {
+            held_.assign(buf, static_cast<size_t>(n));
+            held_server_ = server;
+            holding_ = true;
+            continue;
+          }
           if (n > 0) WriteAll(server, buf, static_cast<size_t>(n));
           if (throttle_) std::this_thread::sleep_for(gap_);
         }
@@ -99,6 +123,14 @@ class SlowRelay {
         }
       }
     }
+  }
+
+  bool Holds(const char* data, size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (hold_text_.empty() || holding_ || release_) return false;
+    if (::memmem(data, n, hold_text_.data(), hold_text_.size()) == nullptr) return false;
+    hold_text_.clear();
+    return true;
   }
 
   static void WriteAll(int fd, const char* data, size_t n) {
@@ -117,6 +149,12 @@ class SlowRelay {
   std::atomic<bool> trickle_{false};
   std::atomic<bool> throttle_{false};
   std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::string hold_text_;  // guarded by mu_
+  std::atomic<bool> holding_{false};
+  std::atomic<bool> release_{false};
+  std::string held_;                        // the relay's thread only
+  int held_server_ = -1;                    // the relay's thread only
   std::vector<std::pair<int, int>> pairs_;  // client, server; the relay's thread only
   std::thread thread_;
 };

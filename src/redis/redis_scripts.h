@@ -149,6 +149,18 @@ inline constexpr std::string_view kCreateShard = REDBLOOM_LUA_ROOM
     "end\n"
     "return 1\n";
 
+// Drops one shard of a dropped sharded filter, if it is still that filter's:
+// a create of the same name that ran between the drop's metadata step and
+// this one has placed shards of its own (another token), which stay. A shard
+// without metadata goes (nothing can read it). KEYS: shard meta, bitmap,
+// scratch. ARGV: the shard's identity (its metadata's name field). Returns 1
+// if dropped, 0 if it belongs to another filter.
+inline constexpr std::string_view kDropShard =
+    "if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and\n"
+    "   redis.call('HGET', KEYS[1], 'name') ~= ARGV[1] then return 0 end\n"
+    "redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])\n"
+    "return 1\n";
+
 // Takes back a sharded filter whose create ran out of room placing its
 // shards: only while the metadata is still that create's (its token) and not
 // ready, so never a filter another create finished or made since. KEYS:

@@ -286,6 +286,7 @@ class RedisStore final : public Store {
     // of the name replaces them.
     auto meta = ReadMeta(name, /*wait_ready=*/false);
     const uint32_t shards = meta.ok() ? meta->config.shards : 1;
+    const std::string token = meta.ok() ? meta->shard_token : std::string();
     // A window's slices in or near its window go too, listed or not: a
     // slice whose list entry was evicted would outlive the drop, and a
     // filter made again alike would read its bits as lost (data_loss) until
@@ -299,7 +300,7 @@ class RedisStore final : public Store {
     }
     Status dropped = DropMain(name, keys, slices);
     if (!dropped.ok() || shards == 1) return dropped;
-    return DropShards(name, shards);
+    return DropShards(name, shards, token);
   }
 
   // A sharded filter: its metadata first (as the lock: of racing creators one
@@ -399,7 +400,7 @@ class RedisStore final : public Store {
             return Status::Ok();
           });
       if (taken) {
-        (void)DropShards(name, config.shards);
+        (void)DropShards(name, config.shards, token);
         return placed.WithContext("filter '" + std::string(name) +
                                   "' was not created (its shards placed so far were dropped)");
       }
@@ -421,15 +422,18 @@ class RedisStore final : public Store {
         });
   }
 
-  Status DropShards(std::string_view name, uint32_t shards) {
+  // The shards of the filter `name` of token `token` (its incarnation): a
+  // shard another create of the name has placed since is left alone.
+  Status DropShards(std::string_view name, uint32_t shards, const std::string& token) {
     std::vector<std::string> routes;
     std::vector<ConnectionSource::Op> ops;
     for (uint32_t s = 1; s < shards; ++s) {
       const ShardKeys k = ShardKeysFor(name, shared_->keys, s, shards);
       routes.push_back(k.meta);
-      ops.push_back([k](Connection& c) -> Status {
+      ops.push_back([k, identity = ShardIdentity(name, s, token)](Connection& c) -> Status {
         CommandBuffer cmd;
-        cmd.Command({"UNLINK", k.meta, k.bitmap, k.scratch});
+        BeginEval(&cmd, scripts::kDropShard, {k.meta, k.bitmap, k.scratch}, 1);
+        cmd.Arg(identity);
         return Call(c, cmd).status();
       });
     }
