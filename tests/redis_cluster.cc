@@ -14,13 +14,15 @@ RedisCluster::RedisCluster(int masters, int replicas_per_master)
     : masters_(masters), replicas_(replicas_per_master) {
   for (int i = 0; i < masters * (1 + replicas_per_master); ++i) {
     // A short node timeout so a failover takes ~2 s, not 15; no diskless-sync
-    // delay so replicas are in sync at once.
+    // delay so replicas are in sync at once; a ping to replicas every second
+    // (not 10) so that their replication offset, which a node waits for
+    // before it lists a replica in CLUSTER SLOTS, moves at once.
     // The cluster bus gets a free port of its own (the default, port + 10000,
     // may be past 65535 for a port the kernel picked).
     nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
         "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
         std::to_string(FreePort()), "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay",
-        "0", "--cluster-replica-validity-factor", "0"}));
+        "0", "--cluster-replica-validity-factor", "0", "--repl-ping-replica-period", "1"}));
   }
 }
 
@@ -64,10 +66,35 @@ void RedisCluster::WaitUntilOk(bool replicas_up) {
         }
       }
     }
+    if (ok && replicas_up) ok = ReplicasKnownEverywhere();
     if (ok) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   throw std::runtime_error("the Redis Cluster did not become ok within 30 s");
+}
+
+// Every running replica is listed by every running node's CLUSTER SLOTS,
+// where clients learn of replicas: a node lists one only once gossip has told
+// it the replica holds data (a replication offset above 0), which can lag the
+// replica's own link by seconds. A store opened before would send every
+// read_from=replica check to the masters.
+bool RedisCluster::ReplicasKnownEverywhere() {
+  std::vector<std::string> replica_ids;
+  for (auto& n : nodes_) {
+    if (n->running() && n->Cli({"INFO", "replication"}).find("role:slave") != std::string::npos) {
+      std::string id = n->Cli({"CLUSTER", "MYID"});
+      while (!id.empty() && (id.back() == '\n' || id.back() == '\r')) id.pop_back();
+      replica_ids.push_back(id);
+    }
+  }
+  for (auto& n : nodes_) {
+    if (!n->running()) continue;
+    const std::string slots = n->Cli({"CLUSTER", "SLOTS"});
+    for (const std::string& id : replica_ids) {
+      if (slots.find(id) == std::string::npos) return false;
+    }
+  }
+  return true;
 }
 
 std::vector<RedisServer*> RedisCluster::Masters() {

@@ -28,7 +28,8 @@ class RedisCluster {
   // FLUSHALL on every node that is a master now.
   void FlushAll();
   // Waits until every running node says cluster_state:ok (and, with
-  // `replicas_up`, every running replica's master link is up).
+  // `replicas_up`, every running replica's master link is up and every
+  // running node lists it in CLUSTER SLOTS).
   void WaitUntilOk(bool replicas_up = true);
 
   size_t size() const { return nodes_.size(); }
@@ -49,6 +50,8 @@ class RedisCluster {
   void ReplaceAsReplica(RedisServer& stopped, RedisServer& master);
 
  private:
+  bool ReplicasKnownEverywhere();
+
   int masters_;
   int replicas_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
