@@ -327,6 +327,40 @@ TEST_F(RedisClusterTest, ChecksCanReadFromReplicas) {
   EXPECT_EQ(calls(master), master_before) << "no check went to the master";
 }
 
+// read_from=replica while a filter's slot is half migrated: its keys have
+// left the old owner, whose replica has lost them too but answers no ASK (a
+// replica serves only what it holds). Checks read "a part is missing"
+// (data_loss) or "dropped" (an audit: 14 of 24 checks of a scaling filter
+// failed). A replica read that fails or misses a key is now tried again on
+// the master, which answers ASK.
+TEST_F(RedisClusterTest, ReplicaReadsFallBackToTheMasterWhileTheirSlotMigrates) {
+  auto store = MustOpen(cluster_->url() + "?read_from=replica&wait_replicas=1");
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(
+      auto plain, BloomFilter::Create(*store, "halfway", {.capacity = 10000, .error_rate = 0.01}));
+  ASSERT_OK_AND_ASSIGN(
+      auto layered,
+      BloomFilter::Create(*store, "halfway-layers",
+                          {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling}));
+  const auto items = Items("half-", 1000);
+  ASSERT_TRUE(plain->AddMany(Views(items)).ok());
+  ASSERT_TRUE(layered->AddMany(Views(items)).ok());
+  ASSERT_OK_AND_ASSIGN(const FilterInfo info, layered->Info());
+  ASSERT_GT(info.parts, 3u);
+  for (const std::string slot_of : {"halfway", "{halfway-layers}"}) {
+    const int slot = internal::KeySlot(slot_of);
+    RedisServer& from = cluster_->MasterOf(slot);
+    const std::string to_id = MigrateKeysOf(slot);
+    ASSERT_FALSE(to_id.empty());
+    from.Cli({"WAIT", "1", "5000"});  // the replica has lost the keys too
+    EXPECT_EQ(CountPresent(*plain, items), 1000) << slot_of;
+    EXPECT_EQ(CountPresent(*layered, items), 1000) << slot_of;
+    FinishMigration(slot, to_id);
+  }
+  EXPECT_EQ(CountPresent(*plain, items), 1000);
+  EXPECT_EQ(CountPresent(*layered, items), 1000);
+}
+
 // Masters at maxmemory (noeviction) refuse reads queued in MULTI; the
 // checks of a filter sharded over all of them go again as no-writes scripts,
 // routed by their keys' slots, and answer as before.

@@ -57,13 +57,18 @@ class ClusterSource final : public ConnectionSource {
     const auto give_up_at = std::chrono::steady_clock::now() + kMaxWait;
     // After ASK: the node that imports the slot, for the next attempt only.
     int asking = -1;
+    // A replica read that failed or missed a key goes to the master instead
+    // (see below), for the rest of the call.
+    bool master_only = false;
     for (int attempt = 0;; ++attempt) {
       std::shared_ptr<const SlotMap> map = Map();
       if (!map) {
         REDBLOOM_RETURN_IF_ERROR(Refresh(/*force=*/true));
         map = Map();
       }
-      const int node = asking >= 0 ? asking : NodeFor(*map, slot, access);
+      const int node =
+          asking >= 0 ? asking : NodeFor(*map, slot, master_only ? Access::kMaster : access);
+      const bool replica = node != map->master[slot];
       const bool send_asking = asking >= 0;
       asking = -1;
       if (node < 0) {
@@ -136,6 +141,18 @@ class ClusterSource final : public ConnectionSource {
         }
       }
       if (redirect.has_value()) return GaveUp(*redirect, slot);  // kMaxRedirects
+      // A replica answers for what it holds, and no ASK: while the slot
+      // migrates, its keys that moved are gone from it (the filter reads
+      // "dropped", or a part reads missing); one still syncing, or cut off
+      // with replica-serve-stale-data no, refuses; one that died times out
+      // until the cluster fails it. The master (following ASK) knows: a read
+      // is idempotent, so it goes again there.
+      if (replica && !send_asking &&
+          (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kDataLoss ||
+           s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded)) {
+        master_only = true;
+        continue;
+      }
       // A lost node: its replica may be taking over. Learn the map again and
       // retry as ConnectionSource::Run documents.
       if (s.code() != StatusCode::kUnavailable || IsPermanentFailure(s) || (wrote && !idempotent) ||
