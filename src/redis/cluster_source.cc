@@ -151,6 +151,11 @@ class ClusterSource final : public ConnectionSource {
           (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kDataLoss ||
            s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded)) {
         master_only = true;
+        // A replica that is gone stays in the map until it is learnt again
+        // (the cluster drops a failed one from CLUSTER SLOTS).
+        if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded) {
+          (void)Refresh(/*force=*/false);
+        }
         continue;
       }
       // A lost node: its replica may be taking over. Learn the map again and
