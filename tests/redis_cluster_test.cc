@@ -361,6 +361,59 @@ TEST_F(RedisClusterTest, ReplicaReadsFallBackToTheMasterWhileTheirSlotMigrates) 
   EXPECT_EQ(CountPresent(*layered, items), 1000);
 }
 
+// A node that left the cluster kept its pool's idle connections for the
+// store's life (CLOSE-WAIT once it stopped; where nodes change address, as
+// pods do, one pool per address ever seen). A map learnt again closes the
+// idle connections of the nodes it no longer lists.
+TEST_F(RedisClusterTest, ANodeThatLeftTheClusterKeepsNoConnection) {
+  auto store = MustOpen(cluster_->url() + "?read_from=replica");
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(
+      auto f, BloomFilter::Create(*store, "leaving", {.capacity = 1000, .error_rate = 0.01}));
+  const auto items = Items("left-", 100);
+  ASSERT_TRUE(f->AddMany(Views(items)).ok());
+  RedisServer& master = cluster_->MasterOf(internal::KeySlot("leaving"));
+  RedisServer* replica = nullptr;
+  for (size_t i = 0; i < cluster_->size(); ++i) {
+    RedisServer& n = cluster_->node(i);
+    if (n.running() && &n != &master &&
+        n.Cli({"INFO", "replication"}).find("master_port:" + std::to_string(master.port())) !=
+            std::string::npos) {
+      replica = &n;
+    }
+  }
+  ASSERT_NE(replica, nullptr);
+  master.Cli({"WAIT", "1", "5000"});
+  // Clients of the replica other than redis-cli asking and its master link.
+  auto ours = [&] {
+    std::istringstream lines(replica->Cli({"CLIENT", "LIST"}));
+    int n = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("cmd=client|list") == std::string::npos &&
+          line.find("flags=M") == std::string::npos && line.find("id=") == 0) {
+        ++n;
+      }
+    }
+    return n;
+  };
+  ASSERT_EQ(CountPresent(*f, items), 100);
+  ASSERT_GE(ours(), 1) << "the check read from the replica";
+  // The replica leaves: it forgets the cluster and the cluster forgets it.
+  const std::string id = Trim(replica->Cli({"CLUSTER", "MYID"}));
+  replica->Cli({"CLUSTER", "RESET", "HARD"});
+  for (size_t i = 0; i < cluster_->size(); ++i) {
+    RedisServer& n = cluster_->node(i);
+    if (n.running() && &n != replica) n.Cli({"CLUSTER", "FORGET", id});
+  }
+  // The next check meets CLUSTERDOWN there and learns the map again.
+  EXPECT_EQ(CountPresent(*f, items), 100);
+  EXPECT_EQ(ours(), 0) << "a connection to the node that left is still open";
+  // It comes back as a replica.
+  replica->Stop();
+  cluster_->ReplaceAsReplica(*replica, master);
+  ASSERT_TRUE(store->Drop("leaving").ok());
+}
+
 // Masters at maxmemory (noeviction) refuse reads queued in MULTI; the
 // checks of a filter sharded over all of them go again as no-writes scripts,
 // routed by their keys' slots, and answer as before.

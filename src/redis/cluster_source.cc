@@ -297,6 +297,12 @@ class ClusterSource final : public ConnectionSource {
   }
 
   Status LoadFrom(const HostPort& hp) {
+    REDBLOOM_ASSIGN_OR_RETURN(std::shared_ptr<SlotMap> map, AskSlots(hp));
+    Install(std::move(map));
+    return Status::Ok();
+  }
+
+  Result<std::shared_ptr<SlotMap>> AskSlots(const HostPort& hp) {
     const int index = NodeIndex(hp.host, hp.port);
     Result<ConnectionPool::Lease> lease = Pool(index).Acquire();
     if (!lease.ok()) return lease.status();
@@ -313,14 +319,28 @@ class ClusterSource final : public ConnectionSource {
       }
       return ReplyErrorStatus(text, (*lease)->server());
     }
-    REDBLOOM_ASSIGN_OR_RETURN(
-        std::shared_ptr<SlotMap> map,
-        ParseClusterSlots(r.get(), hp, [this](const std::string& host, int port) {
-          return NodeIndex(host, port);
-        }));
-    std::lock_guard lock(mu_);
-    map_ = std::move(map);
-    return Status::Ok();
+    return ParseClusterSlots(
+        r.get(), hp, [this](const std::string& host, int port) { return NodeIndex(host, port); });
+  }
+
+  // Makes `map` the map. Nodes it no longer lists (removed, or replaced at
+  // another address) keep their entries, as indexes must stay valid, but not
+  // their idle connections.
+  void Install(std::shared_ptr<SlotMap> map) {
+    std::vector<std::shared_ptr<ConnectionPool>> gone;
+    {
+      std::lock_guard lock(mu_);
+      std::vector<bool> listed(nodes_.size(), false);
+      for (const auto& [master, replicas] : map->replicas) {  // every master has an entry
+        listed[master] = true;
+        for (int replica : replicas) listed[replica] = true;
+      }
+      for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (!listed[i]) gone.push_back(nodes_[i].pool);
+      }
+      map_ = std::move(map);
+    }
+    for (const auto& pool : gone) pool->CloseIdle();
   }
 
   struct Node {

@@ -824,6 +824,16 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
   }
 }
 
+void ConnectionPool::CloseIdle() {
+  std::vector<std::unique_ptr<Connection>> closing;
+  {
+    std::lock_guard lock(mu_);
+    closing.swap(idle_);
+    open_ -= static_cast<int>(closing.size());
+  }
+  returned_.notify_all();
+}  // `closing` closes them here, outside the lock
+
 void ConnectionPool::Release(std::unique_ptr<Connection> conn) {
   const bool reusable =
       !conn->broken() && conn->unanswered_ == static_cast<size_t>(conn->owed_replies_);

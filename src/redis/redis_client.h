@@ -382,6 +382,11 @@ class ConnectionPool {
 
   const ServerParams& server() const { return server_; }
 
+  // Closes the idle connections (those on loan are not touched): for a
+  // server the caller no longer uses, whose sockets would otherwise stay
+  // open (CLOSE-WAIT once it stops) for the pool's life.
+  void CloseIdle();
+
  private:
   void Release(std::unique_ptr<Connection> conn);
 
