@@ -244,8 +244,9 @@ Status RedisBitStore::SendAdd(Connection& c, CommandBuffer& cmd, const Cells& ce
     }
   }
   BeginEval(&cmd, scripts::kAddCommit, ScriptKeys({cells.meta, cells.bitmap, cells.scratch}),
-            kChecked);
+            kChecked + 1);
   for (const auto& v : cells.checked) cmd.Arg(v);
+  cmd.Arg(cells.bytes);
   cmd.Command({"EXEC"});
   return stream.Finish();
 }
@@ -265,6 +266,12 @@ Status RedisBitStore::ReadAdd(Connection& c, const Cells& cells, PartBatch& b, c
     return ScriptError(c, cells, guard);
   }
   if (bits->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, bits);
+  if (commit->type == REDIS_REPLY_ERROR) {
+    // The bitmap, with this batch's bits, waits at the scratch key; the next
+    // add's guard puts it back (checks until then fail data_loss).
+    return ScriptError(c, cells, commit)
+        .WithContext("the add's commit failed; the filter's next add restores its bits");
+  }
   if (commit->type != REDIS_REPLY_INTEGER || commit->integer != 1) {
     return Unexpected("the add transaction's commit", commit);
   }

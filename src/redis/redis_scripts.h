@@ -221,13 +221,20 @@ inline constexpr std::string_view kAttach =
 // known (a reservation), or the guard answers REDBLOOM_FULL <room>.
 // Returns the room left after the add (capacity 0: 0).
 inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
+    "local s = meta_state(KEYS[1], KEYS[5])\n"
     // A scratch key can only survive a failed transaction; never reuse it.
-    "redis.call('DEL', KEYS[3])\n"
+    // But one whose commit failed (a script error: a permission revoked, a
+    // script killed) holds the bitmap itself, with its adds: it goes back.
+    "if s == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 and\n"
+    "   redis.pcall('STRLEN', KEYS[3]) == tonumber(ARGV[10]) then\n"
+    "  redis.call('RENAME', KEYS[3], KEYS[2])\n"
+    "else\n"
+    "  redis.call('DEL', KEYS[3])\n"
+    "end\n"
     "local function refuse(reply)\n"
     "  redis.call('RPUSH', KEYS[3], 'refused')\n"
     "  return reply\n"
     "end\n"
-    "local s = meta_state(KEYS[1], KEYS[5])\n"
     "if s ~= 'ok' then return refuse(fail(s)) end\n"
     "local bad = no_part(KEYS[4], ARGV[9]) or length_error(KEYS[2], ARGV[10])\n"
     "if bad then return refuse(bad) end\n"
@@ -245,13 +252,16 @@ inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
     "redis.call('RENAME', KEYS[2], KEYS[3])\n"
     "return room\n";
 
-// KEYS: meta, bitmap, scratch. ARGV: the seven expected fields.
-// Returns 1 if the cells were committed, 0 if they were thrown away.
+// KEYS: meta, bitmap, scratch. ARGV: the seven expected fields, the bitmap's
+// bytes. Returns 1 if the cells were committed, 0 if they were thrown away.
 inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
     // The guard ran in this same transaction: the bitmap key is absent and
-    // the scratch key a string exactly when the guard moved the bitmap.
+    // the scratch key a string of the bitmap's length exactly when the guard
+    // moved the bitmap. (STRLEN fails on the guard's refusal, a list. A guard
+    // that raised left no scratch key, and a bitmap already lost left BITFIELD
+    // a new, short one: neither may become the filter.)
     "if meta_state(KEYS[1], KEYS[4]) == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 and\n"
-    "   redis.call('TYPE', KEYS[3])['ok'] == 'string' then\n"
+    "   redis.pcall('STRLEN', KEYS[3]) == tonumber(ARGV[8]) then\n"
     "  redis.call('RENAME', KEYS[3], KEYS[2])\n"
     "  return 1\n"
     "end\n"
