@@ -160,6 +160,25 @@ TEST_F(RedisAclTest, AWriterWithoutTypeAddsAndLosesNothing) {
   }
 }
 
+// A permission missing at EXEC (a writer without +exec) was reported as a
+// bug: 500 "internal", exit 5, with the server's EXECABORT text. It is the
+// same "permission denied" (exit 3, HTTP 503) as any other missing command.
+TEST_F(RedisAclTest, APermissionMissingAtExecIsPermissionDenied) {
+  std::vector<std::string> rule = ReadmeAclRule("writer", "epw");
+  ASSERT_GE(rule.size(), 4u);
+  rule[2] = "writer-no-exec";
+  std::erase(rule, std::string("+exec"));
+  rule.insert(rule.begin() + 3, "reset");
+  server_->Cli({"ACL", "DELUSER", rule[2]});
+  ASSERT_EQ(server_->Cli(rule), "OK\n");
+  const std::string admin = "redis://127.0.0.1:" + std::to_string(server_->port());
+  const std::string w = "redis://writer-no-exec:epw@127.0.0.1:" + std::to_string(server_->port());
+  ASSERT_EQ(Run(admin, {"create", "noexec", "-n", "1000", "-p", "0.01"}).exit_code, 0);
+  const auto r = Run(w, {"check", "noexec", "x"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
+}
+
 TEST_F(RedisAclTest, ReaderReadsAndCannotWrite) {
   const std::string w = Url("writer", "wpw");
   ASSERT_EQ(Run(w, {"create", "orders", "-n", "1000", "-p", "0.01"}).exit_code, 0);

@@ -137,6 +137,13 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
 Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
   const std::string where = "redis " + server.display;
   const std::string said(text);
+  // A transaction refused at EXEC names why (a permission, OOM): that is
+  // the error, not a bug (a writer without +exec was 500 internal).
+  constexpr std::string_view kExecAbort = "EXECABORT Transaction discarded because of: ";
+  if (StartsWith(text, kExecAbort) && text.size() > kExecAbort.size()) {
+    Status inner = ReplyErrorStatus(text.substr(kExecAbort.size()), server);
+    if (inner.code() != StatusCode::kInternal) return inner;
+  }
   if (StartsWith(text, "NOAUTH")) {
     return Status::Unavailable(std::string(kAuthFailed) + " for " + where +
                                ": the server requires a password (add user:password@ to the "
