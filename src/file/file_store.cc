@@ -607,54 +607,70 @@ class FileStore final : public Store {
     return f.expires_at_ms;
   }
 
-  // Writes a complete file under a temporary name in `dir` and links it to
-  // `path`; kAlreadyExists if `path` exists.
+  // Writes a complete file, unnamed (O_TMPFILE) or under a temporary name in
+  // `dir`, and links it to `path`; kAlreadyExists if `path` exists.
   Status CreateFile(const std::string& dir, const std::string& path, FileHeader* f) {
+    // Made already (by a racing creator, or before): reserving a second
+    // full copy could fail for want of space, a false "no space" for a
+    // filter that exists.
+    if (::access(path.c_str(), F_OK) == 0) return Status::AlreadyExists(path);
     std::vector<uint8_t> header(kHeaderBytes);
     REDBLOOM_RETURN_IF_ERROR(EncodeFileHeader(f, header.data()));
-    // Unique across every store object of this process (several may share
-    // a directory) and, by the pid, across processes. N is random at each
-    // attempt, and a name taken is passed over: counted from 0 (or from any
-    // name seen), names made in advance by whoever could write the
-    // directory refused every create with "File exists".
-    thread_local std::mt19937_64 rng{std::random_device{}()};
+    // An unnamed file leaves nothing behind when the process dies before
+    // linking it (a named one stayed, at the filter's full size, for ever).
+    // File systems without O_TMPFILE, or no /proc to link it through, take
+    // a temporary name: unique across every store object of this process
+    // (several may share a directory) and, by the pid, across processes. N
+    // is random at each attempt, and a name taken is passed over: counted
+    // from 0 (or from any name seen), names made in advance by whoever could
+    // write the directory refused every create with "File exists".
+    static const bool proc_fds = ::access("/proc/self/fd", X_OK) == 0;
     std::string tmp;
-    int fd = -1;
+    int fd = proc_fds ? OpenNoStdio(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644) : -1;
+    const bool unnamed = fd >= 0;
+    if (!unnamed && proc_fds && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+      return IoError("cannot create", path + " (in " + dir + ")", errno);
+    }
+    thread_local std::mt19937_64 rng{std::random_device{}()};
     for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
       tmp = dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(rng());
       fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
       if (fd < 0 && errno != EEXIST) break;
     }
-    {
-      if (fd < 0) return IoError("cannot create", path + " (in " + tmp + ")", errno);
-      FdCloser closer(fd);
-      const uint64_t size = kHeaderBytes + f->data_bytes;
-      Status s = WriteFully(fd, header.data(), header.size(), path);
-      if (s.ok() && ::ftruncate(fd, static_cast<off_t>(size)) != 0) {
-        s = IoError("cannot size", path, errno);
+    if (fd < 0) return IoError("cannot create", path + " (in " + tmp + ")", errno);
+    FdCloser closer(fd);
+    const uint64_t size = kHeaderBytes + f->data_bytes;
+    Status s = WriteFully(fd, header.data(), header.size(), path);
+    if (s.ok() && ::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      s = IoError("cannot size", path, errno);
+    }
+    // Reserve every block now: a page of a sparse file that cannot be
+    // allocated later is SIGBUS for whoever stores to it through the
+    // mapping (issue #15.3). The file is still private to this call, so
+    // glibc's fallback for file systems without fallocate (writing a zero
+    // into each block) cannot race a writer.
+    bool no_room = false;
+    if (s.ok()) {
+      const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+      if (err != 0) {
+        no_room = err == ENOSPC || err == EDQUOT;
+        s = IoError("cannot reserve " + std::to_string(size) + " bytes for", path, err);
       }
-      // Reserve every block now: a page of a sparse file that cannot be
-      // allocated later is SIGBUS for whoever stores to it through the
-      // mapping (issue #15.3). The file is still private to this call, so
-      // glibc's fallback for file systems without fallocate (writing a
-      // zero into each block) cannot race a writer.
-      if (s.ok()) {
-        const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
-        if (err != 0) {
-          s = IoError("cannot reserve " + std::to_string(size) + " bytes for", path, err);
-        }
-      }
-      if (s.ok() && ::fsync(fd) != 0) s = IoError("cannot sync", path, errno);
-      if (!s.ok()) {
-        ::unlink(tmp.c_str());
-        return s;
-      }
+    }
+    if (s.ok() && ::fsync(fd) != 0) s = IoError("cannot sync", path, errno);
+    if (!s.ok()) {
+      if (!unnamed) ::unlink(tmp.c_str());
+      // A racing creator that won while this one reserved took the room.
+      if (no_room && ::access(path.c_str(), F_OK) == 0) return Status::AlreadyExists(path);
+      return s;
     }
     // link() fails if the name exists, so of two concurrent creators exactly
     // one wins.
-    const int rc = ::link(tmp.c_str(), path.c_str());
+    const std::string from = unnamed ? "/proc/self/fd/" + std::to_string(fd) : tmp;
+    const int rc =
+        ::linkat(AT_FDCWD, from.c_str(), AT_FDCWD, path.c_str(), unnamed ? AT_SYMLINK_FOLLOW : 0);
     const int err = errno;
-    ::unlink(tmp.c_str());
+    if (!unnamed) ::unlink(tmp.c_str());
     if (rc != 0) {
       if (err == EEXIST) return Status::AlreadyExists(path);
       return IoError("cannot create", path, err);
