@@ -1100,6 +1100,7 @@ Result<FilterInfo> BloomFilter::Info() {
     // log of the probability that no part answers "present" for a fresh item;
     // log1p/expm1 keep rates like 1e-17 from rounding to 0.
     double log_miss = 0.0;
+    double shard_fpp = 0.0;  // the sum of the parts' rates (shards: see below)
     for (uint64_t id : ids) {
       auto stats = st.bits->Stats(id);
       if (!stats.ok() && stats.status().code() == StatusCode::kNotFound) {
@@ -1124,10 +1125,19 @@ Result<FilterInfo> BloomFilter::Info() {
       info.approximate_items = (estimate == UINT64_MAX || info.approximate_items == UINT64_MAX)
                                    ? UINT64_MAX
                                    : info.approximate_items + estimate;
-      log_miss += std::log1p(-FalsePositiveRate(c.strategy, stats->bits_set, g));
+      const double fpp = FalsePositiveRate(c.strategy, stats->bits_set, g);
+      log_miss += std::log1p(-fpp);
+      shard_fpp += fpp;
     }
     info.fill_ratio = info.bits == 0 ? 0 : static_cast<double>(info.bits_set) / info.bits;
-    info.current_fpp = log_miss == 0 ? 0.0 : -std::expm1(log_miss);
+    // A check reads every layer or slice, so any may answer it; but one shard
+    // only, the item's: a sharded filter's rate is the shards' mean (their
+    // union read 13% for a 16-shard filter measuring 0.9%).
+    if (c.shards > 1) {
+      info.current_fpp = info.parts == 0 ? 0.0 : shard_fpp / static_cast<double>(info.parts);
+    } else {
+      info.current_fpp = log_miss == 0 ? 0.0 : -std::expm1(log_miss);
+    }
     return Status::Ok();
   });
   if (!s.ok()) return s;

@@ -55,7 +55,8 @@ struct FilterInfo {
   uint64_t approximate_items = 0;  // distinct items, Guava's estimate from the fill
                                    // (like BF.CARD; UINT64_MAX if a part is full)
   double fill_ratio = 0;           // bits_set / bits
-  double current_fpp = 0;          // (fill)^k per part, combined over the parts
+  double current_fpp = 0;          // (fill)^k per part, combined over the parts (a
+                                   // sharded filter: their mean, one shard per item)
   // False when bits_set (and so the figures derived from it) was estimated
   // from a sample of a large part (see FilterStats::bits_set_exact).
   bool bits_set_exact = true;
