@@ -410,6 +410,33 @@ TEST_F(RedisSentinelTest, TheLastKnownMasterServesWhileNoSentinelAnswers) {
   EXPECT_TRUE(*(*filter)->Contains("during-7"));
 }
 
+// Readiness warns whenever no sentinel answers, as the README says: it
+// warned only once a lookup had failed, which a healthy master never needs,
+// so with every sentinel down (and failovers unheard) /readyz said ready
+// with no warning (an audit: 40 s of it).
+TEST_F(RedisSentinelTest, ReadinessWarnsWhileTheWatcherReachesNoSentinel) {
+  StartAll();
+  auto store = MustOpen(Url());
+  ASSERT_NE(store, nullptr);
+  auto warned = [&] {
+    Result<std::vector<std::string>> warnings = store->Warnings();
+    return warnings.ok() && std::any_of(warnings->begin(), warnings->end(), [](const auto& w) {
+             return w.find("no sentinel of master 'mymaster' answers") != std::string::npos;
+           });
+  };
+  EXPECT_FALSE(warned());
+  sentinel_->Stop();
+  bool seen = false;
+  for (int i = 0; i < 300 && !seen; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    seen = warned();
+  }
+  EXPECT_TRUE(seen) << "no warning 30 s after the only sentinel died";
+  auto filter = BloomFilter::Create(*store, "unwatched", Options(1000));
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  EXPECT_TRUE((*filter)->Add("x").ok()) << "the master serves on";
+}
+
 // A data user without +role or +ping: the role comes from INFO
 // replication, and PING's refusal is no failure (as for a single server).
 // Both failed every call before, and the README's rules grant neither.

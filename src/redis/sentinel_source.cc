@@ -190,11 +190,20 @@ class SentinelSource final : public ConnectionSource {
 
   std::string Warning() const override {
     std::lock_guard lock(mu_);
-    if (!fallback_ || master_ == nullptr) return "";
-    return "no sentinel of master '" + url_.master_name + "' answers (" +
-           lookup_failure_.message() + "): using " + master_->server().display +
-           ", the master they named last; if the sentinels failed over meanwhile (a network "
-           "partition), writes there may be lost";
+    if (master_ == nullptr) return "";
+    if (fallback_) {
+      return "no sentinel of master '" + url_.master_name + "' answers (" +
+             lookup_failure_.message() + "): using " + master_->server().display +
+             ", the master they named last; if the sentinels failed over meanwhile (a network "
+             "partition), writes there may be lost";
+    }
+    if (watch_lost_) {
+      return "no sentinel of master '" + url_.master_name + "' answers (the failover watcher " +
+             "reaches none of the " + std::to_string(url_.hosts.size()) + "): using " +
+             master_->server().display +
+             ", the master they named last; a failover is noticed only when a call there fails";
+    }
+    return "";
   }
 
  private:
@@ -428,20 +437,28 @@ class SentinelSource final : public ConnectionSource {
   void Watch() {
     size_t at = 0;
     int attempt = 0;
+    size_t failed = 0;  // sentinels tried in a row without subscribing
     bool subscribed_before = false;
     while (!Stopping()) {
       const ServerParams params = SentinelParams(url_.hosts[at % url_.hosts.size()]);
+      bool subscribed = false;
       if (Result<std::unique_ptr<Connection>> conn = Connection::Open(params); conn.ok()) {
         CommandBuffer cmd;
         cmd.Command({"SUBSCRIBE", "+switch-master"});
         if ((*conn)->Append(cmd).ok() && (*conn)->ReadOk().ok()) {
+          subscribed = true;
           // A switch announced while nobody listened is found by asking.
           if (subscribed_before) MarkMasterStale();
           subscribed_before = true;
           attempt = 0;
+          failed = 0;
+          SetWatchLost(false);
           Listen(**conn);
         }
       }
+      // Every sentinel tried once without success: nobody tells of a
+      // failover now, which readiness reports (Warning).
+      if (!subscribed && ++failed >= url_.hosts.size()) SetWatchLost(true);
       ++at;
       std::unique_lock lock(stop_mu_);
       stop_cv_.wait_for(lock, Backoff(attempt++), [this] { return stopping_; });
@@ -486,6 +503,11 @@ class SentinelSource final : public ConnectionSource {
     replica_.reset();  // the replicas are reconfigured too
   }
 
+  void SetWatchLost(bool lost) {
+    std::lock_guard lock(mu_);
+    watch_lost_ = lost;
+  }
+
   // The watcher subscribed again, or heard of a switch it cannot read: the
   // sentinels answer, and are asked at once (not after a failed lookup's
   // wait), and meanwhile nobody goes on with the master named before.
@@ -510,6 +532,7 @@ class SentinelSource final : public ConnectionSource {
   Clock::time_point replica_retry_at_;  // mu_: when replica_ == master_
   size_t first_sentinel_ = 0;           // mu_: the sentinel that answered last
   bool fallback_ = false;               // mu_: no sentinel answered the last lookup
+  bool watch_lost_ = false;             // mu_: the watcher reaches no sentinel
   Status lookup_failure_;               // mu_: why, until lookup_retry_at_
   Clock::time_point lookup_retry_at_;   // mu_
   std::mutex resolve_mu_;               // held while asking the sentinels
