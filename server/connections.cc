@@ -1170,7 +1170,9 @@ ConnectionServer::~ConnectionServer() {
 }
 
 Status ConnectionServer::Bind() {
-  const std::string where = options_.host + ":" + std::to_string(options_.port);
+  const bool v6 = options_.host.find(':') != std::string::npos;  // [::1]:P, not ::1:P
+  const std::string where =
+      (v6 ? "[" + options_.host + "]" : options_.host) + ":" + std::to_string(options_.port);
   if (wake_fd_ < 0) {
     return Status::Unavailable("eventfd: " + internal::ErrnoText(errno));
   }

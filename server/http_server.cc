@@ -802,9 +802,11 @@ void HttpServer::Install() {
     std::snprintf(tail, sizeof(tail), "\" %d %zu %.3fms\n", res.status, sent,
                   std::chrono::duration<double, std::milli>(latency).count());
     std::string line = UtcTimestamp();
-    line.append(" ")
-        .append(req.remote_addr.empty() ? ctx.peer : req.remote_addr)
-        .append(":")
+    const std::string& peer = req.remote_addr.empty() ? ctx.peer : req.remote_addr;
+    const bool v6 = peer.find(':') != std::string::npos;  // [::1]:P, not ::1:P
+    line.append(v6 ? " [" : " ")
+        .append(peer)
+        .append(v6 ? "]:" : ":")
         .append(std::to_string(req.remote_addr.empty() ? ctx.peer_port : req.remote_port))
         .append(" \"")
         .append(method)

@@ -416,6 +416,31 @@ TEST_F(ServerLifecycleTest, ANameWithTwoAddressesIsServedOnBoth) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+// An IPv6 address is written [::1]:P where a port follows it: the access
+// log wrote "::1:47024" and a refused listen "cannot listen on ::1:P", which
+// read as address ::1:47 or a port of 1 (an audit).
+TEST_F(ServerLifecycleTest, IPv6AddressesAreBracketedInLogsAndErrors) {
+  TempDir dir;
+  const std::string log = dir.path() + "/access.log";
+  const std::string config = dir.path() + "/redbloomd.json";
+  std::ofstream(config) << R"({"access_log": ")" << log << R"(", "access_log_flush_ms": 0})";
+  const int port = FreePort();
+  const std::string listen = "[::1]:" + std::to_string(port);
+  WrappedDaemon daemon_process({REDBLOOMD_PATH, "--config", config, "--listen", listen, "--store",
+                                "mem:", "--token", "v6-token"});
+  ASSERT_TRUE(daemon_process.started());
+  ASSERT_TRUE(WrappedDaemon::Healthy("::1", port));
+  CommandResult second = RunCommand({"/usr/bin/timeout", "10", REDBLOOMD_PATH, "--listen", listen,
+                                     "--store", "mem:", "--token", "v6-token"});
+  EXPECT_EQ(second.exit_code, 3) << second.err;
+  EXPECT_NE(second.err.find("[::1]:" + std::to_string(port)), std::string::npos) << second.err;
+  EXPECT_TRUE(WIFEXITED(daemon_process.Stop()));
+  std::ifstream in(log);
+  const std::string logged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(logged.find(" [::1]:"), std::string::npos) << logged;
+  EXPECT_EQ(logged.find(" ::1:"), std::string::npos) << logged;
+}
+
 // Out of memory while requests arrive, redbloomd answers 503 (Retry-After)
 // and keeps serving, its mem: filters with it. An allocation that failed on
 // the event thread (a request's buffer) or as a worker handed its connection

@@ -30,8 +30,9 @@ Status GaveUp(const ClusterRedirect& r, int slot) {
     case ClusterRedirect::Kind::kMoved:
     case ClusterRedirect::Kind::kAsk:
       answer = std::string(r.kind == ClusterRedirect::Kind::kAsk ? "ASK" : "MOVED") + " to " +
-               (r.host.empty() ? std::string("its own host") : r.host) + ":" +
-               std::to_string(r.port) + ": the slot is being migrated";
+               (r.host.empty() ? std::string("its own host") + ":" + std::to_string(r.port)
+                               : HostPort{r.host, r.port}.Display()) +
+               ": the slot is being migrated";
       break;
     case ClusterRedirect::Kind::kTryAgain:
       answer = "TRYAGAIN: the call's keys are split between two nodes by a slot migration";
