@@ -517,6 +517,25 @@ TEST_F(RedisSentinelTest, SentinelsTakeAnAclUser) {
   EXPECT_TRUE(*(*filter)->Contains("x"));
 }
 
+// A sentinel user without +subscribe serves lookups, but the failover
+// watcher is refused every time: redbloomd said ready and nothing else (an
+// audit: 37 refused connections in 20 s). Readiness now warns, with why.
+TEST_F(RedisSentinelTest, AWatcherRefusedBySentinelAclIsReported) {
+  sentinel_auth_ = "sentinel-pw";
+  StartAll({}, {"requirepass sentinel-pw", "user deaf on >deaf-pw +@all -subscribe"});
+  auto store = MustOpen("redis-sentinel://127.0.0.1:" + std::to_string(sentinel_->port()) + "/" +
+                        kMaster + "?sentinel_user=deaf&sentinel_password=deaf-pw");
+  ASSERT_NE(store, nullptr);
+  std::string warning;
+  for (int i = 0; i < 100 && warning.empty(); ++i) {
+    Result<std::vector<std::string>> warnings = store->Warnings();
+    if (warnings.ok() && !warnings->empty()) warning = warnings->front();
+    if (warning.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(warning.find("no sentinel of master 'mymaster' answers"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("subscribe"), std::string::npos) << "names the refusal: " << warning;
+}
+
 // rediss-sentinel://: TLS to the sentinel and to the servers. The sentinel
 // watches the master's TLS port (tls-replication yes), so that is the
 // address it names.

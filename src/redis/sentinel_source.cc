@@ -197,10 +197,10 @@ class SentinelSource final : public ConnectionSource {
              ", the master they named last; if the sentinels failed over meanwhile (a network "
              "partition), writes there may be lost";
     }
-    if (watch_lost_) {
+    if (!watch_lost_.empty()) {
       return "no sentinel of master '" + url_.master_name + "' answers (the failover watcher " +
-             "reaches none of the " + std::to_string(url_.hosts.size()) + "): using " +
-             master_->server().display +
+             "reaches none of the " + std::to_string(url_.hosts.size()) +
+             "; the last: " + watch_lost_ + "): using " + master_->server().display +
              ", the master they named last; a failover is noticed only when a call there fails";
     }
     return "";
@@ -442,23 +442,29 @@ class SentinelSource final : public ConnectionSource {
     while (!Stopping()) {
       const ServerParams params = SentinelParams(url_.hosts[at % url_.hosts.size()]);
       bool subscribed = false;
+      Status why;
       if (Result<std::unique_ptr<Connection>> conn = Connection::Open(params); conn.ok()) {
         CommandBuffer cmd;
         cmd.Command({"SUBSCRIBE", "+switch-master"});
-        if ((*conn)->Append(cmd).ok() && (*conn)->ReadOk().ok()) {
+        why = (*conn)->Append(cmd);
+        if (why.ok()) why = (*conn)->ReadOk().status();
+        if (why.ok()) {
           subscribed = true;
           // A switch announced while nobody listened is found by asking.
           if (subscribed_before) MarkMasterStale();
           subscribed_before = true;
           attempt = 0;
           failed = 0;
-          SetWatchLost(false);
+          SetWatchLost("");
           Listen(**conn);
         }
+      } else {
+        why = conn.status();
       }
       // Every sentinel tried once without success: nobody tells of a
-      // failover now, which readiness reports (Warning).
-      if (!subscribed && ++failed >= url_.hosts.size()) SetWatchLost(true);
+      // failover now, which readiness reports (Warning), with why (a
+      // sentinel user without +subscribe is refused every time).
+      if (!subscribed && ++failed >= url_.hosts.size()) SetWatchLost(why.ToString());
       ++at;
       std::unique_lock lock(stop_mu_);
       stop_cv_.wait_for(lock, Backoff(attempt++), [this] { return stopping_; });
@@ -503,9 +509,10 @@ class SentinelSource final : public ConnectionSource {
     replica_.reset();  // the replicas are reconfigured too
   }
 
-  void SetWatchLost(bool lost) {
+  // `why` the watcher last failed; "" once it is subscribed.
+  void SetWatchLost(std::string why) {
     std::lock_guard lock(mu_);
-    watch_lost_ = lost;
+    watch_lost_ = std::move(why);
   }
 
   // The watcher subscribed again, or heard of a switch it cannot read: the
@@ -532,7 +539,7 @@ class SentinelSource final : public ConnectionSource {
   Clock::time_point replica_retry_at_;  // mu_: when replica_ == master_
   size_t first_sentinel_ = 0;           // mu_: the sentinel that answered last
   bool fallback_ = false;               // mu_: no sentinel answered the last lookup
-  bool watch_lost_ = false;             // mu_: the watcher reaches no sentinel
+  std::string watch_lost_;              // mu_: why the watcher reaches no sentinel, or ""
   Status lookup_failure_;               // mu_: why, until lookup_retry_at_
   Clock::time_point lookup_retry_at_;   // mu_
   std::mutex resolve_mu_;               // held while asking the sentinels
