@@ -196,6 +196,15 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
   return h;
 }
 
+// Whether `read` (a failed ReadConfig) may be a sharded filter whose create
+// was interrupted: it reads "being created" (unavailable) until a create with
+// its parameters finishes it, which the import or merge that meets it then
+// does (it said to repeat the create, which a user of import may not know
+// how to). On a store that is down, the create fails too.
+bool Interrupted(const Status& read, const FilterConfig& config) {
+  return read.code() == StatusCode::kUnavailable && config.shards > 1;
+}
+
 // Opens `name`, creating it with `config` if missing; an existing filter must
 // have the same config, or with `same_cells`, the same kind, strategy,
 // encoding, bits and hashes (a Guava file's bits fit a filter created with
@@ -219,9 +228,14 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
     }
     return BloomFilter::Open(store, name);
   }
-  if (existing.status().code() != StatusCode::kNotFound) return existing.status();
+  if (existing.status().code() != StatusCode::kNotFound &&
+      !Interrupted(existing.status(), config)) {
+    return existing.status();
+  }
   Status s = store.Create(name, config);
-  if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
+  if (!s.ok() && s.code() != StatusCode::kAlreadyExists) {
+    return s.code() == StatusCode::kUnavailable ? existing.status() : s;
+  }
   *created = s.ok();
   auto opened = internal::OpenMadeFilter(store, name, *created);
   if (!opened.ok()) *created = false;
@@ -689,7 +703,8 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
                                      "' (" + first.ToString() + "); " + rule);
     }
     REDBLOOM_ASSIGN_OR_RETURN(target, BloomFilter::Open(store, dest));
-  } else if (existing.status().code() != StatusCode::kNotFound) {
+  } else if (existing.status().code() != StatusCode::kNotFound &&
+             !Interrupted(existing.status(), first)) {
     return existing.status();
   }
 
