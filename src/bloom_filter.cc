@@ -174,7 +174,17 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Attach(Store& store, std::stri
   return Open(store, name);
 }
 
-Status BloomFilter::Drop(Store& store, std::string_view name) { return store.Drop(name); }
+Status BloomFilter::Drop(Store& store, std::string_view name) {
+  Status s = store.Drop(name);
+  // A rebuild of the name stopped before its swap (killed) left its
+  // temporary filter, which no listing shows and `--force` reaches only
+  // while the name exists: it goes with the name. A rebuild still running
+  // fails either way (its swap finds the name gone).
+  if ((s.ok() || s.code() == StatusCode::kNotFound) && ValidateFilterName(name).ok()) {
+    (void)store.Drop(TemporaryName(name));
+  }
+  return s;
+}
 
 Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOptions& options,
                             const std::function<Status(BloomFilter&)>& fill, Leftover leftover) {

@@ -84,6 +84,8 @@ class BloomFilter {
   // and only the strategy and encoding come from `options`.
   static Result<std::unique_ptr<BloomFilter>> Attach(Store& store, std::string_view name,
                                                      const FilterOptions& options);
+  // Deletes `name` with all its parts, and the temporary filter of a rebuild
+  // of it stopped before its swap (also when `name` is gone: kNotFound).
   static Status Drop(Store& store, std::string_view name);
   // Atomic rebuild of an existing plain or counting filter (kNotFound if
   // there is none, kInvalidArgument for a filter of several parts): creates
