@@ -78,7 +78,10 @@ class SlowRelay {
     while (!stop_) {
       std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
       for (auto [client, server] : pairs_) {
-        fds.push_back({client, POLLIN, 0});
+        // A held client's input waits unread: not polled, or poll would
+        // return at once for it, round after round.
+        const bool held = holding_ && held_server_ == server;
+        fds.push_back({client, static_cast<short>(held ? 0 : POLLIN), 0});
         fds.push_back({server, POLLIN, 0});
       }
       if (holding_ && release_) {

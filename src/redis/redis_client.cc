@@ -694,11 +694,13 @@ Result<ReplyPtr> Connection::ReadReply() {
     if (raw != nullptr) {
       ReplyPtr reply(static_cast<redisReply*>(raw));
       if (unanswered_ > 0) --unanswered_;
-      if (reply->type == REDIS_REPLY_ERROR && StartsWith(ReplyText(reply.get()), "READONLY")) {
-        saw_readonly_ = true;
-      }
-      if (reply->type == REDIS_REPLY_ERROR && StartsWith(ReplyText(reply.get()), "OOM")) {
-        saw_oom_ = true;
+      if (reply->type == REDIS_REPLY_ERROR) {
+        // A transaction refused at EXEC names why after this prefix.
+        std::string_view text = ReplyText(reply.get());
+        constexpr std::string_view kExecAbort = "EXECABORT Transaction discarded because of: ";
+        if (StartsWith(text, kExecAbort)) text.remove_prefix(kExecAbort.size());
+        if (StartsWith(text, "READONLY")) saw_readonly_ = true;
+        if (StartsWith(text, "OOM")) saw_oom_ = true;
       }
       return reply;
     }
