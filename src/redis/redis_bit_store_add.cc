@@ -270,7 +270,10 @@ Status RedisBitStore::ReadAdd(Connection& c, const Cells& cells, PartBatch& b, c
     // The bitmap, with this batch's bits, waits at the scratch key; the next
     // add's guard puts it back (checks until then fail data_loss).
     return ScriptError(c, cells, commit)
-        .WithContext("the add's commit failed; the filter's next add restores its bits");
+        .WithContext(
+            "the add's commit failed: the filter's bits, this batch's included, wait at its "
+            "scratch key, and its next add or remove puts them back (checks fail data_loss "
+            "until then)");
   }
   if (commit->type != REDIS_REPLY_INTEGER || commit->integer != 1) {
     return Unexpected("the add transaction's commit", commit);
@@ -302,7 +305,7 @@ Status RedisBitStore::ReadAdd(Connection& c, const Cells& cells, PartBatch& b, c
 }
 
 // EVAL of a script that works on the cells item by item (kAddSmall,
-// kRemove). KEYS: meta, cells, count hash. ARGV: the seven checked fields,
+// kRemove). KEYS: meta, cells, count hash, scratch. ARGV: the seven checked fields,
 // the `extra_args` that `extras` appends, then `n` items' k offsets each. The
 // script answers one '0'/'1' per item (as a string, or as {string, room}),
 // copied to out[0, n) if given. REDBLOOM_FULL sets *full and *room.
@@ -312,7 +315,7 @@ Status RedisBitStore::EvalPerItem(Connection& c, const Cells& cells, std::string
                                   const uint64_t* offsets, size_t n, uint32_t k, uint8_t* out,
                                   uint64_t* room, bool* full) const {
   CommandBuffer cmd;
-  BeginEval(&cmd, script, ScriptKeys({cells.meta, cells.bitmap, cells.count_hash}),
+  BeginEval(&cmd, script, ScriptKeys({cells.meta, cells.bitmap, cells.count_hash, cells.scratch}),
             kChecked + extra_args + n * k);
   for (const auto& v : cells.checked) cmd.Arg(v);
   extras(cmd);

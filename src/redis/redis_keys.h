@@ -6,7 +6,8 @@
 // between the first '{' and the next '}', when that part is not empty):
 //   bitmap   NAME              the bits, SETBIT order (the Java service's key)
 //   meta     TAG:meta          hash of the filter's parameters and item count
-//   scratch  TAG/add           exists only inside an add transaction
+//   scratch  TAG/add           exists only inside an add transaction (or after
+//                              one whose commit failed: the next add restores it)
 //   parts    TAG/parts         hash: part number -> item count, for scaling
 //                              layers and window slices
 //   part P   TAG/part/P        the bits of part P (layer or time slice)

@@ -82,6 +82,11 @@ namespace redbloom::internal::scripts {
   "  if redis.call('HEXISTS', hash, field) == 1 then return nil end\n"                         \
   "  return redis.error_reply('REDBLOOM_NOPART part does not exist')\n"                        \
   "end\n"                                                                                      \
+  "local function restore(key, scratch, want)\n"                                               \
+  "  if redis.call('EXISTS', key) == 0 and redis.pcall('STRLEN', scratch) == tonumber(want) then\n" \
+  "    redis.call('RENAME', scratch, key)\n"                                                      \
+  "  end\n"                                                                                      \
+  "end\n"                                                                                        \
   "local function length_error(key, want)\n"                                                   \
   "  local len = redis.pcall('STRLEN', key)\n"                                                 \
   "  if type(len) == 'table' then return len end\n"                                            \
@@ -156,8 +161,11 @@ inline constexpr std::string_view kCreateShard = REDBLOOM_LUA_ROOM
 // scratch. ARGV: the shard's identity (its metadata's name field). Returns 1
 // if dropped, 0 if it belongs to another filter.
 inline constexpr std::string_view kDropShard =
-    "if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and\n"
-    "   redis.call('HGET', KEYS[1], 'name') ~= ARGV[1] then return 0 end\n"
+    "if redis.call('TYPE', KEYS[1])['ok'] == 'hash' then\n"
+    // A shard hash without a name is corrupt: it goes.
+    "  local n = redis.call('HGET', KEYS[1], 'name')\n"
+    "  if n and n ~= ARGV[1] then return 0 end\n"
+    "end\n"
     "redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])\n"
     "return 1\n";
 
@@ -225,12 +233,8 @@ inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
     // A scratch key can only survive a failed transaction; never reuse it.
     // But one whose commit failed (a script error: a permission revoked, a
     // script killed) holds the bitmap itself, with its adds: it goes back.
-    "if s == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 and\n"
-    "   redis.pcall('STRLEN', KEYS[3]) == tonumber(ARGV[10]) then\n"
-    "  redis.call('RENAME', KEYS[3], KEYS[2])\n"
-    "else\n"
-    "  redis.call('DEL', KEYS[3])\n"
-    "end\n"
+    "if s == 'ok' then restore(KEYS[2], KEYS[3], ARGV[10]) end\n"
+    "redis.call('DEL', KEYS[3])\n"
     "local function refuse(reply)\n"
     "  redis.call('RPUSH', KEYS[3], 'refused')\n"
     "  return reply\n"
@@ -273,14 +277,16 @@ inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
 // the server ~2 us more per item than the transaction above, but saves its
 // five commands and the separate count update (~28 us of server time here),
 // so it wins below ~10 items (see kSmallAddOps).
-// KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, count delta
+// KEYS: meta, bitmap, count hash, scratch (a bitmap a failed batch commit left
+// there goes back: restore()). ARGV: the seven expected fields, count delta
 // (of earlier calls), count field, k, '1' for 4-bit counters (else bits), the
 // bitmap's bytes, capacity (0: none; see kAddGuard), then k offsets per item.
 // Returns {flags, room}: one '0'/'1' per item, 1 if the item turned at least
 // one cell on (the ops run in item order), and the room left.
 inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1], KEYS[4])\n"
+    "local s = meta_state(KEYS[1], KEYS[5])\n"
     "if s ~= 'ok' then return fail(s) end\n"
+    "restore(KEYS[2], KEYS[4], ARGV[12])\n"
     "local bad = no_part(KEYS[3], ARGV[9]) or length_error(KEYS[2], ARGV[12])\n"
     "if bad then return bad end\n"
     "local k, counting = tonumber(ARGV[10]), ARGV[11] == '1'\n"
@@ -343,15 +349,16 @@ inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
     "redis.call('HSET', KEYS[3], ARGV[9], '0')\n"
     "return 1\n";
 
-// Counting filters. KEYS: meta, bitmap, count hash. ARGV: the seven expected
+// Counting filters. KEYS: meta, bitmap, count hash, scratch (as kAddSmall). ARGV: the seven expected
 // fields, count field, k, the bitmap's bytes, then k counter indexes per item. Removes each item
 // whose counters are all non-zero (an index that repeats within the item
 // needs as many), decrementing every counter below 15; a saturated counter
 // may hold more adds than 15, so it is never decremented. Atomic: the whole
 // batch runs as one script. Returns one '0'/'1' per item.
 inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1], KEYS[4])\n"
+    "local s = meta_state(KEYS[1], KEYS[5])\n"
     "if s ~= 'ok' then return fail(s) end\n"
+    "restore(KEYS[2], KEYS[4], ARGV[10])\n"
     "local bad = no_part(KEYS[3], ARGV[8]) or length_error(KEYS[2], ARGV[10])\n"
     "if bad then return bad end\n"
     "local k = tonumber(ARGV[9])\n"

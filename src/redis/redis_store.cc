@@ -459,6 +459,10 @@ class RedisStore final : public Store {
               }
             }
             if (!companion.empty()) all.push_back(companion);
+            // Scratch keys: a batch add whose commit failed left its bitmap
+            // at one (the next add puts it back; a drop must take it).
+            all.push_back(keys.scratch);
+            for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).scratch);
             BeginEval(cmd, scripts::kDrop, all, 1 + parts.size());
             cmd->Arg(name);
             for (uint64_t p : parts) cmd->Arg(p);
