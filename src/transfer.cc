@@ -202,7 +202,8 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
 // does (it said to repeat the create, which a user of import may not know
 // how to). On a store that is down, the create fails too.
 bool Interrupted(const Status& read, const FilterConfig& config) {
-  return read.code() == StatusCode::kUnavailable && config.shards > 1;
+  return read.code() == StatusCode::kUnavailable && config.shards > 1 &&
+         read.message().find("' is being created") != std::string::npos;  // RedisStore::ReadMeta
 }
 
 // Opens `name`, creating it with `config` if missing; an existing filter must
@@ -233,9 +234,7 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
     return existing.status();
   }
   Status s = store.Create(name, config);
-  if (!s.ok() && s.code() != StatusCode::kAlreadyExists) {
-    return s.code() == StatusCode::kUnavailable ? existing.status() : s;
-  }
+  if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
   *created = s.ok();
   auto opened = internal::OpenMadeFilter(store, name, *created);
   if (!opened.ok()) *created = false;

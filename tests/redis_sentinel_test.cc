@@ -421,7 +421,7 @@ TEST_F(RedisSentinelTest, ReadinessWarnsWhileTheWatcherReachesNoSentinel) {
   auto warned = [&] {
     Result<std::vector<std::string>> warnings = store->Warnings();
     return warnings.ok() && std::any_of(warnings->begin(), warnings->end(), [](const auto& w) {
-             return w.find("no sentinel of master 'mymaster' answers") != std::string::npos;
+             return w.find("failover watcher of master 'mymaster'") != std::string::npos;
            });
   };
   EXPECT_FALSE(warned());
@@ -532,7 +532,7 @@ TEST_F(RedisSentinelTest, AWatcherRefusedBySentinelAclIsReported) {
     if (warnings.ok() && !warnings->empty()) warning = warnings->front();
     if (warning.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_NE(warning.find("no sentinel of master 'mymaster' answers"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("failover watcher of master 'mymaster'"), std::string::npos) << warning;
   EXPECT_NE(warning.find("subscribe"), std::string::npos) << "names the refusal: " << warning;
 }
 

@@ -148,11 +148,11 @@ class ClusterSource final : public ConnectionSource {
       // with replica-serve-stale-data no, refuses; one that died times out
       // until the cluster fails it. The master (following ASK) knows: a read
       // is idempotent, so it goes again there.
-      // A permanent failure (a replica without the ACL user, a TLS error)
-      // is a configuration to mend, said as such, not hidden behind reads
-      // that all go to the master.
+      // A replica without the ACL user, or failing TLS, is configuration to
+      // mend, said as such, not hidden behind reads that all go to the
+      // master. (A replica restarted falls back: its run_id changed.)
       if (replica && !send_asking && access == Access::kReplicaOk && idempotent &&
-          !IsPermanentFailure(s) &&
+          !IsConfigurationFailure(s) &&
           (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kDataLoss ||
            s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded)) {
         master_only = true;

@@ -124,7 +124,7 @@ Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
       cells.meta, Access::kMaster, /*idempotent=*/!cells.counting(), [&](Connection& c) -> Status {
         refused = false;
         Status e = EvalPerItem(
-            c, cells, scripts::kAddSmall, "the small add script", 6,
+            c, cells, scripts::kAddSmall, "the small add script", 7,
             [&](CommandBuffer& cmd) {
               cmd.Arg(uncounted);
               cmd.Arg(cells.count_field);
@@ -132,6 +132,7 @@ Status RedisBitStore::AddSmall(const Cells& cells, PartBatch& b) {
               cmd.Arg(cells.counting() ? "1" : "0");
               cmd.Arg(cells.bytes);
               cmd.Arg(b.capacity);
+              cmd.Arg(cells.scratch);
             },
             b.offsets, b.items, b.k, b.out == nullptr ? nullptr : answers, &b.room, &refused);
         if (c.wrote() && AnswersLost(c, b, e)) return AnswersLostStatus(c.server().display, e);
@@ -305,7 +306,7 @@ Status RedisBitStore::ReadAdd(Connection& c, const Cells& cells, PartBatch& b, c
 }
 
 // EVAL of a script that works on the cells item by item (kAddSmall,
-// kRemove). KEYS: meta, cells, count hash, scratch. ARGV: the seven checked fields,
+// kRemove). KEYS: meta, cells, count hash. ARGV: the seven checked fields,
 // the `extra_args` that `extras` appends, then `n` items' k offsets each. The
 // script answers one '0'/'1' per item (as a string, or as {string, room}),
 // copied to out[0, n) if given. REDBLOOM_FULL sets *full and *room.
@@ -315,7 +316,7 @@ Status RedisBitStore::EvalPerItem(Connection& c, const Cells& cells, std::string
                                   const uint64_t* offsets, size_t n, uint32_t k, uint8_t* out,
                                   uint64_t* room, bool* full) const {
   CommandBuffer cmd;
-  BeginEval(&cmd, script, ScriptKeys({cells.meta, cells.bitmap, cells.count_hash, cells.scratch}),
+  BeginEval(&cmd, script, ScriptKeys({cells.meta, cells.bitmap, cells.count_hash}),
             kChecked + extra_args + n * k);
   for (const auto& v : cells.checked) cmd.Arg(v);
   extras(cmd);
@@ -395,11 +396,12 @@ Status RedisBitStore::RemoveBatch(const Cells& cells_ref, PartBatch& b) {
             const size_t first = done;
             const size_t n = std::min(batch, b.items - first);
             REDBLOOM_RETURN_IF_ERROR(EvalPerItem(
-                c, *cells, scripts::kRemove, "remove", 3,
+                c, *cells, scripts::kRemove, "remove", 4,
                 [&](CommandBuffer& cmd) {
                   cmd.Arg(cells->count_field);
                   cmd.Arg(uint64_t{b.k});
                   cmd.Arg(cells->bytes);
+                  cmd.Arg(cells->scratch);
                 },
                 b.offsets + first * b.k, n, b.k, b.out == nullptr ? nullptr : b.out + first,
                 nullptr, nullptr));

@@ -245,6 +245,12 @@ std::string InfoField(std::string_view info, std::string_view name) {
   return "";
 }
 
+bool IsConfigurationFailure(const Status& s) {
+  return s.code() == StatusCode::kUnavailable &&
+         (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
+          StartsWith(s.message(), kTlsFailed));
+}
+
 bool IsPermanentFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||

@@ -162,6 +162,9 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
 // denial, a certificate that does not verify, too few replicas to confirm a
 // write), although their code is kUnavailable.
 bool IsPermanentFailure(const Status& s);
+// The permanent failures that are configuration to mend (authentication,
+// permissions, TLS), as opposed to a server's state (restarted, replicas).
+bool IsConfigurationFailure(const Status& s);
 
 // The value of field `name` in an INFO reply's text ("" if it has none):
 // "role" in "# Replication\r\nrole:master\r\n..." is "master".

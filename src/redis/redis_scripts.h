@@ -83,10 +83,11 @@ namespace redbloom::internal::scripts {
   "  return redis.error_reply('REDBLOOM_NOPART part does not exist')\n"                        \
   "end\n"                                                                                      \
   "local function restore(key, scratch, want)\n"                                               \
-  "  if redis.call('EXISTS', key) == 0 and redis.pcall('STRLEN', scratch) == tonumber(want) then\n" \
-  "    redis.call('RENAME', scratch, key)\n"                                                      \
-  "  end\n"                                                                                      \
-  "end\n"                                                                                        \
+  "  if redis.call('EXISTS', key) == 0 and redis.pcall('STRLEN', scratch) == tonumber(want) "  \
+  "then\n"                                                                                     \
+  "    redis.call('RENAME', scratch, key)\n"                                                   \
+  "  end\n"                                                                                    \
+  "end\n"                                                                                      \
   "local function length_error(key, want)\n"                                                   \
   "  local len = redis.pcall('STRLEN', key)\n"                                                 \
   "  if type(len) == 'table' then return len end\n"                                            \
@@ -277,20 +278,23 @@ inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
 // the server ~2 us more per item than the transaction above, but saves its
 // five commands and the separate count update (~28 us of server time here),
 // so it wins below ~10 items (see kSmallAddOps).
-// KEYS: meta, bitmap, count hash, scratch (a bitmap a failed batch commit left
-// there goes back: restore()). ARGV: the seven expected fields, count delta
+// KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, count delta
 // (of earlier calls), count field, k, '1' for 4-bit counters (else bits), the
-// bitmap's bytes, capacity (0: none; see kAddGuard), then k offsets per item.
+// bitmap's bytes, capacity (0: none; see kAddGuard), the scratch key (a bitmap
+// a failed batch commit left there goes back: restore(); an argument, not a
+// key, as declaring a key that does not exist draws TRYAGAIN for the whole of
+// a slot's migration; it is in the bitmap's slot, and touched only when the
+// bitmap is missing), then k offsets per item.
 // Returns {flags, room}: one '0'/'1' per item, 1 if the item turned at least
 // one cell on (the ops run in item order), and the room left.
 inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1], KEYS[5])\n"
+    "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
-    "restore(KEYS[2], KEYS[4], ARGV[12])\n"
+    "restore(KEYS[2], ARGV[14], ARGV[12])\n"
     "local bad = no_part(KEYS[3], ARGV[9]) or length_error(KEYS[2], ARGV[12])\n"
     "if bad then return bad end\n"
     "local k, counting = tonumber(ARGV[10]), ARGV[11] == '1'\n"
-    "local n = (#ARGV - 13) / k\n"
+    "local n = (#ARGV - 14) / k\n"
     "local room = 0\n"
     "if ARGV[13] ~= '0' then\n"
     "  local count = tonumber(redis.call('HGET', KEYS[3], ARGV[9]) or '0')\n"
@@ -302,7 +306,7 @@ inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
     "end\n"
     "local args = {}\n"
     "if counting then args = {'OVERFLOW', 'SAT'} end\n"
-    "for i = 14, #ARGV do\n"
+    "for i = 15, #ARGV do\n"
     "  if counting then\n"
     "    args[#args + 1] = 'INCRBY'; args[#args + 1] = 'u4'; args[#args + 1] = '#' .. ARGV[i]\n"
     "  else\n"
@@ -349,38 +353,39 @@ inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
     "redis.call('HSET', KEYS[3], ARGV[9], '0')\n"
     "return 1\n";
 
-// Counting filters. KEYS: meta, bitmap, count hash, scratch (as kAddSmall). ARGV: the seven expected
-// fields, count field, k, the bitmap's bytes, then k counter indexes per item. Removes each item
+// Counting filters. KEYS: meta, bitmap, count hash. ARGV: the seven expected
+// fields, count field, k, the bitmap's bytes, the scratch key (as kAddSmall),
+// then k counter indexes per item. Removes each item
 // whose counters are all non-zero (an index that repeats within the item
 // needs as many), decrementing every counter below 15; a saturated counter
 // may hold more adds than 15, so it is never decremented. Atomic: the whole
 // batch runs as one script. Returns one '0'/'1' per item.
 inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
-    "local s = meta_state(KEYS[1], KEYS[5])\n"
+    "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
-    "restore(KEYS[2], KEYS[4], ARGV[10])\n"
+    "restore(KEYS[2], ARGV[11], ARGV[10])\n"
     "local bad = no_part(KEYS[3], ARGV[8]) or length_error(KEYS[2], ARGV[10])\n"
     "if bad then return bad end\n"
     "local k = tonumber(ARGV[9])\n"
-    "local n = (#ARGV - 10) / k\n"
+    "local n = (#ARGV - 11) / k\n"
     "local out, removed = {}, 0\n"
     "for i = 0, n - 1 do\n"
     "  local ops, need = {}, {}\n"
     "  for j = 1, k do\n"
-    "    local o = ARGV[10 + i * k + j]\n"
+    "    local o = ARGV[11 + i * k + j]\n"
     "    ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u4'; ops[#ops + 1] = '#' .. o\n"
     "    need[o] = (need[o] or 0) + 1\n"
     "  end\n"
     "  local v = redis.call('BITFIELD', KEYS[2], unpack(ops))\n"
     "  local value, all = {}, true\n"
-    "  for j = 1, k do value[ARGV[10 + i * k + j]] = v[j] end\n"
+    "  for j = 1, k do value[ARGV[11 + i * k + j]] = v[j] end\n"
     "  for o, c in pairs(need) do\n"
     "    if value[o] ~= 15 and value[o] < c then all = false end\n"
     "  end\n"
     "  if all then\n"
     "    local dec = {'OVERFLOW', 'SAT'}\n"
     "    for j = 1, k do\n"
-    "      local o = ARGV[10 + i * k + j]\n"
+    "      local o = ARGV[11 + i * k + j]\n"
     "      if value[o] < 15 then\n"
     "        dec[#dec + 1] = 'INCRBY'; dec[#dec + 1] = 'u4'; dec[#dec + 1] = '#' .. o\n"
     "        dec[#dec + 1] = '-1'\n"

@@ -463,6 +463,11 @@ class RedisStore final : public Store {
             // at one (the next add puts it back; a drop must take it).
             all.push_back(keys.scratch);
             for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).scratch);
+            for (uint64_t p : also) {
+              if (std::find(parts.begin(), parts.end(), p) == parts.end()) {
+                all.push_back(PartKeysFor(name, shared_->keys, p).scratch);
+              }
+            }
             BeginEval(cmd, scripts::kDrop, all, 1 + parts.size());
             cmd->Arg(name);
             for (uint64_t p : parts) cmd->Arg(p);

@@ -198,9 +198,9 @@ class SentinelSource final : public ConnectionSource {
              "partition), writes there may be lost";
     }
     if (!watch_lost_.empty()) {
-      return "no sentinel of master '" + url_.master_name + "' answers (the failover watcher " +
-             "reaches none of the " + std::to_string(url_.hosts.size()) +
-             "; the last: " + watch_lost_ + "): using " + master_->server().display +
+      return "the failover watcher of master '" + url_.master_name + "' is subscribed to none " +
+             "of its " + std::to_string(url_.hosts.size()) +
+             " sentinels (the last: " + watch_lost_ + "): using " + master_->server().display +
              ", the master they named last; a failover is noticed only when a call there fails";
     }
     return "";
