@@ -72,6 +72,19 @@ class RedisAclTest : public ::testing::Test {
            "@127.0.0.1:" + std::to_string(server_->port());
   }
 
+  // The README's writer less one permission (`command`, e.g. "+type"), as
+  // user "writer-less"; its URL, or "" if the rule could not be made.
+  std::string WriterWithout(const std::string& command) {
+    std::vector<std::string> rule = ReadmeAclRule("writer", "lpw");
+    if (rule.size() < 4) return "";
+    rule[2] = "writer-less";
+    std::erase(rule, command);
+    rule.insert(rule.begin() + 3, "reset");
+    server_->Cli({"ACL", "DELUSER", rule[2]});
+    if (server_->Cli(rule) != "OK\n") return "";
+    return "redis://writer-less:lpw@127.0.0.1:" + std::to_string(server_->port());
+  }
+
   testing::CommandResult Run(const std::string& url, std::vector<std::string> args,
                              const std::string& input = "") {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", url});
@@ -131,15 +144,9 @@ TEST_F(RedisAclTest, WriterRunsEveryCommand) {
 // deleted the bitmap left there (an audit: 5000 of 5000 items lost). The
 // commit needs nothing the guard does not, and a writer without +type adds.
 TEST_F(RedisAclTest, AWriterWithoutTypeAddsAndLosesNothing) {
-  std::vector<std::string> rule = ReadmeAclRule("writer", "tpw");
-  ASSERT_GE(rule.size(), 4u);
-  rule[2] = "writer-no-type";
-  std::erase(rule, std::string("+type"));
-  rule.insert(rule.begin() + 3, "reset");
-  server_->Cli({"ACL", "DELUSER", rule[2]});
-  ASSERT_EQ(server_->Cli(rule), "OK\n");
+  const std::string w = WriterWithout("+type");
+  ASSERT_FALSE(w.empty());
   const std::string admin = "redis://127.0.0.1:" + std::to_string(server_->port());
-  const std::string w = "redis://writer-no-type:tpw@127.0.0.1:" + std::to_string(server_->port());
   std::string before, batch1, batch2;
   for (int i = 0; i < 2000; ++i) before += "before-" + std::to_string(i) + "\n";
   for (int i = 0; i < 40; ++i) batch1 += "one-" + std::to_string(i) + "\n";
@@ -164,15 +171,9 @@ TEST_F(RedisAclTest, AWriterWithoutTypeAddsAndLosesNothing) {
 // bug: 500 "internal", exit 5, with the server's EXECABORT text. It is the
 // same "permission denied" (exit 3, HTTP 503) as any other missing command.
 TEST_F(RedisAclTest, APermissionMissingAtExecIsPermissionDenied) {
-  std::vector<std::string> rule = ReadmeAclRule("writer", "epw");
-  ASSERT_GE(rule.size(), 4u);
-  rule[2] = "writer-no-exec";
-  std::erase(rule, std::string("+exec"));
-  rule.insert(rule.begin() + 3, "reset");
-  server_->Cli({"ACL", "DELUSER", rule[2]});
-  ASSERT_EQ(server_->Cli(rule), "OK\n");
+  const std::string w = WriterWithout("+exec");
+  ASSERT_FALSE(w.empty());
   const std::string admin = "redis://127.0.0.1:" + std::to_string(server_->port());
-  const std::string w = "redis://writer-no-exec:epw@127.0.0.1:" + std::to_string(server_->port());
   ASSERT_EQ(Run(admin, {"create", "noexec", "-n", "1000", "-p", "0.01"}).exit_code, 0);
   const auto r = Run(w, {"check", "noexec", "x"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
