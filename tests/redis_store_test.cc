@@ -1741,6 +1741,10 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"rediss://h?cert=/x", "both cert= and key="},
            Case{"redis://h?sentinel_password=x", "redis-sentinel:// only"},
            Case{"redis://h?read_from=any", "read_from"},
+           // Once silently ignored: every read went to the one server.
+           Case{"redis://h?read_from=replica", "redis-sentinel:// or redis-cluster://"},
+           // Once "the last wins": a URL built by appending hid the first.
+           Case{"redis://h?pool_size=2&pool_size=3", "given twice"},
            Case{"redis://h?wait_replicas=-1", "wait_replicas"},
            Case{"redisx://h", "unknown store URL"},
            // Not "port 'pa' is not an integer": a piece of the password.

@@ -1,7 +1,9 @@
 #include "redis/redis_url.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <vector>
 
 #include "util/percent.h"
 #include "util/redact_url.h"
@@ -253,6 +255,7 @@ Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defa
     url.db = static_cast<int>(db);
   }
 
+  std::vector<std::string_view> given;  // an option given twice is a mistake, not "the last wins"
   while (!query.empty()) {
     const size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
@@ -261,7 +264,17 @@ Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defa
     const size_t eq = pair.find('=');
     if (eq == std::string_view::npos)
       return BadUrl("option '" + std::string(pair) + "' has no '='");
-    REDBLOOM_RETURN_IF_ERROR(ApplyOption(pair.substr(0, eq), pair.substr(eq + 1), &url));
+    const std::string_view key = pair.substr(0, eq);
+    if (std::find(given.begin(), given.end(), key) != given.end()) {
+      return BadUrl("option '" + std::string(key) + "' is given twice");
+    }
+    given.push_back(key);
+    REDBLOOM_RETURN_IF_ERROR(ApplyOption(key, pair.substr(eq + 1), &url));
+  }
+  if (url.mode == RedisMode::kSingle && url.read_from == ReadFrom::kReplica) {
+    return BadUrl(
+        "read_from=replica needs replicas to find: use redis-sentinel:// or redis-cluster:// "
+        "(redis:// names one server, which serves every read)");
   }
   if (!url.tls.enabled && (url.tls.insecure || !url.tls.cacert.empty() || !url.tls.cert.empty() ||
                            !url.tls.key.empty() || !url.tls.sni.empty())) {
