@@ -451,23 +451,19 @@ class RedisStore final : public Store {
           REDBLOOM_ASSIGN_OR_RETURN(const std::string companion,
                                     StoredCompanionKey(c, shared_->keys, name, keys));
           auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
-            std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts};
-            for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
+            // Scratch keys go too: a batch add whose commit failed left its
+            // bitmap at one (the next add puts it back; a drop must take it).
+            std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts, keys.scratch};
+            std::vector<uint64_t> dropped = parts;
             for (uint64_t p : also) {
-              if (std::find(parts.begin(), parts.end(), p) == parts.end()) {
-                all.push_back(PartKeysFor(name, shared_->keys, p).bitmap);
-              }
+              if (std::find(parts.begin(), parts.end(), p) == parts.end()) dropped.push_back(p);
+            }
+            for (uint64_t p : dropped) {
+              const PartKeys part = PartKeysFor(name, shared_->keys, p);
+              all.push_back(part.bitmap);
+              all.push_back(part.scratch);
             }
             if (!companion.empty()) all.push_back(companion);
-            // Scratch keys: a batch add whose commit failed left its bitmap
-            // at one (the next add puts it back; a drop must take it).
-            all.push_back(keys.scratch);
-            for (uint64_t p : parts) all.push_back(PartKeysFor(name, shared_->keys, p).scratch);
-            for (uint64_t p : also) {
-              if (std::find(parts.begin(), parts.end(), p) == parts.end()) {
-                all.push_back(PartKeysFor(name, shared_->keys, p).scratch);
-              }
-            }
             BeginEval(cmd, scripts::kDrop, all, 1 + parts.size());
             cmd->Arg(name);
             for (uint64_t p : parts) cmd->Arg(p);
