@@ -26,6 +26,11 @@ Status ExistsStatus(std::string_view name, const FilterConfig& existing,
                     const FilterConfig& wanted);
 // The stored filter changed between ReadConfig and OpenBits.
 Status ConfigChangedStatus(std::string_view name);
+// A sharded filter whose create has not placed every shard (kUnavailable):
+// a create with its parameters finishes it, which IsBeingCreated tells
+// callers that would otherwise make it (import, merge).
+Status BeingCreatedStatus(std::string_view name);
+bool IsBeingCreated(const Status& s);
 
 // Opens a filter after a create; `made` when this call made it. One made
 // and then with no memory to open (resource_exhausted: file: could not map

@@ -196,14 +196,12 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
   return h;
 }
 
-// Whether `read` (a failed ReadConfig) may be a sharded filter whose create
-// was interrupted: it reads "being created" (unavailable) until a create with
-// its parameters finishes it, which the import or merge that meets it then
-// does (it said to repeat the create, which a user of import may not know
-// how to). On a store that is down, the create fails too.
+// Whether `read` (a failed ReadConfig) is a sharded filter whose create was
+// interrupted, which the import or merge that meets it finishes with its
+// parameters (the error said to repeat the create, which a user of import
+// may not know how to).
 bool Interrupted(const Status& read, const FilterConfig& config) {
-  return read.code() == StatusCode::kUnavailable && config.shards > 1 &&
-         read.message().find("' is being created") != std::string::npos;  // RedisStore::ReadMeta
+  return config.shards > 1 && internal::IsBeingCreated(read);
 }
 
 // Opens `name`, creating it with `config` if missing; an existing filter must

@@ -656,10 +656,7 @@ class RedisStore final : public Store {
       REDBLOOM_ASSIGN_OR_RETURN(StoredMeta meta, ReadMetaOnce(name));
       if (!wait_ready || meta.shards_ready) return meta;
       if (attempt >= 100) {
-        return Status::Unavailable(
-            "sharded filter '" + std::string(name) +
-            "' is being created: its shards are not all in place yet (if no create is running, "
-            "one was interrupted: repeat it, with the same parameters, to finish the filter)");
+        return BeingCreatedStatus(name);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
