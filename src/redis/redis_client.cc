@@ -252,11 +252,11 @@ bool IsConfigurationFailure(const Status& s) {
 }
 
 bool IsPermanentFailure(const Status& s) {
-  return s.code() == StatusCode::kUnavailable &&
-         (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
-          StartsWith(s.message(), kTlsFailed) || StartsWith(s.message(), kNotReplicated) ||
-          StartsWith(s.message(), kRestarted) || StartsWith(s.message(), kWritableReplica) ||
-          StartsWith(s.message(), kAnswersLost) || StartsWith(s.message(), kClockBehind));
+  return IsConfigurationFailure(s) ||
+         (s.code() == StatusCode::kUnavailable &&
+          (StartsWith(s.message(), kNotReplicated) || StartsWith(s.message(), kRestarted) ||
+           StartsWith(s.message(), kWritableReplica) || StartsWith(s.message(), kAnswersLost) ||
+           StartsWith(s.message(), kClockBehind)));
 }
 
 // Retrying would wait for replicas again, and they rarely come back within a
