@@ -1219,6 +1219,47 @@ TEST_F(RedisStoreTest, ADropLeavesTheShardsOfAFilterMadeAgainMeanwhile) {
   EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
 }
 
+// A drop reads the filter's metadata (its shard count and token), then
+// removes the metadata, then the shards of that token. Another client that
+// dropped and made the filter again between the first two steps had its new
+// metadata removed by the old drop, and its shards (another token) kept for
+// good, read by no one. The metadata step now checks the token, and the drop
+// reads again: it removes the filter made meanwhile whole.
+TEST_F(RedisStoreTest, ADropOfAFilterMadeAgainSinceItReadItRemovesThatFilterWhole) {
+  testing::SlowRelay relay(server_->port(), std::chrono::milliseconds(0));
+  auto dropper = MustOpen("redis://127.0.0.1:" + std::to_string(relay.port()));
+  ASSERT_NE(dropper, nullptr);
+  FilterOptions o = Options(4000, 0.01);
+  o.shards = 4;
+  ASSERT_TRUE(BloomFilter::Create(*store_, "twice", o).ok());
+  // The drop's metadata step (it begins by asking the strategy, for a
+  // companion key) waits at the relay, after the drop read the metadata.
+  relay.HoldOnce("strategy");
+  Status dropped = Status::Internal("not run");
+  std::thread drop([&] { dropped = dropper->Drop("twice"); });
+  struct Joined {  // also when an assertion below returns early
+    testing::SlowRelay& relay;
+    std::thread& drop;
+    ~Joined() {
+      relay.Release();
+      if (drop.joinable()) drop.join();
+    }
+  } joined{relay, drop};
+  for (int i = 0; i < 500 && !relay.holding(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(relay.holding()) << "the drop never reached its metadata step";
+  ASSERT_TRUE(store_->Drop("twice").ok());
+  auto made = BloomFilter::Create(*store_, "twice", o);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  ASSERT_TRUE((*made)->AddMany(Views(Items(Encoding::kUtf8, 100))).ok());
+  relay.Release();
+  drop.join();
+  EXPECT_TRUE(dropped.ok()) << dropped.ToString();
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), 0) << "shards of the filter made again were left behind";
+  EXPECT_EQ((*made)->Info().status().code(), StatusCode::kNotFound);
+}
+
 // A batch add moves the bitmap to a scratch key, writes it there and moves
 // it back in a commit script. A commit that failed (a permission revoked
 // between the two, a script killed, OOM) left the bitmap at the scratch key,

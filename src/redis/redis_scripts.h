@@ -474,10 +474,13 @@ inline constexpr std::string_view kPruneParts =
   "  return f[1] == kind and (f[2] or '1') == shards\n"        \
   "end\n"
 
-// KEYS: meta, bitmap, parts hash, part bitmaps... ARGV: name, part numbers...
-// Returns {1} dropped; {0} no metadata; {-1, other_name} the metadata belongs
-// to another filter sharing the meta key ("x" and "{x}"); {2} the parts
-// changed, read them again; {3, type} the meta key is not a hash.
+// KEYS: meta, bitmap, parts hash, part bitmaps... ARGV: name, the shard
+// token the client read with the metadata ("" for none, "*" to skip the
+// check), part numbers... Returns {1} dropped; {0} no metadata; {-1,
+// other_name} the metadata belongs to another filter sharing the meta key
+// ("x" and "{x}"); {2} the parts changed, read them again; {3, type} the meta
+// key is not a hash; {4} the filter was made again since the client read its
+// token (its shards, if any, are another create's: read again).
 inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'none' then return {0} end\n"
@@ -485,7 +488,10 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS
     "local n = redis.call('HGET', KEYS[1], 'name')\n"
     // Metadata without a name is corrupt; dropping it must still be possible.
     "if n and n ~= ARGV[1] then return {-1, n} end\n"
-    "if not same_parts(KEYS[3], 2) then return {2} end\n"
+    "if ARGV[2] ~= '*' and (redis.call('HGET', KEYS[1], 'shard_token') or '') ~= ARGV[2] then\n"
+    "  return {4}\n"
+    "end\n"
+    "if not same_parts(KEYS[3], 3) then return {2} end\n"
     "redis.call('UNLINK', unpack(KEYS))\n"
     "return {1}\n";
 

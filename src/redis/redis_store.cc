@@ -283,24 +283,39 @@ class RedisStore final : public Store {
     // A sharded filter's shards live in other slots: the metadata goes first
     // (the filter is gone for every client at once), then the shards. A drop
     // cut short between the two leaves shards nobody reads; the next create
-    // of the name replaces them.
-    auto meta = ReadMeta(name, /*wait_ready=*/false);
-    const uint32_t shards = meta.ok() ? meta->config.shards : 1;
-    const std::string token = meta.ok() ? meta->shard_token : std::string();
-    // A window's slices in or near its window go too, listed or not: a
-    // slice whose list entry was evicted would outlive the drop, and a
-    // filter made again alike would read its bits as lost (data_loss) until
-    // it expired. They go in the drop's own script, so never a slice of a
-    // filter made after it.
-    std::vector<uint64_t> slices;
-    if (meta.ok() && meta->config.kind == FilterKind::kWindow && meta->config.slice_millis() > 0) {
-      const uint64_t now = shared_->options.clock->NowMillis() / meta->config.slice_millis();
-      const uint64_t back = meta->config.slices + 2;
-      for (uint64_t p = now > back ? now - back : 0; p <= now + 2; ++p) slices.push_back(p);
+    // of the name replaces them. The metadata step checks that the filter is
+    // still the one read here (its shard token): one dropped and made again
+    // in between has shards this drop would not know of, so it reads again.
+    for (int round = 0; round < 3; ++round) {
+      auto meta = ReadMeta(name, /*wait_ready=*/false);
+      const uint32_t shards = meta.ok() ? meta->config.shards : 1;
+      // Metadata that cannot be read (corrupt) must still be droppable.
+      std::string token = "*";
+      if (meta.ok()) {
+        token = meta->shard_token;
+      } else if (meta.status().code() == StatusCode::kNotFound) {
+        token.clear();
+      }
+      // A window's slices in or near its window go too, listed or not: a
+      // slice whose list entry was evicted would outlive the drop, and a
+      // filter made again alike would read its bits as lost (data_loss)
+      // until it expired. They go in the drop's own script, so never a
+      // slice of a filter made after it.
+      std::vector<uint64_t> slices;
+      if (meta.ok() && meta->config.kind == FilterKind::kWindow &&
+          meta->config.slice_millis() > 0) {
+        const uint64_t now = shared_->options.clock->NowMillis() / meta->config.slice_millis();
+        const uint64_t back = meta->config.slices + 2;
+        for (uint64_t p = now > back ? now - back : 0; p <= now + 2; ++p) slices.push_back(p);
+      }
+      bool made_again = false;
+      Status dropped = DropMain(name, keys, token, slices, &made_again);
+      if (made_again) continue;
+      if (!dropped.ok() || shards == 1) return dropped;
+      return DropShards(name, shards, token);
     }
-    Status dropped = DropMain(name, keys, slices);
-    if (!dropped.ok() || shards == 1) return dropped;
-    return DropShards(name, shards, token);
+    return Status::Conflict("filter '" + std::string(name) +
+                            "' kept being made again while it was dropped; try again");
   }
 
   // A sharded filter: its metadata first (as the lock: of racing creators one
@@ -441,9 +456,12 @@ class RedisStore final : public Store {
     return shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops);
   }
 
-  // `also`: part numbers whose keys go too if they exist, listed or not.
-  Status DropMain(std::string_view name, const FilterKeys& keys,
-                  const std::vector<uint64_t>& also = {}) {
+  // `token`: the shard token read with the metadata ("" for none, "*" for
+  // metadata that could not be read); a filter with another one sets
+  // `*made_again` and stays. `also`: part numbers whose keys go too if they
+  // exist, listed or not.
+  Status DropMain(std::string_view name, const FilterKeys& keys, const std::string& token,
+                  const std::vector<uint64_t>& also, bool* made_again) {
     // Not idempotent: a repeated drop would answer kNotFound.
     return shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
@@ -464,8 +482,9 @@ class RedisStore final : public Store {
               all.push_back(part.scratch);
             }
             if (!companion.empty()) all.push_back(companion);
-            BeginEval(cmd, scripts::kDrop, all, 1 + parts.size());
+            BeginEval(cmd, scripts::kDrop, all, 2 + parts.size());
             cmd->Arg(name);
+            cmd->Arg(token);
             for (uint64_t p : parts) cmd->Arg(p);
           };
           return WithParts(c, keys, name, "dropped", build, [&](const redisReply* r) -> Status {
@@ -476,6 +495,9 @@ class RedisStore final : public Store {
                 return NotFoundStatus(name);
               case -1:
                 return CollisionStatus(name, ReplyString(r->element[1]), DisplayMeta(name));
+              case 4:
+                *made_again = true;
+                return Status::Ok();
               default:
                 return MetaWrongType(r, name);
             }
