@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -350,6 +351,48 @@ TEST_F(CliTest, ExportWritesThroughFifosAndSymlinks) {
   EXPECT_EQ(guava.substr(0, guava.size() / 2), guava.substr(guava.size() / 2))
       << "two exports, each appended whole";
   EXPECT_EQ(guava.size() / 2, std::filesystem::file_size(real));
+}
+
+// An export to a file is written aside and put in place when complete. It
+// was written under TARGET.tmp.PID: an export killed midway left that file,
+// as large as the filter, for ever (a full disk's worth, in time). It is now
+// an unnamed file until linked in. The kill here is SIGXFSZ, the default
+// action of a write past RLIMIT_FSIZE: at a known point, every run.
+TEST_F(CliTest, AnExportKilledMidwayLeavesNothingBehind) {
+  Create("k", {}, "100000");
+  std::string items;
+  for (int i = 0; i < 50000; ++i) items += "item-" + std::to_string(i) + "\n";
+  ASSERT_EQ(Run({"add", "-q", "k", "-f", "-"}, items).exit_code, 0);
+  const std::string out = dir_.path() + "/out";
+  std::filesystem::create_directory(out);
+  const auto entries = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(out)) {
+      names.push_back(e.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  for (const bool existing : {false, true}) {
+    if (existing) std::ofstream(out + "/k.dump") << "before";
+    auto killed = RunCommand({"/usr/bin/prlimit", "--fsize=4096", "--core=0", "--",
+                              REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path(), "export", "k",
+                              "--format", "redbloom", "-f", out + "/k.dump"});
+    EXPECT_EQ(killed.exit_code, -1) << "not killed: " << killed.err;
+    EXPECT_EQ(entries(), existing ? std::vector<std::string>{"k.dump"} : std::vector<std::string>{})
+        << "existing: " << existing;
+  }
+  std::ifstream before(out + "/k.dump");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(before), {}), "before");
+  // Unkilled, over the file and to a new name: whole dumps, nothing else.
+  for (const char* to : {"k.dump", "new.dump"}) {
+    auto r = Run({"export", "k", "--format", "redbloom", "-f", out + "/" + to});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_GT(std::filesystem::file_size(out + "/" + to), 65536u) << to;
+  }
+  EXPECT_EQ(entries(), (std::vector<std::string>{"k.dump", "new.dump"}));
+  auto back = Run({"import", "copy", "--format", "redbloom", "-f", out + "/k.dump"});
+  EXPECT_EQ(back.exit_code, 0) << back.err;
 }
 
 // A drop or rebuild by a user who may unlink a filter's file (a shared

@@ -466,12 +466,42 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     }
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
+  // The export is written to an unnamed file in the target's directory
+  // (O_TMPFILE) and linked in when complete: an export killed midway leaves
+  // nothing behind (a named temporary stayed, as large as the filter, for
+  // ever). File systems without O_TMPFILE take a named temporary.
   const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
-  const std::string what = file + " (through its temporary " + tmp + ")";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  std::string dir = target.parent_path().string();
+  if (dir.empty()) dir = ".";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  const bool unnamed = fd >= 0;
+  if (!unnamed && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    return Fail(WriteError(file + " (in " + dir + ")", errno));
+  }
+  const std::string what = unnamed ? file : file + " (through its temporary " + tmp + ")";
+  if (!unnamed) fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) return Fail(WriteError(what, errno));
   Result<uint64_t> wrote = ExportTo(**filter, format, fd, what);
   if (wrote.ok() && ::fsync(fd) != 0) wrote = WriteError(what, errno);
+  if (wrote.ok() && unnamed) {
+    // A new name is linked in at once; an existing one is replaced by a
+    // rename, as a named temporary would be.
+    const std::string from = "/proc/self/fd/" + std::to_string(fd);
+    if (::linkat(AT_FDCWD, from.c_str(), AT_FDCWD, target.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      ::close(fd);
+      return Exported(name, *wrote, format, file);
+    }
+    int err = errno;
+    if (err == EEXIST) {
+      ::unlink(tmp.c_str());  // a stale one, of a process that had this pid
+      err = ::linkat(AT_FDCWD, from.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0
+                                                                                            : errno;
+    }
+    if (err != 0) {
+      wrote = Status::Unavailable("cannot link " + file + " into place (through " + tmp +
+                                  "): " + internal::ErrnoText(err));
+    }
+  }
   if (::close(fd) != 0 && wrote.ok()) wrote = WriteError(what, errno);
   if (!wrote.ok()) {
     std::remove(tmp.c_str());
