@@ -66,7 +66,7 @@ files() { awk '{print $6}' "$1" | grep -v '/$' | sed 's|^\./|/|' | sort; }
   git ls-files include/redbloom | sed 's|^|/usr/|'
   printf "/usr/lib/$multiarch/%s\n" libredbloom.a cmake/redbloom/redbloomConfig.cmake \
     cmake/redbloom/redbloomConfigVersion.cmake cmake/redbloom/redbloomTargets.cmake \
-    cmake/redbloom/redbloomTargets-CONFIG.cmake
+    cmake/redbloom/redbloomTargets-CONFIG.cmake pkgconfig/redbloom.pc
 } | sort >"$tmp/dev.expected"
 files "$tmp/runtime.list" >"$tmp/runtime.actual"
 files "$tmp/dev.list" | sed 's|redbloomTargets-[a-z]*\.cmake$|redbloomTargets-CONFIG.cmake|' | sort \
@@ -191,4 +191,9 @@ step "tests/consumer against the extracted libredbloom-dev"
 cmake -S tests/consumer -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
 ninja -C "$tmp/consumer" >/dev/null
 "$tmp/consumer/redbloom_consumer"
+step "tests/consumer through the extracted redbloom.pc"
+# shellcheck disable=SC2046 # the flags are words
+g++ -o "$tmp/consumer/pkg_config_consumer" tests/consumer/main.cc \
+  $(PKG_CONFIG_PATH="$root/usr/lib/$multiarch/pkgconfig" pkg-config --cflags --libs redbloom)
+"$tmp/consumer/pkg_config_consumer"
 step "packages checked"

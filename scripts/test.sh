@@ -33,7 +33,7 @@ bash scripts/build.sh build -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_BUILD_BENCH=ON 
 echo "== tests"
 (cd build && ctest --output-on-failure --no-tests=error -j"$jobs")
 
-echo "== install, and build tests/consumer against it with find_package(redbloom)"
+echo "== install, and build tests/consumer against it with find_package(redbloom) and pkg-config"
 step=$(date +%s)
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
@@ -41,6 +41,13 @@ cmake --install build --prefix "$prefix/usr" >/dev/null
 cmake -S tests/consumer -B "$prefix/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/usr" >/dev/null
 ninja -C "$prefix/consumer" >/dev/null
 "$prefix/consumer/redbloom_consumer"
+# And without CMake, through the installed redbloom.pc.
+PKG_CONFIG_PATH=$(dirname "$(find "$prefix/usr" -name redbloom.pc)")
+export PKG_CONFIG_PATH
+# shellcheck disable=SC2046 # the flags are words
+g++ -o "$prefix/consumer/pkg_config_consumer" tests/consumer/main.cc $(pkg-config --cflags --libs redbloom)
+unset PKG_CONFIG_PATH
+"$prefix/consumer/pkg_config_consumer"
 echo "== consumer: $(( $(date +%s) - step )) s"
 
 echo "== Debian packages from build/ (cpack, no new compile), then their checks"
