@@ -391,6 +391,28 @@ TEST_P(RedissonRedisTest, ARedissonReinitWithOtherParametersIsAConflict) {
   stale.Assume(9585, 7);
   EXPECT_EQ(stale.Contains(items), -1);
   EXPECT_NE(stale.last_error().find("Bloom filter config has been changed"), std::string::npos);
+
+  // A drop or a rebuild would destroy the filter Java made (an audit: both
+  // did, and Java's clients then failed every call): refused, nothing
+  // touched, the rebuild's temporary filter gone.
+  const Status dropped = BloomFilter::Drop(*store_, "orders");
+  EXPECT_EQ(dropped.code(), StatusCode::kConflict) << dropped.ToString();
+  EXPECT_NE(dropped.message().find("delete '{orders}:meta'"), std::string::npos)
+      << dropped.ToString();
+  const Status rebuilt =
+      BloomFilter::Rebuild(*store_, "orders", Options(1000, 0.01),
+                           [&](BloomFilter& b) { return b.AddMany(Views(items)); });
+  EXPECT_EQ(rebuilt.code(), StatusCode::kConflict) << rebuilt.ToString();
+  EXPECT_EQ(store_->ReadConfig(TemporaryName("orders")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_->Str({"GET", "orders"}), bits);
+  EXPECT_EQ(raw_->Str({"HGET", "{orders}:config", "size"}), "958");
+  EXPECT_EQ(raw_->Int({"EXISTS", "{orders}:meta"}), 1);
+  // What the README says to do: forget redbloom's record, attach again.
+  raw_->Run({"DEL", "{orders}:meta"});
+  auto theirs = BloomFilter::Attach(*store_, "orders",
+                                    {.strategy = Strategy::kRedisson, .encoding = codec()});
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+  ExpectAllPresent(**theirs, Make("NEW-", 5));
 }
 
 TEST_P(RedissonRedisTest, ADeletedConfigHashIsAConflictToo) {
@@ -400,6 +422,14 @@ TEST_P(RedissonRedisTest, ADeletedConfigHashIsAConflictToo) {
   raw_->Run({"DEL", "{gone}:config"});
   EXPECT_EQ((*f)->Contains("A").status().code(), StatusCode::kConflict);
   EXPECT_EQ((*f)->Add("B").code(), StatusCode::kConflict);
+  // A rebuild does not bring back a filter Java deleted; a drop clears
+  // what is left of it.
+  const Status rebuilt = BloomFilter::Rebuild(*store_, "gone", Options(1000, 0.01),
+                                              [](BloomFilter& b) { return b.Add("C"); });
+  EXPECT_EQ(rebuilt.code(), StatusCode::kConflict) << rebuilt.ToString();
+  EXPECT_EQ(raw_->Int({"EXISTS", "{gone}:config"}), 0);
+  EXPECT_TRUE(BloomFilter::Drop(*store_, "gone").ok());
+  for (const char* key : {"gone", "{gone}:meta"}) EXPECT_EQ(raw_->Int({"EXISTS", key}), 0) << key;
 }
 
 TEST_P(RedissonRedisTest, DropAndTtlCoverTheConfigHash) {
@@ -456,6 +486,44 @@ TEST_P(RedissonRedisTest, CreateRefusesWhatRedissonRefusesOrCouldNotRead) {
   EXPECT_EQ(over.status().code(), StatusCode::kConflict);
   EXPECT_NE(over.status().message().find("attach"), std::string::npos);
   EXPECT_EQ(raw_->Int({"EXISTS", "theirs", "{theirs}:meta"}), 0);
+}
+
+// A Redisson filter's bitmap is at NAME, where every strategy keeps its
+// bitmap. An attach that forgot --strategy redisson took it as a seed or
+// guava64 filter of the same size (seed's m for 1e6 at 1% is Redisson's, to
+// the bit): every item Java had added then read absent, and what redbloom
+// added was noise to Java (an audit). A create took a name Java had only
+// initialised. Both are refused now, naming the strategy to use.
+TEST_P(RedissonRedisTest, AnotherStrategyNeitherCreatesNorAttachesOverARedissonFilter) {
+  RedissonClient redisson(*raw_, "orders");
+  ASSERT_TRUE(redisson.TryInit(1000, "0.01", 9585, 7));
+  const auto items = Make("ORD-", 20);
+  ASSERT_EQ(redisson.Add(items), 20) << redisson.last_error();
+  const std::string bits = raw_->Str({"GET", "orders"});
+  RedissonClient fresh(*raw_, "initialised");
+  ASSERT_TRUE(fresh.TryInit(1000, "0.01", 9585, 7));
+  for (const Strategy strategy : {Strategy::kSeed, Strategy::kGuava64, Strategy::kBlock}) {
+    const FilterOptions o = {.capacity = 1000, .error_rate = 0.01, .strategy = strategy};
+    for (const char* name : {"orders", "initialised"}) {
+      auto attached = BloomFilter::Attach(*store_, name, o);
+      EXPECT_EQ(attached.status().code(), StatusCode::kConflict) << name;
+      EXPECT_NE(attached.status().message().find("--strategy redisson"), std::string::npos)
+          << attached.status().ToString();
+      auto created = BloomFilter::Create(*store_, name, o);
+      EXPECT_EQ(created.status().code(), StatusCode::kConflict) << name;
+      EXPECT_NE(created.status().message().find("holds size=9585 hashIterations=7"),
+                std::string::npos)
+          << created.status().ToString();
+    }
+  }
+  for (const char* key : {"{orders}:meta", "{initialised}:meta", "initialised"}) {
+    EXPECT_EQ(raw_->Int({"EXISTS", key}), 0) << key;
+  }
+  EXPECT_EQ(raw_->Str({"GET", "orders"}), bits);
+  // With the right strategy, Java's items are there.
+  auto f = BloomFilter::Attach(*store_, "orders", Options(1000, 0.01));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ExpectAllPresent(**f, items);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, RedissonRedisTest,

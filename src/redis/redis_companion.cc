@@ -49,6 +49,41 @@ Status CheckCompanionPlacement(std::string_view name, KeyMode mode, const Filter
   return Status::Ok();
 }
 
+Status CheckNoForeignCompanion(const RedisShared& shared, std::string_view name,
+                               const FilterConfig& c, std::string_view doing) {
+  // A Java side names its keys in plain UTF-8 (keys=jdk is Spring's).
+  if (CompanionOf(c) != nullptr || shared.keys != KeyMode::kPlain) return Status::Ok();
+  for (const StrategyDef* def : StrategyTable()) {
+    if (def->companion == nullptr) continue;
+    const std::string key = CompanionKeyFor(name, shared.keys, def->companion->suffix);
+    std::string size, iterations;
+    REDBLOOM_RETURN_IF_ERROR(
+        shared.source->Run(key, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          CommandBuffer cmd;
+          AppendCompanionRead(&cmd, key);
+          REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+          if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+              r->element[0]->type == REDIS_REPLY_STRING &&
+              r->element[1]->type == REDIS_REPLY_STRING) {
+            size = ReplyString(r->element[0]);
+            iterations = ReplyString(r->element[1]);
+          }
+          return Status::Ok();
+        }));
+    if (size.empty()) continue;
+    return Status::Conflict(
+        "'" + std::string(name) + "' is a " + std::string(def->name) +
+        " filter: its config hash '" + DisplayKey(key, shared.keys) + "' holds size=" + size +
+        " hashIterations=" + iterations + ". A " + std::string(StrategyName(c.strategy)) +
+        " filter there would hash its items another way (the Java side's items would read "
+        "absent): " +
+        (doing == "attach" ? "attach" : "adopt it with attach") + " --strategy " +
+        std::string(def->name) + ", or choose another name");
+  }
+  return Status::Ok();
+}
+
 void AppendCompanionRead(CommandBuffer* cmd, const std::string& companion_key) {
   cmd->Command({"HMGET", companion_key, kCompanionBitsField, kCompanionHashesField});
 }

@@ -34,6 +34,15 @@ std::string CompanionKey(std::string_view name, KeyMode mode, const FilterConfig
 // plain keys, whose companion key is in its bitmap's cluster slot.
 Status CheckCompanionPlacement(std::string_view name, KeyMode mode, const FilterConfig& c);
 
+// kConflict when `name` is already the filter of a strategy that keeps a
+// companion (a Redisson RBloomFilter: its config hash holds size and
+// hashIterations) and `c`'s strategy keeps none: created or attached so,
+// the bitmap would be hashed another way (every Java item absent, Java
+// reading redbloom's bits as noise). `doing` is "create" or "attach". A
+// hash that cannot be read (an ACL's key patterns) is no such filter here.
+Status CheckNoForeignCompanion(const RedisShared& shared, std::string_view name,
+                               const FilterConfig& c, std::string_view doing);
+
 // Cell operations read the companion back with HMGET key size hashIterations
 // (two replies) and check it with this: kConflict naming what the hash holds
 // when it is missing, of another type or of other parameters (a Java client

@@ -460,6 +460,22 @@ inline constexpr std::string_view kPruneParts =
   "  return true\n"                                         \
   "end\n"
 
+// Shared by drop and replace, for a filter whose Java side keeps a companion
+// hash (Redisson's {NAME}:config): 'same' while the hash holds the bits and
+// hashes of the metadata at `meta`, 'gone' without it, 'other' when a Java
+// client re-created the filter with other parameters (or put something else
+// there). A filter that is no longer redbloom's must not be dropped or
+// replaced on its behalf.
+#define REDBLOOM_LUA_COMPANION_STATE                                        \
+  "local function companion_state(meta, companion)\n"                       \
+  "  local c = redis.pcall('HMGET', companion, 'size', 'hashIterations')\n" \
+  "  if type(c) ~= 'table' or c.err then return 'other' end\n"              \
+  "  if not c[1] and not c[2] then return 'gone' end\n"                     \
+  "  local m = redis.call('HMGET', meta, 'bits', 'hashes')\n"               \
+  "  if c[1] == m[1] and c[2] == m[2] then return 'same' end\n"             \
+  "  return 'other'\n"                                                      \
+  "end\n"
+
 // Shared by the replace scripts: false if the filter at `meta` is no longer
 // the one the client checked before the swap (its kind and shard count, or
 // "" when there was none; "*" skips the check, for a filter whose metadata
@@ -474,14 +490,17 @@ inline constexpr std::string_view kPruneParts =
   "  return f[1] == kind and (f[2] or '1') == shards\n"        \
   "end\n"
 
-// KEYS: meta, bitmap, parts hash, part bitmaps... ARGV: name, the shard
-// token the client read with the metadata ("" for none, "*" to skip the
-// check), part numbers... Returns {1} dropped; {0} no metadata; {-1,
-// other_name} the metadata belongs to another filter sharing the meta key
-// ("x" and "{x}"); {2} the parts changed, read them again; {3, type} the meta
-// key is not a hash; {4} the filter was made again since the client read its
-// token (its shards, if any, are another create's: read again).
-inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS
+// KEYS: meta, bitmap, parts hash, part bitmaps..., then the companion hash
+// if ARGV[3] is '1'. ARGV: name, the shard token the client read with the
+// metadata ("" for none, "*" to skip the check), '1' if the last key is a
+// companion hash (else '0'), part numbers... Returns {1} dropped; {0} no
+// metadata; {-1, other_name} the metadata belongs to another filter sharing
+// the meta key ("x" and "{x}"); {2} the parts changed, read them again; {3,
+// type} the meta key is not a hash; {4} the filter was made again since the
+// client read its token (its shards, if any, are another create's: read
+// again); {5, size, hashIterations} the companion holds another filter, its
+// Java side's (nothing dropped).
+inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_COMPANION_STATE
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'none' then return {0} end\n"
     "if mt ~= 'hash' then return {3, mt} end\n"
@@ -491,7 +510,12 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS
     "if ARGV[2] ~= '*' and (redis.call('HGET', KEYS[1], 'shard_token') or '') ~= ARGV[2] then\n"
     "  return {4}\n"
     "end\n"
-    "if not same_parts(KEYS[3], 3) then return {2} end\n"
+    "if ARGV[3] == '1' and companion_state(KEYS[1], KEYS[#KEYS]) == 'other' then\n"
+    "  local c = redis.pcall('HMGET', KEYS[#KEYS], 'size', 'hashIterations')\n"
+    "  if type(c) ~= 'table' or c.err then return {5, 'not a hash', ''} end\n"
+    "  return {5, c[1] or '', c[2] or ''}\n"
+    "end\n"
+    "if not same_parts(KEYS[3], 4) then return {2} end\n"
     "redis.call('UNLINK', unpack(KEYS))\n"
     "return {1}\n";
 
@@ -663,13 +687,19 @@ inline constexpr std::string_view kAttachCompanion =
 // '0'), '1' if the replacement has one, the replaced filter's kind and
 // shards as checked, its part numbers... The name's companion becomes the
 // source's (or goes, if the replacement has none; a hash there that the old
-// filter did not own is left alone). Returns as kReplace.
+// filter did not own is left alone). Returns as kReplace, and {6, state}
+// when the old filter's companion no longer holds it (state 'gone' or
+// 'other': its Java side deleted or re-created it; nothing swapped).
 inline constexpr std::string_view kReplaceCompanion =
-    REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD
+    REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD REDBLOOM_LUA_COMPANION_STATE
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
     "if ARGV[5] ~= '*' and redis.call('EXISTS', KEYS[1]) == 0 then return {5} end\n"
     "if not still_the_old(KEYS[1], ARGV[5], ARGV[6]) then return {4} end\n"
+    "if ARGV[3] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then\n"
+    "  local st = companion_state(KEYS[1], KEYS[6])\n"
+    "  if st ~= 'same' then return {6, st} end\n"
+    "end\n"
     "if not same_parts(KEYS[3], 7) then return {2} end\n"
     "for i = 8, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"
     "redis.call('UNLINK', KEYS[3])\n"

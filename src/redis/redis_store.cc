@@ -119,6 +119,7 @@ class RedisStore final : public Store {
         CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits(),
                   /*shardable=*/KindOf(config.kind).one_array && !config.geometry_given));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
+    REDBLOOM_RETURN_IF_ERROR(CheckNoForeignCompanion(*shared_, name, config, "create"));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
     if (config.shards > 1) return CreateSharded(name, config, keys, expires_at);
@@ -168,6 +169,7 @@ class RedisStore final : public Store {
                                        config.cell_bits(),
                                        /*shardable=*/false));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
+    REDBLOOM_RETURN_IF_ERROR(CheckNoForeignCompanion(*shared_, name, config, "attach"));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
     // Idempotent: attaching again with the same parameters succeeds.
@@ -482,9 +484,10 @@ class RedisStore final : public Store {
               all.push_back(part.scratch);
             }
             if (!companion.empty()) all.push_back(companion);
-            BeginEval(cmd, scripts::kDrop, all, 2 + parts.size());
+            BeginEval(cmd, scripts::kDrop, all, 3 + parts.size());
             cmd->Arg(name);
             cmd->Arg(token);
+            cmd->Arg(companion.empty() ? "0" : "1");
             for (uint64_t p : parts) cmd->Arg(p);
           };
           return WithParts(c, keys, name, "dropped", build, [&](const redisReply* r) -> Status {
@@ -498,6 +501,16 @@ class RedisStore final : public Store {
               case 4:
                 *made_again = true;
                 return Status::Ok();
+              case 5:
+                if (r->elements < 3) return Unexpected("drop", r);
+                return Status::Conflict(
+                    "filter '" + std::string(name) + "' was not dropped: its config hash '" +
+                    DisplayKey(companion, shared_->keys) + "' now holds size=" +
+                    ReplyString(r->element[1]) + " hashIterations=" + ReplyString(r->element[2]) +
+                    ", another filter its Java side made since; to make redbloom forget its own "
+                    "record only, delete '" +
+                    DisplayKey(keys.meta, shared_->keys) +
+                    "' (and attach again to use the Java side's filter)");
               default:
                 return MetaWrongType(r, name);
             }
@@ -580,6 +593,15 @@ class RedisStore final : public Store {
                                         "replaced; nothing was swapped in");
               case 5:
                 return DroppedWhileRebuiltStatus(name);
+              case 6:
+                if (r->elements < 2) return Unexpected("replace", r);
+                return Status::Conflict(
+                    "filter '" + std::string(name) + "': its config hash '" +
+                    DisplayKey(old_companion, shared_->keys) + "' " +
+                    (ReplyString(r->element[1]) == "gone"
+                         ? "is gone (a Java client deleted the filter)"
+                         : "holds another filter (a Java client re-created it)") +
+                    "; nothing was swapped in, and the Java side's keys are untouched");
               default:
                 return Unexpected("replace", r);
             }
