@@ -123,6 +123,9 @@ struct BodyFraming {
   // A Content-Length with no value: the HTTP layer would never see it
   // (httplib drops empty headers), so the connection layer answers it.
   bool empty_length = false;
+  // Neither Content-Length nor Transfer-Encoding: the request has no body
+  // (RFC 9112, 6.3).
+  bool unframed = false;
 };
 
 // The weight of one element of an Accept-Encoding list (RFC 9110, 12.4.2),
@@ -305,6 +308,7 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
   // reads it too; it went to a worker, which a client trickling such a
   // body held for body_timeout_s.
   if (lengths >= 1 && *length > 0) f.length = length;
+  f.unframed = lengths == 0;  // a Transfer-Encoding returned above
   return f;
 }
 
@@ -800,6 +804,18 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             "a header line of the request is not 'name: value'"));
     Linger(c);
+    return true;
+  }
+  if (f.unframed) {
+    // The HTTP layer reads a POST or PUT without either header until the
+    // connection closes: a bodyless POST (curl -X POST without -d) waited
+    // read_timeout_s for a 408, took requests pipelined behind it as its
+    // body, and held a worker meanwhile. It has none; the HTTP layer is
+    // told so. (`f`'s views into the head are not used past this.)
+    static constexpr std::string_view kNoBody = "Content-Length: 0\r\n";
+    c.buf.insert(c.head_end - 2, kNoBody);
+    c.head_end += kNoBody.size();
+    Dispatch(c);
     return true;
   }
   if (!f.length || *f.length > o_.max_body_bytes || buffered_ >= o_.body_buffer_bytes ||

@@ -591,6 +591,30 @@ int CountResponses(const std::string& bytes) {
   return n;
 }
 
+// A request with neither Content-Length nor Transfer-Encoding has no body
+// (RFC 9112, 6.3). cpp-httplib reads a POST's until the connection closes:
+// `curl -X POST` without -d waited read_timeout_s for a false 408 ("no byte
+// of the body arrived"), and a request pipelined behind it was read as its
+// body and never answered (an audit). It is now an empty body, at once.
+TEST_F(ServerLimitsTest, ARequestWithoutLengthOrChunksHasNoBody) {
+  RedbloomdProcess server(StoreUrl(), R"({"read_timeout_s": 30})");
+  server.Start();
+  ASSERT_NO_FATAL_FAILURE(CreateF(server));
+  RawConnection c(server.port());
+  const auto sent = std::chrono::steady_clock::now();
+  c.Send(
+      "POST /v1/filters/f/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n"
+      "GET /v1/filters/f/items/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string answers;
+  for (int i = 0; i < 2 && CountResponses(answers) < 2; ++i) answers += c.ReadResponse();
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, seconds(20)) << "waited for a body";
+  ASSERT_EQ(CountResponses(answers), 2) << answers;
+  EXPECT_TRUE(answers.starts_with("HTTP/1.1 400")) << answers;
+  EXPECT_NE(answers.find("empty"), std::string::npos) << answers;
+  EXPECT_NE(answers.find(R"({"present":false})"), std::string::npos) << answers;
+  EXPECT_TRUE(c.WaitClosed(seconds(2)));
+}
+
 // A request httplib refuses before routing it (a target over 8 KiB: 414; a
 // request line it cannot parse: 400) may have left part of itself unread,
 // here a body that is itself a request. The connection is closed after the
