@@ -394,6 +394,13 @@ Result<ServerConfig> ResolveConfig(const Flags& flags,
     c.listen_source = "flag";
   }
   if (flags.store) {
+    // As the CLI does: an empty flag is a mistake (`--store "$URL"` with the
+    // variable unset), not a request for the default file store.
+    if (flags.store->empty()) {
+      return Status::InvalidArgument(
+          "--store is empty: give a store URL, or leave the flag out for the default (" +
+          DefaultStoreUrl() + ")");
+    }
     c.store = *flags.store;
     c.store_source = "flag";
   }

@@ -453,6 +453,13 @@ TEST(ConfigTest, RejectsBadTokensAndListen) {
   flags.listen = std::nullopt;
   flags.config = "/nonexistent/redbloomd.json";
   EXPECT_EQ(ResolveConfig(flags, env.fn()).status().code(), StatusCode::kInvalidArgument);
+  flags.config = std::nullopt;
+  // `--store "$URL"` with the variable unset served the default file store.
+  flags.store = "";
+  const auto empty_store = ResolveConfig(flags, env.fn());
+  EXPECT_EQ(empty_store.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(empty_store.status().message().find("--store is empty"), std::string::npos)
+      << empty_store.status().ToString();
 }
 
 TEST(ConfigTest, IsLoopbackHost) {
