@@ -101,6 +101,22 @@ TEST_F(RedisCliTest, FullLifecycle) {
   EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"audit"}));
 }
 
+// The text info of a sharded filter says so: "bits" sizes one shard, and
+// without the shard count and the total it read as the whole filter.
+TEST_F(RedisCliTest, InfoTextNamesTheShardsAndTheirTotal) {
+  ASSERT_EQ(Run({"create", "wide", "-n", "1000", "-p", "0.01", "--shards", "4"}).exit_code, 0);
+  auto json = Run({"info", "wide", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  auto text = Run({"info", "wide"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("shards:            4\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("total_bits:        " + std::to_string(j["total_bits"].get<uint64_t>())),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(j["total_bits"].get<uint64_t>(), 4 * j["bits"].get<uint64_t>());
+}
+
 // The store comes from $REDBLOOM_STORE when --store is absent.
 // A store's failure during an add or check names the filter, for a script
 // that touches many ("add: redis ...: OOM ..." did not say which).

@@ -83,9 +83,13 @@ void PrintInfoText(const FilterInfo& info, const std::string& store_url) {
     std::cout << "window:            " << c.window_millis << " ms in " << c.slices << " slices\n"
               << "live_slices:       " << info.parts << "\n";
   }
+  if (c.shards > 1) std::cout << "shards:            " << c.shards << "\n";
   if (c.ttl_seconds != 0) std::cout << "ttl:               " << c.ttl_seconds << " s\n";
+  // As --json: "bits" sizes one part (shard, layer, slice); these count all.
+  if (!c.one_array()) std::cout << "total_bits:        " << info.bits << "\n";
   std::cout << "memory_bytes:      " << info.memory_bytes << "\n"
-            << "bits_set:          " << info.bits_set << "\n"
+            << "bits_set:          " << info.bits_set
+            << (info.bits_set_exact ? "" : " (sampled: parts over 64 MiB are estimated)") << "\n"
             << "items_added:       " << info.items_added << "\n"
             << "approximate_items: "
             << (info.approximate_items == UINT64_MAX ? std::string("unbounded (every bit is set)")
