@@ -1037,6 +1037,12 @@ TEST_P(KindsTest, InvalidKindParametersAreRejectedBeforeAnythingIsCreated) {
            .kind = FilterKind::kWindow,
            .window_millis = (kMaxTtlSeconds + 1) * 1000,
            .slices = 2},
+           // One millisecond past it (the cap was checked in whole seconds).
+           {.capacity = 10,
+           .error_rate = 0.1,
+           .kind = FilterKind::kWindow,
+           .window_millis = kMaxTtlSeconds * 1000 + 1,
+           .slices = 2},
            {.capacity = 10,
            .error_rate = 0.1,
            .kind = FilterKind::kWindow,

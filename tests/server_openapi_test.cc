@@ -284,13 +284,32 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
   Expect(507, *n, "PUT", "/v1/filters/huge", R"({"capacity":5000000,"error_rate":0.01})");
   Expect(404, *n, "GET", "/v1/filters/huge");
 
+  // A filter changed under redbloomd: a Redisson client re-created one with
+  // another size, and another's bitmap key now holds a list. Every route on
+  // them is 409, and the DELETE leaves the Java side's keys alone.
+  Expect(201, *n, "PUT", "/v1/filters/theirs",
+         R"({"capacity":100,"error_rate":0.01,"strategy":"redisson"})");
+  small.Cli({"HSET", "{theirs}:config", "size", "959"});
+  Expect(409, *n, "GET", "/v1/filters/theirs");
+  Expect(409, *n, "POST", "/v1/filters/theirs/items", R"({"items":["a"]})");
+  Expect(409, *n, "POST", "/v1/filters/theirs/check", R"({"items":["a"]})");
+  Expect(409, *n, "GET", "/v1/filters/theirs/items/a");
+  Expect(409, *n, "DELETE", "/v1/filters/theirs");
+  EXPECT_EQ(small.Cli({"HGET", "{theirs}:config", "size"}), "959\n");
+  Expect(201, *n, "PUT", "/v1/filters/counts",
+         R"({"capacity":100,"error_rate":0.01,"kind":"counting"})");
+  small.Cli({"DEL", "counts"});
+  small.Cli({"RPUSH", "counts", "x"});
+  Expect(409, *n, "POST", "/v1/filters/counts/remove", R"({"items":["a"]})");
+  Expect(409, *n, "DELETE", "/v1/filters/counts/items/a");
+
   CheckAgainstDocument(json::array({
       {{"operation", "*"},
        {"status", "507"},
        {"why",
-        "adds and removes meet Redis's own OOM only once the server is over maxmemory, which "
-        "no create lets it reach; redis_cli_test and server_redis_test fill a server for that, "
-        "and PUT's 507 here checks the body"}},
+        "adds and removes (and, for a user without EVAL, checks and info) meet Redis's own OOM "
+        "only once the server is over maxmemory, which no create lets it reach; redis_cli_test "
+        "and server_redis_test fill a server for that, and PUT's 507 here checks the body"}},
       {{"operation", "*"},
        {"status", "504"},
        {"why",

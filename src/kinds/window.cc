@@ -23,7 +23,7 @@ Status Configure(const FilterOptions& o, FilterConfig* c) {
   // As a TTL: a slice's expiry, (slice + slices + 1) * slice length, must
   // neither wrap past 2^64 ms nor fail Redis's PEXPIREAT after the filter
   // was made (a window near 2^63 ms made a filter no add could use).
-  if (o.window_millis / 1000 > kMaxTtlSeconds) {
+  if (o.window_millis > kMaxTtlSeconds * 1000) {
     return Status::InvalidArgument("a window filter's window must be at most 100 years");
   }
   c->window_millis = o.window_millis;
