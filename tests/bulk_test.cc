@@ -860,6 +860,8 @@ TEST(MergeTest, UnionOfIdenticalGeometryAndClearErrorsOtherwise) {
     const Status s = Merge(**store, "x", std::vector<std::string>{"a", other});
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << other;
     EXPECT_NE(s.message().find(other), std::string::npos) << s.message();
+    // The destination is named as such (it said "into 'a'", the first source).
+    EXPECT_NE(s.message().find("into 'x'"), std::string::npos) << s.message();
   }
   EXPECT_EQ(Merge(**store, "bigger", std::vector<std::string>{"a"}).code(),
             StatusCode::kInvalidArgument);
