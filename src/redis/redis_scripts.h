@@ -419,6 +419,10 @@ inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE REDBLOOM_L
     "   tonumber(redis.call('HGET', KEYS[1], 'layers') or '0') < tonumber(ARGV[8]) then\n"
     "  return fail('changed')\n"
     "end\n"
+    // A filter whose own expiry the server's clock has reached is gone (Redis
+    // keeps a key through its expiry's millisecond), not a clock behind.
+    "local stored = redis.call('HGET', KEYS[1], 'expires_at_ms')\n"
+    "if stored and stored ~= '0' and past(stored) then return fail('gone') end\n"
     "local late = past(ARGV[10]) or past(ARGV[11])\n"
     "if late then return redis.error_reply('REDBLOOM_PAST ' .. late) end\n"
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
