@@ -551,6 +551,13 @@ class FileStore final : public Store {
       }
       parts.push_back(part);
     }
+    // Every part expires with the filter at the latest: a listing the
+    // filter's expiry cut (the clock read per file, or another process
+    // deleting expired files meanwhile) is of an expired filter, not one
+    // with a gap in its layers (data_loss).
+    if (main.expires_at_ms != 0 && Expired(clock(), main.expires_at_ms)) {
+      return NotFoundStatus(name);
+    }
     std::sort(parts.begin(), parts.end());
     // Dense parts recorded in the main file but missing from the directory
     // were lost (a file deleted): their items would read as absent. A gap
