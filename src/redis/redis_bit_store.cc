@@ -688,7 +688,8 @@ Status RedisBitStore::ReadTest(Connection& c, const Chunk& chunk, bool list_part
     return Status::Ok();
   }
   if (static_cast<uint64_t>(length->integer) != cells.bytes) {
-    return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer));
+    return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer),
+                          config_.kind == FilterKind::kWindow);
   }
   if (chunk.blocks) {
     const BlockReads& plan = chunk.block_reads;

@@ -61,13 +61,22 @@ struct RedisBitStore::Chunk {
   size_t reads = 1;             // checks: its read commands
 };
 
-inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, uint64_t len) {
+// `window_slice`: the key is a window filter's slice, which also reads
+// empty to a client whose clock runs behind the server's (the slice expired
+// on time by the server's clock, early by this client's).
+inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, uint64_t len,
+                             bool window_slice = false) {
   return Status::DataLoss(
       cells.display + ": its key '" + DisplayKey(cells.bitmap, keys) + "' holds " +
       std::to_string(len) + " bytes instead of " + std::to_string(cells.bytes) +
       ": it was deleted, evicted or truncated by something other than redbloom, and the items "
       "added to it can no longer be answered for (keep filter keys from eviction: "
-      "maxmemory-policy noeviction; see docs/format.md)");
+      "maxmemory-policy noeviction; see docs/format.md)" +
+      (window_slice && len == 0
+           ? std::string("; or, if this client's clock runs behind the Redis server's by more than "
+                         "a slice (or 1 s), the slice expired on time by the server's clock: keep "
+                         "the clocks in step (NTP)")
+           : std::string()));
 }
 
 }  // namespace redbloom::internal
