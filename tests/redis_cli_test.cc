@@ -101,6 +101,23 @@ TEST_F(RedisCliTest, FullLifecycle) {
   EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"audit"}));
 }
 
+// A load into a sharded counting filter goes in batches of adds, and its
+// summary said "10 new, 5 already present" where all 15 were counted (a
+// counting filter counts every add), as an unsharded one's summary says.
+TEST_F(RedisCliTest, ALoadIntoAShardedCountingFilterSaysEveryItemWasCounted) {
+  ASSERT_EQ(
+      Run({"create", "tally", "-n", "1000", "-p", "0.01", "--counting", "--shards", "3"}).exit_code,
+      0);
+  std::string input;
+  for (int i = 0; i < 15; ++i) input += "item-" + std::to_string(i % 10) + "\n";
+  auto load = Run({"load", "tally", "--file", "-"}, input);
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  EXPECT_NE(load.err.find("loaded 15 items into tally: 15 counted"), std::string::npos) << load.err;
+  auto info = Run({"info", "tally", "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(nlohmann::json::parse(info.out)["items_added"], 15);
+}
+
 // The text info of a sharded filter says so: "bits" sizes one shard, and
 // without the shard count and the total it read as the whole filter.
 TEST_F(RedisCliTest, InfoTextNamesTheShardsAndTheirTotal) {

@@ -120,9 +120,16 @@ int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& read
   progress.Done();
   if (Status s = filter.Flush(); !s.ok()) return Fail(s);
   const double secs = progress.seconds();
-  std::cerr << "loaded " << items << " items into " << name << ": " << fresh << " new, "
-            << items - fresh << " already present (repeats, or false positives), in "
-            << FormatDouble(secs) << " s (" << Human(secs > 0 ? items / secs : 0)
+  std::cerr << "loaded " << items << " items into " << name << ": ";
+  if (filter.config().cell_bits() == 4) {
+    // Every add of a counting filter counts (its "new" says only whether a
+    // counter went from 0).
+    std::cerr << items << " counted (a counting filter counts every add), in ";
+  } else {
+    std::cerr << fresh << " new, " << items - fresh
+              << " already present (repeats, or false positives), in ";
+  }
+  std::cerr << FormatDouble(secs) << " s (" << Human(secs > 0 ? items / secs : 0)
             << " items/s), in batches: a " << FilterKindName(filter.config().kind)
             << (filter.config().shards > 1 ? " sharded" : "") << " filter is not one bitmap\n";
   return 0;
