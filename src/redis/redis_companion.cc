@@ -43,8 +43,8 @@ Status CheckCompanionPlacement(std::string_view name, KeyMode mode, const Filter
     return Status::InvalidArgument(
         "the " + strategy + " config of '" + std::string(name) + "' lives at '" +
         DisplayKey(key, mode) +
-        "', in another Redis Cluster slot than its bitmap ('{' without a hash tag); choose a name "
-        "without braces, or with a hash tag such as '{orders}x'");
+        "', in another Redis Cluster slot than its bitmap (braces that make no hash tag of the "
+        "bitmap's own); choose a name without braces, or with a hash tag such as '{orders}x'");
   }
   return Status::Ok();
 }
