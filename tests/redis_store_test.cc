@@ -718,8 +718,7 @@ TEST_F(RedisStoreTest, AWindowSliceLostInsideItsWindowIsDataLossNotAbsent) {
     // An empty slice key is also what a client whose clock runs behind the
     // server's meets (the slice expired on time by the server's clock): the
     // message names that cause too, not eviction alone (an audit).
-    EXPECT_NE(checked.message().find("clock runs behind"), std::string::npos)
-        << checked.ToString();
+    EXPECT_NE(checked.message().find("clock runs behind"), std::string::npos) << checked.ToString();
     EXPECT_EQ(f->ContainsMany(items, &present).code(), StatusCode::kDataLoss) << round;
     EXPECT_EQ(fresh->Info().status().code(), StatusCode::kDataLoss) << round;
   }
@@ -1200,6 +1199,37 @@ TEST_F(RedisStoreTest, ALostShardIsAnErrorNeverASmallerFilter) {
   EXPECT_EQ((*f)->Info().status().code(), StatusCode::kNotFound);
 }
 
+// A drop of `name` by a second client, through a TCP relay that holds back
+// its first command holding `hold` (see SlowRelay::HoldOnce). Finish()
+// releases it and waits for its answer; destruction does too, when an
+// assertion returned early.
+class HeldDrop {
+ public:
+  HeldDrop(int server_port, std::string name, std::string hold)
+      : relay_(server_port, std::chrono::milliseconds(0)) {
+    dropper_ = MustOpen("redis://127.0.0.1:" + std::to_string(relay_.port()));
+    if (dropper_ == nullptr) return;
+    relay_.HoldOnce(std::move(hold));
+    thread_ = std::thread([this, name] { dropped_ = dropper_->Drop(name); });
+    for (int i = 0; i < 500 && !relay_.holding(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~HeldDrop() { Finish(); }
+  bool holding() const { return relay_.holding(); }
+  Status Finish() {
+    relay_.Release();
+    if (thread_.joinable()) thread_.join();
+    return dropped_;
+  }
+
+ private:
+  testing::SlowRelay relay_;
+  std::unique_ptr<Store> dropper_;
+  std::thread thread_;
+  Status dropped_ = Status::Internal("not run");
+};
+
 // A drop of a sharded filter removes its metadata, then its shards, one
 // script per shard. A create of the same name (another client) that ran in
 // between had its new shards unlinked by the old drop: it was answered
@@ -1207,34 +1237,18 @@ TEST_F(RedisStoreTest, ALostShardIsAnErrorNeverASmallerFilter) {
 // ("a part it has from creation on is missing") until someone dropped it (an
 // audit's race: 3 of 40). A drop now removes only its own filter's shards.
 TEST_F(RedisStoreTest, ADropLeavesTheShardsOfAFilterMadeAgainMeanwhile) {
-  testing::SlowRelay relay(server_->port(), std::chrono::milliseconds(0));
-  auto dropper = MustOpen("redis://127.0.0.1:" + std::to_string(relay.port()));
-  ASSERT_NE(dropper, nullptr);
   FilterOptions o = Options(4000, 0.01);
   o.shards = 4;
   ASSERT_TRUE(BloomFilter::Create(*store_, "again", o).ok());
   // The drop's first shard step waits at the relay, after the metadata went.
-  relay.HoldOnce(internal::ShardKeysFor("again", internal::KeyMode::kPlain, 1, 4).meta);
-  Status dropped = Status::Internal("not run");
-  std::thread drop([&] { dropped = dropper->Drop("again"); });
-  struct Joined {  // also when an assertion below returns early
-    testing::SlowRelay& relay;
-    std::thread& drop;
-    ~Joined() {
-      relay.Release();
-      if (drop.joinable()) drop.join();
-    }
-  } joined{relay, drop};
-  for (int i = 0; i < 500 && !relay.holding(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(relay.holding()) << "the drop never reached its shards";
+  HeldDrop drop(server_->port(), "again",
+                internal::ShardKeysFor("again", internal::KeyMode::kPlain, 1, 4).meta);
+  ASSERT_TRUE(drop.holding()) << "the drop never reached its shards";
   ASSERT_EQ(raw_->Int({"EXISTS", "{again}:meta"}), 0) << "the metadata goes first";
   auto made = BloomFilter::Create(*store_, "again", o);
   const auto items = Items(Encoding::kUtf8, 400);
   const Status added = made.ok() ? (*made)->AddMany(Views(items)) : made.status();
-  relay.Release();
-  drop.join();
+  const Status dropped = drop.Finish();
   ASSERT_TRUE(added.ok()) << added.ToString();
   EXPECT_TRUE(dropped.ok()) << dropped.ToString();
   std::vector<uint8_t> present;
@@ -1253,35 +1267,18 @@ TEST_F(RedisStoreTest, ADropLeavesTheShardsOfAFilterMadeAgainMeanwhile) {
 // good, read by no one. The metadata step now checks the token, and the drop
 // reads again: it removes the filter made meanwhile whole.
 TEST_F(RedisStoreTest, ADropOfAFilterMadeAgainSinceItReadItRemovesThatFilterWhole) {
-  testing::SlowRelay relay(server_->port(), std::chrono::milliseconds(0));
-  auto dropper = MustOpen("redis://127.0.0.1:" + std::to_string(relay.port()));
-  ASSERT_NE(dropper, nullptr);
   FilterOptions o = Options(4000, 0.01);
   o.shards = 4;
   ASSERT_TRUE(BloomFilter::Create(*store_, "twice", o).ok());
   // The drop's metadata step (it begins by asking the strategy, for a
   // companion key) waits at the relay, after the drop read the metadata.
-  relay.HoldOnce("strategy");
-  Status dropped = Status::Internal("not run");
-  std::thread drop([&] { dropped = dropper->Drop("twice"); });
-  struct Joined {  // also when an assertion below returns early
-    testing::SlowRelay& relay;
-    std::thread& drop;
-    ~Joined() {
-      relay.Release();
-      if (drop.joinable()) drop.join();
-    }
-  } joined{relay, drop};
-  for (int i = 0; i < 500 && !relay.holding(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(relay.holding()) << "the drop never reached its metadata step";
+  HeldDrop drop(server_->port(), "twice", "strategy");
+  ASSERT_TRUE(drop.holding()) << "the drop never reached its metadata step";
   ASSERT_TRUE(store_->Drop("twice").ok());
   auto made = BloomFilter::Create(*store_, "twice", o);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   ASSERT_TRUE((*made)->AddMany(Views(Items(Encoding::kUtf8, 100))).ok());
-  relay.Release();
-  drop.join();
+  const Status dropped = drop.Finish();
   EXPECT_TRUE(dropped.ok()) << dropped.ToString();
   EXPECT_EQ(raw_->Int({"DBSIZE"}), 0) << "shards of the filter made again were left behind";
   EXPECT_EQ((*made)->Info().status().code(), StatusCode::kNotFound);
