@@ -524,6 +524,30 @@ TEST_P(RedissonRedisTest, AnotherStrategyNeitherCreatesNorAttachesOverARedissonF
   auto f = BloomFilter::Attach(*store_, "orders", Options(1000, 0.01));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   ExpectAllPresent(**f, items);
+
+  // A filter redbloom already keeps is the create script's to compare: a
+  // create repeated alike still succeeds (a service's start-up create) when
+  // a config hash appeared beside it since (a review: it answered conflict).
+  const FilterOptions guava = {
+      .capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kGuava64};
+  ASSERT_TRUE(BloomFilter::Create(*store_, "mine", guava).ok());
+  raw_->Run({"HSET", "{mine}:config", "size", "9585", "hashIterations", "7"});
+  auto again = BloomFilter::Create(*store_, "mine", guava);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+// A redisson filter whose metadata cannot be read (corrupt) can still be
+// dropped: the drop compared the config hash with the metadata's garbage
+// and refused it as "another filter its Java side made" (a review).
+TEST_P(RedissonRedisTest, ARedissonFilterWithCorruptMetadataCanBeDropped) {
+  ASSERT_TRUE(BloomFilter::Create(*store_, "z", Options(1000, 0.01)).ok());
+  raw_->Run({"HSET", "{z}:meta", "bits", "garbage"});
+  EXPECT_NE(BloomFilter::Open(*store_, "z").status().code(), StatusCode::kOk);
+  const Status dropped = BloomFilter::Drop(*store_, "z");
+  EXPECT_TRUE(dropped.ok()) << dropped.ToString();
+  for (const char* key : {"z", "{z}:meta", "{z}:config"}) {
+    EXPECT_EQ(raw_->Int({"EXISTS", key}), 0) << key;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, RedissonRedisTest,

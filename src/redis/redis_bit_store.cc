@@ -247,7 +247,8 @@ Status RedisBitStore::ScriptError(Connection& c, const Cells& cells, const redis
   }
   if (Contains(text, "REDBLOOM_NOPART")) return Status::NotFound(cells.display + " does not exist");
   if (Contains(text, "REDBLOOM_VANISHED")) {
-    return VanishedStatus(cells, shared_->keys, NumberAfter(text, "REDBLOOM_VANISHED"));
+    return VanishedStatus(cells, shared_->keys, NumberAfter(text, "REDBLOOM_VANISHED"),
+                          config_.kind == FilterKind::kWindow);
   }
   return BitmapError(c, cells, r);
 }

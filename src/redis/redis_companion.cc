@@ -53,6 +53,20 @@ Status CheckNoForeignCompanion(const RedisShared& shared, std::string_view name,
                                const FilterConfig& c, std::string_view doing) {
   // A Java side names its keys in plain UTF-8 (keys=jdk is Spring's).
   if (CompanionOf(c) != nullptr || shared.keys != KeyMode::kPlain) return Status::Ok();
+  // A filter redbloom already keeps under the name is the create or attach
+  // script's to compare (a create repeated alike succeeds, as before).
+  const std::string meta = KeysFor(name, shared.keys).meta;
+  bool exists = false;
+  REDBLOOM_RETURN_IF_ERROR(shared.source->Run(
+      meta, Access::kMaster, /*idempotent=*/true, [&](Connection& conn) -> Status {
+        CommandBuffer cmd;
+        cmd.Command({"EXISTS", meta});
+        REDBLOOM_RETURN_IF_ERROR(conn.Append(cmd));
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, conn.Read());
+        exists = r->type == REDIS_REPLY_INTEGER && r->integer != 0;
+        return Status::Ok();
+      }));
+  if (exists) return Status::Ok();
   for (const StrategyDef* def : StrategyTable()) {
     if (def->companion == nullptr) continue;
     const std::string key = CompanionKeyFor(name, shared.keys, def->companion->suffix);
@@ -75,7 +89,12 @@ Status CheckNoForeignCompanion(const RedisShared& shared, std::string_view name,
     return Status::Conflict(
         "'" + std::string(name) + "' is a " + std::string(def->name) +
         " filter: its config hash '" + DisplayKey(key, shared.keys) + "' holds size=" + size +
-        " hashIterations=" + iterations + ". A " + std::string(StrategyName(c.strategy)) +
+        " hashIterations=" + iterations +
+        (name.find('{') == std::string_view::npos
+             ? " (the Java side names it '" + std::string(name) + "', or '{" + std::string(name) +
+                   "}', whose config is there too)"
+             : std::string()) +
+        ". A " + std::string(StrategyName(c.strategy)) +
         " filter there would hash its items another way (the Java side's items would read "
         "absent): " +
         (doing == "attach" ? "attach" : "adopt it with attach") + " --strategy " +

@@ -514,7 +514,9 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_C
     "if ARGV[2] ~= '*' and (redis.call('HGET', KEYS[1], 'shard_token') or '') ~= ARGV[2] then\n"
     "  return {4}\n"
     "end\n"
-    "if ARGV[3] == '1' and companion_state(KEYS[1], KEYS[#KEYS]) == 'other' then\n"
+    // Metadata that could not be read ('*') is compared with nothing.
+    "if ARGV[3] == '1' and ARGV[2] ~= '*' and companion_state(KEYS[1], KEYS[#KEYS]) == 'other' "
+    "then\n"
     "  local c = redis.pcall('HMGET', KEYS[#KEYS], 'size', 'hashIterations')\n"
     "  if type(c) ~= 'table' or c.err then return {5, 'not a hash', ''} end\n"
     "  return {5, c[1] or '', c[2] or ''}\n"
