@@ -480,14 +480,18 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
   std::string dir = target.parent_path().string();
   if (dir.empty()) dir = ".";
-  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  // Linked through /proc/self/fd: without it (a chroot, a private /proc),
+  // the named temporary.
+  static const bool proc_fds = ::access("/proc/self/fd", X_OK) == 0;
+  int fd = proc_fds ? ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666) : -1;
   const bool unnamed = fd >= 0;
-  if (!unnamed && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+  if (!unnamed && proc_fds && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
     return Fail(WriteError(file + " (in " + dir + ")", errno));
   }
   const std::string what = unnamed ? file : file + " (through its temporary " + tmp + ")";
   if (!unnamed) fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) return Fail(WriteError(what, errno));
+  bool tmp_linked = !unnamed;  // a file of ours is under the temporary name
   Result<uint64_t> wrote = ExportTo(**filter, format, fd, what);
   if (wrote.ok() && ::fsync(fd) != 0) wrote = WriteError(what, errno);
   if (wrote.ok() && unnamed) {
@@ -503,6 +507,7 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
       ::unlink(tmp.c_str());  // a stale one, of a process that had this pid
       err = ::linkat(AT_FDCWD, from.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0
                                                                                             : errno;
+      tmp_linked = err == 0;
     }
     if (err != 0) {
       wrote = Status::Unavailable("cannot link " + file + " into place (through " + tmp +
@@ -511,7 +516,7 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   }
   if (::close(fd) != 0 && wrote.ok()) wrote = WriteError(what, errno);
   if (!wrote.ok()) {
-    std::remove(tmp.c_str());
+    if (tmp_linked) std::remove(tmp.c_str());
     return Fail(wrote.status());
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
