@@ -259,8 +259,33 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
   return end + line.size();
 }
 
+// True when an HTTP/1.x head (its request line at `begin`) has neither a
+// Content-Length nor a Transfer-Encoding line: a request without a body
+// (RFC 9112, 6.3). Separate from ParseFraming, whose early returns (a second
+// Authorization, an Expect it does not handle) only turn read-ahead off.
+bool Unframed(std::string_view buf, size_t begin, size_t end) {
+  size_t at = buf.find('\n', begin) + 1;
+  const std::string_view line = buf.substr(begin, at - begin);
+  if (!line.ends_with(" HTTP/1.0\r\n") && !line.ends_with(" HTTP/1.1\r\n")) return false;
+  while (at < end) {
+    const size_t nl = buf.find('\n', at);
+    if (nl == std::string_view::npos || nl + 1 > end) return false;
+    const std::string_view header = buf.substr(at, nl - at);
+    const size_t colon = header.find(':');
+    if (colon != std::string_view::npos) {
+      const std::string_view name = header.substr(0, colon);
+      if (EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding")) {
+        return false;
+      }
+    }
+    at = nl + 1;
+  }
+  return true;
+}
+
 BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
   BodyFraming f;
+  f.unframed = Unframed(buf, begin, end);
   size_t at = buf.find('\n', begin) + 1;  // past the request line
   const std::string_view line = buf.substr(begin, at - begin);
   const bool http10 = line.ends_with(" HTTP/1.0\r\n");
@@ -308,7 +333,6 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
   // reads it too; it went to a worker, which a client trickling such a
   // body held for body_timeout_s.
   if (lengths >= 1 && *length > 0) f.length = length;
-  f.unframed = lengths == 0;  // a Transfer-Encoding returned above
   return f;
 }
 
