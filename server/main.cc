@@ -1,9 +1,9 @@
 // redbloomd: the redbloom HTTP/JSON service. See docs/http-api.md.
 //
-// Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for invalid flags
-// or config, 3 when the store cannot be opened, the address cannot be bound,
-// flushing filters at shutdown failed, or an exception reached main (out of
-// memory, no thread could be started).
+// Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 after a second
+// one cut it short (its flush done), 2 for invalid flags or config, 3 when the store cannot be
+// opened, the address cannot be bound, flushing filters at shutdown failed, or an exception reached
+// main (out of memory, no thread could be started).
 #include <pthread.h>
 #include <signal.h>
 
