@@ -685,10 +685,9 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
           : "filters merge only with the same kind, strategy, encoding, shards, bits and hashes";
   for (size_t i = 1; i < filters.size(); ++i) {
     if (!mergeable(filters[i]->config())) {
-      return Status::InvalidArgument("cannot merge '" + sources[i] + "' (" +
-                                     filters[i]->config().ToString() + ") with '" + sources[0] +
-                                     "' (" + first.ToString() + ") into '" + std::string(dest) +
-                                     "': " + rule);
+      return Status::InvalidArgument(
+          "cannot merge '" + sources[i] + "' (" + filters[i]->config().ToString() + ") with '" +
+          sources[0] + "' (" + first.ToString() + ") into '" + std::string(dest) + "': " + rule);
     }
   }
   // Check the destination before reading any bits.
