@@ -275,7 +275,13 @@ Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_
   if (now - entry->validated_ns.load(std::memory_order_relaxed) >= revalidate_after_ns_) {
     Result<FilterConfig> stored = store.ReadConfig(name);
     if (!stored.ok()) {
-      if (stored.status().code() == StatusCode::kNotFound) Evict(name, entry->filter.get());
+      // The handle was cached: a filter open here that is gone now (or
+      // that its store failed on) is the caller's to note.
+      *cached = true;
+      const StatusCode code = stored.status().code();
+      if (code == StatusCode::kNotFound || code == StatusCode::kUnavailable) {
+        Evict(name, entry->filter.get());
+      }
       return stored.status();
     }
     if (!stored->SameFilterAs(entry->filter->config())) {
@@ -474,7 +480,13 @@ Reply Service::StoreErrorReply(const Status& status) {
 void Service::RememberOpen(std::string_view name) {
   constexpr size_t kMaxRemembered = 4096;
   std::lock_guard lock(open_mu_);
-  if (evicted_open_.size() < kMaxRemembered) evicted_open_.emplace(name);
+  // Full, an old name makes room: refusing new ones kept names of filters
+  // never asked for again (expired in an outage) for good, and the next
+  // real loss went uncounted.
+  if (evicted_open_.size() >= kMaxRemembered && evicted_open_.count(std::string(name)) == 0) {
+    evicted_open_.erase(evicted_open_.begin());
+  }
+  evicted_open_.emplace(name);
   evicted_open_count_.store(evicted_open_.size(), std::memory_order_relaxed);
 }
 
@@ -507,8 +519,13 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   bool cached = false;
   Result<std::shared_ptr<BloomFilter>> opened = cache_.Get(*store, name, &cached);
   if (!opened.ok()) {
-    if (opened.status().code() == StatusCode::kNotFound && ForgetOpen(name)) {
+    // Failed on a cached handle's re-read (it was open here), or on a name
+    // whose handle an earlier store failure evicted: both were open here.
+    const StatusCode code = opened.status().code();
+    if (code == StatusCode::kNotFound && (ForgetOpen(name) || cached)) {
       NoteGone(name, opened.status());
+    } else if (code == StatusCode::kUnavailable && cached) {
+      RememberOpen(name);  // a Redis restarted without its data says so once
     }
     return opened.status();
   }

@@ -60,7 +60,9 @@ class FilterCache {
   FilterCache& operator=(const FilterCache&) = delete;
 
   // The handle for `name`, opened on a miss. *cached says whether it came
-  // from the cache (and so may be stale).
+  // from the cache (and so may be stale); on an error, whether the name had
+  // a cached handle whose re-read of the stored config failed (not_found or
+  // unavailable evict it).
   Result<std::shared_ptr<BloomFilter>> Get(Store& store, std::string_view name, bool* cached);
   void Put(std::string_view name, std::shared_ptr<BloomFilter> filter);
   // Evicts `name`; when `only` is given, only if it is still that handle.
