@@ -468,16 +468,16 @@ inline constexpr std::string_view kPruneParts =
 // hash (Redisson's {NAME}:config): 'same' while the hash holds the bits and
 // hashes of the metadata at `meta`, 'gone' without it, 'other' when a Java
 // client re-created the filter with other parameters (or put something else
-// there). A filter that is no longer redbloom's must not be dropped or
-// replaced on its behalf.
+// there), and the hash's HMGET reply for a caller that words it. A filter
+// that is no longer redbloom's must not be dropped or replaced on its behalf.
 #define REDBLOOM_LUA_COMPANION_STATE                                        \
   "local function companion_state(meta, companion)\n"                       \
   "  local c = redis.pcall('HMGET', companion, 'size', 'hashIterations')\n" \
-  "  if type(c) ~= 'table' or c.err then return 'other' end\n"              \
-  "  if not c[1] and not c[2] then return 'gone' end\n"                     \
+  "  if type(c) ~= 'table' or c.err then return 'other', c end\n"           \
+  "  if not c[1] and not c[2] then return 'gone', c end\n"                  \
   "  local m = redis.call('HMGET', meta, 'bits', 'hashes')\n"               \
-  "  if c[1] == m[1] and c[2] == m[2] then return 'same' end\n"             \
-  "  return 'other'\n"                                                      \
+  "  if c[1] == m[1] and c[2] == m[2] then return 'same', c end\n"          \
+  "  return 'other', c\n"                                                   \
   "end\n"
 
 // Shared by the replace scripts: false if the filter at `meta` is no longer
@@ -515,11 +515,12 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_C
     "  return {4}\n"
     "end\n"
     // Metadata that could not be read ('*') is compared with nothing.
-    "if ARGV[3] == '1' and ARGV[2] ~= '*' and companion_state(KEYS[1], KEYS[#KEYS]) == 'other' "
-    "then\n"
-    "  local c = redis.pcall('HMGET', KEYS[#KEYS], 'size', 'hashIterations')\n"
-    "  if type(c) ~= 'table' or c.err then return {5, 'not a hash', ''} end\n"
-    "  return {5, c[1] or '', c[2] or ''}\n"
+    "if ARGV[3] == '1' and ARGV[2] ~= '*' then\n"
+    "  local st, c = companion_state(KEYS[1], KEYS[#KEYS])\n"
+    "  if st == 'other' then\n"
+    "    if type(c) ~= 'table' or c.err then return {5, 'not a hash', ''} end\n"
+    "    return {5, c[1] or '', c[2] or ''}\n"
+    "  end\n"
     "end\n"
     "if not same_parts(KEYS[3], 4) then return {2} end\n"
     "redis.call('UNLINK', unpack(KEYS))\n"
