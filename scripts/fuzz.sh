@@ -39,7 +39,8 @@ printf '\x00 {"items" : [ "ORD-99821" , "" ] }' >"$corpus/items_body_fuzz/seed-s
 printf '\x00{"items":["12345678","b","c","d"]}' >"$corpus/items_body_fuzz/seed-limits"
 printf '\x00{"items":["123456789","b","c","d","e"]}' >"$corpus/items_body_fuzz/seed-past-limits"
 for url in 'redis://user:pw@127.0.0.1:6379/2?timeout=2s' 'rediss://[::1]:6380?keys=jdk' \
-  'redis-cluster://127.0.0.1:7000,127.0.0.1:7001' 'redis-sentinel://127.0.0.1:26379/mymaster'; do
+  'redis-cluster://127.0.0.1:7000,127.0.0.1:7001' 'redis-sentinel://127.0.0.1:26379/mymaster' \
+  'redis+unix://app:p%40w@/run/redis/redis%20x.sock?db=2&keys=jdk'; do
   printf '%s' "$url" >"$corpus/redis_url_fuzz/seed-$(printf '%s' "$url" | md5sum | cut -c1-8)"
 done
 cli=build-fuzz/redbloom

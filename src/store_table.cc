@@ -23,6 +23,8 @@ const StoreScheme kSchemes[] = {
     {"file:", "file:DIR", &internal::NewFileStore},
     {"redis://", "redis://[user:password@]host[:port][/db][?options]", &internal::NewRedisStore},
     {"rediss://", "rediss://... (TLS)", &internal::NewRedisStore},
+    {"redis+unix://", "redis+unix://[user:password@]/path/to/redis.sock[?db=N&options]",
+     &internal::NewRedisStore},
     {"redis-cluster://", "redis-cluster://[user:password@]host:port[,host:port...][?options]",
      &internal::NewRedisStore},
     {"rediss-cluster://", "rediss-cluster://... (TLS)", &internal::NewRedisStore},

@@ -6,11 +6,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -1774,6 +1776,43 @@ TEST(RedisUrlTest, ParsesClusterAndSentinelUrls) {
   EXPECT_EQ(at->master_name, "my@master");
 }
 
+// redis+unix://: a local server's Unix socket, with credentials and options
+// as for redis://, the database as db=N (the path is the socket's).
+TEST(RedisUrlTest, ParsesUnixSocketUrls) {
+  StoreOptions defaults;
+  auto u = internal::ParseRedisUrl("redis+unix:///run/redis/redis.sock", defaults);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->mode, internal::RedisMode::kSingle);
+  ASSERT_EQ(u->hosts.size(), 1u);
+  EXPECT_EQ(u->hosts[0].unix_path, "/run/redis/redis.sock");
+  EXPECT_EQ(u->hosts[0].Display(), "/run/redis/redis.sock");
+  EXPECT_EQ(u->db, 0);
+  EXPECT_FALSE(u->password.has_value());
+  EXPECT_EQ(u->Redacted(), "redis+unix:///run/redis/redis.sock");
+
+  u = internal::ParseRedisUrl(
+      "redis+unix://app:p%40w@/tmp/my%20dir/r.sock?db=2&keys=jdk&pool_size=3", defaults);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->user, "app");
+  EXPECT_EQ(u->password, "p@w");
+  EXPECT_EQ(u->hosts[0].unix_path, "/tmp/my dir/r.sock");
+  EXPECT_EQ(u->db, 2);
+  EXPECT_EQ(u->keys, internal::KeyMode::kJdk);
+  EXPECT_EQ(u->options.pool_size, 3);
+  EXPECT_EQ(u->Redacted(), "redis+unix://app:***@/tmp/my%20dir/r.sock?db=2&keys=jdk");
+  // The redacted form parses back to the same socket and database.
+  auto back = internal::ParseRedisUrl(u->Redacted(), defaults);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->hosts[0].unix_path, "/tmp/my dir/r.sock");
+  EXPECT_EQ(back->db, 2);
+
+  u = internal::ParseRedisUrl("redis+unix://:pw@/r.sock", defaults);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_TRUE(u->user.empty());
+  EXPECT_EQ(u->password, "pw");
+  EXPECT_EQ(u->hosts[0].unix_path, "/r.sock");
+}
+
 TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
   struct Case {
     const char* url;
@@ -1816,6 +1855,14 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"redis://app:pa/ss@h:6379", "percent-encode them"},
            Case{"redis://app:pa?ss@h:6379", "percent-encode them"},
            Case{"redis://:pa#ss@h:6379", "percent-encode them"},
+           Case{"redis+unix://", "absolute path"},
+           Case{"redis+unix://localhost/r.sock", "not a host"},
+           Case{"redis+unix://app@/r.sock", "password"},
+           Case{"redis+unix:///r.sock?tls=1", "TLS on TCP ports only"},
+           Case{"redis+unix:///r.sock?read_from=replica", "redis-sentinel://"},
+           Case{"redis+unix:///r.sock?db=x", "database number"},
+           Case{"redis+unix:///r%00.sock", "NUL"},
+           Case{"redis://h?db=2", "redis+unix:// only"},
        }) {
     auto store = Store::Open(c.url);
     ASSERT_FALSE(store.ok()) << c.url;
@@ -1883,6 +1930,67 @@ TEST(RedisConnectionTest, UnreachableServerFailsFastWithUnavailable) {
   EXPECT_NE(store.status().message().find("cannot connect"), std::string::npos)
       << store.status().message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST(RedisUrlTest, UnixSocketPathLongerThanTheKernelTakesIsRefused) {
+  const std::string path = "/" + std::string(107, 's');
+  auto store = Store::Open("redis+unix://" + path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(store.status().message().find("holds at most 107"), std::string::npos)
+      << store.status().message();
+  // 107 bytes fit: the store opens as far as connecting (nothing is there).
+  auto fits = Store::Open("redis+unix://" + path.substr(0, 107));
+  ASSERT_FALSE(fits.ok());
+  EXPECT_EQ(fits.status().code(), StatusCode::kUnavailable) << fits.status().ToString();
+}
+
+// A server's Unix socket reaches the same keys as its TCP port; a path with
+// nothing behind it is unavailable and says why, never "not present".
+TEST(RedisConnectionTest, ConnectsOverAUnixSocket) {
+  testing::TempDir dir;
+  const std::string socket = dir.path() + "/redis.sock";
+  RedisServer server({"--unixsocket", socket, "--unixsocketperm", "700"});
+  server.Start();
+  auto over_socket = Store::Open("redis+unix://" + socket + "?db=2");
+  ASSERT_TRUE(over_socket.ok()) << over_socket.status().ToString();
+  EXPECT_EQ((*over_socket)->url(), "redis+unix://" + socket + "?db=2");
+  auto f = BloomFilter::Create(**over_socket, "local", Options());
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (const char* item : {"a", "b", "c"}) ASSERT_TRUE((*f)->Add(item).ok());
+
+  RawRedis raw(server.port());
+  raw.Run({"SELECT", "2"});
+  EXPECT_EQ(raw.Int({"EXISTS", "local"}), 1) << "the socket's db=2 is the TCP port's database 2";
+  auto over_tcp = MustOpen(server.url() + "/2");
+  auto g = BloomFilter::Open(*over_tcp, "local");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  for (const char* item : {"a", "b", "c"}) {
+    auto present = (*g)->Contains(item);
+    ASSERT_TRUE(present.ok()) << present.status().ToString();
+    EXPECT_TRUE(*present) << item;
+  }
+
+  auto missing = Store::Open("redis+unix://" + dir.path() + "/none.sock");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(missing.status().message().find("no socket at that path"), std::string::npos)
+      << missing.status().message();
+
+  // A socket file nobody listens on (a server that stopped leaves one).
+  const std::string stale = dir.path() + "/stale.sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", stale.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+  auto refused = Store::Open("redis+unix://" + stale);
+  ::close(fd);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("nothing listens there"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST(RedisConnectionTest, PasswordAuthentication) {

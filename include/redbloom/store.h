@@ -3,6 +3,8 @@
 //   file:DIR                              one memory-mapped file per filter (the default)
 //   redis://[user:password@]host[:port][/db][?options]   one Redis server
 //   rediss://...                          the same over TLS
+//   redis+unix://[user:password@]/path/to/redis.sock[?db=N&options]
+//                                         one Redis server, through its Unix socket
 //   redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]
 //                                         the master that Redis Sentinel names
 // Each store lives in its own folder (src/mem, src/file, src/redis) and is

@@ -110,6 +110,7 @@ ServerParams ServerParamsFor(const RedisUrl& url, const HostPort& host) {
   ServerParams server;
   server.host = host.host;
   server.port = host.port;
+  server.unix_path = host.unix_path;
   server.user = url.user;
   server.password = url.password;
   server.db = url.db;

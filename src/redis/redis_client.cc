@@ -451,7 +451,9 @@ Connection::~Connection() = default;
 Result<std::unique_ptr<Connection>> Connection::Open(const ServerParams& server) {
   const Deadline deadline = std::chrono::steady_clock::now() + server.connect_timeout;
   IoFailure failure;
-  Socket socket = ConnectTcp(server.host, server.port, deadline, &failure);
+  Socket socket = server.unix_path.empty()
+                      ? ConnectTcp(server.host, server.port, deadline, &failure)
+                      : ConnectUnix(server.unix_path, deadline, &failure);
   if (socket.get() < 0) return TransportStatus(failure, server);
   std::unique_ptr<Transport> transport;
   if (server.tls != nullptr) {

@@ -107,6 +107,8 @@ class CommandBuffer {
 struct ServerParams {
   std::string host;
   int port = 6379;
+  // redis+unix://: the server's Unix domain socket (host and port unused).
+  std::string unix_path;
   // Redis Cluster with read_from=replica: send READONLY on connect, so the
   // node serves reads of its master's slots while it is a replica (a master
   // ignores it).

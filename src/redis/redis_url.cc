@@ -15,6 +15,7 @@ Status BadUrl(std::string_view why) {
   return Status::InvalidArgument(
       "bad redis URL: " + std::string(why) +
       " (expected redis[s]://[user:password@]host[:port][/db][?options], "
+      "redis+unix://[user:password@]/path/to/redis.sock[?db=N&options], "
       "redis[s]-cluster://[user:password@]host:port[,host:port...][?options] or "
       "redis[s]-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options])");
 }
@@ -101,11 +102,17 @@ Status ApplyOption(std::string_view key, std::string_view value, RedisUrl* url) 
     url->sentinel_password = std::move(text);
   } else if (key == "sentinel_user") {
     REDBLOOM_ASSIGN_OR_RETURN(url->sentinel_user, PercentDecode(value, key));
+  } else if (key == "db") {
+    if (url->hosts.empty() || url->hosts.front().unix_path.empty()) {
+      return BadUrl("db= is for redis+unix:// only: put the database in the path (host:port/db)");
+    }
+    REDBLOOM_ASSIGN_OR_RETURN(int64_t db, ParseInt(value, 0, 1'000'000, "database number"));
+    url->db = static_cast<int>(db);
   } else {
     return BadUrl("unknown option '" + std::string(key) +
                   "' (known: connect_timeout_ms, command_timeout_ms, pool_size, max_retries, "
                   "batch_items, keys, wait_replicas, wait_timeout_ms, read_from, tls, cacert, "
-                  "cert, key, sni, insecure, sentinel_user, sentinel_password)");
+                  "cert, key, sni, insecure, sentinel_user, sentinel_password, db)");
   }
   return Status::Ok();
 }
@@ -167,7 +174,8 @@ Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defa
   const size_t sep = text.find("://");
   if (sep == std::string_view::npos) return BadUrl("'" + std::string(text) + "' has no scheme");
   const std::string_view scheme = text.substr(0, sep);
-  if (scheme == "redis" || scheme == "rediss") {
+  const bool unix_socket = scheme == "redis+unix";
+  if (scheme == "redis" || scheme == "rediss" || unix_socket) {
     url.mode = RedisMode::kSingle;
   } else if (scheme == "redis-cluster" || scheme == "rediss-cluster") {
     url.mode = RedisMode::kCluster;
@@ -201,6 +209,47 @@ Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defa
     query = rest.substr(q + 1);
     rest = rest.substr(0, q);
   }
+  if (unix_socket) {
+    // redis+unix://[user:password@]/path: an empty authority, or credentials
+    // alone, before the absolute path. The '@' that ends the credentials is
+    // the one before the path's first '/'.
+    const size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) {
+      return BadUrl("redis+unix:// needs the socket's absolute path: redis+unix:///run/redis.sock");
+    }
+    const std::string_view authority = rest.substr(0, slash);
+    if (!authority.empty() && !authority.ends_with('@')) {
+      return BadUrl(authority.find('@') == std::string_view::npos
+                        ? "redis+unix:// takes a socket path, not a host: "
+                          "redis+unix:///run/redis.sock (three slashes)"
+                        : "the user name or password holds a '/': percent-encode it (%2F)");
+    }
+    if (!authority.empty()) {
+      const std::string_view cred = authority.substr(0, authority.size() - 1);
+      const size_t colon = cred.find(':');
+      if (colon == std::string_view::npos) {
+        return BadUrl("credentials need a password: use user:password@ or :password@");
+      }
+      REDBLOOM_ASSIGN_OR_RETURN(url.user, DecodeUserInfo(cred.substr(0, colon), "user name"));
+      REDBLOOM_ASSIGN_OR_RETURN(std::string password,
+                                DecodeUserInfo(cred.substr(colon + 1), "password"));
+      if (password.empty()) return BadUrl("the password after ':' is empty");
+      url.password = std::move(password);
+    }
+    HostPort hp;
+    REDBLOOM_ASSIGN_OR_RETURN(hp.unix_path, DecodeUserInfo(rest.substr(slash), "socket path"));
+    // sockaddr_un's sun_path holds 108 bytes with the terminating NUL.
+    constexpr size_t kMaxSocketPath = 107;
+    if (hp.unix_path.size() > kMaxSocketPath) {
+      return BadUrl("the socket path has " + std::to_string(hp.unix_path.size()) +
+                    " bytes; a Unix socket's holds at most " + std::to_string(kMaxSocketPath));
+    }
+    if (hp.unix_path.find('\0') != std::string::npos) {
+      return BadUrl("the socket path holds a NUL byte");
+    }
+    url.hosts.push_back(std::move(hp));
+    rest = std::string_view();
+  }
   std::string_view path;
   if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
     path = rest.substr(slash + 1);
@@ -223,7 +272,7 @@ Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defa
   }
 
   const bool many = url.mode != RedisMode::kSingle;
-  while (true) {
+  while (!unix_socket) {
     const size_t comma = rest.find(',');
     if (comma != std::string_view::npos && !many) {
       return BadUrl(
@@ -271,6 +320,9 @@ Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defa
     given.push_back(key);
     REDBLOOM_RETURN_IF_ERROR(ApplyOption(key, pair.substr(eq + 1), &url));
   }
+  if (unix_socket && url.tls.enabled) {
+    return BadUrl("Redis serves TLS on TCP ports only, not on its Unix socket: drop tls=1");
+  }
   if (url.mode == RedisMode::kSingle && url.read_from == ReadFrom::kReplica) {
     return BadUrl(
         "read_from=replica needs replicas to find: use redis-sentinel:// or redis-cluster:// "
@@ -302,11 +354,24 @@ Result<RedisUrl> ParseRedisUrl(std::string_view text, const StoreOptions& defaul
 }
 
 std::string HostPort::Display() const {
+  if (!unix_path.empty()) return unix_path;
   return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
          std::to_string(port);
 }
 
 std::string RedisUrl::Redacted() const {
+  if (!hosts.empty() && !hosts.front().unix_path.empty()) {
+    // The path percent-encoded as it was parsed, so the result parses back.
+    std::string s = "redis+unix://";
+    if (password.has_value()) s += PercentEncode(user) + ":***@";
+    s += PercentEncode(hosts.front().unix_path, "/");
+    std::string query;
+    auto add = [&](const std::string& kv) { query += (query.empty() ? "?" : "&") + kv; };
+    if (db != 0) add("db=" + std::to_string(db));
+    if (keys == KeyMode::kJdk) add("keys=jdk");
+    if (wait_replicas > 0) add("wait_replicas=" + std::to_string(wait_replicas));
+    return s + query;
+  }
   std::string s = mode == RedisMode::kCluster    ? "redis-cluster"
                   : mode == RedisMode::kSentinel ? "redis-sentinel"
                                                  : "redis";

@@ -2,6 +2,7 @@
 //
 //   redis://[user:password@]host[:port][/db][?options]              one server
 //   rediss://...                                                    the same over TLS
+//   redis+unix://[user:password@]/path/to/redis.sock[?db=N&options]  one server, Unix socket
 //   redis-cluster://[user:password@]host:port[,host:port...][?options]   Redis Cluster
 //   rediss-cluster://...                                            Redis Cluster over TLS
 //   redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]
@@ -17,7 +18,8 @@
 //   them), read_from=master|replica,
 //   tls=1 (the same as the rediss scheme), cacert, cert, key, sni, insecure=1
 //   (TLS, named as redis-cli names its flags),
-//   sentinel_password, sentinel_user (Sentinel only: the sentinels' own AUTH).
+//   sentinel_password, sentinel_user (Sentinel only: the sentinels' own AUTH),
+//   db=N (redis+unix:// only, whose path is the socket's: elsewhere /db).
 #ifndef REDBLOOM_SRC_REDIS_REDIS_URL_H_
 #define REDBLOOM_SRC_REDIS_REDIS_URL_H_
 
@@ -26,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "redbloom/status.h"
@@ -46,9 +49,14 @@ inline constexpr int kMaxPort = 65535;
 inline bool IsPort(int64_t port) { return port >= kMinPort && port <= kMaxPort; }
 
 struct HostPort {
+  HostPort() = default;
+  HostPort(std::string host_in, int port_in) : host(std::move(host_in)), port(port_in) {}
+
   std::string host;
   int port = 6379;
-  // "host:port", "[::1]:port".
+  // redis+unix://: the socket's path (absolute); host and port unused.
+  std::string unix_path;
+  // "host:port", "[::1]:port", or the socket's path.
   std::string Display() const;
 };
 

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +44,20 @@ timeval ToTimeval(std::chrono::milliseconds ms) {
   tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
   return tv;
+}
+
+// What a failed connect() to a Unix socket most likely means.
+const char* UnixConnectHint(int err) {
+  switch (err) {
+    case ENOENT:
+      return "no socket at that path: is unixsocket set in redis.conf?";
+    case EACCES:
+      return "see unixsocketperm in redis.conf, and the directories' permissions";
+    case ECONNREFUSED:
+      return "nothing listens there: a server that stopped leaves its socket file";
+    default:
+      return "";
+  }
 }
 
 // Waits for one address's non-blocking connect() to finish.
@@ -193,6 +208,40 @@ Socket ConnectTcp(const std::string& host, int port, Deadline deadline, IoFailur
     return s;
   }
   return Socket();
+}
+
+Socket ConnectUnix(const std::string& path, Deadline deadline, IoFailure* failure) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  // The URL parser refuses longer paths; a caller in code may not have.
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    *failure = {
+        IoFailure::Kind::kConnect,
+        "a Unix socket path must hold 1 to " + std::to_string(sizeof(addr.sun_path) - 1) + " bytes",
+        ""};
+    return Socket();
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  Socket s(AboveStdio(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
+  if (s.get() < 0) {
+    *failure = {IoFailure::Kind::kConnect, ErrnoText(errno), ""};
+    return Socket();
+  }
+  if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int err = errno;
+    if (err == EAGAIN) {  // a Unix socket's full backlog: no EINPROGRESS to wait on
+      *failure = {IoFailure::Kind::kConnect, ErrnoText(err),
+                  "the server's listen backlog is full: it is overloaded or stalled"};
+      return Socket();
+    }
+    if (err != EINPROGRESS) {
+      *failure = {IoFailure::Kind::kConnect, ErrnoText(err), UnixConnectHint(err)};
+      return Socket();
+    }
+    if (!FinishConnect(s.get(), deadline, failure)) return Socket();
+  }
+  *failure = IoFailure();
+  return s;
 }
 
 std::unique_ptr<Transport> NewPlainTransport(Socket socket) {

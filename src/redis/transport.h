@@ -1,4 +1,5 @@
-// The byte stream under a Redis connection: a TCP socket, plain or TLS
+// The byte stream under a Redis connection: a TCP socket, plain or TLS, or
+// a Unix domain socket (plain only, as Redis serves it)
 // (tls_transport.h). Connection (redis_client.h) parses RESP from it with
 // hiredis' reply reader and maps every failure reported here to a Status;
 // nothing in this file makes a Status. Internal.
@@ -92,6 +93,11 @@ class Socket {
 // before `deadline`, with a non-blocking connect() and poll(). The socket
 // comes back non-blocking, with TCP_NODELAY and keepalive set.
 Socket ConnectTcp(const std::string& host, int port, Deadline deadline, IoFailure* failure);
+
+// Connects to the Unix domain socket at `path` (redis+unix://), before
+// `deadline`. The socket comes back non-blocking. A server whose listen
+// backlog is full refuses at once (EAGAIN) rather than making us wait.
+Socket ConnectUnix(const std::string& path, Deadline deadline, IoFailure* failure);
 
 // Plain TCP: the socket is made blocking, with SO_RCVTIMEO/SO_SNDTIMEO as the
 // I/O timeout, so a read that the reply is not there for yet costs one
