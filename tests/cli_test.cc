@@ -353,6 +353,33 @@ TEST_F(CliTest, ExportWritesThroughFifosAndSymlinks) {
   EXPECT_EQ(guava.size() / 2, std::filesystem::file_size(real));
 }
 
+// An export over an existing file keeps the file's mode (and owner), as a
+// shell's `>` would: it was replaced by a new file 0666 less the umask, so a
+// backup kept 0600 turned world-readable (0644) when it was refreshed.
+TEST_F(CliTest, AnExportOverAFileKeepsItsMode) {
+  Create("m", {"--strategy", "guava64"});
+  ASSERT_EQ(Run({"add", "-q", "m", "x"}).exit_code, 0);
+  const std::string backup = WriteFile("backup.bf", "old");
+  ASSERT_EQ(::chmod(backup.c_str(), 0600), 0);
+  for (const char* format : {"guava", "redbloom"}) {
+    auto r = Run({"export", "m", "--format", format, "-f", backup});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    struct stat st {};
+    ASSERT_EQ(::stat(backup.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << format;
+    EXPECT_GT(st.st_size, 100) << format << ": not written";
+  }
+  // A new file is made as `>` makes it: 0666 less the umask (0022 here).
+  const std::string fresh = dir_.path() + "/fresh.bf";
+  auto r = RunCommand({"/bin/sh", "-c",
+                       "umask 022 && exec " + std::string(REDBLOOM_CLI_PATH) + " --store file:" +
+                           dir_.path() + " export m --format guava -f " + fresh});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+}
+
 // An export to a file is written aside and put in place when complete. It
 // was written under TARGET.tmp.PID: an export killed midway left that file,
 // as large as the filter, for ever (a full disk's worth, in time). It is now

@@ -492,6 +492,20 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   if (!unnamed) fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) return Fail(WriteError(what, errno));
   bool tmp_linked = !unnamed;  // a file of ours is under the temporary name
+  // A file that is replaced keeps its mode and owner, as `>` would keep them:
+  // a backup kept 0600 must not turn world-readable by being rewritten. Set
+  // before a byte is written; an owner only root may give is left ours.
+  if (struct stat old; ::stat(target.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+    if (old.st_uid != ::geteuid() || old.st_gid != ::getegid()) {
+      (void)::fchown(fd, old.st_uid, old.st_gid);
+    }
+    if (::fchmod(fd, old.st_mode & 07777) != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (tmp_linked) std::remove(tmp.c_str());
+      return Fail(WriteError(what, err));
+    }
+  }
   Result<uint64_t> wrote = ExportTo(**filter, format, fd, what);
   if (wrote.ok() && ::fsync(fd) != 0) wrote = WriteError(what, errno);
   if (wrote.ok() && unnamed) {
