@@ -147,7 +147,9 @@ Status CheckUnsharded(const FilterConfig& config, std::string_view store_url) {
   if (config.shards == 1) return Status::Ok();
   return Status::InvalidArgument(
       "shards spread one filter over several Redis keys (and cluster nodes); store " +
-      std::string(store_url) + " keeps a filter in one place: create it with --shards 1");
+      std::string(store_url) +
+      " keeps a filter in one place: create it with --shards 1 (a sharded filter's dump restores "
+      "into a Redis store only)");
 }
 
 Status CheckReplaceable(const FilterConfig& config) {

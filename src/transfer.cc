@@ -334,6 +334,32 @@ Status ImportStopped(const Status& s, bool wrote_some) {
   return s.WithContext("import stopped part way; some of its bits were written");
 }
 
+// An import or merge that made its destination and then failed (a full
+// disk, Redis at maxmemory, a store gone) would leave a filter holding part
+// of its input, which every reader takes for the whole: the rest of the
+// items read "absent". It is dropped again, as if never made, unless the
+// name no longer holds the filter this call made (dropped and re-made by
+// another client meanwhile: its config tells). `filter` is the call's handle,
+// released first.
+Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilter> filter,
+                  const Status& failure, std::string_view what) {
+  const FilterConfig made = filter->config();
+  filter.reset();
+  const std::string quoted = "'" + std::string(name) + "'";
+  auto now = store.ReadConfig(name);
+  Status dropped = !now.ok()                  ? now.status()
+                   : !now->SameFilterAs(made) ? Status::Conflict("it was re-made by another client")
+                                              : store.Drop(name);
+  if (dropped.ok() || dropped.code() == StatusCode::kNotFound) {
+    return failure.WithContext(quoted + " was created for this " + std::string(what) +
+                               " and dropped again, so nothing of it is left");
+  }
+  return failure.WithContext(quoted + " was created for this " + std::string(what) +
+                             " and holds part of it, but could not be dropped (" +
+                             dropped.message() + "): drop it, or run the " + std::string(what) +
+                             " again");
+}
+
 // Bytes left in a seekable stream.
 Result<uint64_t> Remaining(std::istream& in) {
   const auto at = in.tellg();
@@ -458,28 +484,35 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   bool created = false;
   REDBLOOM_ASSIGN_OR_RETURN(
       auto filter, OpenOrCreate(store, name, config, /*same_cells=*/!with_capacity, &created));
-  std::vector<PartCount> counts = {
-      {.id = 0, .source_items = estimate == UINT64_MAX ? 0 : estimate}};
-  REDBLOOM_RETURN_IF_ERROR(CountBefore(*filter, created, &counts));
-  // Converted and written a piece at a time: memory stays bounded whatever
-  // the filter's size.
-  REDBLOOM_RETURN_IF_ERROR(SeekTo(*in, data_start));
-  std::string bytes;
-  bool wrote_some = false;
-  for (uint64_t w = 0; w < words; w += kWordsPerRead) {
-    const uint64_t n = std::min(kWordsPerRead, words - w);
-    REDBLOOM_RETURN_IF_ERROR(ReadExactly(*in, n * 8, &chunk, "the Guava bit array"));
-    bytes.resize(n * 8);
-    for (uint64_t i = 0; i < n; ++i) {
-      GuavaWordToRedisBytes(GetBE(chunk.data() + 8 * i, 8), bytes.data() + 8 * i);
+  const Status filled = [&]() -> Status {
+    std::vector<PartCount> counts = {
+        {.id = 0, .source_items = estimate == UINT64_MAX ? 0 : estimate}};
+    REDBLOOM_RETURN_IF_ERROR(CountBefore(*filter, created, &counts));
+    // Converted and written a piece at a time: memory stays bounded whatever
+    // the filter's size.
+    REDBLOOM_RETURN_IF_ERROR(SeekTo(*in, data_start));
+    std::string bytes;
+    bool wrote_some = false;
+    for (uint64_t w = 0; w < words; w += kWordsPerRead) {
+      const uint64_t n = std::min(kWordsPerRead, words - w);
+      REDBLOOM_RETURN_IF_ERROR(ReadExactly(*in, n * 8, &chunk, "the Guava bit array"));
+      bytes.resize(n * 8);
+      for (uint64_t i = 0; i < n; ++i) {
+        GuavaWordToRedisBytes(GetBE(chunk.data() + 8 * i, 8), bytes.data() + 8 * i);
+      }
+      if (bytes.find_first_not_of('\0') == std::string::npos) continue;
+      Status s = filter->MergePartBytes(0, w * 8, bytes, 0);
+      if (!s.ok()) return ImportStopped(s, wrote_some && !created);
+      wrote_some = true;
     }
-    if (bytes.find_first_not_of('\0') == std::string::npos) continue;
-    Status s = filter->MergePartBytes(0, w * 8, bytes, 0);
-    if (!s.ok()) return ImportStopped(s, wrote_some);
-    wrote_some = true;
+    if (Status s = CountAfter(*filter, counts); !s.ok()) {
+      return ImportStopped(s, wrote_some && !created);
+    }
+    return filter->Flush();
+  }();
+  if (!filled.ok()) {
+    return created ? UndoCreate(store, name, std::move(filter), filled, "import") : filled;
   }
-  if (Status s = CountAfter(*filter, counts); !s.ok()) return ImportStopped(s, wrote_some);
-  REDBLOOM_RETURN_IF_ERROR(filter->Flush());
   return filter;
 }
 
@@ -629,31 +662,40 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   bool created = false;
   REDBLOOM_ASSIGN_OR_RETURN(auto filter,
                             OpenOrCreate(store, name, h.config, /*same_cells=*/false, &created));
-  std::vector<PartCount> counts;
-  for (const auto& part : h.parts) counts.push_back({.id = part.id, .source_items = part.items});
-  REDBLOOM_RETURN_IF_ERROR(CountBefore(*filter, created, &counts));
-  REDBLOOM_RETURN_IF_ERROR(SeekTo(*in, data_start));
-  Status store_error;
-  bool wrote_some = false;
-  Status written = ReadChunks(*in, h, [&](size_t i, uint64_t offset, std::string_view bytes) {
-    store_error = filter->MergePartBytes(h.parts[i].id, offset, bytes, 0);
-    if (!store_error.ok()) return store_error;
-    wrote_some = true;
-    return Status::Ok();
-  });
-  if (!store_error.ok()) return ImportStopped(store_error, wrote_some);
-  if (!written.ok()) {
-    return written.WithContext(
-        wrote_some ? "the input changed while it was imported; part of it was written"
-                   : "the input changed while it was imported; nothing was written");
+  const Status filled = [&]() -> Status {
+    std::vector<PartCount> counts;
+    for (const auto& part : h.parts) counts.push_back({.id = part.id, .source_items = part.items});
+    REDBLOOM_RETURN_IF_ERROR(CountBefore(*filter, created, &counts));
+    REDBLOOM_RETURN_IF_ERROR(SeekTo(*in, data_start));
+    Status store_error;
+    bool wrote_some = false;
+    Status written = ReadChunks(*in, h, [&](size_t i, uint64_t offset, std::string_view bytes) {
+      store_error = filter->MergePartBytes(h.parts[i].id, offset, bytes, 0);
+      if (!store_error.ok()) return store_error;
+      wrote_some = true;
+      return Status::Ok();
+    });
+    // What was written is said of a filter that was there before: one this
+    // call made is dropped again (UndoCreate says so).
+    wrote_some = wrote_some && !created;
+    if (!store_error.ok()) return ImportStopped(store_error, wrote_some);
+    if (!written.ok()) {
+      return written.WithContext(
+          created      ? "the input changed while it was imported"
+          : wrote_some ? "the input changed while it was imported; part of it was written"
+                       : "the input changed while it was imported; nothing was written");
+    }
+    // Parts with no chunk (all zeros) are created too, and every count added.
+    for (const auto& part : h.parts) {
+      Status s = filter->MergePartBytes(part.id, 0, std::string_view(), 0);
+      if (!s.ok()) return ImportStopped(s, wrote_some);
+    }
+    if (Status s = CountAfter(*filter, counts); !s.ok()) return ImportStopped(s, wrote_some);
+    return filter->Flush();
+  }();
+  if (!filled.ok()) {
+    return created ? UndoCreate(store, name, std::move(filter), filled, "import") : filled;
   }
-  // Parts with no chunk (all zeros) are created too, and every count added.
-  for (const auto& part : h.parts) {
-    Status s = filter->MergePartBytes(part.id, 0, std::string_view(), 0);
-    if (!s.ok()) return ImportStopped(s, wrote_some);
-  }
-  if (Status s = CountAfter(*filter, counts); !s.ok()) return ImportStopped(s, wrote_some);
-  REDBLOOM_RETURN_IF_ERROR(filter->Flush());
   return filter;
 }
 
@@ -695,9 +737,11 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   auto existing = store.ReadConfig(dest);
   if (existing.ok()) {
     if (!mergeable(*existing)) {
-      return Status::InvalidArgument("cannot merge into '" + std::string(dest) + "' (" +
-                                     existing->ToString() + "): it differs from '" + sources[0] +
-                                     "' (" + first.ToString() + "); " + rule);
+      // As import and create: a destination that exists with other
+      // parameters is a conflict (exit 4), not bad input.
+      return Status::Conflict("cannot merge into '" + std::string(dest) + "' (" +
+                              existing->ToString() + "): it differs from '" + sources[0] + "' (" +
+                              first.ToString() + "); " + rule);
     }
     REDBLOOM_ASSIGN_OR_RETURN(target, BloomFilter::Open(store, dest));
   } else if (existing.status().code() != StatusCode::kNotFound &&
@@ -740,10 +784,14 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
     part.items = 0;
     all.push_back(std::move(part));
   }
-  REDBLOOM_RETURN_IF_ERROR(CountBefore(*target, created, &counts));
-  REDBLOOM_RETURN_IF_ERROR(target->MergeParts(all));
-  REDBLOOM_RETURN_IF_ERROR(CountAfter(*target, counts));
-  return target->Flush();
+  const Status filled = [&]() -> Status {
+    REDBLOOM_RETURN_IF_ERROR(CountBefore(*target, created, &counts));
+    REDBLOOM_RETURN_IF_ERROR(target->MergeParts(all));
+    REDBLOOM_RETURN_IF_ERROR(CountAfter(*target, counts));
+    return target->Flush();
+  }();
+  if (!filled.ok() && created) return UndoCreate(store, dest, std::move(target), filled, "merge");
+  return filled;
 }
 
 }  // namespace redbloom

@@ -420,6 +420,38 @@ TEST(RedisCliOutOfMemoryTest, AFullRedisIsAStoreError) {
   EXPECT_NE(add.err.find("[resource_exhausted]"), std::string::npos) << add.err;
 }
 
+// An import that a full Redis stops after creating its filter drops that
+// filter again: left there, it answered "absent" for every item of the dump.
+TEST(RedisCliOutOfMemoryTest, AnImportStoppedByAFullRedisLeavesNoFilter) {
+  testing::TempDir dir;
+  const std::string file_store = "file:" + dir.path() + "/store";
+  const std::string dump = dir.path() + "/big.dump";
+  const auto cli = [](const std::string& store, std::vector<std::string> args) {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", store});
+    return RunCommand(args);
+  };
+  // A 6 MB bitmap: its create fits under 9 MB, its 1 MiB writes then do not.
+  ASSERT_EQ(cli(file_store, {"create", "big", "--capacity", "5000000", "--error", "0.01",
+                             "--strategy", "guava64"})
+                .exit_code,
+            0);
+  ASSERT_EQ(cli(file_store, {"add", "big", "ORD-1", "ORD-2", "ORD-3"}).exit_code, 0);
+  ASSERT_EQ(cli(file_store, {"export", "big", "--format", "redbloom", "--file", dump}).exit_code,
+            0);
+
+  RedisServer server({"--maxmemory", "9mb", "--maxmemory-policy", "noeviction"});
+  server.Start();
+  auto import = cli(server.url(), {"import", "big", "--format", "redbloom", "--file", dump});
+  EXPECT_EQ(import.exit_code, 3) << import.err;
+  EXPECT_NE(import.err.find("OOM"), std::string::npos) << import.err;
+  EXPECT_NE(import.err.find("'big' was created for this import and dropped again"),
+            std::string::npos)
+      << import.err;
+  auto check = cli(server.url(), {"check", "big", "ORD-1"});
+  EXPECT_EQ(check.exit_code, 4) << "not a filter answering absent: " << check.out << check.err;
+  EXPECT_EQ(server.Cli({"DBSIZE"}), "0\n");
+}
+
 // `info` says on stderr, and in its JSON, when Redis can evict filter keys.
 TEST_F(RedisCliTest, InfoWarnsAboutAnEvictingServer) {
   ASSERT_EQ(Run({"create", "orders", "-n", "1000", "-p", "0.01"}).exit_code, 0);
