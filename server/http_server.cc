@@ -222,6 +222,10 @@ void Apply(Reply reply, Response& res) {
   // names gzip or br: a shared cache must not give that body to a client
   // that did not ask for it.
   res.set_header("Vary", "Accept-Encoding");
+  // Every answer is of the moment: a check cached by a proxy (Varnish's
+  // default keeps a 200 for 120 s) read "present": false for an item added
+  // since, a false negative through no fault of the filter.
+  res.set_header("Cache-Control", "no-store");
   // No answer honours a Range (Screen clears them); httplib would otherwise
   // tell a HEAD "Accept-Ranges: bytes".
   res.set_header("Accept-Ranges", "none");
