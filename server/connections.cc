@@ -101,7 +101,7 @@ std::string ErrorResponse(int status, std::string_view phrase, std::string_view 
   out.append(phrase).append("\r\nContent-Type: application/json\r\nContent-Length: ");
   out.append(std::to_string(body.size()));
   if (status == 429 || status == 503) out.append("\r\nRetry-After: 1");
-  out.append("\r\nConnection: close\r\n\r\n").append(body);
+  out.append("\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n").append(body);
   return out;
 }
 
@@ -211,19 +211,44 @@ size_t OriginForm(std::string& buf, size_t begin) {
   return path - 1;
 }
 
+// An HTTP token (RFC 9110, 5.6.2): a header's name, and no empty one.
+bool IsToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (char ch : s) {
+    const bool alnum =
+        (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(ch) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// True when a Connection header's list holds the "close" option.
+bool HasCloseOption(std::string_view list) {
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (EqualsIgnoreCase(Trim(list.substr(0, comma)), "close")) return true;
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  return false;
+}
+
 // Tidies the head (buf[begin, end), its request line first) for httplib;
 // returns where it now ends. Range lines go: no answer honours a range (the
 // HTTP layer clears valid ones), but cpp-httplib answers a malformed one 416
 // before any route or token check, on /healthz too. Accept-Encoding lines
 // become one that names the coding chosen (ChosenCoding), or none. An
-// absolute-form target becomes the origin form (OriginForm). `malformed` is
-// set for a header line that is no "name: value" (no colon, or no name):
-// httplib skips such a line and serves the request; RFC 9112 and our docs
-// say 400, in HTTP/1.0 too.
+// absolute-form target becomes the origin form (OriginForm). Connection
+// lines become one that httplib reads as meant (HasCloseOption).
+// `malformed` is set for a header line that is no "name: value" (no colon,
+// a name that is no token): httplib skips such a line and serves the
+// request; RFC 9112 and our docs say 400, in HTTP/1.0 too.
 size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
   end -= OriginForm(buf, begin);
   const size_t first = buf.find('\n', begin) + 1;  // past the request line
   std::vector<std::string> accept;
+  bool close = false;
   size_t at = first;
   while (at < end) {
     const size_t nl = buf.find('\n', at);
@@ -233,17 +258,25 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
     const size_t colon = line.find(':');
     const std::string_view name =
         colon == std::string_view::npos ? std::string_view() : line.substr(0, colon);
-    // No name: malformed. So is a blank line ended by a bare LF, which does
-    // not end the head here (HeadComplete) while httplib skips it and reads
-    // the lines after it as headers.
-    if (name.empty() && line[0] != ' ' && line[0] != '\t') *malformed = true;
+    // A name that is no token is malformed (RFC 9112, 5.1: 400): none at
+    // all, one with a space or tab before its colon ("Content-Length :"),
+    // and a folded line (obs-fold, 5.2), which starts with one. httplib
+    // took such lines or skipped them, and read a body framed otherwise
+    // than a proxy in front may have framed it: a request hidden in a body
+    // was served as a request of its own.
+    if (!IsToken(name)) *malformed = true;
     const bool range = EqualsIgnoreCase(name, "Range");
-    if (EqualsIgnoreCase(name, "Accept-Encoding")) {
+    const bool connection = EqualsIgnoreCase(name, "Connection");
+    if (EqualsIgnoreCase(name, "Accept-Encoding") || connection) {
       std::string_view value = line.substr(colon + 1);
       while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) {
         value.remove_suffix(1);
       }
-      accept.emplace_back(value);
+      if (connection) {
+        close = close || HasCloseOption(value);
+      } else {
+        accept.emplace_back(value);
+      }
     } else if (!range) {
       at = nl + 1;
       continue;
@@ -251,12 +284,22 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
     buf.erase(at, nl + 1 - at);
     end -= nl + 1 - at;
   }
-  if (accept.empty()) return end;
-  const std::string_view coding = ChosenCoding(accept);
-  if (coding.empty()) return end;
-  const std::string line = "Accept-Encoding: " + std::string(coding) + "\r\n";
-  buf.insert(first, line);
-  return end + line.size();
+  // Connection options are case-insensitive tokens in a list (RFC 9110,
+  // 7.6.1); httplib honours the exact value "close" only, so "Close" or
+  // "keep-alive, close" kept a connection its client meant to end (it read to
+  // EOF for keep_alive_timeout_s). The lines go, and "close" comes back as
+  // httplib reads it. "Keep-Alive" goes too: httplib then kept an HTTP/1.0
+  // connection open without the "Connection: keep-alive" such a client
+  // needs to know it, and the client waited for the end of the answer until
+  // keep_alive_timeout_s. HTTP/1.0 connections carry one request.
+  std::string lines = close ? "Connection: close\r\n" : "";
+  if (!accept.empty()) {
+    if (const std::string_view coding = ChosenCoding(accept); !coding.empty()) {
+      lines += "Accept-Encoding: " + std::string(coding) + "\r\n";
+    }
+  }
+  buf.insert(first, lines);
+  return end + lines.size();
 }
 
 // True when an HTTP/1.x head (its request line at `begin`) has neither a
@@ -404,6 +447,7 @@ struct Connection {
   size_t scan = 0;
   size_t line_start = 0;
   bool request_line = false;
+  bool bare_lf = false;         // a line of the head ended in '\n' alone (HeadComplete)
   size_t head_end = 0;          // once the head is complete: where its body starts
   Clock::time_point head_read;  // when the head was complete
   // When the body must have arrived: body_timeout after the head did.
@@ -615,6 +659,8 @@ class ConnectionServer::Loop {
   int epoll_fd_ = -1;
   bool listening_ = false;
   std::optional<Clock::time_point> accept_paused_until_;
+  // Once the server stops: no connection's deadline passes this (RunEvents).
+  std::optional<Clock::time_point> grace_until_;
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
   std::unordered_map<std::string, int> per_client_;
   std::set<std::pair<Clock::time_point, int>> deadlines_;
@@ -642,6 +688,7 @@ void ConnectionServer::Loop::Unwatch(Connection& c) {
 
 void ConnectionServer::Loop::SetDeadline(Connection& c, Clock::time_point t) {
   ClearDeadline(c);
+  if (grace_until_ && t > *grace_until_) t = *grace_until_;
   c.deadline = t;
   deadlines_.emplace(t, c.fd);
 }
@@ -796,6 +843,14 @@ bool ConnectionServer::Loop::HeadComplete(Connection& c) {
       c.head_end = nl + 1;
       return true;
     }
+    if (c.buf[nl - 1] != '\r' || nl == c.line_start) {
+      // A line ended by a bare LF: httplib wants CRLF, and a head of such
+      // lines never ended for it, so the client waited header_timeout_s for
+      // a 408 that blamed its speed. OnHead answers 400 at once.
+      c.bare_lf = true;
+      c.head_end = nl + 1;
+      return true;
+    }
     c.line_start = c.scan = nl + 1;
   }
 }
@@ -813,6 +868,12 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
   const auto now = Clock::now();
   c.head_read = now;
   c.body_deadline = now + o_.body_timeout;
+  if (c.bare_lf) {
+    Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
+                            "a line of the request's head ends in a bare LF: HTTP/1.1 needs CRLF"));
+    Linger(c);
+    return true;
+  }
   bool malformed_header = false;
   c.head_end = TidyHead(c.buf, c.pos, c.head_end, &malformed_header);
   const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
@@ -896,7 +957,7 @@ void ConnectionServer::Loop::Resume(Connection& c) {
   Release(c);
   c.buf.erase(0, c.pos);
   c.pos = c.scan = c.line_start = c.head_end = 0;
-  c.request_line = false;
+  c.request_line = c.bare_lf = false;
   if (c.buf.empty()) {
     c.idle = true;
     const milliseconds wait = std::chrono::duration_cast<milliseconds>(o_.keep_alive_timeout);
@@ -970,7 +1031,12 @@ void ConnectionServer::Loop::Expire(Clock::time_point now) {
       continue;
     }
     bool answered = false;
-    if (c.body_end != 0) {
+    if (s_.stopping_.load() && !c.idle && (c.body_end != 0 || c.buf.size() > c.pos)) {
+      // A request the shutdown's grace cut short (see RunEvents).
+      Answer(c, ErrorResponse(503, "Service Unavailable", "unavailable",
+                              "shutting down: the request did not arrive in time"));
+      answered = true;
+    } else if (c.body_end != 0) {
       s_.metrics_->RequestTimedOut(TimeoutPhase::kBody);
       Answer(c, ErrorResponse(408, "Request Timeout", "request_timeout",
                               BodyTimeoutMessage(now >= c.body_deadline, o_)));
@@ -1072,11 +1138,21 @@ void ConnectionServer::Loop::RunEvents() {
       s_.listen_fds_.clear();
       // Lingering connections are answered already: a shutdown does not
       // wait for their clients (Linger closes the later ones at once).
+      // Nor does it wait out the deadlines of the others the event thread
+      // holds: an idle keep-alive connection, one that connected and sent
+      // nothing (a pool's spare socket, a TCP health check: it waited
+      // header_timeout_s), and one still sending its head or a body at a
+      // trickle (body_timeout_s: 29 s against the unit's 30 s to stop) get
+      // kShutdownIdleGrace at most; a request cut short so is answered 503.
+      // (SetDeadline keeps every later deadline within the grace: a body
+      // read a byte at a time moved its deadline on with each byte.)
       std::vector<Connection*> lingering;
-      const Clock::time_point idle_until = Clock::now() + kShutdownIdleGrace;
+      grace_until_ = Clock::now() + kShutdownIdleGrace;
       for (auto& [fd, c] : conns_) {
         if (c->lingering) lingering.push_back(c.get());
-        if (c->idle && !c->in_worker && c->deadline > idle_until) SetDeadline(*c, idle_until);
+        if (!c->lingering && !c->in_worker && c->deadline > *grace_until_) {
+          SetDeadline(*c, *grace_until_);
+        }
       }
       for (Connection* c : lingering) Close(*c);
     }

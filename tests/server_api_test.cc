@@ -670,6 +670,16 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       head + "Transfer-Encoding: chunked\r\nNoColonHere\r\n\r\n" + chunked,
       std::string("POST /v1/filters/orders/items HTTP/1.0\r\nContent-Type: application/json\r\n") +
           "NoColonHere\r\n" + length + "\r\n" + body,
+      // A name that is no token (RFC 9112, 5.1): a space or tab before the
+      // colon, which a proxy in front may take as the framing header while
+      // httplib ignored it (a request in the body was served on its own).
+      head + "Content-Length : " + std::to_string(body.size()) + "\r\n\r\n" + body,
+      head + "Content-Length\t: " + std::to_string(body.size()) + "\r\n\r\n" + body,
+      head + "Transfer-Encoding : chunked\r\n" + length + "\r\n" + chunked,
+      // A folded line (obs-fold, RFC 9112, 5.2), which continues the one before.
+      head + "X-Note: a\r\n Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
+      // A header line ended by a bare LF (the head never ended for httplib).
+      head + "X-Note: a\n" + length + "\r\n" + body,
   };
   for (const std::string& request : ambiguous) {
     RawConnection c(server_->port());
@@ -687,6 +697,61 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       server_->port(), head + length + length + "Connection: close\r\n\r\n" + body, false);
   EXPECT_TRUE(same.starts_with("HTTP/1.1 200")) << same;
   EXPECT_EQ(Do("GET", "/v1/filters/orders/items/smuggled").json["present"], true);
+}
+
+// "close" is honoured in any case and anywhere in a Connection list (RFC
+// 9110, 7.6.1): httplib honoured the exact value "close" only, so a client
+// sending "Close" (Apache HttpClient, .NET) got its pipelined request served
+// and waited keep_alive_timeout_s for the end of the connection. An HTTP/1.0
+// connection carries one request, whatever it asks.
+TEST_P(ServerApiTest, ConnectionCloseIsHonouredInAnyForm) {
+  StartServer(R"({"keep_alive_timeout_s": 30})");
+  const std::string next = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string connection :
+       {"Connection: Close\r\n", "Connection: CLOSE\r\n", "Connection: keep-alive, close\r\n",
+        "Connection: TE, close\r\n", "Connection: TE\r\nConnection: close\r\n"}) {
+    RawConnection c(server_->port());
+    c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n" + connection + "\r\n" + next);
+    int error = -1;
+    const std::string all = c.ReadToEnd(&error, std::chrono::seconds(10));
+    EXPECT_EQ(CountResponses(all), 1) << connection << all;
+    EXPECT_NE(all.find("\r\nConnection: close\r\n"), std::string::npos) << connection << all;
+  }
+  for (const std::string connection :
+       {"Connection: keep-alive\r\n", "Connection: Keep-Alive\r\n"}) {
+    RawConnection c(server_->port());
+    c.Send("GET /healthz HTTP/1.0\r\n" + connection + "\r\n");
+    const auto sent = std::chrono::steady_clock::now();
+    int error = -1;
+    const std::string all = c.ReadToEnd(&error, std::chrono::seconds(20));
+    EXPECT_EQ(CountResponses(all), 1) << connection << all;
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10))
+        << connection << ": an HTTP/1.0 client reads its answer to the end of the connection";
+  }
+}
+
+// No answer may be kept by a cache: a check cached by a proxy (Varnish keeps
+// a 200 for 120 s by default) read "present": false after the item's add.
+TEST_P(ServerApiTest, NoAnswerMayBeCached) {
+  StartServer();
+  Create("orders");
+  RawConnection c(server_->port());
+  for (const auto& [request, status] : std::vector<std::pair<std::string, std::string>>{
+           {"POST /v1/filters/orders/check HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            "application/json\r\nContent-Length: 15\r\n\r\n{\"items\":[\"a\"]}",
+            "HTTP/1.1 200"},
+           {"GET /v1/filters/orders/items/a HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200"},
+           {"GET /v1/filters/none HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 404"}}) {
+    c.Send(request);
+    const std::string answer = c.ReadResponse();
+    EXPECT_TRUE(answer.starts_with(status)) << answer;
+    EXPECT_NE(answer.find("\r\nCache-Control: no-store\r\n"), std::string::npos) << answer;
+  }
+  // A connection-level answer too.
+  const std::string bad =
+      RawExchange(server_->port(), "GET /healthz HTTP/1.1\r\nNoColonHere\r\n\r\n", false);
+  EXPECT_TRUE(bad.starts_with("HTTP/1.1 400")) << bad;
+  EXPECT_NE(bad.find("\r\nCache-Control: no-store\r\n"), std::string::npos) << bad;
 }
 
 TEST_P(ServerApiTest, BearerTokenGuardsApiAndMetrics) {

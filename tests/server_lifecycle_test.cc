@@ -114,6 +114,41 @@ TEST_F(ServerLifecycleTest, ShutdownDoesNotWaitOutALongKeepAlive) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
 }
 
+// Nor does it wait out a client that connected and sent nothing (a pool's
+// spare socket: header_timeout_s) or one sending its body a byte at a time
+// (body_timeout_s, 29 s in an audit against the unit's 30 s to stop): each
+// gets kShutdownIdleGrace, and a request so cut short is answered 503.
+TEST_F(ServerLifecycleTest, ShutdownDoesNotWaitForSilentOrTricklingClients) {
+  RedbloomdProcess server(StoreUrl(),
+                          R"({"header_timeout_s":120,"body_timeout_s":120,"read_timeout_s":60})");
+  server.Start();
+  CreateOrders(server);
+  RawConnection silent(server.port());
+  RawConnection trickling(server.port());
+  const std::string body = R"({"items":["never-whole"]})";
+  SendPartOfAnAdd(trickling, body, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    for (size_t i = 1; i + 1 < body.size() && !stop.load(); ++i) {
+      if (trickling.SendAll(body.substr(i, 1)) != 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    }
+  });
+  const int code = server.Wait(std::chrono::seconds(40));
+  const auto took = std::chrono::steady_clock::now() - start;
+  stop.store(true);
+  trickle.join();
+  EXPECT_EQ(code, 0) << server.Stderr();
+  EXPECT_LT(took, std::chrono::seconds(15)) << "waited for the clients' deadlines";
+  int error = -1;
+  const std::string answer = trickling.ReadToEnd(&error, std::chrono::seconds(2));
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 503")) << answer;
+  EXPECT_NE(answer.find("shutting down"), std::string::npos) << answer;
+}
+
 // GNU timeout (and tini -g) send SIGTERM to the child, then to its process
 // group: one request, delivered twice. The second was taken for an
 // operator's "now", and in-flight requests were cut short (exit 1).

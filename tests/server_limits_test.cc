@@ -580,17 +580,6 @@ TEST_F(ServerLimitsTest, PipelinedRequestsAreAnsweredInOrderAndHugeHeadersAre431
   EXPECT_TRUE(big.WaitClosed(seconds(2)));
 }
 
-// How many HTTP/1.1 responses `bytes` holds (their status lines; a body
-// need not end in a newline, so the next status line can follow it).
-int CountResponses(const std::string& bytes) {
-  int n = 0;
-  for (size_t at = bytes.find("HTTP/1.1 "); at != std::string::npos;
-       at = bytes.find("HTTP/1.1 ", at + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 // A request with neither Content-Length nor Transfer-Encoding has no body
 // (RFC 9112, 6.3). cpp-httplib reads a POST's until the connection closes:
 // `curl -X POST` without -d waited read_timeout_s for a false 408 ("no byte

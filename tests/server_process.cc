@@ -302,4 +302,13 @@ std::string RawExchange(int port, const std::string& bytes, bool shut_write,
   return c.ReadResponse(timeout);
 }
 
+int CountResponses(const std::string& bytes) {
+  int n = 0;
+  for (size_t at = bytes.find("HTTP/1.1 "); at != std::string::npos;
+       at = bytes.find("HTTP/1.1 ", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 }  // namespace redbloom::testing

@@ -132,6 +132,10 @@ bool Accepting(int port);
 std::string RawExchange(int port, const std::string& bytes, bool shut_write,
                         std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
+// How many HTTP/1.1 responses `bytes` holds (their status lines; a body
+// need not end in a newline, so the next status line can follow it).
+int CountResponses(const std::string& bytes);
+
 }  // namespace redbloom::testing
 
 #endif  // REDBLOOM_TESTS_SERVER_PROCESS_H_
