@@ -214,6 +214,22 @@ bool AcceptableContentType(std::string_view ct) {
          EqualsIgnoreCase(ct.substr(0, 12), "application/");
 }
 
+// The time as an HTTP date (RFC 9110, 5.6.7: "Sun, 06 Nov 1994 08:49:37
+// GMT"), made once a second per thread.
+const std::string& HttpDate() {
+  thread_local std::time_t made = -1;
+  thread_local std::string text;
+  const std::time_t now = std::time(nullptr);
+  if (now != made) {
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    char buf[40];
+    text.assign(buf, std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm));
+    made = now;
+  }
+  return text;
+}
+
 void Apply(Reply reply, Response& res) {
   res.status = reply.status;
   res.body = std::move(reply.body);
@@ -226,6 +242,9 @@ void Apply(Reply reply, Response& res) {
   // default keeps a 200 for 120 s) read "present": false for an item added
   // since, a false negative through no fault of the filter.
   res.set_header("Cache-Control", "no-store");
+  // An origin server with a clock sends one (RFC 9110, 6.6.1); caches and
+  // clients judge an answer's age by it.
+  res.set_header("Date", HttpDate());
   // No answer honours a Range (Screen clears them); httplib would otherwise
   // tell a HEAD "Accept-Ranges: bytes".
   res.set_header("Accept-Ranges", "none");

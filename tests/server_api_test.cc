@@ -746,6 +746,14 @@ TEST_P(ServerApiTest, NoAnswerMayBeCached) {
     const std::string answer = c.ReadResponse();
     EXPECT_TRUE(answer.starts_with(status)) << answer;
     EXPECT_NE(answer.find("\r\nCache-Control: no-store\r\n"), std::string::npos) << answer;
+    // With the date it was made (RFC 9110, 6.6.1), in the IMF-fixdate form.
+    const size_t date = answer.find("\r\nDate: ");
+    ASSERT_NE(date, std::string::npos) << answer;
+    std::tm tm{};
+    const char* end = ::strptime(answer.c_str() + date + 8, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    ASSERT_NE(end, nullptr) << answer;
+    EXPECT_EQ(std::string(end, 2), "\r\n") << answer;
+    EXPECT_LT(std::abs(static_cast<double>(::timegm(&tm) - std::time(nullptr))), 60.0) << answer;
   }
   // A connection-level answer too.
   const std::string bad =
