@@ -173,6 +173,33 @@ TEST_F(RedisStoreTest, AnExpiryAlreadyPastByTheServersClockIsRefusedNamingTheClo
   EXPECT_TRUE(testing::ValueOrFail(w2->Contains("x")));
 }
 
+// The same for attach, whose PEXPIREAT of a past time deleted the bitmap it
+// was adopting: another program's bits (a Java service's filter), and for a
+// Redisson filter its config hash too.
+TEST_F(RedisStoreTest, AnAttachWhoseExpiryIsPastLeavesTheAdoptedKeysAlone) {
+  auto behind = std::make_shared<ManualClock>(WallMillis() - 2 * 3600 * 1000);
+  ASSERT_OK_AND_ASSIGN(auto store, OnClock(behind));
+  for (const Strategy strategy : {Strategy::kSeed, Strategy::kRedisson}) {
+    const std::string name = strategy == Strategy::kSeed ? "java" : "javarb";
+    FilterConfig config = Config(1000, 0.01, strategy);
+    config.ttl_seconds = 3600;
+    raw_->Run({"SETBIT", name, "77", "1"});
+    const std::string companion = "{" + name + "}:config";
+    if (strategy == Strategy::kRedisson) {
+      raw_->Run({"HSET", companion, "size", std::to_string(config.geometry.bits), "hashIterations",
+                 std::to_string(config.geometry.hashes), "expectedInsertions", "1000",
+                 "falseProbability", "0.01"});
+    }
+    const Status s = store->Attach(name, config);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << name << ": " << s.ToString();
+    EXPECT_NE(s.message().find("behind the server's"), std::string::npos) << s.ToString();
+    EXPECT_EQ(raw_->Int({"GETBIT", name, "77"}), 1) << name << ": the adopted bits went";
+    EXPECT_EQ(raw_->Int({"PTTL", name}), -1) << name;
+    if (strategy == Strategy::kRedisson) EXPECT_EQ(raw_->Int({"EXISTS", companion}), 1);
+    EXPECT_EQ(store_->ReadConfig(name).status().code(), StatusCode::kNotFound) << name;
+  }
+}
+
 // A scaling or window filter's new part is refused when its expiry is past
 // by the server's clock. At the filter's own expiry (Redis keeps a key
 // through that millisecond, so the metadata still read alive) the refusal

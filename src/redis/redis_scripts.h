@@ -191,8 +191,10 @@ inline constexpr std::string_view kShardsReady =
 // KEYS: meta, bitmap. ARGV: data_bytes, expires_at_ms, then field, value pairs.
 // Returns {0} attached; {1, HGETALL} metadata exists; {2, type} the bitmap is
 // not a string; {3, type} the meta key is not a hash; {4, length} the bitmap
-// is longer than data_bytes (written with a larger m).
-inline constexpr std::string_view kAttach =
+// is longer than data_bytes (written with a larger m); {6, now} the expiry
+// is already past by the server's clock: its PEXPIREAT would delete the
+// bitmap being adopted, the other program's bits with it.
+inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
@@ -201,6 +203,8 @@ inline constexpr std::string_view kAttach =
     "if bt ~= 'none' and bt ~= 'string' then return {2, bt} end\n"
     "local len = redis.call('STRLEN', KEYS[2])\n"
     "if len > want then return {4, len} end\n"
+    "local late = past(ARGV[2])\n"
+    "if late then return {6, late} end\n"
     // Zero-extension only: bytes past the end of a string already read as 0
     // bits, so no bit changes; it just saves Redis growing the string later.
     "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
@@ -662,7 +666,7 @@ inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM
 // Returns kAttach's codes, and {8, 'none'} no companion; {9, type} the
 // companion is not a hash; {10, size, hashIterations} it holds other
 // parameters.
-inline constexpr std::string_view kAttachCompanion =
+inline constexpr std::string_view kAttachCompanion = REDBLOOM_LUA_ROOM
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
@@ -678,6 +682,8 @@ inline constexpr std::string_view kAttachCompanion =
     "if bt ~= 'none' and bt ~= 'string' then return {2, bt} end\n"
     "local len = redis.call('STRLEN', KEYS[2])\n"
     "if len > want then return {4, len} end\n"
+    "local late = past(ARGV[2])\n"
+    "if late then return {6, late} end\n"
     "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
     "if ARGV[2] ~= '0' then\n"

@@ -194,6 +194,10 @@ class RedisStore final : public Store {
                 " bytes: whoever wrote it used more bits (another capacity or error rate?); attach "
                 "with the writer's exact parameters");
           }
+          if (code == 6 && r->elements >= 2) {
+            return ExpiryPastStatus(c.server().display, "filter '" + DisplayName(name) + "'",
+                                    expires_at, static_cast<uint64_t>(r->element[1]->integer));
+          }
           if (code >= 8)
             return CompanionCodeStatus(r.get(), name, DisplayCompanion(name, config), config);
           return MetaWrongType(r.get(), name);
