@@ -642,7 +642,13 @@ void HttpServer::Install() {
   // refused unread (401, 404, 413, 415, ...) is refused instead, so the
   // client does not upload its body for nothing.
   s.set_expect_100_continue_handler([this](const Request& req, Response& res) {
-    if (Screen(req, res)) return res.status;
+    if (Screen(req, res)) {
+      // httplib writes this answer without a Content-Length when the
+      // request has no body, so the client could not tell where it ends
+      // (the next answer ran into it): it ends with the connection.
+      res.set_header("Connection", "close");
+      return res.status;
+    }
     t_ctx.screened = true;
     return 100;
   });

@@ -680,6 +680,11 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       head + "X-Note: a\r\n Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
       // A header line ended by a bare LF (the head never ended for httplib).
       head + "X-Note: a\n" + length + "\r\n" + body,
+      // Framing values httplib percent-decoded: 1%35 framed 15 bytes, and
+      // chunke%64 was chunked, where a proxy reads neither so.
+      head + "Content-Length: " + std::to_string(body.size() / 10) + "%" +
+          std::to_string(30 + body.size() % 10) + "\r\n\r\n" + body,
+      head + "Transfer-Encoding: chunke%64\r\n\r\n" + chunked,
   };
   for (const std::string& request : ambiguous) {
     RawConnection c(server_->port());
@@ -760,6 +765,37 @@ TEST_P(ServerApiTest, NoAnswerMayBeCached) {
       RawExchange(server_->port(), "GET /healthz HTTP/1.1\r\nNoColonHere\r\n\r\n", false);
   EXPECT_TRUE(bad.starts_with("HTTP/1.1 400")) << bad;
   EXPECT_NE(bad.find("\r\nCache-Control: no-store\r\n"), std::string::npos) << bad;
+}
+
+// A token holding "%41" authenticates as itself: httplib percent-decoded the
+// Authorization value, so such a token (printable ASCII, as documented)
+// could never match, and "%2541" did.
+TEST_P(ServerApiTest, HeaderValuesReachTheServiceAsSent) {
+  const std::string token = "ab%41cd";
+  StartServer("", token);
+  for (const auto& [presented, status] : std::vector<std::pair<std::string, int>>{
+           {"ab%41cd", 200}, {"abAcd", 401}, {"ab%2541cd", 401}}) {
+    httplib::Client c("127.0.0.1", server_->port());
+    auto res = c.Get("/v1/filters", {{"Authorization", "Bearer " + presented}});
+    ASSERT_TRUE(res) << presented;
+    EXPECT_EQ(res->status, status) << presented << ": " << res->body;
+  }
+}
+
+// A request refused at its Expect: 100-continue (here, no route) with no
+// body: its answer had no Content-Length and the connection stayed open, so
+// the next answer ran into it. It ends with the connection now.
+TEST_P(ServerApiTest, ARefusalAtExpectWithoutABodyEndsTheConnection) {
+  StartServer();
+  RawConnection c(server_->port());
+  c.Send(
+      "POST /v1/nosuch HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n"
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  int error = -1;
+  const std::string all = c.ReadToEnd(&error, std::chrono::seconds(10));
+  EXPECT_TRUE(all.starts_with("HTTP/1.1 404")) << all;
+  EXPECT_EQ(CountResponses(all), 1) << all;
+  EXPECT_NE(all.find("\r\nConnection: close\r\n"), std::string::npos) << all;
 }
 
 TEST_P(ServerApiTest, BearerTokenGuardsApiAndMetrics) {
