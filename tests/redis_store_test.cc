@@ -661,6 +661,22 @@ TEST_F(RedisStoreTest, KeyOfTheWrongTypeIsAClearConflict) {
       << s.message();
   EXPECT_EQ((*f)->Contains("x").status().code(), StatusCode::kConflict);
   EXPECT_EQ((*f)->Info().status().code(), StatusCode::kConflict);
+  // A scaling filter's layer key: named by its layer, not quoted as a key
+  // ("key 'of part 1 of filter 'sc'' holds a list").
+  {
+    auto sc = BloomFilter::Create(
+        *store_, "sc", {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling});
+    ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+    ASSERT_TRUE((*sc)->AddMany(Views(Items(Encoding::kUtf8, 300))).ok());
+    ASSERT_EQ(raw_->Int({"EXISTS", "{sc}/part/1"}), 1);
+    raw_->Run({"DEL", "{sc}/part/1"});
+    raw_->Run({"LPUSH", "{sc}/part/1", "a"});
+    const Status layer = (*sc)->AddMany(Views(Items(Encoding::kUtf8, 20)));
+    EXPECT_EQ(layer.code(), StatusCode::kConflict) << layer.ToString();
+    EXPECT_NE(layer.message().find("the key of part 1 of filter 'sc' holds a list, not a bitmap"),
+              std::string::npos)
+        << layer.message();
+  }
   // The foreign value survived, and no scratch key is left.
   EXPECT_EQ(raw_->Str({"HGET", "f", "k"}), "v");
   EXPECT_EQ(raw_->Int({"EXISTS", "{f}/add"}), 0);

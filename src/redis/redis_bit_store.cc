@@ -229,9 +229,13 @@ Status RedisBitStore::Gone() const {
 
 Status RedisBitStore::BitmapError(Connection& c, const Cells& cells, const redisReply* r) const {
   if (Contains(ReplyText(r), "WRONGTYPE")) {
-    const bool main = cells.bitmap == keys_.bitmap;
-    return WrongTypeStatus(main ? DisplayKey(name_, shared_->keys) : "of " + cells.display,
-                           KeyType(c, cells.bitmap));
+    if (cells.bitmap == keys_.bitmap) {
+      return WrongTypeStatus(DisplayKey(name_, shared_->keys), KeyType(c, cells.bitmap));
+    }
+    // A part's key is named by its part ("the key of part 3 of filter 'sc'"),
+    // not quoted as if it were the key.
+    return Status::Conflict("the key of " + cells.display + " holds a " + KeyType(c, cells.bitmap) +
+                            ", not a bitmap");
   }
   return ReplyErrorStatus(ReplyText(r), c.server());
 }
