@@ -463,6 +463,32 @@ TEST_F(FileStoreTest, LostLayerOfAScalingFilterIsDataLoss) {
       << (info.ok() ? std::to_string(info->parts) + " layers" : info.status().ToString());
 }
 
+// A layer file past the 32 a chain can have (a stray copy, one named for
+// 2^64 - 1) is data_loss naming it: it failed every check "reached its limit
+// of 32 layers", resource_exhausted (507), or, named 2^64 - 1, wrapped the
+// layer count to 0 and blamed layer 0.
+TEST_F(FileStoreTest, AStrayLayerFilePastTheChainsLimitIsDataLossNamingIt) {
+  std::unique_ptr<BloomFilter> f;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
+  const std::string parts = dir_.path() + "/.sc.parts/";
+  for (const std::string stray : {"40", "18446744073709551615"}) {
+    std::filesystem::copy_file(parts + "1.rbf", parts + stray + ".rbf");
+    auto reopened = BloomFilter::Open(*store_, "sc");
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    for (BloomFilter* h : {f.get(), reopened->get()}) {
+      const auto check = h->Contains("x");
+      EXPECT_EQ(check.status().code(), StatusCode::kDataLoss)
+          << stray << ": " << check.status().ToString();
+      EXPECT_NE(check.status().message().find("lists a layer " + stray), std::string::npos)
+          << check.status().message();
+      EXPECT_EQ(h->Info().status().code(), StatusCode::kDataLoss) << stray;
+    }
+    std::filesystem::remove(parts + stray + ".rbf");
+  }
+  auto check = f->Contains("x");
+  EXPECT_TRUE(check.ok()) << "without the stray file: " << check.status().ToString();
+}
+
 // With the whole parts directory gone, the record of the layers made says
 // they were lost: kDataLoss, and an add makes no new empty layers in their
 // place (which would have hidden the loss for good).

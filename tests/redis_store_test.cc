@@ -841,6 +841,26 @@ TEST_F(RedisStoreTest, AShortWindowSliceThatExpiredDuringACallIsEmptyNotLost) {
 // is data_loss for checks, adds and info: before, the layers it no longer
 // named read as absent (3 of 4 items after the list was deleted), info
 // described one layer, and the next add refilled layer 1 from a count of 0.
+// A parts field past the 32 layers a chain can have is data_loss naming it,
+// not resource_exhausted "reached its limit of 32 layers" (507 on every check).
+TEST_F(RedisStoreTest, AStrayPartsFieldPastTheChainsLimitIsDataLossNamingIt) {
+  FilterOptions scaling = Options(100, 0.01);
+  scaling.kind = FilterKind::kScaling;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "sc", scaling));
+  ASSERT_TRUE(f->AddMany(Views(Items(Encoding::kUtf8, 500))).ok());
+  const std::string parts_key = internal::KeysFor("sc", internal::KeyMode::kPlain).parts;
+  raw_->Run({"HSET", parts_key, "99", "1"});
+  ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(*store_, "sc"));
+  for (BloomFilter* h : {f.get(), fresh.get()}) {
+    const auto check = h->Contains("x");
+    EXPECT_EQ(check.status().code(), StatusCode::kDataLoss) << check.status().ToString();
+    EXPECT_NE(check.status().message().find("lists a layer 99"), std::string::npos)
+        << check.status().message();
+  }
+  raw_->Run({"HDEL", parts_key, "99"});
+  EXPECT_TRUE(fresh->Contains("x").ok());
+}
+
 TEST_F(RedisStoreTest, AScalingFilterWhosePartsListLostALayerIsDataLoss) {
   FilterOptions scaling = Options(100, 0.01);
   scaling.kind = FilterKind::kScaling;

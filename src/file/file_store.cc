@@ -563,7 +563,9 @@ class FileStore final : public Store {
     // were lost (a file deleted): their items would read as absent. A gap
     // below the last part is the kind's to report; this is the loss of the
     // last ones, which a listing alone cannot tell from parts never made.
-    const uint64_t listed = parts.empty() ? 0 : parts.back() + 1;
+    // (A stray file named for the last part number must not wrap this to 0:
+    // the kind reports a part past its limit.)
+    const uint64_t listed = parts.empty() ? 0 : parts.back() + (parts.back() == UINT64_MAX ? 0 : 1);
     if (KindOf(config.kind).dense_parts && main.parts_made > listed) {
       // Unless the filter was dropped, re-created or expired since the
       // header was read: then its parts went with it.

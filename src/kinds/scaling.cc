@@ -137,6 +137,7 @@ class ScalingPolicy final : public KindPolicy {
   // Redis does, or records how many were made, as a file store does, also
   // says so of the last ones, which leave no gap.)
   static Status CheckDense(const FilterContext& f, const std::vector<uint64_t>& layers) {
+    REDBLOOM_RETURN_IF_ERROR(CheckListed(f, layers));
     if (layers.empty() || layers.front() != 0) {
       return Status::DataLoss("scaling filter '" + std::string(f.name()) +
                               "' has lost its first layer");
@@ -150,6 +151,19 @@ class ScalingPolicy final : public KindPolicy {
     return Status::Ok();
   }
 
+  // A listed layer past the most a chain can have was made by no redbloom (a
+  // stray file or hash field): data_loss naming it. Sized as a layer, it
+  // failed every check "reached its limit of 32 layers", resource_exhausted
+  // (507, an alert for a full store).
+  static Status CheckListed(const FilterContext& f, const std::vector<uint64_t>& listed) {
+    if (listed.empty() || listed.back() < kMaxLayers) return Status::Ok();
+    return Status::DataLoss("scaling filter '" + std::string(f.name()) + "' lists a layer " +
+                            std::to_string(listed.back()) + ", past the " +
+                            std::to_string(kMaxLayers) +
+                            " a scaling filter can have: the store holds a part no redbloom made "
+                            "(a stray layer file or parts field); remove it");
+  }
+
   // Tests every layer; returns the layers as they are now. The handle's list
   // of layers is checked against the store's in the same round trip, and
   // layers that another client added since are tested too: a check that
@@ -161,6 +175,7 @@ class ScalingPolicy final : public KindPolicy {
     std::vector<uint64_t> now;
     REDBLOOM_RETURN_IF_ERROR(f.TestIn(tested, hashes, present, &now));
     for (int round = 0; round < 64; ++round) {
+      REDBLOOM_RETURN_IF_ERROR(CheckListed(f, now));
       std::vector<uint64_t> extra;
       std::set_difference(now.begin(), now.end(), tested.begin(), tested.end(),
                           std::back_inserter(extra));
