@@ -26,6 +26,20 @@ Result<std::string> DecodeUserInfo(std::string_view s, std::string_view what) {
   return decoded;
 }
 
+// "user:password" (the user may be empty), percent-decoded into `url`.
+Status ParseCredentials(std::string_view cred, RedisUrl* url) {
+  const size_t colon = cred.find(':');
+  if (colon == std::string_view::npos) {
+    return BadUrl("credentials need a password: use user:password@ or :password@");
+  }
+  REDBLOOM_ASSIGN_OR_RETURN(url->user, DecodeUserInfo(cred.substr(0, colon), "user name"));
+  REDBLOOM_ASSIGN_OR_RETURN(std::string password,
+                            DecodeUserInfo(cred.substr(colon + 1), "password"));
+  if (password.empty()) return BadUrl("the password after ':' is empty");
+  url->password = std::move(password);
+  return Status::Ok();
+}
+
 // A decimal integer in [lo, hi], the whole string.
 Result<int64_t> ParseInt(std::string_view text, int64_t lo, int64_t hi, std::string_view what) {
   int64_t v = 0;
@@ -225,16 +239,7 @@ Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defa
                         : "the user name or password holds a '/': percent-encode it (%2F)");
     }
     if (!authority.empty()) {
-      const std::string_view cred = authority.substr(0, authority.size() - 1);
-      const size_t colon = cred.find(':');
-      if (colon == std::string_view::npos) {
-        return BadUrl("credentials need a password: use user:password@ or :password@");
-      }
-      REDBLOOM_ASSIGN_OR_RETURN(url.user, DecodeUserInfo(cred.substr(0, colon), "user name"));
-      REDBLOOM_ASSIGN_OR_RETURN(std::string password,
-                                DecodeUserInfo(cred.substr(colon + 1), "password"));
-      if (password.empty()) return BadUrl("the password after ':' is empty");
-      url.password = std::move(password);
+      REDBLOOM_RETURN_IF_ERROR(ParseCredentials(authority.substr(0, authority.size() - 1), &url));
     }
     HostPort hp;
     REDBLOOM_ASSIGN_OR_RETURN(hp.unix_path, DecodeUserInfo(rest.substr(slash), "socket path"));
@@ -258,17 +263,8 @@ Result<RedisUrl> ParseUnredacted(std::string_view text, const StoreOptions& defa
   // The password may itself contain '@' only percent-encoded, so the last '@'
   // ends the credentials.
   if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    std::string_view cred = rest.substr(0, at);
+    REDBLOOM_RETURN_IF_ERROR(ParseCredentials(rest.substr(0, at), &url));
     rest = rest.substr(at + 1);
-    const size_t colon = cred.find(':');
-    if (colon == std::string_view::npos) {
-      return BadUrl("credentials need a password: use user:password@ or :password@");
-    }
-    REDBLOOM_ASSIGN_OR_RETURN(url.user, DecodeUserInfo(cred.substr(0, colon), "user name"));
-    REDBLOOM_ASSIGN_OR_RETURN(std::string password,
-                              DecodeUserInfo(cred.substr(colon + 1), "password"));
-    if (password.empty()) return BadUrl("the password after ':' is empty");
-    url.password = std::move(password);
   }
 
   const bool many = url.mode != RedisMode::kSingle;
