@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -101,6 +102,12 @@ std::string ErrorResponse(int status, std::string_view phrase, std::string_view 
   out.append(phrase).append("\r\nContent-Type: application/json\r\nContent-Length: ");
   out.append(std::to_string(body.size()));
   if (status == 429 || status == 503) out.append("\r\nRetry-After: 1");
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char date[40];
+  out.append("\r\nDate: ")
+      .append(date, std::strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm));
   out.append("\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n").append(body);
   return out;
 }
@@ -119,7 +126,9 @@ struct BodyFraming {
   std::optional<uint64_t> length;
   size_t expect_begin = 0;  // absolute; equal to expect_end when absent
   size_t expect_end = 0;
-  std::string_view authorization;  // into the head; empty when absent
+  // As the client sent it (TidyHead escaped its '%' for httplib); empty
+  // when absent.
+  std::string authorization;
   // A Content-Length with no value: the HTTP layer would never see it
   // (httplib drops empty headers), so the connection layer answers it.
   bool empty_length = false;
@@ -224,6 +233,16 @@ bool IsToken(std::string_view s) {
   return true;
 }
 
+// The request headers the service reads (http_server.cc): their values
+// must reach it as sent.
+bool ReadByTheService(std::string_view name) {
+  for (std::string_view read :
+       {"Authorization", "Content-Type", "Content-Encoding", "Transfer-Encoding", "Expect"}) {
+    if (EqualsIgnoreCase(name, read)) return true;
+  }
+  return false;
+}
+
 // True when a Connection header's list holds the "close" option.
 bool HasCloseOption(std::string_view list) {
   while (!list.empty()) {
@@ -289,11 +308,14 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
       }
     } else if (!range) {
       at = nl + 1;
-      // A '%' in a value that stays is given to httplib as "%25", which it
-      // decodes back (it percent-decodes every header value): each value
-      // reaches the service as sent, so "chunke%64" is not chunked, and a
-      // token holding "%41" matches itself (it could never authenticate).
-      if (colon != std::string_view::npos && line.find('%', colon) != std::string_view::npos) {
+      // A '%' in a value the service reads is given to httplib as "%25",
+      // which it decodes back (it percent-decodes every header value): each
+      // such value reaches the service as sent, so "chunke%64" is not
+      // chunked, and a token holding "%41" matches itself (it could never
+      // authenticate). Other headers are left as they are: escaping grows a
+      // line, and httplib refuses one past 8 KiB (a cookie full of '%').
+      if (colon != std::string_view::npos && line.find('%', colon) != std::string_view::npos &&
+          ReadByTheService(name)) {
         std::string escaped;
         for (char ch : line.substr(colon + 1)) {
           escaped += ch;
@@ -317,6 +339,11 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
   // connection open without the "Connection: keep-alive" such a client
   // needs to know it, and the client waited for the end of the answer until
   // keep_alive_timeout_s. HTTP/1.0 connections carry one request.
+  // An HTTP/1.0 request is told "close" outright: httplib closes it anyway
+  // but still announced "Keep-Alive: timeout=..." in its answer, which a
+  // client that watches for that header (ab -k) took as an open connection.
+  const std::string_view request_line(buf.data() + begin, first - begin);
+  if (request_line.ends_with(" HTTP/1.0\r\n")) close = true;
   std::string lines = close ? "Connection: close\r\n" : "";
   if (!accept.empty()) {
     if (const std::string_view coding = ChosenCoding(accept); !coding.empty()) {
@@ -389,6 +416,10 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
     } else if (EqualsIgnoreCase(name, "Authorization")) {
       if (!f.authorization.empty()) return f;
       f.authorization = value;
+      for (size_t p = f.authorization.find("%25"); p != std::string::npos;
+           p = f.authorization.find("%25", p + 1)) {
+        f.authorization.erase(p + 1, 2);
+      }
     } else if (EqualsIgnoreCase(name, "Expect")) {
       // No 100 Continue goes to an HTTP/1.0 client (RFC 9110, 10.1.1).
       if (http10 || !EqualsIgnoreCase(value, "100-continue") || f.expect_end != 0) return f;
@@ -429,6 +460,7 @@ constexpr std::string_view kOutOfMemoryAnswer =
     "HTTP/1.1 503 Service Unavailable\r\n"
     "Content-Type: application/json\r\n"
     "Retry-After: 1\r\n"
+    "Cache-Control: no-store\r\n"
     "Connection: close\r\n"
     "Content-Length: 90\r\n"
     "\r\n" REDBLOOM_OOM_BODY;

@@ -337,27 +337,49 @@ Status ImportStopped(const Status& s, bool wrote_some) {
 // An import or merge that made its destination and then failed (a full
 // disk, Redis at maxmemory, a store gone) would leave a filter holding part
 // of its input, which every reader takes for the whole: the rest of the
-// items read "absent". It is dropped again, as if never made, unless the
-// name no longer holds the filter this call made (dropped and re-made by
-// another client meanwhile: its config tells). `filter` is the call's handle,
-// released first.
+// items read "absent". It is dropped again, as if never made, unless that
+// could lose another client's adds: the name no longer holds the config
+// this call made (re-made meanwhile), or the filter counts items (this call
+// counts its own only once every bit is written, so a count is another
+// client's add, made once the filter existed). Then it is left, and the
+// error says what to do. `filter` is the call's handle, released first.
 Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilter> filter,
                   const Status& failure, std::string_view what) {
   const FilterConfig made = filter->config();
   filter.reset();
   const std::string quoted = "'" + std::string(name) + "'";
+  const std::string left =
+      quoted + " was created for this " + std::string(what) + " and holds part of it";
   auto now = store.ReadConfig(name);
-  Status dropped = !now.ok()                  ? now.status()
-                   : !now->SameFilterAs(made) ? Status::Conflict("it was re-made by another client")
-                                              : store.Drop(name);
+  if (now.ok() && !now->SameFilterAs(made)) {
+    return failure.WithContext(quoted + " was created for this " + std::string(what) +
+                               ", then dropped and re-made by another client, which is left as it "
+                               "is");
+  }
+  if (now.ok()) {
+    auto reopened = BloomFilter::Open(store, name);
+    Result<FilterInfo> info =
+        reopened.ok() ? (*reopened)->Info() : Result<FilterInfo>(reopened.status());
+    if (!info.ok()) {
+      return failure.WithContext(left + ", and could not be checked for other clients' adds (" +
+                                 info.status().message() + "): run the " + std::string(what) +
+                                 " again to complete it, or drop it");
+    }
+    if (info->items_added > 0) {
+      return failure.WithContext(left + ", and other clients have added to it since (" +
+                                 std::to_string(info->items_added) +
+                                 " items counted), so it is left: run the " + std::string(what) +
+                                 " again to complete it");
+    }
+  }
+  Status dropped = now.ok() ? store.Drop(name) : now.status();
   if (dropped.ok() || dropped.code() == StatusCode::kNotFound) {
     return failure.WithContext(quoted + " was created for this " + std::string(what) +
                                " and dropped again, so nothing of it is left");
   }
-  return failure.WithContext(quoted + " was created for this " + std::string(what) +
-                             " and holds part of it, but could not be dropped (" +
-                             dropped.message() + "): drop it, or run the " + std::string(what) +
-                             " again");
+  return failure.WithContext(left + ", but could not be dropped (" + dropped.message() +
+                             "): run the " + std::string(what) +
+                             " again to complete it, or drop it");
 }
 
 // Bytes left in a seekable stream.

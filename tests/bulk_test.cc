@@ -441,20 +441,26 @@ TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
 // input, then reads it again to write it).
 class ChangingBuf : public std::stringbuf {
  public:
-  ChangingBuf(std::string first, std::string second)
-      : std::stringbuf(std::move(first), std::ios_base::in), second_(std::move(second)) {}
+  // `on_change` runs as the bytes change (after the import created its
+  // filter: it reads the input again once that is done).
+  ChangingBuf(std::string first, std::string second, std::function<void()> on_change = {})
+      : std::stringbuf(std::move(first), std::ios_base::in),
+        second_(std::move(second)),
+        on_change_(std::move(on_change)) {}
 
  protected:
   pos_type seekpos(pos_type pos, std::ios_base::openmode which) override {
     if (!second_.empty() && pos < gptr() - eback()) {
       str(std::move(second_));
       second_.clear();
+      if (on_change_) on_change_();
     }
     return std::stringbuf::seekpos(pos, which);
   }
 
  private:
   std::string second_;
+  std::function<void()> on_change_;
 };
 
 // An import that made its filter and then failed drops it again: a filter
@@ -481,6 +487,23 @@ TEST_F(DumpTest, AFailedImportDropsTheFilterItCreated) {
             std::string::npos)
       << copy.status().message();
   EXPECT_EQ((*store)->ReadConfig("copy").status().code(), StatusCode::kNotFound);
+
+  // Nor does it drop a filter another client has added to since it was made:
+  // that client's acknowledged add would go with it. It is left, and said so.
+  ChangingBuf raced(good, changed, [&] {
+    auto other = BloomFilter::Open(**store, "raced");
+    ASSERT_TRUE(other.ok()) << other.status().ToString();
+    ASSERT_TRUE((*other)->Add("theirs").ok());
+  });
+  std::istream in_raced(&raced);
+  auto raced_import = ImportDump(**store, "raced", in_raced);
+  ASSERT_FALSE(raced_import.ok());
+  EXPECT_NE(raced_import.status().message().find("other clients have added to it since"),
+            std::string::npos)
+      << raced_import.status().message();
+  auto theirs = BloomFilter::Open(**store, "raced");
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+  EXPECT_TRUE(testing::ValueOrFail((*theirs)->Contains("theirs")));
 
   // The same failure into a filter that existed leaves it there, with its items.
   auto kept = BloomFilter::Create(**store, "kept", {.capacity = 1000, .error_rate = 0.01});

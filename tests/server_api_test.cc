@@ -732,6 +732,8 @@ TEST_P(ServerApiTest, ConnectionCloseIsHonouredInAnyForm) {
     EXPECT_EQ(CountResponses(all), 1) << connection << all;
     EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10))
         << connection << ": an HTTP/1.0 client reads its answer to the end of the connection";
+    // Said so: "Keep-Alive: timeout=..." alone made ab -k reuse it.
+    EXPECT_NE(all.find("\r\nConnection: close\r\n"), std::string::npos) << connection << all;
   }
 }
 
@@ -765,6 +767,7 @@ TEST_P(ServerApiTest, NoAnswerMayBeCached) {
       RawExchange(server_->port(), "GET /healthz HTTP/1.1\r\nNoColonHere\r\n\r\n", false);
   EXPECT_TRUE(bad.starts_with("HTTP/1.1 400")) << bad;
   EXPECT_NE(bad.find("\r\nCache-Control: no-store\r\n"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("\r\nDate: "), std::string::npos) << bad;
 }
 
 // A token holding "%41" authenticates as itself: httplib percent-decoded the
@@ -780,6 +783,13 @@ TEST_P(ServerApiTest, HeaderValuesReachTheServiceAsSent) {
     ASSERT_TRUE(res) << presented;
     EXPECT_EQ(res->status, status) << presented << ": " << res->body;
   }
+  // A header the service does not read is left as sent: escaped, a cookie of
+  // 3,000 '%' passed httplib's 8 KiB per line and the request was refused.
+  httplib::Client c("127.0.0.1", server_->port());
+  auto res = c.Get("/v1/filters", {{"Authorization", "Bearer " + token},
+                                   {"Cookie", "k=" + std::string(3000, '%')}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
 }
 
 // A request refused at its Expect: 100-continue (here, no route) with no
