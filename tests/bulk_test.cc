@@ -247,6 +247,13 @@ TEST(GuavaFormatErrorsTest, ClearErrorsAndNothingWritten) {
   std::string mitz32 = bytes;
   mitz32[0] = 0;
   EXPECT_EQ(import(mitz32, 1000).status().code(), StatusCode::kInvalidArgument);
+  // The same m with another k (a writer's other parameters): every item it
+  // added would test other bits here. k is byte 1 of Guava's header.
+  std::string other_k = bytes;
+  other_k[1] = static_cast<char>(other_k[1] == 3 ? 4 : 3);
+  const Status k_mismatch = import(other_k, 1000).status();
+  EXPECT_EQ(k_mismatch.code(), StatusCode::kInvalidArgument) << k_mismatch.ToString();
+  EXPECT_NE(k_mismatch.message().find("k="), std::string::npos) << k_mismatch.ToString();
   EXPECT_EQ((*store)->ReadConfig("g").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(import(bytes, 1000).ok());
 

@@ -149,6 +149,47 @@ TEST_F(FileStoreTest, FlippedHeaderByteIsDataLoss) {
   ExpectDataLoss("checksum");
 }
 
+// The same for a scaling layer's file and a window slice's: a check through
+// the batch kernels read a part that failed to open as data_loss only
+// because a test said so for the main file (a mutation that took it for
+// "absent" survived every test).
+TEST_F(FileStoreTest, AFlippedHeaderByteOfALayerOrSliceIsDataLoss) {
+  std::unique_ptr<BloomFilter> sc;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&sc));
+  auto w = BloomFilter::Create(*store_, "w",
+                               FilterOptions{.capacity = 1000,
+                                             .error_rate = 0.01,
+                                             .kind = FilterKind::kWindow,
+                                             .window_millis = 3'600'000,
+                                             .slices = 2});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE((*w)->AddMany(scaling_views_).ok());
+  for (const auto& [name, dir] : std::vector<std::pair<std::string, std::string>>{
+           {"sc", dir_.path() + "/.sc.parts"}, {"w", dir_.path() + "/.w.parts"}}) {
+    std::string part;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().filename() != "0.rbf") part = entry.path().string();
+    }
+    ASSERT_FALSE(part.empty()) << name;
+    std::fstream io(part, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekg(0x48);
+    char byte = 0;
+    io.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x01);
+    io.seekp(0x48);
+    io.write(&byte, 1);
+    io.close();
+    auto fresh = Store::Open("file:" + dir_.path());
+    ASSERT_TRUE(fresh.ok());
+    auto f = BloomFilter::Open(**fresh, name);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    std::vector<uint8_t> present;
+    const Status checked = (*f)->ContainsMany(scaling_views_, &present);
+    EXPECT_EQ(checked.code(), StatusCode::kDataLoss)
+        << name << ": never \"absent\": " << checked.ToString();
+  }
+}
+
 TEST_F(FileStoreTest, ForeignFileIsDataLoss) {
   auto b = ReadFile();
   std::memcpy(b.data(), "PNG\r\n\x1a\n\0", 8);
