@@ -17,7 +17,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -102,12 +101,7 @@ std::string ErrorResponse(int status, std::string_view phrase, std::string_view 
   out.append(phrase).append("\r\nContent-Type: application/json\r\nContent-Length: ");
   out.append(std::to_string(body.size()));
   if (status == 429 || status == 503) out.append("\r\nRetry-After: 1");
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char date[40];
-  out.append("\r\nDate: ")
-      .append(date, std::strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm));
+  out.append("\r\nDate: ").append(HttpDate());
   out.append("\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n").append(body);
   return out;
 }
@@ -284,23 +278,22 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
     // than a proxy in front may have framed it: a request hidden in a body
     // was served as a request of its own.
     if (!IsToken(name)) *malformed = true;
+    // The value, without its line end (empty for a line with no colon).
+    std::string_view value =
+        colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+    while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) {
+      value.remove_suffix(1);
+    }
     // A length is digits (RFC 9110, 8.6): httplib percent-decodes header
     // values, so "1%35" framed a body of 15 bytes that a proxy would not.
     // (An empty one is ParseFraming's to answer.)
-    if (EqualsIgnoreCase(name, "Content-Length")) {
-      std::string_view value = line.substr(colon + 1);
-      while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) {
-        value.remove_suffix(1);
-      }
-      if (Trim(value).find_first_not_of("0123456789") != std::string_view::npos) *malformed = true;
+    if (EqualsIgnoreCase(name, "Content-Length") &&
+        Trim(value).find_first_not_of("0123456789") != std::string_view::npos) {
+      *malformed = true;
     }
     const bool range = EqualsIgnoreCase(name, "Range");
     const bool connection = EqualsIgnoreCase(name, "Connection");
     if (EqualsIgnoreCase(name, "Accept-Encoding") || connection) {
-      std::string_view value = line.substr(colon + 1);
-      while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) {
-        value.remove_suffix(1);
-      }
       if (connection) {
         close = close || HasCloseOption(value);
       } else {
@@ -335,13 +328,10 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
   // 7.6.1); httplib honours the exact value "close" only, so "Close" or
   // "keep-alive, close" kept a connection its client meant to end (it read to
   // EOF for keep_alive_timeout_s). The lines go, and "close" comes back as
-  // httplib reads it. "Keep-Alive" goes too: httplib then kept an HTTP/1.0
-  // connection open without the "Connection: keep-alive" such a client
-  // needs to know it, and the client waited for the end of the answer until
-  // keep_alive_timeout_s. HTTP/1.0 connections carry one request.
-  // An HTTP/1.0 request is told "close" outright: httplib closes it anyway
-  // but still announced "Keep-Alive: timeout=..." in its answer, which a
-  // client that watches for that header (ab -k) took as an open connection.
+  // httplib reads it. An HTTP/1.0 connection carries one request and is told
+  // "close" outright: httplib kept one asking "Keep-Alive" open without the
+  // "Connection: keep-alive" its client needs, and announced "Keep-Alive:
+  // timeout=..." on one it closed (ab -k then reused it).
   const std::string_view request_line(buf.data() + begin, first - begin);
   if (request_line.ends_with(" HTTP/1.0\r\n")) close = true;
   std::string lines = close ? "Connection: close\r\n" : "";

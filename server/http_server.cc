@@ -214,22 +214,6 @@ bool AcceptableContentType(std::string_view ct) {
          EqualsIgnoreCase(ct.substr(0, 12), "application/");
 }
 
-// The time as an HTTP date (RFC 9110, 5.6.7: "Sun, 06 Nov 1994 08:49:37
-// GMT"), made once a second per thread.
-const std::string& HttpDate() {
-  thread_local std::time_t made = -1;
-  thread_local std::string text;
-  const std::time_t now = std::time(nullptr);
-  if (now != made) {
-    std::tm tm{};
-    ::gmtime_r(&now, &tm);
-    char buf[40];
-    text.assign(buf, std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm));
-    made = now;
-  }
-  return text;
-}
-
 void Apply(Reply reply, Response& res) {
   res.status = reply.status;
   res.body = std::move(reply.body);
