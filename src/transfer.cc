@@ -347,12 +347,12 @@ Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilt
                   const Status& failure, std::string_view what) {
   const FilterConfig made = filter->config();
   filter.reset();
-  const std::string quoted = "'" + std::string(name) + "'";
-  const std::string left =
-      quoted + " was created for this " + std::string(what) + " and holds part of it";
+  const std::string made_here =
+      "'" + std::string(name) + "' was created for this " + std::string(what);
+  const std::string again = "run the " + std::string(what) + " again to complete it";
   auto now = store.ReadConfig(name);
   if (now.ok() && !now->SameFilterAs(made)) {
-    return failure.WithContext(quoted + " was created for this " + std::string(what) +
+    return failure.WithContext(made_here +
                                ", then dropped and re-made by another client, which is left as it "
                                "is");
   }
@@ -361,25 +361,23 @@ Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilt
     Result<FilterInfo> info =
         reopened.ok() ? (*reopened)->Info() : Result<FilterInfo>(reopened.status());
     if (!info.ok()) {
-      return failure.WithContext(left + ", and could not be checked for other clients' adds (" +
-                                 info.status().message() + "): run the " + std::string(what) +
-                                 " again to complete it, or drop it");
+      return failure.WithContext(made_here +
+                                 " and holds part of it, and could not be checked for other "
+                                 "clients' adds (" +
+                                 info.status().message() + "): " + again + ", or drop it");
     }
     if (info->items_added > 0) {
-      return failure.WithContext(left + ", and other clients have added to it since (" +
-                                 std::to_string(info->items_added) +
-                                 " items counted), so it is left: run the " + std::string(what) +
-                                 " again to complete it");
+      return failure.WithContext(
+          made_here + " and holds part of it, and other clients have added to it since (" +
+          std::to_string(info->items_added) + " items counted), so it is left: " + again);
     }
   }
   Status dropped = now.ok() ? store.Drop(name) : now.status();
   if (dropped.ok() || dropped.code() == StatusCode::kNotFound) {
-    return failure.WithContext(quoted + " was created for this " + std::string(what) +
-                               " and dropped again, so nothing of it is left");
+    return failure.WithContext(made_here + " and dropped again, so nothing of it is left");
   }
-  return failure.WithContext(left + ", but could not be dropped (" + dropped.message() +
-                             "): run the " + std::string(what) +
-                             " again to complete it, or drop it");
+  return failure.WithContext(made_here + " and holds part of it, but could not be dropped (" +
+                             dropped.message() + "): " + again + ", or drop it");
 }
 
 // Bytes left in a seekable stream.
