@@ -10,6 +10,10 @@
 //   HoldOnce(text) keeps back the first piece of the client's bytes that
 //                  holds `text` (and all the client sends after it) until
 //                  Release(): a command caught between two others.
+//   DropReplyOnce(text) passes the first piece of the client's bytes that
+//                  holds `text` to the server, then reads the server's next
+//                  bytes and closes both sides instead of passing them on: a
+//                  command that ran, its answer lost with the connection.
 #ifndef REDBLOOM_TESTS_SLOW_RELAY_H_
 #define REDBLOOM_TESTS_SLOW_RELAY_H_
 
@@ -71,6 +75,12 @@ class SlowRelay {
   }
   bool holding() const { return holding_; }
   void Release() { release_ = true; }
+  void DropReplyOnce(std::string text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    drop_text_ = std::move(text);
+    dropped_ = false;
+  }
+  bool dropped() const { return dropped_; }
 
  private:
   void Run() {
@@ -116,10 +126,21 @@ class SlowRelay {
             holding_ = true;
             continue;
           }
+          if (n > 0 && Drops(buf, static_cast<size_t>(n))) dropping_server_ = server;
           if (n > 0) WriteAll(server, buf, static_cast<size_t>(n));
           if (throttle_) std::this_thread::sleep_for(gap_);
         }
         if (fds[2 + 2 * i].revents & (POLLIN | POLLHUP)) {
+          if (server == dropping_server_) {
+            const ssize_t ignored = ::read(server, buf, sizeof(buf));
+            (void)ignored;
+            dropped_ = true;  // before the client can see the connection go
+            ::close(client);
+            ::close(server);
+            pairs_.erase(pairs_.begin() + static_cast<std::ptrdiff_t>(i));
+            dropping_server_ = -1;
+            break;  // fds no longer lines up with pairs_
+          }
           const ssize_t n = ::read(server, buf, trickle_ ? 1 : sizeof(buf));
           if (n > 0) WriteAll(client, buf, static_cast<size_t>(n));
           if (trickle_) std::this_thread::sleep_for(gap_);
@@ -133,6 +154,14 @@ class SlowRelay {
     if (hold_text_.empty() || holding_ || release_) return false;
     if (::memmem(data, n, hold_text_.data(), hold_text_.size()) == nullptr) return false;
     hold_text_.clear();
+    return true;
+  }
+
+  bool Drops(const char* data, size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (drop_text_.empty()) return false;
+    if (::memmem(data, n, drop_text_.data(), drop_text_.size()) == nullptr) return false;
+    drop_text_.clear();
     return true;
   }
 
@@ -154,6 +183,9 @@ class SlowRelay {
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::string hold_text_;  // guarded by mu_
+  std::string drop_text_;  // guarded by mu_
+  std::atomic<bool> dropped_{false};
+  int dropping_server_ = -1;  // the relay's thread only
   std::atomic<bool> holding_{false};
   std::atomic<bool> release_{false};
   std::string held_;                        // the relay's thread only
