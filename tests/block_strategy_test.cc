@@ -56,6 +56,14 @@ TEST(BlockStrategyTest, GoldenOffsets) {
   EXPECT_EQ(Xxh3_128(std::string_view("ORD-1")).ToHex(), "a59190a378634a55cabc87350632ea99");
   EXPECT_EQ(OffsetsOf(c, "ORD-1"), (std::vector<uint64_t>{3225, 3294, 3343, 3436, 3462}));
   EXPECT_EQ(OffsetsOf(c, "hello"), (std::vector<uint64_t>{8143, 7711, 7798, 7864, 7904}));
+  // Past ten bits an item's fields come from mixes of h2, ten per mix: k = 25
+  // takes two of them. Within its block an item keeps its first bits of k = 5.
+  const FilterConfig fine = Config(1000, 1e-9);
+  EXPECT_EQ(fine.geometry.hashes, 25u);
+  EXPECT_EQ(OffsetsOf(fine, "ORD-1"),
+            (std::vector<uint64_t>{26777, 26846, 26895, 26988, 27014, 27075, 26660, 26705, 26813,
+                                   26828, 26940, 27001, 27033, 27124, 26640, 26729, 26806, 26857,
+                                   26881, 26965, 27066, 27120, 26627, 26721, 26795}));
 }
 
 TEST(BlockStrategyTest, SizingNeedsAFewPercentMoreBitsThanClassic) {

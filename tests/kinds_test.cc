@@ -361,6 +361,28 @@ TEST_P(KindsTest, WindowForgetsOldSlices) {
   EXPECT_EQ(info->parts, 0u);
 }
 
+// A check looks at every slice in the window, so each slice is sized for
+// its share of the error rate: with every slice full the window's rate stays
+// within the requested one (at the rate each, four slices gave 4%).
+TEST_P(KindsTest, AWindowWithEverySliceFullKeepsTheErrorRate) {
+  constexpr uint64_t kSlice = 60'000, kSlices = 4, kPerSlice = 2000;
+  clock_->Set((testing::WallMillis() / kSlice) * kSlice);  // the start of a slice
+  auto f = MakeWindow("w", kSlices * kPerSlice, kSlice, kSlices);
+  ASSERT_NE(f, nullptr);
+  std::vector<std::string> added;
+  for (uint64_t s = 0; s < kSlices; ++s) {
+    if (s > 0) clock_->Advance(std::chrono::milliseconds(kSlice));
+    const auto items = Items("slice" + std::to_string(s) + "-", kPerSlice);
+    ASSERT_TRUE(f->AddMany(Views(items)).ok());
+    added.insert(added.end(), items.begin(), items.end());
+  }
+  ASSERT_EQ(f->Info()->parts, kSlices);
+  EXPECT_EQ(CountPresent(*f, added), static_cast<int>(added.size())) << "no false negatives";
+  constexpr int kProbes = 50'000;
+  const double fpp = CountPresent(*f, Items("never-", kProbes)) / double{kProbes};
+  EXPECT_LE(fpp, 0.01 + 3 * std::sqrt(0.01 * 0.99 / kProbes)) << "the window's rate, 1% asked";
+}
+
 // A clock that answers `first` to the next reading after Stall(), and `rest`
 // otherwise: a caller that read the time, then stalled.
 class StallingClock final : public Clock {

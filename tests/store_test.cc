@@ -183,6 +183,52 @@ TEST_P(StoreTest, OffsetsOutsideThePartAreInvalidAndWriteNothing) {
   PartBatch add = Batch(0, 7, offsets, &out);
   EXPECT_EQ(bits->Add(std::span(&add, 1)).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(bits->Stats(0)->bits_set, 0u);
+  // Nor does a check read past the end (on file:, the next page's bytes).
+  PartBatch test = Batch(0, 7, offsets, &out);
+  EXPECT_EQ(bits->Test(std::span(&test, 1)).code(), StatusCode::kInvalidArgument);
+  // Nor a counting remove.
+  const FilterConfig counting = Config(1000, 0.01, FilterKind::kCounting);
+  ASSERT_TRUE(store_->Create("c", counting).ok());
+  auto counters = Bits("c", counting);
+  ASSERT_NE(counters, nullptr);
+  std::vector<uint64_t> cells(7, 0);
+  cells[6] = counting.geometry.bits;
+  PartBatch remove = Batch(0, 7, cells, &out);
+  EXPECT_EQ(counters->Remove(std::span(&remove, 1)).code(), StatusCode::kInvalidArgument);
+}
+
+// An add raises a counter once for each time its index repeats within the
+// item, so a remove needs the counter at least that high. An item never
+// added, whose repeated index holds one other item's count, is not removed:
+// taking that counter down twice took the other item out with it.
+TEST_P(StoreTest, ACountingRemoveCountsAnIndexRepeatedWithinTheItem) {
+  const FilterConfig c = Config(1000, 0.01, FilterKind::kCounting);
+  ASSERT_TRUE(store_->Create("c", c).ok());
+  auto bits = Bits("c", c);
+  ASSERT_NE(bits, nullptr);
+  const std::vector<uint64_t> other = {1, 2, 3, 4, 5, 6, 7};
+  const std::vector<uint64_t> repeats = {1, 1, 2, 3, 4, 5, 6};
+  std::vector<uint8_t> out;
+  enum Op { kAdd, kRemove, kTest };
+  const auto run = [&](Op op, const std::vector<uint64_t>& item) {
+    PartBatch b = Batch(0, 7, item, &out);
+    const std::span<PartBatch> batch(&b, 1);
+    const Status s = op == kAdd      ? bits->Add(batch)
+                     : op == kRemove ? bits->Remove(batch)
+                                     : bits->Test(batch);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return out.at(0);
+  };
+  run(kAdd, other);
+  EXPECT_EQ(run(kRemove, repeats), 0) << "never added, yet removed";
+  EXPECT_EQ(run(kTest, other), 1) << "another item's remove took this one out";
+  // Added, it is removed once, and only its own counts go.
+  run(kAdd, repeats);
+  EXPECT_EQ(run(kRemove, repeats), 1);
+  EXPECT_EQ(run(kRemove, repeats), 0) << "removed twice";
+  EXPECT_EQ(run(kTest, other), 1);
+  EXPECT_EQ(run(kRemove, other), 1);
+  EXPECT_EQ(run(kTest, other), 0);
 }
 
 TEST_P(StoreTest, BulkReadAndOrMergeIntoAPart) {
