@@ -580,6 +580,13 @@ TEST_P(ServerApiTest, LimitsAnswer413) {
                   Items({std::string(2100, 'x')}));  // body over 2048 bytes
   EXPECT_EQ(big.status, 413) << big.body;
   EXPECT_EQ(big.header("Connection"), "close");
+  // The limit is the largest body served: 2048 bytes are, 2049 are not.
+  const std::string small = Items({"edge"});
+  ASSERT_LT(small.size(), 2048u);
+  const std::string at_limit = small + std::string(2048 - small.size(), ' ');
+  Answer at = Do("POST", "/v1/filters/orders/items", at_limit);
+  EXPECT_EQ(at.status, 200) << at.body;
+  EXPECT_EQ(Do("POST", "/v1/filters/orders/items", at_limit + " ").status, 413);
   // A chunked body cannot dodge the limit.
   const std::string chunk(3000, ' ');
   char size_hex[16];

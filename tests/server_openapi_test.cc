@@ -241,6 +241,9 @@ TEST_F(ServerOpenApiTest, RoutesAndRealAnswersMatchTheDocument) {
   Expect(500, *c, "GET", "/v1/filters/corrupt/items/a");
   Expect(500, *c, "DELETE", "/v1/filters/corrupt/items/a");
   Expect(500, *c, "PUT", "/v1/filters/corrupt", R"({"capacity":1000,"error_rate":0.01})");
+  // Each is a store error of its own code, for the operator's alerts.
+  const std::string metrics = Call(*c, "GET", "/metrics", "", kNoHeaders).body;
+  EXPECT_EQ(Sample(metrics, R"(redbloomd_store_errors_total{code="data_loss"})"), 7) << metrics;
   Expect(200, *c, "DELETE", "/v1/filters/corrupt");  // unlinked unread (see unexercised below)
 
   // Dropping, and what is not a route.
