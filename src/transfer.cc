@@ -525,6 +525,10 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
       if (!s.ok()) return ImportStopped(s, wrote_some && !created);
       wrote_some = true;
     }
+    // Synced before the count: a count written, then a failed sync, read to
+    // UndoCreate as other clients' adds (the filter was left, the error
+    // blamed them).
+    if (Status s = filter->Flush(); !s.ok()) return ImportStopped(s, wrote_some && !created);
     if (Status s = CountAfter(*filter, counts); !s.ok()) {
       return ImportStopped(s, wrote_some && !created);
     }
@@ -710,6 +714,8 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
       Status s = filter->MergePartBytes(part.id, 0, std::string_view(), 0);
       if (!s.ok()) return ImportStopped(s, wrote_some);
     }
+    // Synced before the count (see the Guava import).
+    if (Status s = filter->Flush(); !s.ok()) return ImportStopped(s, wrote_some);
     if (Status s = CountAfter(*filter, counts); !s.ok()) return ImportStopped(s, wrote_some);
     return filter->Flush();
   }();
@@ -807,6 +813,7 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   const Status filled = [&]() -> Status {
     REDBLOOM_RETURN_IF_ERROR(CountBefore(*target, created, &counts));
     REDBLOOM_RETURN_IF_ERROR(target->MergeParts(all));
+    REDBLOOM_RETURN_IF_ERROR(target->Flush());  // before the count (see the Guava import)
     REDBLOOM_RETURN_IF_ERROR(CountAfter(*target, counts));
     return target->Flush();
   }();

@@ -380,6 +380,116 @@ TEST_F(CliTest, AnExportOverAFileKeepsItsMode) {
   EXPECT_EQ(st.st_mode & 07777, 0644u);
 }
 
+// Syncs that a failing disk fails (tests/fault_sync.cc, preloaded into the
+// CLI): each test sees that a sync is made where durability needs it, and
+// that its failure is an error, never a success that a power loss undoes.
+class CliSyncFaultTest : public CliTest {
+ protected:
+  // Runs the CLI with `fault` (REDBLOOM_FAULT_FSYNC_DIR or
+  // REDBLOOM_FAULT_MSYNC) set to `path`.
+  // `passes` directory syncs pass before the first fails.
+  CommandResult RunFaulty(const std::string& fault, const std::string& path,
+                          std::vector<std::string> args, const std::string& input = "",
+                          int passes = 0) {
+    args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path()});
+    return RunCommand(args, input,
+                      {std::string("LD_PRELOAD=") + REDBLOOM_FAULT_SYNC_PATH,
+                       fault + "=" + std::filesystem::weakly_canonical(path).string(),
+                       "REDBLOOM_FAULT_FSYNC_PASS=" + std::to_string(passes)});
+  }
+  static constexpr const char* kDir = "REDBLOOM_FAULT_FSYNC_DIR";
+  static constexpr const char* kMsync = "REDBLOOM_FAULT_MSYNC";
+};
+
+// An export's data was synced, its directory entry was not: after a power
+// loss the new file could be gone, or the old one back, though the export
+// had answered (and the filter it backed up may have been dropped since).
+TEST_F(CliSyncFaultTest, AnExportSyncsTheDirectoryItLinksInto) {
+  Create("e", {"--strategy", "guava64"});
+  ASSERT_EQ(Run({"add", "-q", "e", "x"}).exit_code, 0);
+  const std::string out = dir_.path() + "/out";
+  std::filesystem::create_directory(out);
+  for (const char* format : {"guava", "redbloom"}) {
+    // A new name (linked in), then over it (renamed in).
+    for (int i = 0; i < 2; ++i) {
+      auto r = RunFaulty(kDir, out, {"export", "e", "--format", format, "-f", out + "/e.bak"});
+      EXPECT_EQ(r.exit_code, 3) << format << " " << i << ": " << r.err;
+      EXPECT_NE(r.err.find("cannot sync its directory"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("power loss"), std::string::npos) << r.err;
+    }
+  }
+  auto r = Run({"export", "e", "--format", "redbloom", "-f", out + "/e.bak"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A create whose file is there already (made by a create that died, or
+// whose directory sync failed, before answering) answered "exists" at once:
+// a filter its caller went on to use could vanish with a power loss. It
+// syncs the directory first, as its own create would have.
+TEST_F(CliSyncFaultTest, ACreateThatFindsItsFileMadeSyncsTheDirectoryFirst) {
+  const std::vector<std::string> create = {"create", "c", "-n", "1000", "-p", "0.01"};
+  for (int i = 0; i < 2; ++i) {
+    auto r = RunFaulty(kDir, dir_.path(), create);
+    EXPECT_EQ(r.exit_code, 3) << i << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot sync the directory"), std::string::npos) << r.err;
+  }
+  auto r = Run(create);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A drop or a rebuild's swap is made and visible when its directory sync
+// fails: it answered success, and a power loss could bring back the dropped
+// filter, or the old one in place of the rebuilt one (with the adds made to
+// the rebuilt one since). The error says what was done and what may be lost.
+TEST_F(CliSyncFaultTest, ADropOrASwapWhoseSyncFailsSaysSo) {
+  Create("d");
+  auto r = RunFaulty(kDir, dir_.path(), {"drop", "d"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("'d' was dropped, but a power loss may undo it"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(Run({"info", "d"}).exit_code, 4) << "the drop was made";
+  Create("r");
+  // The replacement's create syncs the directory once; the swap's fails.
+  r = RunFaulty(kDir, dir_.path(), {"rebuild", "r", "--file", "-"}, "one\ntwo\n", 1);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("'r' was swapped in, but a power loss may undo it"), std::string::npos)
+      << r.err;
+  r = Run({"check", "r", "one", "two"});
+  EXPECT_EQ(r.exit_code, 0) << "the swap was made: " << r.out << r.err;
+}
+
+// An import that created its filter and whose final sync failed had already
+// written its own item count: the undo read it as other clients' adds, left
+// the filter half imported, and blamed them. The count now follows the sync.
+TEST_F(CliSyncFaultTest, AnImportWhoseSyncFailsDropsTheFilterItMade) {
+  Create("src");
+  ASSERT_EQ(Run({"add", "-q", "src", "a", "b", "c"}).exit_code, 0);
+  const std::string dump = dir_.path() + "/src.dump";
+  ASSERT_EQ(Run({"export", "src", "--format", "redbloom", "-f", dump}).exit_code, 0);
+  auto r = RunFaulty(kMsync, dir_.path() + "/imp",
+                     {"import", "imp", "--format", "redbloom", "-f", dump});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err.find("other clients"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dropped again"), std::string::npos) << r.err;
+  EXPECT_EQ(Run({"info", "imp"}).exit_code, 4) << "the half import was left";
+}
+
+// An add stopped by a bad line has written the lines before it, and says
+// so: they are synced as a run that ends well syncs them (it exited
+// without), and a sync that fails is said too.
+TEST_F(CliSyncFaultTest, AnAddStoppedByABadLineSyncsWhatItAdded) {
+  Create("a", {}, "100000");
+  std::string items;
+  for (int i = 0; i < 70000; ++i) items += "item-" + std::to_string(i) + "\n";
+  items += "\xff\xfe\n";
+  auto r = RunFaulty(kMsync, dir_.path() + "/a", {"add", "-q", "a", "-f", "-"}, items);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the first 65536 items were added"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("may not be durable"), std::string::npos) << "no sync: " << r.err;
+  r = Run({"check", "a", "item-0", "item-65535"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 // An export to a file is written aside and put in place when complete. It
 // was written under TARGET.tmp.PID: an export killed midway left that file,
 // as large as the filter, for ever (a full disk's worth, in time). It is now

@@ -22,6 +22,12 @@ if(TARGET redbloom_cli)
   redbloom_add_test(cli_test cli_test.cc ${PROJECT_SOURCE_DIR}/tools/exit_codes.cc
                     LABELS core LIBS nlohmann_json::nlohmann_json COST 24)
   target_include_directories(cli_test PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+  # Fails chosen syncs, preloaded into the CLI (tests/fault_sync.cc).
+  add_library(redbloom_fault_sync MODULE fault_sync.cc)
+  target_link_libraries(redbloom_fault_sync PRIVATE ${CMAKE_DL_LIBS})
+  target_compile_definitions(cli_test PRIVATE
+    REDBLOOM_FAULT_SYNC_PATH="$<TARGET_FILE:redbloom_fault_sync>")
+  add_dependencies(cli_test redbloom_fault_sync)
 endif()
 redbloom_add_test(block_strategy_test block_strategy_test.cc LABELS core)
 redbloom_add_test(hot_path_test hot_path_test.cc LABELS core)

@@ -595,6 +595,41 @@ TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
   EXPECT_GE(recorded(), last + 1) << "the layer remade and those after it are recorded";
 }
 
+// A layer's maker killed between linking its file and recording it left the
+// record behind for good: nothing but a new layer raised it, so a later loss
+// of that layer's file read as a smaller filter, its items absent. The next
+// listing that finds the layers records them.
+TEST_F(FileStoreTest, ALayerMadeButNotRecordedIsRecordedByTheNextReader) {
+  std::unique_ptr<BloomFilter> f;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
+  const std::string parts = dir_.path() + "/.sc.parts";
+  const uint64_t last = LastPart(parts);
+  ASSERT_GE(last, 2u);
+  const std::string main_file = dir_.path() + "/sc.rbf";
+  const auto record = [&](const uint64_t* set) {
+    std::fstream io(main_file, std::ios::binary | std::ios::in | std::ios::out);
+    uint64_t v = 0;
+    if (set != nullptr) {
+      io.seekp(4072);
+      io.write(reinterpret_cast<const char*>(set), 8);
+    } else {
+      io.seekg(4072);
+      io.read(reinterpret_cast<char*>(&v), 8);
+    }
+    return v;
+  };
+  const uint64_t behind = 1;  // layers 1..last made, none recorded
+  record(&behind);
+  ASSERT_OK_AND_ASSIGN(auto reader, BloomFilter::Open(*store_, "sc"));
+  std::vector<uint8_t> present;
+  ASSERT_TRUE(reader->ContainsMany(scaling_views_, &present).ok());
+  EXPECT_EQ(record(nullptr), last + 1) << "the layers found were not recorded";
+  std::filesystem::rename(parts + "/" + std::to_string(last) + ".rbf", dir_.path() + "/kept");
+  ASSERT_OK_AND_ASSIGN(auto after, BloomFilter::Open(*store_, "sc"));
+  EXPECT_EQ(after->ContainsMany(scaling_views_, &present).code(), StatusCode::kDataLoss)
+      << "a lost layer read as absent";
+}
+
 // The parts of a filter whose main file is gone (a drop cut short, a file
 // deleted by hand) are not a new filter's of the same name: one of other
 // parameters works (it met them as "re-created" on every call), and one of

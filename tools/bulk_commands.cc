@@ -100,18 +100,22 @@ int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& read
     if (!more.ok()) {
       progress.Done();
       if (items == 0) return Fail(more.status());
-      return Fail(more.status().WithContext(
+      const int code = Fail(more.status().WithContext(
           "load (the " + std::to_string(items) +
           " items before it were added; fix the input and load again: adding them again is "
           "harmless)"));
+      FlushAfterError(filter);
+      return code;
     }
     if (!*more) break;
     views.assign(lines.begin(), lines.end());
     if (Status s = filter.AddMany(views, &added); !s.ok()) {
       progress.Done();
-      return Fail(reader.Locate(s, filter.config().encoding, lines)
-                      .WithContext("load (the batches before this one were written; loading "
-                                   "again is harmless)"));
+      const int code = Fail(reader.Locate(s, filter.config().encoding, lines)
+                                .WithContext("load (the batches before this one were written; "
+                                             "loading again is harmless)"));
+      FlushAfterError(filter);
+      return code;
     }
     items += lines.size();
     fresh += static_cast<uint64_t>(std::count(added.begin(), added.end(), 1));
@@ -228,9 +232,15 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
   std::vector<std::string_view> views;
   std::vector<uint8_t> added;
   std::string out;
+  // An error after lines were added: they are made durable all the same.
+  const auto fail = [&](const Status& s) {
+    const int code = Fail(s);
+    FlushAfterError(**filter);
+    return code;
+  };
   while (true) {
     auto more = reader.Next(&lines, kBatch, /*streaming=*/true);
-    if (!more.ok()) return Fail(more.status());
+    if (!more.ok()) return fail(more.status());
     if (!*more) break;
     views.assign(lines.begin(), lines.end());
     const Status s = (*filter)->AddMany(views, &added);
@@ -247,13 +257,13 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
     std::cout << out << std::flush;
     if (!std::cout && !added.empty()) {
       // The lines are in the filter, and a second run will not print them.
-      return Fail(Status::Unavailable(
+      return fail(Status::Unavailable(
           "cannot write to stdout; the new lines from " + reader.Where(0) + " to " +
           reader.Where(added.size() - 1) +
           " are in the filter but may not have been written, and a second run will not print "
           "them; nothing after them was added"));
     }
-    if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
+    if (!std::cout) return fail(Status::Unavailable("cannot write to stdout"));
     if (!s.ok()) {
       if (s.code() != StatusCode::kInvalidArgument) {
         // The lines after those may be in the filter without having been
@@ -264,7 +274,7 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
                   << " lines) may have been added without being printed, and a second run will "
                      "not print those; nothing after them was added\n";
       }
-      return Fail(reader.Locate(s, (*filter)->config().encoding, lines).WithContext("dedup"));
+      return fail(reader.Locate(s, (*filter)->config().encoding, lines).WithContext("dedup"));
     }
   }
   if (Status s = (*filter)->Flush(); !s.ok()) return Fail(s);
@@ -420,6 +430,20 @@ Result<uint64_t> ExportTo(BloomFilter& filter, const std::string& format, int fd
   return buf.written();
 }
 
+// Syncs the directory an export's file was just linked or renamed into:
+// until then a power loss can take the new name away (the export's data is
+// synced, its entry is not), and with it a backup whose filter was dropped
+// after the export answered. A file system that cannot sync a directory
+// (EINVAL) has nothing more to do.
+Status SyncLinked(const std::string& dir, const std::string& file) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int err = fd < 0 ? errno : ::fsync(fd) == 0 ? 0 : errno;
+  if (fd >= 0) ::close(fd);
+  if (err == 0 || err == EINVAL || err == ENOTSUP) return Status::Ok();
+  return Status::Unavailable("wrote " + file + ", but cannot sync its directory " + dir + ": " +
+                             internal::ErrnoText(err) + "; it may not survive a power loss");
+}
+
 int Exported(const std::string& name, uint64_t bytes, const std::string& format,
              const std::string& file) {
   std::cerr << "exported " << name << " (" << bytes << " bytes, " << format << " format) to "
@@ -513,7 +537,8 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     // rename, as a named temporary would be.
     const std::string from = "/proc/self/fd/" + std::to_string(fd);
     if (::linkat(AT_FDCWD, from.c_str(), AT_FDCWD, target.c_str(), AT_SYMLINK_FOLLOW) == 0) {
-      ::close(fd);
+      if (::close(fd) != 0) return Fail(WriteError(what, errno));
+      if (Status synced = SyncLinked(dir, file); !synced.ok()) return Fail(synced);
       return Exported(name, *wrote, format, file);
     }
     int err = errno;
@@ -538,6 +563,7 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     return Fail(Status::Unavailable("cannot rename to " + target.string() + ": " +
                                     internal::ErrnoText(errno)));
   }
+  if (Status synced = SyncLinked(dir, file); !synced.ok()) return Fail(synced);
   return Exported(name, *wrote, format, file);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "exit_codes.h"
+#include "redbloom/bloom_filter.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/status.h"
 #include "redbloom/store.h"
@@ -15,6 +16,11 @@ namespace redbloom::cli {
 
 // Prints "redbloom: error: <message> [<code>]" and returns the exit code.
 int Fail(const Status& s);
+
+// For a write command that stops on an error after writing: makes what it
+// wrote durable (msync on file:), as a run that ends well does, and says so
+// on stderr when that fails too. The caller reports its own error.
+void FlushAfterError(BloomFilter& filter);
 
 // For --file: an empty value (an unset shell variable) is an error, not "no
 // file". Read as none, `rebuild --file "$F"` swapped in an empty filter.

@@ -33,6 +33,13 @@ int Fail(const Status& s) {
   return ExitCodeFor(s);
 }
 
+void FlushAfterError(BloomFilter& filter) {
+  if (Status s = filter.Flush(); !s.ok()) {
+    std::cerr << "redbloom: error: and what was written before it may not be durable: "
+              << s.message() << " [" << StatusCodeName(s.code()) << "]\n";
+  }
+}
+
 Status Context::OpenStore() {
   auto s = Store::Open(store_url);
   if (!s.ok()) return s.status();
@@ -229,7 +236,9 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
                 << (op == ItemOp::kAdd ? " (adding again is harmless)" : "") << "\n";
     }
     if (json_out) json_out->End(s, unconfirmed);
-    return Fail(s);
+    const int code = Fail(s);
+    if (op != ItemOp::kCheck && (done > 0 || unconfirmed > 0)) FlushAfterError(**filter);
+    return code;
   };
   // Prints (or adds to the JSON) each item of `chunk` with its answer.
   const auto report = [&] {

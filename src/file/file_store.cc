@@ -256,9 +256,29 @@ int SyncDirErrno(const std::string& dir) {
 }
 
 // For a change already made and visible (a swap, a drop): a failed sync
-// cannot undo it, and reporting the change as failed would be false; the
-// next successful sync of the directory makes it durable.
-void SyncDir(const std::string& dir) { (void)SyncDirErrno(dir); }
+// cannot undo it, so the error says it was made, and that a power loss may
+// undo it (a swap undone brings back the old file, and with it loses the adds
+// made to the new one since).
+Status SyncDirAfter(const std::string& done, const std::string& dir) {
+  const int err = SyncDirErrno(dir);
+  if (err == 0) return Status::Ok();
+  return IoError(done + ", but a power loss may undo it: cannot sync the directory", dir, err);
+}
+
+// mkdir(), made durable in its parent: the files linked into a directory
+// are only as durable as its own entry (on file systems that do not order
+// metadata, such as ext2). An existing directory is left as it is.
+Status MakeDir(const std::string& dir, const std::string& what) {
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) return Status::Ok();
+    return IoError("cannot create " + what, dir, errno);
+  }
+  const std::string parent = std::filesystem::path(dir).parent_path().string();
+  if (const int err = SyncDirErrno(parent.empty() ? "." : parent); err != 0) {
+    return IoError("cannot sync the directory holding " + what, dir, err);
+  }
+  return Status::Ok();
+}
 
 // Opens a filter's file: kNotFound if it does not exist.
 Result<int> OpenFile(std::string_view name, const std::string& path, int flags) {
@@ -316,9 +336,7 @@ class FileStore final : public Store {
     f.data_bytes = FileDataBytes(config, cells);
     // The directory appears with its first filter, not when the store is
     // opened: reading a store (list, info) creates nothing.
-    if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
-      return IoError("cannot create store directory", dir_, errno);
-    }
+    REDBLOOM_RETURN_IF_ERROR(MakeDir(dir_, "store directory"));
     // A drop between "exists" and reading what exists frees the name: the
     // create is tried again, as it would have been after the drop.
     for (int attempt = 1;; ++attempt) {
@@ -422,10 +440,10 @@ class FileStore final : public Store {
     if (::rename(PathOf(source).c_str(), PathOf(name).c_str()) != 0) {
       return IoError("cannot rename", PathOf(source), errno);
     }
-    SyncDir(dir_);
+    const Status synced = SyncDirAfter("filter '" + std::string(name) + "' was swapped in", dir_);
     // Handles still mapping the old file now learn it was replaced.
     if (old_fd >= 0 && !FlagReplaced(old_fd)) return NotFlagged("replaced", PathOf(name), errno);
-    return Status::Ok();
+    return synced;
   }
 
   // Ready when the directory is writable, or does not exist yet and can be
@@ -472,7 +490,7 @@ class FileStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(CheckStillNamed(name, main_id));
     // A dense part found made is recorded too: its maker may have died
     // before recording it.
-    if (dense && ::access(path.c_str(), F_OK) == 0) return RecordPart(name, part);
+    if (dense && ::access(path.c_str(), F_OK) == 0) return RecordMade(name, part);
     FileHeader f;
     f.config = config;
     f.part = part;
@@ -480,12 +498,11 @@ class FileStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, part));
     f.data_bytes = FileDataBytes(config, cells);
     const std::string parts = PartsDir(name);
-    if (::mkdir(parts.c_str(), 0755) != 0 && errno != EEXIST) {
-      return IoError("cannot create", parts, errno);
-    }
+    REDBLOOM_RETURN_IF_ERROR(MakeDir(parts, "parts directory"));
     REDBLOOM_RETURN_IF_ERROR(CheckPartsDir(parts));
     Status s = CreateFile(parts, path, &f);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
+    // (An existing file's name was synced by CreateFile.)
     return dense ? RecordPart(name, part) : Status::Ok();
   }
 
@@ -577,6 +594,19 @@ class FileStore final : public Store {
                               PartPath(name, listed) + " is gone, though " + PathOf(name) +
                               " records that it was made");
     }
+    // Layers made but not recorded (a maker killed between its file and the
+    // record; nothing else raises it) are recorded now: a later loss of the
+    // last of them would read as a smaller filter, its items absent. Only an
+    // unbroken chain within the limit: a stray file (a copy, a gap) is the
+    // kind's to report, and recorded it would be data_loss for good. Best
+    // effort, under the lock a maker holds: a read-only mount still answers.
+    if (KindOf(config.kind).dense_parts && main.parts_offset != 0 && listed >= 2 &&
+        main.parts_made < listed && listed <= kMaxLayers && parts.size() == listed) {
+      DirLock lock(dir_, LOCK_SH);
+      if (lock.status().ok() && CheckStillNamed(name, main_id).ok()) {
+        (void)RecordMade(name, listed - 1);
+      }
+    }
     return parts;
   }
 
@@ -616,13 +646,34 @@ class FileStore final : public Store {
     return f.expires_at_ms;
   }
 
+  // `path`, found made in `dir` by another creator (one racing this one, or
+  // an earlier create that died or failed to sync the directory): answered
+  // kAlreadyExists only once its name is durable, as this call's own file
+  // would be, since the caller goes on to use it.
+  static Status Existing(const std::string& dir, const std::string& path) {
+    if (const int err = SyncDirErrno(dir); err != 0) {
+      return IoError("cannot sync the directory of", path, err);
+    }
+    return Status::AlreadyExists(path);
+  }
+
+  // Dense part `part` of `name`, whose file exists, recorded made (after its
+  // name is durable, so that the record never leads a file a power loss
+  // could take).
+  Status RecordMade(std::string_view name, uint64_t part) {
+    if (const int err = SyncDirErrno(PartsDir(name)); err != 0) {
+      return IoError("cannot sync", PartsDir(name), err);
+    }
+    return RecordPart(name, part);
+  }
+
   // Writes a complete file, unnamed (O_TMPFILE) or under a temporary name in
   // `dir`, and links it to `path`; kAlreadyExists if `path` exists.
   Status CreateFile(const std::string& dir, const std::string& path, FileHeader* f) {
     // Made already (by a racing creator, or before): reserving a second
     // full copy could fail for want of space, a false "no space" for a
     // filter that exists.
-    if (::access(path.c_str(), F_OK) == 0) return Status::AlreadyExists(path);
+    if (::access(path.c_str(), F_OK) == 0) return Existing(dir, path);
     std::vector<uint8_t> header(kHeaderBytes);
     REDBLOOM_RETURN_IF_ERROR(EncodeFileHeader(f, header.data()));
     // An unnamed file leaves nothing behind when the process dies before
@@ -670,7 +721,7 @@ class FileStore final : public Store {
     if (!s.ok()) {
       if (!unnamed) ::unlink(tmp.c_str());
       // A racing creator that won while this one reserved took the room.
-      if (no_room && ::access(path.c_str(), F_OK) == 0) return Status::AlreadyExists(path);
+      if (no_room && ::access(path.c_str(), F_OK) == 0) return Existing(dir, path);
       return s;
     }
     // link() fails if the name exists, so of two concurrent creators exactly
@@ -681,7 +732,7 @@ class FileStore final : public Store {
     const int err = errno;
     if (!unnamed) ::unlink(tmp.c_str());
     if (rc != 0) {
-      if (err == EEXIST) return Status::AlreadyExists(path);
+      if (err == EEXIST) return Existing(dir, path);
       return IoError("cannot create", path, err);
     }
     // A create is not acknowledged before its name is durable: a crash would
@@ -772,8 +823,10 @@ class FileStore final : public Store {
       return NotFoundStatus(name);
     }
     RemoveParts(name);
-    SyncDir(dir_);
-    return Status::Ok();
+    const Status synced = SyncDirAfter("filter '" + std::string(name) + "' was dropped", dir_);
+    // An expired filter that a power loss brings back is expired still, and
+    // removed again by its next reader: only a drop says the sync failed.
+    return only != nullptr ? Status::Ok() : synced;
   }
 
   // Removes a filter's parts directory; handles still mapping a part learn

@@ -1,0 +1,81 @@
+// A fault injector for the CLI tests, loaded with LD_PRELOAD: it fails the
+// syncs a failing disk would fail, so that tests can see a sync is made and
+// its error reported. Syncs it does not match go to the C library.
+//   REDBLOOM_FAULT_FSYNC_DIR=PATH  fsync() of directory PATH fails with EIO
+//   REDBLOOM_FAULT_FSYNC_PASS=N    ... after the first N of them pass
+//   REDBLOOM_FAULT_MSYNC=PATH      msync() of a mapping of a file whose path
+//                                  starts with PATH fails with EIO
+// Paths are compared as the kernel names them (/proc/self/fd, /proc/self/maps).
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cinttypes>
+
+namespace {
+
+bool FdIsDirectory(int fd, const char* path) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  char link[64];
+  char target[4096];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, target, sizeof(target) - 1);
+  if (n < 0) return false;
+  target[n] = '\0';
+  return strcmp(target, path) == 0;
+}
+
+// Whether `addr` lies in a mapping of a file whose path starts with `prefix`.
+bool MapsFileUnder(const void* addr, const char* prefix) {
+  FILE* maps = fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return false;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  char line[4352];
+  bool found = false;
+  while (!found && fgets(line, sizeof(line), maps) != nullptr) {
+    uintptr_t from = 0, to = 0;
+    if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &from, &to) != 2 || a < from || a >= to) continue;
+    const char* path = strchr(line, '/');
+    found = path != nullptr && strncmp(path, prefix, strlen(prefix)) == 0;
+  }
+  fclose(maps);
+  return found;
+}
+
+}  // namespace
+
+extern "C" int fsync(int fd) {
+  static auto real = reinterpret_cast<int (*)(int)>(dlsym(RTLD_NEXT, "fsync"));
+  static int passed = 0;  // a CLI run syncs from one thread at a time
+  const char* dir = getenv("REDBLOOM_FAULT_FSYNC_DIR");
+  if (dir != nullptr && FdIsDirectory(fd, dir)) {
+    const char* pass = getenv("REDBLOOM_FAULT_FSYNC_PASS");
+    if (pass != nullptr && passed < atoi(pass)) {
+      ++passed;
+    } else {
+      errno = EIO;
+      return -1;
+    }
+  }
+  return real(fd);
+}
+
+extern "C" int msync(void* addr, size_t length, int flags) {
+  static auto real = reinterpret_cast<int (*)(void*, size_t, int)>(dlsym(RTLD_NEXT, "msync"));
+  const char* prefix = getenv("REDBLOOM_FAULT_MSYNC");
+  if (prefix != nullptr && MapsFileUnder(addr, prefix)) {
+    errno = EIO;
+    return -1;
+  }
+  return real(addr, length, flags);
+}
