@@ -595,6 +595,25 @@ TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
   EXPECT_GE(recorded(), last + 1) << "the layer remade and those after it are recorded";
 }
 
+// A layer file that holds another layer (copied or moved by hand) is lost
+// data, not a filter re-created meanwhile: it read as conflict (exit 4,
+// 409), which a client that reopens on conflict retried for ever.
+TEST_F(FileStoreTest, ALayerFileHoldingAnotherLayerIsDataLoss) {
+  std::unique_ptr<BloomFilter> f;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
+  const std::string parts = dir_.path() + "/.sc.parts/";
+  ASSERT_GE(LastPart(parts), 2u);
+  std::filesystem::copy_file(parts + "1.rbf", parts + "2.rbf",
+                             std::filesystem::copy_options::overwrite_existing);
+  ASSERT_OK_AND_ASSIGN(auto reopened, BloomFilter::Open(*store_, "sc"));
+  std::vector<uint8_t> present;
+  const Status check = reopened->ContainsMany(scaling_views_, &present);
+  EXPECT_EQ(check.code(), StatusCode::kDataLoss) << check.ToString();
+  EXPECT_NE(check.message().find("holds part 1 of filter 'sc', where part 2 belongs"),
+            std::string::npos)
+      << check.ToString();
+}
+
 // A layer's maker killed between linking its file and recording it left the
 // record behind for good: nothing but a new layer raised it, so a later loss
 // of that layer's file read as a smaller filter, its items absent. The next

@@ -949,7 +949,19 @@ class FileStore final : public Store {
     }
     FdCloser closer(fd);
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadHeader(fd, path));
-    if (!f.config.SameFilterAs(config) || f.part != part) return ConfigChangedStatus(name);
+    if (!f.config.SameFilterAs(config)) return ConfigChangedStatus(name);
+    // A file's part is its name's (N.rbf, or the main file): no drop or
+    // re-create puts another part there, a copy or a move by hand does.
+    // Read as a re-created filter it was conflict (exit 4, 409), retried
+    // for ever by a client that reopens on conflict.
+    if (f.part != part) {
+      const auto which = [](uint64_t p) {
+        return p == kMainPart ? std::string("the main array") : "part " + std::to_string(p);
+      };
+      return Status::DataLoss(path + " holds " + which(f.part) + " of filter '" +
+                              std::string(name) + "', where " + which(part) +
+                              " belongs (a file copied or moved by hand?)");
+    }
     if (Expired(clock(), f.expires_at_ms)) {
       if (part == kMainPart) {
         FileId file;
