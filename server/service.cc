@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -321,18 +322,49 @@ void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter
   // most often the newest (libstdc++), so a new working set evicted itself
   // while old handles stayed (an audit: 280 opens for 50 hot filters).
   if (entries_.size() >= max_entries_) {
-    auto victim = entries_.begin();
-    for (auto e = entries_.begin(); e != entries_.end(); ++e) {
-      if (e->second->used_ns.load(std::memory_order_relaxed) <
-          victim->second->used_ns.load(std::memory_order_relaxed)) {
-        victim = e;
-      }
-    }
+    auto victim = LeastRecentlyUsed();
     gone = std::move(victim->second);
     entries_.erase(victim);
   }
   entries_.emplace(std::string(name), std::move(entry));
   lock.unlock();
+}
+
+// A cache of up to kExactLruEntries is scanned whole. A larger one is
+// sampled, as Redis samples keys for its LRU: the oldest of kLruSample
+// entries from a random bucket on. Scanned whole, each eviction from a full
+// cache of 100,000 handles took 44-53 ms under the exclusive lock, and held
+// every other request that long (an audit: a cached filter's single check
+// at p50 27 ms, p99 105 ms, while another client walked many filters).
+FilterCache::Map::iterator FilterCache::LeastRecentlyUsed() {
+  constexpr size_t kExactLruEntries = 1024;
+  constexpr size_t kLruSample = 32;
+  const auto used = [](const Map::const_iterator& e) {
+    return e->second->used_ns.load(std::memory_order_relaxed);
+  };
+  auto victim = entries_.begin();
+  if (entries_.size() <= kExactLruEntries) {
+    for (auto e = entries_.begin(); e != entries_.end(); ++e) {
+      if (used(e) < used(victim)) victim = e;
+    }
+    return victim;
+  }
+  thread_local std::minstd_rand rng(std::random_device{}());
+  const size_t buckets = entries_.bucket_count();
+  size_t bucket = rng() % buckets;
+  const std::string* oldest = nullptr;
+  int64_t oldest_ns = INT64_MAX;
+  for (size_t seen = 0; seen < kLruSample; bucket = (bucket + 1) % buckets) {
+    for (auto e = entries_.begin(bucket); e != entries_.end(bucket) && seen < kLruSample;
+         ++e, ++seen) {
+      const int64_t ns = e->second->used_ns.load(std::memory_order_relaxed);
+      if (ns < oldest_ns) {
+        oldest_ns = ns;
+        oldest = &e->first;
+      }
+    }
+  }
+  return entries_.find(*oldest);
 }
 
 void FilterCache::Evict(std::string_view name, const BloomFilter* only) {

@@ -91,7 +91,11 @@ class FilterCache {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
 
+  using Map = std::unordered_map<std::string, std::shared_ptr<Entry>, Hash, std::equal_to<>>;
+
   Result<std::shared_ptr<BloomFilter>> Open(Store& store, std::string_view name);
+  // The entry to evict from a full cache (mu_ held exclusively; not empty).
+  Map::iterator LeastRecentlyUsed();
   // Evicts the entries `evict(name, entry)` picks; their handles are freed
   // (a file unmapped, a Redis count sent) after the lock is let go.
   template <typename Pred>
@@ -103,7 +107,7 @@ class FilterCache {
   const size_t max_entries_;
   Metrics* metrics_;
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<Entry>, Hash, std::equal_to<>> entries_;
+  Map entries_;
 };
 
 struct ServiceOptions {
