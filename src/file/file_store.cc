@@ -90,6 +90,39 @@ Status IoError(const std::string& what, const std::string& path, int err) {
   return Status::Unavailable(what + " " + path + ": " + WhyNot(err));
 }
 
+// mmap() of `path` failed with `err`. ENOMEM is most often the process's
+// count of mappings at vm.max_map_count (65,530 by default): every open
+// filter file is one, each scaling layer and window slice too, and a
+// service with many filters open meets it with gigabytes free. Said so, with
+// what to change, rather than as "Cannot allocate memory".
+Status MapError(const std::string& path, int err) {
+  if (err != ENOMEM) return IoError("cannot map", path, err);
+  // Read as bytes (OpenNoStdio: not onto a closed stdout, see the CLI).
+  const auto read_all = [](const char* file, const auto& on_bytes) {
+    const int fd = OpenNoStdio(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) on_bytes(buf, static_cast<size_t>(n));
+    ::close(fd);
+  };
+  uint64_t maps = 0;
+  read_all("/proc/self/maps", [&](const char* b, size_t n) {
+    maps += static_cast<uint64_t>(std::count(b, b + n, '\n'));
+  });
+  std::string max_text;
+  read_all("/proc/sys/vm/max_map_count", [&](const char* b, size_t n) { max_text.append(b, n); });
+  const uint64_t limit = std::strtoull(max_text.c_str(), nullptr, 10);
+  if (limit != 0 && maps + 16 >= limit) {
+    return Status::ResourceExhausted(
+        "cannot map " + path + ": the process holds " + std::to_string(maps) + " of the " +
+        std::to_string(limit) +
+        " memory mappings vm.max_map_count allows (one per open filter file, each scaling layer "
+        "and window slice included); raise vm.max_map_count, or have fewer filters open (the "
+        "service's filter_cache_size)");
+  }
+  return IoError("cannot map", path, err);
+}
+
 // A parts directory that is no directory (`link`: a symbolic link).
 Status NotAPartsDir(const std::string& parts, bool link) {
   return Status::Unavailable(parts + " is not a directory" +
@@ -892,12 +925,17 @@ class FileStore final : public Store {
 
   // False (errno set) if the flag could not be set. A file whose header
   // does not read (corrupt) has none, and no handle could open it.
+  // Written, not mapped: a process at its limit of mappings (see MapError)
+  // must still flag what it drops or replaces (a DELETE there removed the
+  // file and left it unflagged, so handles mapping it went on using it).
+  // The word goes from 0 to 1, a single byte, which a reader of the mapped
+  // word cannot see torn.
   static bool FlagReplaced(int fd) {
     auto header = ReadHeader(fd, "");
     if (!header.ok()) return true;
-    return WithHeaderWord(fd, header->superseded_offset, [](std::atomic_ref<uint64_t> flag) {
-      flag.store(1, std::memory_order_release);
-    });
+    const uint64_t flag = 1;
+    const auto at = static_cast<off_t>(header->superseded_offset);
+    return ::pwrite(fd, &flag, sizeof(flag), at) == static_cast<ssize_t>(sizeof(flag));
   }
 
   // Runs `update` on the mutable 8-byte header word at `offset` of the file
@@ -984,7 +1022,7 @@ class FileStore final : public Store {
     if (writable.ok()) writable = ReserveSparse(fd, path, mapping->size);
     const int protection = writable.ok() ? PROT_READ | PROT_WRITE : PROT_READ;
     void* base = ::mmap(nullptr, mapping->size, protection, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) return IoError("cannot map", path, errno);
+    if (base == MAP_FAILED) return MapError(path, errno);
     // Cells are touched at hash-random offsets, so the kernel's read-around
     // (read_ahead_kb around each fault, 8 MiB on some machines) only adds
     // I/O: on a cold 12 GB filter, sampling 1024 pages for info read 8 GB
