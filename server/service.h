@@ -75,7 +75,8 @@ class FilterCache {
   void KeepOnly(const std::vector<std::string>& names);
   // At most once per sweep interval (kSweepEvery, or idle_after when that
   // is shorter), and by one caller at a time: evicts the handles no request
-  // used for idle_after. A handle holds its filter's mapping (on file:, the
+  // used for idle_after, 64 at most (the next call sweeps on at once when
+  // more are idle). A handle holds its filter's mapping (on file:, the
   // disk space of a file deleted meanwhile) or connection state; callers
   // run it from requests, so that no thread of its own is needed.
   void SweepIdle();
@@ -96,10 +97,11 @@ class FilterCache {
   Result<std::shared_ptr<BloomFilter>> Open(Store& store, std::string_view name);
   // The entry to evict from a full cache (mu_ held exclusively; not empty).
   Map::iterator LeastRecentlyUsed();
-  // Evicts the entries `evict(name, entry)` picks; their handles are freed
-  // (a file unmapped, a Redis count sent) after the lock is let go.
+  // Evicts the entries `evict(name, entry)` picks, `limit` at most (true if
+  // it stopped there, with more to evict); their handles are freed (a file
+  // unmapped, a Redis count sent) after the lock is let go.
   template <typename Pred>
-  void EvictIf(Pred&& evict);
+  bool EvictIf(Pred&& evict, size_t limit = SIZE_MAX);
 
   const int64_t revalidate_after_ns_;
   const int64_t idle_after_ns_;

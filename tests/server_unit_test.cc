@@ -95,6 +95,28 @@ TEST(FilterCacheTest, ALargeFullCacheEvictsAmongTheOldest) {
   }
 }
 
+// The request (or probe) that runs a sweep frees the handles it evicts: a
+// few per sweep, and the next request sweeps on at once. Every idle handle
+// at once cost one request 125 ms at 4096 filters and a /readyz 1.6 s at
+// 2,040 scaling filters, past a probe's timeout.
+TEST(FilterCacheTest, ASweepFreesAFewIdleHandlesAtATime) {
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  Metrics metrics;
+  FilterCache cache(std::chrono::hours(1), 1000, &metrics, std::chrono::milliseconds(1));
+  for (int i = 0; i < 200; ++i) {
+    const std::string name = "f" + std::to_string(i);
+    auto f = BloomFilter::Create(**store, name, {.capacity = 10, .error_rate = 0.1});
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    cache.Put(name, std::shared_ptr<BloomFilter>(std::move(f).value()));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  cache.SweepIdle();
+  EXPECT_EQ(cache.size(), 200u - 64u);
+  for (int i = 0; i < 3; ++i) cache.SweepIdle();
+  EXPECT_EQ(cache.size(), 0u) << "the rest waited for the next interval";
+}
+
 TEST(ItemsBodyTest, ReadsStringsWithAndWithoutEscapes) {
   EXPECT_EQ(ParseOk(R"({"items":[]})"), std::vector<std::string>{});
   EXPECT_EQ(ParseOk(" \n{ \"items\" : [ \"a\" , \"\" ,\"ORD-99821\" ] }\r\n"),
