@@ -180,7 +180,10 @@ Status BloomFilter::Drop(Store& store, std::string_view name) {
   // temporary filter, which no listing shows and `--force` reaches only
   // while the name exists: it goes with the name. A rebuild still running
   // fails either way (its swap finds the name gone).
-  if ((s.ok() || s.code() == StatusCode::kNotFound) && ValidateFilterName(name).ok()) {
+  // (A drop whose sync failed is an error, yet done: the name is gone.)
+  const bool gone = s.ok() || s.code() == StatusCode::kNotFound ||
+                    store.ReadConfig(name).status().code() == StatusCode::kNotFound;
+  if (gone && ValidateFilterName(name).ok()) {
     (void)store.Drop(TemporaryName(name));
   }
   return s;

@@ -250,12 +250,11 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
 // - bits otherwise: how much Guava's estimate of the part's items (from its
 //   bits set) grew, at most the sources' counts. Merging what a filter holds
 //   adds nothing; adds running at the same time can only make it larger.
-//   Grown from the part's count where that is well below the estimate before
-//   (by a tenth, and 16 items): bits no count stands for (an import or merge killed before its count, a Java
-//   bitmap attached) are counted now. Counted from the estimate, a re-run of
-//   a killed import counted little of what it wrote, and a scaling layer
-//   filled past its capacity (its rate past the bound); an over-count only
-//   starts the next layer early.
+//   Grown from the part's count where that is under half the estimate before
+//   (and 16 items short): bits no count stands for (an import or merge killed before its count, a
+//   Java bitmap attached) are counted now. Counted from the estimate, a re-run of a killed import
+//   counted little of what it wrote, and a scaling layer filled past its capacity (its rate past
+//   the bound); an over-count only starts the next layer early.
 struct PartCount {
   uint64_t id = 0;
   uint64_t source_items = 0;  // the sources' counts for the part, summed
@@ -294,8 +293,11 @@ Status CountAfter(BloomFilter& filter, std::span<const PartCount> parts) {
       const Geometry& g = sizing.geometry;
       const uint64_t estimated = ApproximateCount(p.bits_before, g.bits, g.hashes);
       // A count short of the estimate by more than its noise and the adds
-      // that read "not new" explain: bits no count stands for.
-      const uint64_t slack = std::max<uint64_t>(estimated / 10, 16);
+      // that read "not new" explain: bits no count stands for. Those adds
+      // are many in a filter at a high rate or past its capacity (a count
+      // at 72% of the estimate at p = 0.5, 88% three times past capacity at
+      // 1%), so only a count under half the estimate is taken for one.
+      const uint64_t slack = std::max<uint64_t>(estimated / 2, 16);
       const bool uncounted = estimated != UINT64_MAX && p.count_before + slack < estimated;
       const uint64_t before = uncounted ? p.count_before : estimated;
       const uint64_t after = ApproximateCount(stats.bits_set, g.bits, g.hashes);

@@ -392,10 +392,15 @@ class CliSyncFaultTest : public CliTest {
                           std::vector<std::string> args, const std::string& input = "",
                           int passes = 0) {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path()});
-    return RunCommand(args, input,
-                      {std::string("LD_PRELOAD=") + REDBLOOM_FAULT_SYNC_PATH,
-                       fault + "=" + std::filesystem::weakly_canonical(path).string(),
-                       "REDBLOOM_FAULT_FSYNC_PASS=" + std::to_string(passes)});
+    // Under GCC's AddressSanitizer, whose runtime must come first, the
+    // preload is let through (clang's runtime is linked in).
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    return RunCommand(
+        args, input,
+        {std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") + ":verify_asan_link_order=0",
+         std::string("LD_PRELOAD=") + REDBLOOM_FAULT_SYNC_PATH,
+         fault + "=" + std::filesystem::weakly_canonical(path).string(),
+         "REDBLOOM_FAULT_FSYNC_PASS=" + std::to_string(passes)});
   }
   static constexpr const char* kDir = "REDBLOOM_FAULT_FSYNC_DIR";
   static constexpr const char* kMsync = "REDBLOOM_FAULT_MSYNC";

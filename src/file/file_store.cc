@@ -35,6 +35,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "file/file_header.h"
@@ -307,7 +308,9 @@ Status MakeDir(const std::string& dir, const std::string& what) {
     return IoError("cannot create " + what, dir, errno);
   }
   const std::string parent = std::filesystem::path(dir).parent_path().string();
-  if (const int err = SyncDirErrno(parent.empty() ? "." : parent); err != 0) {
+  // A parent this user may write but not read (a drop-box, mode 0300)
+  // cannot be opened to sync: nothing more can be done there.
+  if (const int err = SyncDirErrno(parent.empty() ? "." : parent); err != 0 && err != EACCES) {
     return IoError("cannot sync the directory holding " + what, dir, err);
   }
   return Status::Ok();
@@ -633,14 +636,41 @@ class FileStore final : public Store {
     // unbroken chain within the limit: a stray file (a copy, a gap) is the
     // kind's to report, and recorded it would be data_loss for good. Best
     // effort, under the lock a maker holds: a read-only mount still answers.
+    // Once per main file and layer count in this process (a read-only mount
+    // or a reader without write access must not pay a lock and a sync on
+    // every check), and only when each unrecorded file's header is that
+    // layer's (a copy at the next number, by hand, is data_loss to report,
+    // and recorded it would stay data_loss once removed).
     if (KindOf(config.kind).dense_parts && main.parts_offset != 0 && listed >= 2 &&
-        main.parts_made < listed && listed <= kMaxLayers && parts.size() == listed) {
+        main.parts_made < listed && listed <= kMaxLayers && parts.size() == listed &&
+        FirstRecordAttempt(main_id, listed) && ::access(PathOf(name).c_str(), W_OK) == 0 &&
+        LayersAre(name, config, std::max<uint64_t>(main.parts_made, 1), listed)) {
       DirLock lock(dir_, LOCK_SH);
       if (lock.status().ok() && CheckStillNamed(name, main_id).ok()) {
         (void)RecordMade(name, listed - 1);
       }
     }
     return parts;
+  }
+
+  bool FirstRecordAttempt(const FileId& main, uint64_t listed) {
+    std::lock_guard lock(expiry_mu_);
+    if (record_attempts_.size() > 4096) record_attempts_.clear();
+    return record_attempts_.emplace(main, listed).second;
+  }
+
+  // Whether part files `from` .. `to` - 1 of `name` each hold that part of
+  // this filter.
+  bool LayersAre(std::string_view name, const FilterConfig& config, uint64_t from, uint64_t to) {
+    for (uint64_t p = from; p < to; ++p) {
+      const std::string path = PartPath(name, p);
+      const int fd = OpenNoStdio(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return false;
+      FdCloser closer(fd);
+      auto header = ReadHeader(fd, path);
+      if (!header.ok() || header->part != p || !header->config.SameFilterAs(config)) return false;
+    }
+    return true;
   }
 
  private:
@@ -1093,6 +1123,9 @@ class FileStore final : public Store {
   std::string dir_;
   std::mutex expiry_mu_;
   std::map<ExpiryKey, uint64_t> expiry_;  // expiry_mu_
+  // Main files (and layer counts) whose lagging record ListParts tried to
+  // raise.
+  std::set<std::pair<FileId, uint64_t>> record_attempts_;  // expiry_mu_
   // flock() already excludes every other descriptor, in this process too; the
   // mutex only spares threads of one process the syscall contention.
   std::shared_ptr<std::mutex> remove_mutex_ = std::make_shared<std::mutex>();
