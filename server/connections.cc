@@ -380,13 +380,13 @@ BodyFraming ParseFraming(std::string_view buf, size_t begin, size_t end) {
   while (at < end) {
     const size_t nl = buf.find('\n', at);
     if (nl == at + 1 && buf[at] == '\r') break;  // the blank line that ends the head
-    std::string_view line = buf.substr(at, nl + 1 - at);
-    if (!line.ends_with("\r\n") || line[0] == ' ' || line[0] == '\t') return f;
-    line.remove_suffix(2);
-    const size_t colon = line.find(':');
+    std::string_view header = buf.substr(at, nl + 1 - at);
+    if (!header.ends_with("\r\n") || header[0] == ' ' || header[0] == '\t') return f;
+    header.remove_suffix(2);
+    const size_t colon = header.find(':');
     if (colon == std::string_view::npos || colon == 0) return f;  // TidyHead's to answer
-    const std::string_view name = line.substr(0, colon);
-    const std::string_view value = Trim(line.substr(colon + 1));
+    const std::string_view name = header.substr(0, colon);
+    const std::string_view value = Trim(header.substr(colon + 1));
     if (EqualsIgnoreCase(name, "Content-Length")) {
       ++lengths;
       uint64_t n = 0;

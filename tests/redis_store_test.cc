@@ -1363,7 +1363,7 @@ class HeldDrop {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  ~HeldDrop() { Finish(); }
+  ~HeldDrop() { (void)Finish(); }
   bool holding() const { return relay_.holding(); }
   Status Finish() {
     relay_.Release();

@@ -169,10 +169,14 @@ class [[nodiscard]] Result {
 
 }  // namespace redbloom
 
-#define REDBLOOM_RETURN_IF_ERROR(expr)       \
-  do {                                       \
-    ::redbloom::Status _rb_status = (expr);  \
-    if (!_rb_status.ok()) return _rb_status; \
+// The status is named for its line, so that a use nested in a lambda inside
+// another use (a store's Run(..., [&] { ... })) does not shadow the outer.
+#define REDBLOOM_RETURN_IF_ERROR(expr) \
+  REDBLOOM_RETURN_IF_ERROR_IMPL_(REDBLOOM_CONCAT_(_rb_status_, __LINE__), expr)
+#define REDBLOOM_RETURN_IF_ERROR_IMPL_(status, expr) \
+  do {                                               \
+    ::redbloom::Status status = (expr);              \
+    if (!status.ok()) return status;                 \
   } while (0)
 
 #define REDBLOOM_CONCAT_INNER_(a, b) a##b

@@ -71,12 +71,12 @@ Status CheckNoForeignCompanion(const RedisShared& shared, std::string_view name,
     if (def->companion == nullptr) continue;
     const std::string key = CompanionKeyFor(name, shared.keys, def->companion->suffix);
     std::string size, iterations;
-    REDBLOOM_RETURN_IF_ERROR(
-        shared.source->Run(key, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+    REDBLOOM_RETURN_IF_ERROR(shared.source->Run(
+        key, Access::kMaster, /*idempotent=*/true, [&](Connection& conn) -> Status {
           CommandBuffer cmd;
           AppendCompanionRead(&cmd, key);
-          REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+          REDBLOOM_RETURN_IF_ERROR(conn.Append(cmd));
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, conn.Read());
           if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
               r->element[0]->type == REDIS_REPLY_STRING &&
               r->element[1]->type == REDIS_REPLY_STRING) {
