@@ -23,6 +23,7 @@
 #include "redbloom/bloom_filter.h"
 #include "redbloom/transfer.h"
 #include "util/errno_text.h"
+#include "util/sync_dir.h"
 
 namespace redbloom::cli {
 namespace {
@@ -100,22 +101,20 @@ int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& read
     if (!more.ok()) {
       progress.Done();
       if (items == 0) return Fail(more.status());
-      const int code = Fail(more.status().WithContext(
-          "load (the " + std::to_string(items) +
-          " items before it were added; fix the input and load again: adding them again is "
-          "harmless)"));
-      FlushAfterError(filter);
-      return code;
+      return FailAfterWrites(
+          more.status().WithContext("load (the " + std::to_string(items) +
+                                    " items before it were added; fix the input and load again: "
+                                    "adding them again is harmless)"),
+          filter);
     }
     if (!*more) break;
     views.assign(lines.begin(), lines.end());
     if (Status s = filter.AddMany(views, &added); !s.ok()) {
       progress.Done();
-      const int code = Fail(reader.Locate(s, filter.config().encoding, lines)
-                                .WithContext("load (the batches before this one were written; "
-                                             "loading again is harmless)"));
-      FlushAfterError(filter);
-      return code;
+      return FailAfterWrites(reader.Locate(s, filter.config().encoding, lines)
+                                 .WithContext("load (the batches before this one were written; "
+                                              "loading again is harmless)"),
+                             filter);
     }
     items += lines.size();
     fresh += static_cast<uint64_t>(std::count(added.begin(), added.end(), 1));
@@ -233,11 +232,7 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
   std::vector<uint8_t> added;
   std::string out;
   // An error after lines were added: they are made durable all the same.
-  const auto fail = [&](const Status& s) {
-    const int code = Fail(s);
-    FlushAfterError(**filter);
-    return code;
-  };
+  const auto fail = [&](const Status& s) { return FailAfterWrites(s, **filter); };
   while (true) {
     auto more = reader.Next(&lines, kBatch, /*streaming=*/true);
     if (!more.ok()) return fail(more.status());
@@ -436,14 +431,10 @@ Result<uint64_t> ExportTo(BloomFilter& filter, const std::string& format, int fd
 // after the export answered. A file system that cannot sync a directory
 // (EINVAL) has nothing more to do.
 Status SyncLinked(const std::string& dir, const std::string& file) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  int err = fd < 0 ? errno : ::fsync(fd) == 0 ? 0 : errno;
-  if (fd >= 0) ::close(fd);
+  const int err = internal::SyncDirErrno(dir);
   // EACCES: a directory this user may write but not read (a drop-box, mode
   // 0300) cannot be opened to sync; the file's data is synced all the same.
-  if (err == 0 || err == EINVAL || err == ENOTSUP || (fd < 0 && err == EACCES)) {
-    return Status::Ok();
-  }
+  if (err == 0 || err == EACCES) return Status::Ok();
   return Status::Unavailable("wrote " + file + ", but cannot sync its directory " + dir + ": " +
                              internal::ErrnoText(err) + "; it may not survive a power loss");
 }

@@ -43,6 +43,7 @@
 #include "stores.h"
 #include "util/errno_text.h"
 #include "util/fd_above_stdio.h"
+#include "util/sync_dir.h"
 #include "word_bits.h"
 
 namespace redbloom::internal {
@@ -274,19 +275,6 @@ Result<FileHeader> ReadHeader(int fd, const std::string& path) {
   std::vector<uint8_t> header(kHeaderBytes, 0);
   REDBLOOM_RETURN_IF_ERROR(ReadFully(fd, header.data(), header.size(), path));
   return DecodeFileHeader(header.data(), static_cast<uint64_t>(st.st_size), path);
-}
-
-// Makes the directory's entries durable (a file linked, renamed or
-// unlinked in it). The error, if any, as errno; 0 on success, and on file
-// systems that cannot sync a directory (EINVAL, ENOTSUP: some network and
-// FUSE ones), where there is nothing more to do.
-int SyncDirErrno(const std::string& dir) {
-  int fd = OpenNoStdio(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  int err = ::fsync(fd) == 0 ? 0 : errno;
-  ::close(fd);
-  if (err == EINVAL || err == ENOTSUP) err = 0;
-  return err;
 }
 
 // For a change already made and visible (a swap, a drop): a failed sync
@@ -633,14 +621,12 @@ class FileStore final : public Store {
     // Layers made but not recorded (a maker killed between its file and the
     // record; nothing else raises it) are recorded now: a later loss of the
     // last of them would read as a smaller filter, its items absent. Only an
-    // unbroken chain within the limit: a stray file (a copy, a gap) is the
-    // kind's to report, and recorded it would be data_loss for good. Best
-    // effort, under the lock a maker holds: a read-only mount still answers.
-    // Once per main file and layer count in this process (a read-only mount
-    // or a reader without write access must not pay a lock and a sync on
-    // every check), and only when each unrecorded file's header is that
-    // layer's (a copy at the next number, by hand, is data_loss to report,
-    // and recorded it would stay data_loss once removed).
+    // unbroken chain within the limit whose unrecorded files' headers are
+    // those layers': a stray file (a gap, a copy at the next number) is the
+    // kind's to report, and recorded it would stay data_loss once removed.
+    // Best effort, under the lock a maker holds, and once per main file and
+    // layer count in this process: a read-only mount, or a reader without
+    // write access, still answers, without a lock and a sync every check.
     if (KindOf(config.kind).dense_parts && main.parts_offset != 0 && listed >= 2 &&
         main.parts_made < listed && listed <= kMaxLayers && parts.size() == listed &&
         FirstRecordAttempt(main_id, listed) && ::access(PathOf(name).c_str(), W_OK) == 0 &&
