@@ -250,11 +250,12 @@ Result<std::unique_ptr<BloomFilter>> OpenOrCreate(Store& store, std::string_view
 // - bits otherwise: how much Guava's estimate of the part's items (from its
 //   bits set) grew, at most the sources' counts. Merging what a filter holds
 //   adds nothing; adds running at the same time can only make it larger.
-//   Grown from the part's count where that is under half the estimate before
-//   (and 16 items short): bits no count stands for (an import or merge killed before its count, a
-//   Java bitmap attached) are counted now. Counted from the estimate, a re-run of a killed import
-//   counted little of what it wrote, and a scaling layer filled past its capacity (its rate past
-//   the bound); an over-count only starts the next layer early.
+//   Grown from the part's count where that is under half the estimate
+//   before (and 16 items short): bits no count stands for (an import or
+//   merge killed before its count, a Java bitmap attached) are counted now.
+//   Counted from the estimate, a re-run of a killed import counted little
+//   of what it wrote, and a scaling layer filled past its capacity (its rate
+//   past the bound); an over-count only starts the next layer early.
 struct PartCount {
   uint64_t id = 0;
   uint64_t source_items = 0;  // the sources' counts for the part, summed
@@ -283,7 +284,11 @@ Status CountBefore(BloomFilter& filter, bool created, std::vector<PartCount>* pa
 }
 
 // After the bits are written: adds each part's share to its count.
+// The bits are synced first: a count written, then a failed sync, read to
+// UndoCreate as other clients' adds (the filter was left, the error blamed
+// them).
 Status CountAfter(BloomFilter& filter, std::span<const PartCount> parts) {
+  REDBLOOM_RETURN_IF_ERROR(filter.Flush());
   const FilterConfig config = filter.config();
   for (const PartCount& p : parts) {
     uint64_t items = p.source_items;
@@ -540,10 +545,6 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
       if (!s.ok()) return ImportStopped(s, wrote_some && !created);
       wrote_some = true;
     }
-    // Synced before the count: a count written, then a failed sync, read to
-    // UndoCreate as other clients' adds (the filter was left, the error
-    // blamed them).
-    if (Status s = filter->Flush(); !s.ok()) return ImportStopped(s, wrote_some && !created);
     if (Status s = CountAfter(*filter, counts); !s.ok()) {
       return ImportStopped(s, wrote_some && !created);
     }
@@ -729,8 +730,6 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
       Status s = filter->MergePartBytes(part.id, 0, std::string_view(), 0);
       if (!s.ok()) return ImportStopped(s, wrote_some);
     }
-    // Synced before the count (see the Guava import).
-    if (Status s = filter->Flush(); !s.ok()) return ImportStopped(s, wrote_some);
     if (Status s = CountAfter(*filter, counts); !s.ok()) return ImportStopped(s, wrote_some);
     return filter->Flush();
   }();
@@ -828,7 +827,6 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   const Status filled = [&]() -> Status {
     REDBLOOM_RETURN_IF_ERROR(CountBefore(*target, created, &counts));
     REDBLOOM_RETURN_IF_ERROR(target->MergeParts(all));
-    REDBLOOM_RETURN_IF_ERROR(target->Flush());  // before the count (see the Guava import)
     REDBLOOM_RETURN_IF_ERROR(CountAfter(*target, counts));
     return target->Flush();
   }();
