@@ -17,10 +17,10 @@ namespace redbloom::cli {
 // Prints "redbloom: error: <message> [<code>]" and returns the exit code.
 int Fail(const Status& s);
 
-// For a write command that stops on an error after writing: makes what it
-// wrote durable (msync on file:), as a run that ends well does, and says so
-// on stderr when that fails too. The caller reports its own error.
-void FlushAfterError(BloomFilter& filter);
+// Fail(s), for a write command that stops on an error after writing to
+// `filter`: what it wrote is made durable (msync on file:) all the same, as
+// a run that ends well makes it, and a sync that fails too is said.
+int FailAfterWrites(const Status& s, BloomFilter& filter);
 
 // For --file: an empty value (an unset shell variable) is an error, not "no
 // file". Read as none, `rebuild --file "$F"` swapped in an empty filter.

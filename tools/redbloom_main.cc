@@ -33,11 +33,13 @@ int Fail(const Status& s) {
   return ExitCodeFor(s);
 }
 
-void FlushAfterError(BloomFilter& filter) {
-  if (Status s = filter.Flush(); !s.ok()) {
+int FailAfterWrites(const Status& s, BloomFilter& filter) {
+  const int code = Fail(s);
+  if (Status synced = filter.Flush(); !synced.ok()) {
     std::cerr << "redbloom: error: and what was written before it may not be durable: "
-              << s.message() << " [" << StatusCodeName(s.code()) << "]\n";
+              << synced.message() << " [" << StatusCodeName(synced.code()) << "]\n";
   }
+  return code;
 }
 
 Status Context::OpenStore() {
@@ -236,9 +238,8 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
                 << (op == ItemOp::kAdd ? " (adding again is harmless)" : "") << "\n";
     }
     if (json_out) json_out->End(s, unconfirmed);
-    const int code = Fail(s);
-    if (op != ItemOp::kCheck && (done > 0 || unconfirmed > 0)) FlushAfterError(**filter);
-    return code;
+    const bool wrote = op != ItemOp::kCheck && (done > 0 || unconfirmed > 0);
+    return wrote ? FailAfterWrites(s, **filter) : Fail(s);
   };
   // Prints (or adds to the JSON) each item of `chunk` with its answer.
   const auto report = [&] {
