@@ -339,13 +339,13 @@ void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter
 FilterCache::Map::iterator FilterCache::LeastRecentlyUsed() {
   constexpr size_t kExactLruEntries = 1024;
   constexpr size_t kLruSample = 32;
-  const auto used = [](const Map::const_iterator& e) {
-    return e->second->used_ns.load(std::memory_order_relaxed);
+  const auto used = [](const std::shared_ptr<Entry>& e) {
+    return e->used_ns.load(std::memory_order_relaxed);
   };
   auto victim = entries_.begin();
   if (entries_.size() <= kExactLruEntries) {
     for (auto e = entries_.begin(); e != entries_.end(); ++e) {
-      if (used(e) < used(victim)) victim = e;
+      if (used(e->second) < used(victim->second)) victim = e;
     }
     return victim;
   }
@@ -357,7 +357,7 @@ FilterCache::Map::iterator FilterCache::LeastRecentlyUsed() {
   for (size_t seen = 0; seen < kLruSample; bucket = (bucket + 1) % buckets) {
     for (auto e = entries_.begin(bucket); e != entries_.end(bucket) && seen < kLruSample;
          ++e, ++seen) {
-      const int64_t ns = e->second->used_ns.load(std::memory_order_relaxed);
+      const int64_t ns = used(e->second);
       if (ns < oldest_ns) {
         oldest_ns = ns;
         oldest = &e->first;
