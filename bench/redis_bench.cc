@@ -21,6 +21,11 @@
 // of its script per call, which checks the config hash and runs one SETBIT /
 // GETBIT per index (tests/redisson_replay.h), with 1 and 1000 items per call.
 //
+// A third table checks window filters (24 and 1,024 slices, only the current
+// slice made or every slice) against a plain filter of the same capacity and
+// rate, one item and 1000 items per call: what a window costs redis-server
+// per checked item, and how that grows with its slices.
+//
 // Per row: items/s and us/item (median of --reps), the redis-server CPU per
 // item (INFO CPU used_cpu_user + used_cpu_sys, delta over the run) and this
 // process's CPU per item, and the speed-up over the seed's way. Before any
@@ -41,10 +46,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "raw_redis.h"
 #include "redbloom/bloom_filter.h"
+#include "redbloom/clock.h"
 #include "redbloom/store.h"
 #include "redis/redis_client.h"
 #include "redis/redis_url.h"
@@ -134,6 +141,7 @@ struct Args {
   std::string tls_url;
   int reps = 3;
   double scale = 1.0;  // multiplies item counts (0.1 for a smoke run)
+  bool windows_only = false;
 };
 
 Args ParseArgs(int argc, char** argv) {
@@ -148,6 +156,7 @@ Args ParseArgs(int argc, char** argv) {
   app.add_option("--reps", a.reps, "repetitions")->check(CLI::PositiveNumber);
   app.add_option("--scale", a.scale, "multiplies item counts (0.1 for a smoke run)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--windows-only", a.windows_only, "only the window filters' table");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -186,6 +195,10 @@ class Bench {
     // noisy minute on this shared machine hits all approaches alike; the
     // ratios are medians of per-repetition ratios.
     for (int rep = 0; rep < args_.reps; ++rep) {
+      if (args_.windows_only) {
+        RunWindows();
+        continue;
+      }
       RunSeedWay(rep);
       RunPipelined(rep);
       for (size_t batch : {size_t{1}, size_t{100}, size_t{1000}}) {
@@ -200,9 +213,13 @@ class Bench {
         RunRedissonWay(batch, rep);
         RunRedissonLibrary(batch, rep);
       }
+      RunWindows();
     }
-    Print();
-    PrintRedisson();
+    if (!args_.windows_only) {
+      Print();
+      PrintRedisson();
+    }
+    PrintWindows();
   }
 
  private:
@@ -465,6 +482,107 @@ class Bench {
     if (found != n) Die("redbloom lost items of a Redisson-layout filter");
   }
 
+  // ---- Window filters ----------------------------------------------------
+
+  // A filter to check, made once: a plain one (slices 0) or a window of a
+  // day in `slices` slices, the items to check added to its current slice,
+  // and with `all_made` one item more in each earlier slice of the window.
+  // Each window has its own store, whose clock stands still mid-slice: no
+  // slice ends (nor the look-ahead at a slice's end begins) during a run.
+  struct WindowCase {
+    uint32_t slices;
+    bool all_made;
+    size_t batch;
+    std::string name;
+    std::unique_ptr<Store> store;
+    std::unique_ptr<BloomFilter> filter;
+    std::vector<std::string> items;
+  };
+
+  void MakeWindow(WindowCase& w) {
+    constexpr uint64_t kDay = 86'400'000;
+    const uint64_t n = std::max<uint64_t>(
+        100, static_cast<uint64_t>(
+                 static_cast<double>(w.batch == 1 ? (w.slices > 100 ? 300 : 2000) : 20'000) *
+                 args_.scale));
+    uint64_t now = Clock::System()->NowMillis();
+    auto clock = std::make_shared<ManualClock>(now);
+    FilterOptions options{.capacity = 100'000, .error_rate = kErrorRate};
+    if (w.slices > 0) {
+      const uint64_t slice = kDay / w.slices;
+      now = now / slice * slice + slice / 2;
+      clock->Set(now);
+      options.window_millis = kDay;
+      options.slices = w.slices;
+      options.kind = FilterKind::kWindow;
+    }
+    auto store = Store::Open(args_.url, StoreOptions{.clock = clock});
+    Check(store.status(), "open " + args_.url);
+    w.store = std::move(store).value();
+    w.name = "win-" + std::to_string(w.slices) + (w.all_made ? "-all-" : "-one-") +
+             std::to_string(w.batch);
+    auto filter = BloomFilter::Create(*w.store, w.name, options);
+    Check(filter.status(), "create " + w.name);
+    w.filter = std::move(filter).value();
+    if (w.all_made) {
+      const uint64_t slice = kDay / w.slices;
+      for (uint32_t s = 1; s < w.slices; ++s) {
+        clock->Set(now - uint64_t{s} * slice);
+        Check(w.filter->Add("earlier-" + std::to_string(s)), "add to a slice");
+      }
+      clock->Set(now);
+    }
+    w.items = Items("ORD-win-", 0, n);
+    std::vector<uint8_t> flags;
+    for (size_t i = 0; i < n; i += 1000) {
+      Check(w.filter->AddMany(Views(w.items, i, std::min<size_t>(1000, n - i)), &flags), "add");
+    }
+    if (w.slices > 0) {
+      auto info = w.filter->Info();
+      Check(info.status(), "info " + w.name);
+      if (info->parts != (w.all_made ? w.slices : 1)) Die(w.name + ": unexpected live slices");
+    }
+  }
+
+  void RunWindows() {
+    if (windows_.empty()) {
+      for (auto [slices, all_made, batch] : {std::tuple{0u, false, size_t{1}},
+                                             {0u, false, size_t{1000}},
+                                             {24u, false, size_t{1}},
+                                             {24u, true, size_t{1}},
+                                             {24u, true, size_t{1000}},
+                                             {1024u, false, size_t{1}},
+                                             {1024u, true, size_t{1}}}) {
+        windows_.push_back(WindowCase{slices, all_made, batch, "", nullptr, nullptr, {}});
+        MakeWindow(windows_.back());
+      }
+    }
+    for (WindowCase& w : windows_) {
+      const std::string label = w.slices == 0 ? "plain (one part)"
+                                              : std::to_string(w.slices) + " slices, " +
+                                                    (w.all_made ? "all" : "one") + " made";
+      Row* into = nullptr;
+      for (Row& r : window_rows_) {
+        if (r.approach == label && r.batch == w.batch) into = &r;
+      }
+      if (into == nullptr) {
+        window_rows_.push_back({"check", label, w.batch, false, {}});
+        into = &window_rows_.back();
+      }
+      std::vector<uint8_t> flags;
+      uint64_t found = 0;
+      const uint64_t n = w.items.size();
+      into->samples.push_back(Measure(raw_, n, [&] {
+        for (size_t i = 0; i < n; i += w.batch) {
+          Check(w.filter->ContainsMany(Views(w.items, i, std::min<size_t>(w.batch, n - i)), &flags),
+                "check " + w.name);
+          for (uint8_t f : flags) found += f;
+        }
+      }));
+      if (found != n) Die(w.name + " lost items");
+    }
+  }
+
   void Print() const {
     const Row* seed_add = nullptr;
     const Row* seed_check = nullptr;
@@ -564,6 +682,34 @@ class Bench {
         "send it; batch 1 is add(item). Same server, same run, same columns as above.\n");
   }
 
+  // Each window row against the plain filter's at the same batch: the
+  // median over repetitions of (window / plain) redis-server CPU per item.
+  void PrintWindows() const {
+    std::printf("\nWindow filters (a day; 100000 items at %g; block), checks of present items\n",
+                kErrorRate);
+    std::printf("%-26s %6s %12s %10s %12s %12s %14s\n", "filter", "batch", "items/s", "us/item",
+                "server us", "client us", "server/plain");
+    for (const Row& r : window_rows_) {
+      const Row* plain = nullptr;
+      for (const Row& b : window_rows_) {
+        if (b.batch == r.batch && b.approach.starts_with("plain")) plain = &b;
+      }
+      std::vector<double> ratios;
+      for (size_t i = 0; plain != nullptr && i < r.samples.size() && i < plain->samples.size();
+           ++i) {
+        ratios.push_back(r.samples[i].server_us / plain->samples[i].server_us);
+      }
+      std::sort(ratios.begin(), ratios.end());
+      const Sample m = r.Median();
+      std::printf("%-26s %6zu %12.0f %10.2f %12.2f %12.2f %13.1fx\n", r.approach.c_str(), r.batch,
+                  m.items_per_s, 1e6 / m.items_per_s, m.server_us, m.client_us,
+                  ratios.empty() ? 0.0 : ratios[ratios.size() / 2]);
+    }
+    std::printf(
+        "\nA window check tests every slice of the window; slices never made cost the lookup "
+        "of their key and listing. Same server, same run, same columns as above.\n");
+  }
+
   Args args_;
   Raw raw_;
   std::unique_ptr<Store> store_;
@@ -571,6 +717,8 @@ class Bench {
   FilterOptions options_;
   FilterConfig config_;
   std::deque<Row> rows_;  // stable addresses: rows are filled after later ones are added
+  std::deque<WindowCase> windows_;
+  std::deque<Row> window_rows_;
 };
 
 }  // namespace

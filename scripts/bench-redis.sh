@@ -7,6 +7,7 @@
 #   REPS=5 scripts/bench-redis.sh
 #   REDISBLOOM_MODULE=/path/redisbloom.so scripts/bench-redis.sh   # adds BF.MADD/BF.MEXISTS
 #   TLS=1 scripts/bench-redis.sh                    # adds redbloom over TLS (same server)
+#   scripts/bench-redis.sh --windows-only           # only the window filters' checks
 #   BENCH_BUILD_DIR=/tmp/bb scripts/bench-redis.sh
 #
 # The script starts its own redis-server(s) on free loopback ports, with no
@@ -21,4 +22,4 @@ scale=${SCALE:-1}
 source scripts/lib/bench.sh
 source scripts/lib/redis.sh
 redis_bench_setup bench-redis "$dir" redis_bench
-"$dir/bench/redis_bench" "${bench_redis_args[@]}" --reps "$reps" --scale "$scale"
+"$dir/bench/redis_bench" "${bench_redis_args[@]}" --reps "$reps" --scale "$scale" "$@"

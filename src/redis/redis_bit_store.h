@@ -125,18 +125,25 @@ class RedisBitStore final : public BitStore {
   // grace of a slice or a second for clocks apart): a listed slice whose key
   // is gone is then an expired one, not a lost one.
   bool SliceMayHaveExpired(uint64_t part) const;
-  Status TestOn(Connection& c, std::vector<Chunk>& chunks, size_t* done,
-                std::vector<uint64_t>* parts_now);
-  Status SendTest(Connection& c, CommandBuffer& cmd, const Chunk& chunk, bool list_parts);
+  // Where each check transaction's chunks end (see the definition).
+  static std::vector<size_t> TestTransactions(const std::vector<Chunk>& chunks, size_t batch);
+  Status TestOn(Connection& c, std::vector<Chunk>& chunks, const std::vector<size_t>& ends,
+                size_t* done, std::vector<uint64_t>* parts_now);
+  Status SendTest(Connection& c, CommandBuffer& cmd, std::span<Chunk> chunks, bool list_parts);
   // The commands SendTest queued between MULTI and EXEC.
-  size_t TestQueued(const Chunk& chunk, bool list_parts) const;
+  size_t TestQueued(std::span<const Chunk> chunks, bool list_parts) const;
   // A dense kind's (scaling) parts list must hold every layer its metadata's
   // `layers` field (`layers`: that reply) records as made: the part script
   // lists a layer and raises the field in one step, so a layer missing from
   // the list was deleted from it, and its items would read absent.
   Status CheckLayersListed(std::span<const uint64_t> parts, const redisReply* layers) const;
-  Status ReadTest(Connection& c, const Chunk& chunk, bool list_parts,
+  Status ReadTest(Connection& c, std::span<const Chunk> chunks, bool list_parts,
                   std::vector<uint64_t>* parts_now);
+  // A check's HKEYS of the parts list (and its HGET of `layers`) into *parts_now.
+  Status ReadPartsList(const redisReply* r, const redisReply* layers,
+                       std::vector<uint64_t>* parts_now) const;
+  Status ReadChunk(Connection& c, const Chunk& chunk, const redisReply* exec, size_t reads,
+                   size_t at) const;
   Status AddBatch(const Cells& cells, PartBatch& b);
   Status AddSmall(const Cells& cells, PartBatch& b);
   Status RemoveBatch(const Cells& cells, PartBatch& b);

@@ -49,7 +49,8 @@ inline uint64_t NumberAfter(std::string_view text, std::string_view marker) {
   return v;
 }
 
-// A run of one batch's items sent as one transaction.
+// A run of one batch's items sent as one transaction (adds), or as part of
+// one (checks: RedisBitStore::TestTransactions).
 struct RedisBitStore::Chunk {
   PartBatch* batch;
   CellsPtr cells;
