@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -51,6 +52,19 @@ class HashedCells {
   // the part's count grows as BitStore::Add says.
   virtual Status AddHashes(uint64_t part, std::span<const Hash128> hashes,
                            const StrategyDef& strategy, const Geometry& g, uint8_t* added) = 0;
+  // How many dense parts (a scaling filter's layers 0..N-1) were made, as a
+  // record every writer raises before it adds to a layer, readable without
+  // a system call (file: the main file's header, mapped); nullopt where the
+  // store keeps none. The record may lag a layer that exists but holds no
+  // item; it never lags one that holds items (ScalingPolicy::Add).
+  virtual std::optional<uint64_t> PartsMade() const { return std::nullopt; }
+  // True when `parts`, dense from 0, are every part that may hold an item by
+  // PartsMade()'s record, and this handle has each of them open: a test of
+  // them needs no listing (none can be found missing). False where unsure.
+  virtual bool KnowsDenseParts(std::span<const uint64_t> parts) {
+    (void)parts;
+    return false;
+  }
 };
 
 // The capability of `bits`, or null if its store has none. A dynamic_cast:

@@ -481,6 +481,22 @@ Status WordBitStore::KeepExisting(std::vector<uint64_t>* parts) {
   return Status::Ok();
 }
 
+bool WordBitStore::KnowsDenseParts(std::span<const uint64_t> parts) {
+  const std::optional<uint64_t> made = PartsMade();
+  if (!made || parts.empty() || parts.front() != 0 || parts.back() + 1 != parts.size()) {
+    return false;
+  }
+  // A record of 0 is a filter of one layer, or a file from before the record
+  // (version 1, or 2 before it was kept) whose layers nobody recorded: only
+  // the first can be trusted.
+  if (*made == 0 ? parts.size() != 1 : *made > parts.size()) return false;
+  std::lock_guard lock(mu_);
+  for (uint64_t part : parts) {
+    if (!(part == 0 && main_) && !open_.contains(part)) return false;
+  }
+  return true;
+}
+
 Status WordBitStore::TestHashes(uint64_t part, std::span<const Hash128> hashes,
                                 const StrategyDef& strategy, const Geometry& g, uint8_t* present) {
   WordArray* a = LiveMain(part);

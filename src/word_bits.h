@@ -93,6 +93,9 @@ struct WordArray {
   // Non-zero once the filter was dropped or replaced by a rebuild: every
   // operation then answers kConflict so the caller reopens.
   uint64_t* superseded = nullptr;
+  // A file's main array (scaling filters): its header's record of the layers
+  // made, shared with every process mapping the file; else null.
+  uint64_t* parts_made = nullptr;
   std::shared_ptr<void> keepalive;
   std::function<Status()> flush;
   // Not OK when the cells are mapped read-only (a file we may not write, or
@@ -197,6 +200,11 @@ class WordBitStore final : public BitStore, public HashedCells {
   Status TestHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
                     const Geometry& g, uint8_t* present) override;
   Status KeepExisting(std::vector<uint64_t>* parts) override;
+  std::optional<uint64_t> PartsMade() const override {
+    if (main_raw_ == nullptr || main_raw_->parts_made == nullptr) return std::nullopt;
+    return std::atomic_ref<uint64_t>(*main_raw_->parts_made).load(std::memory_order_acquire);
+  }
+  bool KnowsDenseParts(std::span<const uint64_t> parts) override;
   Status AddHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
                    const Geometry& g, uint8_t* added) override;
 

@@ -1051,6 +1051,9 @@ class FileStore final : public Store {
     mapping->array.cell_bits = config.cell_bits();
     mapping->array.count = mapping->word_at(f.count_offset);
     mapping->array.superseded = mapping->word_at(f.superseded_offset);
+    if (part == kMainPart && f.parts_offset != 0 && KindOf(config.kind).dense_parts) {
+      mapping->array.parts_made = mapping->word_at(f.parts_offset);
+    }
     // The flag is set only once the path names another file (or none): on
     // the file the path still names it is damage (it sits outside the
     // header's CRC), not a replacement to reopen, which would answer

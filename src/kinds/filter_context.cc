@@ -94,14 +94,14 @@ constexpr uint32_t kStackOffsets = 64;
 }  // namespace
 
 Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Hash128> hashes,
-                             uint8_t* present, std::vector<uint64_t>* parts_now) {
+                             uint8_t* present, std::vector<uint64_t>* parts_now, bool all_exist) {
   HashedCells* cells = cache_.hashed_cells();
   if (cells == nullptr) return TestInStore(parts, hashes, present, parts_now);
   // Memory stores compute the offsets themselves, part by part. Of several
   // parts (a window's slices), those the store can tell are missing are
   // skipped: on file:, one directory read for a day's window of 24 slices of
   // which 21 were never made, where TestHashes would try to open each.
-  if (parts.size() > 1) {
+  if (parts.size() > 1 && !all_exist) {
     thread_local std::vector<uint64_t> existing;
     existing.assign(parts.begin(), parts.end());
     REDBLOOM_RETURN_IF_ERROR(cells->KeepExisting(&existing));

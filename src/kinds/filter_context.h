@@ -35,6 +35,10 @@ class PartCache {
   // Parts the handle knows to exist (scaling layers), or empty if unknown.
   std::vector<uint64_t> known_parts() const;
   void set_known_parts(std::vector<uint64_t> parts);
+  // When this handle last listed its parts (scaling layers), in the store
+  // clock's milliseconds; 0 if never.
+  uint64_t listed_at() const { return listed_at_ms_.load(std::memory_order_relaxed); }
+  void set_listed_at(uint64_t ms) { listed_at_ms_.store(ms, std::memory_order_relaxed); }
   // Window slices this handle has created (so each is created once).
   bool created(uint64_t part) const;
   void set_created(uint64_t part);
@@ -59,6 +63,7 @@ class PartCache {
   // set: a lock per call cost single-item calls ~20 ns here.
   std::atomic<bool> part0_ready_{false};
   std::atomic<uint64_t> pruned_slice_{~uint64_t{0}};
+  std::atomic<uint64_t> listed_at_ms_{0};
   PartSizing part0_;  // written once, before part0_ready_
   HashedCells* hashed_cells_ = nullptr;
   const StrategyDef* strategy_ = nullptr;
@@ -83,8 +88,10 @@ class FilterContext {
   // present[i] = 1 if some part of `parts` may hold item i (entries already 1
   // stay 1). Every part of one slice of items goes to the store in one call.
   // With `parts_now`, the parts that exist, read with the first slice.
+  // `all_exist`: the caller knows every part exists (no store is asked
+  // which do).
   Status TestIn(std::span<const uint64_t> parts, std::span<const Hash128> hashes, uint8_t* present,
-                std::vector<uint64_t>* parts_now = nullptr);
+                std::vector<uint64_t>* parts_now = nullptr, bool all_exist = false);
   // Adds items to one part. out[i] = 1 if item i turned a cell on. With a
   // capacity (see PartBatch), stops at the first slice the store refuses:
   // *done says how many items were added, *room how many more fit. On an

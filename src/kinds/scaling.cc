@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 
+#include "hashed_cells.h"
 #include "kinds/kind_def.h"
 
 namespace redbloom::internal {
@@ -75,6 +76,7 @@ class ScalingPolicy final : public KindPolicy {
     size_t limit = todo.size();  // what the last layer may take, as far as we know
     std::vector<uint8_t> out(todo.size(), 0);
     while (next < todo.size()) {
+      REDBLOOM_RETURN_IF_ERROR(RecordBeforeAdding(f, last));
       REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, f.Sizing(last));
       const size_t n = std::min(todo.size() - next, limit);
       size_t done = 0;
@@ -164,13 +166,44 @@ class ScalingPolicy final : public KindPolicy {
                             "(a stray layer file or parts field); remove it");
   }
 
+  // A layer this handle learned of from a listing may be one whose maker
+  // died before recording it (HashedCells::PartsMade): recorded before an
+  // item goes in, so that no handle that trusts the record (Check) misses
+  // that item. CreatePart of a layer that exists only records it.
+  static Status RecordBeforeAdding(FilterContext& f, uint64_t layer) {
+    HashedCells* cells = f.cache().hashed_cells();
+    if (cells == nullptr) return Status::Ok();
+    const std::optional<uint64_t> made = cells->PartsMade();
+    if (!made || *made > layer) return Status::Ok();
+    return f.bits().CreatePart(layer, 0);
+  }
+
   // Tests every layer; returns the layers as they are now. The handle's list
   // of layers is checked against the store's in the same round trip, and
   // layers that another client added since are tested too: a check that
   // skipped one would miss the items in it.
+  //
+  // Unless the store keeps a record of the layers made that every writer
+  // raises before adding to a new layer, and it says none was made since
+  // this handle listed them (HashedCells::KnowsDenseParts), and the handle
+  // listed them less than kRelistMillis ago: on file: a listing (a directory
+  // read, a stat per layer, the main header) cost a single check 14 us at
+  // one layer and 33 us at three, against 9 ns for a plain filter. A layer
+  // file deleted, or a stray one added, is then reported (data_loss) by the
+  // handle's next listing, within kRelistMillis; until then this handle
+  // answers from the layers it has mapped.
+  static constexpr uint64_t kRelistMillis = 1000;
+
   static Result<std::vector<uint64_t>> Check(FilterContext& f, std::span<const Hash128> hashes,
                                              uint8_t* present) {
     std::vector<uint64_t> tested = f.cache().known_parts();
+    const uint64_t now_ms = f.NowMillis();
+    if (HashedCells* cells = f.cache().hashed_cells();
+        cells != nullptr && !tested.empty() && now_ms - f.cache().listed_at() < kRelistMillis &&
+        cells->KnowsDenseParts(tested)) {
+      REDBLOOM_RETURN_IF_ERROR(f.TestIn(tested, hashes, present, nullptr, /*all_exist=*/true));
+      return tested;
+    }
     if (tested.empty()) tested = {0};
     std::vector<uint64_t> now;
     REDBLOOM_RETURN_IF_ERROR(f.TestIn(tested, hashes, present, &now));
@@ -186,6 +219,7 @@ class ScalingPolicy final : public KindPolicy {
     }
     REDBLOOM_RETURN_IF_ERROR(CheckDense(f, now));
     f.cache().set_known_parts(now);
+    f.cache().set_listed_at(now_ms);
     return now;
   }
 };
