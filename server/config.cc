@@ -330,6 +330,10 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
       int64_t ms = 0;
       st = GetInt(v, key, 100, 86400000, &ms);
       s.idle_after = std::chrono::milliseconds(ms);
+    } else if (key == "sync_interval_ms") {
+      int64_t ms = 0;
+      st = GetInt(v, key, 0, 3600000, &ms);
+      s.sync_interval = std::chrono::milliseconds(ms);
     } else if (key == "store_connect_timeout_ms") {
       int64_t ms = 0;
       st = GetInt(v, key, 1, 600000, &ms);
@@ -469,6 +473,7 @@ std::string ConfigToJson(const ServerConfig& c) {
   j["filter_revalidate_ms"] = c.service.revalidate_after.count();
   j["filter_cache_size"] = c.service.filter_cache_size;
   j["filter_idle_ms"] = c.service.idle_after.count();
+  j["sync_interval_ms"] = c.service.sync_interval.count();
   j["store_connect_timeout_ms"] = c.service.store_options.connect_timeout.count();
   j["store_command_timeout_ms"] = c.service.store_options.command_timeout.count();
   j["store_pool_size"] = c.service.store_options.pool_size;

@@ -9,9 +9,11 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -55,6 +57,56 @@ class SignalThread {
   }
 
  private:
+  std::thread thread_;
+};
+
+// Makes the filters' writes durable every sync_interval (Service::FlushAll,
+// as at shutdown), on a thread of its own: a sync waits for the disk, which
+// no request should. A failure is counted, and logged once per run of
+// failures, with the recovery.
+class PeriodicSync {
+ public:
+  PeriodicSync(Service& service, Metrics& metrics, std::chrono::milliseconds every) {
+    if (every.count() <= 0) return;
+    redbloom::Result<std::thread> t =
+        redbloom::internal::StartThread("the sync thread", [this, &service, &metrics, every] {
+          bool failing = false;
+          std::unique_lock lock(mu_);
+          while (!wake_.wait_for(lock, every, [this] { return stop_; })) {
+            lock.unlock();
+            const redbloom::Status s = service.FlushAll();
+            metrics.Synced(s.ok());
+            if (!s.ok() && !failing) {
+              Fail(
+                  "periodic sync failed; writes since the last good one may not survive a power "
+                  "loss: " +
+                  s.ToString());
+            } else if (s.ok() && failing) {
+              std::fprintf(stderr, "redbloomd: periodic sync works again\n");
+            }
+            failing = !s.ok();
+            lock.lock();
+          }
+        });
+    if (!t.ok()) throw std::runtime_error(t.status().message());  // main prints it: exit 3
+    thread_ = std::move(t).value();
+  }
+  PeriodicSync(const PeriodicSync&) = delete;
+  PeriodicSync& operator=(const PeriodicSync&) = delete;
+  ~PeriodicSync() { Stop(); }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;  // guarded by mu_
   std::thread thread_;
 };
 
@@ -142,6 +194,7 @@ int Run(int argc, char** argv) {
         "refused beyond loopback)");
   }
 
+  PeriodicSync periodic_sync(service, metrics, config->service.sync_interval);
   SignalThread signal_thread([&] {
     int stops = 0;
     siginfo_t first{};
@@ -182,6 +235,7 @@ int Run(int argc, char** argv) {
   });
 
   server.Run();
+  periodic_sync.Stop();
   const auto flushed = service.FlushAll();
   access_log.Flush();
   signal_thread.Stop();

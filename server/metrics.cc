@@ -230,6 +230,14 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
          "lost (evicted keys, a store restarted without persistence, a deleted file).");
   Line(&out, "redbloomd_filters_vanished_total", "",
        u(filters_vanished_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_syncs_total", "counter",
+         "Periodic syncs of the filters' writes to disk (sync_interval_ms) that succeeded.");
+  Line(&out, "redbloomd_syncs_total", "", u(syncs_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_sync_failures_total", "counter",
+         "Periodic syncs that failed: writes acknowledged since the last good one may not "
+         "survive a power loss (the log says why).");
+  Line(&out, "redbloomd_sync_failures_total", "",
+       u(sync_failures_.load(std::memory_order_relaxed)));
   Header(&out, "redbloomd_build_info", "gauge", "Always 1; the version is a label.");
   Line(&out, "redbloomd_build_info", "version=\"" REDBLOOM_VERSION "\"", "1");
   Header(&out, "redbloomd_start_time_seconds", "gauge", "Start time of the process, Unix seconds.");

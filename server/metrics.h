@@ -76,6 +76,8 @@ class Metrics {
   void FilterOpened() { filter_opens_.fetch_add(1, std::memory_order_relaxed); }
   // A filter the service had open was found gone (filters_vanished_total).
   void FilterVanished() { filters_vanished_.fetch_add(1, std::memory_order_relaxed); }
+  // A periodic sync (sync_interval_ms) done, and whether it failed.
+  void Synced(bool ok) { (ok ? syncs_ : sync_failures_).fetch_add(1, std::memory_order_relaxed); }
   void ConnectionOpened() {
     connections_accepted_.fetch_add(1, std::memory_order_relaxed);
     connections_open_.fetch_add(1, std::memory_order_relaxed);
@@ -125,6 +127,8 @@ class Metrics {
   std::atomic<uint64_t> items_removed_{0};
   std::atomic<uint64_t> filter_opens_{0};
   std::atomic<uint64_t> filters_vanished_{0};
+  std::atomic<uint64_t> syncs_{0};
+  std::atomic<uint64_t> sync_failures_{0};
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<int64_t> connections_open_{0};
   std::atomic<uint64_t> body_buffer_bytes_{0};

@@ -121,6 +121,10 @@ struct ServiceOptions {
   size_t filter_cache_size = 4096;
   // A handle no request used for this long is let go of (FilterCache::SweepIdle).
   std::chrono::milliseconds idle_after{60000};
+  // How often redbloomd makes the filters' writes durable (FlushAll, as at
+  // shutdown: msync of every open filter, then syncfs of the store's file
+  // system); 0: only at shutdown, the kernel's writeback in between.
+  std::chrono::milliseconds sync_interval{0};
   // Largest filter PUT may create, in bytes of cells (every shard of a plain
   // or counting filter, every slice of a window filter, the first layer of a
   // scaling filter); larger ones get 413. 0: no limit.

@@ -15,6 +15,12 @@ if(TARGET redbloomd)
       add_dependencies(${t} redbloomd)
     endif()
   endforeach()
+  # Fails chosen msyncs (tests/fault_sync.cc, built with the CLI's tests).
+  if(TARGET redbloom_fault_sync AND TARGET server_lifecycle_test)
+    target_compile_definitions(server_lifecycle_test PRIVATE
+      REDBLOOM_FAULT_SYNC_PATH="$<TARGET_FILE:redbloom_fault_sync>")
+    add_dependencies(server_lifecycle_test redbloom_fault_sync)
+  endif()
   # The file store on a full and on a read-only file system: mounts tmpfs
   # (needs root), and runs the CLI and redbloomd on it.
   redbloom_add_test(file_disk_test file_disk_test.cc LIBS redbloom_server_test_util LABELS core)

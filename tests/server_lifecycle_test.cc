@@ -343,6 +343,64 @@ TEST_F(ServerLifecycleTest, EnvironmentConfiguresTheRunningServer) {
   EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/store/envf.rbf"));
 }
 
+#ifdef REDBLOOM_FAULT_SYNC_PATH
+// sync_interval_ms makes adds durable while the service runs, not only at
+// shutdown: every open filter is msynced (and the file system synced) each
+// interval. A sync that fails is counted and logged, naming the filter; one
+// that works is counted too.
+TEST_F(ServerLifecycleTest, APeriodicSyncFlushesOpenFiltersAndReportsFailures) {
+  const auto metric = [](const RedbloomdProcess& server, const std::string& name) {
+    auto client = server.Client();
+    const std::string body = Call(*client, "GET", "/metrics", "").body;
+    const size_t at = body.find("\n" + name + " ");
+    return at == std::string::npos ? -1L : std::stol(body.substr(at + name.size() + 2));
+  };
+  const auto wait_for = [&](const RedbloomdProcess& server, const std::string& name, long least) {
+    for (int i = 0; i < 100 && metric(server, name) < least; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return metric(server, name);
+  };
+  const std::string add = R"({"items":["x"]})";
+  {
+    RedbloomdProcess::Options options;
+    options.store = StoreUrl();
+    options.config_json = R"({"sync_interval_ms": 100})";
+    RedbloomdProcess server(options);
+    server.Start();
+    CreateOrders(server);
+    auto client = server.Client();
+    ASSERT_EQ(Call(*client, "POST", "/v1/filters/orders/items", add).status, 200);
+    EXPECT_GE(wait_for(server, "redbloomd_syncs_total", 2), 2);
+    EXPECT_EQ(metric(server, "redbloomd_sync_failures_total"), 0);
+    EXPECT_EQ(server.Stop(SIGTERM), 0);
+  }
+  // The same with every msync of the filter's file failing (EIO).
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  RedbloomdProcess::Options options;
+  options.store = StoreUrl();
+  options.config_json = R"({"sync_interval_ms": 100})";
+  options.env = {
+      std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") + ":verify_asan_link_order=0",
+      std::string("LD_PRELOAD=") + REDBLOOM_FAULT_SYNC_PATH,
+      "REDBLOOM_FAULT_MSYNC=" +
+          std::filesystem::weakly_canonical(dir_.path() + "/store/orders.rbf").string()};
+  RedbloomdProcess server(options);
+  server.Start();
+  auto client = server.Client();
+  ASSERT_EQ(Call(*client, "POST", "/v1/filters/orders/items", add).status, 200);
+  EXPECT_GE(wait_for(server, "redbloomd_sync_failures_total", 2), 2);
+  EXPECT_EQ(metric(server, "redbloomd_syncs_total"), 0);
+  const std::string log = server.Stderr();
+  EXPECT_NE(log.find("periodic sync failed"), std::string::npos) << log;
+  EXPECT_NE(log.find("'orders'"), std::string::npos) << log;
+  // Logged once for the run of failures, not once per interval.
+  EXPECT_EQ(log.find("periodic sync failed"), log.rfind("periodic sync failed")) << log;
+  // Shutdown's own flush fails the same way: exit 3.
+  EXPECT_EQ(server.Stop(SIGTERM), 3);
+}
+#endif
+
 TEST_F(ServerLifecycleTest, SighupReopensTheAccessLog) {
   const std::string log = dir_.path() + "/access.log";
   RedbloomdProcess server(StoreUrl(), json{{"access_log", log}, {"access_log_flush_ms", 0}}.dump());
