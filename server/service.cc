@@ -330,6 +330,26 @@ void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter
   lock.unlock();
 }
 
+size_t FilterCache::EvictOldestQuarter(std::string_view keep) {
+  std::vector<std::shared_ptr<Entry>> gone;  // freed (unmapped) after the lock
+  std::unique_lock lock(mu_);
+  // Set aside while the others are picked from, then put back.
+  std::shared_ptr<Entry> kept;
+  if (auto it = entries_.find(keep); it != entries_.end()) {
+    kept = std::move(it->second);
+    entries_.erase(it);
+  }
+  const size_t n = std::max<size_t>(1, entries_.size() / 4);
+  while (gone.size() < n && !entries_.empty()) {
+    auto victim = LeastRecentlyUsed();
+    gone.push_back(std::move(victim->second));
+    entries_.erase(victim);
+  }
+  if (kept != nullptr) entries_.emplace(std::string(keep), std::move(kept));
+  lock.unlock();
+  return gone.size();
+}
+
 // A cache of up to kExactLruEntries is scanned whole. A larger one is
 // sampled, as Redis samples keys for its LRU: the oldest of kLruSample
 // entries from a random bucket on. Scanned whole, each eviction from a full
@@ -555,12 +575,30 @@ void Service::NoteGone(std::string_view name, const Status& why) {
                std::string(name).c_str(), why.message().c_str());
 }
 
+namespace {
+
+// A file: filter the process could not map for want of memory mappings
+// (vm.max_map_count; the store's message names it): one per open filter
+// file, each scaling layer and window slice included, and the cache's
+// handles hold most of them. Letting the least recently used quarter go
+// (and trying an open once more) keeps the service serving there; the
+// handles reopen when next asked for.
+bool AtMappingLimit(const Status& s) {
+  return s.code() == StatusCode::kResourceExhausted &&
+         s.message().find("vm.max_map_count") != std::string::npos;
+}
+
+}  // namespace
+
 template <typename Op>
 Status Service::OnFilter(std::string_view name, Op&& op) {
   REDBLOOM_ASSIGN_OR_RETURN(Store * store, GetStore());
   cache_.SweepIdle();
   bool cached = false;
   Result<std::shared_ptr<BloomFilter>> opened = cache_.Get(*store, name, &cached);
+  if (!opened.ok() && AtMappingLimit(opened.status()) && cache_.EvictOldestQuarter(name) > 0) {
+    opened = cache_.Get(*store, name, &cached);
+  }
   if (!opened.ok()) {
     // Failed on a cached handle's re-read (it was open here), or on a name
     // whose handle an earlier store failure evicted: both were open here.
@@ -574,6 +612,10 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   }
   std::shared_ptr<BloomFilter> filter = std::move(opened).value();
   Status s = op(*filter);
+  // A layer or slice the call could not map: the call may have written part
+  // of its items, so it is not run again (an add would then answer "not
+  // new" for them); the handles go, so that the client's retry finds room.
+  if (AtMappingLimit(s)) cache_.EvictOldestQuarter(name);
   if (cached && (s.code() == StatusCode::kConflict || s.code() == StatusCode::kNotFound)) {
     cache_.Evict(name, filter.get());
     Result<std::shared_ptr<BloomFilter>> reopened = cache_.Get(*store, name, &cached);

@@ -80,6 +80,10 @@ class FilterCache {
   // disk space of a file deleted meanwhile) or connection state; callers
   // run it from requests, so that no thread of its own is needed.
   void SweepIdle();
+  // Evicts the least recently used quarter of the handles (one at least),
+  // but not `keep`'s; returns how many went. For a process out of memory
+  // mappings (Service::OnFilter), which its handles hold.
+  size_t EvictOldestQuarter(std::string_view keep);
 
  private:
   struct Entry {

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -228,6 +229,25 @@ int FreePort() {
   }
   throw std::runtime_error("no free TCP port on 127.0.0.1 in " + std::to_string(low) + "-" +
                            std::to_string(high));
+}
+
+bool TakeEveryMapping() {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  constexpr size_t kPages = 2 * 1024 * 1024;  // address space only
+  auto* region = static_cast<char*>(::mmap(nullptr, kPages * page, PROT_NONE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  if (region == MAP_FAILED) return false;
+  bool full = false;
+  for (size_t i = 1; i < kPages && !full; i += 2) {
+    full = ::mprotect(region + i * page, page, PROT_READ) != 0 && errno == ENOMEM;
+  }
+  // The split that failed may have left a mapping or two: take them.
+  const int fd = ::memfd_create("fill", 0);
+  if (!full || fd < 0 || ::ftruncate(fd, page) != 0) return false;
+  for (int i = 0; i < 64 && ::mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, 0) != MAP_FAILED;) {
+    ++i;
+  }
+  return true;
 }
 
 }  // namespace redbloom::testing

@@ -91,6 +91,14 @@ std::string PortClaimsPath();
 // without waiting: false if another description holds it.
 bool LockByte(int fd, int offset);
 
+// Takes every memory mapping vm.max_map_count leaves this process (pages of
+// alternating protection, each its own mapping; then a few more of a memfd
+// for what the last split left): the next mmap fails ENOMEM. For a forked
+// child only (the memory is never given back); false if the limit was not
+// reached. Under ASan or TSan the allocators map memory as they go and fail
+// there, so callers run it in the normal build.
+bool TakeEveryMapping();
+
 }  // namespace redbloom::testing
 
 #endif  // REDBLOOM_TESTS_TEST_UTIL_H_
