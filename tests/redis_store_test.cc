@@ -877,6 +877,35 @@ TEST_F(RedisStoreTest, AWindowCheckIsOneTransactionForAllItsSlices) {
   }
 }
 
+// A part's key of another type met while later transactions of the call
+// are still on the wire: the message asked the server for the key's TYPE
+// and read the next transaction's reply as the answer ("holds a OK, not a
+// bitmap"). It says "a value of another type" then, and the connection
+// stays in step for the next call.
+TEST_F(RedisStoreTest, AWrongTypedPartMidPipelineIsNamedWithoutReadingAnotherReply) {
+  auto store = MustOpen(server_->url() + "?batch_items=1&pool_size=1");
+  ASSERT_NE(store, nullptr);
+  FilterOptions scaling = Options(10, 0.01);
+  scaling.kind = FilterKind::kScaling;
+  scaling.expansion = 1;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "wt", scaling));
+  const auto items = Items(Encoding::kUtf8, 50);
+  ASSERT_TRUE(f->AddMany(Views(items)).ok());
+  ASSERT_OK_AND_ASSIGN(FilterInfo info, f->Info());
+  ASSERT_GE(info.parts, 3u);
+  const std::string layer = internal::PartKeysFor("wt", internal::KeyMode::kPlain, 1).bitmap;
+  ASSERT_EQ(raw_->Int({"DEL", layer}), 1);
+  ASSERT_EQ(raw_->Int({"RPUSH", layer, "x"}), 1);
+  const Status checked = f->Contains(items[0]).status();
+  EXPECT_EQ(checked.code(), StatusCode::kConflict) << checked.ToString();
+  EXPECT_NE(checked.message().find("not a bitmap"), std::string::npos) << checked.ToString();
+  EXPECT_EQ(checked.message().find("holds a OK"), std::string::npos) << checked.ToString();
+  ASSERT_OK_AND_ASSIGN(auto other, BloomFilter::Create(*store, "wt-other", Options(100, 0.01)));
+  ASSERT_TRUE(other->Add("y").ok());
+  ASSERT_OK_AND_ASSIGN(const bool present, other->Contains("y"));
+  EXPECT_TRUE(present);
+}
+
 // With short slices a slice's key expires a slice or two after a call read
 // the time: one that was still listed when a check or an add's presence
 // test read it, but whose key had expired by then, was reported as deleted

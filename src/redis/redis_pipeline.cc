@@ -58,6 +58,7 @@ void Drain(Connection& c, size_t n) {
 }
 
 std::string KeyType(Connection& c, std::string_view key) {
+  if (c.replies_pending()) return "value of another type";
   CommandBuffer cmd;
   cmd.Command({"TYPE", key});
   if (!c.Append(cmd).ok()) return "value of another type";

@@ -38,7 +38,8 @@ size_t TransactionReplies(const Connection& c, size_t queued);
 // Reads `n` replies and drops them (after an error mid-pipeline), so the
 // connection can be reused; it is marked broken if that fails.
 void Drain(Connection& c, size_t n);
-// TYPE of a key, for error messages.
+// TYPE of a key, for error messages ("value of another type" when it
+// cannot be asked: Connection::replies_pending).
 std::string KeyType(Connection& c, std::string_view key);
 
 // ---- Commands -----------------------------------------------------------------
