@@ -59,12 +59,18 @@ class HashedCells {
   // item; it never lags one that holds items (ScalingPolicy::Add).
   virtual std::optional<uint64_t> PartsMade() const { return std::nullopt; }
   // True when `parts`, dense from 0, are every part that may hold an item by
-  // PartsMade()'s record, and this handle has each of them open: a test of
-  // them needs no listing (none can be found missing). False where unsure.
+  // PartsMade()'s record, no part was made or removed since the last listing
+  // by what the store can tell (file: the parts directory's stamp, which
+  // covers writers that keep no record), and this handle has each of them
+  // open: a test of them needs no listing. False where unsure.
   virtual bool KnowsDenseParts(std::span<const uint64_t> parts) {
     (void)parts;
     return false;
   }
+  // kConflict or kNotFound once the filter was dropped or replaced, as a
+  // listing would say: a test that trusted KnowsDenseParts asks it after,
+  // since a drop flags the main file before it removes any part.
+  virtual Status StillLive() { return Status::Ok(); }
 };
 
 // The capability of `bits`, or null if its store has none. A dynamic_cast:

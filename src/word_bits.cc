@@ -399,9 +399,19 @@ Result<std::shared_ptr<WordArray>> WordBitStore::Array(uint64_t part) {
 
 Result<std::vector<uint64_t>> WordBitStore::ListParts() {
   if (main_) REDBLOOM_RETURN_IF_ERROR(CheckLive(*main_));
+  // Before the listing: a change while it runs leaves the stamp behind.
+  const std::optional<PartsStamp> stamp = parts_->Stamp();
   REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, parts_->List());
+  {
+    std::lock_guard lock(mu_);
+    listed_stamp_ = stamp && stamp->settled ? stamp : std::nullopt;
+  }
   ForgetRetired();
   return parts;
+}
+
+Status WordBitStore::StillLive() {
+  return main_raw_ != nullptr ? CheckLive(*main_raw_) : Status::Ok();
 }
 
 void WordBitStore::ForgetRetired() {
@@ -490,7 +500,9 @@ bool WordBitStore::KnowsDenseParts(std::span<const uint64_t> parts) {
   // (version 1, or 2 before it was kept) whose layers nobody recorded: only
   // the first can be trusted.
   if (*made == 0 ? parts.size() != 1 : *made > parts.size()) return false;
+  const std::optional<PartsStamp> stamp = parts_->Stamp();
   std::lock_guard lock(mu_);
+  if (!stamp || !listed_stamp_ || !(*stamp == *listed_stamp_)) return false;
   for (uint64_t part : parts) {
     if (!(part == 0 && main_) && !open_.contains(part)) return false;
   }

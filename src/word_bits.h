@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -155,6 +156,20 @@ inline uint64_t CountOf(const WordArray& a) {
 }
 
 // How a store keeps the parts of one filter.
+// What changes whenever a filter's set of parts does (file: the parts
+// directory's identity and modification time, which every link and unlink
+// in it moves). `settled`: old enough that a change could not share its
+// timestamp (file systems stamp with a clock tick, not the instant).
+struct PartsStamp {
+  bool exists = false;
+  uint64_t dev = 0, ino = 0;
+  int64_t mtime_ns = 0;
+  bool settled = false;
+  bool operator==(const PartsStamp& o) const {
+    return exists == o.exists && dev == o.dev && ino == o.ino && mtime_ns == o.mtime_ns;
+  }
+};
+
 class WordParts {
  public:
   virtual ~WordParts() = default;
@@ -172,6 +187,9 @@ class WordParts {
   virtual Result<std::vector<uint64_t>> Existing() {
     return Status::Unimplemented("this store does not list its parts cheaply");
   }
+  // The parts' PartsStamp now, or nullopt where the store keeps none (or
+  // cannot read it).
+  virtual std::optional<PartsStamp> Stamp() { return std::nullopt; }
 };
 
 // A BitStore over word arrays, with atomic word operations: several threads
@@ -205,6 +223,7 @@ class WordBitStore final : public BitStore, public HashedCells {
     return std::atomic_ref<uint64_t>(*main_raw_->parts_made).load(std::memory_order_acquire);
   }
   bool KnowsDenseParts(std::span<const uint64_t> parts) override;
+  Status StillLive() override;
   Status AddHashes(uint64_t part, std::span<const Hash128> hashes, const StrategyDef& strategy,
                    const Geometry& g, uint8_t* added) override;
 
@@ -301,6 +320,9 @@ class WordBitStore final : public BitStore, public HashedCells {
   std::mutex mu_;
   // Parts opened and not retired since; guarded by mu_.
   std::map<uint64_t, std::shared_ptr<WordArray>> open_;
+  // The parts' stamp when they were last listed, if settled then (guarded
+  // by mu_): KnowsDenseParts trusts nothing while it differs.
+  std::optional<PartsStamp> listed_stamp_;
 };
 
 }  // namespace redbloom::internal

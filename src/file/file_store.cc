@@ -325,6 +325,7 @@ class FileParts final : public WordParts {
   Result<std::vector<uint64_t>> List() override;
   bool ListsExisting() const override { return true; }
   Result<std::vector<uint64_t>> Existing() override;
+  std::optional<PartsStamp> Stamp() override;
 
  private:
   FileStore* store_;
@@ -637,6 +638,28 @@ class FileStore final : public Store {
       }
     }
     return parts;
+  }
+
+  // The parts directory's identity and modification time: every link and
+  // unlink in it (a layer made, deleted or copied in, by any build of any
+  // process) moves it.
+  std::optional<PartsStamp> PartsStampOf(std::string_view name) const {
+    struct stat st = {};
+    if (::stat(PartsDir(name).c_str(), &st) != 0) {
+      if (errno == ENOENT) return PartsStamp{.exists = false, .settled = true};
+      return std::nullopt;
+    }
+    timespec now = {};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; };
+    // File systems stamp with the kernel's clock tick (ext4: up to 10 ms
+    // apart): a change within this of the stamp could leave it as it was.
+    constexpr int64_t kTickNs = 50'000'000;
+    return PartsStamp{.exists = true,
+                      .dev = static_cast<uint64_t>(st.st_dev),
+                      .ino = static_cast<uint64_t>(st.st_ino),
+                      .mtime_ns = ns(st.st_mtim),
+                      .settled = ns(now) - ns(st.st_mtim) > kTickNs};
   }
 
   bool FirstRecordAttempt(const FileId& main, uint64_t listed) {
@@ -1127,6 +1150,7 @@ Status FileParts::Create(uint64_t part, uint64_t expires_at_ms) {
   return store_->CreatePart(name_, config_, part, expires_at_ms);
 }
 Result<std::vector<uint64_t>> FileParts::List() { return store_->ListParts(name_, config_); }
+std::optional<PartsStamp> FileParts::Stamp() { return store_->PartsStampOf(name_); }
 Result<std::vector<uint64_t>> FileParts::Existing() {
   REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, store_->PartFiles(name_));
   if (config_.initial_parts() > 0) parts.push_back(0);  // the main file's

@@ -124,6 +124,9 @@ class ScalingPolicy final : public KindPolicy {
     *skip = false;
     REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> layers, f.bits().ListParts());
     REDBLOOM_RETURN_IF_ERROR(CheckDense(f, layers));
+    // A layer that exists but is not recorded is recorded before bits go in
+    // (RecordBeforeAdding), as for an add.
+    if (!layers.empty() && part <= layers.back()) return RecordBeforeAdding(f, part);
     // Layers are dense: create every one up to `part`, in order.
     for (uint64_t p = layers.empty() ? 0 : layers.back() + 1; p <= part; ++p) {
       REDBLOOM_RETURN_IF_ERROR(f.Sizing(p).status());
@@ -183,15 +186,15 @@ class ScalingPolicy final : public KindPolicy {
   // layers that another client added since are tested too: a check that
   // skipped one would miss the items in it.
   //
-  // Unless the store keeps a record of the layers made that every writer
-  // raises before adding to a new layer, and it says none was made since
-  // this handle listed them (HashedCells::KnowsDenseParts), and the handle
-  // listed them less than kRelistMillis ago: on file: a listing (a directory
-  // read, a stat per layer, the main header) cost a single check 14 us at
-  // one layer and 33 us at three, against 9 ns for a plain filter. A layer
-  // file deleted, or a stray one added, is then reported (data_loss) by the
-  // handle's next listing, within kRelistMillis; until then this handle
-  // answers from the layers it has mapped.
+  // Unless the store can tell that no layer was made or removed since this
+  // handle listed them (HashedCells::KnowsDenseParts: on file:, the main
+  // file's record of the layers made, which every writer raises before
+  // adding to a new layer, and the parts directory's stamp, which moves with
+  // any layer file linked or unlinked by any build of any process), and the
+  // handle listed them less than kRelistMillis ago: on file: a listing (a
+  // directory read, a stat per layer, the main header) cost a single check
+  // 14 us at one layer and 33 us at three, against 9 ns for a plain filter;
+  // the stamp is one stat().
   static constexpr uint64_t kRelistMillis = 1000;
 
   static Result<std::vector<uint64_t>> Check(FilterContext& f, std::span<const Hash128> hashes,
@@ -202,6 +205,9 @@ class ScalingPolicy final : public KindPolicy {
         cells != nullptr && !tested.empty() && now_ms - f.cache().listed_at() < kRelistMillis &&
         cells->KnowsDenseParts(tested)) {
       REDBLOOM_RETURN_IF_ERROR(f.TestIn(tested, hashes, present, nullptr, /*all_exist=*/true));
+      // A drop flags the main file before it removes a layer: a layer found
+      // gone by the test (read as empty) shows here.
+      REDBLOOM_RETURN_IF_ERROR(cells->StillLive());
       return tested;
     }
     if (tested.empty()) tested = {0};
