@@ -585,7 +585,7 @@ namespace {
 // handles reopen when next asked for.
 bool AtMappingLimit(const Status& s) {
   return s.code() == StatusCode::kResourceExhausted &&
-         s.message().find("vm.max_map_count") != std::string::npos;
+         s.message().find(" memory mappings vm.max_map_count allows (") != std::string::npos;
 }
 
 }  // namespace
@@ -633,7 +633,9 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   // it could not write (a read-only mount), keeps its file mapped read-only:
   // the next request opens the file again, so writes resume once there is
   // room.
-  if (filter->Reopened() || s.code() == StatusCode::kResourceExhausted ||
+  // (Not at the mapping limit: the handle asked for is what the client's
+  // retry needs, with the layers it mapped.)
+  if (filter->Reopened() || (s.code() == StatusCode::kResourceExhausted && !AtMappingLimit(s)) ||
       s.code() == StatusCode::kUnavailable) {
     cache_.Evict(name, filter.get());
     // The filter was open: if it is gone when next asked for (a Redis that

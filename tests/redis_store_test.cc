@@ -900,6 +900,17 @@ TEST_F(RedisStoreTest, AWrongTypedPartMidPipelineIsNamedWithoutReadingAnotherRep
   EXPECT_EQ(checked.code(), StatusCode::kConflict) << checked.ToString();
   EXPECT_NE(checked.message().find("not a bitmap"), std::string::npos) << checked.ToString();
   EXPECT_EQ(checked.message().find("holds a OK"), std::string::npos) << checked.ToString();
+  // An add keeps two transactions in flight: the same.
+  ASSERT_OK_AND_ASSIGN(auto plain, BloomFilter::Create(*store, "wa", Options(100, 0.01)));
+  ASSERT_EQ(raw_->Int({"DEL", "wa"}), 1);
+  ASSERT_EQ(raw_->Int({"RPUSH", "wa", "x"}), 1);
+  std::vector<uint8_t> flags;
+  const Status added = plain->AddMany(Views(items), &flags);
+  EXPECT_EQ(added.code(), StatusCode::kConflict) << added.ToString();
+  EXPECT_EQ(added.message().find("holds a OK"), std::string::npos) << added.ToString();
+  // Alone on the wire, the key's type is named.
+  const Status one = plain->Add("y");
+  EXPECT_NE(one.message().find("list"), std::string::npos) << one.ToString();
   ASSERT_OK_AND_ASSIGN(auto other, BloomFilter::Create(*store, "wt-other", Options(100, 0.01)));
   ASSERT_TRUE(other->Add("y").ok());
   ASSERT_OK_AND_ASSIGN(const bool present, other->Contains("y"));

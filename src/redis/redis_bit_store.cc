@@ -585,11 +585,7 @@ Status RedisBitStore::TestOn(Connection& c, std::vector<Chunk>& chunks,
     REDBLOOM_RETURN_IF_ERROR(SendTest(c, cmd, txn(t), t == list_at));
   }
   while (*done < ends.size()) {
-    // An error's message must not ask the server anything while later
-    // transactions' replies are on the wire (it read "holds a OK").
-    c.set_replies_pending(*done + 1 < ends.size());
     Status s = ReadTest(c, txn(*done), *done == list_at, parts_now);
-    c.set_replies_pending(false);
     if (!s.ok()) {
       // Every reply of the transactions still on the wire must be read, or
       // the next user of this connection would read them as its own.

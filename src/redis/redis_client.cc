@@ -799,7 +799,6 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
         conn->saw_readonly_ = false;
         conn->saw_oom_ = false;
         conn->script_reads_ = false;
-        conn->replies_pending_ = false;
         conn->redirect_.reset();
         return Lease(this, std::move(conn));
       }

@@ -273,11 +273,11 @@ class Connection {
   // rather than draw another refused MULTI each.
   bool oom_recently() const { return std::chrono::steady_clock::now() < oom_until_; }
   void RememberOom() { oom_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(1); }
-  // Replies to commands already sent are still to be read after the one
-  // being handled (a pipeline of transactions): nothing may send a command
-  // and read "its" reply meanwhile (KeyType would read another's).
-  bool replies_pending() const { return replies_pending_; }
-  void set_replies_pending(bool on) { replies_pending_ = on; }
+  // Replies to commands already sent that are still to be read (a pipeline
+  // of transactions, after the one being handled): while there are any,
+  // nothing may send a command and read "its" reply (KeyType would read
+  // another's).
+  bool replies_pending() const { return unanswered_ > 0; }
   const ServerParams& server() const { return *server_; }
 
   // For a subscriber (Sentinel's +switch-master): waits until a reply can be
@@ -333,7 +333,6 @@ class Connection {
   bool saw_readonly_ = false;
   bool saw_oom_ = false;
   bool script_reads_ = false;
-  bool replies_pending_ = false;
   std::chrono::steady_clock::time_point oom_until_{};  // kept across leases
   std::string run_id_;  // INFO server's run_id at connect; "" if INFO is denied
   int owed_replies_ = 0;
