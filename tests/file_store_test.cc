@@ -68,6 +68,22 @@ class FileStoreTest : public ::testing::Test {
   std::vector<std::string> scaling_items_;
   std::vector<std::string_view> scaling_views_;
 
+  // "sc"'s main-file record of the layers made (its header at byte 4072),
+  // read, or written as a writer that keeps no record or died before
+  // recording would leave it.
+  uint64_t LayersRecorded() const {
+    std::ifstream in(dir_.path() + "/sc.rbf", std::ios::binary);
+    in.seekg(4072);
+    uint64_t v = 0;
+    in.read(reinterpret_cast<char*>(&v), 8);
+    return v;
+  }
+  void SetLayersRecorded(uint64_t v) const {
+    std::fstream io(dir_.path() + "/sc.rbf", std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(4072);
+    io.write(reinterpret_cast<const char*>(&v), 8);
+  }
+
   std::vector<uint8_t> ReadFile() {
     std::ifstream in(Path(), std::ios::binary);
     return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
@@ -571,15 +587,7 @@ TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
   const std::string parts = dir_.path() + "/.sc.parts";
   const uint64_t last = LastPart(parts);
   ASSERT_GE(last, 2u);
-  const std::string main_file = dir_.path() + "/sc.rbf";
-  auto recorded = [&] {
-    std::ifstream in(main_file, std::ios::binary);
-    in.seekg(4072);
-    uint64_t v = 0;
-    in.read(reinterpret_cast<char*>(&v), 8);
-    return v;
-  };
-  EXPECT_EQ(recorded(), last + 1);
+  EXPECT_EQ(LayersRecorded(), last + 1);
   std::filesystem::rename(parts + "/" + std::to_string(last) + ".rbf", dir_.path() + "/kept");
   const std::string lost =
       "has lost layer " + std::to_string(last) + " of " + std::to_string(last + 1);
@@ -597,18 +605,13 @@ TEST_F(FileStoreTest, LostLastLayerOfAScalingFilterIsDataLoss) {
   expect_lost(**reopened);
   // The same filter as a version-2 file from before the record: read as a
   // smaller filter (nothing can tell), and the next layer made is recorded.
-  {
-    std::fstream io(main_file, std::ios::binary | std::ios::in | std::ios::out);
-    io.seekp(4072);
-    const uint64_t zero = 0;
-    io.write(reinterpret_cast<const char*>(&zero), 8);
-  }
+  SetLayersRecorded(0);
   auto old = BloomFilter::Open(*store_, "sc");
   ASSERT_TRUE(old.ok()) << old.status().ToString();
   std::vector<std::string> more;
   for (int i = 0; i < 4000; ++i) more.push_back("T-" + std::to_string(i));
   ASSERT_TRUE((*old)->AddMany(std::vector<std::string_view>(more.begin(), more.end())).ok());
-  EXPECT_GE(recorded(), last + 1) << "the layer remade and those after it are recorded";
+  EXPECT_GE(LayersRecorded(), last + 1) << "the layer remade and those after it are recorded";
 }
 
 // A scaling check on file: trusts the main file's record of the layers made
@@ -648,19 +651,7 @@ TEST_F(FileStoreTest, AScalingHandleSeesALayerAWriterLeftUnrecordedAtOnce) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the stamp settles
   std::vector<uint8_t> present;
   ASSERT_TRUE(f->ContainsMany(scaling_views_, &present).ok());
-  const std::string main_file = dir_.path() + "/sc.rbf";
-  const auto record = [&](const uint64_t* set) {
-    std::fstream io(main_file, std::ios::binary | std::ios::in | std::ios::out);
-    io.seekg(4072);
-    uint64_t v = 0;
-    io.read(reinterpret_cast<char*>(&v), 8);
-    if (set != nullptr) {
-      io.seekp(4072);
-      io.write(reinterpret_cast<const char*>(set), 8);
-    }
-    return v;
-  };
-  const uint64_t before = record(nullptr);
+  const uint64_t before = LayersRecorded();
   StoreOptions options;
   options.clock = clock_;
   ASSERT_OK_AND_ASSIGN(auto other_store, Store::Open("file:" + dir_.path(), options));
@@ -669,8 +660,8 @@ TEST_F(FileStoreTest, AScalingHandleSeesALayerAWriterLeftUnrecordedAtOnce) {
   for (int i = 0; i < 4000; ++i) more.push_back("U-" + std::to_string(i));
   const std::vector<std::string_view> views(more.begin(), more.end());
   ASSERT_TRUE(writer->AddMany(views).ok());
-  ASSERT_GT(record(nullptr), before) << "the writer made no new layer";
-  record(&before);  // as a writer that keeps no record leaves it
+  ASSERT_GT(LayersRecorded(), before) << "the writer made no new layer";
+  SetLayersRecorded(before);  // as a writer that keeps no record leaves it
   ASSERT_TRUE(f->ContainsMany(views, &present).ok());
   EXPECT_EQ(std::count(present.begin(), present.end(), 1), 4000);
 }
@@ -683,31 +674,19 @@ TEST_F(FileStoreTest, AnAddToAnUnrecordedLayerRecordsItFirst) {
   std::unique_ptr<BloomFilter> f;
   ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
   const uint64_t last = LastPart(dir_.path() + "/.sc.parts");
-  const std::string main_file = dir_.path() + "/sc.rbf";
-  auto record = [&](const uint64_t* set) {
-    std::fstream io(main_file, std::ios::binary | std::ios::in | std::ios::out);
-    io.seekg(4072);
-    uint64_t v = 0;
-    io.read(reinterpret_cast<char*>(&v), 8);
-    if (set != nullptr) {
-      io.seekp(4072);
-      io.write(reinterpret_cast<const char*>(set), 8);
-    }
-    return v;
-  };
-  ASSERT_EQ(record(nullptr), last + 1);
+  ASSERT_EQ(LayersRecorded(), last + 1);
   // A listing records the lagging layer, once per process and count.
-  record(&last);
+  SetLayersRecorded(last);
   ASSERT_OK_AND_ASSIGN(auto lister, BloomFilter::Open(*store_, "sc"));
   ASSERT_TRUE(lister->Contains("x").ok());
-  ASSERT_EQ(record(nullptr), last + 1);
+  ASSERT_EQ(LayersRecorded(), last + 1);
   // Lagging again: this process's listings leave it, its adds record it.
-  record(&last);
+  SetLayersRecorded(last);
   ASSERT_OK_AND_ASSIGN(auto adder, BloomFilter::Open(*store_, "sc"));
   ASSERT_TRUE(adder->Contains("x").ok());
-  ASSERT_EQ(record(nullptr), last);
+  ASSERT_EQ(LayersRecorded(), last);
   ASSERT_TRUE(adder->Add("into-the-last-layer").ok());
-  EXPECT_EQ(record(nullptr), last + 1);
+  EXPECT_EQ(LayersRecorded(), last + 1);
   ASSERT_OK_AND_ASSIGN(const bool present, f->Contains("into-the-last-layer"));
   EXPECT_TRUE(present);
 }
@@ -804,25 +783,11 @@ TEST_F(FileStoreTest, ALayerMadeButNotRecordedIsRecordedByTheNextReader) {
   const std::string parts = dir_.path() + "/.sc.parts";
   const uint64_t last = LastPart(parts);
   ASSERT_GE(last, 2u);
-  const std::string main_file = dir_.path() + "/sc.rbf";
-  const auto record = [&](const uint64_t* set) {
-    std::fstream io(main_file, std::ios::binary | std::ios::in | std::ios::out);
-    uint64_t v = 0;
-    if (set != nullptr) {
-      io.seekp(4072);
-      io.write(reinterpret_cast<const char*>(set), 8);
-    } else {
-      io.seekg(4072);
-      io.read(reinterpret_cast<char*>(&v), 8);
-    }
-    return v;
-  };
-  const uint64_t behind = 1;  // layers 1..last made, none recorded
-  record(&behind);
+  SetLayersRecorded(1);  // layers 1..last made, none recorded
   ASSERT_OK_AND_ASSIGN(auto reader, BloomFilter::Open(*store_, "sc"));
   std::vector<uint8_t> present;
   ASSERT_TRUE(reader->ContainsMany(scaling_views_, &present).ok());
-  EXPECT_EQ(record(nullptr), last + 1) << "the layers found were not recorded";
+  EXPECT_EQ(LayersRecorded(), last + 1) << "the layers found were not recorded";
   std::filesystem::rename(parts + "/" + std::to_string(last) + ".rbf", dir_.path() + "/kept");
   ASSERT_OK_AND_ASSIGN(auto after, BloomFilter::Open(*store_, "sc"));
   EXPECT_EQ(after->ContainsMany(scaling_views_, &present).code(), StatusCode::kDataLoss)
