@@ -20,6 +20,17 @@
 namespace redbloom::internal {
 namespace {
 
+// Appends the part's size check (STRLEN, then HEXISTS for listed parts) to a
+// transaction; RedisBitStore::CheckPresence, or a check's ReadChunk, reads
+// them back.
+void AppendPresence(CommandBuffer* cmd, const RedisBitStore::Cells& cells,
+                    const std::string& parts_key) {
+  cmd->Command({"STRLEN", cells.bitmap});
+  if (cells.listed) cmd->Command({"HEXISTS", parts_key, cells.count_field});
+}
+
+size_t PresenceReplies(const RedisBitStore::Cells& cells) { return cells.listed ? 2 : 1; }
+
 // A part's HEXISTS in TAG/parts. An error there (WRONGTYPE: the key holds
 // something other than a hash) is a conflict, never "not created", which
 // would answer absent for all the part's items.
@@ -647,10 +658,7 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, std::span<Chun
     }
   }
   AppendMetaCheck(&cmd, *chunks.front().cells);
-  for (const Chunk& chunk : chunks) {
-    cmd.Command({"STRLEN", chunk.cells->bitmap});
-    if (chunk.cells->listed) cmd.Command({"HEXISTS", keys_.parts, chunk.cells->count_field});
-  }
+  for (const Chunk& chunk : chunks) AppendPresence(&cmd, *chunk.cells, keys_.parts);
   if (list_parts) {
     cmd.Command({"HKEYS", keys_.parts});
     cmd.Command({"HGET", keys_.meta, "layers"});
@@ -662,7 +670,7 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, std::span<Chun
 
 size_t RedisBitStore::TestQueued(std::span<const Chunk> chunks, bool list_parts) const {
   size_t queued = 1 + (list_parts ? 2 : 0) + CompanionReplies();
-  for (const Chunk& chunk : chunks) queued += chunk.reads + 1 + (chunk.cells->listed ? 1 : 0);
+  for (const Chunk& chunk : chunks) queued += chunk.reads + PresenceReplies(*chunk.cells);
   return queued;
 }
 
@@ -674,7 +682,7 @@ Status RedisBitStore::ReadTest(Connection& c, std::span<const Chunk> chunks, boo
   REDBLOOM_RETURN_IF_ERROR(CheckMeta(exec->element[at++], *chunks.front().cells));
   REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
   const size_t presence = at;
-  for (const Chunk& chunk : chunks) at += chunk.cells->listed ? 2 : 1;
+  for (const Chunk& chunk : chunks) at += PresenceReplies(*chunk.cells);
   if (list_parts && parts_now != nullptr) {
     REDBLOOM_RETURN_IF_ERROR(ReadPartsList(exec->element[at], exec->element[at + 1], parts_now));
   }
@@ -683,7 +691,7 @@ Status RedisBitStore::ReadTest(Connection& c, std::span<const Chunk> chunks, boo
   for (const Chunk& chunk : chunks) {
     REDBLOOM_RETURN_IF_ERROR(ReadChunk(c, chunk, exec.get(), reads, at));
     reads += chunk.reads;
-    at += chunk.cells->listed ? 2 : 1;
+    at += PresenceReplies(*chunk.cells);
   }
   return Status::Ok();
 }
@@ -778,20 +786,6 @@ Status RedisBitStore::ReadChunk(Connection& c, const Chunk& chunk, const redisRe
 }
 
 // ---- Counts, stats, bulk ----------------------------------------------------
-
-namespace {
-
-// Appends the part's size check (STRLEN, then HEXISTS for listed parts) to a
-// transaction; RedisBitStore::CheckPresence reads them back.
-void AppendPresence(CommandBuffer* cmd, const RedisBitStore::Cells& cells,
-                    const std::string& parts_key) {
-  cmd->Command({"STRLEN", cells.bitmap});
-  if (cells.listed) cmd->Command({"HEXISTS", parts_key, cells.count_field});
-}
-
-size_t PresenceReplies(const RedisBitStore::Cells& cells) { return cells.listed ? 2 : 1; }
-
-}  // namespace
 
 Status RedisBitStore::CheckPresence(Connection& c, const Cells& cells, const redisReply* exec,
                                     size_t at) const {
