@@ -14,6 +14,7 @@
 #include "frontend/info_json.h"
 #include "http_status.h"
 #include "redbloom/filter_config.h"
+#include "util/mapping_limit.h"
 #include "util/percent.h"
 #include "util/start_thread.h"
 
@@ -575,28 +576,20 @@ void Service::NoteGone(std::string_view name, const Status& why) {
                std::string(name).c_str(), why.message().c_str());
 }
 
-namespace {
-
-// A file: filter the process could not map for want of memory mappings
-// (vm.max_map_count; the store's message names it): one per open filter
-// file, each scaling layer and window slice included, and the cache's
-// handles hold most of them. Letting the least recently used quarter go
-// (and trying an open once more) keeps the service serving there; the
-// handles reopen when next asked for.
-bool AtMappingLimit(const Status& s) {
-  return s.code() == StatusCode::kResourceExhausted &&
-         s.message().find(" memory mappings vm.max_map_count allows (") != std::string::npos;
-}
-
-}  // namespace
-
 template <typename Op>
 Status Service::OnFilter(std::string_view name, Op&& op) {
   REDBLOOM_ASSIGN_OR_RETURN(Store * store, GetStore());
   cache_.SweepIdle();
   bool cached = false;
   Result<std::shared_ptr<BloomFilter>> opened = cache_.Get(*store, name, &cached);
-  if (!opened.ok() && AtMappingLimit(opened.status()) && cache_.EvictOldestQuarter(name) > 0) {
+  // A file: filter the process could not map for want of memory mappings
+  // (vm.max_map_count; the store's message names it): one per open filter
+  // file, each scaling layer and window slice included, and the cache's
+  // handles hold most of them. Letting the least recently used quarter go
+  // (and trying an open once more) keeps the service serving there; the
+  // handles reopen when next asked for.
+  if (!opened.ok() && internal::AtMappingLimit(opened.status()) &&
+      cache_.EvictOldestQuarter(name) > 0) {
     opened = cache_.Get(*store, name, &cached);
   }
   if (!opened.ok()) {
@@ -615,7 +608,7 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   // A layer or slice the call could not map: the call may have written part
   // of its items, so it is not run again (an add would then answer "not
   // new" for them); the handles go, so that the client's retry finds room.
-  if (AtMappingLimit(s)) cache_.EvictOldestQuarter(name);
+  if (internal::AtMappingLimit(s)) cache_.EvictOldestQuarter(name);
   if (cached && (s.code() == StatusCode::kConflict || s.code() == StatusCode::kNotFound)) {
     cache_.Evict(name, filter.get());
     Result<std::shared_ptr<BloomFilter>> reopened = cache_.Get(*store, name, &cached);
@@ -635,7 +628,8 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   // room.
   // (Not at the mapping limit: the handle asked for is what the client's
   // retry needs, with the layers it mapped.)
-  if (filter->Reopened() || (s.code() == StatusCode::kResourceExhausted && !AtMappingLimit(s)) ||
+  if (filter->Reopened() ||
+      (s.code() == StatusCode::kResourceExhausted && !internal::AtMappingLimit(s)) ||
       s.code() == StatusCode::kUnavailable) {
     cache_.Evict(name, filter.get());
     // The filter was open: if it is gone when next asked for (a Redis that

@@ -43,6 +43,7 @@
 #include "stores.h"
 #include "util/errno_text.h"
 #include "util/fd_above_stdio.h"
+#include "util/mapping_limit.h"
 #include "util/sync_dir.h"
 #include "word_bits.h"
 
@@ -117,9 +118,9 @@ Status MapError(const std::string& path, int err) {
   if (limit != 0 && maps + 16 >= limit) {
     return Status::ResourceExhausted(
         "cannot map " + path + ": the process holds " + std::to_string(maps) + " of the " +
-        std::to_string(limit) +
-        " memory mappings vm.max_map_count allows (one per open filter file, each scaling layer "
-        "and window slice included); raise vm.max_map_count, or have fewer filters open (the "
+        std::to_string(limit) + std::string(kMappingLimitWords) +
+        "one per open filter file, each scaling layer and window slice included); raise "
+        "vm.max_map_count, or have fewer filters open (the "
         "service's filter_cache_size)");
   }
   return IoError("cannot map", path, err);
