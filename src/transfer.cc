@@ -283,11 +283,11 @@ Status CountBefore(BloomFilter& filter, bool created, std::vector<PartCount>* pa
   return Status::Ok();
 }
 
-// After the bits are written: adds each part's share to its count.
-// The bits are synced first: a count written, then a failed sync, read to
-// UndoCreate as other clients' adds (the filter was left, the error blamed
-// them).
-Status CountAfter(BloomFilter& filter, std::span<const PartCount> parts) {
+// After the bits are written: adds each part's share to its count, and
+// the items counted to *counted (so that UndoCreate tells this call's count
+// from other clients' adds, whatever fails after it: a later part's count,
+// the final sync). The bits are synced first.
+Status CountAfter(BloomFilter& filter, std::span<const PartCount> parts, uint64_t* counted) {
   REDBLOOM_RETURN_IF_ERROR(filter.Flush());
   const FilterConfig config = filter.config();
   for (const PartCount& p : parts) {
@@ -318,6 +318,7 @@ Status CountAfter(BloomFilter& filter, std::span<const PartCount> parts) {
     // Only the count: a part that has left the filter (a window slice past
     // its window) is skipped.
     REDBLOOM_RETURN_IF_ERROR(filter.MergePartBytes(p.id, 0, std::string_view(), items));
+    *counted += items;
   }
   return Status::Ok();
 }
@@ -359,12 +360,13 @@ Status ImportStopped(const Status& s, bool wrote_some) {
 // of its input, which every reader takes for the whole: the rest of the
 // items read "absent". It is dropped again, as if never made, unless that
 // could lose another client's adds: the name no longer holds the config
-// this call made (re-made meanwhile), or the filter counts items (this call
-// counts its own only once every bit is written, so a count is another
-// client's add, made once the filter existed). Then it is left, and the
-// error says what to do. `filter` is the call's handle, released first.
+// this call made (re-made meanwhile), or the filter counts items past the
+// `counted_here` this call counted (it counts its own only once every bit
+// is written, so any more are another client's adds, made once the filter
+// existed). Then it is left, and the error says what to do. `filter` is the
+// call's handle, released first.
 Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilter> filter,
-                  const Status& failure, std::string_view what) {
+                  const Status& failure, std::string_view what, uint64_t counted_here) {
   const FilterConfig made = filter->config();
   filter.reset();
   const std::string made_here =
@@ -386,10 +388,11 @@ Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilt
                                  "clients' adds (" +
                                  info.status().message() + "): " + again + ", or drop it");
     }
-    if (info->items_added > 0) {
+    if (info->items_added > counted_here) {
       return failure.WithContext(
           made_here + " and holds part of it, and other clients have added to it since (" +
-          std::to_string(info->items_added) + " items counted), so it is left: " + again);
+          std::to_string(info->items_added - counted_here) + " items counted), so it is left: " +
+          again);
     }
   }
   Status dropped = now.ok() ? store.Drop(name) : now.status();
@@ -524,6 +527,7 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   bool created = false;
   REDBLOOM_ASSIGN_OR_RETURN(
       auto filter, OpenOrCreate(store, name, config, /*same_cells=*/!with_capacity, &created));
+  uint64_t counted = 0;  // by this call, for UndoCreate
   const Status filled = [&]() -> Status {
     std::vector<PartCount> counts = {
         {.id = 0, .source_items = estimate == UINT64_MAX ? 0 : estimate}};
@@ -545,13 +549,14 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
       if (!s.ok()) return ImportStopped(s, wrote_some && !created);
       wrote_some = true;
     }
-    if (Status s = CountAfter(*filter, counts); !s.ok()) {
+    if (Status s = CountAfter(*filter, counts, &counted); !s.ok()) {
       return ImportStopped(s, wrote_some && !created);
     }
     return filter->Flush();
   }();
   if (!filled.ok()) {
-    return created ? UndoCreate(store, name, std::move(filter), filled, "import") : filled;
+    return created ? UndoCreate(store, name, std::move(filter), filled, "import", counted)
+                   : filled;
   }
   return filter;
 }
@@ -702,6 +707,7 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   bool created = false;
   REDBLOOM_ASSIGN_OR_RETURN(auto filter,
                             OpenOrCreate(store, name, h.config, /*same_cells=*/false, &created));
+  uint64_t counted = 0;  // by this call, for UndoCreate
   const Status filled = [&]() -> Status {
     std::vector<PartCount> counts;
     for (const auto& part : h.parts) counts.push_back({.id = part.id, .source_items = part.items});
@@ -730,11 +736,14 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
       Status s = filter->MergePartBytes(part.id, 0, std::string_view(), 0);
       if (!s.ok()) return ImportStopped(s, wrote_some);
     }
-    if (Status s = CountAfter(*filter, counts); !s.ok()) return ImportStopped(s, wrote_some);
+    if (Status s = CountAfter(*filter, counts, &counted); !s.ok()) {
+      return ImportStopped(s, wrote_some);
+    }
     return filter->Flush();
   }();
   if (!filled.ok()) {
-    return created ? UndoCreate(store, name, std::move(filter), filled, "import") : filled;
+    return created ? UndoCreate(store, name, std::move(filter), filled, "import", counted)
+                   : filled;
   }
   return filter;
 }
@@ -824,13 +833,16 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
     part.items = 0;
     all.push_back(std::move(part));
   }
+  uint64_t counted = 0;  // by this call, for UndoCreate
   const Status filled = [&]() -> Status {
     REDBLOOM_RETURN_IF_ERROR(CountBefore(*target, created, &counts));
     REDBLOOM_RETURN_IF_ERROR(target->MergeParts(all));
-    REDBLOOM_RETURN_IF_ERROR(CountAfter(*target, counts));
+    REDBLOOM_RETURN_IF_ERROR(CountAfter(*target, counts, &counted));
     return target->Flush();
   }();
-  if (!filled.ok() && created) return UndoCreate(store, dest, std::move(target), filled, "merge");
+  if (!filled.ok() && created) {
+    return UndoCreate(store, dest, std::move(target), filled, "merge", counted);
+  }
   return filled;
 }
 

@@ -387,7 +387,7 @@ class CliSyncFaultTest : public CliTest {
  protected:
   // Runs the CLI with `fault` (REDBLOOM_FAULT_FSYNC_DIR or
   // REDBLOOM_FAULT_MSYNC) set to `path`.
-  // `passes` directory syncs pass before the first fails.
+  // `passes` syncs of the directory (or mappings) pass before the first fails.
   CommandResult RunFaulty(const std::string& fault, const std::string& path,
                           std::vector<std::string> args, const std::string& input = "",
                           int passes = 0) {
@@ -400,7 +400,8 @@ class CliSyncFaultTest : public CliTest {
         {std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") + ":verify_asan_link_order=0",
          std::string("LD_PRELOAD=") + REDBLOOM_FAULT_SYNC_PATH,
          fault + "=" + std::filesystem::weakly_canonical(path).string(),
-         "REDBLOOM_FAULT_FSYNC_PASS=" + std::to_string(passes)});
+         "REDBLOOM_FAULT_FSYNC_PASS=" + std::to_string(passes),
+         "REDBLOOM_FAULT_MSYNC_PASS=" + std::to_string(passes)});
   }
   static constexpr const char* kDir = "REDBLOOM_FAULT_FSYNC_DIR";
   static constexpr const char* kMsync = "REDBLOOM_FAULT_MSYNC";
@@ -477,6 +478,24 @@ TEST_F(CliSyncFaultTest, AnImportWhoseSyncFailsDropsTheFilterItMade) {
   EXPECT_EQ(r.err.find("other clients"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("dropped again"), std::string::npos) << r.err;
   EXPECT_EQ(Run({"info", "imp"}).exit_code, 4) << "the half import was left";
+}
+
+// The same with the sync after the count failing (the bits' sync passes):
+// the undo took the call's own count for other clients' adds, left the
+// filter, and blamed them.
+TEST_F(CliSyncFaultTest, AnImportWhoseLastSyncFailsDropsTheFilterItMade) {
+  Create("src", {"--strategy", "guava64"});
+  ASSERT_EQ(Run({"add", "-q", "src", "a", "b", "c"}).exit_code, 0);
+  for (const char* format : {"redbloom", "guava"}) {
+    const std::string file = dir_.path() + "/src." + format;
+    ASSERT_EQ(Run({"export", "src", "--format", format, "-f", file}).exit_code, 0);
+    std::vector<std::string> import = {"import", "imp", "--format", format, "-f", file};
+    auto r = RunFaulty(kMsync, dir_.path() + "/imp", import, "", /*passes=*/1);
+    EXPECT_EQ(r.exit_code, 3) << format << ": " << r.err;
+    EXPECT_EQ(r.err.find("other clients"), std::string::npos) << format << ": " << r.err;
+    EXPECT_NE(r.err.find("dropped again"), std::string::npos) << format << ": " << r.err;
+    EXPECT_EQ(Run({"info", "imp"}).exit_code, 4) << format << ": the failed import was left";
+  }
 }
 
 // An add stopped by a bad line has written the lines before it, and says

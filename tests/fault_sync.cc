@@ -5,6 +5,7 @@
 //   REDBLOOM_FAULT_FSYNC_PASS=N    ... after the first N of them pass
 //   REDBLOOM_FAULT_MSYNC=PATH      msync() of a mapping of a file whose path
 //                                  starts with PATH fails with EIO
+//   REDBLOOM_FAULT_MSYNC_PASS=N    ... after the first N of them pass
 // Paths are compared as the kernel names them (/proc/self/fd, /proc/self/maps).
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -72,10 +73,16 @@ extern "C" int fsync(int fd) {
 
 extern "C" int msync(void* addr, size_t length, int flags) {
   static auto real = reinterpret_cast<int (*)(void*, size_t, int)>(dlsym(RTLD_NEXT, "msync"));
+  static int passed = 0;
   const char* prefix = getenv("REDBLOOM_FAULT_MSYNC");
   if (prefix != nullptr && MapsFileUnder(addr, prefix)) {
-    errno = EIO;
-    return -1;
+    const char* pass = getenv("REDBLOOM_FAULT_MSYNC_PASS");
+    if (pass != nullptr && passed < atoi(pass)) {
+      ++passed;
+    } else {
+      errno = EIO;
+      return -1;
+    }
   }
   return real(addr, length, flags);
 }
