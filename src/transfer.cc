@@ -391,8 +391,8 @@ Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilt
     if (info->items_added > counted_here) {
       return failure.WithContext(
           made_here + " and holds part of it, and other clients have added to it since (" +
-          std::to_string(info->items_added - counted_here) + " items counted), so it is left: " +
-          again);
+          std::to_string(info->items_added - counted_here) +
+          " items counted), so it is left: " + again);
     }
   }
   Status dropped = now.ok() ? store.Drop(name) : now.status();
@@ -555,8 +555,7 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
     return filter->Flush();
   }();
   if (!filled.ok()) {
-    return created ? UndoCreate(store, name, std::move(filter), filled, "import", counted)
-                   : filled;
+    return created ? UndoCreate(store, name, std::move(filter), filled, "import", counted) : filled;
   }
   return filter;
 }
@@ -742,8 +741,7 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
     return filter->Flush();
   }();
   if (!filled.ok()) {
-    return created ? UndoCreate(store, name, std::move(filter), filled, "import", counted)
-                   : filled;
+    return created ? UndoCreate(store, name, std::move(filter), filled, "import", counted) : filled;
   }
   return filter;
 }
