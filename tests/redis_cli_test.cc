@@ -244,6 +244,23 @@ TEST_F(RedisCliTest, ErrorsHaveTheirExitCodes) {
   EXPECT_EQ(invalid.exit_code, 2);
 }
 
+// An export to /dev/fd/N of a descriptor the shell left closed: the
+// store's connection took that number, the dump went to Redis, and the
+// export answered "exported" with no file written.
+TEST_F(RedisCliTest, AnExportToADescriptorNotOpenIsRefused) {
+  ASSERT_EQ(Run({"create", "fd", "-n", "100", "-p", "0.01"}).exit_code, 0);
+  const std::string cli = std::string(REDBLOOM_CLI_PATH) + " --store " + server_->url();
+  for (const char* path : {"/dev/fd/3", "/proc/self/fd/3"}) {
+    auto r = RunCommand(
+        {"/bin/sh", "-c", cli + " export fd --format redbloom --file " + path + " 3>&-"});
+    EXPECT_EQ(r.exit_code, 2) << path << ": " << r.err;
+    EXPECT_NE(r.err.find("descriptor 3 is not open"), std::string::npos) << path << ": " << r.err;
+  }
+  auto opened = RunCommand(
+      {"/bin/sh", "-c", cli + " export fd --format redbloom --file /dev/fd/3 3>/dev/null"});
+  EXPECT_EQ(opened.exit_code, 0) << opened.err;
+}
+
 // The bulk and kind commands on Redis: load, export/import, merge, dedup,
 // remove, rebuild, and info for a scaling filter.
 TEST_F(RedisCliTest, BulkAndKindCommands) {

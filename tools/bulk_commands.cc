@@ -451,6 +451,15 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   if (format != "guava" && format != "redbloom") {
     return Fail(Status::InvalidArgument("--format must be guava or redbloom"));
   }
+  // A descriptor the shell did not open is asked about before the store
+  // opens: a store's connection would take its number, and the export
+  // would be written to Redis and answer "exported".
+  const int named_fd = NamedDescriptor(file);
+  if (named_fd >= 0 && ::fcntl(named_fd, F_GETFD) < 0) {
+    return Fail(Status::InvalidArgument(
+        file + ": descriptor " + std::to_string(named_fd) +
+        " is not open (the shell opens it: " + std::to_string(named_fd) + ">FILE)"));
+  }
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   auto filter = BloomFilter::Open(*ctx.store, name);
   if (!filter.ok()) return Fail(filter.status());
@@ -459,7 +468,7 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     Result<uint64_t> wrote = ExportTo(**filter, format, 1, "stdout");
     return wrote.ok() ? 0 : Fail(wrote.status());
   }
-  if (const int fd = NamedDescriptor(file); fd >= 0) {
+  if (const int fd = named_fd; fd >= 0) {
     if (fd == 1) std::cout.flush();
     Result<uint64_t> wrote = ExportTo(**filter, format, fd, file);
     if (!wrote.ok()) return Fail(wrote.status());
