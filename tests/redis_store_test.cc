@@ -301,6 +301,88 @@ TEST_F(RedisStoreTest, AStaleClientCannotMakeALayerAboveAReCreatedScalingFilter)
   EXPECT_EQ(std::count(present.begin(), present.end(), 1), 400);
 }
 
+// A filter dropped and made again with the same bits and hashes per part
+// but another window, expansion or TTL passed the seven checked fields: a
+// handle opened before wrote into it as the old filter. Adds went to window
+// slices numbered by the old slice length (acknowledged, then never found),
+// a new layer was made at the old layer's size (data_loss for every reader
+// after) or with the old TTL (the layer expired under a filter without one).
+// The metadata's incarnation differs, so the handle reopens first.
+TEST_F(RedisStoreTest, AHandleOpenedBeforeADropAndReCreateWritesAsTheNewFilter) {
+  const auto items = Items(Encoding::kUtf8, 250);
+  struct Case {
+    const char* name;
+    FilterOptions before, after;
+  };
+  FilterOptions scaling{.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling};
+  FilterOptions wider = scaling;
+  wider.expansion = 4;
+  FilterOptions expiring = scaling;
+  expiring.ttl_seconds = 3600;
+  const std::vector<Case> cases = {{"inc-w", Window(60000, 4), Window(20000, 4)},
+                                   {"inc-e", scaling, wider},
+                                   {"inc-t", expiring, scaling},
+                                   {"inc-u", scaling, expiring}};
+  auto other = MustOpen(server_->url());
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_OK_AND_ASSIGN(auto stale, BloomFilter::Create(*store_, c.name, c.before));
+    ASSERT_TRUE(stale->Add("warm").ok());
+    ASSERT_TRUE(other->Drop(c.name).ok());
+    ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Create(*other, c.name, c.after));
+    // Its checks read the new filter's parts (a window's by the new slice
+    // length), and its adds write them.
+    ASSERT_TRUE(fresh->Add("from-fresh").ok());
+    ASSERT_OK_AND_ASSIGN(bool found, stale->Contains("from-fresh"));
+    EXPECT_TRUE(found) << "a check of the old filter's parts";
+    ASSERT_TRUE(stale->AddMany(Views(items)).ok());
+    std::vector<uint8_t> present;
+    const Status checked = fresh->ContainsMany(Views(items), &present);
+    ASSERT_TRUE(checked.ok()) << checked.ToString();
+    EXPECT_EQ(std::count(present.begin(), present.end(), 1), 250) << "acknowledged adds lost";
+    // Every key of the filter carries the new filter's expiry, or none (a
+    // window's slices expire with the window).
+    if (c.after.kind == FilterKind::kWindow) continue;
+    const int64_t want = c.after.ttl_seconds == 0 ? -1 : 1;
+    auto keys = raw_->Must({"KEYS", "*" + std::string(c.name) + "*"});
+    EXPECT_GE(keys->elements, 3u);
+    for (size_t i = 0; i < keys->elements; ++i) {
+      const std::string key(keys->element[i]->str, keys->element[i]->len);
+      const int64_t ttl = raw_->Int({"PTTL", key});
+      EXPECT_EQ(ttl > 0 ? 1 : ttl, want) << key;
+    }
+  }
+}
+
+// The incarnation's edges: a rebuild's swap keeps it (readers of the
+// replaced filter read the new one, as before it), and a filter made by a
+// build before it (no field) is checked as having none, so that a re-create
+// by this build is still noticed.
+TEST_F(RedisStoreTest, TheIncarnationSurvivesARebuildAndMayBeMissing) {
+  const FilterConfig config = Config();
+  ASSERT_TRUE(store_->Create("inc", config).ok());
+  ASSERT_OK_AND_ASSIGN(auto bits, store_->OpenBits("inc", config));
+  ASSERT_OK_AND_ASSIGN(auto offsets, ItemOffsets(config, "x"));
+  const uint32_t k = config.geometry.hashes;
+  uint8_t flag = 0;
+  ASSERT_TRUE(BloomFilter::Rebuild(*store_, "inc", Options(), [](BloomFilter& f) {
+                return f.Add("x");
+              }).ok());
+  const Status after_rebuild = TestOffsets(*bits, offsets.data(), 1, k, &flag);
+  ASSERT_TRUE(after_rebuild.ok()) << after_rebuild.ToString();
+  EXPECT_EQ(flag, 1) << "the handle reads the rebuilt filter";
+
+  ASSERT_EQ(raw_->Int({"HDEL", "{inc}:meta", "incarnation"}), 1);
+  ASSERT_OK_AND_ASSIGN(auto older, store_->OpenBits("inc", config));
+  ASSERT_TRUE(AddOffsets(*older, offsets.data(), 1, k, &flag).ok());
+  ASSERT_TRUE(TestOffsets(*older, offsets.data(), 1, k, &flag).ok());
+  EXPECT_EQ(flag, 1);
+  ASSERT_TRUE(store_->Drop("inc").ok());
+  ASSERT_TRUE(store_->Create("inc", config).ok());
+  EXPECT_EQ(TestOffsets(*older, offsets.data(), 1, k, &flag).code(), StatusCode::kConflict);
+  EXPECT_EQ(AddOffsets(*older, offsets.data(), 1, k, &flag).code(), StatusCode::kConflict);
+}
+
 TEST_F(RedisStoreTest, CreateIsIdempotentOnlyForIdenticalParameters) {
   ASSERT_TRUE(store_->Create("f", Config()).ok());
   EXPECT_EQ(store_->Create("f", Config()).code(), StatusCode::kAlreadyExists);

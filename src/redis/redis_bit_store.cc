@@ -82,12 +82,12 @@ constexpr size_t kCounterMergeChunk = 16 << 10;
 
 RedisBitStore::RedisBitStore(std::shared_ptr<RedisShared> shared, std::string name,
                              const FilterConfig& config, uint64_t filter_expires_at_ms,
-                             std::string shard_token)
+                             std::string shard_token, std::string_view incarnation)
     : shared_(std::move(shared)),
       name_(std::move(name)),
       config_(config),
       keys_(KeysFor(name_, shared_->keys)),
-      checked_(CheckedValues(name_, config)),
+      checked_(CheckedValues(name_, config, incarnation)),
       companion_(CompanionKey(name_, shared_->keys, config)),
       filter_expires_at_ms_(filter_expires_at_ms),
       shard_token_(std::move(shard_token)) {}
@@ -197,10 +197,11 @@ Status RedisBitStore::CheckBatch(const Cells& cells, const PartBatch& b) const {
 }
 
 void RedisBitStore::AppendMetaCheck(CommandBuffer* cmd, const Cells& cells) const {
-  cmd->Begin(2 + kChecked);
+  cmd->Begin(3 + kChecked);
   cmd->Arg("HMGET");
   cmd->Arg(cells.meta);
   for (std::string_view f : kCheckedFields) cmd->Arg(f);
+  cmd->Arg(kIncarnationField);
 }
 
 std::vector<std::string> RedisBitStore::ScriptKeys(
@@ -226,10 +227,17 @@ Status RedisBitStore::CheckMeta(const redisReply* r, const Cells& cells) const {
                             DisplayKey(KeysFor(name_, KeyMode::kPlain).meta, shared_->keys) +
                             "' is not a hash: " + ReplyString(r));
   }
-  if (!IsArray(r, kChecked)) return Unexpected("HMGET", r);
+  if (!IsArray(r, kChecked + 1)) return Unexpected("HMGET", r);
   if (r->element[0]->type == REDIS_REPLY_NIL) return Gone();
-  for (size_t i = 0; i < kChecked; ++i) {
+  for (size_t i = 0; i + 1 < kChecked; ++i) {
     if (ReplyText(r->element[i]) != cells.checked[i]) return ConfigChangedStatus(name_);
+  }
+  // As meta_state (redis_scripts.h): the name, and the incarnation if the
+  // value carries one (a missing field reads "").
+  const auto [name, incarnation] = SplitIdentity(cells.checked[kChecked - 1]);
+  if (ReplyText(r->element[kChecked - 1]) != name ||
+      (incarnation && ReplyText(r->element[kChecked]) != *incarnation)) {
+    return ConfigChangedStatus(name_);
   }
   return Status::Ok();
 }

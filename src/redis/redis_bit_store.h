@@ -45,9 +45,11 @@ Status WaitForReplicas(Connection& c, const RedisShared& shared);
 class RedisBitStore final : public BitStore {
  public:
   // `shard_token` names this incarnation of a sharded filter (metadata field
-  // shard_token); empty for other filters.
+  // shard_token); empty for other filters. `incarnation` is the metadata's
+  // kIncarnationField, checked by every call ("" for a filter made before it).
   RedisBitStore(std::shared_ptr<RedisShared> shared, std::string name, const FilterConfig& config,
-                uint64_t filter_expires_at_ms, std::string shard_token);
+                uint64_t filter_expires_at_ms, std::string shard_token,
+                std::string_view incarnation);
   ~RedisBitStore() override;
 
   size_t preferred_batch() const override;

@@ -1,6 +1,8 @@
 #include "redis/redis_meta.h"
 
 #include <charconv>
+#include <cstdio>
+#include <random>
 
 #include "config_codec.h"
 #include "redis/redis_client.h"
@@ -11,14 +13,29 @@ std::string_view MetaFormat(const FilterConfig& c) {
   return c.shards > 1 ? kMetaFormatSharded : kMetaFormatVersion;
 }
 
-std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig& c) {
+std::string NewIncarnation() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char token[17];
+  std::snprintf(token, sizeof(token), "%016llx", static_cast<unsigned long long>(rng()));
+  return token;
+}
+
+std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig& c,
+                                       std::string_view incarnation) {
   return {std::string(MetaFormat(c)),
           std::string(FilterKindName(c.kind)),
           std::string(StrategyName(c.strategy)),
           std::string(EncodingName(c.encoding)),
           std::to_string(c.geometry.bits),
           std::to_string(c.geometry.hashes),
-          std::string(name)};
+          std::string(name) + " " + std::string(incarnation)};
+}
+
+std::pair<std::string_view, std::optional<std::string_view>> SplitIdentity(
+    std::string_view checked_name) {
+  const size_t space = checked_name.find(' ');
+  if (space == std::string_view::npos) return {checked_name, std::nullopt};
+  return {checked_name.substr(0, space), checked_name.substr(space + 1)};
 }
 
 std::string ShardIdentity(std::string_view name, uint64_t shard, std::string_view token) {
@@ -38,6 +55,7 @@ std::vector<std::pair<std::string, std::string>> MetaFields(std::string_view nam
   // The number of dense parts (a scaling filter's layers); kept up to date by
   // the part-creation script for clients of format 1 that read it.
   f.emplace_back("layers", "1");
+  f.emplace_back(std::string(kIncarnationField), NewIncarnation());
   return f;
 }
 
@@ -84,6 +102,7 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
     return corrupt("format " + format +
                    " does not fit shards=" + std::to_string(meta.config.shards));
   }
+  if (auto it = f.find(kIncarnationField); it != f.end()) meta.incarnation = it->second;
   if (meta.config.shards > 1) {
     REDBLOOM_ASSIGN_OR_RETURN(meta.shard_token, get("shard_token"));
     if (meta.shard_token.empty()) return corrupt("field 'shard_token' is empty");

@@ -7,6 +7,7 @@
 #include <hiredis/hiredis.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,7 +30,24 @@ std::string_view MetaFormat(const FilterConfig& c);
 inline constexpr std::string_view kCheckedFields[] = {"format", "kind",   "strategy", "encoding",
                                                       "bits",   "hashes", "name"};
 inline constexpr size_t kChecked = std::size(kCheckedFields);
-std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig& c);
+
+// The filter's incarnation: a random token every create and attach writes,
+// read back by the checks with the seven fields. A filter dropped and made
+// again with the same bits and hashes but another TTL, window or expansion
+// passed the seven (a handle opened before wrote the old TTL on new layers,
+// and window slices numbered by the old slice length: acknowledged adds
+// lost); its token does not. It travels inside the last checked value,
+// "NAME TOKEN" (names hold no space), so that the scripts' ARGV stay as they
+// were; a filter made by a build before it has none, read as "". A shard's
+// metadata copy is checked by its ShardIdentity (no space), not by a token.
+inline constexpr std::string_view kIncarnationField = "incarnation";
+std::string NewIncarnation();
+std::vector<std::string> CheckedValues(std::string_view name, const FilterConfig& c,
+                                       std::string_view incarnation);
+// Splits a last checked value into the name and, if it carries one, the
+// incarnation expected.
+std::pair<std::string_view, std::optional<std::string_view>> SplitIdentity(
+    std::string_view checked_name);
 
 // The `name` a shard's metadata copy holds: NAME/shard/S@TOKEN. It contains
 // '/', so no filter has it (List skips it), and the token of the filter's
@@ -50,6 +68,7 @@ struct StoredMeta {
   int64_t count = 0;           // may be briefly negative (a remove before a pending add's count)
   uint64_t expires_at_ms = 0;  // 0: never
   std::string shard_token;     // sharded filters: this incarnation's token
+  std::string incarnation;     // kIncarnationField; "" for a filter made before it
   bool shards_ready = true;    // sharded filters: false while a create is placing them
 };
 

@@ -5,8 +5,10 @@
 //
 // Every script that touches cells first checks the metadata hash against the
 // seven fields the client expects (format, kind, strategy, encoding, bits,
-// hashes, name), passed as ARGV[1..7]: a filter dropped or re-created with other
-// parameters by another client is then an error, never a silent write.
+// hashes, name), passed as ARGV[1..7], and the filter's incarnation, which
+// ARGV[7] carries after the name ("NAME TOKEN", redis_meta.h): a filter
+// dropped or re-created by another client is then an error, never a silent
+// write.
 // Numbers travel as decimal strings; "0" means "none" for expiry times.
 //
 // Every script that reads or writes a part's cells also checks that the
@@ -63,10 +65,14 @@ namespace redbloom::internal::scripts {
 #define REDBLOOM_LUA_PROLOGUE                                                                  \
   "local function meta_state(key, companion)\n"                                                \
   "  local m = redis.pcall('HMGET', key, 'format', 'kind', 'strategy', 'encoding',\n"          \
-  "                        'bits', 'hashes', 'name')\n"                                        \
+  "                        'bits', 'hashes', 'name', 'incarnation')\n"                         \
   "  if type(m) ~= 'table' or m.err then return 'changed' end\n"                               \
   "  if not m[1] then return 'gone' end\n"                                                     \
-  "  for i = 1, 7 do if m[i] ~= ARGV[i] then return 'changed' end end\n"                       \
+  "  for i = 1, 6 do if m[i] ~= ARGV[i] then return 'changed' end end\n"                       \
+  "  local name, inc = ARGV[7], nil\n"                                                         \
+  "  local sp = string.find(name, ' ', 1, true)\n"                                             \
+  "  if sp then inc = string.sub(name, sp + 1) name = string.sub(name, 1, sp - 1) end\n"       \
+  "  if m[7] ~= name or (inc and (m[8] or '') ~= inc) then return 'changed' end\n"             \
   "  if companion then\n"                                                                      \
   "    local c = redis.pcall('HMGET', companion, 'size', 'hashIterations')\n"                  \
   "    if type(c) ~= 'table' or c.err or c[1] ~= ARGV[5] or c[2] ~= ARGV[6] then\n"            \
@@ -530,6 +536,22 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_C
     "redis.call('UNLINK', unpack(KEYS))\n"
     "return {1}\n";
 
+// The end of the replace scripts: the replacement's metadata becomes NAME's,
+// with the replaced filter's incarnation (none if it had none), so that its
+// readers go on reading the new one (their seven fields permitting) rather
+// than failing as if NAME had been dropped; with none to take (the filter
+// was dropped while rebuilt), the replacement's own stays.
+#define REDBLOOM_LUA_KEEP_INCARNATION                                \
+  "local old = redis.call('EXISTS', KEYS[1]) == 1\n"                 \
+  "local inc = old and redis.call('HGET', KEYS[1], 'incarnation')\n" \
+  "redis.call('RENAME', KEYS[4], KEYS[1])\n"                         \
+  "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"                   \
+  "if inc then\n"                                                    \
+  "  redis.call('HSET', KEYS[1], 'incarnation', inc)\n"              \
+  "elseif old then\n"                                                \
+  "  redis.call('HDEL', KEYS[1], 'incarnation')\n"                   \
+  "end\n"
+
 // Rebuilds: makes filter SOURCE the filter NAME in one step. KEYS: name meta,
 // name bitmap, name parts hash, source meta, source bitmap, then the part
 // bitmaps of the filter being replaced. ARGV: name, source, the replaced
@@ -549,10 +571,7 @@ inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LU
     "  redis.call('RENAME', KEYS[5], KEYS[2])\n"
     "else\n"
     "  redis.call('UNLINK', KEYS[2])\n"
-    "end\n"
-    "redis.call('RENAME', KEYS[4], KEYS[1])\n"
-    "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"
-    "return {1}\n";
+    "end\n" REDBLOOM_LUA_KEEP_INCARNATION "return {1}\n";
 
 // KEYS: meta, uploaded piece, bitmap, count hash, scratch. ARGV: the seven
 // expected fields, byte offset of the piece, new items, count field, the
@@ -725,10 +744,7 @@ inline constexpr std::string_view kReplaceCompanion =
     "  redis.call('RENAME', KEYS[7], KEYS[6])\n"
     "elseif ARGV[3] == '1' then\n"
     "  redis.call('UNLINK', KEYS[6])\n"
-    "end\n"
-    "redis.call('RENAME', KEYS[4], KEYS[1])\n"
-    "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"
-    "return {1}\n";
+    "end\n" REDBLOOM_LUA_KEEP_INCARNATION "return {1}\n";
 
 // A read transaction run as one script (SendReads, redis_pipeline.h): ARGV
 // holds each command's argument count, then its arguments; the reply is the

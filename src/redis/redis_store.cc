@@ -329,9 +329,7 @@ class RedisStore final : public Store {
   // shard, each a script in its own slot; then ready. Readers wait for ready.
   Status CreateSharded(std::string_view name, const FilterConfig& config, const FilterKeys& keys,
                        uint64_t expires_at) {
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    char fresh[17];
-    std::snprintf(fresh, sizeof(fresh), "%016llx", static_cast<unsigned long long>(rng()));
+    const std::string fresh = NewIncarnation();
     std::string token = fresh;
     bool won = false;
     Status s = shared_->source->Run(
@@ -377,7 +375,7 @@ class RedisStore final : public Store {
     for (uint32_t shard = 1; shard < config.shards; ++shard) {
       const ShardKeys k = ShardKeysFor(name, shared_->keys, shard, config.shards);
       std::vector<std::pair<std::string, std::string>> fields;
-      const std::vector<std::string> checked = CheckedValues(name, config);
+      const std::vector<std::string> checked = CheckedValues(name, config, "");
       for (size_t i = 0; i < kChecked; ++i) {
         fields.emplace_back(kCheckedFields[i],
                             i + 1 == kChecked ? ShardIdentity(name, shard, token) : checked[i]);
@@ -527,8 +525,9 @@ class RedisStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta meta, ReadMeta(name));
     if (!meta.config.SameFilterAs(config)) return ConfigChangedStatus(name);
     REDBLOOM_RETURN_IF_ERROR(CheckCompanion(name, config));
-    return std::unique_ptr<BitStore>(std::make_unique<RedisBitStore>(
-        shared_, std::string(name), config, meta.expires_at_ms, meta.shard_token));
+    return std::unique_ptr<BitStore>(
+        std::make_unique<RedisBitStore>(shared_, std::string(name), config, meta.expires_at_ms,
+                                        meta.shard_token, meta.incarnation));
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
