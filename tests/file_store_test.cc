@@ -1397,4 +1397,30 @@ TEST(FileStoreCrashTest, KillNineNeverTearsAHeaderOrLosesAnAck) {
 }
 
 }  // namespace
+// A window handle that has read no slice yet (nothing added when it
+// checked) maps no file of its filter: after a drop and a create by another
+// process, its checks read the new filter's slices by the old numbering
+// (another window) or missed them until it listed its slices again.
+TEST_F(FileStoreTest, AWindowHandleWithNoSliceReadFollowsAReCreate) {
+  for (const uint64_t window : {20000, 60000}) {
+    const std::string name = "wn" + std::to_string(window);
+    FilterOptions before{.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kWindow};
+    before.window_millis = 60000;
+    before.slices = 4;
+    FilterOptions after = before;
+    after.window_millis = window;
+    ASSERT_OK_AND_ASSIGN(auto stale, BloomFilter::Create(*store_, name, before));
+    ASSERT_OK_AND_ASSIGN(bool absent, stale->Contains("zz"));
+    EXPECT_FALSE(absent);
+    StoreOptions options;
+    options.clock = clock_;
+    ASSERT_OK_AND_ASSIGN(auto other, Store::Open("file:" + dir_.path(), options));
+    ASSERT_TRUE(other->Drop(name).ok());
+    ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Create(*other, name, after));
+    ASSERT_TRUE(fresh->Add("X").ok());
+    ASSERT_OK_AND_ASSIGN(bool found, stale->Contains("X"));
+    EXPECT_TRUE(found) << name;
+  }
+}
+
 }  // namespace redbloom

@@ -358,6 +358,24 @@ TEST_F(RedisStoreTest, AHandleOpenedBeforeADropAndReCreateWritesAsTheNewFilter) 
 // replaced filter read the new one, as before it), and a filter made by a
 // build before it (no field) is checked as having none, so that a re-create
 // by this build is still noticed.
+// A window handle that has read no slice yet (nothing added when it
+// checked): its next check after a drop and a create with another window
+// read the new filter's slices by the old numbering, and missed them.
+TEST_F(RedisStoreTest, AWindowHandleWithNoSliceReadFollowsAReCreate) {
+  for (const uint64_t window : {20000, 60000}) {
+    const std::string name = "wn" + std::to_string(window);
+    ASSERT_OK_AND_ASSIGN(auto stale, BloomFilter::Create(*store_, name, Window(60000, 4)));
+    ASSERT_OK_AND_ASSIGN(bool absent, stale->Contains("zz"));
+    EXPECT_FALSE(absent);
+    auto other = MustOpen(server_->url());
+    ASSERT_TRUE(other->Drop(name).ok());
+    ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Create(*other, name, Window(window, 4)));
+    ASSERT_TRUE(fresh->Add("X").ok());
+    ASSERT_OK_AND_ASSIGN(bool found, stale->Contains("X"));
+    EXPECT_TRUE(found) << name;
+  }
+}
+
 TEST_F(RedisStoreTest, TheIncarnationSurvivesARebuildAndMayBeMissing) {
   const FilterConfig config = Config();
   ASSERT_TRUE(store_->Create("inc", config).ok());

@@ -319,8 +319,11 @@ class FileStore;
 
 class FileParts final : public WordParts {
  public:
-  FileParts(FileStore* store, std::string name, FilterConfig config)
-      : store_(store), name_(std::move(name)), config_(std::move(config)) {}
+  // `main_id`: for a filter whose handle maps no main file (a window), the
+  // main file read at open, which a listing checks is still the name's.
+  FileParts(FileStore* store, std::string name, FilterConfig config,
+            std::optional<FileId> main_id = std::nullopt)
+      : store_(store), name_(std::move(name)), config_(std::move(config)), main_id_(main_id) {}
   Result<std::shared_ptr<WordArray>> Open(uint64_t part) override;
   Status Create(uint64_t part, uint64_t expires_at_ms) override;
   Result<std::vector<uint64_t>> List() override;
@@ -332,6 +335,7 @@ class FileParts final : public WordParts {
   FileStore* store_;
   const std::string name_;
   const FilterConfig config_;
+  const std::optional<FileId> main_id_;
 };
 
 class FileStore final : public Store {
@@ -435,15 +439,19 @@ class FileStore final : public Store {
                                              const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::shared_ptr<WordArray> main;
+    std::optional<FileId> main_id;
     if (config.initial_parts() > 0) {
       REDBLOOM_ASSIGN_OR_RETURN(main, OpenArray(name, PathOf(name), config, kMainPart));
     } else {
-      // Still check that the filter exists with this config.
-      REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadMain(name));
+      // Still check that the filter exists with this config, and keep which
+      // file it is: no mapping of it will be flagged when it is dropped.
+      FileId id;
+      REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadMain(name, &id));
       if (!f.config.SameFilterAs(config)) return ConfigChangedStatus(name);
+      main_id = id;
     }
     return std::unique_ptr<BitStore>(std::make_unique<WordBitStore>(
-        std::make_unique<FileParts>(this, std::string(name), config), std::move(main)));
+        std::make_unique<FileParts>(this, std::string(name), config, main_id), std::move(main)));
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
@@ -486,6 +494,9 @@ class FileStore final : public Store {
   }
 
   // For FileParts.
+  Status StillNamed(std::string_view name, const FileId& id) const {
+    return CheckStillNamed(name, id);
+  }
   Result<std::shared_ptr<WordArray>> OpenPart(std::string_view name, const FilterConfig& config,
                                               uint64_t part) {
     if (part == 0 && config.initial_parts() > 0) {
@@ -1155,6 +1166,12 @@ std::optional<PartsStamp> FileParts::Stamp() { return store_->PartsStampOf(name_
 Result<std::vector<uint64_t>> FileParts::Existing() {
   REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> parts, store_->PartFiles(name_));
   if (config_.initial_parts() > 0) parts.push_back(0);  // the main file's
+  // A window handle that has no slice open (none flagged by a drop to tell
+  // it) would list another filter's slices as its own, by its own slice
+  // numbers: a filter made again with another window read as empty, until
+  // the handle was reopened. The main file is checked after the listing,
+  // so that the listing is of the file checked or an older one.
+  if (main_id_) REDBLOOM_RETURN_IF_ERROR(store_->StillNamed(name_, *main_id_));
   return parts;
 }
 
