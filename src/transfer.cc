@@ -429,6 +429,11 @@ Status ExportGuava(BloomFilter& filter, std::ostream& out) {
                                    "' uses strategy " + std::string(StrategyName(c.strategy)) +
                                    " (use --format redbloom)");
   }
+  if (c.shards > 1) {
+    return Status::InvalidArgument("Guava's format holds one bit array; '" + filter.name() +
+                                   "' is sharded into " + std::to_string(c.shards) +
+                                   " (use --format redbloom)");
+  }
   std::string bitmap;
   REDBLOOM_RETURN_IF_ERROR(filter.ReadBitmap(&bitmap));
   const uint64_t words = c.geometry.bits / 64;
@@ -455,6 +460,9 @@ Status ExportGuava(BloomFilter& filter, std::ostream& out) {
 Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
                                                  std::istream& input,
                                                  const GuavaImportOptions& options) {
+  // A user's name, as create takes: the store takes a rebuild's temporary
+  // name too, and an import under one blocked every rebuild of its filter.
+  REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
   const bool with_capacity = options.capacity != 0 || options.error_rate != 0;
   FilterOptions o;
   o.capacity = options.capacity;
@@ -687,6 +695,7 @@ Status ReadChunks(std::istream& in, const DumpHeader& h, const ChunkSink& sink) 
 
 Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view name,
                                                 std::istream& input) {
+  REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));  // as ImportGuava
   std::optional<std::istringstream> held;
   REDBLOOM_ASSIGN_OR_RETURN(std::istream * in, Rewindable(input, &held));
   REDBLOOM_ASSIGN_OR_RETURN(DumpHeader h, ReadDumpHeader(*in));
@@ -748,6 +757,7 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
 
 Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources) {
   if (sources.empty()) return Status::InvalidArgument("merge needs at least one source filter");
+  REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(dest));  // as ImportGuava
   std::vector<std::unique_ptr<BloomFilter>> filters;
   for (const auto& name : sources) {
     auto f = BloomFilter::Open(store, name);

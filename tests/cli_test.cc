@@ -157,6 +157,25 @@ TEST_F(CliTest, CreateExitCodes) {
   EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"f"}));
 }
 
+// A rebuild's temporary name is refused by import and merge as by create:
+// made by either, it was hidden from list and blocked every rebuild of its
+// filter ("another rebuild is running").
+TEST_F(CliTest, ImportAndMergeRefuseARebuildsTemporaryName) {
+  Create("p1");
+  const std::string dump = dir_.path() + "/p1.dump";
+  ASSERT_EQ(Run({"export", "p1", "--format", "redbloom", "-f", dump}).exit_code, 0);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"import", "--format", "redbloom", "-f", dump, "--", ".rebuild~p1"},
+           {"merge", "--", ".rebuild~p1", "p1"}}) {
+    auto r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("must not start with '.'"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/.rebuild~p1.rbf"));
+  auto r = Run({"rebuild", "p1", "--file", "-"}, "a\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(CliTest, NotFoundAndStoreErrors) {
   auto r = Run({"check", "nope", "x"});
   EXPECT_EQ(r.exit_code, 4);

@@ -261,6 +261,19 @@ TEST_F(RedisCliTest, AnExportToADescriptorNotOpenIsRefused) {
   EXPECT_EQ(opened.exit_code, 0) << opened.err;
 }
 
+// Guava's format holds one array: a sharded guava64 filter's refusal named
+// a library method ("read them with ReadParts") instead of the format to use.
+TEST_F(RedisCliTest, AShardedFiltersGuavaExportSaysWhichFormatToUse) {
+  ASSERT_EQ(
+      Run({"create", "sh", "-n", "10000", "-p", "0.01", "--shards", "4", "--strategy", "guava64"})
+          .exit_code,
+      0);
+  auto r = Run({"export", "sh", "--format", "guava", "--file", "-"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("sharded into 4 (use --format redbloom)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 // The bulk and kind commands on Redis: load, export/import, merge, dedup,
 // remove, rebuild, and info for a scaling filter.
 TEST_F(RedisCliTest, BulkAndKindCommands) {
