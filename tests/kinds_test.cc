@@ -73,6 +73,29 @@ class KindsTest : public testing::StoreFixture {
   }
 };
 
+// Slices are whole milliseconds: a window that does not divide by its
+// slices lived shorter than asked and reported (1,099 ms in 100 slices:
+// 1,000). A new one is refused, naming the windows that divide; one stored
+// by an older build still opens, with the slices it was made with.
+TEST_P(KindsTest, AWindowThatDoesNotDivideIntoItsSlicesIsRefused) {
+  FilterOptions o = WindowOptions(1000, 1000, 100);
+  o.window_millis = 109999;
+  auto refused = BloomFilter::Create(*store_, "odd", o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("use a window of 109900 or 110000 ms"), std::string::npos)
+      << refused.status().message();
+  ASSERT_OK_AND_ASSIGN(FilterConfig stored, MakeConfig(o));
+  ASSERT_TRUE(store_->Create("odd", stored).ok());
+  ASSERT_OK_AND_ASSIGN(auto opened, BloomFilter::Open(*store_, "odd"));
+  const Status added = opened->Add("x");
+  ASSERT_TRUE(added.ok()) << added.ToString();
+  ASSERT_OK_AND_ASSIGN(bool found, opened->Contains("x"));
+  EXPECT_TRUE(found);
+  o.window_millis = 110000;
+  EXPECT_TRUE(BloomFilter::Create(*store_, "even", o).ok());
+}
+
 TEST_P(KindsTest, CountingRemovesWhatWasAdded) {
   auto f = Make("c", {.capacity = 2000, .error_rate = 0.01, .kind = FilterKind::kCounting});
   ASSERT_NE(f, nullptr);
