@@ -480,6 +480,10 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   const uint32_t k = static_cast<uint8_t>(head[1]);
   const uint64_t words = GetBE(head.data() + 2, 4);
   if (ordinal != kGuavaMitz64Ordinal) {
+    if (head == std::string_view(kDumpMagic, head.size())) {
+      return Status::InvalidArgument(
+          "not a Guava writeTo file: it begins as a redbloom dump does (use --format redbloom)");
+    }
     return Status::InvalidArgument(
         "Guava strategy ordinal " + std::to_string(ordinal) +
         " is not supported (only 1, MURMUR128_MITZ_64, Guava's default since 2013)");
@@ -621,7 +625,13 @@ Result<DumpHeader> ReadDumpHeader(std::istream& in) {
   std::string buf;
   REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 16, &buf, "the dump header"));
   if (std::memcmp(buf.data(), kDumpMagic, sizeof(kDumpMagic)) != 0) {
-    return Status::DataLoss("not a redbloom dump (bad magic)");
+    // Another kind of input (exit 2), not a damaged dump: nothing of a dump
+    // is there to have been damaged.
+    return Status::InvalidArgument(
+        "not a redbloom dump (it does not begin with RBDUMP)" +
+        std::string(buf[0] == static_cast<char>(kGuavaMitz64Ordinal)
+                        ? "; it begins as a Guava writeTo file does: use --format guava"
+                        : ""));
   }
   const uint64_t version = GetBE(buf.data() + 8, 4);
   if (version != kDumpVersion) {

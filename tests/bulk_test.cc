@@ -1010,8 +1010,8 @@ TEST_F(BulkCliTest, LoadImportExportMergeDedup) {
   EXPECT_EQ(Run({"import", "x", "--format", "guava", "--file", guava, "-n", "50000"}).exit_code, 2)
       << "a capacity without an error rate";
   EXPECT_EQ(Run({"import", "x", "--format", "xml", "--file", guava}).exit_code, 2);
-  EXPECT_EQ(Run({"import", "x", "--format", "redbloom", "--file", guava}).exit_code, 3)
-      << "a Guava file is not a dump";
+  EXPECT_EQ(Run({"import", "x", "--format", "redbloom", "--file", guava}).exit_code, 2)
+      << "a Guava file is not a dump: bad input";
 
   ASSERT_EQ(Run({"create", "other", "-n", "10", "-p", "0.1"}).exit_code, 0);
   EXPECT_EQ(Run({"merge", "m", "f", "other"}).exit_code, 2);

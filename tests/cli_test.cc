@@ -176,6 +176,27 @@ TEST_F(CliTest, ImportAndMergeRefuseARebuildsTemporaryName) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// An input of the other format is bad input (exit 2) that names the format
+// to use: a Guava file read as a dump was data_loss (exit 3, "bad magic"),
+// a dump read as Guava's "strategy ordinal 82 is not supported".
+TEST_F(CliTest, AnImportOfTheOtherFormatSaysWhichFormatToUse) {
+  Create("g", {"--strategy", "guava64"});
+  const std::string guava = dir_.path() + "/g.guava";
+  const std::string dump = dir_.path() + "/g.dump";
+  ASSERT_EQ(Run({"export", "g", "--format", "guava", "-f", guava}).exit_code, 0);
+  ASSERT_EQ(Run({"export", "g", "--format", "redbloom", "-f", dump}).exit_code, 0);
+  auto r = Run({"import", "h", "--format", "redbloom", "-f", guava});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("use --format guava"), std::string::npos) << r.err;
+  r = Run({"import", "h", "--format", "guava", "-f", dump});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("use --format redbloom"), std::string::npos) << r.err;
+  r = Run({"import", "h", "--format", "redbloom", "-f", "-"}, "not a dump at all\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not a redbloom dump"), std::string::npos) << r.err;
+  EXPECT_EQ(Run({"info", "h"}).exit_code, 4) << "nothing is made of bad input";
+}
+
 TEST_F(CliTest, NotFoundAndStoreErrors) {
   auto r = Run({"check", "nope", "x"});
   EXPECT_EQ(r.exit_code, 4);
