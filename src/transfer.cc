@@ -136,6 +136,11 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
   if (!data.ok()) return corrupt(data.status());
   h.data_bytes = *data;
   auto items = ParseUint64(field("items_added"));
+  if (!fields.contains("parts") && h.config.kind == FilterKind::kWindow) {
+    // Window dumps were refused before the part table: read as one part,
+    // slice 0 of 1970 would be dropped as expired, and the import answer ok.
+    return Status::DataLoss("dump header: a window filter's dump has no part table");
+  }
   if (!fields.contains("parts")) {
     // Written before dumps had a part table: one part, the whole bitmap.
     h.parts.resize(1);
@@ -172,6 +177,14 @@ Result<DumpHeader> DecodeDumpHeader(std::string_view text) {
     if (!want.ok() || *want != h.part_bytes[i] || (i > 0 && id <= h.parts[i - 1].id)) {
       return Status::DataLoss("dump header: part " + std::to_string(id) +
                               " does not fit the filter's config");
+    }
+    // A slice whose expiry, (id + slices + 1) slice lengths, wraps past
+    // 2^64 ms or Redis's PEXPIREAT range was read as long expired: its items
+    // dropped, the import answered ok.
+    if (h.config.kind == FilterKind::kWindow &&
+        id > static_cast<uint64_t>(INT64_MAX) / h.config.slice_millis() - h.config.slices - 1) {
+      return Status::DataLoss("dump header: slice " + std::to_string(id) +
+                              " lies past any time a clock reads");
     }
     total += h.part_bytes[i];
   }

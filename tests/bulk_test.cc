@@ -869,6 +869,44 @@ TEST(DumpHeaderTest, InconsistentHeadersAreDataLossAndCreateNothing) {
   }
 }
 
+// A window dump whose part table is gone, or names a slice past any time a
+// clock reads (its expiry wraps), imported as nothing: the part read as
+// slice 0 of 1970, or as long expired, was dropped and the import answered
+// ok. Refused before anything is created.
+TEST(DumpHeaderTest, AWindowDumpsSlicesMustBeListedAndInTime) {
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("mem:"));
+  FilterOptions window{.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kWindow};
+  window.window_millis = 60000;
+  window.slices = 4;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "w", window));
+  ASSERT_TRUE(f->Add("x").ok());
+  std::stringstream dump;
+  ASSERT_TRUE(ExportDump(*f, dump).ok());
+  const std::string table = HeaderField(dump.str(), "parts");
+  ASSERT_EQ(table.find(','), std::string::npos) << "one slice: " << table;
+  const std::string rest = table.substr(table.find(':'));
+  const std::vector<std::pair<std::string, std::function<std::string(std::string)>>> forgeries = {
+      {"no part table",
+       [](std::string h) {
+         const size_t at = h.find("\nparts=");
+         return h.erase(at + 1, h.find('\n', at + 1) - at);
+       }},
+      {"slice near 2^64",
+       [&](std::string h) { return SetHeaderField(h, "parts", "18446744073709551614" + rest); }},
+      {"slice past 2^63 ms",
+       [&](std::string h) { return SetHeaderField(h, "parts", "614891469123651" + rest); }}};
+  for (const auto& [label, edit] : forgeries) {
+    std::istringstream in(ForgeDumpHeader(dump.str(), edit));
+    const Status s = ImportDump(*store, "forged", in).status();
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << label << ": " << s.ToString();
+    EXPECT_EQ(store->ReadConfig("forged").status().code(), StatusCode::kNotFound) << label;
+  }
+  std::istringstream same(ForgeDumpHeader(dump.str(), [](std::string h) { return h; }));
+  ASSERT_OK_AND_ASSIGN(auto copy, ImportDump(*store, "copy", same));
+  ASSERT_OK_AND_ASSIGN(bool found, copy->Contains("x"));
+  EXPECT_TRUE(found) << "the forging itself is sound";
+}
+
 // A dump whose part table leaves out a shard, or a scaling filter's layer
 // below its last, would import as a filter without that part's items (every
 // one of them a false negative), though the table adds up: refused, naming
