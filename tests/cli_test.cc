@@ -197,6 +197,38 @@ TEST_F(CliTest, AnImportOfTheOtherFormatSaysWhichFormatToUse) {
   EXPECT_EQ(Run({"info", "h"}).exit_code, 4) << "nothing is made of bad input";
 }
 
+// Merged layer by layer, two scaling filters' first layers each held twice
+// their capacity: the chain answered 7% false positives for a 1% filter, and
+// merge said nothing. It still merges (every item stays present), and says
+// so; a merge or import that stays within the rate says nothing.
+TEST_F(CliTest, AMergePastTheFiltersRateWarns) {
+  std::string a, b;
+  for (int i = 0; i < 2000; ++i) {
+    a += "a" + std::to_string(i) + "\n";
+    b += "b" + std::to_string(i) + "\n";
+  }
+  for (const char* name : {"s1", "s2"}) Create(name, {"--scaling"}, "1000");
+  ASSERT_EQ(Run({"add", "-q", "s1", "-f", "-"}, a).exit_code, 0);
+  ASSERT_EQ(Run({"add", "-q", "s2", "-f", "-"}, b).exit_code, 0);
+  auto r = Run({"merge", "both", "s1", "s2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: 'both' now answers false positives at about"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the chain no longer keeps its bound"), std::string::npos) << r.err;
+  EXPECT_EQ(Run({"check", "-q", "both", "-f", "-"}, a + b).exit_code, 0) << "an item lost";
+  r = Run({"merge", "copy", "s1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  const std::string dump = dir_.path() + "/s2.dump";
+  ASSERT_EQ(Run({"export", "s2", "--format", "redbloom", "-f", dump}).exit_code, 0);
+  r = Run({"import", "restored", "--format", "redbloom", "-f", dump});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  r = Run({"import", "s1", "--format", "redbloom", "-f", dump});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: 's1'"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, NotFoundAndStoreErrors) {
   auto r = Run({"check", "nope", "x"});
   EXPECT_EQ(r.exit_code, 4);

@@ -276,6 +276,28 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
   return 0;
 }
 
+// After an import or merge into a filter that held items, or a merge of
+// several: the cells may now hold more items than the capacity, and answer
+// false positives past the rate the filter was made for (two full filters
+// merged; a scaling filter's layers, merged layer by layer, each past its
+// share). Said, not refused: the union is what was asked for, and every
+// item stays present. 1.5x, so that a filter at its capacity stays quiet.
+void WarnIfPastRate(BloomFilter& filter) {
+  const Result<FilterInfo> info = filter.Info();
+  if (!info.ok() || info->current_fpp <= 1.5 * info->config.error_rate) return;
+  char rate[32];
+  std::snprintf(rate, sizeof(rate), "%.2g", info->current_fpp);
+  std::cerr << "redbloom: warning: '" << filter.name() << "' now answers false positives at about "
+            << rate << " (current_fpp), past its error rate "
+            << FormatDouble(info->config.error_rate)
+            << ": its cells hold more items than its capacity (the items of merged or imported "
+               "filters add up"
+            << (info->config.kind == FilterKind::kScaling
+                    ? ", layer by layer: the chain no longer keeps its bound"
+                    : "")
+            << "); to get the rate back, add the items to a filter sized for all of them\n";
+}
+
 int RunImport(Context& ctx, const std::string& name, const std::string& format,
               const std::string& file, const std::string& encoding, const std::string& capacity,
               const std::string& error) {
@@ -329,6 +351,7 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
                                   : ImportDump(*ctx.store, name, in);
   if (!filter.ok()) return Fail(filter.status().WithContext("import"));
   std::cerr << "imported into " << name << ": " << (*filter)->config().ToString() << "\n";
+  WarnIfPastRate(**filter);
   return 0;
 }
 
@@ -575,6 +598,7 @@ int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::strin
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   if (Status s = Merge(*ctx.store, dest, sources); !s.ok()) return Fail(s.WithContext("merge"));
   std::cerr << "merged " << sources.size() << " filter(s) into " << dest << "\n";
+  if (auto merged = BloomFilter::Open(*ctx.store, dest); merged.ok()) WarnIfPastRate(**merged);
   return 0;
 }
 
