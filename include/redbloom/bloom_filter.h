@@ -126,7 +126,9 @@ class BloomFilter {
   // item fails the call before anything is written. When the store fails
   // part way, *added keeps the answers of the leading items it confirmed
   // added (a plain or counting filter of one array, on Redis: its
-  // transactions answered before the failure; else none), and the items
+  // transactions answered before the failure; a scaling filter: the items
+  // placed in layers before the one that failed, as a new layer a full disk
+  // refused; else none), and the items
   // after them may or may not have been added. The other batch calls below
   // (and their Hashes forms) leave their answer vector empty when they fail.
   Status AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added = nullptr);

@@ -75,16 +75,26 @@ class ScalingPolicy final : public KindPolicy {
     size_t next = 0;
     size_t limit = todo.size();  // what the last layer may take, as far as we know
     std::vector<uint8_t> out(todo.size(), 0);
+    // On a failure (a full disk for the next layer, a store gone), the items
+    // before the first one not known added have their answers: the leading
+    // items confirmed, which dedup prints (a second run finds them present,
+    // and would print them never).
+    const auto stopped = [&](Status s) {
+      for (size_t i = 0; added != nullptr && i < next; ++i) added[where[i]] = out[i];
+      f.set_confirmed(next < where.size() ? where[next] : hashes.size());
+      return s;
+    };
     while (next < todo.size()) {
-      REDBLOOM_RETURN_IF_ERROR(RecordBeforeAdding(f, last));
-      REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, f.Sizing(last));
+      if (Status s = RecordBeforeAdding(f, last); !s.ok()) return stopped(s);
+      Result<PartSizing> sizing = f.Sizing(last);
+      if (!sizing.ok()) return stopped(sizing.status());
       const size_t n = std::min(todo.size() - next, limit);
       size_t done = 0;
       uint64_t room = 0;
-      REDBLOOM_RETURN_IF_ERROR(f.AddTo(last, std::span(todo).subspan(next, n),
-                                       added != nullptr ? &out[next] : nullptr, sizing.capacity,
-                                       &done, &room));
+      Status s = f.AddTo(last, std::span(todo).subspan(next, n),
+                         added != nullptr ? &out[next] : nullptr, sizing->capacity, &done, &room);
       next += done;
+      if (!s.ok()) return stopped(s);
       if (done == n) {
         limit = todo.size();
         continue;
@@ -95,8 +105,8 @@ class ScalingPolicy final : public KindPolicy {
       }
       // The layer is full: start the next one (idempotent; of several writers
       // that race here, one creates it and all use it).
-      REDBLOOM_RETURN_IF_ERROR(f.Sizing(last + 1).status());
-      REDBLOOM_RETURN_IF_ERROR(f.bits().CreatePart(last + 1, 0));
+      if (Status s = f.Sizing(last + 1).status(); !s.ok()) return stopped(s);
+      if (Status s = f.bits().CreatePart(last + 1, 0); !s.ok()) return stopped(s);
       ++last;
       layers.push_back(last);
       f.cache().set_known_parts(layers);
