@@ -354,10 +354,6 @@ TEST_F(RedisStoreTest, AHandleOpenedBeforeADropAndReCreateWritesAsTheNewFilter) 
   }
 }
 
-// The incarnation's edges: a rebuild's swap keeps it (readers of the
-// replaced filter read the new one, as before it), and a filter made by a
-// build before it (no field) is checked as having none, so that a re-create
-// by this build is still noticed.
 // A window handle that has read no slice yet (nothing added when it
 // checked): its next check after a drop and a create with another window
 // read the new filter's slices by the old numbering, and missed them.
@@ -376,6 +372,10 @@ TEST_F(RedisStoreTest, AWindowHandleWithNoSliceReadFollowsAReCreate) {
   }
 }
 
+// The incarnation's edges: a rebuild's swap keeps it (readers of the
+// replaced filter read the new one, as before it), and a filter made by a
+// build before it (no field) is checked as having none, so that a re-create
+// by this build is still noticed.
 TEST_F(RedisStoreTest, TheIncarnationSurvivesARebuildAndMayBeMissing) {
   const FilterConfig config = Config();
   ASSERT_TRUE(store_->Create("inc", config).ok());
@@ -399,6 +399,26 @@ TEST_F(RedisStoreTest, TheIncarnationSurvivesARebuildAndMayBeMissing) {
   ASSERT_TRUE(store_->Create("inc", config).ok());
   EXPECT_EQ(TestOffsets(*older, offsets.data(), 1, k, &flag).code(), StatusCode::kConflict);
   EXPECT_EQ(AddOffsets(*older, offsets.data(), 1, k, &flag).code(), StatusCode::kConflict);
+}
+
+// A rebuild swaps in over metadata it cannot read (a string where the hash
+// was): the swap's script read the old incarnation with HGET, which raised
+// after the bits were already moved, leaving the rebuilt bits under a
+// broken filter and reporting "the old filter is unchanged". It repairs the
+// filter, as before the incarnation.
+TEST_F(RedisStoreTest, ARebuildSwapsInOverMetadataItCannotRead) {
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "wr", Options()));
+  ASSERT_TRUE(f->Add("a").ok());
+  const Status rebuilt = BloomFilter::Rebuild(*store_, "wr", Options(), [&](BloomFilter& temp) {
+    raw_->Must({"DEL", "{wr}:meta"});
+    raw_->Must({"SET", "{wr}:meta", "garbage"});
+    return temp.Add("item1");
+  });
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.ToString();
+  ASSERT_OK_AND_ASSIGN(auto after, BloomFilter::Open(*store_, "wr"));
+  ASSERT_OK_AND_ASSIGN(bool found, after->Contains("item1"));
+  EXPECT_TRUE(found);
+  EXPECT_EQ(raw_->Str({"TYPE", "{wr}:meta"}), "hash");
 }
 
 TEST_F(RedisStoreTest, CreateIsIdempotentOnlyForIdenticalParameters) {
