@@ -132,8 +132,14 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(Store& store, std::stri
   // Slices are whole milliseconds (window / slices, rounded down): a window
   // that does not divide was shorter than the one asked for and reported
   // (1,099 ms in 100 slices lived 1,000). Refused for new filters only: a
-  // stored one (an older build's) keeps the slices it was made with.
-  if (config.kind == FilterKind::kWindow && config.window_millis % config.slices != 0) {
+  // stored one (an older build's) keeps the slices it was made with, and a
+  // create that finds it there opens it, as for any other filter.
+  const auto stored_as_given = [&] {
+    const Result<FilterConfig> stored = store.ReadConfig(name);
+    return stored.ok() && stored->SameFilterAs(config);
+  };
+  if (config.kind == FilterKind::kWindow && config.window_millis % config.slices != 0 &&
+      !stored_as_given()) {
     const uint64_t slice = config.window_millis / config.slices;
     return Status::InvalidArgument(
         "a window of " + std::to_string(config.window_millis) + " ms does not divide into " +

@@ -83,11 +83,15 @@ TEST_P(KindsTest, AWindowThatDoesNotDivideIntoItsSlicesIsRefused) {
   auto refused = BloomFilter::Create(*store_, "odd", o);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("use a window of 109900 or 110000 ms"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("use a window of 109900 or 110000 ms"),
+            std::string::npos)
       << refused.status().message();
   ASSERT_OK_AND_ASSIGN(FilterConfig stored, MakeConfig(o));
   ASSERT_TRUE(store_->Create("odd", stored).ok());
   ASSERT_OK_AND_ASSIGN(auto opened, BloomFilter::Open(*store_, "odd"));
+  bool created = true;
+  ASSERT_OK_AND_ASSIGN(auto again, BloomFilter::Create(*store_, "odd", o, &created));
+  EXPECT_FALSE(created) << "a create of the stored filter opens it";
   const Status added = opened->Add("x");
   ASSERT_TRUE(added.ok()) << added.ToString();
   ASSERT_OK_AND_ASSIGN(bool found, opened->Contains("x"));
