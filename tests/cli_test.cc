@@ -221,6 +221,12 @@ TEST_F(CliTest, AMergePastTheFiltersRateWarns) {
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
   const std::string dump = dir_.path() + "/s2.dump";
   ASSERT_EQ(Run({"export", "s2", "--format", "redbloom", "-f", dump}).exit_code, 0);
+  // A restore into a new name is the filter as it was, whatever its rate.
+  const std::string over = dir_.path() + "/both.dump";
+  ASSERT_EQ(Run({"export", "both", "--format", "redbloom", "-f", over}).exit_code, 0);
+  r = Run({"import", "both-restored", "--format", "redbloom", "-f", over});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
   r = Run({"import", "restored", "--format", "redbloom", "-f", dump});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;

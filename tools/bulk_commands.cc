@@ -290,8 +290,7 @@ void WarnIfPastRate(BloomFilter& filter) {
   std::cerr << "redbloom: warning: '" << filter.name() << "' now answers false positives at about "
             << rate << " (current_fpp), past its error rate "
             << FormatDouble(info->config.error_rate)
-            << ": its cells hold more items than its capacity (the items of merged or imported "
-               "filters add up"
+            << ": it holds more items than it was sized for (its own and those merged in add up"
             << (info->config.kind == FilterKind::kScaling
                     ? ", layer by layer: the chain no longer keeps its bound"
                     : "")
@@ -347,11 +346,12 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   }
   std::istream& in = file == "-" ? std::cin : file_in;
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
+  const bool existed = ctx.store->ReadConfig(name).ok();  // a restore into a new name is as it was
   auto filter = format == "guava" ? ImportGuava(*ctx.store, name, in, options)
                                   : ImportDump(*ctx.store, name, in);
   if (!filter.ok()) return Fail(filter.status().WithContext("import"));
   std::cerr << "imported into " << name << ": " << (*filter)->config().ToString() << "\n";
-  WarnIfPastRate(**filter);
+  if (existed) WarnIfPastRate(**filter);
   return 0;
 }
 
