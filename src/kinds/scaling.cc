@@ -105,8 +105,8 @@ class ScalingPolicy final : public KindPolicy {
       }
       // The layer is full: start the next one (idempotent; of several writers
       // that race here, one creates it and all use it).
-      if (Status s = f.Sizing(last + 1).status(); !s.ok()) return stopped(s);
-      if (Status s = f.bits().CreatePart(last + 1, 0); !s.ok()) return stopped(s);
+      if (Status made = f.Sizing(last + 1).status(); !made.ok()) return stopped(made);
+      if (Status made = f.bits().CreatePart(last + 1, 0); !made.ok()) return stopped(made);
       ++last;
       layers.push_back(last);
       f.cache().set_known_parts(layers);
