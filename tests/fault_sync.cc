@@ -53,20 +53,26 @@ bool MapsFileUnder(const void* addr, const char* prefix) {
   return found;
 }
 
+// Whether a matching sync fails: once the first N (the variable `pass_env`,
+// if set) have passed.
+bool Fails(const char* pass_env, int* passed) {
+  const char* pass = getenv(pass_env);
+  if (pass != nullptr && *passed < atoi(pass)) {
+    ++*passed;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" int fsync(int fd) {
   static auto real = reinterpret_cast<int (*)(int)>(dlsym(RTLD_NEXT, "fsync"));
   static int passed = 0;  // a CLI run syncs from one thread at a time
   const char* dir = getenv("REDBLOOM_FAULT_FSYNC_DIR");
-  if (dir != nullptr && FdIsDirectory(fd, dir)) {
-    const char* pass = getenv("REDBLOOM_FAULT_FSYNC_PASS");
-    if (pass != nullptr && passed < atoi(pass)) {
-      ++passed;
-    } else {
-      errno = EIO;
-      return -1;
-    }
+  if (dir != nullptr && FdIsDirectory(fd, dir) && Fails("REDBLOOM_FAULT_FSYNC_PASS", &passed)) {
+    errno = EIO;
+    return -1;
   }
   return real(fd);
 }
@@ -75,14 +81,10 @@ extern "C" int msync(void* addr, size_t length, int flags) {
   static auto real = reinterpret_cast<int (*)(void*, size_t, int)>(dlsym(RTLD_NEXT, "msync"));
   static int passed = 0;
   const char* prefix = getenv("REDBLOOM_FAULT_MSYNC");
-  if (prefix != nullptr && MapsFileUnder(addr, prefix)) {
-    const char* pass = getenv("REDBLOOM_FAULT_MSYNC_PASS");
-    if (pass != nullptr && passed < atoi(pass)) {
-      ++passed;
-    } else {
-      errno = EIO;
-      return -1;
-    }
+  if (prefix != nullptr && MapsFileUnder(addr, prefix) &&
+      Fails("REDBLOOM_FAULT_MSYNC_PASS", &passed)) {
+    errno = EIO;
+    return -1;
   }
   return real(addr, length, flags);
 }
