@@ -155,7 +155,6 @@ inline uint64_t CountOf(const WordArray& a) {
   return static_cast<int64_t>(raw) < 0 ? 0 : raw;
 }
 
-// How a store keeps the parts of one filter.
 // What changes whenever a filter's set of parts does (file: the parts
 // directory's identity and modification time, which every link and unlink
 // in it moves). `settled`: old enough that a change could not share its
@@ -170,6 +169,7 @@ struct PartsStamp {
   }
 };
 
+// How a store keeps the parts of one filter.
 class WordParts {
  public:
   virtual ~WordParts() = default;

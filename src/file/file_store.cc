@@ -494,9 +494,15 @@ class FileStore final : public Store {
   }
 
   // For FileParts.
-  Status StillNamed(std::string_view name, const FileId& id) const {
-    return CheckStillNamed(name, id);
+  // kNotFound if the name no longer holds main file `id`, kConflict if it
+  // holds another.
+  Status CheckStillNamed(std::string_view name, const FileId& id) const {
+    FileId now;
+    if (IdentityOf(-1, PathOf(name), &now) != 0) return NotFoundStatus(name);
+    if (now != id) return ConfigChangedStatus(name);
+    return Status::Ok();
   }
+
   Result<std::shared_ptr<WordArray>> OpenPart(std::string_view name, const FilterConfig& config,
                                               uint64_t part) {
     if (part == 0 && config.initial_parts() > 0) {
@@ -880,15 +886,6 @@ class FileStore final : public Store {
     return Status::Ok();
   }
 
-  // kNotFound if the name no longer holds main file `id`, kConflict if it
-  // holds another.
-  Status CheckStillNamed(std::string_view name, const FileId& id) const {
-    FileId now;
-    if (IdentityOf(-1, PathOf(name), &now) != 0) return NotFoundStatus(name);
-    if (now != id) return ConfigChangedStatus(name);
-    return Status::Ok();
-  }
-
   // Must not be called with a DirLock held: it takes one exclusively. With
   // `only` (an expired filter's main file, as read before the lock), removes
   // nothing unless the name still holds that file: kNotFound if it holds
@@ -1171,7 +1168,7 @@ Result<std::vector<uint64_t>> FileParts::Existing() {
   // numbers: a filter made again with another window read as empty, until
   // the handle was reopened. The main file is checked after the listing,
   // so that the listing is of the file checked or an older one.
-  if (main_id_) REDBLOOM_RETURN_IF_ERROR(store_->StillNamed(name_, *main_id_));
+  if (main_id_) REDBLOOM_RETURN_IF_ERROR(store_->CheckStillNamed(name_, *main_id_));
   return parts;
 }
 
