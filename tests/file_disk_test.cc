@@ -101,6 +101,14 @@ class FileDiskTest : public ::testing::Test {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + store});
     return RunCommand(args, input);
   }
+  // Scaling filter `name` (20,000 items in its first layer) in `store` on
+  // `disk`, which is then filled: the next layer finds no room.
+  void ScalingFilterOnAFullDisk(TmpfsMount& disk, const std::string& store,
+                                const std::string& name) {
+    ASSERT_EQ(disk.error(), "");
+    ASSERT_EQ(Run(store, {"create", name, "-n", "20000", "-p", "0.01", "--scaling"}).exit_code, 0);
+    ASSERT_TRUE(disk.Fill());
+  }
 };
 
 TEST_F(FileDiskTest, CreateThatDoesNotFitIsExitThreeAndLeavesNoFile) {
@@ -142,10 +150,8 @@ TEST_F(FileDiskTest, FiltersThatExistStillTakeAddsAndLoadsOnAFullDisk) {
 
 TEST_F(FileDiskTest, ScalingGrowthOnAFullDiskIsExitThree) {
   TmpfsMount disk("2m");
-  ASSERT_EQ(disk.error(), "");
   const std::string store = disk.path() + "/s";
-  ASSERT_EQ(Run(store, {"create", "s", "-n", "20000", "-p", "0.01", "--scaling"}).exit_code, 0);
-  ASSERT_TRUE(disk.Fill());
+  ASSERT_NO_FATAL_FAILURE(ScalingFilterOnAFullDisk(disk, store, "s"));
   // Layer 0 holds 20,000 items; the next layer needs room the disk lacks.
   auto add = Run(store, {"add", "-q", "s", "--file", "-"}, Items("x", 60000));
   EXPECT_EQ(add.exit_code, 3) << "exit -1 is a signal (SIGBUS): " << add.err;
@@ -164,10 +170,8 @@ TEST_F(FileDiskTest, ScalingGrowthOnAFullDiskIsExitThree) {
 // only the lines after them.
 TEST_F(FileDiskTest, DedupIntoAScalingFilterOnAFullDiskPrintsTheLinesItAdded) {
   TmpfsMount disk("2m");
-  ASSERT_EQ(disk.error(), "");
   const std::string store = disk.path() + "/s";
-  ASSERT_EQ(Run(store, {"create", "d", "-n", "20000", "-p", "0.01", "--scaling"}).exit_code, 0);
-  ASSERT_TRUE(disk.Fill());
+  ASSERT_NO_FATAL_FAILURE(ScalingFilterOnAFullDisk(disk, store, "d"));
   auto r = Run(store, {"dedup", "d"}, Items("q", 30000));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;

@@ -69,14 +69,18 @@ class FileStoreTest : public ::testing::Test {
   std::vector<std::string_view> scaling_views_;
 
   // 4000 items "PREFIX-i" added to "sc" through a store of its own (as
-  // another process's), into *items.
-  void AddThroughAnotherStore(const std::string& prefix, std::vector<std::string>* items) {
+  // another process's), into *items; they take "sc" past its last layer (the
+  // record of the layers made, which *recorded_before gets, grows).
+  void AddThroughAnotherStore(const std::string& prefix, std::vector<std::string>* items,
+                              uint64_t* recorded_before) {
+    *recorded_before = LayersRecorded();
     StoreOptions options;
     options.clock = clock_;
     ASSERT_OK_AND_ASSIGN(auto other_store, Store::Open("file:" + dir_.path(), options));
     ASSERT_OK_AND_ASSIGN(auto writer, BloomFilter::Open(*other_store, "sc"));
     for (int i = 0; i < 4000; ++i) items->push_back(prefix + "-" + std::to_string(i));
     ASSERT_TRUE(writer->AddMany(std::vector<std::string_view>(items->begin(), items->end())).ok());
+    ASSERT_GT(LayersRecorded(), *recorded_before) << "the writer made no new layer";
   }
 
   // "sc"'s main-file record of the layers made (its header at byte 4072),
@@ -635,11 +639,10 @@ TEST_F(FileStoreTest, AScalingHandleSeesAnotherWritersNewLayerAtOnce) {
   ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
   std::vector<uint8_t> present;
   ASSERT_TRUE(f->ContainsMany(scaling_views_, &present).ok());
-  const uint64_t before = LayersRecorded();
   std::vector<std::string> more;
-  ASSERT_NO_FATAL_FAILURE(AddThroughAnotherStore("N", &more));
+  uint64_t before = 0;
+  ASSERT_NO_FATAL_FAILURE(AddThroughAnotherStore("N", &more, &before));
   const std::vector<std::string_view> views(more.begin(), more.end());
-  ASSERT_GT(LayersRecorded(), before) << "the writer made no new layer";
   // No time has passed for f: it learns of the layers from the record.
   ASSERT_TRUE(f->ContainsMany(views, &present).ok());
   EXPECT_EQ(std::count(present.begin(), present.end(), 1), 4000);
@@ -656,11 +659,10 @@ TEST_F(FileStoreTest, AScalingHandleSeesALayerAWriterLeftUnrecordedAtOnce) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the stamp settles
   std::vector<uint8_t> present;
   ASSERT_TRUE(f->ContainsMany(scaling_views_, &present).ok());
-  const uint64_t before = LayersRecorded();
   std::vector<std::string> more;
-  ASSERT_NO_FATAL_FAILURE(AddThroughAnotherStore("U", &more));
+  uint64_t before = 0;
+  ASSERT_NO_FATAL_FAILURE(AddThroughAnotherStore("U", &more, &before));
   const std::vector<std::string_view> views(more.begin(), more.end());
-  ASSERT_GT(LayersRecorded(), before) << "the writer made no new layer";
   SetLayersRecorded(before);  // as a writer that keeps no record leaves it
   ASSERT_TRUE(f->ContainsMany(views, &present).ok());
   EXPECT_EQ(std::count(present.begin(), present.end(), 1), 4000);
