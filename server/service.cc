@@ -140,7 +140,13 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   FilterOptions o;
   bool has_capacity = false;
   bool has_error_rate = false;
+  // The first field of another kind met: it is refused whatever its value
+  // (`"expansion":2` on a counting filter is the scaling default, and was
+  // silently ignored), as the CLI refuses --expansion without --scaling.
+  std::string scaling_field, window_field;
   for (const auto& [key, v] : j.items()) {
+    if (key == "expansion" && scaling_field.empty()) scaling_field = key;
+    if ((key == "window_ms" || key == "slices") && window_field.empty()) window_field = key;
     if (key == "capacity") {
       has_capacity = true;
       if (v.is_number_unsigned()) {
@@ -198,6 +204,16 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   }
   if (!has_capacity) return Status::InvalidArgument("capacity is required");
   if (!has_error_rate) return Status::InvalidArgument("error_rate is required");
+  const auto other_kind = [&](const std::string& field, const char* kind) {
+    return Status::InvalidArgument(field + " applies to " + kind + " filters only, and kind is \"" +
+                                   std::string(FilterKindName(o.kind)) + "\"");
+  };
+  if (!scaling_field.empty() && o.kind != FilterKind::kScaling) {
+    return other_kind(scaling_field, "scaling");
+  }
+  if (!window_field.empty() && o.kind != FilterKind::kWindow) {
+    return other_kind(window_field, "window");
+  }
   return o;
 }
 

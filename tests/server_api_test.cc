@@ -147,6 +147,12 @@ TEST_P(ServerApiTest, PutRejectsInvalidParametersAndCreatesNothing) {
       // A field twice (nlohmann would keep the last).
       R"({"capacity":1000,"error_rate":0.01,"capacity":2000})",
       R"({"capacity":1000,"error_rate":0.01,"kind":"plain","kind":"counting"})",
+      // Another kind's field, even at its default (2 was ignored on a
+      // counting filter, and window_ms 0 on a plain one).
+      R"({"capacity":1000,"error_rate":0.01,"kind":"counting","expansion":2})",
+      R"({"expansion":2,"capacity":1000,"error_rate":0.01})",
+      R"({"capacity":1000,"error_rate":0.01,"window_ms":0})",
+      R"({"capacity":1000,"error_rate":0.01,"kind":"scaling","slices":4})",
   };
   for (const std::string& body : bad) {
     Answer a = Do("PUT", "/v1/filters/orders", body);
