@@ -795,9 +795,23 @@ Reply Service::AddItems(std::string_view name, std::string_view body) {
         items.Parse(body, IsIntegerEncoding(f.config().encoding), options_.limits));
     return f.AddMany(items.items(), &added);
   });
-  if (!s.ok()) return StoreErrorReply(s);
   uint64_t new_items = 0;
   for (uint8_t a : added) new_items += a;
+  if (!s.ok()) {
+    Reply r = StoreErrorReply(s);
+    if (added.empty()) return r;
+    // The store failed part way and confirmed the leading items (Redis's
+    // transactions answered before the failure, a scaling filter's layers
+    // before one that could not be made): their answers go with the error,
+    // as a retry would read every one of them as not new.
+    metrics_->ItemsAdded(added.size(), new_items);
+    Json j = Json::parse(r.body);
+    Json answers = Json::array();
+    for (uint8_t a : added) answers.push_back(a != 0);
+    j["added"] = std::move(answers);
+    r.body = Dump(j);
+    return r;
+  }
   metrics_->ItemsAdded(added.size(), new_items);
   Reply r;
   r.body = BoolArrayBody("added", added);

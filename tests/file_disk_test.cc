@@ -188,6 +188,41 @@ TEST_F(FileDiskTest, DedupIntoAScalingFilterOnAFullDiskPrintsTheLinesItAdded) {
   EXPECT_EQ(Run(store, {"check", "-q", "d", "--file", "-"}, r.out).exit_code, 0);
 }
 
+// The service's add on a scaling filter that a full disk stops at its next
+// layer answers 507 with the answers of the items placed in the first: a
+// client retrying the batch would read each of them as not new.
+TEST_F(FileDiskTest, ServiceAnswersTheItemsAScalingFilterPlacedBeforeTheDiskFilled) {
+  TmpfsMount disk("2m");
+  const std::string store = disk.path() + "/s";
+  ASSERT_NO_FATAL_FAILURE(ScalingFilterOnAFullDisk(disk, store, "d"));
+  RedbloomdProcess server("file:" + store);
+  server.Start();
+  auto client = server.Client();
+  std::string items = R"({"items":[)";
+  for (int i = 0; i < 30000; ++i) items += (i ? ",\"q" : "\"q") + std::to_string(i) + "\"";
+  items += "]}";
+  Answer add = Call(*client, "POST", "/v1/filters/d/items", items);
+  EXPECT_EQ(add.status, 507) << add.body.substr(0, 300);
+  EXPECT_EQ(add.error(), "resource_exhausted");
+  ASSERT_TRUE(add.json.contains("added") && add.json["added"].is_array()) << add.body.substr(0, 300);
+  const auto& added = add.json["added"];
+  // Layer 0 holds 20,000 items: those were placed, all but its false
+  // positives new; the rest met the full disk.
+  EXPECT_EQ(added.size(), 20000u);
+  const auto fresh = static_cast<size_t>(std::count(added.begin(), added.end(), true));
+  EXPECT_GE(fresh, 19700u);
+  // Each item answered is in the filter, and the answers are the items'.
+  std::string placed = R"({"items":[)";
+  for (size_t i = 0; i < added.size(); ++i) {
+    placed += (i ? ",\"q" : "\"q") + std::to_string(i) + "\"";
+  }
+  placed += "]}";
+  Answer check = Call(*client, "POST", "/v1/filters/d/check", placed);
+  ASSERT_EQ(check.status, 200) << check.body.substr(0, 300);
+  EXPECT_EQ(std::count(check.json["present"].begin(), check.json["present"].end(), false), 0);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
 // An export to a full disk is resource_exhausted, as the stores say a full
 // disk (it was unavailable), and leaves no partial file.
 TEST_F(FileDiskTest, ExportToAFullDiskIsResourceExhausted) {
