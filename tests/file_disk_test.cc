@@ -204,7 +204,8 @@ TEST_F(FileDiskTest, ServiceAnswersTheItemsAScalingFilterPlacedBeforeTheDiskFill
   Answer add = Call(*client, "POST", "/v1/filters/d/items", items);
   EXPECT_EQ(add.status, 507) << add.body.substr(0, 300);
   EXPECT_EQ(add.error(), "resource_exhausted");
-  ASSERT_TRUE(add.json.contains("added") && add.json["added"].is_array()) << add.body.substr(0, 300);
+  ASSERT_TRUE(add.json.contains("added") && add.json["added"].is_array())
+      << add.body.substr(0, 300);
   const auto& added = add.json["added"];
   // Layer 0 holds 20,000 items: those were placed, all but its false
   // positives new; the rest met the full disk.
