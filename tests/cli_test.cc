@@ -362,6 +362,24 @@ TEST_F(CliTest, RebuildKeepsTheParametersItIsNotGiven) {
   expect_info({{"strategy", "guava64"}});
 }
 
+// A Guava file's filter keeps its bits and hashes through a rebuild; a new
+// strategy that cannot take them needs a capacity and error rate, and the
+// refusal names the flags and the filter's own figures to give.
+TEST_F(CliTest, ARebuildToBlockOfAGuavaFilesFilterNamesTheFlagsToGive) {
+  Create("g", {"--strategy", "guava64"});
+  const std::string guava = dir_.path() + "/g.guava";
+  ASSERT_EQ(Run({"export", "g", "--format", "guava", "-f", guava}).exit_code, 0);
+  ASSERT_EQ(Run({"import", "h", "--format", "guava", "-f", guava}).exit_code, 0);
+  const std::string path = WriteFile("h.txt", "a\nb\n");
+  auto r = Run({"rebuild", "h", "--file", path, "--strategy", "block"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("give --capacity and --error too"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("are 951 and 0.0078125"), std::string::npos) << r.err;
+  r = Run({"rebuild", "h", "--file", path, "--strategy", "block", "-n", "951", "-p", "0.0078125"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Run({"check", "-q", "h", "a", "b"}).exit_code, 0);
+}
+
 // export --file writes through what the name is: into a FIFO (or a device,
 // such as /dev/stdout) as it is, and through a symlink to its target. It
 // wrote a temporary file and renamed it over the name, which replaced the

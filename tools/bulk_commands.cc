@@ -626,6 +626,16 @@ Result<FilterOptions> RebuildOptions(const SizingFlags& flags, bool plain, bool 
   }
   if (flags.strategy_option->count() > 0) {
     REDBLOOM_ASSIGN_OR_RETURN(o.strategy, ParseStrategy(flags.strategy));
+    // Bits and hashes kept (a Guava file's) that the new strategy cannot
+    // take: say which flags would size it, with the filter's own figures.
+    if (o.bits != 0 && !GivenGeometry(o.strategy, o.bits, o.hashes).ok()) {
+      return Status::InvalidArgument(
+          "--strategy " + flags.strategy +
+          " sizes a filter by capacity and error rate, and this filter's bits and hashes were "
+          "given (an imported Guava file's): give --capacity and --error too (its own, derived "
+          "from its bits and hashes, are " +
+          std::to_string(old.capacity) + " and " + FormatDouble(old.error_rate) + ")");
+    }
   }
   if (flags.encoding_option->count() > 0) {
     REDBLOOM_ASSIGN_OR_RETURN(o.encoding, ParseEncoding(flags.encoding));
