@@ -194,7 +194,16 @@ int Run(int argc, char** argv) {
         "refused beyond loopback)");
   }
 
-  PeriodicSync periodic_sync(service, metrics, config->service.sync_interval);
+  // Only a file: store's writes wait for a sync; Redis's and mem:'s syncs
+  // did nothing, and counted in redbloomd_syncs_total as if they had.
+  std::chrono::milliseconds sync_every = config->service.sync_interval;
+  if (sync_every.count() > 0 && !service.store_url().starts_with("file:")) {
+    std::fprintf(stderr,
+                 "redbloomd: sync_interval_ms applies to file: stores only; no periodic sync "
+                 "runs for this store\n");
+    sync_every = std::chrono::milliseconds(0);
+  }
+  PeriodicSync periodic_sync(service, metrics, sync_every);
   SignalThread signal_thread([&] {
     int stops = 0;
     siginfo_t first{};

@@ -343,6 +343,23 @@ TEST_F(ServerLifecycleTest, EnvironmentConfiguresTheRunningServer) {
   EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/store/envf.rbf"));
 }
 
+// A periodic sync is for file: stores: on mem: (and Redis) it did nothing
+// and counted as a sync that worked.
+TEST_F(ServerLifecycleTest, APeriodicSyncRunsOnlyForFileStores) {
+  RedbloomdProcess::Options options;
+  options.store = "mem:";
+  options.config_json = R"({"sync_interval_ms": 20})";
+  RedbloomdProcess server(options);
+  server.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto client = server.Client();
+  const std::string body = Call(*client, "GET", "/metrics", "").body;
+  EXPECT_NE(body.find("\nredbloomd_syncs_total 0\n"), std::string::npos) << body;
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  const std::string log = server.Stderr();
+  EXPECT_NE(log.find("sync_interval_ms applies to file: stores only"), std::string::npos) << log;
+}
+
 #ifdef REDBLOOM_FAULT_SYNC_PATH
 // sync_interval_ms makes adds durable while the service runs, not only at
 // shutdown: every open filter is msynced (and the file system synced) each
