@@ -16,6 +16,9 @@ namespace {
 
 constexpr std::string_view kAuthFailed = "authentication failed";
 constexpr std::string_view kPermissionDenied = "permission denied";
+// A command the server does not offer: renamed away (rename-command, as
+// managed services do), or newer than the server.
+constexpr std::string_view kCommandMissing = "command not offered";
 // Failures of TLS itself (a certificate that does not verify, a server that
 // rejects ours): retrying cannot fix them.
 constexpr std::string_view kTlsFailed = "TLS failed";
@@ -134,6 +137,15 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
   return Status::Internal("bug: a transport failure without a kind talking to " + where);
 }
 
+bool IsUnknownCommandReply(std::string_view text) {
+  return StartsWith(text, "ERR unknown command") ||
+         text.find("Unknown Redis command called from script") != std::string_view::npos;
+}
+
+bool IsRefusedCommandReply(std::string_view text) {
+  return StartsWith(text, "NOPERM") || IsUnknownCommandReply(text);
+}
+
 Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
   const std::string where = "redis " + server.display;
   const std::string said(text);
@@ -158,6 +170,12 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
   if (StartsWith(text, "NOPERM") ||
       text.find("The user executing the script can't run this command") != std::string_view::npos) {
     return Status::Unavailable(std::string(kPermissionDenied) + " by " + where + ": " + said);
+  }
+  if (IsUnknownCommandReply(text)) {
+    return Status::Unavailable(std::string(kCommandMissing) + " by " + where +
+                               " (renamed or disabled with rename-command, or newer than the "
+                               "server): " +
+                               said);
   }
   // A master demoted while a WAIT blocked on it (UNBLOCKED ... master ->
   // replica), or a WAIT that reached it just after: a failover under way,
@@ -248,7 +266,7 @@ std::string InfoField(std::string_view info, std::string_view name) {
 bool IsConfigurationFailure(const Status& s) {
   return s.code() == StatusCode::kUnavailable &&
          (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
-          StartsWith(s.message(), kTlsFailed));
+          StartsWith(s.message(), kCommandMissing) || StartsWith(s.message(), kTlsFailed));
 }
 
 bool IsPermanentFailure(const Status& s) {
@@ -533,7 +551,7 @@ Status Connection::Hello() {
       if (info->type != REDIS_REPLY_ERROR) {
         run_id_ = InfoField(ReplyText(info.get()), "run_id");
         REDBLOOM_RETURN_IF_ERROR(CheckStandalone(InfoField(ReplyText(info.get()), "redis_mode")));
-      } else if (!ReplyText(info.get()).starts_with("NOPERM")) {
+      } else if (!IsRefusedCommandReply(ReplyText(info.get()))) {
         return ReplyErrorStatus(ReplyText(info.get()), server);
       }
       continue;

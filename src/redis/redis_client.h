@@ -157,6 +157,12 @@ inline constexpr std::string_view kClockBehind = "clock behind: ";
 
 Status TransportStatus(const IoFailure& failure, const ServerParams& server);
 Status ReplyErrorStatus(std::string_view text, const ServerParams& server);
+// An error reply for a command the server does not know (renamed away with
+// rename-command, or newer than the server).
+bool IsUnknownCommandReply(std::string_view text);
+// The same, or a command the user's ACL denies (NOPERM): a command this
+// client may do without (INFO for restart detection) is skipped on either.
+bool IsRefusedCommandReply(std::string_view text);
 // The message for a key of the wrong type: "key X holds a list, not a bitmap".
 Status WrongTypeStatus(std::string_view key_display, std::string_view type,
                        std::string_view wanted = "a bitmap");

@@ -50,6 +50,33 @@ namespace redbloom::internal::scripts {
   "  return nil\n"                                                            \
   "end\n"
 
+// need(...): nil when the caller may run every command named (false
+// arguments are skipped), else the error naming the first it may not.
+// Scripts do not roll back, so a script that writes more than once asks
+// before its first write: a create denied PEXPIREAT after its HSET left a
+// filter that never expired, a window slice denied HSETNX after its
+// SETRANGE an unlisted slice that was data_loss for every client until it
+// expired. A command renamed away (rename-command) is refused the same way.
+// Redis before 7.0 has no redis.acl_check_cmd: the check is skipped there.
+#define REDBLOOM_LUA_NEED                                                                    \
+  "local function need(...)\n"                                                               \
+  "  if not redis.acl_check_cmd then return nil end\n"                                       \
+  "  for i = 1, select('#', ...) do\n"                                                       \
+  "    local c = select(i, ...)\n"                                                           \
+  "    local known, allowed = true, true\n"                                                  \
+  "    if c then known, allowed = pcall(redis.acl_check_cmd, c) end\n"                       \
+  "    local why = ', which redbloom needs here (nothing was written)'\n"                    \
+  "    if not known then\n"                                                                  \
+  "      return redis.error_reply('ERR unknown command \\'' .. c .. '\\'' .. why)\n"         \
+  "    end\n"                                                                                \
+  "    if not allowed then\n"                                                                \
+  "      return redis.error_reply('NOPERM this user has no permissions to run the \\'' ..\n" \
+  "                               c .. '\\' command' .. why)\n"                              \
+  "    end\n"                                                                                \
+  "  end\n"                                                                                  \
+  "  return nil\n"                                                                           \
+  "end\n"
+
 // Shared prologue. meta_state(key, companion) returns 'ok', 'gone',
 // 'changed' or 'companion'. With a companion key (a filter whose strategy's
 // Java side keeps a hash beside the bitmap: Redisson's {NAME}:config, passed
@@ -66,7 +93,8 @@ namespace redbloom::internal::scripts {
   "local function meta_state(key, companion)\n"                                                \
   "  local m = redis.pcall('HMGET', key, 'format', 'kind', 'strategy', 'encoding',\n"          \
   "                        'bits', 'hashes', 'name', 'incarnation')\n"                         \
-  "  if type(m) ~= 'table' or m.err then return 'changed' end\n"                               \
+  "  if m.err and not string.find(m.err, 'WRONGTYPE', 1, true) then return m end\n"            \
+  "  if m.err then return 'changed' end\n"                                                     \
   "  if not m[1] then return 'gone' end\n"                                                     \
   "  for i = 1, 6 do if m[i] ~= ARGV[i] then return 'changed' end end\n"                       \
   "  local name, inc = ARGV[7], nil\n"                                                         \
@@ -82,6 +110,7 @@ namespace redbloom::internal::scripts {
   "  return 'ok'\n"                                                                            \
   "end\n"                                                                                      \
   "local function fail(s)\n"                                                                   \
+  "  if type(s) == 'table' then return s end\n"                                                \
   "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' filter metadata changed')\n" \
   "end\n"                                                                                      \
   "local function no_part(hash, field)\n"                                                      \
@@ -108,7 +137,7 @@ namespace redbloom::internal::scripts {
 // exists without metadata; {3, type} the meta key is not a hash; {5, used,
 // maxmemory} the bitmap does not fit under the server's maxmemory; {6, now}
 // the expiry is already past by the server's clock (past(), below).
-inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM
+inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
@@ -119,6 +148,8 @@ inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM
     "local bytes = tonumber(ARGV[1])\n"
     "local full = no_room(bytes)\n"
     "if full then return {5, full[1], full[2]} end\n"
+    "local denied = need(bytes > 0 and 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
+    "if denied then return denied end\n"
     // Size the bitmap before writing the metadata: if the allocation fails
     // (OOM), the script stops with nothing written (scripts do not roll
     // back). Writing its last byte makes Redis allocate the string once, at
@@ -143,13 +174,15 @@ inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM
 // A shard that does not fit under maxmemory is refused, as kCreate refuses a
 // filter, before it is allocated: {5, used, max}.
 // KEYS: shard meta, shard bitmap. ARGV: bytes, expires_at_ms, field, value...
-inline constexpr std::string_view kCreateShard = REDBLOOM_LUA_ROOM
+inline constexpr std::string_view kCreateShard = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('EXISTS', KEYS[2]) == 1 then\n"
     "  local have = redis.call('HGET', KEYS[1], 'name')\n"
     "  for i = 3, #ARGV - 1, 2 do\n"
     "    if ARGV[i] == 'name' and ARGV[i + 1] == have then return 1 end\n"
     "  end\n"
     "end\n"
+    "local denied = need('unlink', 'info', 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
+    "if denied then return denied end\n"
     "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
     "local full = no_room(tonumber(ARGV[1]))\n"
     "if full then return {5, full[1], full[2]} end\n"
@@ -200,7 +233,7 @@ inline constexpr std::string_view kShardsReady =
 // is longer than data_bytes (written with a larger m); {6, now} the expiry
 // is already past by the server's clock: its PEXPIREAT would delete the
 // bitmap being adopted, the other program's bits with it.
-inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM
+inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
@@ -213,6 +246,8 @@ inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM
     "if late then return {6, late} end\n"
     // Zero-extension only: bytes past the end of a string already read as 0
     // bits, so no bit changes; it just saves Redis growing the string later.
+    "local denied = need(len < want and 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
+    "if denied then return denied end\n"
     "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
     "if ARGV[2] ~= '0' then\n"
@@ -239,7 +274,7 @@ inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM
 // With a capacity the count grows by `items` here, before the bits are
 // known (a reservation), or the guard answers REDBLOOM_FULL <room>.
 // Returns the room left after the add (capacity 0: 0).
-inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
+inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_NEED
     "local s = meta_state(KEYS[1], KEYS[5])\n"
     // A scratch key can only survive a failed transaction; never reuse it.
     // But one whose commit failed (a script error: a permission revoked, a
@@ -251,6 +286,10 @@ inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE
     "  return reply\n"
     "end\n"
     "if s ~= 'ok' then return refuse(fail(s)) end\n"
+    // The guard's commands and the commit's (BITFIELD between them is
+    // checked as it is queued: its EXECABORT runs nothing).
+    "local denied = need('hexists', 'hget', 'hincrby', 'rename', 'exists', 'del')\n"
+    "if denied then return refuse(denied) end\n"
     "local bad = no_part(KEYS[4], ARGV[9]) or length_error(KEYS[2], ARGV[10])\n"
     "if bad then return refuse(bad) end\n"
     "local room = 0\n"
@@ -297,10 +336,12 @@ inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
 // bitmap is missing), then k offsets per item.
 // Returns {flags, room}: one '0'/'1' per item, 1 if the item turned at least
 // one cell on (the ops run in item order), and the room left.
-inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE
+inline constexpr std::string_view kAddSmall = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_NEED
     "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "restore(KEYS[2], ARGV[14], ARGV[12])\n"
+    "local denied = need('hexists', 'hget', 'bitfield', 'hincrby')\n"
+    "if denied then return denied end\n"
     "local bad = no_part(KEYS[3], ARGV[9]) or length_error(KEYS[2], ARGV[12])\n"
     "if bad then return bad end\n"
     "local k, counting = tonumber(ARGV[10]), ARGV[11] == '1'\n"
@@ -349,11 +390,13 @@ inline constexpr std::string_view kAddCount = REDBLOOM_LUA_PROLOGUE
 
 // KEYS: meta, bitmap, count hash. ARGV: the seven expected fields, data_bytes,
 // count field. Clears the cells and the count; the key keeps its TTL.
-inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
+inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_NEED
     "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "local bad = no_part(KEYS[3], ARGV[9]) or length_error(KEYS[2], ARGV[8])\n"
     "if bad then return bad end\n"
+    "local denied = need('pttl', 'unlink', 'setrange', 'pexpire', 'hset')\n"
+    "if denied then return denied end\n"
     "local ttl = redis.call('PTTL', KEYS[2])\n"
     // UNLINK frees a large string in a background thread instead of blocking
     // the server (a 512 MB string takes ~100 ms to free).
@@ -370,10 +413,12 @@ inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE
 // needs as many), decrementing every counter below 15; a saturated counter
 // may hold more adds than 15, so it is never decremented. Atomic: the whole
 // batch runs as one script. Returns one '0'/'1' per item.
-inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
+inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_NEED
     "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "restore(KEYS[2], ARGV[11], ARGV[10])\n"
+    "local denied = need('hexists', 'bitfield', 'hincrby')\n"
+    "if denied then return denied end\n"
     "local bad = no_part(KEYS[3], ARGV[8]) or length_error(KEYS[2], ARGV[10])\n"
     "if bad then return bad end\n"
     "local k = tonumber(ARGV[9])\n"
@@ -422,7 +467,8 @@ inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE
 // from then on; it gets REDBLOOM_CHANGED and reopens the filter instead.
 // KEYS: meta, part bitmap, parts hash. ARGV: the seven expected fields, P,
 // part bytes, part expires_at_ms, filter expires_at_ms, dense.
-inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_ROOM
+inline constexpr std::string_view kCreatePart =
+    REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local s = meta_state(KEYS[1], KEYS[4])\n"
     "if s ~= 'ok' then return fail(s) end\n"
     "if ARGV[12] == '1' and\n"
@@ -435,6 +481,9 @@ inline constexpr std::string_view kCreatePart = REDBLOOM_LUA_PROLOGUE REDBLOOM_L
     "if stored and stored ~= '0' and past(stored) then return fail('gone') end\n"
     "local late = past(ARGV[10]) or past(ARGV[11])\n"
     "if late then return redis.error_reply('REDBLOOM_PAST ' .. late) end\n"
+    "local denied = need('exists', 'setrange', 'hsetnx', 'hget', 'hset',\n"
+    "                    (ARGV[10] ~= '0' or ARGV[11] ~= '0') and 'pexpireat')\n"
+    "if denied then return denied end\n"
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
     // As in kCreate: a part that does not fit under maxmemory is refused
     // before it is allocated, not left to push the server past its limit.
@@ -562,12 +611,15 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_C
 // numbers... Returns {1} done; {0} no source; {2} parts changed, read again;
 // {4} NAME was re-created as another filter since the check; {5} NAME holds
 // no filter now (dropped while it was rebuilt).
-inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD
+inline constexpr std::string_view kReplace =
+    REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD REDBLOOM_LUA_NEED
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
     "if ARGV[3] ~= '*' and redis.call('EXISTS', KEYS[1]) == 0 then return {5} end\n"
     "if not still_the_old(KEYS[1], ARGV[3], ARGV[4]) then return {4} end\n"
     "if not same_parts(KEYS[3], 5) then return {2} end\n"
+    "local denied = need('unlink', 'exists', 'rename', 'hget', 'hset', 'hdel')\n"
+    "if denied then return denied end\n"
     "for i = 6, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"
     "redis.call('UNLINK', KEYS[3])\n"
     "if redis.call('EXISTS', KEYS[5]) == 1 then\n"
@@ -585,11 +637,14 @@ inline constexpr std::string_view kReplace = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LU
 // add can land in between and a bulk load never clears a bit. Each call costs
 // O(piece), not O(filter): a 512 MB filter loads as many short scripts, with
 // other clients served between them. SETRANGE keeps the key's TTL.
-inline constexpr std::string_view kOrRange = REDBLOOM_LUA_PROLOGUE
+inline constexpr std::string_view kOrRange = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_NEED
     "local s = meta_state(KEYS[1], KEYS[6])\n"
     "if s ~= 'ok' then redis.call('UNLINK', KEYS[2]) return fail(s) end\n"
     "local bad = no_part(KEYS[4], ARGV[10]) or length_error(KEYS[3], ARGV[11])\n"
     "if bad then redis.call('UNLINK', KEYS[2]) return bad end\n"
+    "local denied = need('strlen', 'set', 'getrange', 'bitop', 'setrange', 'get', 'unlink',\n"
+    "                    'hincrby')\n"
+    "if denied then redis.pcall('UNLINK', KEYS[2]) return denied end\n"
     "local len = redis.call('STRLEN', KEYS[2])\n"
     "if len > 0 then\n"
     "  local off = tonumber(ARGV[8])\n"
@@ -607,11 +662,13 @@ inline constexpr std::string_view kOrRange = REDBLOOM_LUA_PROLOGUE
 // 15, as BITFIELD OVERFLOW SAT INCRBY u4 does (ORing counters would corrupt
 // them). Lua walks the piece byte by byte (~125 ns a byte), so pieces are
 // kept small (see kCounterMergeChunk) to hold the server ~2 ms at most.
-inline constexpr std::string_view kAddRange = REDBLOOM_LUA_PROLOGUE
+inline constexpr std::string_view kAddRange = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_NEED
     "local s = meta_state(KEYS[1], KEYS[6])\n"
     "if s ~= 'ok' then redis.call('UNLINK', KEYS[2]) return fail(s) end\n"
     "local bad = no_part(KEYS[4], ARGV[10]) or length_error(KEYS[3], ARGV[11])\n"
     "if bad then redis.call('UNLINK', KEYS[2]) return bad end\n"
+    "local denied = need('get', 'getrange', 'setrange', 'unlink', 'hincrby')\n"
+    "if denied then redis.pcall('UNLINK', KEYS[2]) return denied end\n"
     "local add = redis.call('GET', KEYS[2])\n"
     "if add then\n"
     "  local off = tonumber(ARGV[8])\n"
@@ -657,7 +714,7 @@ inline constexpr std::string_view kAddRange = REDBLOOM_LUA_PROLOGUE
 // (room for the bitmap checked as kCreate does), and {8, type} when the
 // companion key exists without metadata (a filter the Java side created:
 // attach adopts it).
-inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM
+inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
@@ -671,6 +728,8 @@ inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM
     "local full = no_room(bytes)\n"
     "if full then return {5, full[1], full[2]} end\n"
     "local c = tonumber(ARGV[3])\n"
+    "local denied = need(bytes > 0 and 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
+    "if denied then return denied end\n"
     // Bitmap first, as in kCreate: a failed allocation leaves nothing behind.
     "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[3], unpack(ARGV, 4, 3 + c))\n"
@@ -688,7 +747,7 @@ inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM
 // Returns kAttach's codes, and {8, 'none'} no companion; {9, type} the
 // companion is not a hash; {10, size, hashIterations} it holds other
 // parameters.
-inline constexpr std::string_view kAttachCompanion = REDBLOOM_LUA_ROOM
+inline constexpr std::string_view kAttachCompanion = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
@@ -706,6 +765,8 @@ inline constexpr std::string_view kAttachCompanion = REDBLOOM_LUA_ROOM
     "if len > want then return {4, len} end\n"
     "local late = past(ARGV[2])\n"
     "if late then return {6, late} end\n"
+    "local denied = need(len < want and 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
+    "if denied then return denied end\n"
     "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
     "if ARGV[2] ~= '0' then\n"
@@ -727,6 +788,7 @@ inline constexpr std::string_view kAttachCompanion = REDBLOOM_LUA_ROOM
 // 'other': its Java side deleted or re-created it; nothing swapped).
 inline constexpr std::string_view kReplaceCompanion =
     REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD REDBLOOM_LUA_COMPANION_STATE
+        REDBLOOM_LUA_NEED
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
     "if ARGV[5] ~= '*' and redis.call('EXISTS', KEYS[1]) == 0 then return {5} end\n"
@@ -736,6 +798,8 @@ inline constexpr std::string_view kReplaceCompanion =
     "  if st ~= 'same' then return {6, st} end\n"
     "end\n"
     "if not same_parts(KEYS[3], 7) then return {2} end\n"
+    "local denied = need('unlink', 'exists', 'rename', 'hget', 'hset', 'hdel')\n"
+    "if denied then return denied end\n"
     "for i = 8, #KEYS do redis.call('UNLINK', KEYS[i]) end\n"
     "redis.call('UNLINK', KEYS[3])\n"
     "if redis.call('EXISTS', KEYS[5]) == 1 then\n"
@@ -780,6 +844,7 @@ inline constexpr std::string_view kReads =
     "return out\n";
 
 #undef REDBLOOM_LUA_PROLOGUE
+#undef REDBLOOM_LUA_NEED
 #undef REDBLOOM_LUA_SAME_PARTS
 #undef REDBLOOM_LUA_STILL_THE_OLD
 

@@ -634,8 +634,8 @@ class RedisStore final : public Store {
       const auto refused = [&](const redisReply* r, std::string_view what,
                                std::optional<std::string>* warning) -> Status {
         const Status e = ReplyErrorStatus(ReplyText(r), c.server());
-        if (!ReplyText(r).starts_with("NOPERM")) return e;
-        *warning = "redis " + c.server().display + " does not let this user run INFO, so " +
+        if (!IsRefusedCommandReply(ReplyText(r))) return e;
+        *warning = "redis " + c.server().display + " does not let this user run INFO (its ACL or a rename-command), so " +
                    std::string(what) + " is unknown (" + e.message() + ")";
         return Status::Ok();
       };
