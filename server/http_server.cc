@@ -117,6 +117,16 @@ Status ParseTarget(std::string_view target, Target* t) {
     if (!decoded.ok()) return decoded.status().WithContext("filter name");
     t->name = std::move(decoded).value();
     if (t->route == Route::kItem) {
+      // The item is the rest of the path, so an unencoded '?' in it would
+      // silently check (or remove) the item before it: refused, as a query
+      // string means nothing here.
+      if (const size_t q = target.find('?'); q != std::string_view::npos) {
+        return Status::InvalidArgument(
+            "the item's path has a query string ('" + std::string(target.substr(q, 32)) +
+            (target.size() - q > 32 ? "..." : "") +
+            "'), which the item route does not take: percent-encode '?' in an item as %3F "
+            "(and '#' as %23, '%' as %25)");
+      }
       decoded = internal::PercentDecode(item, "the path");
       if (!decoded.ok()) return decoded.status().WithContext("item");
       t->item = std::move(decoded).value();

@@ -116,7 +116,8 @@ int Run(int argc, char** argv) {
   app.add_option("--listen", flags.listen,
                  "HOST:PORT to listen on [env REDBLOOMD_LISTEN, default 127.0.0.1:8080]");
   app.add_option("--store", flags.store,
-                 "store URL: file:DIR, redis://[user:pass@]host[:port][/db], mem: "
+                 "store URL: file:DIR, redis://[user:pass@]host[:port][/db], rediss:// (TLS), "
+                 "redis+unix://, redis-cluster://, redis-sentinel://, mem: "
                  "[env REDBLOOM_STORE, default file:./redbloom-data]");
   app.add_option("--token", flags.token,
                  "bearer token required on /v1 and /metrics [env REDBLOOMD_TOKEN; prefer the "

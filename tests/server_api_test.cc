@@ -396,6 +396,13 @@ TEST_P(ServerApiTest, SingleItemPathIsPercentDecoded) {
   EXPECT_EQ(Do("GET", "/v1/filters/urls/items/a%2Fc").json["present"], false);
   // '+' is a plus in a path, not a space.
   EXPECT_EQ(Do("GET", "/v1/filters/urls/items/with+space").json["present"], false);
+  // An unencoded '?' would check the item before it ("q" for "q?x=1&y=2"):
+  // refused, on GET and DELETE alike, naming the escape.
+  for (const char* method : {"GET", "DELETE"}) {
+    Answer q = Do(method, "/v1/filters/urls/items/q?x=1&y=2");
+    EXPECT_EQ(q.status, 400) << method << " " << q.body;
+    EXPECT_NE(q.body.find("%3F"), std::string::npos) << q.body;
+  }
   // HEAD answers like GET, without a body.
   Answer head = Do("HEAD", "/v1/filters/urls/items/a%2Fb");
   EXPECT_EQ(head.status, 200);

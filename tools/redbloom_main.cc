@@ -426,7 +426,8 @@ int Main(int argc, char** argv) {
   Context ctx;
   ctx.store_url = DefaultStoreUrl();
   app.add_option("--store,-s", ctx.store_url,
-                 "Store URL: file:DIR, mem:, or redis://[user:password@]host[:port][/db] "
+                 "Store URL: file:DIR, mem:, redis://[user:password@]host[:port][/db], "
+                 "rediss:// (TLS), redis+unix://, redis-cluster:// or redis-sentinel:// "
                  "(default $REDBLOOM_STORE, else file:./redbloom-data)");
 
   std::string name;
