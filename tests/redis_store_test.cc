@@ -1130,6 +1130,38 @@ TEST_F(RedisStoreTest, AScalingFilterWhosePartsListLostALayerIsDataLoss) {
   EXPECT_NE(wrong.message().find(parts_key), std::string::npos) << wrong.message();
 }
 
+// A window's metadata records its newest slice. With the parts list and
+// that slice both gone (allkeys eviction takes cold keys together, or a
+// DEL by hand), every item read absent and info showed an empty filter: an
+// audit. Until that slice's expiry it is data_loss, for checks, adds and
+// info, through handles opened before and after.
+TEST_F(RedisStoreTest, AWindowThatLostItsPartsListAndNewestSliceIsDataLoss) {
+  FilterOptions window = Options(1000, 0.01);
+  window.kind = FilterKind::kWindow;
+  window.window_millis = 3600000;
+  window.slices = 4;
+  const auto items = Items(Encoding::kUtf8, 200);
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "win", window));
+  ASSERT_TRUE(f->AddMany(Views(items)).ok());
+  const std::string parts_key = internal::KeysFor("win", internal::KeyMode::kPlain).parts;
+  auto listed = raw_->Run({"HKEYS", parts_key});
+  ASSERT_EQ(listed->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(listed->elements, 1u);
+  const std::string slice = internal::PartKeysFor("win", internal::KeyMode::kPlain,
+                                                  std::stoull(listed->element[0]->str))
+                                .bitmap;
+  ASSERT_EQ(raw_->Int({"DEL", parts_key, slice}), 2);
+  ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(*store_, "win"));
+  std::vector<uint8_t> present;
+  for (BloomFilter* h : {fresh.get(), f.get()}) {
+    const Status checked = h->ContainsMany(Views(items), &present);
+    EXPECT_EQ(checked.code(), StatusCode::kDataLoss) << checked.ToString();
+    EXPECT_NE(checked.message().find("has lost"), std::string::npos) << checked.message();
+    EXPECT_EQ(h->Info().status().code(), StatusCode::kDataLoss);
+    EXPECT_EQ(h->Add("one more").code(), StatusCode::kDataLoss);
+  }
+}
+
 // An add cut short by the store keeps the answers of the transactions Redis
 // confirmed before it failed: those items are in the filter, and dedup must
 // print the new ones, since a second run finds them present. Before, the

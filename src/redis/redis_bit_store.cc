@@ -315,11 +315,28 @@ Status WaitForReplicas(Connection& c, const RedisShared& shared) {
 
 // ---- Parts ------------------------------------------------------------------
 
+const char* RedisBitStore::MadeField() const {
+  return KindOf(config_.kind).dense_parts ? "layers" : "newest_slice";
+}
+
 Status RedisBitStore::CheckLayersListed(std::span<const uint64_t> parts,
                                         const redisReply* layers) const {
-  if (!KindOf(config_.kind).dense_parts || layers->type != REDIS_REPLY_STRING) return Status::Ok();
+  if (layers->type != REDIS_REPLY_STRING) return Status::Ok();  // none recorded (older builds)
   Result<uint64_t> made = ParseUint64(ReplyText(layers));
   if (!made.ok()) return Status::Ok();  // ParseMeta reports a corrupt field
+  if (config_.kind == FilterKind::kWindow) {
+    // The newest slice made must be listed until its expiry: the parts list
+    // and that slice both gone (evicted, deleted) read every item absent.
+    if (std::binary_search(parts.begin(), parts.end(), *made) || SliceMayHaveExpired(*made)) {
+      return Status::Ok();
+    }
+    return Status::DataLoss("window filter '" + name_ + "' has lost slice " +
+                            std::to_string(*made) + " from its parts list " +
+                            DisplayKey(keys_.parts, shared_->keys) +
+                            " (deleted or evicted?), though its metadata records it made and its "
+                            "expiry has not come");
+  }
+  if (!KindOf(config_.kind).dense_parts) return Status::Ok();
   for (uint64_t p = 0; p < *made; ++p) {
     if (!std::binary_search(parts.begin(), parts.end(), p)) {
       return Status::DataLoss(std::string(FilterKindName(config_.kind)) + " filter '" + name_ +
@@ -345,7 +362,7 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
       keys_.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
         live.clear();
         CommandBuffer cmd;
-        cmd.Command({"HMGET", keys_.meta, "format", "layers"});
+        cmd.Command({"HMGET", keys_.meta, "format", MadeField()});
         cmd.Command({"HKEYS", keys_.parts});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta, c.ReadOk());
@@ -669,15 +686,17 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, std::span<Chun
   for (const Chunk& chunk : chunks) AppendPresence(&cmd, *chunk.cells, keys_.parts);
   if (list_parts) {
     cmd.Command({"HKEYS", keys_.parts});
-    cmd.Command({"HGET", keys_.meta, "layers"});
+    cmd.Command({"HGET", keys_.meta, MadeField()});
   }
+  if (config_.kind == FilterKind::kWindow) cmd.Command({"HGET", keys_.meta, "newest_slice"});
   AppendCompanionCheck(&cmd);
   cmd.Command({"EXEC"});
   return stream.Finish();
 }
 
 size_t RedisBitStore::TestQueued(std::span<const Chunk> chunks, bool list_parts) const {
-  size_t queued = 1 + (list_parts ? 2 : 0) + CompanionReplies();
+  size_t queued = 1 + (list_parts ? 2 : 0) + (config_.kind == FilterKind::kWindow ? 1 : 0) +
+                  CompanionReplies();
   for (const Chunk& chunk : chunks) queued += chunk.reads + PresenceReplies(*chunk.cells);
   return queued;
 }
@@ -694,10 +713,17 @@ Status RedisBitStore::ReadTest(Connection& c, std::span<const Chunk> chunks, boo
   if (list_parts && parts_now != nullptr) {
     REDBLOOM_RETURN_IF_ERROR(ReadPartsList(exec->element[at], exec->element[at + 1], parts_now));
   }
+  std::optional<uint64_t> newest;  // a window's newest slice made, if recorded
+  if (config_.kind == FilterKind::kWindow) {
+    const redisReply* r = exec->element[exec->elements - CompanionReplies() - 1];
+    if (r->type == REDIS_REPLY_STRING) {
+      if (Result<uint64_t> n = ParseUint64(ReplyText(r)); n.ok()) newest = *n;
+    }
+  }
   size_t reads = 0;
   at = presence;
   for (const Chunk& chunk : chunks) {
-    REDBLOOM_RETURN_IF_ERROR(ReadChunk(c, chunk, exec.get(), reads, at));
+    REDBLOOM_RETURN_IF_ERROR(ReadChunk(c, chunk, exec.get(), reads, at, newest));
     reads += chunk.reads;
     at += PresenceReplies(*chunk.cells);
   }
@@ -730,7 +756,7 @@ Status RedisBitStore::ReadPartsList(const redisReply* r, const redisReply* layer
 // One chunk's answers: its reads at exec->element[reads], its STRLEN (and
 // HEXISTS, for a listed part) at exec->element[at].
 Status RedisBitStore::ReadChunk(Connection& c, const Chunk& chunk, const redisReply* exec,
-                                size_t reads, size_t at) const {
+                                size_t reads, size_t at, std::optional<uint64_t> newest) const {
   const Cells& cells = *chunk.cells;
   bool exists = true;
   if (cells.listed) {
@@ -749,6 +775,15 @@ Status RedisBitStore::ReadChunk(Connection& c, const Chunk& chunk, const redisRe
                               DisplayKey(keys_.parts, shared_->keys) + " does not name " +
                               cells.display + ", whose key holds bits: the list was deleted or " +
                               "evicted (set maxmemory-policy noeviction or volatile-*)");
+    }
+    // Neither listed nor kept, yet the newest slice the metadata records
+    // made: the list and the slice went together (evicted, deleted).
+    if (newest == b.part && !SliceMayHaveExpired(b.part)) {
+      return Status::DataLoss("window filter '" + name_ + "' has lost " + cells.display +
+                              ", its newest slice, and its parts list " +
+                              DisplayKey(keys_.parts, shared_->keys) +
+                              " no longer names it: deleted or evicted (set maxmemory-policy "
+                              "noeviction or volatile-*)");
     }
     std::fill(b.out + chunk.first, b.out + chunk.first + chunk.n, 0);
     return Status::Ok();

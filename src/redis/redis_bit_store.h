@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,18 +135,25 @@ class RedisBitStore final : public BitStore {
   Status SendTest(Connection& c, CommandBuffer& cmd, std::span<Chunk> chunks, bool list_parts);
   // The commands SendTest queued between MULTI and EXEC.
   size_t TestQueued(std::span<const Chunk> chunks, bool list_parts) const;
-  // A dense kind's (scaling) parts list must hold every layer its metadata's
-  // `layers` field (`layers`: that reply) records as made: the part script
-  // lists a layer and raises the field in one step, so a layer missing from
-  // the list was deleted from it, and its items would read absent.
+  // The metadata field that records the parts made: a scaling filter's
+  // `layers` (made densely from 0), a window's `newest_slice`.
+  const char* MadeField() const;
+  // The parts list must hold every part the metadata records made
+  // (`layers`: its MadeField() reply): every layer of a scaling filter, and
+  // a window's newest slice until its expiry. The part script lists a part
+  // and records it in one step, so a part missing from the list was deleted
+  // from it (with the list itself, evicted), and its items would read
+  // absent: kDataLoss. Nothing recorded (a filter of an older build) checks
+  // nothing.
   Status CheckLayersListed(std::span<const uint64_t> parts, const redisReply* layers) const;
   Status ReadTest(Connection& c, std::span<const Chunk> chunks, bool list_parts,
                   std::vector<uint64_t>* parts_now);
   // A check's HKEYS of the parts list (and its HGET of `layers`) into *parts_now.
   Status ReadPartsList(const redisReply* r, const redisReply* layers,
                        std::vector<uint64_t>* parts_now) const;
+  // `newest`: a window's newest slice made, as its metadata records it.
   Status ReadChunk(Connection& c, const Chunk& chunk, const redisReply* exec, size_t reads,
-                   size_t at) const;
+                   size_t at, std::optional<uint64_t> newest) const;
   Status AddBatch(const Cells& cells, PartBatch& b);
   Status AddSmall(const Cells& cells, PartBatch& b);
   Status RemoveBatch(const Cells& cells, PartBatch& b);

@@ -485,6 +485,14 @@ inline constexpr std::string_view kCreatePart =
     "                    (ARGV[10] ~= '0' or ARGV[11] ~= '0') and 'pexpireat')\n"
     "if denied then return denied end\n"
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+    // The window slice its metadata records as the newest made, with its
+    // key gone, was deleted or evicted: made again empty, its items would
+    // read absent for good. (An older slice may be made after a newer one,
+    // by a client whose clock runs behind: only the newest is known made.)
+    "  local newest = ARGV[12] ~= '1' and redis.call('HGET', KEYS[1], 'newest_slice')\n"
+    "  if newest == ARGV[8] then\n"
+    "    return redis.error_reply('REDBLOOM_VANISHED 0')\n"
+    "  end\n"
     // As in kCreate: a part that does not fit under maxmemory is refused
     // before it is allocated, not left to push the server past its limit.
     "  local full = no_room(tonumber(ARGV[9]))\n"
@@ -498,6 +506,14 @@ inline constexpr std::string_view kCreatePart =
     "if ARGV[11] ~= '0' then redis.call('PEXPIREAT', KEYS[3], ARGV[11]) end\n"
     "local layers = redis.call('HGET', KEYS[1], 'layers')\n"
     "if layers == ARGV[8] then redis.call('HSET', KEYS[1], 'layers', tonumber(layers) + 1) end\n"
+    // A window's newest slice: a check whose parts list lacks it before its
+    // expiry is data_loss, not a window of empty slices.
+    "if ARGV[12] ~= '1' then\n"
+    "  local newest = redis.call('HGET', KEYS[1], 'newest_slice')\n"
+    "  if not newest or tonumber(newest) < tonumber(ARGV[8]) then\n"
+    "    redis.call('HSET', KEYS[1], 'newest_slice', ARGV[8])\n"
+    "  end\n"
+    "end\n"
     "return 1\n";
 
 // Forgets parts whose keys expired. KEYS: parts hash, then one part bitmap
