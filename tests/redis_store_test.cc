@@ -1147,9 +1147,9 @@ TEST_F(RedisStoreTest, AWindowThatLostItsPartsListAndNewestSliceIsDataLoss) {
   auto listed = raw_->Run({"HKEYS", parts_key});
   ASSERT_EQ(listed->type, REDIS_REPLY_ARRAY);
   ASSERT_EQ(listed->elements, 1u);
-  const std::string slice = internal::PartKeysFor("win", internal::KeyMode::kPlain,
-                                                  std::stoull(listed->element[0]->str))
-                                .bitmap;
+  const std::string slice =
+      internal::PartKeysFor("win", internal::KeyMode::kPlain, std::stoull(listed->element[0]->str))
+          .bitmap;
   ASSERT_EQ(raw_->Int({"DEL", parts_key, slice}), 2);
   ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(*store_, "win"));
   std::vector<uint8_t> present;

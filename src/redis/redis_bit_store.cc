@@ -695,8 +695,8 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, std::span<Chun
 }
 
 size_t RedisBitStore::TestQueued(std::span<const Chunk> chunks, bool list_parts) const {
-  size_t queued = 1 + (list_parts ? 2 : 0) + (config_.kind == FilterKind::kWindow ? 1 : 0) +
-                  CompanionReplies();
+  size_t queued =
+      1 + (list_parts ? 2 : 0) + (config_.kind == FilterKind::kWindow ? 1 : 0) + CompanionReplies();
   for (const Chunk& chunk : chunks) queued += chunk.reads + PresenceReplies(*chunk.cells);
   return queued;
 }

@@ -635,7 +635,8 @@ class RedisStore final : public Store {
                                std::optional<std::string>* warning) -> Status {
         const Status e = ReplyErrorStatus(ReplyText(r), c.server());
         if (!IsRefusedCommandReply(ReplyText(r))) return e;
-        *warning = "redis " + c.server().display + " does not let this user run INFO (its ACL or a rename-command), so " +
+        *warning = "redis " + c.server().display +
+                   " does not let this user run INFO (its ACL or a rename-command), so " +
                    std::string(what) + " is unknown (" + e.message() + ")";
         return Status::Ok();
       };
