@@ -2781,6 +2781,14 @@ TEST_F(RedisStoreTest, WarnsWhenTheServerCanEvictFilterKeys) {
   ASSERT_TRUE(volatile_only.ok());
   ASSERT_EQ(volatile_only->size(), 1u);
   EXPECT_NE((*volatile_only)[0].find("TTL"), std::string::npos) << (*volatile_only)[0];
+  // At its maxmemory with noeviction every add is refused (507): /readyz
+  // said "ready" without a word (an audit).
+  raw_->Run({"CONFIG", "SET", "maxmemory", "1"});
+  auto full = store->Warnings();
+  raw_->Run({"CONFIG", "SET", "maxmemory", "0"});
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  ASSERT_EQ(full->size(), 1u);
+  EXPECT_NE((*full)[0].find("is at its maxmemory"), std::string::npos) << (*full)[0];
 
   // A user that may not run INFO: the policy is unknown, which is said.
   raw_->Run({"ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "+@all", "-info"});

@@ -73,6 +73,23 @@ std::optional<std::string> EvictionWarning(const std::string& info, const std::s
          "noeviction, or no TTL on filters you cannot lose";
 }
 
+// The warning for a server at its maxmemory that evicts nothing: every add
+// and create is refused with OOM (507) while checks go on, and a load
+// balancer that reads /readyz should know.
+std::optional<std::string> FullWarning(const std::string& info, const std::string& server) {
+  const std::string used_text = InfoField(info, "used_memory");
+  const std::string max_text = InfoField(info, "maxmemory");
+  const Result<uint64_t> used = ParseUint64(used_text);
+  const Result<uint64_t> max = ParseUint64(max_text);
+  if (InfoField(info, "maxmemory_policy") != "noeviction" || !used.ok() || !max.ok() || *max == 0 ||
+      *used < *max) {
+    return std::nullopt;
+  }
+  return "redis " + server + " is at its maxmemory (" + used_text + " of " + max_text +
+         " bytes used, maxmemory-policy noeviction): adds and creates are refused (OOM) until "
+         "memory is freed or maxmemory raised; checks go on";
+}
+
 // The warning for a master whose replica count `INFO replication` gives and
 // `wait_replicas` does not match. WAIT counts any replicas: with fewer than
 // all of them, a failover may promote one that never had an acknowledged
@@ -640,12 +657,13 @@ class RedisStore final : public Store {
                    std::string(what) + " is unknown (" + e.message() + ")";
         return Status::Ok();
       };
-      std::optional<std::string> warnings[2];
+      std::optional<std::string> warnings[3];
       if (memory->type == REDIS_REPLY_ERROR) {
         REDBLOOM_RETURN_IF_ERROR(
             refused(memory.get(), "whether it can evict filter keys", &warnings[0]));
       } else {
         warnings[0] = EvictionWarning(ReplyString(memory.get()), c.server().display);
+        warnings[2] = FullWarning(ReplyString(memory.get()), c.server().display);
       }
       if (replication != nullptr && replication->type == REDIS_REPLY_ERROR) {
         REDBLOOM_RETURN_IF_ERROR(
