@@ -342,6 +342,10 @@ TEST_F(RedisAclTest, ACallRefusedForAMissingPermissionLeavesNoHalfFilter) {
       Run(WriterWithout("+pexpireat"), {"create", "t", "-n", "1000", "-p", "0.01", "--ttl", "1h"});
   EXPECT_NE(r.err.find("'pexpireat'"), std::string::npos) << r.err;
   EXPECT_EQ(server_->Cli({"DBSIZE"}), "0\n") << "nothing made";
+  // INFO, which a create reads maxmemory with, is named too (it was "ERR The
+  // user executing the script can't run this command").
+  const auto no_info = Run(WriterWithout("+info"), {"create", "t", "-n", "1000", "-p", "0.01"});
+  EXPECT_NE(no_info.err.find("'info'"), std::string::npos) << no_info.err;
 }
 
 // A managed Redis may rename commands away. With INFO renamed every call

@@ -146,10 +146,11 @@ inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local late = past(ARGV[2])\n"
     "if late then return {6, late} end\n"
     "local bytes = tonumber(ARGV[1])\n"
+    "local denied = need('info', bytes > 0 and 'setrange', 'hset',\n"
+    "                    ARGV[2] ~= '0' and 'pexpireat')\n"
+    "if denied then return denied end\n"
     "local full = no_room(bytes)\n"
     "if full then return {5, full[1], full[2]} end\n"
-    "local denied = need(bytes > 0 and 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
-    "if denied then return denied end\n"
     // Size the bitmap before writing the metadata: if the allocation fails
     // (OOM), the script stops with nothing written (scripts do not roll
     // back). Writing its last byte makes Redis allocate the string once, at
@@ -495,6 +496,8 @@ inline constexpr std::string_view kCreatePart =
     "  end\n"
     // As in kCreate: a part that does not fit under maxmemory is refused
     // before it is allocated, not left to push the server past its limit.
+    "  denied = need('info')\n"
+    "  if denied then return denied end\n"
     "  local full = no_room(tonumber(ARGV[9]))\n"
     "  if full then\n"
     "    return redis.error_reply('REDBLOOM_NOROOM ' .. full[1] .. ' ' .. full[2])\n"
@@ -741,11 +744,12 @@ inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM REDBLOOM_
     "local late = past(ARGV[2])\n"
     "if late then return {6, late} end\n"
     "local bytes = tonumber(ARGV[1])\n"
+    "local denied = need('info', bytes > 0 and 'setrange', 'hset',\n"
+    "                    ARGV[2] ~= '0' and 'pexpireat')\n"
+    "if denied then return denied end\n"
     "local full = no_room(bytes)\n"
     "if full then return {5, full[1], full[2]} end\n"
     "local c = tonumber(ARGV[3])\n"
-    "local denied = need(bytes > 0 and 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
-    "if denied then return denied end\n"
     // Bitmap first, as in kCreate: a failed allocation leaves nothing behind.
     "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[3], unpack(ARGV, 4, 3 + c))\n"
