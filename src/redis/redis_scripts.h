@@ -289,7 +289,7 @@ inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA
     "if s ~= 'ok' then return refuse(fail(s)) end\n"
     // The guard's commands and the commit's (BITFIELD between them is
     // checked as it is queued: its EXECABORT runs nothing).
-    "local denied = need('hexists', 'hget', 'hincrby', 'rename', 'exists', 'del')\n"
+    "local denied = need('hexists', 'hget', 'hincrby', 'rename', 'exists', 'del', 'rpush')\n"
     "if denied then return refuse(denied) end\n"
     "local bad = no_part(KEYS[4], ARGV[9]) or length_error(KEYS[2], ARGV[10])\n"
     "if bad then return refuse(bad) end\n"
