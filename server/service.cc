@@ -799,7 +799,10 @@ Reply Service::AddItems(std::string_view name, std::string_view body) {
   for (uint8_t a : added) new_items += a;
   if (!s.ok()) {
     Reply r = StoreErrorReply(s);
-    if (added.empty()) return r;
+    // Only for a store that failed: a filter found gone or changed on a
+    // retry has no answers to give (those of an attempt before would be of
+    // the filter that went).
+    if (added.empty() || !IsStoreFault(s.code())) return r;
     // The store failed part way and confirmed the leading items (Redis's
     // transactions answered before the failure, a scaling filter's layers
     // before one that could not be made): their answers go with the error,

@@ -241,7 +241,7 @@ Status PingServer(Connection& c) {
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
   if (r->type == REDIS_REPLY_ERROR) {
     const std::string_view text(r->str, r->len);
-    if (text.starts_with("NOPERM")) return Status::Ok();
+    if (IsRefusedCommandReply(text)) return Status::Ok();
     return ReplyErrorStatus(text, c.server());
   }
   if (r->type != REDIS_REPLY_STATUS || std::string_view(r->str, r->len) != "PONG") {
@@ -567,9 +567,9 @@ Status Connection::Hello() {
   if (r->type == REDIS_REPLY_ERROR) {
     const std::string_view denied = ReplyText(r);
     // A user without +role: INFO replication says the same, if it may run it.
-    if (!denied.starts_with("NOPERM") || replication.empty()) {
+    if (!IsRefusedCommandReply(denied) || replication.empty()) {
       Status s = ReplyErrorStatus(denied, server);
-      if (!denied.starts_with("NOPERM")) return s;
+      if (!IsRefusedCommandReply(denied)) return s;
       return Status::Unavailable(s.message() +
                                  " (a Sentinel store checks each server's role when it connects: "
                                  "grant the user +role, or +info)");

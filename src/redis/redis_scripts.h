@@ -51,7 +51,8 @@ namespace redbloom::internal::scripts {
   "end\n"
 
 // need(...): nil when the caller may run every command named (false
-// arguments are skipped), else the error naming the first it may not.
+// arguments are skipped; {'info', 'memory'} asks for a subcommand, which an
+// ACL may allow alone), else the error naming the first it may not.
 // Scripts do not roll back, so a script that writes more than once asks
 // before its first write: a create denied PEXPIREAT after its HSET left a
 // filter that never expired, a window slice denied HSETNX after its
@@ -64,7 +65,12 @@ namespace redbloom::internal::scripts {
   "  for i = 1, select('#', ...) do\n"                                                       \
   "    local c = select(i, ...)\n"                                                           \
   "    local known, allowed = true, true\n"                                                  \
-  "    if c then known, allowed = pcall(redis.acl_check_cmd, c) end\n"                       \
+  "    if type(c) == 'table' then\n"                                                         \
+  "      known, allowed = pcall(redis.acl_check_cmd, unpack(c))\n"                           \
+  "      c = table.concat(c, '|')\n"                                                         \
+  "    elseif c then\n"                                                                      \
+  "      known, allowed = pcall(redis.acl_check_cmd, c)\n"                                   \
+  "    end\n"                                                                                \
   "    local why = ', which redbloom needs here (nothing was written)'\n"                    \
   "    if not known then\n"                                                                  \
   "      return redis.error_reply('ERR unknown command \\'' .. c .. '\\'' .. why)\n"         \
@@ -146,7 +152,7 @@ inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local late = past(ARGV[2])\n"
     "if late then return {6, late} end\n"
     "local bytes = tonumber(ARGV[1])\n"
-    "local denied = need('info', bytes > 0 and 'setrange', 'hset',\n"
+    "local denied = need({'info', 'memory'}, bytes > 0 and 'setrange', 'hset',\n"
     "                    ARGV[2] ~= '0' and 'pexpireat')\n"
     "if denied then return denied end\n"
     "local full = no_room(bytes)\n"
@@ -182,7 +188,8 @@ inline constexpr std::string_view kCreateShard = REDBLOOM_LUA_ROOM REDBLOOM_LUA_
     "    if ARGV[i] == 'name' and ARGV[i + 1] == have then return 1 end\n"
     "  end\n"
     "end\n"
-    "local denied = need('unlink', 'info', 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
+    "local denied = need('unlink', {'info', 'memory'}, 'setrange', 'hset',\n"
+    "                    ARGV[2] ~= '0' and 'pexpireat')\n"
     "if denied then return denied end\n"
     "redis.call('UNLINK', KEYS[1], KEYS[2])\n"
     "local full = no_room(tonumber(ARGV[1]))\n"
@@ -496,7 +503,7 @@ inline constexpr std::string_view kCreatePart =
     "  end\n"
     // As in kCreate: a part that does not fit under maxmemory is refused
     // before it is allocated, not left to push the server past its limit.
-    "  denied = need('info')\n"
+    "  denied = need({'info', 'memory'})\n"
     "  if denied then return denied end\n"
     "  local full = no_room(tonumber(ARGV[9]))\n"
     "  if full then\n"
@@ -744,7 +751,7 @@ inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM REDBLOOM_
     "local late = past(ARGV[2])\n"
     "if late then return {6, late} end\n"
     "local bytes = tonumber(ARGV[1])\n"
-    "local denied = need('info', bytes > 0 and 'setrange', 'hset',\n"
+    "local denied = need({'info', 'memory'}, bytes > 0 and 'setrange', 'hset',\n"
     "                    ARGV[2] ~= '0' and 'pexpireat')\n"
     "if denied then return denied end\n"
     "local full = no_room(bytes)\n"

@@ -77,17 +77,20 @@ std::optional<std::string> EvictionWarning(const std::string& info, const std::s
 // and create is refused with OOM (507) while checks go on, and a load
 // balancer that reads /readyz should know.
 std::optional<std::string> FullWarning(const std::string& info, const std::string& server) {
-  const std::string used_text = InfoField(info, "used_memory");
-  const std::string max_text = InfoField(info, "maxmemory");
-  const Result<uint64_t> used = ParseUint64(used_text);
-  const Result<uint64_t> max = ParseUint64(max_text);
-  if (InfoField(info, "maxmemory_policy") != "noeviction" || !used.ok() || !max.ok() || *max == 0 ||
-      *used < *max) {
+  // Redis compares with maxmemory what it would evict: used_memory less the
+  // replication and AOF buffers (mem_not_counted_for_evict).
+  const Result<uint64_t> used = ParseUint64(InfoField(info, "used_memory"));
+  const Result<uint64_t> max = ParseUint64(InfoField(info, "maxmemory"));
+  const Result<uint64_t> buffers = ParseUint64(InfoField(info, "mem_not_counted_for_evict"));
+  if (InfoField(info, "maxmemory_policy") != "noeviction" || !used.ok() || !max.ok() || *max == 0) {
     return std::nullopt;
   }
-  return "redis " + server + " is at its maxmemory (" + used_text + " of " + max_text +
+  const uint64_t counted = *used - std::min(*used, buffers.ok() ? *buffers : 0);
+  if (counted < *max) return std::nullopt;
+  return "redis " + server + " is at its maxmemory (" + std::to_string(counted) + " of " +
+         std::to_string(*max) +
          " bytes used, maxmemory-policy noeviction): adds and creates are refused (OOM) until "
-         "memory is freed or maxmemory raised; checks go on";
+         "memory is freed or maxmemory raised; checks go on (on Redis 7)";
 }
 
 // The warning for a master whose replica count `INFO replication` gives and
