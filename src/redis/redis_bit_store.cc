@@ -356,6 +356,19 @@ bool RedisBitStore::SliceMayHaveExpired(uint64_t part) const {
   return CapExpiry(SliceExpiresAt(config_, part), filter_expires_at_ms_) <= now + grace;
 }
 
+uint64_t RedisBitStore::OldestSureSlice() const {
+  if (config_.kind != FilterKind::kWindow || config_.slice_millis() == 0) return UINT64_MAX;
+  // Slices from `first` on expire after now + SliceMayHaveExpired's grace
+  // (a slice of slack more), unless the filter's own expiry comes first.
+  const uint64_t ms = config_.slice_millis();
+  const uint64_t latest =
+      (shared_->options.clock->NowMillis() + std::max<uint64_t>(ms, 1000)) / ms + 2;
+  for (uint64_t p = latest > config_.slices ? latest - config_.slices : 0; p <= latest; ++p) {
+    if (!SliceMayHaveExpired(p)) return p;
+  }
+  return UINT64_MAX;
+}
+
 Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
   std::vector<uint64_t> live;
   Status s = shared_->source->Run(
@@ -476,13 +489,14 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
         CommandBuffer cmd;
         Connection::LongerWait wait(c, Connection::AllocationWait(cells->bytes));
         BeginEval(&cmd, scripts::kCreatePart, ScriptKeys({cells->meta, cells->bitmap, keys_.parts}),
-                  kChecked + 5);
+                  kChecked + 6);
         for (const auto& v : cells->checked) cmd.Arg(v);
         cmd.Arg(part);
         cmd.Arg(cells->bytes);
         cmd.Arg(expires_at);
         cmd.Arg(filter_expires_at_ms_);
         cmd.Arg(KindOf(config_.kind).dense_parts ? "1" : "0");
+        cmd.Arg(OldestSureSlice());
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
         constexpr std::string_view kNoRoom = "REDBLOOM_NOROOM ";
@@ -494,6 +508,15 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
               " of filter '" + name_ + "': its " + std::to_string(cells->bytes) +
               " bytes and the " + std::string(used_max.substr(0, space)) +
               " bytes in use exceed maxmemory " + std::string(used_max.substr(space + 1)));
+        }
+        constexpr std::string_view kLost = "REDBLOOM_LOST ";
+        if (r->type == REDIS_REPLY_ERROR && ReplyText(r.get()).starts_with(kLost)) {
+          return Status::DataLoss(
+              "window filter '" + name_ + "' has lost slice " +
+              std::string(ReplyText(r.get()).substr(kLost.size())) + ", its newest before slice " +
+              std::to_string(part) +
+              ": its key is gone (deleted or evicted) while the slice is in the window (set "
+              "maxmemory-policy noeviction or volatile-*)");
         }
         constexpr std::string_view kPast = "REDBLOOM_PAST ";
         if (r->type == REDIS_REPLY_ERROR && ReplyText(r.get()).starts_with(kPast)) {

@@ -135,6 +135,10 @@ class RedisBitStore final : public BitStore {
   Status SendTest(Connection& c, CommandBuffer& cmd, std::span<Chunk> chunks, bool list_parts);
   // The commands SendTest queued between MULTI and EXEC.
   size_t TestQueued(std::span<const Chunk> chunks, bool list_parts) const;
+  // A window's oldest slice that cannot have expired by this client's clock
+  // (SliceMayHaveExpired false), for kCreatePart's check of the newest slice
+  // made; UINT64_MAX for other kinds, or when none is sure.
+  uint64_t OldestSureSlice() const;
   // The metadata field that records the parts made: a scaling filter's
   // `layers` (made densely from 0), a window's `newest_slice`.
   const char* MadeField() const;

@@ -473,8 +473,19 @@ inline constexpr std::string_view kRemove = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_N
 // (the metadata's seven fields the same) would otherwise make layer P of the
 // new filter without its layer P - 1, and the filter would be data_loss
 // from then on; it gets REDBLOOM_CHANGED and reopens the filter instead.
+// A window's metadata records its newest slice made (`newest_slice`, and its
+// key `newest_key`): moving on from it while it is in the window, with its
+// key gone, is refused (REDBLOOM_LOST), as is making it again (its key
+// gone: REDBLOOM_VANISHED). Its items would read absent for good otherwise:
+// the parts list and that slice evicted together read as an empty window.
+// Only the newest is known made: an older slice may be made after a newer
+// one by a client whose clock runs behind. (`newest_key` is in the
+// filter's slot, so the script may read it without declaring it.)
 // KEYS: meta, part bitmap, parts hash. ARGV: the seven expected fields, P,
-// part bytes, part expires_at_ms, filter expires_at_ms, dense.
+// part bytes, part expires_at_ms, filter expires_at_ms, dense, the oldest
+// slice that cannot have expired yet by the client's clock (with the grace
+// of RedisBitStore::SliceMayHaveExpired; a number past every slice when
+// none is sure, and for other kinds).
 inline constexpr std::string_view kCreatePart =
     REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local s = meta_state(KEYS[1], KEYS[4])\n"
@@ -492,15 +503,17 @@ inline constexpr std::string_view kCreatePart =
     "local denied = need('exists', 'setrange', 'hsetnx', 'hget', 'hset',\n"
     "                    (ARGV[10] ~= '0' or ARGV[11] ~= '0') and 'pexpireat')\n"
     "if denied then return denied end\n"
+    "local newest = ARGV[12] ~= '1' and redis.call('HMGET', KEYS[1], 'newest_slice', "
+    "'newest_key')\n"
+    "if newest and newest[1] and newest[2] and\n"
+    "   tonumber(newest[1]) < tonumber(ARGV[8]) and\n"
+    "   tonumber(newest[1]) >= tonumber(ARGV[13]) and\n"
+    "   redis.call('EXISTS', newest[2]) == 0 then\n"
+    "  return redis.error_reply('REDBLOOM_LOST ' .. newest[1])\n"
+    "end\n"
     "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
-    // The window slice its metadata records as the newest made, with its
-    // key gone, was deleted or evicted: made again empty, its items would
-    // read absent for good. (An older slice may be made after a newer one,
-    // by a client whose clock runs behind: only the newest is known made.)
-    "  local newest = ARGV[12] ~= '1' and redis.call('HGET', KEYS[1], 'newest_slice')\n"
-    "  if newest == ARGV[8] then\n"
-    "    return redis.error_reply('REDBLOOM_VANISHED 0')\n"
-    "  end\n"
+    "  if newest and newest[1] == ARGV[8] then return redis.error_reply('REDBLOOM_VANISHED 0') "
+    "end\n"
     // As in kCreate: a part that does not fit under maxmemory is refused
     // before it is allocated, not left to push the server past its limit.
     "  denied = need({'info', 'memory'})\n"
@@ -516,13 +529,8 @@ inline constexpr std::string_view kCreatePart =
     "if ARGV[11] ~= '0' then redis.call('PEXPIREAT', KEYS[3], ARGV[11]) end\n"
     "local layers = redis.call('HGET', KEYS[1], 'layers')\n"
     "if layers == ARGV[8] then redis.call('HSET', KEYS[1], 'layers', tonumber(layers) + 1) end\n"
-    // A window's newest slice: a check whose parts list lacks it before its
-    // expiry is data_loss, not a window of empty slices.
-    "if ARGV[12] ~= '1' then\n"
-    "  local newest = redis.call('HGET', KEYS[1], 'newest_slice')\n"
-    "  if not newest or tonumber(newest) < tonumber(ARGV[8]) then\n"
-    "    redis.call('HSET', KEYS[1], 'newest_slice', ARGV[8])\n"
-    "  end\n"
+    "if newest and (not newest[1] or tonumber(newest[1]) < tonumber(ARGV[8])) then\n"
+    "  redis.call('HSET', KEYS[1], 'newest_slice', ARGV[8], 'newest_key', KEYS[2])\n"
     "end\n"
     "return 1\n";
 
