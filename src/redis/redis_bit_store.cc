@@ -319,6 +319,17 @@ const char* RedisBitStore::MadeField() const {
   return KindOf(config_.kind).dense_parts ? "layers" : "newest_slice";
 }
 
+bool RedisBitStore::ReadsMade(bool list_parts) const {
+  return list_parts || config_.kind == FilterKind::kWindow;
+}
+
+Status RedisBitStore::LostNewestSlice(uint64_t slice, std::string_view how) const {
+  return Status::DataLoss(
+      "window filter '" + name_ + "' has lost slice " + std::to_string(slice) +
+      ", the newest its metadata records made, before its expiry: " + std::string(how) +
+      " (deleted or evicted; set maxmemory-policy " + "noeviction or volatile-*)");
+}
+
 Status RedisBitStore::CheckLayersListed(std::span<const uint64_t> parts,
                                         const redisReply* layers) const {
   if (layers->type != REDIS_REPLY_STRING) return Status::Ok();  // none recorded (older builds)
@@ -330,11 +341,8 @@ Status RedisBitStore::CheckLayersListed(std::span<const uint64_t> parts,
     if (std::binary_search(parts.begin(), parts.end(), *made) || SliceMayHaveExpired(*made)) {
       return Status::Ok();
     }
-    return Status::DataLoss("window filter '" + name_ + "' has lost slice " +
-                            std::to_string(*made) + " from its parts list " +
-                            DisplayKey(keys_.parts, shared_->keys) +
-                            " (deleted or evicted?), though its metadata records it made and its "
-                            "expiry has not come");
+    return LostNewestSlice(
+        *made, "its parts list " + DisplayKey(keys_.parts, shared_->keys) + " no longer names it");
   }
   if (!KindOf(config_.kind).dense_parts) return Status::Ok();
   for (uint64_t p = 0; p < *made; ++p) {
@@ -511,12 +519,11 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
         }
         constexpr std::string_view kLost = "REDBLOOM_LOST ";
         if (r->type == REDIS_REPLY_ERROR && ReplyText(r.get()).starts_with(kLost)) {
-          return Status::DataLoss(
-              "window filter '" + name_ + "' has lost slice " +
-              std::string(ReplyText(r.get()).substr(kLost.size())) + ", its newest before slice " +
-              std::to_string(part) +
-              ": its key is gone (deleted or evicted) while the slice is in the window (set "
-              "maxmemory-policy noeviction or volatile-*)");
+          uint64_t lost = 0;
+          const std::string_view text = ReplyText(r.get()).substr(kLost.size());
+          std::from_chars(text.data(), text.data() + text.size(), lost);
+          return LostNewestSlice(
+              lost, "its key is gone, found as slice " + std::to_string(part) + " was made");
         }
         constexpr std::string_view kPast = "REDBLOOM_PAST ";
         if (r->type == REDIS_REPLY_ERROR && ReplyText(r.get()).starts_with(kPast)) {
@@ -707,19 +714,17 @@ Status RedisBitStore::SendTest(Connection& c, CommandBuffer& cmd, std::span<Chun
   }
   AppendMetaCheck(&cmd, *chunks.front().cells);
   for (const Chunk& chunk : chunks) AppendPresence(&cmd, *chunk.cells, keys_.parts);
-  if (list_parts) {
-    cmd.Command({"HKEYS", keys_.parts});
-    cmd.Command({"HGET", keys_.meta, MadeField()});
-  }
-  if (config_.kind == FilterKind::kWindow) cmd.Command({"HGET", keys_.meta, "newest_slice"});
+  if (list_parts) cmd.Command({"HKEYS", keys_.parts});
+  // The record of the parts made, for the listing and, on a window, for the
+  // slices' own check (ReadChunk).
+  if (ReadsMade(list_parts)) cmd.Command({"HGET", keys_.meta, MadeField()});
   AppendCompanionCheck(&cmd);
   cmd.Command({"EXEC"});
   return stream.Finish();
 }
 
 size_t RedisBitStore::TestQueued(std::span<const Chunk> chunks, bool list_parts) const {
-  size_t queued =
-      1 + (list_parts ? 2 : 0) + (config_.kind == FilterKind::kWindow ? 1 : 0) + CompanionReplies();
+  size_t queued = 1 + (list_parts ? 1 : 0) + (ReadsMade(list_parts) ? 1 : 0) + CompanionReplies();
   for (const Chunk& chunk : chunks) queued += chunk.reads + PresenceReplies(*chunk.cells);
   return queued;
 }
@@ -733,15 +738,14 @@ Status RedisBitStore::ReadTest(Connection& c, std::span<const Chunk> chunks, boo
   REDBLOOM_RETURN_IF_ERROR(CheckCompanion(exec.get()));
   const size_t presence = at;
   for (const Chunk& chunk : chunks) at += PresenceReplies(*chunk.cells);
+  const redisReply* made =
+      ReadsMade(list_parts) ? exec->element[at + (list_parts ? 1 : 0)] : nullptr;
   if (list_parts && parts_now != nullptr) {
-    REDBLOOM_RETURN_IF_ERROR(ReadPartsList(exec->element[at], exec->element[at + 1], parts_now));
+    REDBLOOM_RETURN_IF_ERROR(ReadPartsList(exec->element[at], made, parts_now));
   }
   std::optional<uint64_t> newest;  // a window's newest slice made, if recorded
-  if (config_.kind == FilterKind::kWindow) {
-    const redisReply* r = exec->element[exec->elements - CompanionReplies() - 1];
-    if (r->type == REDIS_REPLY_STRING) {
-      if (Result<uint64_t> n = ParseUint64(ReplyText(r)); n.ok()) newest = *n;
-    }
+  if (config_.kind == FilterKind::kWindow && made->type == REDIS_REPLY_STRING) {
+    if (Result<uint64_t> n = ParseUint64(ReplyText(made)); n.ok()) newest = *n;
   }
   size_t reads = 0;
   at = presence;
@@ -802,11 +806,8 @@ Status RedisBitStore::ReadChunk(Connection& c, const Chunk& chunk, const redisRe
     // Neither listed nor kept, yet the newest slice the metadata records
     // made: the list and the slice went together (evicted, deleted).
     if (newest == b.part && !SliceMayHaveExpired(b.part)) {
-      return Status::DataLoss("window filter '" + name_ + "' has lost " + cells.display +
-                              ", its newest slice, and its parts list " +
-                              DisplayKey(keys_.parts, shared_->keys) +
-                              " no longer names it: deleted or evicted (set maxmemory-policy "
-                              "noeviction or volatile-*)");
+      return LostNewestSlice(b.part, "its key and its name in the parts list " +
+                                         DisplayKey(keys_.parts, shared_->keys) + " are gone");
     }
     std::fill(b.out + chunk.first, b.out + chunk.first + chunk.n, 0);
     return Status::Ok();

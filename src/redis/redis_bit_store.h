@@ -142,6 +142,12 @@ class RedisBitStore final : public BitStore {
   // The metadata field that records the parts made: a scaling filter's
   // `layers` (made densely from 0), a window's `newest_slice`.
   const char* MadeField() const;
+  // Whether a check transaction reads MadeField(): for a listing of the
+  // parts, and on every window check (its newest slice, for ReadChunk).
+  bool ReadsMade(bool list_parts) const;
+  // kDataLoss for a window's newest slice made, lost before its expiry;
+  // `how` says how it was found.
+  Status LostNewestSlice(uint64_t slice, std::string_view how) const;
   // The parts list must hold every part the metadata records made
   // (`layers`: its MadeField() reply): every layer of a scaling filter, and
   // a window's newest slice until its expiry. The part script lists a part
