@@ -145,8 +145,6 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   // silently ignored), as the CLI refuses --expansion without --scaling.
   std::string scaling_field, window_field;
   for (const auto& [key, v] : j.items()) {
-    if (key == "expansion" && scaling_field.empty()) scaling_field = key;
-    if ((key == "window_ms" || key == "slices") && window_field.empty()) window_field = key;
     if (key == "capacity") {
       has_capacity = true;
       if (v.is_number_unsigned()) {
@@ -164,6 +162,7 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
       if (!v.is_number()) return Status::InvalidArgument("error_rate must be a number");
       o.error_rate = v.get<double>();
     } else if (key == "expansion") {
+      scaling_field = key;
       if (!v.is_number()) return Status::InvalidArgument("expansion must be a number");
       o.expansion = v.get<double>();
     } else if (key == "shards") {
@@ -177,6 +176,7 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
         return Status::InvalidArgument(key + " must be a whole number >= 0");
       }
       const uint64_t x = v.get<uint64_t>();
+      if (key != "ttl_seconds" && window_field.empty()) window_field = key;
       if (key == "window_ms") {
         o.window_millis = x;
       } else if (key == "ttl_seconds") {
@@ -248,11 +248,20 @@ Result<uint64_t> FilterBytes(const FilterConfig& config) {
   return total;
 }
 
-Reply ErrorReply(int http_status, std::string_view code, std::string_view message) {
+namespace {
+
+// Every error answer's body, {"error":"<code>","message":"<message>"}.
+Json ErrorJson(std::string_view code, std::string_view message) {
   Json j;
   j["error"] = std::string(code);
   j["message"] = std::string(message);
-  return JsonReply(http_status, j);
+  return j;
+}
+
+}  // namespace
+
+Reply ErrorReply(int http_status, std::string_view code, std::string_view message) {
+  return JsonReply(http_status, ErrorJson(code, message));
 }
 
 Reply ErrorReply(const Status& status) {
@@ -808,7 +817,7 @@ Reply Service::AddItems(std::string_view name, std::string_view body) {
     // before one that could not be made): their answers go with the error,
     // as a retry would read every one of them as not new.
     metrics_->ItemsAdded(added.size(), new_items);
-    Json j = Json::parse(r.body);
+    Json j = ErrorJson(StatusCodeName(s.code()), s.message());
     Json answers = Json::array();
     for (uint8_t a : added) answers.push_back(a != 0);
     j["added"] = std::move(answers);
