@@ -41,7 +41,7 @@ add_dependencies(redis_java_test redbloom_seed_redis)
 if(TARGET redbloom_cli)
   redbloom_add_test(redis_cli_test redis_cli_test.cc LABELS redis
                     LIBS nlohmann_json::nlohmann_json)
-  redbloom_add_test(redis_acl_test redis_acl_test.cc LABELS redis)
+  redbloom_add_test(redis_acl_test redis_acl_test.cc LABELS redis COST 164)
 endif()
 
 # Redis Cluster: a real 3-master, 3-replica cluster started by the test.
