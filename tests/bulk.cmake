@@ -13,7 +13,7 @@ add_custom_command(
 add_custom_target(redbloom_guava_files DEPENDS ${REDBLOOM_GUAVA_FILES_CLASSDIR}/GuavaFiles.class)
 
 redbloom_add_test(bulk_test bulk_test.cc
-  LABELS bulk COST 64
+  LABELS bulk COST 50
   LIBS ZLIB::ZLIB nlohmann_json::nlohmann_json
   DEFS GUAVA_JAR="${REDBLOOM_GUAVA_JAR}" JAVA="${Java_JAVA_EXECUTABLE}"
        GUAVA_FILES_CLASSDIR="${REDBLOOM_GUAVA_FILES_CLASSDIR}")

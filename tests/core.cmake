@@ -16,11 +16,11 @@ redbloom_add_test(strategy_test strategy_test.cc LABELS core)
 redbloom_add_test(funnel_test funnel_test.cc LABELS core)
 redbloom_add_test(store_test store_test.cc LABELS "core;redis")
 redbloom_add_test(file_store_test file_store_test.cc LABELS core LIBS ZLIB::ZLIB)
-redbloom_add_test(bloom_filter_test bloom_filter_test.cc LABELS core COST 32)
+redbloom_add_test(bloom_filter_test bloom_filter_test.cc LABELS core COST 19)
 redbloom_add_test(info_sample_test info_sample_test.cc LABELS core)
 if(TARGET redbloom_cli)
   redbloom_add_test(cli_test cli_test.cc ${PROJECT_SOURCE_DIR}/tools/exit_codes.cc
-                    LABELS core LIBS nlohmann_json::nlohmann_json COST 24)
+                    LABELS core LIBS nlohmann_json::nlohmann_json COST 40)
   target_include_directories(cli_test PRIVATE ${PROJECT_SOURCE_DIR}/tools)
   # Fails chosen syncs, preloaded into the CLI (tests/fault_sync.cc).
   add_library(redbloom_fault_sync MODULE fault_sync.cc)

@@ -2,7 +2,7 @@
 # (tests/redis_server.h); a missing redis-server fails them, it never skips.
 # Java interop needs the JDK and Guava jar that interop.cmake found.
 set(_redis_libs PkgConfig::HIREDIS)
-redbloom_add_test(redis_store_test redis_store_test.cc LABELS redis LIBS ${_redis_libs})
+redbloom_add_test(redis_store_test redis_store_test.cc LABELS redis LIBS ${_redis_libs} COST 48)
 redbloom_add_test(redis_restart_test redis_restart_test.cc LABELS "redis;fault")
 # The client's parts that need no server: reply parsers on RESP bytes, fan-out.
 redbloom_add_test(redis_client_unit_test redis_client_unit_test.cc LABELS redis LIBS ${_redis_libs})
@@ -41,7 +41,7 @@ add_dependencies(redis_java_test redbloom_seed_redis)
 if(TARGET redbloom_cli)
   redbloom_add_test(redis_cli_test redis_cli_test.cc LABELS redis
                     LIBS nlohmann_json::nlohmann_json)
-  redbloom_add_test(redis_acl_test redis_acl_test.cc LABELS redis COST 164)
+  redbloom_add_test(redis_acl_test redis_acl_test.cc LABELS redis COST 70)
 endif()
 
 # Redis Cluster: a real 3-master, 3-replica cluster started by the test.
