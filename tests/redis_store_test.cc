@@ -2840,6 +2840,29 @@ TEST_F(RedisStoreTest, WarnsWhenTheServerCanEvictFilterKeys) {
   EXPECT_NE((*waiting)[0].find("wait_replicas"), std::string::npos) << (*waiting)[0];
 }
 
+// A master with min-replicas-to-write and no replica in sync refuses every
+// write (NOREPLICAS); /readyz and `info` said nothing of it (an audit).
+TEST_F(RedisStoreTest, WarnsWhileNoReplicaIsInSyncForMinReplicasToWrite) {
+  auto store = MustOpen(server_->url());
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "norep", Options()));
+  ASSERT_TRUE(f->Add("before").ok());
+  raw_->Run({"CONFIG", "SET", "min-replicas-to-write", "1"});
+  auto refusing = store->Warnings();
+  const Status added = f->Add("during");
+  auto kept = f->Contains("before");
+  raw_->Run({"CONFIG", "SET", "min-replicas-to-write", "0"});
+  ASSERT_TRUE(refusing.ok()) << refusing.status().ToString();
+  ASSERT_EQ(refusing->size(), 1u);
+  EXPECT_NE((*refusing)[0].find("min-replicas-to-write"), std::string::npos) << (*refusing)[0];
+  EXPECT_EQ(added.code(), StatusCode::kUnavailable) << added.ToString();
+  EXPECT_NE(added.message().find("min-replicas-to-write"), std::string::npos) << added.ToString();
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_TRUE(*kept) << "checks go on";
+  auto writing = store->Warnings();
+  ASSERT_TRUE(writing.ok()) << writing.status().ToString();
+  EXPECT_TRUE(writing->empty()) << (*writing)[0];
+}
+
 TEST_F(RedisStoreTest, SlowServerIsDeadlineExceededAndTheConnectionRecovers) {
   auto store = MustOpen(server_->url() + "?command_timeout_ms=100");
   auto f = BloomFilter::Create(*store, "f", Options());

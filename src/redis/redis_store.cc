@@ -125,6 +125,21 @@ std::optional<std::string> ReplicaWarning(const std::string& info, const std::st
   return std::nullopt;
 }
 
+// The warning for a master that refuses every write for want of replicas:
+// `INFO replication` has min_slaves_good_slaves only while
+// min-replicas-to-write is set, and none good refuses every add and create
+// (NOREPLICAS, 503). Fewer good than the setting refuses them too, but INFO
+// does not give the setting (CONFIG is what managed services deny), so
+// only none is said.
+std::optional<std::string> NoReplicasWarning(const std::string& info, const std::string& server) {
+  if (InfoField(info, "role") != "master" || InfoField(info, "min_slaves_good_slaves") != "0") {
+    return std::nullopt;
+  }
+  return "redis " + server +
+         " has min-replicas-to-write set and no replica in sync: adds and creates are refused "
+         "(NOREPLICAS) until one is; checks go on";
+}
+
 class RedisStore final : public Store {
  public:
   RedisStore(RedisUrl url, std::shared_ptr<RedisShared> shared)
@@ -636,20 +651,17 @@ class RedisStore final : public Store {
     std::vector<std::string> out;
     std::mutex mu;  // a cluster's masters are asked in parallel
     Status s = shared_->source->ForEachServer([&](Connection& c) -> Status {
-      // INFO replication only where wait_replicas asks for replicas, as its
-      // own command (Redis 6 takes one section per INFO): a user allowed
-      // INFO memory alone must not lose its readiness to a warning it does
-      // not need.
+      // INFO replication as its own command (Redis 6 takes one section per
+      // INFO). A user allowed INFO memory alone must not lose its readiness
+      // to a warning it does not need: its refusal is a warning only where
+      // wait_replicas asks for replicas.
       const bool replicas = shared_->wait_replicas > 0;
       CommandBuffer cmd;
       cmd.Command({"INFO", "memory"});
-      if (replicas) cmd.Command({"INFO", "replication"});
+      cmd.Command({"INFO", "replication"});
       REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr memory, c.Read());
-      ReplyPtr replication;
-      if (replicas) {
-        REDBLOOM_ASSIGN_OR_RETURN(replication, c.Read());
-      }
+      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr replication, c.Read());
       // A NOPERM answer is a warning of its own; other errors fail the call.
       const auto refused = [&](const redisReply* r, std::string_view what,
                                std::optional<std::string>* warning) -> Status {
@@ -660,7 +672,7 @@ class RedisStore final : public Store {
                    std::string(what) + " is unknown (" + e.message() + ")";
         return Status::Ok();
       };
-      std::optional<std::string> warnings[3];
+      std::optional<std::string> warnings[4];
       if (memory->type == REDIS_REPLY_ERROR) {
         REDBLOOM_RETURN_IF_ERROR(
             refused(memory.get(), "whether it can evict filter keys", &warnings[0]));
@@ -668,12 +680,15 @@ class RedisStore final : public Store {
         warnings[0] = EvictionWarning(ReplyString(memory.get()), c.server().display);
         warnings[2] = FullWarning(ReplyString(memory.get()), c.server().display);
       }
-      if (replication != nullptr && replication->type == REDIS_REPLY_ERROR) {
+      if (replication->type == REDIS_REPLY_ERROR) {
+        std::optional<std::string> unknown;
         REDBLOOM_RETURN_IF_ERROR(
-            refused(replication.get(), "whether wait_replicas counts its replicas", &warnings[1]));
-      } else if (replication != nullptr) {
+            refused(replication.get(), "whether wait_replicas counts its replicas", &unknown));
+        if (replicas) warnings[1] = std::move(unknown);
+      } else {
         warnings[1] = ReplicaWarning(ReplyString(replication.get()), c.server().display,
                                      shared_->wait_replicas);
+        warnings[3] = NoReplicasWarning(ReplyString(replication.get()), c.server().display);
       }
       std::lock_guard<std::mutex> lock(mu);
       for (auto& w : warnings) {
