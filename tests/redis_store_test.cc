@@ -2589,7 +2589,11 @@ TEST(RedisReplicationTest, RepeatedAddIsNotAcknowledgedBeforeItsBitsAreReplicate
   auto again = BloomFilter::Open(*second, "f");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   // The replica stops answering for 4 s: it receives nothing in that time.
-  std::thread asleep([&] { replica.Cli({"DEBUG", "SLEEP", "4"}); });
+  // From a connection opened before, so that the command is on its way at
+  // once (a redis-cli started here could take longer than the wait below
+  // under load, and the first add was then replicated: a flaky failure).
+  RawRedis sleeper(replica.port());
+  std::thread asleep([&] { sleeper.Run({"DEBUG", "SLEEP", "4"}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const Status s1 = (*created)->Add("lagging");
   EXPECT_EQ(s1.code(), StatusCode::kUnavailable) << s1.ToString();
