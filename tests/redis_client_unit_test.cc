@@ -26,6 +26,7 @@
 #include "redis/redis_client.h"
 #include "redis/redis_companion.h"
 #include "redis/redis_scripts.h"
+#include "redis/redis_warnings.h"
 #include "redis/sentinel_source.h"
 #include "test_util.h"
 
@@ -116,6 +117,56 @@ TEST(InfoFieldTest, ReadsWholeFieldsOnly) {
   EXPECT_EQ(InfoField(info, "Memory"), "");
   EXPECT_EQ(InfoField("run_id:abc", "run_id"), "abc");  // no line end
   EXPECT_EQ(InfoField("", "role"), "");
+}
+
+// The store's warnings read what Redis itself compares: used_memory less
+// the replication and AOF buffers (mem_not_counted_for_evict) against
+// maxmemory, and only under noeviction (other policies evict rather than
+// refuse, which EvictionWarning says).
+TEST(WarningsTest, FullCountsWhatRedisComparesWithMaxmemory) {
+  const auto memory = [](const std::string& policy, const std::string& used,
+                         const std::string& buffers) {
+    return "# Memory\r\nused_memory:" + used + "\r\nmaxmemory:900\r\nmaxmemory_policy:" + policy +
+           "\r\nmem_not_counted_for_evict:" + buffers + "\r\n";
+  };
+  const auto full = FullWarning(memory("noeviction", "1000", "0"), "h:1");
+  ASSERT_TRUE(full.has_value());
+  EXPECT_NE(full->find("1000 of 900 bytes"), std::string::npos) << *full;
+  EXPECT_FALSE(FullWarning(memory("noeviction", "1000", "200"), "h:1").has_value())
+      << "800 bytes counted, under 900";
+  EXPECT_FALSE(FullWarning(memory("allkeys-lru", "1000", "0"), "h:1").has_value());
+  EXPECT_FALSE(FullWarning(memory("noeviction", "1000", "2000"), "h:1").has_value());
+  EXPECT_FALSE(FullWarning("# Memory\r\nused_memory:1000\r\nmaxmemory:0\r\n"
+                           "maxmemory_policy:noeviction\r\n",
+                           "h:1")
+                   .has_value())
+      << "no maxmemory";
+}
+
+TEST(WarningsTest, NoReplicasOnlyWhenNoneIsInSync) {
+  const auto replication = [](const std::string& role, const std::string& good) {
+    return "# Replication\r\nrole:" + role + "\r\nconnected_slaves:0\r\n" +
+           (good.empty() ? "" : "min_slaves_good_slaves:" + good + "\r\n");
+  };
+  const auto none = NoReplicasWarning(replication("master", "0"), "h:1");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_NE(none->find("min-replicas-to-write"), std::string::npos) << *none;
+  EXPECT_FALSE(NoReplicasWarning(replication("master", "1"), "h:1").has_value());
+  EXPECT_FALSE(NoReplicasWarning(replication("master", ""), "h:1").has_value()) << "setting off";
+  EXPECT_FALSE(NoReplicasWarning(replication("slave", "0"), "h:1").has_value());
+}
+
+// A command renamed away is the server's configuration, as a denied one
+// is: not retried, exit 3, HTTP 503 (it was `internal`, and retried).
+TEST(ReplyErrorTest, AnUnknownCommandIsAConfigurationFailure) {
+  ServerParams server;
+  server.display = "127.0.0.1:6379";
+  const Status s =
+      ReplyErrorStatus("ERR unknown command 'INFO', with args beginning with: ", server);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_TRUE(IsConfigurationFailure(s)) << s.ToString();
+  EXPECT_TRUE(IsPermanentFailure(s)) << s.ToString();
+  EXPECT_FALSE(IsConfigurationFailure(ReplyErrorStatus("LOADING Redis is loading", server)));
 }
 
 TEST(ClusterRedirectTest, ReadsSlotHostAndPort) {
