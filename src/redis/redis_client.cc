@@ -22,6 +22,8 @@ constexpr std::string_view kCommandMissing = "command not offered";
 // Failures of TLS itself (a certificate that does not verify, a server that
 // rejects ours): retrying cannot fix them.
 constexpr std::string_view kTlsFailed = "TLS failed";
+// A server at its maxclients (ReplyErrorStatus).
+constexpr std::string_view kMaxClients = "has all its connections in use (its maxclients)";
 
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
 
@@ -191,7 +193,7 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
   // The server refused before running anything: transient states an
   // operator ends (or a retry outlives), not a bug.
   if (StartsWith(text, "ERR max number of clients reached")) {
-    return Status::Unavailable(where + " has all its connections in use (its maxclients): " + said);
+    return Status::Unavailable(where + " " + std::string(kMaxClients) + ": " + said);
   }
   if (StartsWith(text, "NOREPLICAS")) {
     return Status::Unavailable(where +
@@ -803,6 +805,10 @@ ConnectionPool::~ConnectionPool() = default;
 
 Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
   const auto deadline = std::chrono::steady_clock::now() + server_.command_timeout;
+  // The server refused this pool another connection at its maxclients: the
+  // callers share those the pool holds, as they do a full pool's, until one
+  // comes back or the deadline passes.
+  std::optional<Status> server_full;
   std::unique_lock lock(mu_);
   while (true) {
     while (!idle_.empty()) {
@@ -824,7 +830,7 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       lock.lock();
       --open_;
     }
-    if (open_ < size_) {
+    if (open_ < size_ && !(server_full.has_value() && open_ > 0)) {
       ++open_;
       lock.unlock();
       Result<std::unique_ptr<Connection>> conn = Connection::Open(server_);
@@ -832,6 +838,10 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
         lock.lock();
         --open_;
         returned_.notify_one();
+        if (open_ > 0 && conn.status().message().find(kMaxClients) != std::string_view::npos) {
+          server_full = conn.status();
+          continue;
+        }
         return conn.status();
       }
       const std::string& now = (*conn)->run_id_;
@@ -850,7 +860,13 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       return Lease(this, std::move(conn).value());
     }
     if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
-        open_ >= size_) {
+        (open_ >= size_ || server_full.has_value())) {
+      if (server_full.has_value()) {
+        return Status::Unavailable(server_full->message() + " (the " + std::to_string(open_) +
+                                   " connections this pool holds stayed busy for " +
+                                   std::to_string(server_.command_timeout.count()) +
+                                   " ms; raise its maxclients, or set pool_size below it)");
+      }
       return Status::DeadlineExceeded("all " + std::to_string(size_) + " connections to redis " +
                                       server_.display + " stayed busy for " +
                                       std::to_string(server_.command_timeout.count()) +
