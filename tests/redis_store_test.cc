@@ -2640,6 +2640,27 @@ TEST(RedisReplicationTest, RepeatedAddIsNotAcknowledgedBeforeItsBitsAreReplicate
 // Before, the layer's SETRANGE took the server past maxmemory (4.8 MB to
 // 12.2 MB under 8 MB in the audit), and every write on it, to any filter,
 // then failed with OOM.
+// A window filter makes its slices later: one whose slice does not fit under
+// maxmemory is refused at its create, as a plain filter is. It was created,
+// and every add then answered 507 (an audit).
+TEST_F(RedisStoreTest, AWindowWhoseSliceDoesNotFitUnderMaxmemoryIsRefusedAtCreate) {
+  const std::string memory = raw_->Str({"INFO", "memory"});
+  const uint64_t used = std::stoull(memory.substr(memory.find("used_memory:") + 12));
+  raw_->Must({"CONFIG", "SET", "maxmemory", std::to_string(used + 1'000'000)});
+  FilterOptions big = Window(3'600'000, 2);
+  big.capacity = 3'000'000;  // slices of about 3.6 MB
+  const Status refused = BloomFilter::Create(*store_, "bigw", big).status();
+  const std::string left = raw_->Str({"EXISTS", "{bigw}:meta"});
+  // A window whose slices fit is created under the same limit, and adds.
+  auto fits = BloomFilter::Create(*store_, "smallw", Window(3'600'000, 2));
+  const Status added = fits.ok() ? (*fits)->Add("x") : fits.status();
+  raw_->Must({"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_NE(refused.message().find("a slice's"), std::string::npos) << refused.message();
+  EXPECT_EQ(left, "0") << "nothing made";
+  EXPECT_TRUE(added.ok()) << added.ToString();
+}
+
 TEST_F(RedisStoreTest, ALayerThatDoesNotFitUnderMaxmemoryIsRefusedBeforeItIsMade) {
   FilterOptions scaling = Options(20'000, 0.01);
   scaling.kind = FilterKind::kScaling;

@@ -139,6 +139,8 @@ namespace redbloom::internal::scripts {
   "end\n"
 
 // KEYS: meta, bitmap. ARGV: main_bytes, expires_at_ms, then field, value pairs.
+// A negative main_bytes is a filter whose parts all come later (a window
+// filter's slices): no bitmap is made, but one of that many bytes must fit.
 // Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
 // exists without metadata; {3, type} the meta key is not a hash; {5, used,
 // maxmemory} the bitmap does not fit under the server's maxmemory; {6, now}
@@ -152,10 +154,12 @@ inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local late = past(ARGV[2])\n"
     "if late then return {6, late} end\n"
     "local bytes = tonumber(ARGV[1])\n"
+    "local room = math.abs(bytes)\n"
+    "if bytes < 0 then bytes = 0 end\n"
     "local denied = need({'info', 'memory'}, bytes > 0 and 'setrange', 'hset',\n"
     "                    ARGV[2] ~= '0' and 'pexpireat')\n"
     "if denied then return denied end\n"
-    "local full = no_room(bytes)\n"
+    "local full = no_room(room)\n"
     "if full then return {5, full[1], full[2]} end\n"
     // Size the bitmap before writing the metadata: if the allocation fails
     // (OOM), the script stops with nothing written (scripts do not roll

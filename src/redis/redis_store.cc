@@ -72,8 +72,15 @@ class RedisStore final : public Store {
     const uint64_t expires_at = FilterExpiry(clock(), config);
     if (config.shards > 1) return CreateSharded(name, config, keys, expires_at);
     // Part 0 is sized now unless the kind's parts all come later (a window
-    // filter's time slices).
+    // filter's time slices); then the first must fit under maxmemory now, or
+    // no add ever could (an audit: a create answered "created" and every add
+    // 507).
     const uint64_t main_bytes = config.initial_parts() > 0 ? config.data_bytes() : 0;
+    uint64_t later_part_bytes = 0;
+    if (main_bytes == 0) {
+      REDBLOOM_ASSIGN_OR_RETURN(PartSizing first, SizePart(config, 0));
+      later_part_bytes = first.bytes(config.cell_bits());
+    }
     // Not idempotent: a create whose answer was lost and that is sent again
     // would report kAlreadyExists for the filter it made itself.
     return shared_->source->Run(
@@ -82,7 +89,7 @@ class RedisStore final : public Store {
           Connection::LongerWait wait(c, Connection::AllocationWait(main_bytes));
           REDBLOOM_ASSIGN_OR_RETURN(
               ReplyPtr r, EvalWithMeta(c, scripts::kCreate, name, keys, config, main_bytes,
-                                       expires_at, "create", {}));
+                                       expires_at, "create", {}, later_part_bytes));
           const int64_t code = r->element[0]->integer;
           if (code == 0) return WaitForReplicas(c, *shared_);
           if (code == 1) {
@@ -97,7 +104,10 @@ class RedisStore final : public Store {
                 "' exists without redbloom metadata (written by another program, "
                 "e.g. a Java service?); use attach to adopt it, or delete it");
           }
-          if (code == 5 && r->elements >= 3) return NoRoom(name, main_bytes, r.get());
+          if (code == 5 && r->elements >= 3) {
+            if (main_bytes > 0) return NoRoom(name, main_bytes, r.get());
+            return NoRoom(name, later_part_bytes, r.get(), "a slice's");
+          }
           if (code == 6 && r->elements >= 2) {
             return ExpiryPastStatus(c.server().display, "filter '" + DisplayName(name) + "'",
                                     expires_at, static_cast<uint64_t>(r->element[1]->integer));
@@ -744,7 +754,8 @@ class RedisStore final : public Store {
   Result<ReplyPtr> EvalWithMeta(Connection& c, std::string_view script, std::string_view name,
                                 const FilterKeys& keys, const FilterConfig& config, uint64_t bytes,
                                 uint64_t expires_at, std::string_view origin,
-                                const std::vector<std::pair<std::string, std::string>>& extra) {
+                                const std::vector<std::pair<std::string, std::string>>& extra,
+                                uint64_t later_part_bytes = 0) {
     auto fields = MetaFields(name, config, origin, expires_at);
     fields.insert(fields.end(), extra.begin(), extra.end());
     CommandBuffer cmd;
@@ -754,7 +765,11 @@ class RedisStore final : public Store {
                          expires_at, fields);
     } else {
       BeginEval(&cmd, script, {keys.meta, keys.bitmap}, 2 + 2 * fields.size());
-      cmd.Arg(bytes);
+      if (bytes == 0 && later_part_bytes > 0) {
+        cmd.Arg('-', later_part_bytes);  // kCreate: room for a later part
+      } else {
+        cmd.Arg(bytes);
+      }
       cmd.Arg(expires_at);
       for (const auto& [field, value] : fields) {
         cmd.Arg(field);
@@ -776,11 +791,13 @@ class RedisStore final : public Store {
   }
 
   // The create script found no room under maxmemory (code 5): {5, used, max}.
-  Status NoRoom(std::string_view name, uint64_t bytes, const redisReply* r) const {
+  Status NoRoom(std::string_view name, uint64_t bytes, const redisReply* r,
+                std::string_view whose = "its") const {
     return Status::ResourceExhausted(
-        url_.Redacted() + " has no room for filter '" + DisplayName(name) + "': its " +
-        std::to_string(bytes) + " bytes and the " + std::to_string(r->element[1]->integer) +
-        " bytes in use exceed maxmemory " + std::to_string(r->element[2]->integer));
+        url_.Redacted() + " has no room for filter '" + DisplayName(name) +
+        "': " + std::string(whose) + " " + std::to_string(bytes) + " bytes and the " +
+        std::to_string(r->element[1]->integer) + " bytes in use exceed maxmemory " +
+        std::to_string(r->element[2]->integer));
   }
 
   Status MetaWrongType(const redisReply* r, std::string_view name) const {
