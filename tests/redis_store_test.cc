@@ -2563,6 +2563,27 @@ TEST(RedisReplicationTest, WarnsWhenWaitReplicasDoesNotCountEveryReplica) {
   EXPECT_TRUE(on_replica->empty()) << (*on_replica)[0];
 }
 
+// Redis drops a client whose replies pass its client-output-buffer-limit
+// and gives it no reason: the error says what setting does that, and what
+// to change (an audit found "closed the connection" alone).
+TEST(RedisOutputBufferTest, AConnectionDroppedForItsRepliesSaysWhichSettingDoesThat) {
+  RedisServer server({"--client-output-buffer-limit", "normal 65536 0 0"});
+  server.Start();
+  auto store = MustOpen(server.url() + "?batch_items=20000");
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "f", Options(100'000, 0.01)));
+  const auto items = Items(Encoding::kUtf8, 20'000);
+  const auto views = Views(items);
+  std::vector<uint8_t> present;
+  const Status dropped = f->ContainsMany(views, &present);
+  EXPECT_EQ(dropped.code(), StatusCode::kUnavailable) << dropped.ToString();
+  EXPECT_NE(dropped.message().find("client-output-buffer-limit"), std::string::npos)
+      << dropped.ToString();
+  // Smaller batches have smaller replies.
+  auto small = MustOpen(server.url() + "?batch_items=100");
+  ASSERT_OK_AND_ASSIGN(auto g, BloomFilter::Open(*small, "f"));
+  EXPECT_TRUE(g->ContainsMany(views, &present).ok());
+}
+
 // A server at its maxclients refuses a pool's next connection: callers share
 // the connections the pool holds, as they share a full pool's, rather than
 // fail (an audit: 3 to 5 of 12 concurrent adds through redbloomd answered

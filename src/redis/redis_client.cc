@@ -624,6 +624,18 @@ Status Connection::Fail(const IoFailure& failure) {
         "rediss://), and so does a proxy whose Redis is down";
     return TransportStatus(hinted, *server_);
   }
+  if (received_ && unanswered_ > 0 &&
+      (failure.kind == IoFailure::Kind::kClosed || failure.kind == IoFailure::Kind::kIo)) {
+    // Redis gives no reason when it drops a client; the one a setting
+    // causes, and the redis log alone names, is said here (an audit met it
+    // with a low limit and found no hint).
+    IoFailure hinted = failure;
+    hinted.hint =
+        "with replies owed: a restart or CLIENT KILL does that, and so does a reply past the "
+        "server's client-output-buffer-limit for normal clients: a large batch's (lower "
+        "batch_items) or a 4 MiB piece of a bitmap read by export or merge (raise the limit)";
+    return TransportStatus(hinted, *server_);
+  }
   return TransportStatus(failure, *server_);
 }
 
