@@ -156,6 +156,23 @@ TEST(WarningsTest, NoReplicasOnlyWhenNoneIsInSync) {
   EXPECT_FALSE(NoReplicasWarning(replication("slave", "0"), "h:1").has_value());
 }
 
+TEST(WarningsTest, AReplicaSaysSoAndWhetherItIsInSync) {
+  EXPECT_FALSE(ReplicaRoleWarning("role:master\r\n", "h:1").has_value());
+  const auto in_sync = ReplicaRoleWarning(
+      "role:slave\r\nmaster_host:10.0.0.7\r\nmaster_port:6379\r\nmaster_link_status:up\r\n"
+      "master_sync_in_progress:0\r\n",
+      "h:1");
+  ASSERT_TRUE(in_sync.has_value());
+  EXPECT_NE(in_sync->find("replica of 10.0.0.7:6379"), std::string::npos) << *in_sync;
+  EXPECT_EQ(in_sync->find("not in sync"), std::string::npos) << *in_sync;
+  const auto syncing = ReplicaRoleWarning(
+      "role:slave\r\nmaster_host:10.0.0.7\r\nmaster_port:6379\r\nmaster_link_status:down\r\n"
+      "master_sync_in_progress:1\r\n",
+      "h:1");
+  ASSERT_TRUE(syncing.has_value());
+  EXPECT_NE(syncing->find("not in sync"), std::string::npos) << *syncing;
+}
+
 // A command renamed away is the server's configuration, as a denied one
 // is: not retried, exit 3, HTTP 503 (it was `internal`, and retried).
 TEST(ReplyErrorTest, AnUnknownCommandIsAConfigurationFailure) {

@@ -595,7 +595,7 @@ class RedisStore final : public Store {
                    std::string(what) + " is unknown (" + e.message() + ")";
         return Status::Ok();
       };
-      std::optional<std::string> warnings[4];
+      std::optional<std::string> warnings[5];
       if (memory->type == REDIS_REPLY_ERROR) {
         REDBLOOM_RETURN_IF_ERROR(
             refused(memory.get(), "whether it can evict filter keys", &warnings[0]));
@@ -612,6 +612,7 @@ class RedisStore final : public Store {
         warnings[1] = ReplicaWarning(ReplyString(replication.get()), c.server().display,
                                      shared_->wait_replicas);
         warnings[3] = NoReplicasWarning(ReplyString(replication.get()), c.server().display);
+        warnings[4] = ReplicaRoleWarning(ReplyString(replication.get()), c.server().display);
       }
       std::lock_guard<std::mutex> lock(mu);
       for (auto& w : warnings) {

@@ -99,4 +99,22 @@ std::optional<std::string> NoReplicasWarning(const std::string& info, const std:
          "(NOREPLICAS) until one is; checks go on";
 }
 
+// A replica (a redis:// URL may name one, for checks) refuses every write
+// with READONLY, and while not in sync with its master (its first sync
+// among them) answers from what it has, which may be nothing: filters then
+// read not_found (an audit). /readyz named it "master" and said no more.
+std::optional<std::string> ReplicaRoleWarning(const std::string& info, const std::string& server) {
+  if (InfoField(info, "role") != "slave") return std::nullopt;
+  const std::string master = InfoField(info, "master_host") + ":" + InfoField(info, "master_port");
+  std::string warning = "redis " + server + " is a replica of " + master +
+                        ": adds and creates are refused (READONLY); point writers at the master";
+  if (InfoField(info, "master_link_status") != "up" ||
+      InfoField(info, "master_sync_in_progress") == "1") {
+    warning +=
+        "; it is not in sync with its master, and answers from the data it has, which "
+        "may be none (filters then read not_found)";
+  }
+  return warning;
+}
+
 }  // namespace redbloom::internal

@@ -25,6 +25,10 @@ std::optional<std::string> ReplicaWarning(const std::string& info, const std::st
 // (every write refused with NOREPLICAS).
 std::optional<std::string> NoReplicasWarning(const std::string& info, const std::string& server);
 
+// `INFO replication`: the server is a replica (writes refused; out of
+// sync, its answers may miss every filter).
+std::optional<std::string> ReplicaRoleWarning(const std::string& info, const std::string& server);
+
 }  // namespace redbloom::internal
 
 #endif  // REDBLOOM_SRC_REDIS_REDIS_WARNINGS_H_
