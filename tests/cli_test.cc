@@ -219,6 +219,14 @@ TEST_F(CliTest, AMergePastTheFiltersRateWarns) {
   r = Run({"merge", "copy", "s1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  // A plain filter at its capacity answers at about its rate: no warning.
+  Create("full");
+  std::string thousand;
+  for (int i = 0; i < 1000; ++i) thousand += "f" + std::to_string(i) + "\n";
+  ASSERT_EQ(Run({"add", "-q", "full", "-f", "-"}, thousand).exit_code, 0);
+  r = Run({"merge", "full-copy", "full"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
   const std::string dump = dir_.path() + "/s2.dump";
   ASSERT_EQ(Run({"export", "s2", "--format", "redbloom", "-f", dump}).exit_code, 0);
   // A restore into a new name is the filter as it was, whatever its rate.
