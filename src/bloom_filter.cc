@@ -238,6 +238,16 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
         "When none is running, rebuild again with --force "
         "(BloomFilter::Leftover::kDrop), which drops the temporary filter first");
   }
+  // The temporary goes when the rebuild fails, or the next rebuild would
+  // ask for --force; a drop that fails too (a user denied the command that
+  // failed the rebuild may be denied the drop's) is said with the error.
+  const auto without_temp = [&](const Status& failed) {
+    const Status dropped = store.Drop(temp);
+    if (dropped.ok() || dropped.code() == StatusCode::kNotFound) return failed;
+    return Status(failed.code(), failed.message() + "; its temporary filter '" + temp +
+                                     "' is left (dropping it failed: " + dropped.message() +
+                                     "): rebuild again with --force once that is fixed");
+  };
   REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Open(store, temp));
   Status s;
   try {
@@ -251,15 +261,11 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
     throw;
   }
   if (s.ok()) s = replacement->Flush();
-  if (!s.ok()) {
-    (void)store.Drop(temp);  // the old filter is untouched; report the fill error
-    return s.WithContext(context);
-  }
+  if (!s.ok()) return without_temp(s).WithContext(context);  // the old filter is untouched
   s = store.Replace(name, temp);
   // Refused before the swap (the temporary is still there): the old filter
-  // is untouched, and the temporary would only make the next rebuild ask
-  // for --force.
-  if (!s.ok() && store.ReadConfig(temp).ok()) (void)store.Drop(temp);
+  // is untouched.
+  if (!s.ok() && store.ReadConfig(temp).ok()) s = without_temp(s);
   return s.WithContext(context);
 }
 
