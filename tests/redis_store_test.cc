@@ -1187,6 +1187,44 @@ TEST_F(RedisStoreTest, AWindowThatLostItsPartsListAndNewestSliceIsDataLoss) {
   EXPECT_TRUE(g->AddMany(Views(Items(Encoding::kUtf8, 10, 3))).ok());
 }
 
+// The record is of the newest slice made: a client whose clock runs behind
+// makes an older slice after it, which must not lower the record (mutation
+// testing: with the older slice overwriting it, the newer slice's loss
+// together with the parts list read as absent).
+TEST_F(RedisStoreTest, AnOlderSliceMadeLaterKeepsTheNewestSliceRecord) {
+  FilterOptions window = Options(1000, 0.01);
+  window.kind = FilterKind::kWindow;
+  window.window_millis = 3600000;
+  window.slices = 4;
+  constexpr uint64_t kHour = 3'600'000;
+  constexpr uint64_t kSlice = kHour / 4;
+  const uint64_t now = WallMillis() / kHour * kHour + kHour / 2;
+  const auto open_at = [&](uint64_t at) {
+    StoreOptions options;
+    options.clock = std::make_shared<ManualClock>(at);
+    auto store = Store::Open(server_->url(), options);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return std::move(store).value();
+  };
+  auto ahead = open_at(now + kSlice);
+  auto behind = open_at(now);
+  const auto items = Items(Encoding::kUtf8, 100);
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*ahead, "win3", window));
+  ASSERT_TRUE(f->AddMany(Views(items)).ok());  // slice (now + kSlice) / kSlice
+  ASSERT_OK_AND_ASSIGN(auto g, BloomFilter::Open(*behind, "win3"));
+  ASSERT_TRUE(g->AddMany(Views(Items(Encoding::kUtf8, 10, 5))).ok());  // slice now / kSlice
+  const uint64_t newest = (now + kSlice) / kSlice;
+  const std::string meta = internal::KeysFor("win3", internal::KeyMode::kPlain).meta;
+  EXPECT_EQ(raw_->Str({"HGET", meta, "newest_slice"}), std::to_string(newest));
+  const std::string parts = internal::KeysFor("win3", internal::KeyMode::kPlain).parts;
+  const std::string slice = internal::PartKeysFor("win3", internal::KeyMode::kPlain, newest).bitmap;
+  ASSERT_EQ(raw_->Int({"DEL", parts, slice}), 2);
+  ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(*ahead, "win3"));
+  std::vector<uint8_t> present;
+  const Status checked = fresh->ContainsMany(Views(items), &present);
+  EXPECT_EQ(checked.code(), StatusCode::kDataLoss) << checked.ToString();
+}
+
 // An add cut short by the store keeps the answers of the transactions Redis
 // confirmed before it failed: those items are in the filter, and dedup must
 // print the new ones, since a second run finds them present. Before, the
