@@ -1225,6 +1225,69 @@ TEST_F(RedisStoreTest, AnOlderSliceMadeLaterKeepsTheNewestSliceRecord) {
   EXPECT_EQ(checked.code(), StatusCode::kDataLoss) << checked.ToString();
 }
 
+// The loss of a window's parts list with its newest slice is found however
+// many slices later the next add comes, while that slice is in the window:
+// the oldest slice sure to be alive was looked for from one slice back
+// only, and an add two slices later read the lost items absent.
+TEST_F(RedisStoreTest, ALostNewestSliceIsFoundByAnAddSlicesLater) {
+  FilterOptions window = Options(1000, 0.01);
+  window.kind = FilterKind::kWindow;
+  window.window_millis = 3600000;
+  window.slices = 4;
+  constexpr uint64_t kHour = 3'600'000;
+  constexpr uint64_t kSlice = kHour / 4;
+  const uint64_t now = WallMillis() / kHour * kHour + kHour / 2;
+  for (uint64_t later = 1; later <= 3; ++later) {
+    auto clock = std::make_shared<ManualClock>(now);
+    StoreOptions options;
+    options.clock = clock;
+    ASSERT_OK_AND_ASSIGN(auto store, Store::Open(server_->url(), options));
+    const std::string name = "late" + std::to_string(later);
+    ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, name, window));
+    const auto items = Items(Encoding::kUtf8, 100);
+    ASSERT_TRUE(f->AddMany(Views(items)).ok());
+    const std::string parts = internal::KeysFor(name, internal::KeyMode::kPlain).parts;
+    const std::string slice =
+        internal::PartKeysFor(name, internal::KeyMode::kPlain, now / kSlice).bitmap;
+    ASSERT_EQ(raw_->Int({"DEL", parts, slice}), 2);
+    clock->Set(now + later * kSlice);  // the lost slice is still in the window
+    const Status quiet = f->AddMany(Views(Items(Encoding::kUtf8, 10, 3)));
+    EXPECT_EQ(quiet.code(), StatusCode::kDataLoss) << later << ": " << quiet.ToString();
+    std::vector<uint8_t> present;
+    const Status checked = f->ContainsMany(Views(items), &present);
+    EXPECT_EQ(checked.code(), StatusCode::kDataLoss) << later << ": " << checked.ToString();
+  }
+}
+
+// A newest slice whose key is gone when it may have expired (a server whose
+// clock runs ahead expires it first) is no loss: the filter moves on to its
+// next slice (mutation testing: an off-by-one toward expired slices made
+// that data_loss, and no test failed).
+TEST_F(RedisStoreTest, ANewestSliceGoneWhenItMayHaveExpiredIsNoLoss) {
+  FilterOptions window = Options(1000, 0.01);
+  window.kind = FilterKind::kWindow;
+  window.window_millis = 3600000;
+  window.slices = 4;
+  constexpr uint64_t kHour = 3'600'000;
+  constexpr uint64_t kSlice = kHour / 4;
+  const uint64_t now = WallMillis() / kHour * kHour + kHour / 2;
+  auto clock = std::make_shared<ManualClock>(now);
+  StoreOptions options;
+  options.clock = clock;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(server_->url(), options));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "win4", window));
+  ASSERT_TRUE(f->AddMany(Views(Items(Encoding::kUtf8, 100))).ok());
+  const std::string slice =
+      internal::PartKeysFor("win4", internal::KeyMode::kPlain, now / kSlice).bitmap;
+  const long long expiry = raw_->Int({"PEXPIRETIME", slice});
+  ASSERT_GT(expiry, 0);
+  ASSERT_EQ(raw_->Int({"DEL", slice}), 1);
+  // Inside the grace a slice's expiry is given (half a slice before it).
+  clock->Set(static_cast<uint64_t>(expiry) - kSlice / 2);
+  const Status added = f->AddMany(Views(Items(Encoding::kUtf8, 10, 7)));
+  EXPECT_TRUE(added.ok()) << added.ToString();
+}
+
 // An add cut short by the store keeps the answers of the transactions Redis
 // confirmed before it failed: those items are in the filter, and dedup must
 // print the new ones, since a second run finds them present. Before, the

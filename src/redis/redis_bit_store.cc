@@ -366,12 +366,18 @@ bool RedisBitStore::SliceMayHaveExpired(uint64_t part) const {
 
 uint64_t RedisBitStore::OldestSureSlice() const {
   if (config_.kind != FilterKind::kWindow || config_.slice_millis() == 0) return UINT64_MAX;
-  // Slices from `first` on expire after now + SliceMayHaveExpired's grace
-  // (a slice of slack more), unless the filter's own expiry comes first.
+  // The first slice that expires after now + SliceMayHaveExpired's grace,
+  // unless the filter's own expiry comes first. Slice p expires at
+  // (p + slices + 1) slices, so that one lies within a slice of
+  // (now + grace) / ms - slices; the search starts a slice before. (It
+  // started at (now + grace) / ms + 2 - slices, two slices late: a newest
+  // slice lost two slices before an add was taken for one that may have
+  // expired, and its items read absent.)
   const uint64_t ms = config_.slice_millis();
   const uint64_t latest =
       (shared_->options.clock->NowMillis() + std::max<uint64_t>(ms, 1000)) / ms + 2;
-  for (uint64_t p = latest > config_.slices ? latest - config_.slices : 0; p <= latest; ++p) {
+  const uint64_t back = config_.slices + 3;
+  for (uint64_t p = latest > back ? latest - back : 0; p <= latest; ++p) {
     if (!SliceMayHaveExpired(p)) return p;
   }
   return UINT64_MAX;
