@@ -248,7 +248,9 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
                                      "' is left (dropping it failed: " + dropped.message() +
                                      "): rebuild again with --force once that is fixed");
   };
-  REDBLOOM_ASSIGN_OR_RETURN(auto replacement, Open(store, temp));
+  Result<std::unique_ptr<BloomFilter>> opened = Open(store, temp);
+  if (!opened.ok()) return without_temp(opened.status()).WithContext(context);
+  std::unique_ptr<BloomFilter> replacement = std::move(opened).value();
   Status s;
   try {
     s = fill(*replacement);
@@ -265,7 +267,9 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
   s = store.Replace(name, temp);
   // Refused before the swap (the temporary is still there): the old filter
   // is untouched.
-  if (!s.ok() && store.ReadConfig(temp).ok()) s = without_temp(s);
+  if (!s.ok() && store.ReadConfig(temp).status().code() != StatusCode::kNotFound) {
+    s = without_temp(s);
+  }
   return s.WithContext(context);
 }
 

@@ -4,12 +4,14 @@
 // the tests that speak plain text to a TLS port and back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <latch>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -171,6 +173,41 @@ TEST_F(RedisTlsTest, PooledConnectionsAreReused) {
   }
   // The raw client's own connection is counted before; none is opened here.
   EXPECT_LE(ConnectionsReceived(*raw_) - before, 1) << "200 calls opened new TLS connections";
+}
+
+// Over TLS a server at maxclients closes a new connection without a word
+// (it reads as a failed handshake, "TLS failed", not retried): with the
+// pool's own connections up, callers share those, as over plain TCP.
+TEST_F(RedisTlsTest, CallersShareThePoolsConnectionsAtTheServersMaxclients) {
+  auto store = MustOpen(Url(tls_->tls_port, "pool_size=8&command_timeout_ms=20000"));
+  auto created = BloomFilter::Create(*store, "full", Options(200'000));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto& f = *created;
+  ASSERT_TRUE(f->Add("first").ok());  // the pool's first connection is up
+  const std::string clients = raw_->Str({"INFO", "clients"});
+  const int connected = std::stoi(clients.substr(clients.find("connected_clients:") + 18));
+  raw_->Must({"CONFIG", "SET", "maxclients", std::to_string(connected + 2)});
+  constexpr int kThreads = 12;
+  const auto items = Items("m", 24'000);
+  const auto views = Views(items);
+  std::vector<Status> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::span<const std::string_view> all(views);
+      for (size_t i = t * size_t{2'000}; i < (t + 1) * size_t{2'000} && results[t].ok(); i += 250) {
+        results[t] = f->AddMany(all.subspan(i, 250));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  raw_->Must({"CONFIG", "SET", "maxclients", "10000"});
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_TRUE(results[t].ok()) << t << ": " << results[t].ToString();
+  }
+  std::vector<uint8_t> present;
+  ASSERT_TRUE(f->ContainsMany(views, &present).ok());
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 24'000);
 }
 
 TEST_F(RedisTlsTest, AnIdleConnectionWithUnreadSessionTicketsIsReused) {

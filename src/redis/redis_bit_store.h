@@ -34,6 +34,10 @@ struct RedisShared {
   // replicas have it (0: no WAIT), waiting at most wait_timeout.
   int wait_replicas = 0;
   std::chrono::milliseconds wait_timeout{1000};
+  // `INFO replication` was refused (an ACL allowing `INFO memory` alone):
+  // Warnings stops asking for it unless wait_replicas needs it, so that a
+  // readiness probe does not fill the server's ACL LOG with denials.
+  std::atomic<bool> replication_info_refused{false};
 };
 
 // With shared.wait_replicas, sends WAIT on the connection that just wrote

@@ -22,8 +22,11 @@ constexpr std::string_view kCommandMissing = "command not offered";
 // Failures of TLS itself (a certificate that does not verify, a server that
 // rejects ours): retrying cannot fix them.
 constexpr std::string_view kTlsFailed = "TLS failed";
-// A server at its maxclients (ReplyErrorStatus).
+// A server at its maxclients (ReplyErrorStatus), and what one does over TLS
+// (tls_transport.cc: it closes the connection unanswered).
 constexpr std::string_view kMaxClients = "has all its connections in use (its maxclients)";
+constexpr std::string_view kClosedInHandshake = "closed the connection during the TLS handshake";
+constexpr std::string_view kLostConnection = "lost connection to ";
 
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
 
@@ -134,7 +137,8 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
     case Kind::kClosed:
       return Status::Unavailable(where + " closed the connection" + hint);
     case Kind::kIo:
-      return Status::Unavailable("lost connection to " + where + ": " + failure.detail + hint);
+      return Status::Unavailable(std::string(kLostConnection) + where + ": " + failure.detail +
+                                 hint);
   }
   return Status::Internal("bug: a transport failure without a kind talking to " + where);
 }
@@ -631,9 +635,10 @@ Status Connection::Fail(const IoFailure& failure) {
     // with a low limit and found no hint).
     IoFailure hinted = failure;
     hinted.hint =
-        "with replies owed: a restart or CLIENT KILL does that, and so does a reply past the "
-        "server's client-output-buffer-limit for normal clients: a large batch's (lower "
-        "batch_items) or a 4 MiB piece of a bitmap read by export or merge (raise the limit)";
+        "with replies owed; possible causes: a restart, CLIENT KILL, maxmemory-clients, a proxy or "
+        "firewall, or a reply past the server's client-output-buffer-limit for normal clients: a "
+        "large batch's (lower batch_items) or a 4 MiB piece of a bitmap read by export or merge "
+        "(raise the limit)";
     return TransportStatus(hinted, *server_);
   }
   return TransportStatus(failure, *server_);
@@ -850,7 +855,15 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
         lock.lock();
         --open_;
         returned_.notify_one();
-        if (open_ > 0 && conn.status().message().find(kMaxClients) != std::string_view::npos) {
+        // Over TLS a server at maxclients closes or resets the connection
+        // without a word; with connections of this pool up, the server and
+        // TLS work, so that is taken for the same.
+        const std::string_view said = conn.status().message();
+        const bool full =
+            said.find(kMaxClients) != std::string_view::npos ||
+            (server_.tls != nullptr && (said.find(kClosedInHandshake) != std::string_view::npos ||
+                                        said.starts_with(kLostConnection)));
+        if (open_ > 0 && full) {
           server_full = conn.status();
           continue;
         }
@@ -874,10 +887,13 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
     if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
         (open_ >= size_ || server_full.has_value())) {
       if (server_full.has_value()) {
-        return Status::Unavailable(server_full->message() + " (the " + std::to_string(open_) +
-                                   " connections this pool holds stayed busy for " +
-                                   std::to_string(server_.command_timeout.count()) +
-                                   " ms; raise its maxclients, or set pool_size below it)");
+        // Deadline exceeded, as for a full pool: not retried (a retry would
+        // wait as long again), 504.
+        return Status::DeadlineExceeded(
+            "redis " + server_.display + " refused this pool another connection (" +
+            server_full->message() + ") and the pool's own stayed busy for " +
+            std::to_string(server_.command_timeout.count()) +
+            " ms: raise the server's maxclients, or set pool_size below it");
       }
       return Status::DeadlineExceeded("all " + std::to_string(size_) + " connections to redis " +
                                       server_.display + " stayed busy for " +

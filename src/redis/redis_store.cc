@@ -576,15 +576,20 @@ class RedisStore final : public Store {
     Status s = shared_->source->ForEachServer([&](Connection& c) -> Status {
       // INFO replication as its own command (Redis 6 takes one section per
       // INFO). A user allowed INFO memory alone must not lose its readiness
-      // to a warning it does not need: its refusal is a warning only where
-      // wait_replicas asks for replicas.
+      // to a warning it does not need: without wait_replicas any error of it
+      // is passed over (and a refusal stops the asking), with it a refusal
+      // is a warning.
       const bool replicas = shared_->wait_replicas > 0;
+      const bool ask_replication = replicas || !shared_->replication_info_refused.load();
       CommandBuffer cmd;
       cmd.Command({"INFO", "memory"});
-      cmd.Command({"INFO", "replication"});
+      if (ask_replication) cmd.Command({"INFO", "replication"});
       REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr memory, c.Read());
-      REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr replication, c.Read());
+      ReplyPtr replication;
+      if (ask_replication) {
+        REDBLOOM_ASSIGN_OR_RETURN(replication, c.Read());
+      }
       // A NOPERM answer is a warning of its own; other errors fail the call.
       const auto refused = [&](const redisReply* r, std::string_view what,
                                std::optional<std::string>* warning) -> Status {
@@ -603,16 +608,18 @@ class RedisStore final : public Store {
         warnings[0] = EvictionWarning(ReplyString(memory.get()), c.server().display);
         warnings[2] = FullWarning(ReplyString(memory.get()), c.server().display);
       }
-      if (replication->type == REDIS_REPLY_ERROR) {
-        std::optional<std::string> unknown;
-        REDBLOOM_RETURN_IF_ERROR(
-            refused(replication.get(), "whether wait_replicas counts its replicas", &unknown));
-        if (replicas) warnings[1] = std::move(unknown);
-      } else {
-        warnings[1] = ReplicaWarning(ReplyString(replication.get()), c.server().display,
-                                     shared_->wait_replicas);
-        warnings[3] = NoReplicasWarning(ReplyString(replication.get()), c.server().display);
-        warnings[4] = ReplicaRoleWarning(ReplyString(replication.get()), c.server().display);
+      if (replication != nullptr && replication->type == REDIS_REPLY_ERROR) {
+        if (replicas) {
+          REDBLOOM_RETURN_IF_ERROR(refused(
+              replication.get(), "whether wait_replicas counts its replicas", &warnings[1]));
+        } else if (IsRefusedCommandReply(ReplyText(replication.get()))) {
+          shared_->replication_info_refused.store(true);
+        }
+      } else if (replication != nullptr) {
+        const std::string info = ReplyString(replication.get());
+        warnings[1] = ReplicaWarning(info, c.server().display, shared_->wait_replicas);
+        warnings[3] = NoReplicasWarning(info, c.server().display);
+        warnings[4] = ReplicaRoleWarning(info, c.server().display);
       }
       std::lock_guard<std::mutex> lock(mu);
       for (auto& w : warnings) {

@@ -105,9 +105,10 @@ std::optional<std::string> NoReplicasWarning(const std::string& info, const std:
 // read not_found (an audit). /readyz named it "master" and said no more.
 std::optional<std::string> ReplicaRoleWarning(const std::string& info, const std::string& server) {
   if (InfoField(info, "role") != "slave") return std::nullopt;
-  const std::string master = InfoField(info, "master_host") + ":" + InfoField(info, "master_port");
-  std::string warning = "redis " + server + " is a replica of " + master +
-                        ": adds and creates are refused (READONLY); point writers at the master";
+  const std::string host = InfoField(info, "master_host");
+  std::string warning = "redis " + server + " is a replica" +
+                        (host.empty() ? "" : " of " + host + ":" + InfoField(info, "master_port")) +
+                        ": adds and creates are refused (READONLY)";
   if (InfoField(info, "master_link_status") != "up" ||
       InfoField(info, "master_sync_in_progress") == "1") {
     warning +=
