@@ -2678,22 +2678,12 @@ TEST(RedisMaxclientsTest, CallersShareThePoolsConnectionsAtTheServersMaxclients)
   // just released: room for that under load and sanitizers.
   auto store = MustOpen(server.url() + "?pool_size=8&command_timeout_ms=20000");
   ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "f", Options(200'000, 0.01)));
-  constexpr int kThreads = 12;
   const auto items = Items(Encoding::kUtf8, 60'000);
   const auto views = Views(items);
-  std::vector<Status> results(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      const std::span<const std::string_view> all(views);
-      for (size_t i = t * size_t{5'000}; i < (t + 1) * size_t{5'000} && results[t].ok(); i += 500) {
-        results[t] = f->AddMany(all.subspan(i, 500));
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t)
+  const std::vector<Status> results = testing::AddFromThreads(*f, views, 12, 500);
+  for (size_t t = 0; t < results.size(); ++t) {
     EXPECT_TRUE(results[t].ok()) << t << ": " << results[t].ToString();
+  }
   std::vector<uint8_t> present;
   ASSERT_TRUE(f->ContainsMany(views, &present).ok());
   EXPECT_EQ(std::count(present.begin(), present.end(), 1), 60'000);

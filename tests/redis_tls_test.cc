@@ -187,22 +187,11 @@ TEST_F(RedisTlsTest, CallersShareThePoolsConnectionsAtTheServersMaxclients) {
   const std::string clients = raw_->Str({"INFO", "clients"});
   const int connected = std::stoi(clients.substr(clients.find("connected_clients:") + 18));
   raw_->Must({"CONFIG", "SET", "maxclients", std::to_string(connected + 2)});
-  constexpr int kThreads = 12;
   const auto items = Items("m", 24'000);
   const auto views = Views(items);
-  std::vector<Status> results(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      const std::span<const std::string_view> all(views);
-      for (size_t i = t * size_t{2'000}; i < (t + 1) * size_t{2'000} && results[t].ok(); i += 250) {
-        results[t] = f->AddMany(all.subspan(i, 250));
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  const std::vector<Status> results = testing::AddFromThreads(*f, views, 12, 250);
   raw_->Must({"CONFIG", "SET", "maxclients", "10000"});
-  for (int t = 0; t < kThreads; ++t) {
+  for (size_t t = 0; t < results.size(); ++t) {
     EXPECT_TRUE(results[t].ok()) << t << ": " << results[t].ToString();
   }
   std::vector<uint8_t> present;

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -248,6 +250,23 @@ bool TakeEveryMapping() {
     ++i;
   }
   return true;
+}
+
+std::vector<Status> AddFromThreads(BloomFilter& filter, std::span<const std::string_view> items,
+                                   int threads, size_t per_call) {
+  std::vector<Status> results(threads);
+  std::vector<std::thread> running;
+  const size_t share = items.size() / threads;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] {
+      const std::span<const std::string_view> mine = items.subspan(t * share, share);
+      for (size_t i = 0; i < mine.size() && results[t].ok(); i += per_call) {
+        results[t] = filter.AddMany(mine.subspan(i, std::min(per_call, mine.size() - i)));
+      }
+    });
+  }
+  for (auto& th : running) th.join();
+  return results;
 }
 
 }  // namespace redbloom::testing

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "redbloom/bloom_filter.h"
 #include "redbloom/status.h"
 #include "util/sanitizers.h"
 
@@ -98,6 +101,11 @@ bool LockByte(int fd, int offset);
 // reached. Under ASan or TSan the allocators map memory as they go and fail
 // there, so callers run it in the normal build.
 bool TakeEveryMapping();
+
+// Adds `items` from `threads` threads at once, each its own equal share in
+// calls of `per_call` items; each thread's first failure (or Ok).
+std::vector<Status> AddFromThreads(BloomFilter& filter, std::span<const std::string_view> items,
+                                   int threads, size_t per_call);
 
 }  // namespace redbloom::testing
 
