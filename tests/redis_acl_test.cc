@@ -347,7 +347,11 @@ TEST_F(RedisAclTest, ACallRefusedForAMissingPermissionLeavesNoHalfFilter) {
         {{"rebuild", "p", "-n", "2000", "-f", "-"}, hundred},  // a new filter swapped in
     };
     std::string refused;  // the calls refused, for the messages of expect_whole
-    for (const auto& [args, input] : calls) {
+    for (const auto& call_and_input : calls) {
+      // Not a structured binding: clang before 16 cannot capture one in the
+      // lambda below.
+      const std::vector<std::string>& args = call_and_input.first;
+      const std::string& input = call_and_input.second;
       std::vector<std::string> held_lines = testing::Lines(keys_and_values());
       const auto r = Run(less, args, input);
       if (r.exit_code == 0) continue;
