@@ -600,29 +600,32 @@ class RedisStore final : public Store {
                    std::string(what) + " is unknown (" + e.message() + ")";
         return Status::Ok();
       };
-      std::optional<std::string> warnings[5];
+      const std::string& server = c.server().display;
+      std::optional<std::string> unknown[2];  // INFO memory, INFO replication refused
+      std::vector<std::optional<std::string>> found;
       if (memory->type == REDIS_REPLY_ERROR) {
         REDBLOOM_RETURN_IF_ERROR(
-            refused(memory.get(), "whether it can evict filter keys", &warnings[0]));
+            refused(memory.get(), "whether it can evict filter keys", &unknown[0]));
       } else {
-        warnings[0] = EvictionWarning(ReplyString(memory.get()), c.server().display);
-        warnings[2] = FullWarning(ReplyString(memory.get()), c.server().display);
+        const std::string info = ReplyString(memory.get());
+        found = {EvictionWarning(info, server), FullWarning(info, server)};
       }
       if (replication != nullptr && replication->type == REDIS_REPLY_ERROR) {
         if (replicas) {
-          REDBLOOM_RETURN_IF_ERROR(refused(
-              replication.get(), "whether wait_replicas counts its replicas", &warnings[1]));
+          REDBLOOM_RETURN_IF_ERROR(
+              refused(replication.get(), "whether wait_replicas counts its replicas", &unknown[1]));
         } else if (IsRefusedCommandReply(ReplyText(replication.get()))) {
           shared_->replication_info_refused.store(true);
         }
       } else if (replication != nullptr) {
         const std::string info = ReplyString(replication.get());
-        warnings[1] = ReplicaWarning(info, c.server().display, shared_->wait_replicas);
-        warnings[3] = NoReplicasWarning(info, c.server().display);
-        warnings[4] = ReplicaRoleWarning(info, c.server().display);
+        found.push_back(ReplicaWarning(info, server, shared_->wait_replicas));
+        found.push_back(NoReplicasWarning(info, server));
+        found.push_back(ReplicaRoleWarning(info, server));
       }
+      found.insert(found.end(), std::begin(unknown), std::end(unknown));
       std::lock_guard<std::mutex> lock(mu);
-      for (auto& w : warnings) {
+      for (auto& w : found) {
         if (w.has_value()) out.push_back(std::move(*w));
       }
       return Status::Ok();
