@@ -342,6 +342,10 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
       int64_t ms = 0;
       st = GetInt(v, key, 1, 600000, &ms);
       s.store_options.command_timeout = std::chrono::milliseconds(ms);
+    } else if (key == "store_idle_timeout_ms") {
+      int64_t ms = 0;
+      st = GetInt(v, key, 0, 86400000, &ms);
+      s.store_options.idle_timeout = std::chrono::milliseconds(ms);
     } else if (key == "store_pool_size") {
       st = GetInt(v, key, 1, 1024, &s.store_options.pool_size);
     } else if (key == "store_max_retries") {
@@ -476,6 +480,7 @@ std::string ConfigToJson(const ServerConfig& c) {
   j["sync_interval_ms"] = c.service.sync_interval.count();
   j["store_connect_timeout_ms"] = c.service.store_options.connect_timeout.count();
   j["store_command_timeout_ms"] = c.service.store_options.command_timeout.count();
+  j["store_idle_timeout_ms"] = c.service.store_options.idle_timeout.count();
   j["store_pool_size"] = c.service.store_options.pool_size;
   j["store_max_retries"] = c.service.store_options.max_retries;
   j["store_batch_items"] = c.service.store_options.batch_items;

@@ -2220,7 +2220,7 @@ TEST(RedisUrlTest, ParsesEveryPart) {
   StoreOptions defaults;
   auto u = internal::ParseRedisUrl(
       "redis://alice:p%40ss%3Aw@db.example:6380/3?connect_timeout_ms=150&command_timeout_ms=900"
-      "&pool_size=4&max_retries=0&batch_items=64&keys=jdk",
+      "&pool_size=4&max_retries=0&batch_items=64&keys=jdk&idle_timeout_ms=0",
       defaults);
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->host(), "db.example");
@@ -2232,6 +2232,8 @@ TEST(RedisUrlTest, ParsesEveryPart) {
   EXPECT_EQ(u->options.connect_timeout.count(), 150);
   EXPECT_EQ(u->options.command_timeout.count(), 900);
   EXPECT_EQ(u->options.pool_size, 4);
+  EXPECT_EQ(u->options.idle_timeout.count(), 0);
+  EXPECT_EQ(defaults.idle_timeout.count(), 60000);
   EXPECT_EQ(u->options.max_retries, 0);
   EXPECT_EQ(u->options.batch_items, 64u);
   EXPECT_EQ(u->Redacted(), "redis://alice:***@db.example:6380/3?keys=jdk");
@@ -2346,6 +2348,7 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"redis://[::1", "'['"},
            Case{"redis://h?pool_size=0", "pool_size"},
            Case{"redis://h?pool_size=many", "pool_size"},
+           Case{"redis://h?idle_timeout_ms=-1", "idle_timeout_ms"},
            Case{"redis://h?timeout=5", "unknown option"},
            Case{"redis://h?keys=xml", "keys"},
            Case{"redis://h?batch_items", "no '='"},
@@ -3093,6 +3096,34 @@ TEST_F(RedisStoreTest, PoolServesConcurrentCallers) {
   // At most pool_size connections, plus store_'s one and raw_'s.
   const std::string clients = raw_->Str({"CLIENT", "LIST"});
   EXPECT_LE(std::count(clients.begin(), clients.end(), '\n'), 3 + 1 + 1) << clients;
+}
+
+// The pool closes connections left idle by a fall in traffic: they stayed
+// open for the pool's life, so after one burst an idle redbloomd held
+// pool_size of them and CLI runs against a server at maxclients were locked
+// out.
+TEST_F(RedisStoreTest, PoolClosesConnectionsLeftIdle) {
+  auto store = MustOpen(server_->url() + "?pool_size=4&batch_items=10&idle_timeout_ms=300");
+  auto f = BloomFilter::Create(*store, "burst", Options(100000, 0.01));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto items = Items(Encoding::kUtf8, 20000, /*salt=*/1);
+  const auto views = Views(items);
+  // Slow batches (10 items per command) from 4 threads keep 4 connections
+  // busy at once.
+  for (const Status& s : testing::AddFromThreads(**f, views, 4, 2000)) {
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  auto ours = [&] {
+    const std::string clients = raw_->Str({"CLIENT", "LIST"});
+    return std::count(clients.begin(), clients.end(), '\n') - 2;  // not store_'s nor raw_'s
+  };
+  EXPECT_GE(ours(), 2) << "the burst did not open several connections";
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // The next call closes those unused past the timeout and keeps one.
+  auto hit = (*f)->Contains(views[0]);
+  ASSERT_TRUE(hit.ok()) << hit.status().ToString();
+  EXPECT_TRUE(*hit);
+  EXPECT_EQ(ours(), 1);
 }
 
 TEST_F(RedisStoreTest, ReconnectsAfterTheServerRestarts) {

@@ -334,7 +334,7 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
       "write_timeout_s":4,"max_body_bytes":2048,"max_items":7,"max_item_bytes":9,
       "filter_revalidate_ms":250,"filter_cache_size":3,"filter_idle_ms":5000,"sync_interval_ms":250,
       "store_connect_timeout_ms":100,
-      "store_command_timeout_ms":200,"store_pool_size":2,"store_max_retries":0,
+      "store_command_timeout_ms":200,"store_idle_timeout_ms":0,"store_pool_size":2,"store_max_retries":0,
       "store_batch_items":10,"header_timeout_s":6,"body_timeout_s":7,"max_connections":8,
       "max_connections_per_client":0,"max_filter_bytes":4096,"body_buffer_bytes":0})",
                               &c)
@@ -360,6 +360,7 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
   EXPECT_EQ(c.service.sync_interval.count(), 250);
   EXPECT_EQ(c.service.store_options.connect_timeout.count(), 100);
   EXPECT_EQ(c.service.store_options.command_timeout.count(), 200);
+  EXPECT_EQ(c.service.store_options.idle_timeout.count(), 0);
   EXPECT_EQ(c.service.store_options.pool_size, 2);
   EXPECT_EQ(c.service.store_options.max_retries, 0);
   EXPECT_EQ(c.service.store_options.batch_items, 10u);
@@ -374,7 +375,8 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
   for (const char* bad :
        {R"({"listn":"x"})", R"({"threads":0})", R"({"threads":"4"})", R"({"threads":1.5})",
         R"({"max_body_bytes":10})", R"({"log_items":1})", R"([1])", R"({"token":5})",
-        R"({"store_pool_size":99999})", R"({"header_timeout_s":0})", R"({"max_connections":60001})",
+        R"({"store_pool_size":99999})", R"({"store_idle_timeout_ms":-1})",
+        R"({"header_timeout_s":0})", R"({"max_connections":60001})",
         R"({"max_connections_per_client":-1})", R"({"max_filter_bytes":-1})",
         R"({"body_buffer_bytes":-1})", R"({"body_buffer_bytes":2000000000000})", "{",
         // Past 2^63 (it read as 2^63 - 1), empty strings (an empty token or

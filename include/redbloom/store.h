@@ -55,6 +55,11 @@ struct StoreOptions {
   std::chrono::milliseconds command_timeout{5000};
   // Redis: connections kept for concurrent callers; more callers wait.
   int pool_size = 8;
+  // Redis: a pooled connection unused this long is closed the next time its
+  // pool lends or takes back a connection (a pool nobody calls keeps its
+  // connections), so a burst's extra connections do not stay open, counting
+  // against the server's maxclients, once traffic falls. 0 keeps them.
+  std::chrono::milliseconds idle_timeout{60000};
   // Redis: extra attempts, with backoff, for idempotent operations (checks,
   // reads, and adds, since setting a bit twice is harmless) after a lost
   // connection. 0 disables retries.

@@ -116,6 +116,7 @@ ServerParams ServerParamsFor(const RedisUrl& url, const HostPort& host) {
   server.db = url.db;
   server.connect_timeout = url.options.connect_timeout;
   server.command_timeout = url.options.command_timeout;
+  server.idle_timeout = url.options.idle_timeout;
   server.display = host.Display();
   if (url.tls.enabled) server.tls = TlsContext::For(url.tls);
   return server;

@@ -826,7 +826,9 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
   // callers share those the pool holds, as they do a full pool's, until one
   // comes back or the deadline passes.
   std::optional<Status> server_full;
+  std::vector<std::unique_ptr<Connection>> expired;  // closed on return, after `lock`
   std::unique_lock lock(mu_);
+  TakeExpired(std::chrono::steady_clock::now(), &expired);
   while (true) {
     while (!idle_.empty()) {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
@@ -877,6 +879,7 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
           lock.unlock();
         } else {
           const std::string was = std::exchange(run_id_, now);
+          (*conn)->idle_since_ = std::chrono::steady_clock::now();
           idle_.push_back(std::move(conn).value());
           returned_.notify_one();
           return RestartedStatus(server_.display, was, now);
@@ -913,16 +916,33 @@ void ConnectionPool::CloseIdle() {
   returned_.notify_all();
 }  // `closing` closes them here, outside the lock
 
+void ConnectionPool::TakeExpired(std::chrono::steady_clock::time_point now,
+                                 std::vector<std::unique_ptr<Connection>>* closing) {
+  if (server_.idle_timeout.count() <= 0) return;
+  // idle_ is in the order connections came back, so the expired ones lead.
+  const auto cutoff = now - server_.idle_timeout;
+  auto end = idle_.begin();
+  while (end != idle_.end() && (*end)->idle_since_ <= cutoff) ++end;
+  if (end == idle_.begin()) return;
+  open_ -= static_cast<int>(end - idle_.begin());
+  std::move(idle_.begin(), end, std::back_inserter(*closing));
+  idle_.erase(idle_.begin(), end);
+}
+
 void ConnectionPool::Release(std::unique_ptr<Connection> conn) {
   const bool reusable =
       !conn->broken() && conn->unanswered_ == static_cast<size_t>(conn->owed_replies_);
   if (!reusable) conn.reset();
+  std::vector<std::unique_ptr<Connection>> expired;  // closed on return, after `lock`
   std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
   if (reusable) {
+    conn->idle_since_ = now;
     idle_.push_back(std::move(conn));
   } else {
     --open_;
   }
+  TakeExpired(now, &expired);
   returned_.notify_one();
 }
 

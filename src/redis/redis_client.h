@@ -118,6 +118,8 @@ struct ServerParams {
   int db = 0;
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds command_timeout{5000};
+  // A pooled connection idle this long is closed (StoreOptions); 0 = never.
+  std::chrono::milliseconds idle_timeout{0};
   std::string display;  // "127.0.0.1:6379", for messages
   // TLS (rediss://): the CA, certificate and key to use; null for plain TCP.
   std::shared_ptr<const TlsContext> tls;
@@ -339,7 +341,8 @@ class Connection {
   bool saw_readonly_ = false;
   bool saw_oom_ = false;
   bool script_reads_ = false;
-  std::chrono::steady_clock::time_point oom_until_{};  // kept across leases
+  std::chrono::steady_clock::time_point oom_until_{};   // kept across leases
+  std::chrono::steady_clock::time_point idle_since_{};  // when last handed back
   std::string run_id_;  // INFO server's run_id at connect; "" if INFO is denied
   int owed_replies_ = 0;
   // Commands queued or sent whose replies have not been read, owed ones
@@ -386,6 +389,9 @@ class ConnectionPool {
   // An idle connection (the most recently used, so one thread keeps reusing
   // one warm connection), else a new one while fewer than `size` exist, else
   // waits up to command_timeout for one to come back (kDeadlineExceeded).
+  // Acquire and Release also close the idle connections unused for
+  // ServerParams::idle_timeout: with the most recent lent first, those are
+  // the ones a fall in traffic left over.
   //
   // Restarts: every new connection reads the server's run_id. If it differs
   // from the one this pool saw before, the server restarted in between and
@@ -405,14 +411,19 @@ class ConnectionPool {
 
  private:
   void Release(std::unique_ptr<Connection> conn);
+  // Moves the idle connections unused for server_.idle_timeout to `closing`
+  // (the caller closes them outside mu_). Called with mu_ held.
+  void TakeExpired(std::chrono::steady_clock::time_point now,
+                   std::vector<std::unique_ptr<Connection>>* closing);
 
   const ServerParams server_;
   const int size_;
   std::mutex mu_;
   std::condition_variable returned_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
-  int open_ = 0;                                   // idle + on loan + connecting; mu_
-  std::string run_id_;                             // the server's, as last seen; mu_
+  // Least recently handed back first; lent from the back. Guarded by mu_.
+  std::vector<std::unique_ptr<Connection>> idle_;
+  int open_ = 0;        // idle + on loan + connecting; mu_
+  std::string run_id_;  // the server's, as last seen; mu_
 };
 
 // A reply as text for messages (status, error or string); "" otherwise.

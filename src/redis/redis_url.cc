@@ -67,6 +67,9 @@ Status ApplyOption(std::string_view key, std::string_view value, RedisUrl* url) 
   } else if (key == "command_timeout_ms") {
     REDBLOOM_ASSIGN_OR_RETURN(int64_t v, ParseInt(value, 1, 3'600'000, key));
     o.command_timeout = std::chrono::milliseconds(v);
+  } else if (key == "idle_timeout_ms") {
+    REDBLOOM_ASSIGN_OR_RETURN(int64_t v, ParseInt(value, 0, 86'400'000, key));
+    o.idle_timeout = std::chrono::milliseconds(v);
   } else if (key == "pool_size") {
     REDBLOOM_ASSIGN_OR_RETURN(int64_t v, ParseInt(value, 1, 1024, key));
     o.pool_size = static_cast<int>(v);
@@ -123,10 +126,11 @@ Status ApplyOption(std::string_view key, std::string_view value, RedisUrl* url) 
     REDBLOOM_ASSIGN_OR_RETURN(int64_t db, ParseInt(value, 0, 1'000'000, "database number"));
     url->db = static_cast<int>(db);
   } else {
-    return BadUrl("unknown option '" + std::string(key) +
-                  "' (known: connect_timeout_ms, command_timeout_ms, pool_size, max_retries, "
-                  "batch_items, keys, wait_replicas, wait_timeout_ms, read_from, tls, cacert, "
-                  "cert, key, sni, insecure, sentinel_user, sentinel_password, db)");
+    return BadUrl(
+        "unknown option '" + std::string(key) +
+        "' (known: connect_timeout_ms, command_timeout_ms, idle_timeout_ms, pool_size, "
+        "max_retries, batch_items, keys, wait_replicas, wait_timeout_ms, read_from, tls, cacert, "
+        "cert, key, sni, insecure, sentinel_user, sentinel_password, db)");
   }
   return Status::Ok();
 }
@@ -172,6 +176,7 @@ Status ValidateOptions(const StoreOptions& o) {
     return Status::InvalidArgument("redis timeouts must be at least 1 ms");
   }
   if (o.pool_size < 1) return Status::InvalidArgument("redis pool_size must be at least 1");
+  if (o.idle_timeout.count() < 0) return Status::InvalidArgument("redis idle_timeout must be >= 0");
   if (o.max_retries < 0) return Status::InvalidArgument("redis max_retries must be >= 0");
   // The URL parser's bound, for options passed in code too: a batch's ops
   // (batch_items * k, k <= 255) are indexed with 32 bits.

@@ -11,7 +11,7 @@
 // user and password are percent-decoded ("p%40ss" is "p@ss"); ":password@"
 // alone authenticates as the default user (AUTH password), "user:password@"
 // as an ACL user (AUTH user password). Options override StoreOptions:
-//   connect_timeout_ms, command_timeout_ms, pool_size, max_retries,
+//   connect_timeout_ms, command_timeout_ms, idle_timeout_ms, pool_size, max_retries,
 //   batch_items, keys=plain|jdk (how filter names become key bytes, see
 //   redis_keys.h),
 //   wait_replicas=N, wait_timeout_ms (acknowledge adds once N replicas have
