@@ -1387,6 +1387,39 @@ TEST_F(RedisStoreTest, AStalledServerIsToldApartFromAnUnreachableOne) {
   stalled.Stop();
 }
 
+// A call to a stalled server waits connect_timeout once, as its error says:
+// the retries meant for a lost connection each waited as long again, so
+// every redbloomd request and /readyz probe took three times the timeout
+// (6.1 s at the defaults). The server counts the connections it is offered
+// once it resumes: one attempt, not max_retries + 1.
+TEST_F(RedisStoreTest, AStalledServerIsWaitedForOnceNotOncePerRetry) {
+  RedisServer stalled;
+  stalled.Start();
+  const std::string url = stalled.url() +
+                          (stalled.url().find('?') == std::string::npos ? "?" : "&") +
+                          "connect_timeout_ms=300&max_retries=2&pool_size=1";
+  auto store = MustOpen(url);
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store, "f", Options()));
+  RawRedis raw(stalled.port());
+  // The pooled connection goes, so the call must connect again.
+  ASSERT_EQ(raw.Int({"CLIENT", "KILL", "TYPE", "normal"}), 1);
+  const auto offered = [&] {
+    return std::stoll(
+        internal::InfoField(raw.Str({"INFO", "stats"}), "total_connections_received"));
+  };
+  const long long before = offered();
+  ASSERT_EQ(::kill(stalled.pid(), SIGSTOP), 0);
+  const Status checked = f->Contains("x").status();
+  ::kill(stalled.pid(), SIGCONT);
+  EXPECT_EQ(checked.code(), StatusCode::kUnavailable) << checked.ToString();
+  EXPECT_NE(checked.message().find("did not answer within 300 ms"), std::string::npos)
+      << checked.ToString();
+  // The resumed server accepts what the kernel queued for it meanwhile.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(offered() - before, 1);
+  stalled.Stop();
+}
+
 // The timeout bounds a whole send too: a server, or a path to it, that reads
 // a little at a time (4 KiB every 20 ms through a relay) let every write()
 // make progress within the timeout, and held a large batch's send for as

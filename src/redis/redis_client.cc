@@ -93,6 +93,11 @@ Status CommandBuffer::Validate() const {
 
 // ---- Errors ----------------------------------------------------------------
 
+namespace {
+// In the message of every connect-phase timeout (IsConnectTimeout).
+constexpr std::string_view kConnectTimeoutNote = " ms (connect_timeout_ms)";
+}  // namespace
+
 Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
   using Kind = IoFailure::Kind;
   const std::string where = "redis " + server.display;
@@ -105,18 +110,19 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
     case Kind::kConnectTimeout:
       return Status::Unavailable("cannot connect to " + where + " within " +
                                  std::to_string(server.connect_timeout.count()) +
-                                 " ms (connect_timeout_ms)" + hint);
+                                 std::string(kConnectTimeoutNote) + hint);
     case Kind::kHandshakeTimeout:
       return Status::Unavailable(where + " did not complete the TLS handshake within " +
                                  std::to_string(server.connect_timeout.count()) +
-                                 " ms (connect_timeout_ms)" + hint);
+                                 std::string(kConnectTimeoutNote) + hint);
     case Kind::kHelloTimeout:
       // The TCP connection was made (the kernel accepts for a stopped or
       // stalled server too): "cannot connect" would send the reader to the
       // network.
       return Status::Unavailable("connected to " + where + ", but it did not answer within " +
                                  std::to_string(server.connect_timeout.count()) +
-                                 " ms (connect_timeout_ms): the server is stalled, stopped "
+                                 std::string(kConnectTimeoutNote) +
+                                 ": the server is stalled, stopped "
                                  "or overloaded" +
                                  hint);
     case Kind::kCertificate:
@@ -281,6 +287,11 @@ bool IsPermanentFailure(const Status& s) {
           (StartsWith(s.message(), kNotReplicated) || StartsWith(s.message(), kRestarted) ||
            StartsWith(s.message(), kWritableReplica) || StartsWith(s.message(), kAnswersLost) ||
            StartsWith(s.message(), kClockBehind)));
+}
+
+bool IsConnectTimeout(const Status& s) {
+  return s.code() == StatusCode::kUnavailable &&
+         s.message().find(kConnectTimeoutNote) != std::string_view::npos;
 }
 
 // Retrying would wait for replicas again, and they rarely come back within a

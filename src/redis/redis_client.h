@@ -175,15 +175,20 @@ bool IsPermanentFailure(const Status& s);
 // The permanent failures that are configuration to mend (authentication,
 // permissions, TLS), as opposed to a server's state (restarted, replicas).
 bool IsConfigurationFailure(const Status& s);
+// True for a connect, TLS handshake or greeting that used all of
+// connect_timeout (TransportStatus): the server is unreachable, stalled or
+// overloaded, so a retry on the same server would most likely wait as long
+// again.
+bool IsConnectTimeout(const Status& s);
 
 // The value of field `name` in an INFO reply's text ("" if it has none):
 // "role" in "# Replication\r\nrole:master\r\n..." is "master".
 std::string InfoField(std::string_view info, std::string_view name);
-// The message of a write that fewer replicas confirmed than wait_replicas
-// asks for (see WaitForReplicas); IsPermanentFailure knows it.
 // The message of a server found restarted (see ConnectionPool::Acquire);
 // IsPermanentFailure knows it.
 Status RestartedStatus(std::string_view server, std::string_view was, std::string_view now);
+// The message of a write that fewer replicas confirmed than wait_replicas
+// asks for (see WaitForReplicas); IsPermanentFailure knows it.
 Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,
                            std::chrono::milliseconds waited);
 // An add whose caller wants to know which items were new, sent in full, and
