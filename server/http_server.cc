@@ -288,13 +288,19 @@ std::string DefaultErrorMessage(int status, size_t max_body) {
   }
 }
 
-// The target as logged: printable ASCII only, bounded, and with the item of
-// a single-item path redacted unless asked otherwise. `whole` is false for a
+// Where LoggedTarget looks for an item to redact: after a single-item
+// route's filter name, or anywhere in text no route matched (an empty name,
+// a request line not split at spaces), which may hold one all the same.
+enum class Redact { kNone, kItemRoute, kAnywhere };
+
+// The target as logged: printable ASCII only, bounded, and with everything
+// from an "/items/" on redacted as `redact` says. `whole` is false for a
 // target cut short (it is logged with "...").
-std::string LoggedTarget(std::string_view target, bool redact_item, bool whole = true) {
+std::string LoggedTarget(std::string_view target, Redact redact, bool whole = true) {
   std::string_view suffix;
-  if (redact_item) {
-    const size_t items = target.find("/items/", kFiltersPrefix.size() + 1);
+  if (redact != Redact::kNone) {
+    const size_t items =
+        target.find("/items/", redact == Redact::kItemRoute ? kFiltersPrefix.size() + 1 : 0);
     if (items != std::string_view::npos) {
       target = target.substr(0, items + 7);
       suffix = "<redacted>";
@@ -796,8 +802,8 @@ void HttpServer::Install() {
     std::chrono::nanoseconds latency{0};
     Route route = Route::kUnmatched;
     // A request the parser rejected (a header line too long, a space in
-    // the target) was never routed: its target may still name an item.
-    const bool routed = ctx.active;
+    // the target) was never routed (kUnmatched): its target may still name
+    // an item.
     if (ctx.active) {
       latency = Clock::now() - ctx.start;
       route = ctx.target.route;
@@ -812,10 +818,14 @@ void HttpServer::Install() {
     if (!failed && !log_->enabled()) return;
     const bool parsed = !req.method.empty();
     const RawRequestLine& raw = ctx.request_line;
-    const std::string method = LoggedTarget(parsed ? req.method : raw.method, false);
-    const std::string target = LoggedTarget(
-        parsed ? req.target : raw.target, !options_.log_items && (route == Route::kItem || !routed),
-        parsed || raw.whole);
+    const Redact redact = options_.log_items      ? Redact::kNone
+                          : route == Route::kItem ? Redact::kItemRoute
+                                                  : Redact::kAnywhere;
+    // A request line not split at spaces (tabs) is all in the method.
+    const std::string method = LoggedTarget(parsed ? req.method : raw.method,
+                                            options_.log_items ? Redact::kNone : Redact::kAnywhere);
+    const std::string target =
+        LoggedTarget(parsed ? req.target : raw.target, redact, parsed || raw.whole);
     if (failed) Failures().Note(res.status, method, target, res.body);
     if (!log_->enabled()) return;
     char tail[96];
@@ -836,7 +846,7 @@ void HttpServer::Install() {
         .append(" ")
         .append(target)
         .append(" ")
-        .append(LoggedTarget(parsed ? req.version : raw.version, /*redact_item=*/false))
+        .append(LoggedTarget(parsed ? req.version : raw.version, Redact::kNone))
         .append(tail);
     log_->Write(line);
   });

@@ -1168,6 +1168,16 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
                       " HTTP/1.1\r\nHost: x\r\n\r\n",
                   /*shut_write=*/true);
   ASSERT_NE(too_long.find(" 414 "), std::string::npos) << too_long.substr(0, 200);
+  // Items in paths no route matches (an empty name, as a client's empty
+  // variable makes), and in a request line the parser could not split
+  // (tabs for spaces, logged whole as the method), were logged in full.
+  ASSERT_EQ(Do("GET", "/v1/filters//items/card-6011000000000004").status, 404);
+  ASSERT_EQ(Do("GET", "/v1/filters/orders//items/card-3530111333300000").status, 404);
+  const std::string tabs = RawExchange(
+      server_->port(),
+      "GET\t/v1/filters/orders/items/card-6304000000000000\tHTTP/1.1\r\nHost: x\r\n\r\n",
+      /*shut_write=*/true);
+  ASSERT_NE(tabs.find(" 400 "), std::string::npos) << tabs.substr(0, 200);
   const std::string long_name = std::string(3000, 'n');
   ASSERT_EQ(Do("GET", "/v1/filters/" + long_name + std::string(6000, 'm')).status, 414);
   // A HEAD sends no body, whatever length its answer announces.
@@ -1205,6 +1215,11 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   EXPECT_EQ(rejected_line.find("Z 127.0.0.1:"), 23u) << rejected_line;
   EXPECT_EQ(rejected_line.find(":-1 "), std::string::npos) << rejected_line;
   EXPECT_EQ(ss.str().find("3400000000000009"), std::string::npos) << ss.str();
+  for (const char* card : {"6011000000000004", "3530111333300000", "6304000000000000"}) {
+    EXPECT_EQ(ss.str().find(card), std::string::npos) << card << "\n" << ss.str();
+  }
+  EXPECT_FALSE(line_with("\"GET /v1/filters//items/<redacted> HTTP/1.1\" 404 ").empty())
+      << ss.str();
   EXPECT_FALSE(line_with("\"GET /v1/filters/orders/items/<redacted> HTTP/1.1\" 414 ").empty())
       << ss.str();
   // A target too long to log whole is cut, and says so.
@@ -1212,10 +1227,11 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   EXPECT_NE(cut_line.find("... HTTP/1.1\" 414 "), std::string::npos) << cut_line;
   EXPECT_FALSE(line_with("\"HEAD /v1/openapi.json HTTP/1.1\" 200 0 ").empty()) << ss.str();
   // One line per request: the harness's /healthz probes, PUT, GET item, GET
-  // /nope, the rejected GET, the two 414s, the HEAD.
+  // /nope, the rejected GET, the two unmatched item paths, the tabbed line,
+  // the two 414s, the HEAD.
   size_t non_probe = 0;
   for (const std::string& l : lines) non_probe += l.find("/healthz") == std::string::npos ? 1 : 0;
-  EXPECT_EQ(non_probe, 7u) << ss.str();
+  EXPECT_EQ(non_probe, 10u) << ss.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ServerApiTest,
