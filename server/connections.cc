@@ -827,6 +827,7 @@ void ConnectionServer::Loop::OnReadable(Connection& c) {
   for (int reads = 0; reads < kReadsPerWake; ++reads) {
     const bool body = c.body_end != 0;
     if (!body && c.buf.size() - c.pos >= kMaxHeaderBytes) {
+      s_.metrics_->RequestMalformed();
       Answer(c, ErrorResponse(431, "Request Header Fields Too Large", "too_large",
                               "request headers are larger than " + std::to_string(kMaxHeaderBytes) +
                                   " bytes"));
@@ -916,6 +917,7 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
   c.head_read = now;
   c.body_deadline = now + o_.body_timeout;
   if (c.bare_lf) {
+    s_.metrics_->RequestMalformed();
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             "a line of the request's head ends in a bare LF: HTTP/1.1 needs CRLF"));
     Linger(c);
@@ -927,12 +929,14 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
   if (f.empty_length) {
     // Where the body ends cannot be told (the HTTP layer answers the other
     // framings that are not one way only).
+    s_.metrics_->RequestMalformed();
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             "the request's Content-Length is empty"));
     Linger(c);
     return true;
   }
   if (malformed_header) {
+    s_.metrics_->RequestMalformed();
     Answer(c, ErrorResponse(
                   400, "Bad Request", "invalid_argument",
                   "a header line of the request is malformed: not 'name: value' with a token "

@@ -186,6 +186,11 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
        u(timeouts_[static_cast<size_t>(TimeoutPhase::kHeaders)].load(std::memory_order_relaxed)));
   Line(&out, "redbloomd_request_timeouts_total", "phase=\"body\"",
        u(timeouts_[static_cast<size_t>(TimeoutPhase::kBody)].load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_requests_malformed_total", "counter",
+         "Requests answered 400 or 431 before they were parsed (a bare LF, a malformed or empty "
+         "framing header, a head over 64 KiB), and so not in http_requests_total.");
+  Line(&out, "redbloomd_requests_malformed_total", "",
+       u(malformed_.load(std::memory_order_relaxed)));
 
   Header(&out, "redbloomd_items_added_total", "counter", "Items in successful add requests.");
   Line(&out, "redbloomd_items_added_total", "", u(items_added_.load(std::memory_order_relaxed)));

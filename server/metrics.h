@@ -94,6 +94,9 @@ class Metrics {
   void RequestTimedOut(TimeoutPhase phase) {
     timeouts_[static_cast<size_t>(phase)].fetch_add(1, std::memory_order_relaxed);
   }
+  // A request the connection layer answered 400 or 431 itself, before the
+  // HTTP layer saw it (requests_malformed_total).
+  void RequestMalformed() { malformed_.fetch_add(1, std::memory_order_relaxed); }
 
   // `cache_entries`: open filter handles; `store_open`: the store was opened.
   std::string Render(size_t cache_entries, bool store_open) const;
@@ -134,6 +137,7 @@ class Metrics {
   std::atomic<uint64_t> body_buffer_bytes_{0};
   std::array<std::atomic<uint64_t>, 2> refusals_{};  // by Refusal
   std::array<std::atomic<uint64_t>, 2> timeouts_{};  // by TimeoutPhase
+  std::atomic<uint64_t> malformed_{0};
   const double start_time_;
 };
 

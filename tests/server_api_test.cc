@@ -716,6 +716,27 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
     EXPECT_NE(answer.find("\r\nConnection: close\r\n"), std::string::npos) << answer;
     EXPECT_TRUE(c.WaitClosed(std::chrono::seconds(3))) << request;
   }
+  // Each is counted once: by the HTTP layer's requests_total, or, answered
+  // before it (a bare LF, a malformed or empty framing header), by
+  // requests_malformed_total. Those left no trace at all.
+  const auto answered_400 = [&] {
+    const std::string text = Do("GET", "/metrics").body;
+    double sum = Sample(text, "redbloomd_requests_malformed_total");
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with("redbloomd_http_requests_total{") &&
+          line.find("code=\"400\"}") != std::string::npos) {
+        sum += std::stod(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return sum;
+  };
+  double counted = 0;
+  for (int i = 0; i < 100 && (counted = answered_400()) < ambiguous.size(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(counted, ambiguous.size());
+  EXPECT_GE(Sample(Do("GET", "/metrics").body, "redbloomd_requests_malformed_total"), 5);
   EXPECT_EQ(Do("GET", "/v1/filters/orders/items/smuggled").json["present"], false);
   // Repeating the same length is not ambiguous.
   const std::string same = RawExchange(
