@@ -342,18 +342,37 @@ void SplitRequestLine(std::string_view line, RawRequestLine* r) {
 
 // The service log's line for an answer the server or its store failed
 // (5xx): the access log says only that it failed, this says why. One line
-// per status code per kInterval at most, so an outage that fails every
-// request is told, not flooded; the next line counts the ones left out.
+// per status and error code per kInterval at most, so an outage that fails
+// every request is told, not flooded; the next line counts the ones left
+// out. A data loss or internal error is one filter's, for its own action, so
+// those are limited per filter too: one filter failing twice a second hid
+// every other filter's from the log.
 class FailureLog {
  public:
   static constexpr std::chrono::seconds kInterval{5};
+  // Filters given a limit of their own; past them, they share one.
+  static constexpr size_t kMaxFilters = 1024;
 
   void Note(int status, std::string_view method, std::string_view target, const std::string& body) {
+    std::string code = "internal", message = body;
+    const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("error") && j["error"].is_string() && j.contains("message") &&
+        j["message"].is_string()) {
+      code = j["error"].get<std::string>();
+      message = j["message"].get<std::string>();
+    }
+    Key key{status, code, ""};
+    if (code == "data_loss" || code == "internal") key.filter = FilterOf(target);
     const auto now = Clock::now();
     uint64_t left_out = 0;
     {
       std::lock_guard lock(mu_);
-      Entry& e = entries_[status];
+      if (!key.filter.empty() && filters_ >= kMaxFilters && !entries_.contains(key)) {
+        key.filter.clear();
+      }
+      auto [it, made] = entries_.try_emplace(key);
+      if (made && !key.filter.empty()) ++filters_;
+      Entry& e = it->second;
       if (e.logged && now - e.last < kInterval) {
         ++e.left_out;
         return;
@@ -362,22 +381,13 @@ class FailureLog {
       e.last = now;
       left_out = std::exchange(e.left_out, 0);
     }
-    std::string code = "internal", message = body;
-    const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("error") && j["error"].is_string() && j.contains("message") &&
-        j["message"].is_string()) {
-      code = j["error"].get<std::string>();
-      message = j["message"].get<std::string>();
-    }
     std::string line = "redbloomd: ";
     line.append(method).append(" ").append(target).append(": ");
     line.append(std::to_string(status)).append(" ").append(code).append(": ").append(message);
     if (left_out > 0) {
-      line.append(" (and ")
-          .append(std::to_string(left_out))
-          .append(" more ")
-          .append(std::to_string(status))
-          .append(" answers since the last such line)");
+      line.append(" (and " + std::to_string(left_out) + " more " + std::to_string(status) + " " +
+                  code + " answers" + (key.filter.empty() ? "" : " for this filter") +
+                  " since the last such line)");
     }
     for (char& ch : line) {
       if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // one line, whatever the message
@@ -387,13 +397,29 @@ class FailureLog {
   }
 
  private:
+  struct Key {
+    int status;
+    std::string code;
+    std::string filter;  // "" for failures of the store, not of one filter
+    auto operator<=>(const Key&) const = default;
+  };
   struct Entry {
     bool logged = false;
     Clock::time_point last;
     uint64_t left_out = 0;
   };
+
+  // NAME in a logged target "/v1/filters/NAME[/...]"; "" for other targets.
+  static std::string FilterOf(std::string_view target) {
+    constexpr std::string_view kPrefix = "/v1/filters/";
+    if (!target.starts_with(kPrefix)) return "";
+    target.remove_prefix(kPrefix.size());
+    return std::string(target.substr(0, target.find_first_of("/?")));
+  }
+
   std::mutex mu_;
-  std::map<int, Entry> entries_;  // by status code
+  std::map<Key, Entry> entries_;  // guarded by mu_
+  size_t filters_ = 0;            // entries_ with a filter; mu_
 };
 
 FailureLog& Failures() {

@@ -192,6 +192,41 @@ TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
   EXPECT_EQ(server.Stderr().find("ORD-1"), std::string::npos) << "items stay out of the log";
 }
 
+// The service log limits its lines per status code, and per filter for a
+// data loss: one filter failing twice a second hid every other filter's
+// loss, which each needs its own action (an audit: 'dB' never named).
+TEST(ServerRedisTest, EachFilterLostIsNamedInTheServiceLog) {
+  RedisServer redis;
+  redis.Start();
+  RedbloomdProcess server(redis.url());
+  server.Start();
+  auto client = server.Client();
+  const std::string items = R"({"items":["ORD-1"]})";
+  for (const char* name : {"dA", "dB"}) {
+    const std::string path = std::string("/v1/filters/") + name;
+    ASSERT_EQ(Call(*client, "PUT", path, R"({"capacity":1000,"error_rate":0.01})").status, 201);
+    ASSERT_EQ(Call(*client, "POST", path + "/items", items).status, 200);
+  }
+  redis.Cli({"DEL", "dA", "dB"});  // the bitmaps only: their metadata says they were made
+  for (const char* name : {"dA", "dA", "dB", "dA", "dB"}) {
+    Answer a = Call(*client, "POST", std::string("/v1/filters/") + name + "/check", items);
+    EXPECT_EQ(a.status, 500) << a.body;
+    EXPECT_EQ(a.error(), "data_loss") << a.body;
+  }
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+  int lines_a = 0, lines_b = 0;
+  for (const std::string& line : Lines(server.Stderr())) {
+    if (!line.starts_with("redbloomd: POST ") ||
+        line.find(": 500 data_loss: ") == std::string::npos) {
+      continue;
+    }
+    lines_a += line.find(" /v1/filters/dA/check: ") != std::string::npos ? 1 : 0;
+    lines_b += line.find(" /v1/filters/dB/check: ") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(lines_a, 1) << server.Stderr();
+  EXPECT_EQ(lines_b, 1) << server.Stderr();
+}
+
 // A Redis that restarts without its data fails one call "restarted", then
 // has no filters: every call is 404, which no store error counts, so the
 // documented alert stayed silent. A filter this service had open and then
