@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "util/errno_text.h"
@@ -23,10 +25,12 @@ AccessLog::~AccessLog() {
   if (owned_ && fd_ >= 0) ::close(fd_);
 }
 
-Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flush_interval) {
+Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flush_interval,
+                       Metrics* metrics) {
   std::lock_guard lock(mu_);
   if (fd_ >= 0) return Status::Internal("access log opened twice");
   flush_interval_ = flush_interval;
+  metrics_ = metrics;
   if (target == "off") return Status::Ok();
   if (target == "-" || target.empty()) {
     fd_ = STDERR_FILENO;
@@ -90,11 +94,34 @@ void AccessLog::Flush() {
 
 void AccessLog::FlushLocked() {
   size_t done = 0;
+  std::string failure;
   while (fd_ >= 0 && done < buffer_.size()) {
     const ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;  // a full disk must not fail requests; the lines are dropped
+    if (w <= 0) {
+      failure = w < 0 ? internal::ErrnoText(errno) : "nothing written";
+      break;
+    }
     done += static_cast<size_t>(w);
+  }
+  const std::string_view shown = path_.empty() ? std::string_view("(stderr)") : path_;
+  if (!failure.empty()) {
+    // A full disk must not fail requests: the lines are dropped, counted,
+    // and said once per run of failures (stderr is the service log).
+    const auto lost = static_cast<uint64_t>(
+        std::count(buffer_.begin() + static_cast<ptrdiff_t>(done), buffer_.end(), '\n'));
+    if (metrics_ != nullptr) metrics_->AccessLogLinesLost(lost);
+    if (!failing_) {
+      std::fprintf(stderr,
+                   "redbloomd: cannot write the access log %.*s: %s; its lines are dropped until "
+                   "a write succeeds (redbloomd_access_log_lines_lost_total counts them)\n",
+                   static_cast<int>(shown.size()), shown.data(), failure.c_str());
+    }
+    failing_ = true;
+  } else if (failing_ && done > 0) {
+    failing_ = false;
+    std::fprintf(stderr, "redbloomd: the access log %.*s is written again\n",
+                 static_cast<int>(shown.size()), shown.data());
   }
   buffer_.clear();
 }

@@ -4,7 +4,9 @@
 // `flush_interval` (or as soon as 64 KiB are waiting), because on a busy
 // service a write(2) per request is a measurable share of a small request's
 // cost. A crash (not SIGTERM, which flushes) can lose the last interval's
-// lines; a flush_interval of 0 writes every line at once.
+// lines; a flush_interval of 0 writes every line at once. Lines a write
+// fails for (a full disk) are dropped rather than fail requests: counted in
+// Metrics, and said once per run of failures in the service log.
 #ifndef REDBLOOM_SERVER_ACCESS_LOG_H_
 #define REDBLOOM_SERVER_ACCESS_LOG_H_
 
@@ -15,6 +17,7 @@
 #include <string_view>
 #include <thread>
 
+#include "metrics.h"
 #include "redbloom/status.h"
 
 namespace redbloom::server {
@@ -27,8 +30,10 @@ class AccessLog {
   ~AccessLog();  // flushes
 
   // "-" is stderr, "off" disables the log, anything else is a file opened
-  // for appending (created 0640). Starts the flusher thread.
-  Status Open(const std::string& target, std::chrono::milliseconds flush_interval);
+  // for appending (created 0640). Starts the flusher thread. `metrics`
+  // (optional) counts the lines lost to failed writes.
+  Status Open(const std::string& target, std::chrono::milliseconds flush_interval,
+              Metrics* metrics = nullptr);
   // Flushes, then reopens the file (after logrotate moved it); a no-op for
   // stderr and off. On failure the old file stays in use.
   Status Reopen();
@@ -51,7 +56,9 @@ class AccessLog {
   int fd_ = -1;           // guarded by mu_
   bool enabled_ = false;  // set by Open, before any request; never changed after
   bool owned_ = false;
-  bool stop_ = false;  // guarded by mu_
+  bool stop_ = false;     // guarded by mu_
+  bool failing_ = false;  // the last write failed (said once); mu_
+  Metrics* metrics_ = nullptr;
   std::chrono::milliseconds flush_interval_{0};
   std::thread flusher_;
 };

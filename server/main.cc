@@ -158,7 +158,7 @@ int Run(int argc, char** argv) {
 
   Metrics metrics;
   AccessLog access_log;
-  if (auto s = access_log.Open(config->access_log, config->access_log_flush); !s.ok()) {
+  if (auto s = access_log.Open(config->access_log, config->access_log_flush, &metrics); !s.ok()) {
     Fail(s.message());
     // A path it cannot open is the configuration's fault; no thread is not.
     return s.code() == redbloom::StatusCode::kResourceExhausted ? 3 : 2;

@@ -191,8 +191,14 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
          "framing header, a head over 64 KiB), and so not in http_requests_total.");
   Line(&out, "redbloomd_requests_malformed_total", "",
        u(malformed_.load(std::memory_order_relaxed)));
+  Header(&out, "redbloomd_access_log_lines_lost_total", "counter",
+         "Access-log lines dropped because writing them failed (a full disk; the service log "
+         "says why).");
+  Line(&out, "redbloomd_access_log_lines_lost_total", "",
+       u(access_log_lost_.load(std::memory_order_relaxed)));
 
-  Header(&out, "redbloomd_items_added_total", "counter", "Items in successful add requests.");
+  Header(&out, "redbloomd_items_added_total", "counter",
+         "Items in successful add requests, and those a failed one confirmed.");
   Line(&out, "redbloomd_items_added_total", "", u(items_added_.load(std::memory_order_relaxed)));
   Header(&out, "redbloomd_items_new_total", "counter",
          "Added items that were new (turned on at least one bit).");

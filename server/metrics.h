@@ -97,6 +97,10 @@ class Metrics {
   // A request the connection layer answered 400 or 431 itself, before the
   // HTTP layer saw it (requests_malformed_total).
   void RequestMalformed() { malformed_.fetch_add(1, std::memory_order_relaxed); }
+  // Access-log lines dropped because writing them failed (a full disk).
+  void AccessLogLinesLost(uint64_t lines) {
+    access_log_lost_.fetch_add(lines, std::memory_order_relaxed);
+  }
 
   // `cache_entries`: open filter handles; `store_open`: the store was opened.
   std::string Render(size_t cache_entries, bool store_open) const;
@@ -138,6 +142,7 @@ class Metrics {
   std::array<std::atomic<uint64_t>, 2> refusals_{};  // by Refusal
   std::array<std::atomic<uint64_t>, 2> timeouts_{};  // by TimeoutPhase
   std::atomic<uint64_t> malformed_{0};
+  std::atomic<uint64_t> access_log_lost_{0};
   const double start_time_;
 };
 

@@ -1167,6 +1167,26 @@ TEST_P(ServerApiTest, AnswersAreCompressedOnlyAsTheClientAccepts) {
   }
 }
 
+// An access log that cannot be written (a full disk) drops its lines
+// rather than fail requests: they were dropped without a word or a count.
+TEST_P(ServerApiTest, AccessLogLinesLostToAFullDiskAreCountedAndSaid) {
+  StartServer(json{{"access_log", "/dev/full"}, {"access_log_flush_ms", 0}}.dump());
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Do("GET", "/healthz").status, 200);
+  double lost = 0;
+  for (int i = 0; i < 100 && (lost = Sample(Do("GET", "/metrics").body,
+                                            "redbloomd_access_log_lines_lost_total")) < 3;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GE(lost, 3);
+  ASSERT_EQ(server_->Stop(SIGTERM), 0) << server_->Stderr();
+  const std::string said = "cannot write the access log /dev/full: ";
+  const std::string err = server_->Stderr();
+  ASSERT_NE(err.find(said), std::string::npos) << err;
+  EXPECT_EQ(err.find(said, err.find(said) + 1), std::string::npos) << "once, not per line:\n"
+                                                                   << err;
+}
+
 TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   const std::string log = dir_.path() + "/access.log";
   StartServer(json{{"access_log", log}}.dump());
