@@ -94,8 +94,15 @@ Result<uint64_t> ParseByteSize(std::string_view text) {
     return Status::InvalidArgument("'" + std::string(text) +
                                    "' is not a byte size (e.g. 1073741824, 1GiB, 512M)");
   };
+  // At most 2^63 - 1, as the config file's max_filter_bytes (a JSON
+  // integer): the flag took up to 2^64 - 1.
+  const auto too_large = [&] {
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is larger than 9223372036854775807 bytes (2^63 - 1)");
+  };
   uint64_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range) return too_large();
   if (ec != std::errc() || ptr == text.data()) return bad();
   std::string suffix(ptr, text.data() + text.size());
   for (char& ch : suffix) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -112,7 +119,7 @@ Result<uint64_t> ParseByteSize(std::string_view text) {
   } else if (!suffix.empty()) {
     return bad();
   }
-  if (shift != 0 && v > (UINT64_MAX >> shift)) return bad();
+  if (v > (static_cast<uint64_t>(INT64_MAX) >> shift)) return too_large();
   return v << shift;
 }
 

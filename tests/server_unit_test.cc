@@ -405,9 +405,17 @@ TEST(ConfigTest, ParseByteSize) {
   EXPECT_EQ(ValueOrFail(ParseByteSize("512m")), uint64_t{512} << 20);
   EXPECT_EQ(ValueOrFail(ParseByteSize("2K")), 2048u);
   EXPECT_EQ(ValueOrFail(ParseByteSize("3TiB")), uint64_t{3} << 40);
+  EXPECT_EQ(ValueOrFail(ParseByteSize("9223372036854775807")), uint64_t{INT64_MAX});
   for (const char* bad :
        {"", "G", "1.5G", "-1", "10X", "1 GiB", "99999999999999999999", "16777216T"}) {
     EXPECT_EQ(ParseByteSize(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  // The config file's bound, said as such (the flag took up to 2^64 - 1, and
+  // a number past that was "not a byte size").
+  for (const char* large : {"9223372036854775808", "99999999999999999999", "8388608T"}) {
+    const Status s = ParseByteSize(large).status();
+    EXPECT_NE(s.message().find("larger than 9223372036854775807"), std::string::npos)
+        << large << ": " << s.ToString();
   }
 }
 
