@@ -2382,6 +2382,7 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"redis://h?pool_size=0", "pool_size"},
            Case{"redis://h?pool_size=many", "pool_size"},
            Case{"redis://h?idle_timeout_ms=-1", "idle_timeout_ms"},
+           Case{"redis://h?idle_timeout_ms=86400001", "idle_timeout_ms"},
            Case{"redis://h?timeout=5", "unknown option"},
            Case{"redis://h?keys=xml", "keys"},
            Case{"redis://h?batch_items", "no '='"},
@@ -2467,6 +2468,15 @@ TEST(RedisUrlTest, StoreOptionsOutOfRangeAreInvalidArguments) {
   auto store = Store::Open("redis://127.0.0.1:1", o);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument);
+  // milliseconds::max() for "never" overflowed the pool's now - idle_timeout,
+  // which then closed every connection at once; 0 is "never".
+  for (auto idle : {std::chrono::milliseconds(-1), std::chrono::milliseconds::max()}) {
+    StoreOptions options;
+    options.idle_timeout = idle;
+    const Status s = Store::Open("redis://127.0.0.1:1", options).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("idle_timeout"), std::string::npos) << s.ToString();
+  }
 }
 
 TEST(RedisConnectionTest, UnreachableServerFailsFastWithUnavailable) {
@@ -3136,7 +3146,7 @@ TEST_F(RedisStoreTest, PoolServesConcurrentCallers) {
 // pool_size of them and CLI runs against a server at maxclients were locked
 // out.
 TEST_F(RedisStoreTest, PoolClosesConnectionsLeftIdle) {
-  auto store = MustOpen(server_->url() + "?pool_size=4&batch_items=10&idle_timeout_ms=300");
+  auto store = MustOpen(server_->url() + "?pool_size=4&batch_items=10&idle_timeout_ms=1000");
   auto f = BloomFilter::Create(*store, "burst", Options(100000, 0.01));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   const auto items = Items(Encoding::kUtf8, 20000, /*salt=*/1);
@@ -3151,12 +3161,18 @@ TEST_F(RedisStoreTest, PoolClosesConnectionsLeftIdle) {
     return std::count(clients.begin(), clients.end(), '\n') - 2;  // not store_'s nor raw_'s
   };
   EXPECT_GE(ours(), 2) << "the burst did not open several connections";
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
-  // The next call closes those unused past the timeout and keeps one.
+  const auto offered = [&] {
+    return internal::InfoField(raw_->Str({"INFO", "stats"}), "total_connections_received");
+  };
+  const std::string offered_before = offered();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The next call closes those unused past the timeout, and reuses the last
+  // one back rather than connect again.
   auto hit = (*f)->Contains(views[0]);
   ASSERT_TRUE(hit.ok()) << hit.status().ToString();
   EXPECT_TRUE(*hit);
   EXPECT_EQ(ours(), 1);
+  EXPECT_EQ(offered(), offered_before);
 }
 
 TEST_F(RedisStoreTest, ReconnectsAfterTheServerRestarts) {

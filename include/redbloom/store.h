@@ -56,13 +56,16 @@ struct StoreOptions {
   // Redis: connections kept for concurrent callers; more callers wait.
   int pool_size = 8;
   // Redis: a pooled connection unused this long is closed the next time its
-  // pool lends or takes back a connection (a pool nobody calls keeps its
-  // connections), so a burst's extra connections do not stay open, counting
-  // against the server's maxclients, once traffic falls. 0 keeps them.
+  // pool lends or takes back a connection, but for the last one handed back
+  // (a pool nobody calls keeps its connections), so a burst's extra
+  // connections do not stay open, counting against the server's maxclients,
+  // once traffic falls. 0 keeps them; at most 86400000 (a day).
   std::chrono::milliseconds idle_timeout{60000};
   // Redis: extra attempts, with backoff, for idempotent operations (checks,
   // reads, and adds, since setting a bit twice is harmless) after a lost
-  // connection. 0 disables retries.
+  // connection; not on a single server that took the connection and then
+  // did not answer within connect_timeout (a retry would wait as long again).
+  // 0 disables retries.
   int max_retries = 2;
   // Redis: items per command. Bounds how long one command holds the server
   // (about 2.1 us per item at k = 7, so 1000 items is ~2 ms). 1 to 1000000.

@@ -66,10 +66,10 @@ class SingleServerSource final : public ConnectionSource {
       : ConnectionSource(options), pool_(std::move(server), options.pool_size) {}
 
   // One server serves every access; read_from=replica needs a topology
-  // (Sentinel or Cluster) to find replicas. A connect that used all of
-  // connect_timeout is not retried: with no other server to try, each retry
-  // waited as long again, so a stalled server held every call three times
-  // the timeout its error named.
+  // (Sentinel or Cluster) to find replicas. A stalled server (it took the
+  // connection, then said nothing for connect_timeout) is not retried: with
+  // no other server to try, each retry waited as long again, so it held every
+  // call three times the timeout its error named.
   Status Run(std::string_view /*key*/, Access /*access*/, bool idempotent, const Op& op) override {
     for (int attempt = 0;; ++attempt) {
       Status s;
@@ -84,7 +84,7 @@ class SingleServerSource final : public ConnectionSource {
         }
       }
       if (s.ok() || s.code() != StatusCode::kUnavailable || IsPermanentFailure(s) ||
-          IsConnectTimeout(s) || attempt >= options().max_retries || (wrote && !idempotent)) {
+          IsStalledServer(s) || attempt >= options().max_retries || (wrote && !idempotent)) {
         return s;
       }
       std::this_thread::sleep_for(Backoff(attempt));

@@ -38,7 +38,9 @@ class ConnectionSource {
   // Runs `op` on a pooled connection to the server that holds `key` (every
   // key of one filter hashes to one slot, so any of them routes the whole
   // filter). After a lost connection (kUnavailable) it retries with backoff,
-  // up to options().max_retries times: always when nothing had been written,
+  // up to options().max_retries times (one server that took the connection
+  // and then did not answer, IsStalledServer, is not retried: a retry would
+  // wait as long again): always when nothing had been written,
   // since the server cannot have run anything; after a write only when
   // `idempotent`, since the server may have run the command before the
   // connection died. Timeouts (kDeadlineExceeded) are not retried: a server

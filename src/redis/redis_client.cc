@@ -94,8 +94,11 @@ Status CommandBuffer::Validate() const {
 // ---- Errors ----------------------------------------------------------------
 
 namespace {
-// In the message of every connect-phase timeout (IsConnectTimeout).
+// In the message of every connect-phase timeout.
 constexpr std::string_view kConnectTimeoutNote = " ms (connect_timeout_ms)";
+// In the message of a server that took the connection and then did not
+// answer (IsStalledServer).
+constexpr std::string_view kStalled = ": the server is stalled, stopped or overloaded";
 }  // namespace
 
 Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
@@ -114,17 +117,14 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
     case Kind::kHandshakeTimeout:
       return Status::Unavailable(where + " did not complete the TLS handshake within " +
                                  std::to_string(server.connect_timeout.count()) +
-                                 std::string(kConnectTimeoutNote) + hint);
+                                 std::string(kConnectTimeoutNote) + std::string(kStalled) + hint);
     case Kind::kHelloTimeout:
       // The TCP connection was made (the kernel accepts for a stopped or
       // stalled server too): "cannot connect" would send the reader to the
       // network.
       return Status::Unavailable("connected to " + where + ", but it did not answer within " +
                                  std::to_string(server.connect_timeout.count()) +
-                                 std::string(kConnectTimeoutNote) +
-                                 ": the server is stalled, stopped "
-                                 "or overloaded" +
-                                 hint);
+                                 std::string(kConnectTimeoutNote) + std::string(kStalled) + hint);
     case Kind::kCertificate:
       return Status::Unavailable(std::string(kTlsFailed) + ": the certificate of " + where +
                                  " does not verify: " + failure.detail + hint);
@@ -289,9 +289,8 @@ bool IsPermanentFailure(const Status& s) {
            StartsWith(s.message(), kClockBehind)));
 }
 
-bool IsConnectTimeout(const Status& s) {
-  return s.code() == StatusCode::kUnavailable &&
-         s.message().find(kConnectTimeoutNote) != std::string_view::npos;
+bool IsStalledServer(const Status& s) {
+  return s.code() == StatusCode::kUnavailable && s.message().find(kStalled) != std::string::npos;
 }
 
 // Retrying would wait for replicas again, and they rarely come back within a
@@ -837,9 +836,14 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
   // callers share those the pool holds, as they do a full pool's, until one
   // comes back or the deadline passes.
   std::optional<Status> server_full;
-  std::vector<std::unique_ptr<Connection>> expired;  // closed on return, after `lock`
+  {
+    // Closed before anything is opened: at maxclients their slots are the
+    // ones a new connection needs.
+    std::vector<std::unique_ptr<Connection>> expired;
+    std::lock_guard lock(mu_);
+    TakeExpired(std::chrono::steady_clock::now(), &expired);
+  }  // `expired` closes them here, after the lock
   std::unique_lock lock(mu_);
-  TakeExpired(std::chrono::steady_clock::now(), &expired);
   while (true) {
     while (!idle_.empty()) {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
@@ -929,11 +933,13 @@ void ConnectionPool::CloseIdle() {
 
 void ConnectionPool::TakeExpired(std::chrono::steady_clock::time_point now,
                                  std::vector<std::unique_ptr<Connection>>* closing) {
-  if (server_.idle_timeout.count() <= 0) return;
+  if (server_.idle_timeout.count() <= 0 || idle_.size() < 2) return;
   // idle_ is in the order connections came back, so the expired ones lead.
+  // The last one back stays, however long idle: the next call reuses it
+  // rather than connect again, and one connection is no burst's leftover.
   const auto cutoff = now - server_.idle_timeout;
   auto end = idle_.begin();
-  while (end != idle_.end() && (*end)->idle_since_ <= cutoff) ++end;
+  while (end + 1 != idle_.end() && (*end)->idle_since_ <= cutoff) ++end;
   if (end == idle_.begin()) return;
   open_ -= static_cast<int>(end - idle_.begin());
   std::move(idle_.begin(), end, std::back_inserter(*closing));

@@ -175,11 +175,13 @@ bool IsPermanentFailure(const Status& s);
 // The permanent failures that are configuration to mend (authentication,
 // permissions, TLS), as opposed to a server's state (restarted, replicas).
 bool IsConfigurationFailure(const Status& s);
-// True for a connect, TLS handshake or greeting that used all of
-// connect_timeout (TransportStatus): the server is unreachable, stalled or
-// overloaded, so a retry on the same server would most likely wait as long
-// again.
-bool IsConnectTimeout(const Status& s);
+// True for a server that took the TCP connection, then did not complete the
+// TLS handshake or answer the greeting within connect_timeout
+// (TransportStatus): it is stalled, stopped or overloaded, so a retry on the
+// same server would most likely wait as long again. (A connect that timed
+// out is not one: the address may be gone, and a retry resolves the name
+// again, as a failover by DNS needs.)
+bool IsStalledServer(const Status& s);
 
 // The value of field `name` in an INFO reply's text ("" if it has none):
 // "role" in "# Replication\r\nrole:master\r\n..." is "master".
@@ -395,8 +397,8 @@ class ConnectionPool {
   // one warm connection), else a new one while fewer than `size` exist, else
   // waits up to command_timeout for one to come back (kDeadlineExceeded).
   // Acquire and Release also close the idle connections unused for
-  // ServerParams::idle_timeout: with the most recent lent first, those are
-  // the ones a fall in traffic left over.
+  // ServerParams::idle_timeout, but for the last one handed back: with the
+  // most recent lent first, those are the ones a fall in traffic left over.
   //
   // Restarts: every new connection reads the server's run_id. If it differs
   // from the one this pool saw before, the server restarted in between and

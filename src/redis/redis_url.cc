@@ -176,7 +176,10 @@ Status ValidateOptions(const StoreOptions& o) {
     return Status::InvalidArgument("redis timeouts must be at least 1 ms");
   }
   if (o.pool_size < 1) return Status::InvalidArgument("redis pool_size must be at least 1");
-  if (o.idle_timeout.count() < 0) return Status::InvalidArgument("redis idle_timeout must be >= 0");
+  // The URL parser's bound too: past it, now - idle_timeout could overflow.
+  if (o.idle_timeout.count() < 0 || o.idle_timeout.count() > 86'400'000) {
+    return Status::InvalidArgument("redis idle_timeout must be between 0 and 86400000 ms");
+  }
   if (o.max_retries < 0) return Status::InvalidArgument("redis max_retries must be >= 0");
   // The URL parser's bound, for options passed in code too: a batch's ops
   // (batch_items * k, k <= 255) are indexed with 32 bits.
