@@ -20,9 +20,11 @@ AccessLog::~AccessLog() {
   }
   cv_.notify_all();
   if (flusher_.joinable()) flusher_.join();
-  std::lock_guard lock(mu_);
-  FlushLocked();
+  std::unique_lock lock(mu_);
+  const std::string note = FlushLocked();
   if (owned_ && fd_ >= 0) ::close(fd_);
+  lock.unlock();
+  Say(note);
 }
 
 Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flush_interval,
@@ -49,7 +51,12 @@ Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flus
       std::unique_lock lk(mu_);
       while (!stop_) {
         cv_.wait_for(lk, flush_interval_, [this] { return stop_; });
-        FlushLocked();
+        const std::string note = FlushLocked();
+        if (!note.empty()) {
+          lk.unlock();
+          Say(note);
+          lk.lock();
+        }
       }
     });
     if (!flusher.ok()) {
@@ -67,9 +74,14 @@ Status AccessLog::Open(const std::string& target, std::chrono::milliseconds flus
 }
 
 Status AccessLog::Reopen() {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (!owned_) return Status::Ok();
-  FlushLocked();  // the old file gets every line written before the rotation
+  // The old file gets every line written before the rotation.
+  if (const std::string note = FlushLocked(); !note.empty()) {
+    lock.unlock();
+    Say(note);
+    lock.lock();
+  }
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) {
     return Status::Unavailable("cannot reopen access log " + path_ + ": " +
@@ -81,18 +93,31 @@ Status AccessLog::Reopen() {
 }
 
 void AccessLog::Write(std::string_view line) {
-  std::lock_guard lock(mu_);
-  if (fd_ < 0) return;
-  buffer_.append(line);
-  if (flush_interval_.count() == 0 || buffer_.size() >= kFlushBytes) FlushLocked();
+  std::string note;
+  {
+    std::lock_guard lock(mu_);
+    if (fd_ < 0) return;
+    buffer_.append(line);
+    if (flush_interval_.count() == 0 || buffer_.size() >= kFlushBytes) note = FlushLocked();
+  }
+  Say(note);
 }
 
 void AccessLog::Flush() {
-  std::lock_guard lock(mu_);
-  FlushLocked();
+  std::string note;
+  {
+    std::lock_guard lock(mu_);
+    note = FlushLocked();
+  }
+  Say(note);
 }
 
-void AccessLog::FlushLocked() {
+void AccessLog::Say(const std::string& note) {
+  if (note.empty()) return;
+  [[maybe_unused]] const size_t n = std::fwrite(note.data(), 1, note.size(), stderr);
+}
+
+std::string AccessLog::FlushLocked() {
   size_t done = 0;
   std::string failure;
   while (fd_ >= 0 && done < buffer_.size()) {
@@ -104,7 +129,8 @@ void AccessLog::FlushLocked() {
     }
     done += static_cast<size_t>(w);
   }
-  const std::string_view shown = path_.empty() ? std::string_view("(stderr)") : path_;
+  const std::string shown = path_.empty() ? "(stderr)" : path_;
+  std::string note;
   if (!failure.empty()) {
     // A full disk must not fail requests: the lines are dropped, counted,
     // and said once per run of failures (stderr is the service log).
@@ -112,18 +138,17 @@ void AccessLog::FlushLocked() {
         std::count(buffer_.begin() + static_cast<ptrdiff_t>(done), buffer_.end(), '\n'));
     if (metrics_ != nullptr) metrics_->AccessLogLinesLost(lost);
     if (!failing_) {
-      std::fprintf(stderr,
-                   "redbloomd: cannot write the access log %.*s: %s; its lines are dropped until "
-                   "a write succeeds (redbloomd_access_log_lines_lost_total counts them)\n",
-                   static_cast<int>(shown.size()), shown.data(), failure.c_str());
+      note = "redbloomd: cannot write the access log " + shown + ": " + failure +
+             "; its lines are dropped until a write succeeds "
+             "(redbloomd_access_log_lines_lost_total counts them)\n";
     }
     failing_ = true;
   } else if (failing_ && done > 0) {
     failing_ = false;
-    std::fprintf(stderr, "redbloomd: the access log %.*s is written again\n",
-                 static_cast<int>(shown.size()), shown.data());
+    note = "redbloomd: the access log " + shown + " is written again\n";
   }
   buffer_.clear();
+  return note;
 }
 
 }  // namespace redbloom::server

@@ -45,7 +45,11 @@ class AccessLog {
   void Flush();
 
  private:
-  void FlushLocked();
+  // Writes the buffer; returns a note for the service log when writing
+  // starts or stops failing, which the caller prints (Say) after releasing
+  // mu_, so a blocked stderr never holds the request threads' Write.
+  std::string FlushLocked();
+  static void Say(const std::string& note);
 
   static constexpr size_t kFlushBytes = 64 * 1024;
 

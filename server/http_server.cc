@@ -344,9 +344,10 @@ void SplitRequestLine(std::string_view line, RawRequestLine* r) {
 // (5xx): the access log says only that it failed, this says why. One line
 // per status and error code per kInterval at most, so an outage that fails
 // every request is told, not flooded; the next line counts the ones left
-// out. A data loss or internal error is one filter's, for its own action, so
-// those are limited per filter too: one filter failing twice a second hid
-// every other filter's from the log.
+// out. A data loss is one filter's, for its own action, so it is limited per
+// filter too: one filter failing twice a second hid every other filter's
+// loss from the log. (An internal error is mostly the store's, such as an
+// error reply nobody expected, and fails every filter alike.)
 class FailureLog {
  public:
   static constexpr std::chrono::seconds kInterval{5};
@@ -362,13 +363,14 @@ class FailureLog {
       message = j["message"].get<std::string>();
     }
     Key key{status, code, ""};
-    if (code == "data_loss" || code == "internal") key.filter = FilterOf(target);
+    if (code == "data_loss") key.filter = FilterOf(target);
     const auto now = Clock::now();
     uint64_t left_out = 0;
     {
       std::lock_guard lock(mu_);
       if (!key.filter.empty() && filters_ >= kMaxFilters && !entries_.contains(key)) {
-        key.filter.clear();
+        DropQuietFilters(now);
+        if (filters_ >= kMaxFilters) key.filter.clear();
       }
       auto [it, made] = entries_.try_emplace(key);
       if (made && !key.filter.empty()) ++filters_;
@@ -408,6 +410,17 @@ class FailureLog {
     Clock::time_point last;
     uint64_t left_out = 0;
   };
+
+  // Forgets the filters with nothing left to say (no line within kInterval,
+  // none left out). Called with mu_ held.
+  void DropQuietFilters(Clock::time_point now) {
+    std::erase_if(entries_, [&](const auto& entry) {
+      const bool quiet = !entry.first.filter.empty() && entry.second.left_out == 0 &&
+                         now - entry.second.last >= kInterval;
+      if (quiet) --filters_;
+      return quiet;
+    });
+  }
 
   // NAME in a logged target "/v1/filters/NAME[/...]"; "" for other targets.
   static std::string FilterOf(std::string_view target) {
@@ -844,9 +857,12 @@ void HttpServer::Install() {
     if (!failed && !log_->enabled()) return;
     const bool parsed = !req.method.empty();
     const RawRequestLine& raw = ctx.request_line;
-    const Redact redact = options_.log_items      ? Redact::kNone
-                          : route == Route::kItem ? Redact::kItemRoute
-                                                  : Redact::kAnywhere;
+    // Other routes hold no item: a filter may be named "items"
+    // (/v1/filters/items/check).
+    const Redact redact = options_.log_items           ? Redact::kNone
+                          : route == Route::kItem      ? Redact::kItemRoute
+                          : route == Route::kUnmatched ? Redact::kAnywhere
+                                                       : Redact::kNone;
     // A request line not split at spaces (tabs) is all in the method.
     const std::string method = LoggedTarget(parsed ? req.method : raw.method,
                                             options_.log_items ? Redact::kNone : Redact::kAnywhere);

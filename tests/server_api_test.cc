@@ -1212,6 +1212,9 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   // Items in paths no route matches (an empty name, as a client's empty
   // variable makes), and in a request line the parser could not split
   // (tabs for spaces, logged whole as the method), were logged in full.
+  // A filter may be named "items": its other routes are logged whole.
+  Create("items");
+  ASSERT_EQ(Do("POST", "/v1/filters/items/check", Items({"x"})).status, 200);
   ASSERT_EQ(Do("GET", "/v1/filters//items/card-6011000000000004").status, 404);
   ASSERT_EQ(Do("GET", "/v1/filters/orders//items/card-3530111333300000").status, 404);
   const std::string tabs = RawExchange(
@@ -1261,6 +1264,7 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   }
   EXPECT_FALSE(line_with("\"GET /v1/filters//items/<redacted> HTTP/1.1\" 404 ").empty())
       << ss.str();
+  EXPECT_FALSE(line_with("\"POST /v1/filters/items/check HTTP/1.1\" 200 ").empty()) << ss.str();
   EXPECT_FALSE(line_with("\"GET /v1/filters/orders/items/<redacted> HTTP/1.1\" 414 ").empty())
       << ss.str();
   // A target too long to log whole is cut, and says so.
@@ -1268,11 +1272,11 @@ TEST_P(ServerApiTest, AccessLogHasOneLinePerRequestWithItemsRedacted) {
   EXPECT_NE(cut_line.find("... HTTP/1.1\" 414 "), std::string::npos) << cut_line;
   EXPECT_FALSE(line_with("\"HEAD /v1/openapi.json HTTP/1.1\" 200 0 ").empty()) << ss.str();
   // One line per request: the harness's /healthz probes, PUT, GET item, GET
-  // /nope, the rejected GET, the two unmatched item paths, the tabbed line,
-  // the two 414s, the HEAD.
+  // /nope, the rejected GET, PUT and check of "items", the two unmatched
+  // item paths, the tabbed line, the two 414s, the HEAD.
   size_t non_probe = 0;
   for (const std::string& l : lines) non_probe += l.find("/healthz") == std::string::npos ? 1 : 0;
-  EXPECT_EQ(non_probe, 10u) << ss.str();
+  EXPECT_EQ(non_probe, 12u) << ss.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ServerApiTest,
