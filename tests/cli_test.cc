@@ -781,6 +781,33 @@ TEST_F(CliTest, OutputThatCannotBeWrittenIsExitThree) {
       << dedup.err;
 }
 
+// A reader that goes away (`dedup | head -3`) is a failed write: the CLI
+// ignores SIGPIPE, so dedup stops at its first failed write, exit 3, naming
+// the lines that are in the filter but may not have been delivered, and
+// adds nothing after them. SIGPIPE killed it silently (exit 141) with
+// 65,536 lines in the filter that no run would ever print.
+TEST_F(CliTest, AReaderThatGoesAwayIsAFailedWrite) {
+  Create("dp", {}, "1000000");
+  std::string text;
+  for (int i = 1; i <= 200000; ++i) text += std::to_string(i) + "\n";
+  const std::string in = WriteFile("in", text);
+  const std::string cli =
+      "'" + std::string(REDBLOOM_CLI_PATH) + "' --store 'file:" + dir_.path() + "' ";
+  // 200,000 lines are far more than the pipe and head take before head ends.
+  auto r = RunCommand(
+      {"/bin/bash", "-c", cli + "dedup dp --file '" + in + "' | head -3; exit ${PIPESTATUS[0]}"});
+  EXPECT_EQ(Lines(r.out), (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(Count(r.err, "redbloom: error: "), 1u) << r.err;
+  EXPECT_NE(
+      r.err.find("cannot write to stdout: Broken pipe; the new lines from line 1 of " + in +
+                 " to line 65536 of " + in + " are in the filter but may not have been written"),
+      std::string::npos)
+      << r.err;
+  EXPECT_EQ(Run({"check", "-q", "dp", "65537", "200000"}).exit_code, 1)
+      << "lines after the failed write were added";
+}
+
 // A load in batches (a scaling filter) that meets bad input after its first
 // batch says that batch was added: the error alone read like the plain
 // filter's, where nothing is written.

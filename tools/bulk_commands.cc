@@ -249,16 +249,15 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
         out += '\n';
       }
     }
-    std::cout << out << std::flush;
-    if (!std::cout && !added.empty()) {
+    if (Status wrote = WriteStdout(out); !wrote.ok()) {
+      if (added.empty()) return fail(wrote);
       // The lines are in the filter, and a second run will not print them.
-      return fail(Status::Unavailable(
-          "cannot write to stdout; the new lines from " + reader.Where(0) + " to " +
-          reader.Where(added.size() - 1) +
-          " are in the filter but may not have been written, and a second run will not print "
-          "them; nothing after them was added"));
+      return fail(Status(wrote.code(), wrote.message() + "; the new lines from " + reader.Where(0) +
+                                           " to " + reader.Where(added.size() - 1) +
+                                           " are in the filter but may not have been written, "
+                                           "and a second run will not print them; nothing after "
+                                           "them was added"));
     }
-    if (!std::cout) return fail(Status::Unavailable("cannot write to stdout"));
     if (!s.ok()) {
       if (s.code() != StatusCode::kInvalidArgument) {
         // The lines after those may be in the filter without having been

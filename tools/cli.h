@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "exit_codes.h"
 #include "redbloom/bloom_filter.h"
@@ -21,6 +22,12 @@ int Fail(const Status& s);
 // `filter`: what it wrote is made durable (msync on file:) all the same, as
 // a run that ends well makes it, and a sync that fails too is said.
 int FailAfterWrites(const Status& s, BloomFilter& filter);
+
+// Writes `text` to stdout and flushes it. A failed write (a full device, a
+// pipe whose reader is gone: the CLI ignores SIGPIPE) is "cannot write to
+// stdout: <errno text>", kResourceExhausted for a full disk, else
+// kUnavailable (exit 3); every write after it fails too.
+Status WriteStdout(std::string_view text);
 
 // For --file: an empty value (an unset shell variable) is an error, not "no
 // file". Read as none, `rebuild --file "$F"` swapped in an empty filter.

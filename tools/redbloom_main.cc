@@ -5,10 +5,12 @@
 //   exit codes: 0 ok (check: all present), 1 check found an absent item,
 //   2 invalid arguments or input, 3 store or I/O error, 4 filter not found or
 //   exists with other parameters, 128+N a rebuild stopped by signal N.
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -24,6 +26,7 @@
 #include "redbloom/bloom_filter.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/store.h"
+#include "util/errno_text.h"
 #include "util/fd_above_stdio.h"
 
 namespace redbloom::cli {
@@ -40,6 +43,19 @@ int FailAfterWrites(const Status& s, BloomFilter& filter) {
               << synced.message() << " [" << StatusCodeName(synced.code()) << "]\n";
   }
   return code;
+}
+
+Status WriteStdout(std::string_view text) {
+  // errno of the write that failed: the stream keeps only that one failed.
+  errno = 0;
+  std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::cout.flush();
+  if (std::cout) return Status::Ok();
+  const int err = errno;
+  std::string message = "cannot write to stdout";
+  if (err != 0) message += ": " + internal::ErrnoText(err);
+  if (err == ENOSPC || err == EDQUOT) return Status::ResourceExhausted(message);
+  return Status::Unavailable(message);
 }
 
 Status Context::OpenStore() {
@@ -556,6 +572,11 @@ int Main(int argc, char** argv) {
 }  // namespace redbloom::cli
 
 int main(int argc, char** argv) {
+  // A reader that goes away (`redbloom dedup NAME | head -3`) is a failed
+  // write, which each command reports with what it did (exit 3), not a
+  // SIGPIPE that kills it silently (141) with lines in the filter that were
+  // never delivered.
+  ::signal(SIGPIPE, SIG_IGN);
   // Before anything is opened: a filter file on a closed stdout would take
   // this program's output over its header. Output to a closed stdout still
   // fails (exit 3), as to a full device: dedup's lines and an export's dump
