@@ -808,6 +808,126 @@ TEST_F(CliTest, AReaderThatGoesAwayIsAFailedWrite) {
       << "lines after the failed write were added";
 }
 
+// add, check and remove stop at the first write of answers that fails, and
+// say which items were added (removed) though their answers may be lost.
+// An add to a full device went on to add every item, and said only "cannot
+// write to stdout" at the end.
+TEST_F(CliTest, AnAddWhoseAnswersCannotBeWrittenStopsThere) {
+  Create("af", {}, "1000000");
+  std::string text;
+  for (int i = 1; i <= 300000; ++i) text += std::to_string(i) + "\n";
+  const std::string cli =
+      "'" + std::string(REDBLOOM_CLI_PATH) + "' --store 'file:" + dir_.path() + "' ";
+  auto full = RunCommand({"/bin/sh", "-c", cli + "add af --file - >/dev/full"}, text);
+  EXPECT_EQ(full.exit_code, 3) << full.err;
+  EXPECT_EQ(Count(full.err, "redbloom: error: "), 1u) << full.err;
+  EXPECT_NE(full.err.find("the first 65536 items were added; nothing after them was"),
+            std::string::npos)
+      << full.err;
+  EXPECT_NE(full.err.find("cannot write to stdout: No space left on device; the answers for line "
+                          "1 of stdin to line 65536 of stdin may not have been written, though "
+                          "those items were added"),
+            std::string::npos)
+      << full.err;
+  EXPECT_EQ(Run({"check", "-q", "af", "65537", "300000"}).exit_code, 1)
+      << "items after the failed write were added";
+  // The same for a pipe whose reader went away, and as JSON.
+  auto piped = RunCommand(
+      {"/bin/bash", "-c", cli + "add --json af --file - | head -1; exit ${PIPESTATUS[0]}"}, text);
+  EXPECT_EQ(piped.exit_code, 3) << piped.err;
+  EXPECT_NE(piped.err.find("cannot write to stdout: Broken pipe; the answers for line 1 of stdin"),
+            std::string::npos)
+      << piped.err;
+  auto check = RunCommand({"/bin/sh", "-c", cli + "check af --file - >/dev/full"}, text);
+  EXPECT_EQ(check.exit_code, 3) << check.err;
+  EXPECT_NE(check.err.find("the first 65536 items were processed; nothing after them was"),
+            std::string::npos)
+      << check.err;
+}
+
+// Runs the CLI (on this test's store) with stdin a pipe that never ends, as
+// `tail -f` is: `input` is written to it and it stays open. Its stdout is a
+// pipe this test reads `lines` lines from, then closes. Returns the exit
+// code and stderr, or exit code -1 if it was still running 15 s later.
+testing::CommandResult RunUntilItsReaderIsGone(const std::string& store,
+                                               const std::vector<std::string>& args,
+                                               const std::string& input, int lines,
+                                               const std::string& err_path) {
+  ::signal(SIGPIPE, SIG_IGN);
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return {};
+  std::vector<std::string> argv = {REDBLOOM_CLI_PATH, "--store", store};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err, 2);
+    ::signal(SIGPIPE, SIG_DFL);  // as a shell leaves it
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  (void)!::write(in[1], input.data(), input.size());
+  // The lines asked for, then the reader goes.
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::count(got.begin(), got.end(), '\n') < lines &&
+         std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(out[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  testing::CommandResult result;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      status = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::close(in[1]);
+  result.exit_code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return result;
+}
+
+// With an input that never ends (`tail -f`), add, check and dedup stop once
+// what reads their output is gone, exit 3, rather than wait on for input
+// whose answers could not be written: check never exited, and dedup
+// waited for its next line to add it and lose it.
+TEST_F(CliTest, AnInputThatNeverEndsStopsWhenTheOutputsReaderIsGone) {
+  Create("t", {"--counting"});
+  const std::string store = "file:" + dir_.path();
+  const std::string err = dir_.path() + "/err";
+  for (const char* command : {"add", "check", "remove"}) {
+    // They answer once a chunk is full or the input ends: none comes, and
+    // the reader is gone from the start.
+    auto r = RunUntilItsReaderIsGone(store, {command, "t", "--file", "-"}, "a\nb\n", 0, err);
+    EXPECT_EQ(r.exit_code, 3) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot write to stdout: whatever read it is gone"), std::string::npos)
+        << command << ": " << r.err;
+  }
+  // dedup answers each line as it comes: the reader goes after the first.
+  auto dedup = RunUntilItsReaderIsGone(store, {"dedup", "t"}, "x\n", 1, err);
+  EXPECT_EQ(dedup.exit_code, 3) << dedup.err;
+  EXPECT_NE(dedup.err.find("cannot write to stdout: whatever read it is gone"), std::string::npos)
+      << dedup.err;
+}
+
 // A load in batches (a scaling filter) that meets bad input after its first
 // batch says that batch was added: the error alone read like the plain
 // filter's, where nothing is written.

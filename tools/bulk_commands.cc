@@ -231,6 +231,9 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
   std::vector<std::string_view> views;
   std::vector<uint8_t> added;
   std::string out;
+  // `tail -f log | redbloom dedup NAME | head -1` ends once head has: a line
+  // read after that would be added and never printed.
+  reader.set_output(1);
   // An error after lines were added: they are made durable all the same.
   const auto fail = [&](const Status& s) { return FailAfterWrites(s, **filter); };
   while (true) {

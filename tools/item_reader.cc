@@ -31,8 +31,10 @@ Status ItemReader::Open() {
     }
   }
   struct stat st {};
-  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+    regular_ = true;
     total_bytes_ = static_cast<uint64_t>(st.st_size);
+  }
   return Status::Ok();
 }
 
@@ -112,12 +114,29 @@ bool ItemReader::InputReady() const {
 
 Status ItemReader::Fill() {
   char chunk[1 << 16];
+  const auto interrupted = [&] {
+    return Status::Unavailable("reading " + Name() + " was interrupted by a signal");
+  };
   while (true) {
+    if (output_ >= 0 && !regular_) {
+      // A pipe's write end reports POLLERR once its reader is gone, a
+      // socket's POLLHUP; both come without being asked for.
+      pollfd p[2] = {{fd_, POLLIN, 0}, {output_, 0, 0}};
+      const int ready = ::poll(p, 2, -1);
+      if (ready < 0 && errno == EINTR) {
+        if (stop_ != nullptr && *stop_ != 0) return interrupted();
+        continue;
+      }
+      if (ready > 0 && (p[1].revents & (POLLERR | POLLHUP)) != 0) {
+        return Status::Unavailable(
+            std::string("cannot write to ") + (output_ == 1 ? "stdout" : "the output") +
+            ": whatever read it is gone (a closed pipe); stopped reading " + Name());
+      }
+      if (ready > 0 && (p[1].revents & POLLNVAL) != 0) output_ = -1;
+    }
     const ssize_t r = ::read(fd_, chunk, sizeof(chunk));
     if (r < 0 && errno == EINTR) {
-      if (stop_ != nullptr && *stop_ != 0) {
-        return Status::Unavailable("reading " + Name() + " was interrupted by a signal");
-      }
+      if (stop_ != nullptr && *stop_ != 0) return interrupted();
       continue;
     }
     if (r < 0) {

@@ -59,6 +59,12 @@ class ItemReader {
   // SIGINT / SIGTERM (rebuild) then ends its work cleanly.
   void set_stop(const volatile std::sig_atomic_t* stop) { stop_ = stop; }
 
+  // While it waits for input that is not a regular file (a pipe, `tail -f`),
+  // it watches descriptor `fd` (stdout) too: once whatever reads that is gone
+  // (a closed pipe), Next fails kUnavailable "cannot write to stdout: ..."
+  // instead of waiting on for input whose answers could not be written.
+  void set_output(int fd) { output_ = fd; }
+
   uint64_t bytes_read() const { return bytes_read_; }
   uint64_t total_bytes() const { return total_bytes_; }  // 0 when unknown (a pipe)
 
@@ -68,6 +74,8 @@ class ItemReader {
   Status Fill();
   std::string Name() const { return path_ == "-" ? "stdin" : path_; }
   const volatile std::sig_atomic_t* stop_ = nullptr;
+  int output_ = -1;
+  bool regular_ = false;  // the file is a regular file: a read never waits
 
   std::vector<std::string> args_;
   std::string path_;

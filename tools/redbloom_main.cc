@@ -167,7 +167,9 @@ class JsonItemsWriter {
     std::cout << "{\"filter\":" << Quote(filter) << ",\"items\":[";
   }
 
-  void Chunk(const std::vector<std::string>& items, const std::vector<uint8_t>& answers) {
+  // The text of a chunk's items, for the caller to write.
+  [[nodiscard]] std::string Chunk(const std::vector<std::string>& items,
+                                  const std::vector<uint8_t>& answers) {
     const char* key = op_ == ItemOp::kAdd ? "new" : op_ == ItemOp::kCheck ? "present" : "removed";
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
@@ -179,7 +181,7 @@ class JsonItemsWriter {
       yes_ += answers[i] ? 1 : 0;
     }
     count_ += items.size();
-    std::cout << out;
+    return out;
   }
 
   void End(const Status& error, uint64_t unconfirmed = 0) {
@@ -257,10 +259,14 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
     const bool wrote = op != ItemOp::kCheck && (done > 0 || unconfirmed > 0);
     return wrote ? FailAfterWrites(s, **filter) : Fail(s);
   };
-  // Prints (or adds to the JSON) each item of `chunk` with its answer.
-  const auto report = [&] {
+  // Prints (or adds to the JSON) each item of `chunk` with its answer, and
+  // counts the chunk as done. A write that fails is the run's error: it
+  // names the items whose answers may be lost (the chunk is done all the
+  // same: an add or remove has happened).
+  const auto report = [&]() -> Status {
+    Status wrote;
     if (json_out) {
-      json_out->Chunk(chunk, answers);
+      wrote = WriteStdout(json_out->Chunk(chunk, answers));
     } else if (!quiet) {
       out.clear();
       for (size_t i = 0; i < chunk.size(); ++i) {
@@ -268,10 +274,18 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
         out += chunk[i];
         out += '\n';
       }
-      std::cout << out;
+      wrote = WriteStdout(out);
     }
     done += chunk.size();
+    if (wrote.ok() || chunk.empty()) return wrote;
+    return Status(wrote.code(), wrote.message() + "; the answers for " + source.Where(0) + " to " +
+                                    source.Where(chunk.size() - 1) + " may not have been written" +
+                                    (op == ItemOp::kAdd      ? ", though those items were added"
+                                     : op == ItemOp::kRemove ? ", though those items were removed"
+                                                             : ""));
   };
+  // Without answers to write, a closed stdout is no reason to stop.
+  if (json || !quiet) source.set_output(1);
   while (true) {
     auto more = source.Next(&chunk, kChunkItems);
     if (!more.ok()) return stop(more.status());
@@ -300,14 +314,14 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
       // failed (BloomFilter::AddMany): they are reported, as done.
       if (op == ItemOp::kAdd && !answers.empty()) {
         chunk.resize(answers.size());
-        report();
+        (void)report();  // the store's error is the one to say
       }
       // A store's failure names the filter: a script that touches many
       // filters learns which one failed.
       return stop(s.WithContext(std::string(what) + " '" + name + "'"),
                   views.size() - answers.size());
     }
-    report();
+    if (Status wrote = report(); !wrote.ok()) return stop(wrote);
     for (uint8_t a : answers) any_absent |= (a == 0);
   }
   if (op != ItemOp::kCheck) {
