@@ -494,18 +494,19 @@ class CliSyncFaultTest : public CliTest {
   // `passes` syncs of the directory (or mappings) pass before the first fails.
   CommandResult RunFaulty(const std::string& fault, const std::string& path,
                           std::vector<std::string> args, const std::string& input = "",
-                          int passes = 0) {
+                          int passes = 0, const std::vector<std::string>& more_env = {}) {
     args.insert(args.begin(), {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path()});
     // Under GCC's AddressSanitizer, whose runtime must come first, the
     // preload is let through (clang's runtime is linked in).
     const char* asan = std::getenv("ASAN_OPTIONS");
-    return RunCommand(
-        args, input,
-        {std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") + ":verify_asan_link_order=0",
-         std::string("LD_PRELOAD=") + REDBLOOM_FAULT_SYNC_PATH,
-         fault + "=" + std::filesystem::weakly_canonical(path).string(),
-         "REDBLOOM_FAULT_FSYNC_PASS=" + std::to_string(passes),
-         "REDBLOOM_FAULT_MSYNC_PASS=" + std::to_string(passes)});
+    std::vector<std::string> env = {
+        std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") + ":verify_asan_link_order=0",
+        std::string("LD_PRELOAD=") + REDBLOOM_FAULT_SYNC_PATH,
+        fault + "=" + std::filesystem::weakly_canonical(path).string(),
+        "REDBLOOM_FAULT_FSYNC_PASS=" + std::to_string(passes),
+        "REDBLOOM_FAULT_MSYNC_PASS=" + std::to_string(passes)};
+    env.insert(env.end(), more_env.begin(), more_env.end());
+    return RunCommand(args, input, env);
   }
   static constexpr const char* kDir = "REDBLOOM_FAULT_FSYNC_DIR";
   static constexpr const char* kMsync = "REDBLOOM_FAULT_MSYNC";
@@ -600,6 +601,26 @@ TEST_F(CliSyncFaultTest, AnImportWhoseLastSyncFailsDropsTheFilterItMade) {
     EXPECT_NE(r.err.find("dropped again"), std::string::npos) << format << ": " << r.err;
     EXPECT_EQ(Run({"info", "imp"}).exit_code, 4) << format << ": the failed import was left";
   }
+}
+
+// A signal that comes once a rebuild has read its items (SIGTERM here,
+// raised while its replacement's bits are synced) still stops it before its
+// swap: the temporary filter is dropped, the old filter is unchanged, exit
+// 128 + the signal. It swapped all the same, and answered exit 0.
+TEST_F(CliSyncFaultTest, ARebuildStoppedAfterItsInputIsReadDoesNotSwap) {
+  Create("r");
+  ASSERT_EQ(Run({"add", "-q", "r", "old"}).exit_code, 0);
+  const std::string temp = dir_.path() + "/" + TemporaryName("r") + ".rbf";
+  auto r = RunFaulty(kMsync, temp, {"rebuild", "r", "--file", "-"}, "new\n", 0,
+                     {"REDBLOOM_FAULT_MSYNC_SIGNAL=" + std::to_string(SIGTERM)});
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_NE(
+      r.err.find("stopped by signal " + std::to_string(SIGTERM) + "; the old filter is unchanged"),
+      std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(temp)) << "the temporary filter was left";
+  EXPECT_EQ(Run({"check", "r", "old"}).exit_code, 0) << "the rebuilt filter was swapped in";
+  EXPECT_EQ(Run({"check", "r", "new"}).exit_code, 1) << "the rebuilt filter was swapped in";
 }
 
 // An add stopped by a bad line has written the lines before it, and says

@@ -6,6 +6,9 @@
 //   REDBLOOM_FAULT_MSYNC=PATH      msync() of a mapping of a file whose path
 //                                  starts with PATH fails with EIO
 //   REDBLOOM_FAULT_MSYNC_PASS=N    ... after the first N of them pass
+//   REDBLOOM_FAULT_MSYNC_SIGNAL=S  ... instead of failing, the first of them
+//                                  raises signal S and then syncs: a signal
+//                                  that comes while a filter is synced
 // Paths are compared as the kernel names them (/proc/self/fd, /proc/self/maps).
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -13,6 +16,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +87,16 @@ extern "C" int msync(void* addr, size_t length, int flags) {
   const char* prefix = getenv("REDBLOOM_FAULT_MSYNC");
   if (prefix != nullptr && MapsFileUnder(addr, prefix) &&
       Fails("REDBLOOM_FAULT_MSYNC_PASS", &passed)) {
-    errno = EIO;
-    return -1;
+    static bool raised = false;
+    const char* signal = getenv("REDBLOOM_FAULT_MSYNC_SIGNAL");
+    if (signal == nullptr) {
+      errno = EIO;
+      return -1;
+    }
+    if (!raised) {
+      raised = true;
+      raise(atoi(signal));
+    }
   }
   return real(addr, length, flags);
 }

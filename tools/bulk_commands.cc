@@ -737,7 +737,13 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
               "the input has no items, and the rebuilt filter would hold none of the old one's "
               "(give --allow-empty if that is meant)");
         }
-        if (builder) return f.OrBitmap(builder->bitmap(), builder->new_items());
+        if (builder) REDBLOOM_RETURN_IF_ERROR(f.OrBitmap(builder->bitmap(), builder->new_items()));
+        // The bulk write and the sync of a large filter take a while: a
+        // signal that came meanwhile still stops the rebuild, the last time
+        // one can (Rebuild swaps as soon as this returns). Synced here, the
+        // sync Rebuild makes before its swap has next to nothing to do.
+        REDBLOOM_RETURN_IF_ERROR(f.Flush());
+        if (g_stop_signal != 0) return stopped();
         return Status::Ok();
       },
       force ? BloomFilter::Leftover::kDrop : BloomFilter::Leftover::kRefuse);
@@ -752,6 +758,11 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
   if (!s.ok()) return Fail(s.WithContext("the old filter is unchanged"));
   std::cerr << "rebuilt " << name << " from " << items << " items in "
             << FormatDouble(progress.seconds()) << " s and swapped it in\n";
+  if (g_stop_signal != 0) {
+    // Too late to stop: the new filter is in place, and stays.
+    std::cerr << "redbloom: rebuild of " << name << ": signal " << g_stop_signal
+              << " came during the swap, which completed\n";
+  }
   return 0;
 }
 
