@@ -757,6 +757,13 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
     wrote_some = wrote_some && !created;
     if (!store_error.ok()) return ImportStopped(store_error, wrote_some);
     if (!written.ok()) {
+      // The input was checked whole before: a dump that reads differently
+      // now changed meanwhile. A read that fails (an input a signal stops)
+      // is said as it is.
+      if (written.code() != StatusCode::kDataLoss) {
+        if (created) return written;
+        return written.WithContext(wrote_some ? "part of it was written" : "nothing was written");
+      }
       return written.WithContext(
           created      ? "the input changed while it was imported"
           : wrote_some ? "the input changed while it was imported; part of it was written"

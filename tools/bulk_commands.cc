@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -299,6 +299,95 @@ void WarnIfPastRate(BloomFilter& filter) {
             << "); to get the rate back, add the items to a filter sized for all of them\n";
 }
 
+// SIGINT, SIGTERM and SIGHUP during a rebuild or an import: the signal's
+// number, for the command to stop at (between reads, and in a read it
+// interrupts), so that the library drops what it made: a rebuild's
+// temporary filter (killed outright, a rebuild leaves it, and the next one
+// then needs --force), an import's new filter (killed outright, an import
+// left a filter holding part of its bits, whose other items read absent).
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+// Catches the stop signals for its life: without SA_RESTART (a blocked read
+// returns EINTR) and once (SA_RESETHAND: a second signal ends the process as
+// usual). A signal ignored when the command started (a background job of a
+// script) stays ignored.
+class StopSignals {
+ public:
+  StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      struct sigaction was {};
+      if (::sigaction(kSignals[i], nullptr, &was) != 0 || was.sa_handler == SIG_IGN) continue;
+      struct sigaction on {};
+      on.sa_handler = OnStopSignal;
+      on.sa_flags = SA_RESETHAND;
+      sigemptyset(&on.sa_mask);
+      if (::sigaction(kSignals[i], &on, &old_[i]) == 0) caught_[i] = true;
+    }
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  ~StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      if (caught_[i]) ::sigaction(kSignals[i], &old_[i], nullptr);
+    }
+  }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+  std::array<bool, 3> caught_{};
+};
+
+// An import's input: a descriptor read through a 64 KiB buffer, which seeks
+// when the descriptor can (a file: the importer reads it twice). Once a stop
+// signal has come, and for a read that fails, reading throws, which the
+// istream turns into its badbit: the importer fails "read failed" where it
+// stands and drops a filter it made. (A std::ifstream retries a read a
+// signal interrupts, and waits on at a FIFO.)
+class ImportInput : public std::streambuf {
+ public:
+  // Takes `fd` (closed with it unless it is stdin).
+  explicit ImportInput(int fd) : fd_(fd), buf_(1 << 16) {
+    setg(buf_.data(), buf_.data(), buf_.data());
+  }
+  ImportInput(const ImportInput&) = delete;
+  ImportInput& operator=(const ImportInput&) = delete;
+  ~ImportInput() override {
+    if (fd_ > 0) ::close(fd_);
+  }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    while (true) {
+      if (g_stop_signal != 0) throw std::runtime_error("stopped by a signal");
+      const ssize_t n = ::read(fd_, buf_.data(), buf_.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::runtime_error(internal::ErrnoText(errno));
+      if (n == 0) return traits_type::eof();
+      setg(buf_.data(), buf_.data(), buf_.data() + n);
+      return traits_type::to_int_type(*gptr());
+    }
+  }
+  pos_type seekoff(off_type off, std::ios_base::seekdir dir, std::ios_base::openmode) override {
+    // What is buffered was read from the descriptor but not by the reader.
+    const off_t at = dir == std::ios_base::beg   ? ::lseek(fd_, off, SEEK_SET)
+                     : dir == std::ios_base::end ? ::lseek(fd_, off, SEEK_END)
+                                                 : ::lseek(fd_, off - (egptr() - gptr()), SEEK_CUR);
+    if (at < 0) return pos_type(off_type(-1));  // a pipe: the importer holds what it reads
+    setg(buf_.data(), buf_.data(), buf_.data());
+    return pos_type(at);
+  }
+  pos_type seekpos(pos_type pos, std::ios_base::openmode which) override {
+    return seekoff(off_type(pos), std::ios_base::beg, which);
+  }
+
+ private:
+  const int fd_;
+  std::vector<char> buf_;
+};
+
 int RunImport(Context& ctx, const std::string& name, const std::string& format,
               const std::string& file, const std::string& encoding, const std::string& capacity,
               const std::string& error) {
@@ -334,26 +423,44 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   // The input is streamed, not read into memory: the importer reads a file
   // twice (to check it all, then to write it) and holds only what a pipe
   // actually sends, so memory never follows a size the input claims.
-  std::ifstream file_in;
+  int fd = 0;
   if (file != "-") {
-    file_in.open(file, std::ios::binary);
-    if (!file_in) {
+    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
       return Fail(Status::Unavailable("cannot open " + file + ": " + internal::ErrnoText(errno)));
     }
     // A directory opens, and then every read fails: say so, not "truncated".
     struct stat st {};
-    if (::stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd);
       return Fail(Status::Unavailable("cannot read " + file + ": " + internal::ErrnoText(EISDIR)));
     }
   }
-  std::istream& in = file == "-" ? std::cin : file_in;
+  ImportInput input(fd);
+  std::istream in(&input);
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   const bool existed = ctx.store->ReadConfig(name).ok();  // a restore into a new name is as it was
+  StopSignals stop_signals;
   auto filter = format == "guava" ? ImportGuava(*ctx.store, name, in, options)
                                   : ImportDump(*ctx.store, name, in);
+  if (!filter.ok() && g_stop_signal != 0) {
+    // A filter this import made is dropped again (UndoCreate), unless that
+    // could lose another client's adds, or failed: the library's error says.
+    std::cerr << "redbloom: import into " << name << " stopped by signal " << g_stop_signal;
+    if (!existed && ctx.store->ReadConfig(name).status().code() == StatusCode::kNotFound) {
+      std::cerr << "; nothing was imported, and no filter " << name << " is left\n";
+    } else {
+      std::cerr << ": " << filter.status().message() << "\n";
+    }
+    return 128 + g_stop_signal;
+  }
   if (!filter.ok()) return Fail(filter.status().WithContext("import"));
   std::cerr << "imported into " << name << ": " << (*filter)->config().ToString() << "\n";
   if (existed) WarnIfPastRate(**filter);
+  if (g_stop_signal != 0) {
+    std::cerr << "redbloom: import into " << name << ": signal " << g_stop_signal
+              << " came once the whole input was read; the import completed, and stands\n";
+  }
   return 0;
 }
 
@@ -654,44 +761,6 @@ Result<FilterOptions> RebuildOptions(const SizingFlags& flags, bool plain, bool 
   if (no_ttl) o.ttl_seconds = 0;
   return o;
 }
-
-// SIGINT, SIGTERM and SIGHUP during a rebuild: the signal's number, for the
-// fill to stop at (between reads, and in a read it interrupts), so that the
-// library drops the temporary filter. Killed outright, a rebuild leaves it,
-// and the next one then needs --force.
-volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void OnStopSignal(int sig) { g_stop_signal = sig; }
-
-// Catches the stop signals for its life: without SA_RESTART (a blocked read
-// returns EINTR) and once (SA_RESETHAND: a second signal ends the process as
-// usual). A signal ignored when the command started (a background job of a
-// script) stays ignored.
-class StopSignals {
- public:
-  StopSignals() {
-    for (size_t i = 0; i < kSignals.size(); ++i) {
-      struct sigaction was {};
-      if (::sigaction(kSignals[i], nullptr, &was) != 0 || was.sa_handler == SIG_IGN) continue;
-      struct sigaction on {};
-      on.sa_handler = OnStopSignal;
-      on.sa_flags = SA_RESETHAND;
-      sigemptyset(&on.sa_mask);
-      if (::sigaction(kSignals[i], &on, &old_[i]) == 0) caught_[i] = true;
-    }
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  ~StopSignals() {
-    for (size_t i = 0; i < kSignals.size(); ++i) {
-      if (caught_[i]) ::sigaction(kSignals[i], &old_[i], nullptr);
-    }
-  }
-
- private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-  std::array<bool, 3> caught_{};
-};
 
 int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing, bool plain,
                bool no_ttl, bool force, bool allow_empty, const std::string& file) {

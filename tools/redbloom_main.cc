@@ -4,7 +4,8 @@
 //   add/check print one line per item, "1<TAB>item" or "0<TAB>item";
 //   exit codes: 0 ok (check: all present), 1 check found an absent item,
 //   2 invalid arguments or input, 3 store or I/O error, 4 filter not found or
-//   exists with other parameters, 128+N a rebuild stopped by signal N.
+//   exists with other parameters, 128+N a rebuild or import stopped by signal
+//   N.
 #include <signal.h>
 #include <unistd.h>
 
@@ -444,7 +445,8 @@ int Main(int argc, char** argv) {
       "Guava and the Java Redis helper.\n"
       "Exit codes: 0 ok (check: all present), 1 check found an absent item, 2 invalid arguments "
       "or input, 3 store or I/O error, 4 filter not found or exists with other parameters, "
-      "128+N a rebuild stopped by signal N (the old filter unchanged).\n"
+      "128+N a rebuild or import stopped by signal N (what it made dropped; a rebuild's old "
+      "filter unchanged).\n"
       "A name or item starting with '-' goes after '--' (redbloom add -- -x -y adds -y to -x); "
       "a command whose one argument is NAME takes its options after it too (redbloom create -- "
       "-x -n 1000 -p 0.01).",
