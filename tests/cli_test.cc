@@ -1132,6 +1132,22 @@ TEST_F(CliTest, StoreDefaultsToTheEnvironment) {
   EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"e"}));
 }
 
+// REDBLOOM_STORE set but empty (`REDBLOOM_STORE="$URL"` with URL unset) is
+// exit 2, as an empty --store is: it was read as unset, and the filters went
+// to ./redbloom-data. Given, --store wins over it.
+TEST_F(CliTest, AnEmptyStoreVariableIsAnError) {
+  auto r = RunCommand({"/bin/sh", "-c", "cd \"$1\" && exec \"$0\" create e -n 10 -p 0.1",
+                       REDBLOOM_CLI_PATH, dir_.path()},
+                      "", {"REDBLOOM_STORE="});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("REDBLOOM_STORE is set but empty"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/redbloom-data"));
+  auto given = RunCommand(
+      {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path(), "create", "e", "-n", "10", "-p", "0.1"},
+      "", {"REDBLOOM_STORE="});
+  EXPECT_EQ(given.exit_code, 0) << given.err;
+}
+
 // Invalid UTF-8 in a utf8 filter's input is named by its line in the input,
 // by every command that reads lines (here in the second chunk of 65,536).
 TEST_F(CliTest, InvalidUtf8IsNamedByItsLineInEveryCommand) {

@@ -43,10 +43,15 @@ inline const CLI::Validator& NonEmptyPath() {
 
 struct Context {
   std::string store_url;
+  // No --store, and REDBLOOM_STORE set but empty (`REDBLOOM_STORE="$URL"`
+  // with URL unset): a mistake, as an empty --store is, not a wish for the
+  // default store.
+  bool store_env_empty = false;
   std::unique_ptr<Store> store;
   bool warned_mem = false;
 
-  // Opens store_url; for mem:, warns on stderr (once) that nothing persists.
+  // Opens store_url (kInvalidArgument if store_env_empty); for mem:, warns
+  // on stderr (once) that nothing persists.
   Status OpenStore();
 };
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -60,6 +61,11 @@ Status WriteStdout(std::string_view text) {
 }
 
 Status Context::OpenStore() {
+  if (store_env_empty) {
+    return Status::InvalidArgument(
+        "REDBLOOM_STORE is set but empty: give it a store URL, or unset it for the default "
+        "(file:./redbloom-data), or give --store");
+  }
   auto s = Store::Open(store_url);
   if (!s.ok()) return s.status();
   store = std::move(s).value();
@@ -457,10 +463,11 @@ int Main(int argc, char** argv) {
   app.fallthrough();
   Context ctx;
   ctx.store_url = DefaultStoreUrl();
-  app.add_option("--store,-s", ctx.store_url,
-                 "Store URL: file:DIR, mem:, redis://[user:password@]host[:port][/db], "
-                 "rediss:// (TLS), redis+unix://, redis-cluster:// or redis-sentinel:// "
-                 "(default $REDBLOOM_STORE, else file:./redbloom-data)");
+  const CLI::Option* store_option =
+      app.add_option("--store,-s", ctx.store_url,
+                     "Store URL: file:DIR, mem:, redis://[user:password@]host[:port][/db], "
+                     "rediss:// (TLS), redis+unix://, redis-cluster:// or redis-sentinel:// "
+                     "(default $REDBLOOM_STORE, else file:./redbloom-data)");
 
   std::string name;
   std::vector<std::string> items;
@@ -571,6 +578,9 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (const char* env = std::getenv("REDBLOOM_STORE"); env != nullptr && *env == '\0') {
+    ctx.store_env_empty = store_option->count() == 0;
+  }
   if (*create) return RunCreate(ctx, name, create_flags, /*attach=*/false);
   if (*attach) return RunCreate(ctx, name, attach_flags, /*attach=*/true);
   if (*add) return RunItems(ctx, name, items, file, quiet, json, ItemOp::kAdd);
