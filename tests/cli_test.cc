@@ -1148,6 +1148,23 @@ TEST_F(CliTest, AnEmptyStoreVariableIsAnError) {
   EXPECT_EQ(given.exit_code, 0) << given.err;
 }
 
+// Exit code 1 is check's absent item and remove's item that was not there:
+// the help and README's table named check alone.
+TEST_F(CliTest, ExitCodeOneIsCheckOrRemove) {
+  Create("c", {"--counting"});
+  EXPECT_EQ(Run({"remove", "c", "never-added"}).exit_code, 1);
+  auto help = Run({"--help"});
+  EXPECT_NE(help.out.find("1 check found an absent item or remove one that was not there"),
+            std::string::npos)
+      << help.out;
+  std::ifstream readme(std::string(REDBLOOM_SOURCE_DIR) + "/README.md");
+  std::string line, row;
+  while (std::getline(readme, line) && row.empty()) {
+    if (line.starts_with("| 1 |")) row = line;
+  }
+  EXPECT_NE(row.find("`remove`"), std::string::npos) << "README's exit code 1: " << row;
+}
+
 // Invalid UTF-8 in a utf8 filter's input is named by its line in the input,
 // by every command that reads lines (here in the second chunk of 65,536).
 TEST_F(CliTest, InvalidUtf8IsNamedByItsLineInEveryCommand) {

@@ -7,9 +7,9 @@
 namespace redbloom::cli {
 
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitAbsent = 1;    // check: at least one item is surely absent
-inline constexpr int kExitUsage = 2;     // invalid arguments or input
-inline constexpr int kExitIo = 3;        // store or I/O error, including a store out of room
+inline constexpr int kExitAbsent = 1;  // check: an item is surely absent; remove: one was not there
+inline constexpr int kExitUsage = 2;   // invalid arguments or input
+inline constexpr int kExitIo = 3;      // store or I/O error, including a store out of room
 inline constexpr int kExitNotFound = 4;  // no such filter, or it exists with other parameters
 
 // The exit code for a status; the one place where codes become exit codes.

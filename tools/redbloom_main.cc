@@ -2,10 +2,10 @@
 //
 // Its text interface is a contract scripts rely on (README, "CLI"):
 //   add/check print one line per item, "1<TAB>item" or "0<TAB>item";
-//   exit codes: 0 ok (check: all present), 1 check found an absent item,
-//   2 invalid arguments or input, 3 store or I/O error, 4 filter not found or
-//   exists with other parameters, 128+N a rebuild or import stopped by signal
-//   N.
+//   exit codes: 0 ok (check: all present), 1 check found an absent item or
+//   remove one that was not there, 2 invalid arguments or input, 3 store or
+//   I/O error, 4 filter not found or exists with other parameters, 128+N a
+//   rebuild or import stopped by signal N.
 #include <signal.h>
 #include <unistd.h>
 
@@ -449,10 +449,10 @@ int Main(int argc, char** argv) {
   CLI::App app{
       "redbloom: Bloom filters in memory, in local files or in plain Redis, byte-compatible with "
       "Guava and the Java Redis helper.\n"
-      "Exit codes: 0 ok (check: all present), 1 check found an absent item, 2 invalid arguments "
-      "or input, 3 store or I/O error, 4 filter not found or exists with other parameters, "
-      "128+N a rebuild or import stopped by signal N (what it made dropped; a rebuild's old "
-      "filter unchanged).\n"
+      "Exit codes: 0 ok (check: all present), 1 check found an absent item or remove one that "
+      "was not there, 2 invalid arguments or input, 3 store or I/O error, 4 filter not found or "
+      "exists with other parameters, 128+N a rebuild or import stopped by signal N (what it made "
+      "dropped; a rebuild's old filter unchanged).\n"
       "A name or item starting with '-' goes after '--' (redbloom add -- -x -y adds -y to -x); "
       "a command whose one argument is NAME takes its options after it too (redbloom create -- "
       "-x -n 1000 -p 0.01).",
