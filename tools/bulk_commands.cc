@@ -824,7 +824,14 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
               << "; the old filter is unchanged\n";
     return 128 + g_stop_signal;
   }
-  if (!s.ok()) return Fail(s.WithContext("the old filter is unchanged"));
+  if (!s.ok()) {
+    // The library names its own way to drop a leftover temporary filter
+    // beside the CLI's; a CLI user needs only --force.
+    std::string message = s.message();
+    const std::string api = " (BloomFilter::Leftover::kDrop)";
+    if (const size_t at = message.find(api); at != std::string::npos) message.erase(at, api.size());
+    return Fail(Status(s.code(), message).WithContext("the old filter is unchanged"));
+  }
   std::cerr << "rebuilt " << name << " from " << items << " items in "
             << FormatDouble(progress.seconds()) << " s and swapped it in\n";
   if (g_stop_signal != 0) {
