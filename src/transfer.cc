@@ -729,7 +729,9 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   REDBLOOM_RETURN_IF_ERROR(ReadChunks(*in, h, nullptr));
   // A dump ends at its end marker. Bytes after it (two dumps concatenated)
   // would otherwise be dropped while the import reported success.
-  if (in->peek() != std::char_traits<char>::eof()) {
+  const auto after = in->peek();
+  if (in->bad()) return Status::Unavailable("read failed");  // before a filter is made
+  if (after != std::char_traits<char>::eof()) {
     return Status::InvalidArgument(
         "the input goes on after the dump's end marker (several dumps in one input? import each "
         "on its own); nothing was imported");

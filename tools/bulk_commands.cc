@@ -339,16 +339,21 @@ class StopSignals {
   std::array<bool, 3> caught_{};
 };
 
-// An import's input: a descriptor read through a 64 KiB buffer, which seeks
-// when the descriptor can (a file: the importer reads it twice). Once a stop
-// signal has come, and for a read that fails, reading throws, which the
-// istream turns into its badbit: the importer fails "read failed" where it
-// stands and drops a filter it made. (A std::ifstream retries a read a
-// signal interrupts, and waits on at a FIFO.)
+// An import's input: a descriptor read in 64 KiB pieces. The importer reads
+// it twice (to check it all, then to write it), so it must seek: a file seeks
+// itself; what a pipe sends is kept here as it comes, and served again from
+// memory after a seek back. Every piece, the second pass's too, checks for a
+// stop signal first: once one has come, and for a read that fails, reading
+// throws, which the istream turns into its badbit, and the importer fails
+// "read failed" where it stands and drops a filter it made. (A std::ifstream
+// retries a read a signal interrupts, and waits on at a FIFO; the importer's
+// own copy of a pipe's input was read from memory, unchecked, while every
+// chunk was written.)
 class ImportInput : public std::streambuf {
  public:
   // Takes `fd` (closed with it unless it is stdin).
-  explicit ImportInput(int fd) : fd_(fd), buf_(1 << 16) {
+  explicit ImportInput(int fd) : fd_(fd), kept_(::lseek(fd, 0, SEEK_CUR) < 0), buf_(kPiece) {
+    if (kept_) buf_.clear();
     setg(buf_.data(), buf_.data(), buf_.data());
   }
   ImportInput(const ImportInput&) = delete;
@@ -360,22 +365,38 @@ class ImportInput : public std::streambuf {
  protected:
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    while (true) {
-      if (g_stop_signal != 0) throw std::runtime_error("stopped by a signal");
-      const ssize_t n = ::read(fd_, buf_.data(), buf_.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw std::runtime_error(internal::ErrnoText(errno));
-      if (n == 0) return traits_type::eof();
-      setg(buf_.data(), buf_.data(), buf_.data() + n);
+    if (g_stop_signal != 0) throw std::runtime_error("stopped by a signal");
+    if (kept_) {
+      const size_t at = static_cast<size_t>(gptr() - buf_.data());
+      if (at == buf_.size() && !Read()) return traits_type::eof();
+      ServeFrom(at);
       return traits_type::to_int_type(*gptr());
     }
+    if (!Read()) return traits_type::eof();
+    return traits_type::to_int_type(*gptr());
   }
   pos_type seekoff(off_type off, std::ios_base::seekdir dir, std::ios_base::openmode) override {
+    if (kept_) {
+      const off_type here = gptr() - buf_.data();
+      if (dir == std::ios_base::end) {
+        // Where the input ends (the Guava importer asks for its length):
+        // all of it is read, as the importer would have held it.
+        while (Read()) {
+        }
+      }
+      const auto size = static_cast<off_type>(buf_.size());
+      const off_type to = dir == std::ios_base::beg   ? off
+                          : dir == std::ios_base::cur ? here + off
+                                                      : size + off;
+      if (to < 0 || to > size) return pos_type(off_type(-1));
+      ServeFrom(static_cast<size_t>(to));
+      return pos_type(to);
+    }
     // What is buffered was read from the descriptor but not by the reader.
     const off_t at = dir == std::ios_base::beg   ? ::lseek(fd_, off, SEEK_SET)
                      : dir == std::ios_base::end ? ::lseek(fd_, off, SEEK_END)
                                                  : ::lseek(fd_, off - (egptr() - gptr()), SEEK_CUR);
-    if (at < 0) return pos_type(off_type(-1));  // a pipe: the importer holds what it reads
+    if (at < 0) return pos_type(off_type(-1));
     setg(buf_.data(), buf_.data(), buf_.data());
     return pos_type(at);
   }
@@ -384,7 +405,43 @@ class ImportInput : public std::streambuf {
   }
 
  private:
+  static constexpr size_t kPiece = 1 << 16;
+
+  // Reads the next piece: into the buffer, or (kept_) onto the end of what
+  // is kept, then served from where the reader stood. False at the end.
+  bool Read() {
+    const size_t at = static_cast<size_t>(gptr() - buf_.data());
+    const size_t kept = kept_ ? buf_.size() : 0;
+    if (kept_) buf_.resize(kept + kPiece);
+    while (true) {
+      const ssize_t n = ::read(fd_, buf_.data() + kept, kPiece);
+      if (n < 0 && errno == EINTR) {
+        if (g_stop_signal == 0) continue;
+        if (kept_) buf_.resize(kept);
+        throw std::runtime_error("stopped by a signal");
+      }
+      if (n < 0) {
+        const int err = errno;
+        if (kept_) buf_.resize(kept);
+        throw std::runtime_error(internal::ErrnoText(err));
+      }
+      if (kept_) {
+        buf_.resize(kept + static_cast<size_t>(n));
+        ServeFrom(at);
+      } else {
+        setg(buf_.data(), buf_.data(), buf_.data() + n);
+      }
+      return n > 0;
+    }
+  }
+  // Serves what is kept from `at` on, a piece at a time, so that underflow
+  // (and its signal check) runs for every piece.
+  void ServeFrom(size_t at) {
+    setg(buf_.data(), buf_.data() + at, buf_.data() + std::min(buf_.size(), at + kPiece));
+  }
+
   const int fd_;
+  const bool kept_;  // the descriptor cannot seek (a pipe): buf_ keeps all it read
   std::vector<char> buf_;
 };
 
