@@ -415,15 +415,16 @@ class ImportInput : public std::streambuf {
     if (kept_) buf_.resize(kept + kPiece);
     while (true) {
       const ssize_t n = ::read(fd_, buf_.data() + kept, kPiece);
-      if (n < 0 && errno == EINTR) {
-        if (g_stop_signal == 0) continue;
-        if (kept_) buf_.resize(kept);
-        throw std::runtime_error("stopped by a signal");
-      }
+      if (n < 0 && errno == EINTR && g_stop_signal == 0) continue;
       if (n < 0) {
         const int err = errno;
-        if (kept_) buf_.resize(kept);
-        throw std::runtime_error(internal::ErrnoText(err));
+        if (kept_) {
+          // The resize may have moved what is kept: the reader's place is
+          // set again, as a seek after the failure reads it.
+          buf_.resize(kept);
+          ServeFrom(at);
+        }
+        throw std::runtime_error(err == EINTR ? "stopped by a signal" : internal::ErrnoText(err));
       }
       if (kept_) {
         buf_.resize(kept + static_cast<size_t>(n));
