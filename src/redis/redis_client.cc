@@ -831,24 +831,23 @@ ConnectionPool::ConnectionPool(ServerParams server, int size)
 ConnectionPool::~ConnectionPool() = default;
 
 Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
-  const auto deadline = std::chrono::steady_clock::now() + server_.command_timeout;
+  const auto called = std::chrono::steady_clock::now();
+  const auto deadline = called + server_.command_timeout;
   // The server refused this pool another connection at its maxclients: the
   // callers share those the pool holds, as they do a full pool's, until one
   // comes back or the deadline passes.
   std::optional<Status> server_full;
-  {
-    // Closed before anything is opened: at maxclients their slots are the
-    // ones a new connection needs.
-    std::vector<std::unique_ptr<Connection>> expired;
-    std::lock_guard lock(mu_);
-    TakeExpired(std::chrono::steady_clock::now(), &expired);
-  }  // `expired` closes them here, after the lock
+  // Closed at the first unlock, before anything is opened: at maxclients
+  // their slots are the ones a new connection needs.
+  std::vector<std::unique_ptr<Connection>> expired;
   std::unique_lock lock(mu_);
+  TakeExpired(called, &expired);
   while (true) {
     while (!idle_.empty()) {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
       idle_.pop_back();
       lock.unlock();
+      expired.clear();
       // A connection still owed a reply was in use a moment ago; readable
       // means that reply, not a closed socket.
       const bool usable = conn->Settle() && (conn->owed_replies_ > 0 || !conn->LooksClosed());
@@ -867,6 +866,7 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
     if (open_ < size_ && !(server_full.has_value() && open_ > 0)) {
       ++open_;
       lock.unlock();
+      expired.clear();
       Result<std::unique_ptr<Connection>> conn = Connection::Open(server_);
       if (!conn.ok()) {
         lock.lock();
