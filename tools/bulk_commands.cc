@@ -522,14 +522,6 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   return 0;
 }
 
-// A failed write's status: a full disk is resource_exhausted, as the
-// stores report it.
-Status WriteError(const std::string& what, int err) {
-  const std::string message = "cannot write " + what + ": " + internal::ErrnoText(err);
-  if (err == ENOSPC || err == EDQUOT) return Status::ResourceExhausted(message);
-  return Status::Unavailable(message);
-}
-
 // The descriptor a path names by number (/dev/stdout, /dev/stderr,
 // /dev/fd/N, /proc/self/fd/N), or -1. Such a path is the descriptor the
 // shell gave us: opening it again would open its file anew, truncated and at

@@ -23,6 +23,11 @@ int Fail(const Status& s);
 // a run that ends well makes it, and a sync that fails too is said.
 int FailAfterWrites(const Status& s, BloomFilter& filter);
 
+// A failed write of `what` ("to stdout", a path) with errno `err`: "cannot
+// write <what>: <errno text>", kResourceExhausted for a full disk (as the
+// stores report it), else kUnavailable.
+Status WriteError(const std::string& what, int err);
+
 // Writes `text` to stdout and flushes it. A failed write (a full device, a
 // pipe whose reader is gone: the CLI ignores SIGPIPE) is "cannot write to
 // stdout: <errno text>", kResourceExhausted for a full disk, else

@@ -47,17 +47,20 @@ int FailAfterWrites(const Status& s, BloomFilter& filter) {
   return code;
 }
 
+Status WriteError(const std::string& what, int err) {
+  const std::string message = "cannot write " + what + ": " + internal::ErrnoText(err);
+  if (err == ENOSPC || err == EDQUOT) return Status::ResourceExhausted(message);
+  return Status::Unavailable(message);
+}
+
 Status WriteStdout(std::string_view text) {
   // errno of the write that failed: the stream keeps only that one failed.
   errno = 0;
   std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
   std::cout.flush();
   if (std::cout) return Status::Ok();
-  const int err = errno;
-  std::string message = "cannot write to stdout";
-  if (err != 0) message += ": " + internal::ErrnoText(err);
-  if (err == ENOSPC || err == EDQUOT) return Status::ResourceExhausted(message);
-  return Status::Unavailable(message);
+  if (errno == 0) return Status::Unavailable("cannot write to stdout");
+  return WriteError("to stdout", errno);
 }
 
 Status Context::OpenStore() {
