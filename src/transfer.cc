@@ -791,7 +791,13 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   if (sources.empty()) return Status::InvalidArgument("merge needs at least one source filter");
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(dest));  // as ImportGuava
   std::vector<std::unique_ptr<BloomFilter>> filters;
-  for (const auto& name : sources) {
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string& name = sources[i];
+    // Named twice, a counting filter's counters were added twice (an item
+    // removed once stayed present) and its items counted twice.
+    if (std::find(sources.begin(), sources.begin() + i, name) != sources.begin() + i) {
+      return Status::InvalidArgument("source '" + name + "' is named twice in the merge");
+    }
     auto f = BloomFilter::Open(store, name);
     if (!f.ok()) return f.status().WithContext("source '" + name + "'");
     filters.push_back(std::move(f).value());

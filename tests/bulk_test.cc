@@ -614,6 +614,13 @@ TEST_F(DumpTest, CountingFiltersDumpAndMergeWithTheirCounts) {
     for (size_t i = 0; i < twice.size(); ++i) {
       ASSERT_EQ(present[i], 1) << src_label << ": " << twice[i] << " was counted four times";
     }
+    // A source named twice is refused before anything is made: its counters
+    // were added twice, so items removed once stayed present.
+    const Status twice_named = Merge(**src, "dup", std::vector<std::string>{"src", "again", "src"});
+    EXPECT_EQ(twice_named.code(), StatusCode::kInvalidArgument) << twice_named.ToString();
+    EXPECT_NE(twice_named.message().find("source 'src' is named twice"), std::string::npos)
+        << twice_named.message();
+    EXPECT_EQ((*src)->ReadConfig("dup").status().code(), StatusCode::kNotFound) << src_label;
     for (const char* name : {"src", "again", "sum"})
       ASSERT_TRUE(BloomFilter::Drop(**src, name).ok());
   }

@@ -194,6 +194,13 @@ TEST_F(CliTest, AnImportOfTheOtherFormatSaysWhichFormatToUse) {
   r = Run({"import", "h", "--format", "redbloom", "-f", "-"}, "not a dump at all\n");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("not a redbloom dump"), std::string::npos) << r.err;
+  // A dump carries its encoding: --encoding is refused with it even at the
+  // default (`--encoding utf8` was taken as if it applied; int32 refused).
+  for (const char* encoding : {"utf8", "int32"}) {
+    r = Run({"import", "h", "--format", "redbloom", "--encoding", encoding, "-f", dump});
+    EXPECT_EQ(r.exit_code, 2) << encoding << ": " << r.err;
+    EXPECT_NE(r.err.find("apply to --format guava"), std::string::npos) << r.err;
+  }
   EXPECT_EQ(Run({"info", "h"}).exit_code, 4) << "nothing is made of bad input";
 }
 
@@ -219,6 +226,14 @@ TEST_F(CliTest, AMergePastTheFiltersRateWarns) {
   r = Run({"merge", "copy", "s1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("merged 1 filter(s) into copy"), std::string::npos) << r.err;
+  // The destination among the sources adds nothing, and says so (it said 1).
+  r = Run({"merge", "copy", "copy"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("merged 0 filter(s) into copy"), std::string::npos) << r.err;
+  r = Run({"merge", "copy", "s1", "s1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("source 's1' is named twice"), std::string::npos) << r.err;
   // A plain filter at its capacity answers at about its rate: no warning.
   Create("full");
   std::string thousand;
@@ -442,19 +457,25 @@ TEST_F(CliTest, ExportWritesThroughFifosAndSymlinks) {
   // to that file, and a temporary renamed over it: `>> log` lost the log.
   const std::string log = WriteFile("log", "keep\n");
   const std::string cli = std::string(REDBLOOM_CLI_PATH) + " --store file:" + dir_.path();
-  for (const std::string& to :
-       {std::string("--file /dev/stdout >>"), std::string("-f /dev/fd/3 3>>")}) {
+  for (const std::string& to : {std::string("--file /dev/stdout >>"),
+                                std::string("-f /dev/fd/3 3>>"), std::string("--file - >>")}) {
     r = RunCommand({"/bin/sh", "-c", cli + " export e --format guava " + to + " " + log});
     EXPECT_EQ(r.exit_code, 0) << to << ": " << r.err;
+    // Each says what it wrote (`--file -` said nothing).
+    EXPECT_NE(r.err.find("exported e (" + std::to_string(std::filesystem::file_size(real)) +
+                         " bytes, guava format) to "),
+              std::string::npos)
+        << to << ": " << r.err;
   }
   std::ifstream in(log, std::ios::binary);
   const std::string logged(std::istreambuf_iterator<char>(in), {});
   EXPECT_TRUE(logged.starts_with("keep\n")) << "the log was overwritten";
   const std::string guava = logged.substr(5);
-  ASSERT_EQ(guava.size() % 2, 0u);
-  EXPECT_EQ(guava.substr(0, guava.size() / 2), guava.substr(guava.size() / 2))
-      << "two exports, each appended whole";
-  EXPECT_EQ(guava.size() / 2, std::filesystem::file_size(real));
+  ASSERT_EQ(guava.size() % 3, 0u);
+  const size_t one = guava.size() / 3;
+  EXPECT_EQ(guava.substr(0, one), guava.substr(one, one)) << "exports, each appended whole";
+  EXPECT_EQ(guava.substr(0, one), guava.substr(2 * one)) << "exports, each appended whole";
+  EXPECT_EQ(one, std::filesystem::file_size(real));
 }
 
 // An export over an existing file keeps the file's mode (and owner), as a
@@ -1109,6 +1130,15 @@ TEST_F(CliTest, HelpWorksForEveryCommand) {
   EXPECT_NE(typo.err.find("unknown command 'chek' (commands: create, attach, add, check,"),
             std::string::npos)
       << typo.err;
+  // And with --help after it: CLI11 printed the main help, exit 0, as if the
+  // command were there (a script asking whether `delete` exists was told yes).
+  for (const char* help : {"--help", "-h"}) {
+    auto typo_help = RunCommand({REDBLOOM_CLI_PATH, "delete", help});
+    EXPECT_EQ(typo_help.exit_code, 2) << help;
+    EXPECT_EQ(typo_help.out, "") << help;
+    EXPECT_NE(typo_help.err.find("unknown command 'delete' (commands:"), std::string::npos)
+        << typo_help.err;
+  }
   // Usage errors are one line with their code, as every error is (they were
   // two, the second "Run with --help for usage.", and had no code).
   for (const std::vector<std::string>& args :

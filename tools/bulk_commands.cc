@@ -447,8 +447,8 @@ class ImportInput : public std::streambuf {
 };
 
 int RunImport(Context& ctx, const std::string& name, const std::string& format,
-              const std::string& file, const std::string& encoding, const std::string& capacity,
-              const std::string& error) {
+              const std::string& file, const std::string& encoding, bool encoding_given,
+              const std::string& capacity, const std::string& error) {
   if (format != "guava" && format != "redbloom") {
     return Fail(Status::InvalidArgument("--format must be guava or redbloom"));
   }
@@ -473,7 +473,9 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
       options.capacity = *n;
       options.error_rate = *p;
     }
-  } else if (!capacity.empty() || !error.empty() || encoding != "utf8") {
+  } else if (!capacity.empty() || !error.empty() || encoding_given) {
+    // Given at all, not only other than the default: `--encoding utf8` with
+    // a dump was accepted as if it applied.
     return Fail(
         Status::InvalidArgument("--capacity, --error and --encoding apply to --format guava; a "
                                 "redbloom dump carries its own"));
@@ -648,7 +650,9 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   if (file == "-") {
     std::cout.flush();
     Result<uint64_t> wrote = ExportTo(**filter, format, 1, "stdout");
-    return wrote.ok() ? 0 : Fail(wrote.status());
+    // Said on stderr as for every other target (it said nothing here, where
+    // `--file /dev/stdout` said "exported").
+    return wrote.ok() ? Exported(name, *wrote, format, "stdout") : Fail(wrote.status());
   }
   if (const int fd = named_fd; fd >= 0) {
     if (fd == 1) std::cout.flush();
@@ -756,7 +760,11 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
 int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::string>& sources) {
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   if (Status s = Merge(*ctx.store, dest, sources); !s.ok()) return Fail(s.WithContext("merge"));
-  std::cerr << "merged " << sources.size() << " filter(s) into " << dest << "\n";
+  // The destination named among the sources adds nothing ("merge m1 m1"
+  // said it merged one filter).
+  const auto merged_in = std::count_if(sources.begin(), sources.end(),
+                                       [&](const std::string& source) { return source != dest; });
+  std::cerr << "merged " << merged_in << " filter(s) into " << dest << "\n";
   if (auto merged = BloomFilter::Open(*ctx.store, dest); merged.ok()) WarnIfPastRate(**merged);
   return 0;
 }
@@ -921,10 +929,10 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   import->add_option("--file,-f", flags->file, "PATH, or - for stdin")
       ->check(NonEmptyPath())
       ->required();
-  import
-      ->add_option("--encoding", flags->encoding,
-                   "guava: the funnel the Java side used (utf8, utf8x2, int32, int64, bytes)")
-      ->capture_default_str();
+  CLI::Option* import_encoding = import->add_option(
+      "--encoding", flags->encoding,
+      "guava: the funnel the Java side used (utf8, utf8x2, int32, int64, bytes)");
+  import_encoding->capture_default_str();
   import->add_option("--capacity,-n", flags->capacity,
                      "guava, optional: BloomFilter.create's expectedInsertions, checked against "
                      "the file (without: the file's bits and hashes are taken as they are)");
@@ -991,7 +999,7 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
     if (*load) return RunLoad(ctx, flags->name, flags->file);
     if (*import) {
       return RunImport(ctx, flags->name, flags->format, flags->file, flags->encoding,
-                       flags->capacity, flags->error);
+                       import_encoding->count() > 0, flags->capacity, flags->error);
     }
     if (*exp) return RunExport(ctx, flags->name, flags->format, flags->file);
     if (*merge) return RunMerge(ctx, flags->name, flags->sources);

@@ -544,29 +544,36 @@ int Main(int argc, char** argv) {
 
   auto run_bulk = AddBulkCommands(app, ctx);
 
+  // "A subcommand is required" for `redbloom bogus`, and the main help for
+  // `redbloom bogus --help` (exit 0, as if the command were there): name the
+  // word taken for a command, and the commands there are.
+  auto unknown_command = [&app]() -> bool {
+    const std::vector<std::string> rest = app.remaining();
+    if (!app.get_subcommands().empty() || rest.empty() || rest.front().starts_with("-")) {
+      return false;
+    }
+    std::string commands;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
+      commands += (commands.empty() ? "" : ", ") + c->get_name();
+    }
+    std::cerr << "redbloom: error: unknown command '" << rest.front() << "' (commands: " << commands
+              << ") [invalid_argument]\n";
+    return true;
+  };
   try {
     auto args = OptionsBeforeDashedName(app, std::vector<std::string>(argv + 1, argv + argc));
     std::reverse(args.begin(), args.end());  // CLI11 takes them last first
     app.parse(std::move(args));
   } catch (const CLI::CallForHelp& e) {
+    if (unknown_command()) return kExitUsage;
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    if (unknown_command()) return kExitUsage;
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // "A subcommand is required" for `redbloom bogus`: name the word taken
-    // for a command, and the commands there are.
-    const std::vector<std::string> rest = app.remaining();
-    if (app.get_subcommands().empty() && !rest.empty() && !rest.front().starts_with("-")) {
-      std::string commands;
-      for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
-        commands += (commands.empty() ? "" : ", ") + c->get_name();
-      }
-      std::cerr << "redbloom: error: unknown command '" << rest.front()
-                << "' (commands: " << commands << ") [invalid_argument]\n";
-      return kExitUsage;
-    }
+    if (unknown_command()) return kExitUsage;
     // One line, as every error is (README): a script that keeps the last
     // line of stderr keeps the cause.
     std::string what = e.what();

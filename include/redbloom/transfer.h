@@ -88,8 +88,10 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
 // Merges every source into `dest`: the union of plain filters (bits ORed) or
 // of counting filters (counters added, so a remove still works for the items
 // of each source). All must have the same kind, strategy, encoding, shards, m
-// and k (kInvalidArgument naming the first that differs). A missing dest is created
-// with the first source's config. Nothing is created or written on error.
+// and k (kInvalidArgument naming the first that differs), and none may be
+// named twice (kInvalidArgument); dest may be one of them (its cells are
+// there already). A missing dest is created with the first source's config.
+// Nothing is created or written on error.
 Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources);
 
 }  // namespace redbloom
