@@ -235,10 +235,13 @@ std::string HumanBytes(uint64_t bytes) {
 
 Result<uint64_t> FilterBytes(const FilterConfig& config) {
   const bool window = config.kind == FilterKind::kWindow;
-  // A window filter holds `slices` live slices, all alike; the other kinds
-  // exist from creation as their initial parts (a scaling filter's later
-  // layers come only as it fills).
-  const uint64_t parts = window ? config.slices : config.initial_parts();
+  // A window filter holds `slices` live slices, all alike, and keeps each
+  // one slice past the window (SliceExpiresAt: a writer whose clock runs
+  // behind still finds it), so slices + 1 are stored at once; `slices` alone
+  // let a one-slice window grow to twice the limit. The other kinds exist
+  // from creation as their initial parts (a scaling filter's later layers
+  // come only as it fills).
+  const uint64_t parts = window ? config.slices + 1 : config.initial_parts();
   uint64_t total = 0;
   for (uint64_t p = 0; p < parts; ++p) {
     REDBLOOM_ASSIGN_OR_RETURN(PartSizing part, SizePart(config, window ? 0 : p));

@@ -461,7 +461,11 @@ TEST(ServiceTest, FilterBytesCountsEveryShardAndSliceButOneLayer) {
   o.window_millis = 60000;
   o.slices = 10;
   ASSERT_OK_AND_ASSIGN(FilterConfig window, MakeConfig(o));
-  EXPECT_EQ(ValueOrFail(FilterBytes(window)), 10 * window.data_bytes());
+  // Each slice is kept one slice past the window: 11 are stored at once.
+  EXPECT_EQ(ValueOrFail(FilterBytes(window)), 11 * window.data_bytes());
+  o.slices = 1;
+  ASSERT_OK_AND_ASSIGN(FilterConfig one_slice, MakeConfig(o));
+  EXPECT_EQ(ValueOrFail(FilterBytes(one_slice)), 2 * one_slice.data_bytes());
   o = FilterOptions{.capacity = 1'000'000, .error_rate = 0.01, .shards = 4};
   ASSERT_OK_AND_ASSIGN(FilterConfig sharded, MakeConfig(o));
   uint64_t shards = 0;
