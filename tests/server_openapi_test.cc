@@ -9,11 +9,16 @@
 #include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "http_server.h"
 #include "openapi.h"
+#include "redbloom/filter_config.h"
+#include "redbloom/funnel.h"
+#include "redbloom/status.h"
+#include "redbloom/strategy.h"
 #include "redis_server.h"
 #include "server_process.h"
 #include "test_util.h"
@@ -118,6 +123,32 @@ TEST_F(ServerOpenApiTest, ServesTheSourceDocument) {
   ASSERT_EQ(a.status, 200) << a.body;
   EXPECT_EQ(a.body, source);
   EXPECT_EQ(a.header("Content-Type"), "application/json");
+}
+
+// The document's enums are the library's tables: a strategy, encoding, kind
+// or status code added to the library and not to the document would be
+// refused by a client generated from it (nothing tied them but a reader).
+TEST(OpenApiDocumentTest, EnumsAreTheLibrarysTables) {
+  const json doc = json::parse(server::OpenApiJson());
+  const json& schemas = doc.at("components").at("schemas");
+  auto enum_of = [&](const char* schema) {
+    std::set<std::string> values;
+    for (const json& v : schemas.at(schema).at("enum")) values.insert(v.get<std::string>());
+    return values;
+  };
+  std::set<std::string> strategies, encodings, kinds;
+  for (Strategy s : Strategies()) strategies.insert(std::string(StrategyName(s)));
+  for (Encoding e : AllEncodings()) encodings.insert(std::string(EncodingName(e)));
+  for (FilterKind k : FilterKinds()) kinds.insert(std::string(FilterKindName(k)));
+  EXPECT_EQ(enum_of("Strategy"), strategies);
+  EXPECT_EQ(enum_of("Encoding"), encodings);
+  EXPECT_EQ(enum_of("Kind"), kinds);
+  const std::set<std::string> error_codes = enum_of("ErrorCode");
+  for (int c = static_cast<int>(StatusCode::kInvalidArgument);
+       c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    const std::string name(StatusCodeName(static_cast<StatusCode>(c)));
+    EXPECT_TRUE(error_codes.contains(name)) << name << " is not in ErrorCode";
+  }
 }
 
 // One server with a token and small limits on a file store answers every
