@@ -178,8 +178,8 @@ uint64_t DefaultMaxFilterBytes(std::string_view store_url, uint64_t physical_byt
   // A quarter leaves room for several filters, the page cache and the rest
   // of the machine: a filter larger than memory works, but each add or check
   // then waits for the disk.
-  if (store_url.starts_with("file:") || store_url.starts_with("mem:")) return physical_bytes / 4;
-  return 0;
+  const std::optional<Store::Traits> traits = Store::TraitsOf(store_url);
+  return traits.has_value() && traits->local ? physical_bytes / 4 : 0;
 }
 
 bool IsLoopbackHost(std::string_view host) {

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "http_server.h"
 #include "metrics.h"
+#include "redbloom/store.h"
 #include "service.h"
 #include "util/fd_above_stdio.h"
 #include "util/start_thread.h"
@@ -198,7 +199,8 @@ int Run(int argc, char** argv) {
   // Only a file: store's writes wait for a sync; Redis's and mem:'s syncs
   // did nothing, and counted in redbloomd_syncs_total as if they had.
   std::chrono::milliseconds sync_every = config->service.sync_interval;
-  if (sync_every.count() > 0 && !service.store_url().starts_with("file:")) {
+  if (sync_every.count() > 0 &&
+      !redbloom::Store::TraitsOf(service.store_url()).value_or(redbloom::Store::Traits{}).syncs) {
     std::fprintf(stderr,
                  "redbloomd: sync_interval_ms applies to file: stores only; no periodic sync "
                  "runs for this store\n");

@@ -519,8 +519,10 @@ Status Service::Start() {
     store_.store(owned_store_.get());
     return Status::Ok();
   }
-  const bool network = !options_.store_url.starts_with("file:") && options_.store_url != "mem:";
-  if (!network || !opened.status().IsTransient()) return opened.status();
+  // A server may come up later; a local store that failed to open will not.
+  const std::optional<Store::Traits> traits = Store::TraitsOf(options_.store_url);
+  const bool server = traits.has_value() && !traits->local;
+  if (!server || !opened.status().IsTransient()) return opened.status();
   {
     std::lock_guard lock(store_mu_);
     last_open_error_ = opened.status();

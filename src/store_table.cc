@@ -16,22 +16,28 @@ struct StoreScheme {
   std::string_view prefix;  // what a URL starts with
   std::string_view form;    // its syntax, for help texts
   Result<std::unique_ptr<Store>> (*open)(std::string_view url, const StoreOptions& options);
+  Store::Traits traits;
 };
 
+constexpr Store::Traits kInProcess{.local = true};
+constexpr Store::Traits kLocalFiles{.local = true, .persistent = true, .syncs = true};
+constexpr Store::Traits kServer{.persistent = true};
+
 const StoreScheme kSchemes[] = {
-    {"mem:", "mem:", &internal::NewMemoryStore},
-    {"file:", "file:DIR", &internal::NewFileStore},
-    {"redis://", "redis://[user:password@]host[:port][/db][?options]", &internal::NewRedisStore},
-    {"rediss://", "rediss://... (TLS)", &internal::NewRedisStore},
+    {"mem:", "mem:", &internal::NewMemoryStore, kInProcess},
+    {"file:", "file:DIR", &internal::NewFileStore, kLocalFiles},
+    {"redis://", "redis://[user:password@]host[:port][/db][?options]", &internal::NewRedisStore,
+     kServer},
+    {"rediss://", "rediss://... (TLS)", &internal::NewRedisStore, kServer},
     {"redis+unix://", "redis+unix://[user:password@]/path/to/redis.sock[?db=N&options]",
-     &internal::NewRedisStore},
+     &internal::NewRedisStore, kServer},
     {"redis-cluster://", "redis-cluster://[user:password@]host:port[,host:port...][?options]",
-     &internal::NewRedisStore},
-    {"rediss-cluster://", "rediss-cluster://... (TLS)", &internal::NewRedisStore},
+     &internal::NewRedisStore, kServer},
+    {"rediss-cluster://", "rediss-cluster://... (TLS)", &internal::NewRedisStore, kServer},
     {"redis-sentinel://",
      "redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]",
-     &internal::NewRedisStore},
-    {"rediss-sentinel://", "rediss-sentinel://... (TLS)", &internal::NewRedisStore},
+     &internal::NewRedisStore, kServer},
+    {"rediss-sentinel://", "rediss-sentinel://... (TLS)", &internal::NewRedisStore, kServer},
 };
 
 }  // namespace
@@ -48,6 +54,13 @@ Result<std::unique_ptr<Store>> Store::Open(std::string_view url, const StoreOpti
   }
   return Status::InvalidArgument("unknown store URL '" + internal::RedactUrl(url) + "' (expected " +
                                  forms + ")");
+}
+
+std::optional<Store::Traits> Store::TraitsOf(std::string_view url) {
+  for (const StoreScheme& s : kSchemes) {
+    if (url.starts_with(s.prefix)) return s.traits;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> Store::UrlForms() {

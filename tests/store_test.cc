@@ -480,6 +480,37 @@ TEST(StoreUrlTest, RejectsUnknownSchemes) {
   }
 }
 
+// Front ends ask the table what a scheme means (retry a store that is not
+// up yet, size filters by RAM, sync periodically, warn that nothing
+// persists) rather than match URL prefixes themselves.
+TEST(StoreUrlTest, TraitsComeFromTheTable) {
+  const auto mem = Store::TraitsOf("mem:");
+  ASSERT_TRUE(mem.has_value());
+  EXPECT_TRUE(mem->local);
+  EXPECT_FALSE(mem->persistent);
+  EXPECT_FALSE(mem->syncs);
+  const auto file = Store::TraitsOf("file:/var/lib/redbloom");
+  ASSERT_TRUE(file.has_value());
+  EXPECT_TRUE(file->local && file->persistent && file->syncs);
+  for (const char* url :
+       {"redis://127.0.0.1:6379", "rediss://127.0.0.1", "redis+unix:///run/redis.sock",
+        "redis-cluster://127.0.0.1:7000", "rediss-cluster://127.0.0.1:7000",
+        "redis-sentinel://127.0.0.1:26379/m", "rediss-sentinel://127.0.0.1:26379/m"}) {
+    const auto server = Store::TraitsOf(url);
+    ASSERT_TRUE(server.has_value()) << url;
+    EXPECT_FALSE(server->local) << url;
+    EXPECT_TRUE(server->persistent) << url;
+    EXPECT_FALSE(server->syncs) << url;
+  }
+  // Every scheme has its traits: one per form in the help texts.
+  for (const std::string& form : Store::UrlForms()) {
+    EXPECT_TRUE(Store::TraitsOf(form).has_value()) << form;
+  }
+  for (const char* url : {"", "memory:", "http://x", "redis:/x"}) {
+    EXPECT_FALSE(Store::TraitsOf(url).has_value()) << url;
+  }
+}
+
 TEST(StoreUrlTest, FileStoreOnAPlainFileIsAnError) {
   testing::TempDir dir;
   const std::string path = dir.path() + "/not-a-dir";

@@ -74,7 +74,8 @@ Status Context::OpenStore() {
   store = std::move(s).value();
   // mem: lives in this process, so a CLI run's filters end with it: say so,
   // once, since a filter that "vanishes" between two commands looks like a bug.
-  if (store->url() == "mem:" && !warned_mem) {
+  if (!Store::TraitsOf(store->url()).value_or(Store::Traits{.persistent = true}).persistent &&
+      !warned_mem) {
     warned_mem = true;
     std::cerr << "redbloom: warning: --store mem: keeps filters in this process's memory; nothing "
                  "persists past this process (use file:DIR or redis://... to keep them)\n";

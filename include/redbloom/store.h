@@ -5,8 +5,12 @@
 //   rediss://...                          the same over TLS
 //   redis+unix://[user:password@]/path/to/redis.sock[?db=N&options]
 //                                         one Redis server, through its Unix socket
+//   redis-cluster://[user:password@]host:port[,host:port...][?options]
+//                                         a Redis Cluster, from any of its nodes
+//   rediss-cluster://...                  the same over TLS
 //   redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]
 //                                         the master that Redis Sentinel names
+//   rediss-sentinel://...                 the same over TLS
 // Each store lives in its own folder (src/mem, src/file, src/redis) and is
 // registered by URL scheme in one table (src/store_table.cc).
 //
@@ -24,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -205,6 +210,17 @@ class Store {
   // The registered URL schemes with their syntax, for help texts:
   // "mem:", "file:DIR", "redis://[user:password@]host[:port][/db]", ...
   static std::vector<std::string> UrlForms();
+  // What a URL's scheme means to a front end, from the same table, so that
+  // no caller decides by a URL's prefix (a new store gets its traits with
+  // its line). Traits of an unknown scheme: none.
+  struct Traits {
+    bool local = false;       // the bits live in this process's memory (mem:, file: mapped):
+                              // a filter's size is bounded by this machine's
+    bool persistent = false;  // filters outlive the process that made them
+    bool syncs = false;       // Sync() writes to durable storage (file:): worth running
+                              // periodically
+  };
+  static std::optional<Traits> TraitsOf(std::string_view url);
 
   // The URL, with any password replaced by "***".
   virtual std::string url() const = 0;
