@@ -37,15 +37,25 @@ class ConnectionSource {
 
   // Runs `op` on a pooled connection to the server that holds `key` (every
   // key of one filter hashes to one slot, so any of them routes the whole
-  // filter). After a lost connection (kUnavailable) it retries with backoff,
-  // up to options().max_retries times (one server that took the connection
-  // and then did not answer, IsStalledServer, is not retried: a retry would
-  // wait as long again): always when nothing had been written,
-  // since the server cannot have run anything; after a write only when
-  // `idempotent`, since the server may have run the command before the
-  // connection died. Timeouts (kDeadlineExceeded) are not retried: a server
-  // too slow for one attempt gets no faster from a second one, and the
-  // caller's time is up.
+  // filter). After a lost connection (kUnavailable) it retries with backoff:
+  // always when nothing had been written, since the server cannot have run
+  // anything; after a write only when `idempotent`, since the server may
+  // have run the command before the connection died. Permanent failures
+  // (IsPermanentFailure: authentication, ACLs, ...) are not retried, nor are
+  // timeouts (kDeadlineExceeded): a server too slow for one attempt gets no
+  // faster from a second one, and the caller's time is up. How often, by
+  // mode:
+  //   one server:  up to options().max_retries times; one that took the
+  //                connection and then did not answer (IsStalledServer) not
+  //                at all: a retry would reach it again and wait as long.
+  //   Sentinel:    up to max_retries times, the sentinels asked again first
+  //                (a stalled master may have been failed over, so it is
+  //                retried); a write answered READONLY ran nowhere and is
+  //                sent again even when not idempotent.
+  //   Cluster:     up to max_retries + 5 times within 10 s (a node's
+  //                replica takes over in seconds), the slot map learnt again
+  //                each time; MOVED and ASK are followed (a bounded number
+  //                of them), not counted as retries.
   virtual Status Run(std::string_view key, Access access, bool idempotent, const Op& op) = 0;
   // Runs ops[i] as Run(keys[i], ...) does, all of them: ops whose keys live
   // on one server run one after another, servers in parallel (one thread
