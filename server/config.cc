@@ -7,13 +7,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "redbloom/store.h"
+#include "util/errno_text.h"
 #include "util/redact_url.h"
 
 namespace redbloom::server {
@@ -63,11 +66,27 @@ Status ValidateToken(const std::string& token, std::string_view source) {
 }
 
 Result<std::string> ReadSmallFile(const std::string& path, std::string_view what) {
+  // With the reason: a directory read as "truncated JSON" or an "empty"
+  // token file, and a missing or unreadable file gave none.
+  const std::string named = std::string(what) + " " + path;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument("cannot read " + named + ": it is a directory");
+  }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument("cannot read " + std::string(what) + " " + path);
+  if (!in) {
+    return Status::InvalidArgument("cannot read " + named +
+                                   (errno != 0 ? ": " + internal::ErrnoText(errno) : ""));
+  }
   std::string data;
   data.resize(kMaxConfigFileBytes + 1);
+  errno = 0;
   in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  if (in.bad()) {
+    return Status::InvalidArgument("cannot read " + named +
+                                   (errno != 0 ? ": " + internal::ErrnoText(errno) : ""));
+  }
   data.resize(static_cast<size_t>(in.gcount()));
   if (data.size() > kMaxConfigFileBytes) {
     return Status::InvalidArgument(std::string(what) + " " + path + " is larger than " +
@@ -429,7 +448,32 @@ Result<ServerConfig> ResolveConfig(const Flags& flags,
     c.max_filter_bytes = *bytes;
     c.max_filter_bytes_source = "flag";
   }
+  // As the CLI: an empty REDBLOOM_STORE (`REDBLOOM_STORE="$URL"` with the
+  // variable unset) that would leave the default file store in its place is
+  // a mistake, not a choice: served, it answered every item absent from an
+  // empty local store instead of the Redis meant. A config file's store
+  // still applies below it, as for any empty variable.
+  if (const char* v = getenv("REDBLOOM_STORE");
+      v != nullptr && *v == '\0' && c.store_source == "default") {
+    return Status::InvalidArgument(
+        "REDBLOOM_STORE is set but empty: give it a store URL, or unset it for the default (" +
+        DefaultStoreUrl() + "), or give --store");
+  }
+  // redbloomd's own variables start REDBLOOMD_, the store's is the CLI's:
+  // the natural slip was ignored, and the default store served.
+  if (const char* v = getenv("REDBLOOMD_STORE"); v != nullptr) {
+    return Status::InvalidArgument(
+        "REDBLOOMD_STORE is set, but the store comes from REDBLOOM_STORE (no D: the same "
+        "variable as the CLI's), --store or the config file's \"store\"; unset it");
+  }
   if (c.store.empty()) c.store = DefaultStoreUrl();
+  // Checked here, not only when the store opens, so --print-config says so.
+  if (!Store::TraitsOf(c.store).has_value()) {
+    std::string forms;
+    for (const std::string& form : Store::UrlForms()) forms += (forms.empty() ? "" : ", ") + form;
+    return Status::InvalidArgument("unknown store URL '" + RedactUrl(c.store) + "' (from " +
+                                   c.store_source + "; expected " + forms + ")");
+  }
   REDBLOOM_RETURN_IF_ERROR(ValidateToken(c.http.token, c.token_source));
   REDBLOOM_RETURN_IF_ERROR(ParseListen(c.listen, &c.http.host, &c.http.port));
   if (c.http.token == kPlaceholderToken && !IsLoopbackHost(c.http.host)) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -555,6 +556,63 @@ TEST(ConfigTest, RejectsBadTokensAndListen) {
   EXPECT_EQ(empty_store.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(empty_store.status().message().find("--store is empty"), std::string::npos)
       << empty_store.status().ToString();
+}
+
+// An empty REDBLOOM_STORE, as the CLI refuses it, and the natural slip
+// REDBLOOMD_STORE, were both ignored: the default file store served, every
+// item absent. An unknown scheme passed --print-config.
+TEST(ConfigTest, RefusesStoreSettingsThatWouldServeTheWrongStore) {
+  Flags flags;
+  auto message = [&](std::map<std::string, std::string> vars) {
+    FakeEnv env(std::move(vars));
+    const auto c = ResolveConfig(flags, env.fn());
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().ToString();
+    return c.status().message();
+  };
+  EXPECT_NE(message({{"REDBLOOM_STORE", ""}}).find("REDBLOOM_STORE is set but empty"),
+            std::string::npos);
+  EXPECT_NE(message({{"REDBLOOMD_STORE", "redis://127.0.0.1:6379"}})
+                .find("the store comes from REDBLOOM_STORE"),
+            std::string::npos);
+  EXPECT_NE(message({{"REDBLOOM_STORE", "foo://x"}}).find("unknown store URL 'foo://x' (from env"),
+            std::string::npos);
+  // An empty variable below a flag or a config file's store is unset, as
+  // the docs say of every variable.
+  flags.store = "mem:";
+  FakeEnv empty(std::map<std::string, std::string>{{"REDBLOOM_STORE", ""}});
+  ASSERT_OK_AND_ASSIGN(ServerConfig from_flag, ResolveConfig(flags, empty.fn()));
+  EXPECT_EQ(from_flag.store, "mem:");
+  flags.store = std::nullopt;
+  testing::TempDir dir;
+  const std::string config = dir.path() + "/c.json";
+  std::ofstream(config) << R"({"store": "mem:"})";
+  flags.config = config;
+  ASSERT_OK_AND_ASSIGN(ServerConfig from_file, ResolveConfig(flags, empty.fn()));
+  EXPECT_EQ(from_file.store, "mem:");
+  // A directory or a missing file says why it cannot be read.
+  flags.config = dir.path();
+  EXPECT_NE(message({}).find("it is a directory"), std::string::npos);
+  flags.config = dir.path() + "/missing.json";
+  EXPECT_NE(message({}).find("No such file or directory"), std::string::npos);
+}
+
+// The packaged unit stops redbloomd with SIGKILL after TimeoutStopSec; a
+// shutdown may wait body_timeout_s for a slow body, so the packaged config
+// keeps it under that with room for the final sync (both were 30 s: a slow
+// upload got the service killed before its msync).
+TEST(ConfigTest, PackagedConfigStopsWithinThePackagedUnitsTimeout) {
+  std::ifstream unit(REDBLOOM_SOURCE_DIR "/packaging/redbloomd.service");
+  ASSERT_TRUE(unit);
+  int stop_s = -1;
+  for (std::string line; std::getline(unit, line);) {
+    if (line.starts_with("TimeoutStopSec=")) stop_s = std::stoi(line.substr(15));
+  }
+  ASSERT_GT(stop_s, 0) << "no TimeoutStopSec in the unit";
+  Flags flags;
+  flags.config = REDBLOOM_SOURCE_DIR "/packaging/redbloomd.json";
+  FakeEnv env({});
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, ResolveConfig(flags, env.fn()));
+  EXPECT_LE(c.http.body_timeout_s + 5, stop_s) << "a slow body outlasts the unit's stop timeout";
 }
 
 TEST(ConfigTest, IsLoopbackHost) {
