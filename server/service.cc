@@ -513,15 +513,26 @@ std::string Service::store_url() const {
 
 Status Service::Start() {
   Result<std::unique_ptr<Store>> opened = Store::Open(options_.store_url, options_.store_options);
+  const std::optional<Store::Traits> traits = Store::TraitsOf(options_.store_url);
+  const bool server = traits.has_value() && !traits->local;
   if (opened.ok()) {
+    // A local store that cannot take writes (a read-only directory, or one
+    // whose parent is missing) still serves what it can; said now, not
+    // first by a /readyz probe.
+    if (!server) {
+      if (Status ready = (*opened)->Ping(); !ready.ok()) {
+        std::fprintf(stderr,
+                     "redbloomd: warning: the store cannot take writes (%s); /readyz answers 503 "
+                     "until it can\n",
+                     ready.ToString().c_str());
+      }
+    }
     std::lock_guard lock(store_mu_);
     owned_store_ = std::move(opened).value();
     store_.store(owned_store_.get());
     return Status::Ok();
   }
   // A server may come up later; a local store that failed to open will not.
-  const std::optional<Store::Traits> traits = Store::TraitsOf(options_.store_url);
-  const bool server = traits.has_value() && !traits->local;
   if (!server || !opened.status().IsTransient()) return opened.status();
   {
     std::lock_guard lock(store_mu_);

@@ -343,6 +343,30 @@ TEST_F(ServerLifecycleTest, EnvironmentConfiguresTheRunningServer) {
   EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/store/envf.rbf"));
 }
 
+// A store directory redbloomd may not read is a failed start (exit 3, as the
+// docs say): it started, answered 503 to everything, and exited 3 only at
+// its first stop. One whose parent is missing starts (the directory may
+// appear) with a warning: it said nothing until a /readyz probe.
+TEST_F(ServerLifecycleTest, AStoreItCannotUseIsSaidAtStart) {
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms::all);
+  const std::string locked = dir_.path() + "/locked";
+  ASSERT_TRUE(std::filesystem::create_directory(locked));
+  std::filesystem::permissions(locked, std::filesystem::perms::none);
+  CommandResult r = RunCommand({"/usr/bin/timeout", "-s", "KILL", "10", "/usr/bin/setpriv",
+                                "--reuid=65534", "--regid=65534", "--clear-groups", REDBLOOMD_PATH,
+                                "--listen", "127.0.0.1:0", "--store", "file:" + locked});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cannot read store directory " + locked), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("listening"), std::string::npos) << r.err;
+
+  RedbloomdProcess server("file:" + dir_.path() + "/missing/deeper");
+  server.Start();
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  const std::string log = server.Stderr();
+  EXPECT_NE(log.find("warning: the store cannot take writes"), std::string::npos) << log;
+  EXPECT_NE(log.find("cannot create store directory"), std::string::npos) << log;
+}
+
 // A periodic sync is for file: stores: on mem: (and Redis) it did nothing
 // and counted as a sync that worked.
 TEST_F(ServerLifecycleTest, APeriodicSyncRunsOnlyForFileStores) {
