@@ -172,6 +172,18 @@ int Run(int argc, char** argv) {
     // exit 2, which the packaged unit does not restart every 2 s.
     return s.code() == redbloom::StatusCode::kInvalidArgument ? 2 : 3;
   }
+  // A stop asked for while the store opened (its first connect can wait
+  // store_connect_timeout_ms, and more with retries) is honoured before
+  // binding: it bound, said "listening" and only then stopped.
+  if (sigset_t pending; sigpending(&pending) == 0) {
+    for (int s : {SIGINT, SIGTERM}) {
+      if (sigismember(&pending, s) == 1) {
+        std::fprintf(stderr, "redbloomd: %s received while the store opened; stopped\n",
+                     s == SIGINT ? "SIGINT" : "SIGTERM");
+        return 0;
+      }
+    }
+  }
   HttpServer server(&service, &metrics, &access_log, config->http);
   if (auto s = server.Bind(); !s.ok()) {
     Fail(s.message());

@@ -1,7 +1,9 @@
 // redbloomd as a process: graceful shutdown on SIGTERM/SIGINT, exit codes,
 // configuration precedence as the binary applies it, access-log reopening.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -365,6 +367,34 @@ TEST_F(ServerLifecycleTest, AStoreItCannotUseIsSaidAtStart) {
   const std::string log = server.Stderr();
   EXPECT_NE(log.find("warning: the store cannot take writes"), std::string::npos) << log;
   EXPECT_NE(log.find("cannot create store directory"), std::string::npos) << log;
+}
+
+// A SIGTERM while the store's first connect waited was held until the
+// connect gave up; then redbloomd bound, said "listening" and only then
+// stopped. It now stops before binding. (A listener that never accepts:
+// the connect succeeds and the HELLO waits.)
+TEST_F(ServerLifecycleTest, AStopWhileTheStoreOpensEndsBeforeListening) {
+  const int port = FreePort();
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 8), 0);
+  RedbloomdProcess::Options options;
+  options.store = "redis://127.0.0.1:" + std::to_string(port);
+  options.config_json = R"({"store_connect_timeout_ms": 1500, "store_max_retries": 0})";
+  options.wait_ready = false;
+  RedbloomdProcess server(options);
+  server.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  ::close(fd);
+  const std::string log = server.Stderr();
+  EXPECT_NE(log.find("SIGTERM received while the store opened; stopped"), std::string::npos) << log;
+  EXPECT_EQ(log.find("listening"), std::string::npos) << log;
 }
 
 // A periodic sync is for file: stores: on mem: (and Redis) it did nothing
