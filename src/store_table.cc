@@ -15,8 +15,8 @@ namespace {
 struct StoreScheme {
   std::string_view prefix;  // what a URL starts with
   std::string_view form;    // its syntax, for help texts
+  Store::Traits traits;     // before `open`, so that a line cannot leave it out
   Result<std::unique_ptr<Store>> (*open)(std::string_view url, const StoreOptions& options);
-  Store::Traits traits;
 };
 
 constexpr Store::Traits kInProcess{.local = true};
@@ -24,20 +24,20 @@ constexpr Store::Traits kLocalFiles{.local = true, .persistent = true, .syncs = 
 constexpr Store::Traits kServer{.persistent = true};
 
 const StoreScheme kSchemes[] = {
-    {"mem:", "mem:", &internal::NewMemoryStore, kInProcess},
-    {"file:", "file:DIR", &internal::NewFileStore, kLocalFiles},
-    {"redis://", "redis://[user:password@]host[:port][/db][?options]", &internal::NewRedisStore,
-     kServer},
-    {"rediss://", "rediss://... (TLS)", &internal::NewRedisStore, kServer},
-    {"redis+unix://", "redis+unix://[user:password@]/path/to/redis.sock[?db=N&options]",
-     &internal::NewRedisStore, kServer},
+    {"mem:", "mem:", kInProcess, &internal::NewMemoryStore},
+    {"file:", "file:DIR", kLocalFiles, &internal::NewFileStore},
+    {"redis://", "redis://[user:password@]host[:port][/db][?options]", kServer,
+     &internal::NewRedisStore},
+    {"rediss://", "rediss://... (TLS)", kServer, &internal::NewRedisStore},
+    {"redis+unix://", "redis+unix://[user:password@]/path/to/redis.sock[?db=N&options]", kServer,
+     &internal::NewRedisStore},
     {"redis-cluster://", "redis-cluster://[user:password@]host:port[,host:port...][?options]",
-     &internal::NewRedisStore, kServer},
-    {"rediss-cluster://", "rediss-cluster://... (TLS)", &internal::NewRedisStore, kServer},
+     kServer, &internal::NewRedisStore},
+    {"rediss-cluster://", "rediss-cluster://... (TLS)", kServer, &internal::NewRedisStore},
     {"redis-sentinel://",
-     "redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]",
-     &internal::NewRedisStore, kServer},
-    {"rediss-sentinel://", "rediss-sentinel://... (TLS)", &internal::NewRedisStore, kServer},
+     "redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options]", kServer,
+     &internal::NewRedisStore},
+    {"rediss-sentinel://", "rediss-sentinel://... (TLS)", kServer, &internal::NewRedisStore},
 };
 
 }  // namespace

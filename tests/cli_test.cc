@@ -1132,13 +1132,21 @@ TEST_F(CliTest, HelpWorksForEveryCommand) {
       << typo.err;
   // And with --help after it: CLI11 printed the main help, exit 0, as if the
   // command were there (a script asking whether `delete` exists was told yes).
-  for (const char* help : {"--help", "-h"}) {
+  for (const char* help : {"--help", "-h", "--version"}) {
     auto typo_help = RunCommand({REDBLOOM_CLI_PATH, "delete", help});
     EXPECT_EQ(typo_help.exit_code, 2) << help;
     EXPECT_EQ(typo_help.out, "") << help;
     EXPECT_NE(typo_help.err.find("unknown command 'delete' (commands:"), std::string::npos)
         << typo_help.err;
+    // A misspelt option before it, alike.
+    auto option_typo = RunCommand({REDBLOOM_CLI_PATH, "--stor", "mem:", help});
+    EXPECT_EQ(option_typo.exit_code, 2) << help;
+    EXPECT_EQ(option_typo.out, "") << help;
+    EXPECT_NE(option_typo.err.find("unknown option '--stor'"), std::string::npos)
+        << option_typo.err;
   }
+  EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--version"}).exit_code, 0);
+  EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", "--help"}).exit_code, 0);
   // Usage errors are one line with their code, as every error is (they were
   // two, the second "Run with --help for usage.", and had no code).
   for (const std::vector<std::string>& args :

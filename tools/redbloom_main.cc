@@ -561,17 +561,27 @@ int Main(int argc, char** argv) {
               << ") [invalid_argument]\n";
     return true;
   };
+  // `redbloom --stor mem: -h` printed the main help, exit 0: CLI11 answers
+  // a help or version flag before it refuses what it could not parse.
+  auto unknown_option = [&app]() -> bool {
+    const std::vector<std::string> rest = app.remaining();
+    if (!app.get_subcommands().empty() || rest.empty()) return false;
+    std::cerr << "redbloom: error: unknown option '" << rest.front()
+              << "'; see redbloom --help [invalid_argument]\n";
+    return true;
+  };
   try {
     auto args = OptionsBeforeDashedName(app, std::vector<std::string>(argv + 1, argv + argc));
     std::reverse(args.begin(), args.end());  // CLI11 takes them last first
     app.parse(std::move(args));
   } catch (const CLI::CallForHelp& e) {
-    if (unknown_command()) return kExitUsage;
+    if (unknown_command() || unknown_option()) return kExitUsage;
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
-    if (unknown_command()) return kExitUsage;
+    if (unknown_command() || unknown_option()) return kExitUsage;
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
+    if (unknown_command() || unknown_option()) return kExitUsage;
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (unknown_command()) return kExitUsage;
