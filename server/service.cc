@@ -234,17 +234,12 @@ std::string HumanBytes(uint64_t bytes) {
 }  // namespace
 
 Result<uint64_t> FilterBytes(const FilterConfig& config) {
-  const bool window = config.kind == FilterKind::kWindow;
-  // A window filter holds `slices` live slices, all alike, and keeps each
-  // one slice past the window (SliceExpiresAt: a writer whose clock runs
-  // behind still finds it), so slices + 1 are stored at once; `slices` alone
-  // let a one-slice window grow to twice the limit. The other kinds exist
-  // from creation as their initial parts (a scaling filter's later layers
-  // come only as it fills).
-  const uint64_t parts = window ? config.slices + 1 : config.initial_parts();
+  // What the filter stores at once (a window's slices + 1: counting only its
+  // `slices` let a one-slice window grow to twice the limit).
+  const uint64_t parts = config.stored_parts();
   uint64_t total = 0;
   for (uint64_t p = 0; p < parts; ++p) {
-    REDBLOOM_ASSIGN_OR_RETURN(PartSizing part, SizePart(config, window ? 0 : p));
+    REDBLOOM_ASSIGN_OR_RETURN(PartSizing part, SizePart(config, p));
     const uint64_t bytes = part.bytes(config.cell_bits());
     total = bytes > UINT64_MAX - total ? UINT64_MAX : total + bytes;
   }

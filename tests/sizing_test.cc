@@ -197,5 +197,28 @@ TEST(SizingTest, NumbersOutOfRangeAreNamedSo) {
   EXPECT_DOUBLE_EQ(*ParseDouble("0.01"), 0.01);
 }
 
+// What a filter in use stores at once, for limits on its size: a window
+// keeps each slice one slice past the window (the clock grace), so it holds
+// slices + 1 of them; redbloomd's max_filter_bytes counted `slices`.
+TEST(SizingTest, StoredPartsAreWhatAFilterInUseHolds) {
+  FilterOptions o{.capacity = 1000, .error_rate = 0.01};
+  EXPECT_EQ(testing::ValueOrFail(MakeConfig(o)).stored_parts(), 1u);
+  o.shards = 4;
+  EXPECT_EQ(testing::ValueOrFail(MakeConfig(o)).stored_parts(), 4u);
+  o.shards = 1;
+  o.kind = FilterKind::kScaling;
+  EXPECT_EQ(testing::ValueOrFail(MakeConfig(o)).stored_parts(), 1u);  // layers come as it fills
+  o.kind = FilterKind::kCounting;
+  EXPECT_EQ(testing::ValueOrFail(MakeConfig(o)).stored_parts(), 1u);
+  o.kind = FilterKind::kWindow;
+  o.window_millis = 60000;
+  for (uint32_t slices : {1u, 10u, 60u}) {
+    o.slices = slices;
+    const FilterConfig window = testing::ValueOrFail(MakeConfig(o));
+    EXPECT_EQ(window.stored_parts(), slices + 1u) << slices;
+    EXPECT_EQ(window.initial_parts(), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace redbloom

@@ -116,6 +116,11 @@ struct FilterConfig {
   // filter's one array or its shards, a scaling filter's first layer; none
   // for a window filter).
   uint64_t initial_parts() const;
+  // The parts a filter in use stores at once, at most: its initial parts (a
+  // scaling filter's later layers come only as it fills), or a window's
+  // slices + 1 (each slice is kept one slice past the window, the grace for
+  // clocks a little apart). For limits on what a filter may grow to.
+  uint64_t stored_parts() const;
   // Bits per cell: 4 for counting filters, else 1.
   uint32_t cell_bits() const;
   // Bytes that hold geometry.bits cells, as Redis stores them.

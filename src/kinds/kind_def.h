@@ -74,6 +74,8 @@ struct KindDef {
   // keeps per part, or else a handle in use grows by an entry a part for as
   // long as it lives. Null: parts are bounded (layers, shards), keep them.
   uint64_t (*forgettable_below)(const FilterConfig& config, uint64_t part) = nullptr;
+  // FilterConfig::stored_parts. Null: the initial parts.
+  uint64_t (*stored_parts)(const FilterConfig& config) = nullptr;
 };
 
 // nullptr when no kind has this id or name.

@@ -128,6 +128,10 @@ Result<FilterKind> ParseFilterKind(std::string_view name) {
 
 bool FilterConfig::one_array() const { return KindOf(kind).one_array && shards == 1; }
 uint64_t FilterConfig::initial_parts() const { return KindOf(kind).initial_parts(*this); }
+uint64_t FilterConfig::stored_parts() const {
+  const internal::KindDef& k = internal::KindOf(kind);
+  return k.stored_parts != nullptr ? k.stored_parts(*this) : k.initial_parts(*this);
+}
 uint32_t FilterConfig::cell_bits() const { return KindOf(kind).cell_bits; }
 
 Result<PartSizing> SizePart(const FilterConfig& c, uint64_t part) {

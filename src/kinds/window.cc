@@ -215,6 +215,10 @@ const KindDef kWindowKind = {
     .forgettable_below = [](const FilterConfig& c, uint64_t part) -> uint64_t {
       return part > uint64_t{c.slices} + 2 ? part - c.slices - 2 : 0;
     },
+    // Slice 0 lives until SliceExpiresAt(c, 0), so that many slices overlap.
+    .stored_parts = [](const FilterConfig& c) -> uint64_t {
+      return SliceExpiresAt(c, 0) / c.slice_millis();
+    },
 };
 
 }  // namespace redbloom::internal
