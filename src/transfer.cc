@@ -787,7 +787,8 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
   return filter;
 }
 
-Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources) {
+Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources,
+             size_t* merged_in) {
   if (sources.empty()) return Status::InvalidArgument("merge needs at least one source filter");
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(dest));  // as ImportGuava
   std::vector<std::unique_ptr<BloomFilter>> filters;
@@ -849,8 +850,10 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   std::map<uint64_t, BloomFilter::Part> merged;
   std::map<uint64_t, int> sources_of;
   std::vector<BloomFilter::Part> parts;
+  size_t merging = 0;
   for (auto& f : filters) {
     if (f->name() == dest) continue;  // its cells are already there
+    ++merging;
     REDBLOOM_RETURN_IF_ERROR(f->ReadParts(&parts));
     for (auto& part : parts) {
       ++sources_of[part.id];
@@ -889,6 +892,7 @@ Status Merge(Store& store, std::string_view dest, std::span<const std::string> s
   if (!filled.ok() && created) {
     return UndoCreate(store, dest, std::move(target), filled, "merge", counted);
   }
+  if (filled.ok() && merged_in != nullptr) *merged_in = merging;
   return filled;
 }
 

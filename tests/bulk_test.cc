@@ -971,7 +971,9 @@ TEST(MergeTest, UnionOfIdenticalGeometryAndClearErrorsOtherwise) {
   ASSERT_TRUE((*a)->AddMany(Views(items_a)).ok());
   ASSERT_TRUE((*b)->AddMany(Views(items_b)).ok());
   const std::vector<std::string> sources = {"a", "b"};
-  ASSERT_TRUE(Merge(**store, "ab", sources).ok());
+  size_t merged_in = 0;
+  ASSERT_TRUE(Merge(**store, "ab", sources, &merged_in).ok());
+  EXPECT_EQ(merged_in, 2u);
   auto ab = BloomFilter::Open(**store, "ab");
   ASSERT_TRUE(ab.ok());
   std::vector<uint8_t> present;
@@ -979,8 +981,9 @@ TEST(MergeTest, UnionOfIdenticalGeometryAndClearErrorsOtherwise) {
     ASSERT_TRUE((*ab)->ContainsMany(Views(*items), &present).ok());
     for (size_t i = 0; i < items->size(); ++i) ASSERT_EQ(present[i], 1) << (*items)[i];
   }
-  // Into one of its own sources.
-  ASSERT_TRUE(Merge(**store, "a", std::vector<std::string>{"a", "b"}).ok());
+  // Into one of its own sources, which adds nothing of its own.
+  ASSERT_TRUE(Merge(**store, "a", std::vector<std::string>{"a", "b"}, &merged_in).ok());
+  EXPECT_EQ(merged_in, 1u);
   ASSERT_TRUE((*a)->ContainsMany(Views(items_b), &present).ok());
   for (uint8_t p : present) ASSERT_EQ(p, 1);
 

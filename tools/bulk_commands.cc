@@ -759,11 +759,12 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
 
 int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::string>& sources) {
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
-  if (Status s = Merge(*ctx.store, dest, sources); !s.ok()) return Fail(s.WithContext("merge"));
   // The destination named among the sources adds nothing ("merge m1 m1"
   // said it merged one filter).
-  const auto merged_in = std::count_if(sources.begin(), sources.end(),
-                                       [&](const std::string& source) { return source != dest; });
+  size_t merged_in = 0;
+  if (Status s = Merge(*ctx.store, dest, sources, &merged_in); !s.ok()) {
+    return Fail(s.WithContext("merge"));
+  }
   std::cerr << "merged " << merged_in << " filter(s) into " << dest << "\n";
   if (auto merged = BloomFilter::Open(*ctx.store, dest); merged.ok()) WarnIfPastRate(**merged);
   return 0;

@@ -35,6 +35,7 @@
 #ifndef REDBLOOM_TRANSFER_H_
 #define REDBLOOM_TRANSFER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <istream>
 #include <memory>
@@ -91,8 +92,10 @@ Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view n
 // and k (kInvalidArgument naming the first that differs), and none may be
 // named twice (kInvalidArgument); dest may be one of them (its cells are
 // there already). A missing dest is created with the first source's config.
-// Nothing is created or written on error.
-Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources);
+// Nothing is created or written on error. `merged_in`, if given, is set to
+// the number of sources merged in (dest among them adds nothing).
+Status Merge(Store& store, std::string_view dest, std::span<const std::string> sources,
+             size_t* merged_in = nullptr);
 
 }  // namespace redbloom
 
