@@ -714,6 +714,29 @@ TEST_F(CliTest, AnExportKilledMidwayLeavesNothingBehind) {
   EXPECT_EQ(entries(), (std::vector<std::string>{"k.dump", "new.dump", "no-proc.dump"}));
 }
 
+// A store directory its user may search but not list (0711) still serves
+// filters by name; one it may not search is refused at open, naming the
+// directory, rather than failing each filter's open after it.
+TEST_F(CliTest, AStoreDirectoryIsRefusedOnlyWhenItCannotBeSearched) {
+  Create("f");
+  ASSERT_EQ(Run({"add", "-q", "f", "kept"}).exit_code, 0);
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms::owner_all |
+                                                std::filesystem::perms::group_exec |
+                                                std::filesystem::perms::others_exec);
+  const std::vector<std::string> as_nobody = {
+      "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",      "--clear-groups",
+      REDBLOOM_CLI_PATH,  "--store",       "file:" + dir_.path()};
+  std::vector<std::string> check = as_nobody;
+  check.insert(check.end(), {"check", "f", "kept"});
+  auto r = RunCommand(check);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms::owner_all);
+  r = RunCommand(check);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cannot open store directory " + dir_.path()), std::string::npos) << r.err;
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms::all);
+}
+
 // A drop or rebuild by a user who may unlink a filter's file (a shared
 // directory) but not open it to write is refused, and changes nothing:
 // unlinked without its replaced flag, the file lived on in every process

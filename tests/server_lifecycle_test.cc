@@ -2,6 +2,7 @@
 // configuration precedence as the binary applies it, access-log reopening.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -358,7 +359,7 @@ TEST_F(ServerLifecycleTest, AStoreItCannotUseIsSaidAtStart) {
                                 "--reuid=65534", "--regid=65534", "--clear-groups", REDBLOOMD_PATH,
                                 "--listen", "127.0.0.1:0", "--store", "file:" + locked});
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("cannot read store directory " + locked), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot open store directory " + locked), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("listening"), std::string::npos) << r.err;
 
   RedbloomdProcess server("file:" + dir_.path() + "/missing/deeper");
@@ -389,8 +390,14 @@ TEST_F(ServerLifecycleTest, AStopWhileTheStoreOpensEndsBeforeListening) {
   options.wait_ready = false;
   RedbloomdProcess server(options);
   server.Start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Its connect, which comes once its signals are blocked: the SIGTERM then
+  // lands while the store opens (a fixed sleep could land before the mask).
+  pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
+  ASSERT_EQ(::poll(&ready, 1, 10000), 1) << "redbloomd never connected to the store";
+  const int connection = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(connection, 0);
   EXPECT_EQ(server.Stop(SIGTERM), 0);
+  ::close(connection);
   ::close(fd);
   const std::string log = server.Stderr();
   EXPECT_NE(log.find("SIGTERM received while the store opened; stopped"), std::string::npos) << log;

@@ -1202,11 +1202,12 @@ Result<std::unique_ptr<Store>> NewFileStore(std::string_view url, const StoreOpt
     if (errno != ENOENT) return IoError("cannot open store directory", dir, errno);
   } else if (!S_ISDIR(st.st_mode)) {
     return Status::InvalidArgument("store path " + dir + " is not a directory");
-  } else if (::access(dir.c_str(), R_OK | X_OK) != 0) {
-    // A directory this process may not read holds no filter it can serve:
+  } else if (::faccessat(AT_FDCWD, dir.c_str(), X_OK, AT_EACCESS) != 0) {
+    // A directory this process may not search holds no filter it can open:
     // redbloomd started on one, answered 503 to everything and exited 3 at
-    // its first stop. (One it may read but not write still serves checks.)
-    return IoError("cannot read store directory", dir, errno);
+    // its first stop. (One it may search but not list still opens filters
+    // by name; one it may not write still serves checks.)
+    return IoError("cannot open store directory", dir, errno);
   }
   return std::unique_ptr<Store>(std::make_unique<FileStore>(std::move(dir), options));
 }

@@ -217,6 +217,7 @@ const KindDef kWindowKind = {
     },
     // Slice 0 lives until SliceExpiresAt(c, 0), so that many slices overlap.
     .stored_parts = [](const FilterConfig& c) -> uint64_t {
+      if (c.slice_millis() == 0) return uint64_t{c.slices} + 1;  // not a valid window
       return SliceExpiresAt(c, 0) / c.slice_millis();
     },
 };
