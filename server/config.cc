@@ -68,25 +68,21 @@ Status ValidateToken(const std::string& token, std::string_view source) {
 Result<std::string> ReadSmallFile(const std::string& path, std::string_view what) {
   // With the reason: a directory read as "truncated JSON" or an "empty"
   // token file, and a missing or unreadable file gave none.
-  const std::string named = std::string(what) + " " + path;
+  const auto unreadable = [&](const std::string& reason) {
+    return Status::InvalidArgument("cannot read " + std::string(what) + " " + path +
+                                   (reason.empty() ? "" : ": " + reason));
+  };
+  const auto errno_reason = [] { return errno != 0 ? internal::ErrnoText(errno) : ""; };
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Status::InvalidArgument("cannot read " + named + ": it is a directory");
-  }
+  if (std::filesystem::is_directory(path, ec)) return unreadable("it is a directory");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::InvalidArgument("cannot read " + named +
-                                   (errno != 0 ? ": " + internal::ErrnoText(errno) : ""));
-  }
+  if (!in) return unreadable(errno_reason());
   std::string data;
   data.resize(kMaxConfigFileBytes + 1);
   errno = 0;
   in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  if (in.bad()) {
-    return Status::InvalidArgument("cannot read " + named +
-                                   (errno != 0 ? ": " + internal::ErrnoText(errno) : ""));
-  }
+  if (in.bad()) return unreadable(errno_reason());
   data.resize(static_cast<size_t>(in.gcount()));
   if (data.size() > kMaxConfigFileBytes) {
     return Status::InvalidArgument(std::string(what) + " " + path + " is larger than " +
