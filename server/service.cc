@@ -14,7 +14,6 @@
 #include "frontend/info_json.h"
 #include "http_status.h"
 #include "redbloom/filter_config.h"
-#include "util/mapping_limit.h"
 #include "util/percent.h"
 #include "util/start_thread.h"
 
@@ -248,12 +247,20 @@ Result<uint64_t> FilterBytes(const FilterConfig& config) {
 
 namespace {
 
-// Every error answer's body, {"error":"<code>","message":"<message>"}.
-Json ErrorJson(std::string_view code, std::string_view message) {
+// Every error answer's body, {"error":"<code>","message":"<message>"},
+// with "reason" when the failure has one (a client tells "retry later" from
+// "fix the credentials" by it, not by the message).
+Json ErrorJson(std::string_view code, std::string_view message,
+               StatusReason reason = StatusReason::kNone) {
   Json j;
   j["error"] = std::string(code);
   j["message"] = std::string(message);
+  if (reason != StatusReason::kNone) j["reason"] = std::string(StatusReasonName(reason));
   return j;
+}
+
+Json ErrorJson(const Status& status) {
+  return ErrorJson(StatusCodeName(status.code()), status.message(), status.reason());
 }
 
 }  // namespace
@@ -263,7 +270,7 @@ Reply ErrorReply(int http_status, std::string_view code, std::string_view messag
 }
 
 Reply ErrorReply(const Status& status) {
-  return ErrorReply(HttpStatusFor(status), StatusCodeName(status.code()), status.message());
+  return JsonReply(HttpStatusFor(status), ErrorJson(status));
 }
 
 // ---------------------------------------------------------------------------
@@ -569,7 +576,9 @@ Result<Store*> Service::GetStore() const {
   Store* store = store_.load();
   if (store != nullptr) return store;
   std::lock_guard lock(store_mu_);
-  return Status::Unavailable("the store is not open yet: " + last_open_error_.message());
+  return Status(StatusCode::kUnavailable,
+                "the store is not open yet: " + last_open_error_.message(),
+                last_open_error_.reason());
 }
 
 Reply Service::StoreErrorReply(const Status& status) {
@@ -619,12 +628,12 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   bool cached = false;
   Result<std::shared_ptr<BloomFilter>> opened = cache_.Get(*store, name, &cached);
   // A file: filter the process could not map for want of memory mappings
-  // (vm.max_map_count; the store's message names it): one per open filter
+  // (vm.max_map_count; StatusReason::kMappingLimit): one per open filter
   // file, each scaling layer and window slice included, and the cache's
   // handles hold most of them. Letting the least recently used quarter go
   // (and trying an open once more) keeps the service serving there; the
   // handles reopen when next asked for.
-  if (!opened.ok() && internal::AtMappingLimit(opened.status()) &&
+  if (!opened.ok() && opened.status().reason() == StatusReason::kMappingLimit &&
       cache_.EvictOldestQuarter(name) > 0) {
     opened = cache_.Get(*store, name, &cached);
   }
@@ -644,7 +653,7 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   // A layer or slice the call could not map: the call may have written part
   // of its items, so it is not run again (an add would then answer "not
   // new" for them); the handles go, so that the client's retry finds room.
-  if (internal::AtMappingLimit(s)) cache_.EvictOldestQuarter(name);
+  if (s.reason() == StatusReason::kMappingLimit) cache_.EvictOldestQuarter(name);
   if (cached && (s.code() == StatusCode::kConflict || s.code() == StatusCode::kNotFound)) {
     cache_.Evict(name, filter.get());
     Result<std::shared_ptr<BloomFilter>> reopened = cache_.Get(*store, name, &cached);
@@ -665,7 +674,7 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
   // (Not at the mapping limit: the handle asked for is what the client's
   // retry needs, with the layers it mapped.)
   if (filter->Reopened() ||
-      (s.code() == StatusCode::kResourceExhausted && !internal::AtMappingLimit(s)) ||
+      (s.code() == StatusCode::kResourceExhausted && s.reason() != StatusReason::kMappingLimit) ||
       s.code() == StatusCode::kUnavailable) {
     cache_.Evict(name, filter.get());
     // The filter was open: if it is gone when next asked for (a Redis that
@@ -828,7 +837,7 @@ Reply Service::AddItems(std::string_view name, std::string_view body) {
     // before one that could not be made): their answers go with the error,
     // as a retry would read every one of them as not new.
     metrics_->ItemsAdded(added.size(), new_items);
-    Json j = ErrorJson(StatusCodeName(s.code()), s.message());
+    Json j = ErrorJson(s);
     Json answers = Json::array();
     for (uint8_t a : added) answers.push_back(a != 0);
     j["added"] = std::move(answers);

@@ -40,7 +40,8 @@ struct Reply {
 
 // {"error":"<code>","message":"<message>"} with the given HTTP status.
 Reply ErrorReply(int http_status, std::string_view code, std::string_view message);
-// The same for a Status, with HttpStatusFor(status) and StatusCodeName(code).
+// The same for a Status, with HttpStatusFor(status) and StatusCodeName(code),
+// and "reason" (StatusReasonName) when the status has one.
 Reply ErrorReply(const Status& status);
 
 // Open filter handles by name.

@@ -244,9 +244,9 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
   const auto without_temp = [&](const Status& failed) {
     const Status dropped = store.Drop(temp);
     if (dropped.ok() || dropped.code() == StatusCode::kNotFound) return failed;
-    return Status(failed.code(), failed.message() + "; its temporary filter '" + temp +
-                                     "' is left (dropping it failed: " + dropped.message() +
-                                     "): rebuild again with --force once that is fixed");
+    return failed.WithSuffix("; its temporary filter '" + temp +
+                             "' is left (dropping it failed: " + dropped.message() +
+                             "): rebuild again with --force once that is fixed");
   };
   Result<std::unique_ptr<BloomFilter>> opened = Open(store, temp);
   if (!opened.ok()) return without_temp(opened.status()).WithContext(context);

@@ -35,6 +35,38 @@ std::string_view StatusCodeName(StatusCode code) {
   return "unknown";
 }
 
+std::string_view StatusReasonName(StatusReason reason) {
+  switch (reason) {
+    case StatusReason::kNone:
+      return "none";
+    case StatusReason::kAuthFailed:
+      return "auth_failed";
+    case StatusReason::kPermissionDenied:
+      return "permission_denied";
+    case StatusReason::kCommandMissing:
+      return "command_missing";
+    case StatusReason::kTlsFailed:
+      return "tls_failed";
+    case StatusReason::kNotReplicated:
+      return "not_replicated";
+    case StatusReason::kRestarted:
+      return "restarted";
+    case StatusReason::kWritableReplica:
+      return "writable_replica";
+    case StatusReason::kAnswersLost:
+      return "answers_lost";
+    case StatusReason::kClockBehind:
+      return "clock_behind";
+    case StatusReason::kStalledServer:
+      return "stalled_server";
+    case StatusReason::kBeingCreated:
+      return "being_created";
+    case StatusReason::kMappingLimit:
+      return "mapping_limit";
+  }
+  return "unknown";
+}
+
 const std::string& Status::message() const {
   static const std::string* const kEmpty = new std::string();  // never destroyed
   return rep_ == nullptr ? *kEmpty : rep_->message;
@@ -53,7 +85,12 @@ Status Status::WithContext(std::string_view context) const {
   std::string msg(context);
   msg += ": ";
   msg += rep_->message;
-  return Status(rep_->code, std::move(msg));
+  return Status(rep_->code, std::move(msg), rep_->reason);
+}
+
+Status Status::WithSuffix(std::string_view more) const {
+  if (ok()) return *this;
+  return Status(rep_->code, rep_->message + std::string(more), rep_->reason);
 }
 
 namespace internal {

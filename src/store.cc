@@ -178,21 +178,15 @@ Status ConfigChangedStatus(std::string_view name) {
                           "' was dropped or re-created with other parameters");
 }
 
-namespace {
-constexpr std::string_view kBeingCreated = "' is being created: ";
-}  // namespace
-
 Status BeingCreatedStatus(std::string_view name) {
-  return Status::Unavailable(
-      "sharded filter '" + std::string(name) + std::string(kBeingCreated) +
-      "its shards are not all in place yet (if no create is running, one was interrupted: "
-      "repeat it, with the same parameters, to finish the filter)");
+  return {StatusCode::kUnavailable,
+          "sharded filter '" + std::string(name) +
+              "' is being created: its shards are not all in place yet (if no create is running, "
+              "one was interrupted: repeat it, with the same parameters, to finish the filter)",
+          StatusReason::kBeingCreated};
 }
 
-bool IsBeingCreated(const Status& s) {
-  return s.code() == StatusCode::kUnavailable &&
-         s.message().find(kBeingCreated) != std::string::npos;
-}
+bool IsBeingCreated(const Status& s) { return s.reason() == StatusReason::kBeingCreated; }
 
 }  // namespace internal
 }  // namespace redbloom

@@ -725,13 +725,15 @@ TEST_F(FileStoreTest, AtTheMappingLimitADropStillFlagsAndAnOpenSaysWhy) {
     Status s = opened.ok() ? (*opened)->Add("y") : opened.status();
     if (s.code() != StatusCode::kResourceExhausted) ::_exit(13);
     if (s.message().find("vm.max_map_count") == std::string::npos) ::_exit(14);
+    if (s.reason() != StatusReason::kMappingLimit) ::_exit(15);
     ::_exit(0);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0)
-      << "11: the limit was not reached; 12: the drop failed; 13, 14: the open did not say why";
+      << "11: the limit was not reached; 12: the drop failed; 13, 14, 15: the open did not say "
+         "why";
   // The handle that mapped the dropped file learns of it.
   EXPECT_EQ(dropped->Contains("x").status().code(), StatusCode::kNotFound);
 }

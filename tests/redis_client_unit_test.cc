@@ -186,6 +186,42 @@ TEST(ReplyErrorTest, AnUnknownCommandIsAConfigurationFailure) {
   EXPECT_FALSE(IsConfigurationFailure(ReplyErrorStatus("LOADING Redis is loading", server)));
 }
 
+// A failure that retrying cannot cure stays one when a caller adds context:
+// an add's failed commit ("the add's commit failed: ...") denied by an ACL
+// was retried, and a lost connection's answers counted as lost, while the
+// check read the message's first words.
+TEST(ReplyErrorTest, PermanentFailuresStayPermanentUnderContext) {
+  ServerParams server;
+  server.display = "127.0.0.1:6379";
+  const Status io_lost = Status::Unavailable("lost connection to redis 127.0.0.1:6379");
+  const std::pair<Status, StatusReason> cases[] = {
+      {ReplyErrorStatus("NOAUTH Authentication required.", server), StatusReason::kAuthFailed},
+      {ReplyErrorStatus("WRONGPASS invalid username-password pair", server),
+       StatusReason::kAuthFailed},
+      {ReplyErrorStatus("NOPERM this user has no permissions to run the 'eval' command", server),
+       StatusReason::kPermissionDenied},
+      {ReplyErrorStatus("EXECABORT Transaction discarded because of: NOPERM no 'bitfield'", server),
+       StatusReason::kPermissionDenied},
+      {ReplyErrorStatus("ERR unknown command 'BITFIELD_RO'", server),
+       StatusReason::kCommandMissing},
+      {RestartedStatus("127.0.0.1:6379", "0123456789", "abcdefghij"), StatusReason::kRestarted},
+      {NotReplicatedStatus("127.0.0.1:6379", 0, 1, std::chrono::milliseconds(100)),
+       StatusReason::kNotReplicated},
+      {AnswersLostStatus("127.0.0.1:6379", io_lost), StatusReason::kAnswersLost},
+  };
+  for (const auto& [s, reason] : cases) {
+    EXPECT_EQ(s.reason(), reason) << s.ToString();
+    EXPECT_TRUE(IsPermanentFailure(s)) << s.ToString();
+    const Status told = s.WithContext("the add's commit failed");
+    EXPECT_TRUE(IsPermanentFailure(told)) << told.ToString();
+    EXPECT_EQ(IsConfigurationFailure(told), IsConfigurationFailure(s)) << told.ToString();
+  }
+  // Retryable ones stay retryable, whatever their words.
+  EXPECT_FALSE(IsPermanentFailure(io_lost));
+  EXPECT_FALSE(IsPermanentFailure(ReplyErrorStatus("LOADING Redis is loading", server)));
+  EXPECT_FALSE(IsPermanentFailure(Status::Unavailable("restarted: not a reason")));
+}
+
 TEST(ClusterRedirectTest, ReadsSlotHostAndPort) {
   auto moved = ParseClusterRedirect("MOVED 3999 127.0.0.1:6381");
   ASSERT_TRUE(moved.has_value());

@@ -154,6 +154,15 @@ TEST(OpenApiDocumentTest, EnumsAreTheLibrarysTables) {
     ++codes;
   }
   EXPECT_GE(codes, static_cast<int>(StatusCode::kInternal));
+  // And every reason, to the first StatusReasonName does not know.
+  std::set<std::string> reasons;
+  for (int r = static_cast<int>(StatusReason::kNone) + 1;; ++r) {
+    const std::string name(StatusReasonName(static_cast<StatusReason>(r)));
+    if (name == "unknown") break;
+    reasons.insert(name);
+  }
+  EXPECT_GE(reasons.size(), static_cast<size_t>(StatusReason::kMappingLimit));
+  EXPECT_EQ(enum_of("ErrorReason"), reasons);
 }
 
 // One server with a token and small limits on a file store answers every

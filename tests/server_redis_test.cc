@@ -350,6 +350,35 @@ TEST(ServerRedisTest, RedisOutOfMemoryGives507AndCountsAsAStoreError) {
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
+// A wrong password is configuration to mend, not an outage to wait out:
+// the 503 names the reason, so a client need not read the message (or
+// retry forever) to tell the two apart. An outage's 503 has none.
+TEST(ServerRedisTest, AWrongPasswordIsAnsweredWithItsReason) {
+  RedisServer redis({"--requirepass", "s3cret"});
+  redis.Start();
+  RedbloomdProcess server("redis://:wrong@127.0.0.1:" + std::to_string(redis.port()));
+  server.Start();
+  auto client = server.Client();
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/readyz"}, {"GET", "/v1/filters"}, {"GET", "/v1/filters/orders"}}) {
+    Answer a = Call(*client, method, path);
+    EXPECT_EQ(a.status, 503) << method << " " << path << ": " << a.body;
+    EXPECT_EQ(a.error(), "unavailable") << a.body;
+    EXPECT_EQ(a.json.value("reason", ""), "auth_failed") << a.body;
+    EXPECT_NE(a.json.value("message", "").find("authentication failed"), std::string::npos)
+        << a.body;
+  }
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+  redis.Stop();
+  RedbloomdProcess down(redis.url());
+  down.Start();
+  auto down_client = down.Client();
+  Answer a = Call(*down_client, "GET", "/readyz");
+  EXPECT_EQ(a.status, 503) << a.body;
+  EXPECT_FALSE(a.json.contains("reason")) << a.body;
+  EXPECT_EQ(down.Stop(SIGTERM), 0) << down.Stderr();
+}
+
 TEST(ServerRedisTest, UnreachableAtStartThenServesOnceRedisIsUp) {
   RedisServer redis;  // port chosen, not started yet
   RedbloomdProcess server(redis.url());

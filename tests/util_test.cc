@@ -105,6 +105,20 @@ TEST(StatusTest, CopiesOwnTheirErrorAndOkHoldsNone) {
   EXPECT_EQ(with.message(), "open: filter 'orders' does not exist");
   EXPECT_EQ(copy.message(), "filter 'orders' does not exist");
   EXPECT_TRUE(ok.WithContext("open").ok());
+  EXPECT_EQ(with.reason(), StatusReason::kNone);
+  // A reason survives context and a suffix: callers decide by it, never by
+  // the message's first words.
+  const Status denied(StatusCode::kUnavailable, "authentication failed for redis x",
+                      StatusReason::kAuthFailed);
+  const Status told = denied.WithContext("creating filter 'orders'").WithSuffix(" (see the URL)");
+  EXPECT_EQ(told.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(told.reason(), StatusReason::kAuthFailed);
+  EXPECT_EQ(told.message(),
+            "creating filter 'orders': authentication failed for redis x (see the URL)");
+  EXPECT_EQ(Status(told).reason(), StatusReason::kAuthFailed);
+  EXPECT_EQ(StatusReasonName(told.reason()), "auth_failed");
+  EXPECT_EQ(ok.reason(), StatusReason::kNone);
+  EXPECT_TRUE(ok.WithSuffix(" more").ok());
   EXPECT_TRUE(Status::Unavailable("down").IsTransient());
   EXPECT_FALSE(Status::InvalidArgument("bad").IsTransient());
   EXPECT_FALSE(ok.IsTransient());

@@ -255,11 +255,11 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
     if (Status wrote = WriteStdout(out); !wrote.ok()) {
       if (added.empty()) return fail(wrote);
       // The lines are in the filter, and a second run will not print them.
-      return fail(Status(wrote.code(), wrote.message() + "; the new lines from " + reader.Where(0) +
-                                           " to " + reader.Where(added.size() - 1) +
-                                           " are in the filter but may not have been written, "
-                                           "and a second run will not print them; nothing after "
-                                           "them was added"));
+      return fail(wrote.WithSuffix("; the new lines from " + reader.Where(0) + " to " +
+                                   reader.Where(added.size() - 1) +
+                                   " are in the filter but may not have been written, and a "
+                                   "second run will not print them; nothing after them was "
+                                   "added"));
     }
     if (!s.ok()) {
       if (s.code() != StatusCode::kInvalidArgument) {
@@ -889,7 +889,7 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
     std::string message = s.message();
     const std::string api = " (BloomFilter::Leftover::kDrop)";
     if (const size_t at = message.find(api); at != std::string::npos) message.erase(at, api.size());
-    return Fail(Status(s.code(), message).WithContext("the old filter is unchanged"));
+    return Fail(Status(s.code(), message, s.reason()).WithContext("the old filter is unchanged"));
   }
   std::cerr << "rebuilt " << name << " from " << items << " items in "
             << FormatDouble(progress.seconds()) << " s and swapped it in\n";

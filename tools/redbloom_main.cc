@@ -289,11 +289,11 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
     }
     done += chunk.size();
     if (wrote.ok() || chunk.empty()) return wrote;
-    return Status(wrote.code(), wrote.message() + "; the answers for " + source.Where(0) + " to " +
-                                    source.Where(chunk.size() - 1) + " may not have been written" +
-                                    (op == ItemOp::kAdd      ? ", though those items were added"
-                                     : op == ItemOp::kRemove ? ", though those items were removed"
-                                                             : ""));
+    return wrote.WithSuffix("; the answers for " + source.Where(0) + " to " +
+                            source.Where(chunk.size() - 1) + " may not have been written" +
+                            (op == ItemOp::kAdd      ? ", though those items were added"
+                             : op == ItemOp::kRemove ? ", though those items were removed"
+                                                     : ""));
   };
   // Without answers to write, a closed stdout is no reason to stop.
   if (json || !quiet) source.set_output(1);

@@ -43,6 +43,36 @@ enum class StatusCode : int {
 // Stable lower-case name of a code ("invalid_argument"), used in JSON errors.
 std::string_view StatusCodeName(StatusCode code);
 
+// What a failure is, where its code alone does not tell a caller what to do
+// next (RocksDB's Status::SubCode). Most kUnavailable errors pass with a
+// retry; these mostly do not. A reason survives WithContext and any message
+// built on the failure, so no caller reads the message to decide: the
+// message is for people and may change.
+enum class StatusReason : unsigned char {
+  kNone = 0,
+  // Configuration to mend: retrying cannot help.
+  kAuthFailed,        // the server refused the credentials (NOAUTH, WRONGPASS)
+  kPermissionDenied,  // the user's ACL denies a command (NOPERM)
+  kCommandMissing,    // the server does not offer a command (renamed, or too old)
+  kTlsFailed,         // a certificate that does not verify, a failed TLS handshake
+  // A server's state, which an immediate retry does not change.
+  kNotReplicated,    // fewer replicas confirmed a write than wait_replicas asks
+  kRestarted,        // the server restarted since this client connected (run_id)
+  kWritableReplica,  // a replica that takes writes, which would not reach its master
+  kAnswersLost,      // an add's answers were lost with its connection; it is not resent
+  kClockBehind,      // this client's clock is behind the server's
+  // Transient, but a retry on the same server would most likely wait as long.
+  kStalledServer,
+  // A sharded filter whose create has not finished (or was interrupted).
+  kBeingCreated,
+  // The process holds as many memory mappings as vm.max_map_count allows.
+  kMappingLimit,
+};
+
+// Stable lower-case name of a reason ("auth_failed"; "none" for kNone),
+// given in redbloomd's JSON errors.
+std::string_view StatusReasonName(StatusReason reason);
+
 // An OK Status is one null pointer (leveldb's layout): a call that succeeds
 // returns, checks and destroys no string. An error holds its code and
 // message on the heap; copying one copies them, moving one moves the
@@ -54,9 +84,10 @@ class [[nodiscard]] Status {
  public:
   Status() noexcept = default;
   // A code of kOk makes an OK Status, whose message is empty.
-  Status(StatusCode code, std::string message)
-      : rep_(code == StatusCode::kOk ? nullptr
-                                     : std::make_unique<Rep>(Rep{code, std::move(message)})) {}
+  Status(StatusCode code, std::string message, StatusReason reason = StatusReason::kNone)
+      : rep_(code == StatusCode::kOk
+                 ? nullptr
+                 : std::make_unique<Rep>(Rep{code, reason, std::move(message)})) {}
   Status(const Status& other)
       : rep_(other.rep_ == nullptr ? nullptr : std::make_unique<Rep>(*other.rep_)) {}
   Status& operator=(const Status& other) {
@@ -93,7 +124,9 @@ class [[nodiscard]] Status {
   bool ok() const { return rep_ == nullptr; }
   StatusCode code() const { return rep_ == nullptr ? StatusCode::kOk : rep_->code; }
   const std::string& message() const;
-  // True for errors a caller may retry after a backoff.
+  StatusReason reason() const { return rep_ == nullptr ? StatusReason::kNone : rep_->reason; }
+  // True for errors a caller may retry after a backoff. (A kUnavailable
+  // with a reason() such as kAuthFailed needs a change elsewhere first.)
   bool IsTransient() const {
     return code() == StatusCode::kUnavailable || code() == StatusCode::kDeadlineExceeded;
   }
@@ -101,12 +134,18 @@ class [[nodiscard]] Status {
   // "invalid_argument: capacity must be >= 1"
   std::string ToString() const;
 
-  // Returns a copy whose message is prefixed with `context: `.
+  // Returns a copy whose message is prefixed with `context: `; the code and
+  // reason stay.
   Status WithContext(std::string_view context) const;
+  // Returns a copy whose message is followed by `more`; the code and reason
+  // stay. For a failure explained further ("...; its temporary filter was
+  // left").
+  Status WithSuffix(std::string_view more) const;
 
  private:
   struct Rep {
     StatusCode code;
+    StatusReason reason;
     std::string message;
   };
   std::unique_ptr<Rep> rep_;  // null when OK

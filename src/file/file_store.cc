@@ -43,7 +43,6 @@
 #include "stores.h"
 #include "util/errno_text.h"
 #include "util/fd_above_stdio.h"
-#include "util/mapping_limit.h"
 #include "util/sync_dir.h"
 #include "word_bits.h"
 
@@ -116,12 +115,13 @@ Status MapError(const std::string& path, int err) {
   read_all("/proc/sys/vm/max_map_count", [&](const char* b, size_t n) { max_text.append(b, n); });
   const uint64_t limit = std::strtoull(max_text.c_str(), nullptr, 10);
   if (limit != 0 && maps + 16 >= limit) {
-    return Status::ResourceExhausted(
-        "cannot map " + path + ": the process holds " + std::to_string(maps) + " of the " +
-        std::to_string(limit) + std::string(kMappingLimitWords) +
-        "one per open filter file, each scaling layer and window slice included); raise "
-        "vm.max_map_count, or have fewer filters open (the "
-        "service's filter_cache_size)");
+    return {StatusCode::kResourceExhausted,
+            "cannot map " + path + ": the process holds " + std::to_string(maps) + " of the " +
+                std::to_string(limit) +
+                " memory mappings vm.max_map_count allows (one per open filter file, each "
+                "scaling layer and window slice included); raise vm.max_map_count, or have fewer "
+                "filters open (the service's filter_cache_size)",
+            StatusReason::kMappingLimit};
   }
   return IoError("cannot map", path, err);
 }

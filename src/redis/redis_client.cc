@@ -14,14 +14,6 @@
 namespace redbloom::internal {
 namespace {
 
-constexpr std::string_view kAuthFailed = "authentication failed";
-constexpr std::string_view kPermissionDenied = "permission denied";
-// A command the server does not offer: renamed away (rename-command, as
-// managed services do), or newer than the server.
-constexpr std::string_view kCommandMissing = "command not offered";
-// Failures of TLS itself (a certificate that does not verify, a server that
-// rejects ours): retrying cannot fix them.
-constexpr std::string_view kTlsFailed = "TLS failed";
 // A server at its maxclients (ReplyErrorStatus), and what one does over TLS
 // (tls_transport.cc: it closes the connection unanswered).
 constexpr std::string_view kMaxClients = "has all its connections in use (its maxclients)";
@@ -97,7 +89,7 @@ namespace {
 // In the message of every connect-phase timeout.
 constexpr std::string_view kConnectTimeoutNote = " ms (connect_timeout_ms)";
 // In the message of a server that took the connection and then did not
-// answer (IsStalledServer).
+// answer (StatusReason::kStalledServer).
 constexpr std::string_view kStalled = ": the server is stalled, stopped or overloaded";
 }  // namespace
 
@@ -115,25 +107,33 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
                                  std::to_string(server.connect_timeout.count()) +
                                  std::string(kConnectTimeoutNote) + hint);
     case Kind::kHandshakeTimeout:
-      return Status::Unavailable(where + " did not complete the TLS handshake within " +
-                                 std::to_string(server.connect_timeout.count()) +
-                                 std::string(kConnectTimeoutNote) + std::string(kStalled) + hint);
+      return {StatusCode::kUnavailable,
+              where + " did not complete the TLS handshake within " +
+                  std::to_string(server.connect_timeout.count()) +
+                  std::string(kConnectTimeoutNote) + std::string(kStalled) + hint,
+              StatusReason::kStalledServer};
     case Kind::kHelloTimeout:
       // The TCP connection was made (the kernel accepts for a stopped or
       // stalled server too): "cannot connect" would send the reader to the
       // network.
-      return Status::Unavailable("connected to " + where + ", but it did not answer within " +
-                                 std::to_string(server.connect_timeout.count()) +
-                                 std::string(kConnectTimeoutNote) + std::string(kStalled) + hint);
+      return {StatusCode::kUnavailable,
+              "connected to " + where + ", but it did not answer within " +
+                  std::to_string(server.connect_timeout.count()) +
+                  std::string(kConnectTimeoutNote) + std::string(kStalled) + hint,
+              StatusReason::kStalledServer};
     case Kind::kCertificate:
-      return Status::Unavailable(std::string(kTlsFailed) + ": the certificate of " + where +
-                                 " does not verify: " + failure.detail + hint);
+      return {
+          StatusCode::kUnavailable,
+          "TLS failed: the certificate of " + where + " does not verify: " + failure.detail + hint,
+          StatusReason::kTlsFailed};
     case Kind::kHandshake:
-      return Status::Unavailable(std::string(kTlsFailed) + ": handshake with " + where +
-                                 " failed: " + failure.detail + hint);
+      return {StatusCode::kUnavailable,
+              "TLS failed: handshake with " + where + " failed: " + failure.detail + hint,
+              StatusReason::kTlsFailed};
     case Kind::kTls:
-      return Status::Unavailable(std::string(kTlsFailed) + " talking to " + where + ": " +
-                                 failure.detail + hint);
+      return {StatusCode::kUnavailable,
+              "TLS failed talking to " + where + ": " + failure.detail + hint,
+              StatusReason::kTlsFailed};
     case Kind::kTlsConfig:
       return Status::InvalidArgument("TLS for " + where + ": " + failure.detail);
     case Kind::kTimeout:
@@ -169,25 +169,27 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
     if (inner.code() != StatusCode::kInternal) return inner;
   }
   if (StartsWith(text, "NOAUTH")) {
-    return Status::Unavailable(std::string(kAuthFailed) + " for " + where +
-                               ": the server requires a password (add user:password@ to the "
-                               "URL): " +
-                               said);
+    return {StatusCode::kUnavailable,
+            "authentication failed for " + where +
+                ": the server requires a password (add user:password@ to the URL): " + said,
+            StatusReason::kAuthFailed};
   }
   if (StartsWith(text, "WRONGPASS") || StartsWith(text, "ERR AUTH") ||
       StartsWith(text, "ERR invalid password") || StartsWith(text, "ERR Client sent AUTH")) {
-    return Status::Unavailable(std::string(kAuthFailed) + " for " + where + ": " + said);
+    return {StatusCode::kUnavailable, "authentication failed for " + where + ": " + said,
+            StatusReason::kAuthFailed};
   }
   // Redis 7.0 words an ACL denial inside a script so (7.2 says NOPERM).
   if (StartsWith(text, "NOPERM") ||
       text.find("The user executing the script can't run this command") != std::string_view::npos) {
-    return Status::Unavailable(std::string(kPermissionDenied) + " by " + where + ": " + said);
+    return {StatusCode::kUnavailable, "permission denied by " + where + ": " + said,
+            StatusReason::kPermissionDenied};
   }
   if (IsUnknownCommandReply(text)) {
-    return Status::Unavailable(std::string(kCommandMissing) + " by " + where +
-                               " (renamed or disabled with rename-command, or newer than the "
-                               "server): " +
-                               said);
+    return {StatusCode::kUnavailable,
+            "command not offered by " + where +
+                " (renamed or disabled with rename-command, or newer than the server): " + said,
+            StatusReason::kCommandMissing};
   }
   // A master demoted while a WAIT blocked on it (UNBLOCKED ... master ->
   // replica), or a WAIT that reached it just after: a failover under way,
@@ -241,11 +243,6 @@ Status WrongTypeStatus(std::string_view key_display, std::string_view type,
                           ", not " + std::string(wanted));
 }
 
-constexpr std::string_view kNotReplicated = "not replicated: ";
-constexpr std::string_view kRestarted = "restarted: ";
-constexpr std::string_view kWritableReplica = "writable replica: ";
-constexpr std::string_view kAnswersLost = "answers lost: ";
-
 Status PingServer(Connection& c) {
   CommandBuffer cmd;
   cmd.Command({"PING"});
@@ -276,50 +273,62 @@ std::string InfoField(std::string_view info, std::string_view name) {
 }
 
 bool IsConfigurationFailure(const Status& s) {
-  return s.code() == StatusCode::kUnavailable &&
-         (StartsWith(s.message(), kAuthFailed) || StartsWith(s.message(), kPermissionDenied) ||
-          StartsWith(s.message(), kCommandMissing) || StartsWith(s.message(), kTlsFailed));
+  switch (s.reason()) {
+    case StatusReason::kAuthFailed:
+    case StatusReason::kPermissionDenied:
+    case StatusReason::kCommandMissing:
+    case StatusReason::kTlsFailed:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool IsPermanentFailure(const Status& s) {
-  return IsConfigurationFailure(s) ||
-         (s.code() == StatusCode::kUnavailable &&
-          (StartsWith(s.message(), kNotReplicated) || StartsWith(s.message(), kRestarted) ||
-           StartsWith(s.message(), kWritableReplica) || StartsWith(s.message(), kAnswersLost) ||
-           StartsWith(s.message(), kClockBehind)));
+  switch (s.reason()) {
+    case StatusReason::kNotReplicated:
+    case StatusReason::kRestarted:
+    case StatusReason::kWritableReplica:
+    case StatusReason::kAnswersLost:
+    case StatusReason::kClockBehind:
+      return true;
+    default:
+      return IsConfigurationFailure(s);
+  }
 }
 
-bool IsStalledServer(const Status& s) {
-  return s.code() == StatusCode::kUnavailable && s.message().find(kStalled) != std::string::npos;
-}
+bool IsStalledServer(const Status& s) { return s.reason() == StatusReason::kStalledServer; }
 
 // Retrying would wait for replicas again, and they rarely come back within a
 // backoff: the caller decides (an add is safe to repeat later).
 Status RestartedStatus(std::string_view server, std::string_view was, std::string_view now) {
-  return Status::Unavailable(
-      std::string(kRestarted) + "redis " + std::string(server) + " restarted (run_id " +
-      std::string(was.substr(0, 8)) + "... is now " + std::string(now.substr(0, 8)) +
-      "...) since this client last used it: writes it acknowledged before the restart are kept "
-      "only as far as its persistence (RDB/AOF) or a replica kept them; this call was not "
-      "retried on the restarted server (see docs/format.md, Durability)");
+  return {StatusCode::kUnavailable,
+          "redis " + std::string(server) + " restarted (run_id " + std::string(was.substr(0, 8)) +
+              "... is now " + std::string(now.substr(0, 8)) +
+              "...) since this client last used it: writes it acknowledged before the restart "
+              "are kept only as far as its persistence (RDB/AOF) or a replica kept them; this "
+              "call was not retried on the restarted server (see docs/format.md, Durability)",
+          StatusReason::kRestarted};
 }
 
 Status AnswersLostStatus(std::string_view server, const Status& cause) {
-  return Status::Unavailable(
-      std::string(kAnswersLost) + "an add sent to redis " + std::string(server) +
-      " lost its connection before its answer came back (" + cause.message() +
-      "): its items may have been added, and whether each was new is unknown, so it was not sent "
-      "again (sending them again is harmless, but answers 'not new' for any that were added)");
+  return {StatusCode::kUnavailable,
+          "an add sent to redis " + std::string(server) +
+              " lost its connection before its answer came back (" + cause.message() +
+              "): its items may have been added, and whether each was new is unknown, so it was "
+              "not sent again (sending them again is harmless, but answers 'not new' for any "
+              "that were added)",
+          StatusReason::kAnswersLost};
 }
 
 Status NotReplicatedStatus(std::string_view server, int confirmed, int wanted,
                            std::chrono::milliseconds waited) {
-  return Status::Unavailable(std::string(kNotReplicated) + "only " + std::to_string(confirmed) +
-                             " of " + std::to_string(wanted) + " replicas of redis " +
-                             std::string(server) + " confirmed the write within " +
-                             std::to_string(waited.count()) +
-                             " ms (wait_replicas); it is on the master but may be lost in a "
-                             "failover");
+  return {StatusCode::kUnavailable,
+          "only " + std::to_string(confirmed) + " of " + std::to_string(wanted) +
+              " replicas of redis " + std::string(server) + " confirmed the write within " +
+              std::to_string(waited.count()) +
+              " ms (wait_replicas); it is on the master but may be lost in a failover",
+          StatusReason::kNotReplicated};
 }
 
 std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view text) {
@@ -553,11 +562,12 @@ Status Connection::Hello() {
           info->type == REDIS_REPLY_ERROR ? std::string_view() : ReplyText(info.get());
       replication = text;
       if (InfoField(text, "role") == "slave" && InfoField(text, "slave_read_only") == "0") {
-        return Status::Unavailable(
-            std::string(kWritableReplica) + "redis " + server.display +
-            " is a replica that accepts writes (replica-read-only no): adds there would never "
-            "reach its master. Point redbloom at the master (or a redis-sentinel:// URL), or make "
-            "the replica read-only to check against it");
+        return {StatusCode::kUnavailable,
+                "redis " + server.display +
+                    " is a replica that accepts writes (replica-read-only no): adds there would "
+                    "never reach its master. Point redbloom at the master (or a "
+                    "redis-sentinel:// URL), or make the replica read-only to check against it",
+                StatusReason::kWritableReplica};
       }
       continue;
     }
@@ -586,9 +596,9 @@ Status Connection::Hello() {
     if (!IsRefusedCommandReply(denied) || replication.empty()) {
       Status s = ReplyErrorStatus(denied, server);
       if (!IsRefusedCommandReply(denied)) return s;
-      return Status::Unavailable(s.message() +
-                                 " (a Sentinel store checks each server's role when it connects: "
-                                 "grant the user +role, or +info)");
+      return s.WithSuffix(
+          " (a Sentinel store checks each server's role when it connects: grant the user +role, "
+          "or +info)");
     }
     role_from_info = InfoField(replication, "role");
     role = role_from_info;

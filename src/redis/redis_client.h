@@ -153,9 +153,8 @@ struct ServerParams {
 //   WRONGTYPE                                  -> kConflict (see WrongTypeStatus)
 //   NOPERM                                     -> kUnavailable "permission denied ..."
 //   anything else the server says             -> kInternal, with the server's text
-// The start of an error whose cause retrying cannot cure: this client's
-// clock is behind the server's (ExpiryPastStatus). IsPermanentFailure.
-inline constexpr std::string_view kClockBehind = "clock behind: ";
+// The failures retrying cannot cure carry a StatusReason, which the
+// predicates below read (never the message, which context may prefix).
 
 Status TransportStatus(const IoFailure& failure, const ServerParams& server);
 Status ReplyErrorStatus(std::string_view text, const ServerParams& server);

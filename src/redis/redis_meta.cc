@@ -119,13 +119,14 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
 
 Status ExpiryPastStatus(std::string_view server, std::string_view what, uint64_t expires_at_ms,
                         uint64_t server_ms) {
-  return Status::Unavailable(
-      std::string(kClockBehind) + std::string(server) + "'s clock reads " +
-      std::to_string(server_ms) + " ms since the epoch, past the expiry this client gave " +
-      std::string(what) + " (" + std::to_string(expires_at_ms) +
-      "): this client's clock is at least " + std::to_string(server_ms - expires_at_ms) +
-      " ms behind the server's, and its keys would expire as they were made; keep the clocks "
-      "in step (NTP). Nothing was written");
+  return {StatusCode::kUnavailable,
+          std::string(server) + "'s clock reads " + std::to_string(server_ms) +
+              " ms since the epoch, past the expiry this client gave " + std::string(what) + " (" +
+              std::to_string(expires_at_ms) + "): this client's clock is at least " +
+              std::to_string(server_ms - expires_at_ms) +
+              " ms behind the server's, and its keys would expire as they were made; keep the "
+              "clocks in step (NTP). Nothing was written",
+          StatusReason::kClockBehind};
 }
 
 }  // namespace redbloom::internal

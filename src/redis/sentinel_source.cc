@@ -393,12 +393,11 @@ class SentinelSource final : public ConnectionSource {
           }
         }
       }
-      if (s.code() == StatusCode::kUnavailable && IsPermanentFailure(s) &&
-          s.message().find("authentication failed") != std::string::npos) {
+      if (s.reason() == StatusReason::kAuthFailed) {
         // The sentinels' own password, not the servers' (user:password@).
-        s = Status::Unavailable(s.message() + " (" + params.display +
-                                " is a sentinel: its password is sentinel_password= in the URL, "
-                                "its user sentinel_user=)");
+        s = s.WithSuffix(" (" + params.display +
+                         " is a sentinel: its password is sentinel_password= in the URL, its user "
+                         "sentinel_user=)");
       }
       failures += (failures.empty() ? "" : "; ") + s.message();
       if (i == 0) first_failure = s;
