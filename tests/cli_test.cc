@@ -828,6 +828,43 @@ TEST_F(CliTest, AnEmptyFileOrInputNeverEmptiesAFilter) {
   EXPECT_EQ(Run({"check", "keep", "important"}).exit_code, 1);
 }
 
+// Every flag that takes a value refuses an empty one, as --file does: an
+// empty --ttl (`--ttl "$TTL"`, TTL unset) was read as not given, and made a
+// filter that never expires, saying nothing; --shards and --expansion too.
+TEST_F(CliTest, AnEmptyFlagValueIsAnErrorNotAnAbsentFlag) {
+  const std::vector<std::string> create = {"create", "t", "-n", "100", "-p", "0.01"};
+  for (const std::vector<std::string>& flag : {std::vector<std::string>{"--ttl", ""},
+                                               {"--shards", ""},
+                                               {"--strategy", ""},
+                                               {"--encoding", ""},
+                                               {"--scaling", "--expansion", ""},
+                                               {"--window", "", "--slices", "2"},
+                                               {"--window", "1h", "--slices", ""}}) {
+    std::vector<std::string> args = create;
+    args.insert(args.end(), flag.begin(), flag.end());
+    auto r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << flag[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("needs a value"), std::string::npos) << flag[0] << ": " << r.err;
+  }
+  EXPECT_EQ(Run({"info", "t"}).exit_code, 4) << "no filter was made";
+  auto capacity = Run({"create", "t", "-n", "", "-p", "0.01"});
+  EXPECT_EQ(capacity.exit_code, 2) << capacity.err;
+  EXPECT_NE(capacity.err.find("--capacity: needs a value"), std::string::npos) << capacity.err;
+  Create("keep");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"rebuild", "keep", "-f", "-", "--ttl", ""},
+        std::vector<std::string>{"import", "keep", "--format", "", "-f", "-"},
+        std::vector<std::string>{"export", "keep", "--format", "", "-f", "-"}}) {
+    auto r = Run(args, "x\n");
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("needs a value"), std::string::npos) << args[0] << ": " << r.err;
+  }
+  // A flag given twice is said in words, not the parser's.
+  auto twice = Run({"create", "u", "-n", "100", "-p", "0.01", "--error", "0.1"});
+  EXPECT_EQ(twice.exit_code, 2) << twice.err;
+  EXPECT_NE(twice.err.find("--error: given 2 times; give it once"), std::string::npos) << twice.err;
+}
+
 // Output that cannot be written (a full device) is exit 3 for every
 // command, and dedup says its lines are in the filter though unwritten.
 // Before, info, list and offsets exited 0 with their output lost.

@@ -926,25 +926,32 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
 
   auto* import = app.add_subcommand("import", "Import a Guava writeTo file or a redbloom dump");
   import->add_option("NAME", flags->name, "Filter name (created if missing)")->required();
-  import->add_option("--format", flags->format, "guava or redbloom")->required();
+  import->add_option("--format", flags->format, "guava or redbloom")
+      ->check(NonEmptyValue())
+      ->required();
   import->add_option("--file,-f", flags->file, "PATH, or - for stdin")
       ->check(NonEmptyPath())
       ->required();
   CLI::Option* import_encoding = import->add_option(
       "--encoding", flags->encoding,
       "guava: the funnel the Java side used (utf8, utf8x2, int32, int64, bytes)");
-  import_encoding->capture_default_str();
-  import->add_option("--capacity,-n", flags->capacity,
-                     "guava, optional: BloomFilter.create's expectedInsertions, checked against "
-                     "the file (without: the file's bits and hashes are taken as they are)");
-  import->add_option("--error,-p", flags->error,
-                     "guava, optional: BloomFilter.create's fpp, checked against the file");
+  import_encoding->capture_default_str()->check(NonEmptyValue());
+  import
+      ->add_option("--capacity,-n", flags->capacity,
+                   "guava, optional: BloomFilter.create's expectedInsertions, checked against "
+                   "the file (without: the file's bits and hashes are taken as they are)")
+      ->check(NonEmptyValue());
+  import
+      ->add_option("--error,-p", flags->error,
+                   "guava, optional: BloomFilter.create's fpp, checked against the file")
+      ->check(NonEmptyValue());
 
   auto* exp =
       app.add_subcommand("export", "Export a filter as a Guava writeTo file or a redbloom dump");
   exp->add_option("NAME", flags->name, "Filter name")->required();
   exp->add_option("--format", flags->format,
                   "guava (plain guava64 filters only) or redbloom (any kind)")
+      ->check(NonEmptyValue())
       ->required();
   exp->add_option("--file,-f", flags->file, "PATH, or - for stdout")
       ->check(NonEmptyPath())
@@ -981,9 +988,11 @@ std::function<int()> AddBulkCommands(CLI::App& app, Context& ctx) {
   flags->sizing.AddTo(rebuild, StrategyName(kDefaultStrategy), SizingFlags::Need::kFromExisting);
   rebuild->add_flag("--counting", flags->sizing.counting, "Rebuild as a counting filter");
   rebuild->add_flag("--plain", flags->plain, "Rebuild as a plain filter");
-  rebuild->add_option("--ttl", flags->sizing.ttl,
-                      "Delete the rebuilt filter this long after the rebuild (default: the "
-                      "filter's own TTL, counted from the rebuild)");
+  rebuild
+      ->add_option("--ttl", flags->sizing.ttl,
+                   "Delete the rebuilt filter this long after the rebuild (default: the "
+                   "filter's own TTL, counted from the rebuild)")
+      ->check(NonEmptyValue());
   rebuild->add_flag("--no-ttl", flags->no_ttl, "The rebuilt filter never expires");
   rebuild->add_flag("--force", flags->force,
                     "Drop the temporary filter a stopped rebuild left (only when no other "

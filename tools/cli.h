@@ -46,6 +46,20 @@ inline const CLI::Validator& NonEmptyPath() {
   return kValidator;
 }
 
+// For the flags that take a value: an empty one (`--ttl "$TTL"` with TTL
+// unset) is an error, not "not given". Read as not given, an empty --ttl
+// made a filter that never expires, and said nothing.
+inline const CLI::Validator& NonEmptyValue() {
+  static const CLI::Validator kValidator(
+      [](const std::string& value) {
+        return value.empty()
+                   ? std::string("needs a value (an empty one is most likely an unset variable)")
+                   : std::string();
+      },
+      "");
+  return kValidator;
+}
+
 struct Context {
   std::string store_url;
   // No --store, and REDBLOOM_STORE set but empty (`REDBLOOM_STORE="$URL"`
@@ -78,17 +92,22 @@ struct SizingFlags {
   void AddKindsTo(CLI::App* cmd) {
     cmd->add_option("--shards", shards,
                     "Redis only: split a plain or counting filter over this many keys (1-1024), "
-                    "each in its own cluster slot, to pass one key's 512 MB and spread the load");
+                    "each in its own cluster slot, to pass one key's 512 MB and spread the load")
+        ->check(NonEmptyValue());
     cmd->add_flag("--counting", counting,
                   "Counting filter: 4-bit counters, so items can be removed (4x the memory)");
     cmd->add_flag("--scaling", scaling,
                   "Scaling filter: grows by sub-filters when full, keeping the error rate");
     cmd->add_option("--expansion", expansion,
-                    "Scaling: capacity factor of each new sub-filter (default 2)");
+                    "Scaling: capacity factor of each new sub-filter (default 2)")
+        ->check(NonEmptyValue());
     cmd->add_option("--window", window,
-                    "Time-window filter: remember items for this long (e.g. 24h, 90m, 30s)");
-    cmd->add_option("--slices", slices, "Time-window: sub-filters in the window (e.g. 24)");
-    cmd->add_option("--ttl", ttl, "Delete the whole filter this long after creation (e.g. 7d)");
+                    "Time-window filter: remember items for this long (e.g. 24h, 90m, 30s)")
+        ->check(NonEmptyValue());
+    cmd->add_option("--slices", slices, "Time-window: sub-filters in the window (e.g. 24)")
+        ->check(NonEmptyValue());
+    cmd->add_option("--ttl", ttl, "Delete the whole filter this long after creation (e.g. 7d)")
+        ->check(NonEmptyValue());
   }
 
   // Whether --capacity and --error must be given.
@@ -121,10 +140,11 @@ struct SizingFlags {
                               : how == Need::kFromExisting
                                   ? "; leave out with --error to keep the filter's own"
                                   : "");
-    auto* n = cmd->add_option("--capacity,-n", capacity, capacity_help);
+    auto* n = cmd->add_option("--capacity,-n", capacity, capacity_help)->check(NonEmptyValue());
     auto* p = cmd->add_option("--error,-p", error,
                               "Target false-positive rate, strictly between 0 and 1 (redisson: 0 "
-                              "to 1, as Redisson takes it)");
+                              "to 1, as Redisson takes it)")
+                  ->check(NonEmptyValue());
     if (how == Need::kRequired) {
       n->required();
       p->required();
@@ -138,8 +158,8 @@ struct SizingFlags {
       help += "\n(default: the filter's own)";
       encoding_help += " (default: the filter's own)";
     }
-    auto* s = cmd->add_option("--strategy", strategy, help);
-    auto* e = cmd->add_option("--encoding", encoding, encoding_help);
+    auto* s = cmd->add_option("--strategy", strategy, help)->check(NonEmptyValue());
+    auto* e = cmd->add_option("--encoding", encoding, encoding_help)->check(NonEmptyValue());
     if (how != Need::kFromExisting) {
       s->capture_default_str();
       e->capture_default_str();

@@ -592,6 +592,12 @@ int Main(int argc, char** argv) {
     for (char& ch : what) {
       if (ch == '\n') ch = ' ';
     }
+    // CLI11's words for a flag given twice ("-p 0.1 ... -p 0"), in ours.
+    constexpr std::string_view kTwice = "At Most 1 required but received ";
+    if (const size_t at = what.find(kTwice); at != std::string::npos) {
+      what.replace(at, kTwice.size(), "given ");
+      what += " times; give it once";
+    }
     std::cerr << "redbloom: error: " << what << "; see redbloom "
               << (app.get_subcommands().empty() ? ""
                                                 : app.get_subcommands().front()->get_name() + " ")
