@@ -46,12 +46,19 @@ Status WriteAll(std::ostream& out, std::string_view bytes) {
   return Status::Ok();
 }
 
-// Reads exactly n bytes, or fails with kDataLoss naming `what`.
-Status ReadExactly(std::istream& in, size_t n, std::string* out, const char* what) {
+// Reads up to n bytes into *out (fewer at the input's end).
+Status ReadUpTo(std::istream& in, size_t n, std::string* out, const char* what) {
   out->resize(n);
   in.read(out->data(), static_cast<std::streamsize>(n));
-  if (static_cast<size_t>(in.gcount()) != n) {
-    if (in.bad()) return Status::Unavailable(std::string("read failed in ") + what);
+  if (in.bad()) return Status::Unavailable(std::string("read failed in ") + what);
+  out->resize(static_cast<size_t>(in.gcount()));
+  return Status::Ok();
+}
+
+// Reads exactly n bytes, or fails with kDataLoss naming `what`.
+Status ReadExactly(std::istream& in, size_t n, std::string* out, const char* what) {
+  REDBLOOM_RETURN_IF_ERROR(ReadUpTo(in, n, out, what));
+  if (out->size() != n) {
     return Status::DataLoss(std::string("input ends inside ") + what + " (truncated?)");
   }
   return Status::Ok();
@@ -488,19 +495,31 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   std::optional<std::istringstream> held;
   REDBLOOM_ASSIGN_OR_RETURN(std::istream * in, Rewindable(input, &held));
   std::string head;
-  REDBLOOM_RETURN_IF_ERROR(ReadExactly(*in, 6, &head, "the Guava header"));
+  REDBLOOM_RETURN_IF_ERROR(ReadUpTo(*in, 6, &head, "the Guava header"));
+  // What the input is, before whether it is whole: a text file is no
+  // truncated Guava file.
+  if (head.empty()) return Status::InvalidArgument("the input is empty: not a Guava writeTo file");
   const uint8_t ordinal = static_cast<uint8_t>(head[0]);
-  const uint32_t k = static_cast<uint8_t>(head[1]);
-  const uint64_t words = GetBE(head.data() + 2, 4);
   if (ordinal != kGuavaMitz64Ordinal) {
     if (head == std::string_view(kDumpMagic, head.size())) {
       return Status::InvalidArgument(
           "not a Guava writeTo file: it begins as a redbloom dump does (use --format redbloom)");
     }
-    return Status::InvalidArgument(
-        "Guava strategy ordinal " + std::to_string(ordinal) +
-        " is not supported (only 1, MURMUR128_MITZ_64, Guava's default since 2013)");
+    if (ordinal == 0) {
+      return Status::InvalidArgument(
+          "Guava strategy ordinal 0 (MURMUR128_MITZ_32) is not supported (only 1, "
+          "MURMUR128_MITZ_64, Guava's default since 2013)");
+    }
+    return Status::InvalidArgument("not a Guava writeTo file: its first byte, " +
+                                   std::to_string(ordinal) +
+                                   ", is no strategy Guava has (a file from BloomFilter.writeTo "
+                                   "begins with 1, MURMUR128_MITZ_64)");
   }
+  if (head.size() != 6) {
+    return Status::DataLoss("input ends inside the Guava header (truncated?)");
+  }
+  const uint32_t k = static_cast<uint8_t>(head[1]);
+  const uint64_t words = GetBE(head.data() + 2, 4);
   // Guava writes the length as a Java int; readFrom fails on a negative one.
   if (words > 0x7FFF'FFFF) {
     return Status::DataLoss("the Guava header declares a negative bit-array length (" +
@@ -636,16 +655,20 @@ namespace {
 // Reads a dump's header, checking its magic, version and checksum.
 Result<DumpHeader> ReadDumpHeader(std::istream& in) {
   std::string buf;
-  REDBLOOM_RETURN_IF_ERROR(ReadExactly(in, 16, &buf, "the dump header"));
-  if (std::memcmp(buf.data(), kDumpMagic, sizeof(kDumpMagic)) != 0) {
-    // Another kind of input (exit 2), not a damaged dump: nothing of a dump
-    // is there to have been damaged.
+  REDBLOOM_RETURN_IF_ERROR(ReadUpTo(in, 16, &buf, "the dump header"));
+  // What the input is, before whether it is whole: another kind of input
+  // (exit 2), not a damaged dump, as nothing of a dump is there to have been
+  // damaged. (A short text file read as a truncated dump, exit 3.)
+  if (buf.empty()) return Status::InvalidArgument("the input is empty: not a redbloom dump");
+  const size_t magic = std::min(buf.size(), sizeof(kDumpMagic));
+  if (std::memcmp(buf.data(), kDumpMagic, magic) != 0) {
     return Status::InvalidArgument(
         "not a redbloom dump (it does not begin with RBDUMP)" +
         std::string(buf[0] == static_cast<char>(kGuavaMitz64Ordinal)
                         ? "; it begins as a Guava writeTo file does: use --format guava"
                         : ""));
   }
+  if (buf.size() != 16) return Status::DataLoss("input ends inside the dump header (truncated?)");
   const uint64_t version = GetBE(buf.data() + 8, 4);
   if (version != kDumpVersion) {
     return Status::DataLoss("dump format version " + std::to_string(version) +

@@ -194,6 +194,32 @@ TEST_F(CliTest, AnImportOfTheOtherFormatSaysWhichFormatToUse) {
   r = Run({"import", "h", "--format", "redbloom", "-f", "-"}, "not a dump at all\n");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("not a redbloom dump"), std::string::npos) << r.err;
+  // What the input is comes before whether it is whole: a short text file,
+  // or none at all, was a "truncated" dump or Guava file (exit 3), and text
+  // was Guava's "strategy ordinal 104".
+  for (const std::string format : {"redbloom", "guava"}) {
+    for (const std::string input : {"", "hello\n"}) {
+      r = Run({"import", "h", "--format", format, "-f", "-"}, input);
+      EXPECT_EQ(r.exit_code, 2) << format << " '" << input << "': " << r.err;
+      EXPECT_NE(r.err.find(format == "guava" ? "not a Guava writeTo file" : "not a redbloom dump"),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.err.find("truncated"), std::string::npos) << r.err;
+    }
+  }
+  // A true start cut short is still truncated (exit 3).
+  std::string dump_bytes, guava_bytes;
+  {
+    std::ifstream d(dump, std::ios::binary), g(guava, std::ios::binary);
+    dump_bytes.assign(std::istreambuf_iterator<char>(d), {});
+    guava_bytes.assign(std::istreambuf_iterator<char>(g), {});
+  }
+  r = Run({"import", "h", "--format", "redbloom", "-f", "-"}, dump_bytes.substr(0, 10));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  r = Run({"import", "h", "--format", "guava", "-f", "-"}, guava_bytes.substr(0, 4));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
   // A dump carries its encoding: --encoding is refused with it even at the
   // default (`--encoding utf8` was taken as if it applied; int32 refused).
   for (const char* encoding : {"utf8", "int32"}) {
