@@ -265,11 +265,18 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
       if (s.code() != StatusCode::kInvalidArgument) {
         // The lines after those may be in the filter without having been
         // printed: say which, so that they can be passed on by hand.
-        std::cerr << "redbloom: dedup: the lines before " << reader.Where(added.size())
-                  << " were added and the new ones printed; " << reader.Where(added.size())
-                  << " to " << reader.Where(lines.size() - 1) << " (" << lines.size() - added.size()
-                  << " lines) may have been added without being printed, and a second run will "
-                     "not print those; nothing after them was added\n";
+        const size_t unsure = lines.size() - added.size();
+        std::cerr << "redbloom: dedup: "
+                  << (added.empty() ? std::string()
+                                    : "the lines before " + reader.Where(added.size()) +
+                                          " were added and the new ones printed; ")
+                  << (unsure == 1
+                          ? reader.Where(added.size())
+                          : reader.Where(added.size()) + " to " + reader.Where(lines.size() - 1) +
+                                " (" + std::to_string(unsure) + " lines)")
+                  << " may have been added without being printed, and a second run will not "
+                     "print "
+                  << (unsure == 1 ? "it" : "those") << "; nothing after was added\n";
       }
       return fail(reader.Locate(s, (*filter)->config().encoding, lines).WithContext("dedup"));
     }

@@ -251,16 +251,23 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   // failing (a bad item fails its call before anything is written).
   const auto stop = [&](const Status& s, uint64_t unconfirmed = 0) {
     if (op == ItemOp::kCheck) unconfirmed = 0;
-    const char* verb = op == ItemOp::kAdd ? "added" : "processed";
-    const std::string first = "the first " + std::to_string(done) + " items were " + verb;
-    const std::string next = std::to_string(unconfirmed);
+    const std::string verb = op == ItemOp::kAdd ? "added" : "processed";
+    // "the first item was", "the first 2 items were".
+    const auto items = [](uint64_t n) {
+      return n == 1 ? std::string("item") : std::to_string(n) + " items";
+    };
+    const std::string first = "the first " + items(done) + (done == 1 ? " was " : " were ") + verb;
     std::string what;
     if (done > 0 && unconfirmed > 0) {
-      what = first + ", and some of the next " + next + " may have been";
+      what =
+          first + ", and " +
+          (unconfirmed == 1 ? "the next item" : "some of the next " + std::to_string(unconfirmed)) +
+          " may have been";
     } else if (done > 0) {
       what = first;
     } else if (unconfirmed > 0) {
-      what = "some of the first " + next + " items may have been " + verb;
+      what = (unconfirmed == 1 ? "the first item" : "some of the first " + items(unconfirmed)) +
+             " may have been " + verb;
     }
     if (!what.empty()) {
       std::cerr << "redbloom: " << what << "; nothing after them was"
