@@ -146,6 +146,26 @@ class FileStoreTest : public ::testing::Test {
 // the bits reach the disk no test here can see (strace: one syncfs at
 // redbloomd's shutdown); what it must do is work on a usable store and on
 // one whose directory was never made, and fail where the directory is not.
+// A filter missing from a store directory that does not exist says so: a
+// mistyped file: URL read as "filter 'orders' does not exist", no more. A
+// create makes the directory, and a filter missing from it is said plainly.
+TEST_F(FileStoreTest, AFilterMissingFromAMissingDirectorySaysTheDirectoryIsMissing) {
+  const std::string missing = dir_.path() + "/typo";
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + missing));
+  for (const Status& s : {BloomFilter::Open(*store, "orders").status(), store->Drop("orders")}) {
+    EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+    EXPECT_NE(s.message().find("the store directory " + missing + " does not exist"),
+              std::string::npos)
+        << s.ToString();
+  }
+  EXPECT_FALSE(std::filesystem::exists(missing)) << "reading made nothing";
+  ASSERT_TRUE(
+      BloomFilter::Create(*store, "other", FilterOptions{.capacity = 10, .error_rate = 0.1}).ok());
+  const Status s = BloomFilter::Open(*store, "orders").status();
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_EQ(s.message().find("store directory"), std::string::npos) << s.ToString();
+}
+
 TEST_F(FileStoreTest, SyncCoversTheWholeStore) {
   EXPECT_TRUE(store_->Sync().ok());
   ASSERT_OK_AND_ASSIGN(auto unmade, Store::Open("file:" + dir_.path() + "/not-yet"));

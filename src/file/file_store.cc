@@ -403,8 +403,9 @@ class FileStore final : public Store {
 
   Result<FilterConfig> ReadConfig(std::string_view name) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
-    REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadMain(name));
-    return f.config;
+    Result<FileHeader> read = ReadMain(name);
+    if (!read.ok()) return WithMissingDir(read.status());
+    return read->config;
   }
 
   Result<std::vector<std::string>> List() override {
@@ -432,7 +433,18 @@ class FileStore final : public Store {
 
   Status Drop(std::string_view name) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
-    return Remove(name);
+    return WithMissingDir(Remove(name));
+  }
+
+  // A filter not found in a store directory that does not exist: most
+  // likely a mistyped file: URL, which "does not exist" alone hid (the
+  // directory is made by the first create, so its absence is no error).
+  Status WithMissingDir(Status s) const {
+    if (s.code() != StatusCode::kNotFound || ::access(dir_.c_str(), F_OK) == 0 || errno != ENOENT) {
+      return s;
+    }
+    return s.WithSuffix(" (the store directory " + dir_ +
+                        " does not exist: is the file: URL right? A create makes it)");
   }
 
   Result<std::unique_ptr<BitStore>> OpenBits(std::string_view name,
