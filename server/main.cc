@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -135,7 +136,12 @@ int Run(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // One line with the program's name, as every other error of redbloomd
+    // (CLI11's own print had neither).
+    std::string what = e.what();
+    while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    Fail(what + "; see redbloomd --help");
     return 2;
   }
 

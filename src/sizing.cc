@@ -159,7 +159,8 @@ Status ValidateCapacityAndErrorRate(uint64_t capacity, double error_rate) {
     return Status::InvalidArgument("capacity must be below 2^63");
   }
   if (std::isnan(error_rate) || !(error_rate > 0.0 && error_rate < 1.0)) {
-    return Status::InvalidArgument("error rate must be strictly between 0 and 1");
+    return Status::InvalidArgument("error rate " + RateText(error_rate) +
+                                   " is not strictly between 0 and 1");
   }
   return Status::Ok();
 }

@@ -197,6 +197,10 @@ TEST_F(ServerLifecycleTest, ExitCodes) {
   };
   CommandResult r = run({"--bogus"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  // One line, named, as every other error (CLI11's print had no name).
+  EXPECT_EQ(r.err.rfind("redbloomd: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
   r = run({"--listen", "nohost"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("listen address"), std::string::npos) << r.err;

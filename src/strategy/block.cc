@@ -622,9 +622,10 @@ Result<Geometry> BlockGeometry(uint64_t capacity, double error_rate) {
     }
   }
   if (best.bits == 0 || best.bits > kMaxBits) {
-    return Status::InvalidArgument("capacity " + std::to_string(capacity) + " at error rate " +
-                                   FormatDouble(error_rate) + " needs more than " +
-                                   std::to_string(kMaxBits) + " bits");
+    return Status::InvalidArgument(
+        "capacity " + std::to_string(capacity) + " at error rate " + FormatDouble(error_rate) +
+        " needs more than " + std::to_string(kMaxBits) +
+        " bits (16 GiB), the most a block filter may have: ask for fewer items or a higher rate");
   }
   return best;
 }
