@@ -80,9 +80,9 @@ namespace {
 
 Status CheckTtl(uint64_t ttl_seconds) {
   if (ttl_seconds <= kMaxTtlSeconds) return Status::Ok();
-  return Status::InvalidArgument("ttl_seconds " + std::to_string(ttl_seconds) +
-                                 " is more than 100 years (" + std::to_string(kMaxTtlSeconds) +
-                                 ")");
+  return Status::InvalidArgument("a TTL of " + std::to_string(ttl_seconds) +
+                                 " s is more than 100 years (" + std::to_string(kMaxTtlSeconds) +
+                                 " s)");
 }
 
 // A filter whose m and k were given (a Guava file's): the config derives its

@@ -148,7 +148,7 @@ Status CheckUnsharded(const FilterConfig& config, std::string_view store_url) {
   return Status::InvalidArgument(
       "shards spread one filter over several Redis keys (and cluster nodes); store " +
       std::string(store_url) +
-      " keeps a filter in one place: create it with --shards 1 (a sharded filter's dump restores "
+      " keeps a filter in one place: create it with shards 1 (a sharded filter's dump restores "
       "into a Redis store only)");
 }
 

@@ -621,8 +621,8 @@ Status WordBitStore::Remove(std::span<PartBatch> batches) {
     WordArray& a = *array;
     REDBLOOM_RETURN_IF_ERROR(a.writable);
     if (a.cell_bits != 4) {
-      return Status::Unimplemented(
-          "items can be removed only from counting filters (create with --counting)");
+      // KindPolicy::Remove refuses first, naming the filter and its kind.
+      return Status::Unimplemented("items can be removed only from counting filters");
     }
     const uint32_t k = b.k;
     REDBLOOM_RETURN_IF_ERROR(CheckOffsets(a, b.offsets, b.items * k));

@@ -354,8 +354,8 @@ Status RedisBitStore::Remove(std::span<PartBatch> batches) {
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(b.part));
     if (!cells->counting()) {
-      return Status::Unimplemented(
-          "items can be removed only from counting filters (create with --counting)");
+      // KindPolicy::Remove refuses first, naming the filter and its kind.
+      return Status::Unimplemented("items can be removed only from counting filters");
     }
     REDBLOOM_RETURN_IF_ERROR(CheckBatch(*cells, b));
     if (b.items == 0) continue;
