@@ -22,11 +22,13 @@ Result<uint64_t> ParseDurationMillis(std::string_view text) {
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   const std::string_view number = text.substr(0, digits);
   const std::string_view unit = text.substr(digits);
-  auto n = ParseUint64(number);
-  if (number.empty() || !n.ok()) {
+  if (number.empty()) {
     return Status::InvalidArgument("'" + std::string(text) +
                                    "' is not a duration (e.g. 500ms, 90s, 15m, 24h, 7d)");
   }
+  // Digits alone: a failure is a number past 2^64 ("too long", as below).
+  auto n = ParseUint64(number);
+  if (!n.ok()) return Status::InvalidArgument("duration '" + std::string(text) + "' is too long");
   uint64_t scale = 0;
   if (unit == "ms") {
     scale = 1;
@@ -41,7 +43,9 @@ Result<uint64_t> ParseDurationMillis(std::string_view text) {
   } else {
     return Status::InvalidArgument("unknown duration unit in '" + std::string(text) + "'");
   }
-  if (*n > UINT64_MAX / scale / 1000) return Status::InvalidArgument("duration is too long");
+  if (*n > UINT64_MAX / scale / 1000) {
+    return Status::InvalidArgument("duration '" + std::string(text) + "' is too long");
+  }
   return *n * scale;
 }
 
@@ -189,7 +193,15 @@ Result<uint64_t> ParseUint64(std::string_view text) {
     if (d.ok() && *d >= 0 && *d < 1.8e19 && std::floor(*d) == *d) {
       return static_cast<uint64_t>(*d);
     }
-    if ((ptr == e && ec == std::errc::result_out_of_range) || (d.ok() && *d >= 1.8e19)) {
+    // Past a double's range too ("1e999"), when its exponent is positive.
+    double huge = 0;
+    const auto [dptr, dec] = std::from_chars(b, e, huge);
+    const size_t exp = text.find_first_of("eE");
+    const bool past_double = dptr == e && dec == std::errc::result_out_of_range &&
+                             text.front() != '-' && exp != std::string_view::npos &&
+                             exp + 1 < text.size() && text[exp + 1] != '-';
+    if ((ptr == e && ec == std::errc::result_out_of_range) || (d.ok() && *d >= 1.8e19) ||
+        past_double) {
       return Status::InvalidArgument("'" + std::string(text) + "' is out of range (at most " +
                                      std::to_string(UINT64_MAX) + ")");
     }

@@ -174,13 +174,13 @@ TEST(SizingTest, GivenGeometryIsCheckedLikeGuavasOwn) {
 TEST(SizingTest, NumbersOutOfRangeAreNamedSo) {
   EXPECT_EQ(*ParseUint64("1e6"), 1000000u);
   EXPECT_EQ(*ParseUint64("18446744073709551615"), UINT64_MAX);
-  for (const char* big : {"18446744073709551616", "99999999999999999999", "1e20"}) {
+  for (const char* big : {"18446744073709551616", "99999999999999999999", "1e20", "1e999"}) {
     auto r = ParseUint64(big);
     ASSERT_FALSE(r.ok()) << big;
     EXPECT_NE(r.status().message().find("out of range"), std::string::npos)
         << r.status().ToString();
   }
-  for (const char* bad : {"abc", "-5", "10.5", ""}) {
+  for (const char* bad : {"abc", "-5", "10.5", "", "1e-999", "-1e999"}) {
     auto r = ParseUint64(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("not a non-negative integer"), std::string::npos)
@@ -195,6 +195,18 @@ TEST(SizingTest, NumbersOutOfRangeAreNamedSo) {
   EXPECT_NE(ParseDouble("1%").status().message().find("not a number"), std::string::npos);
   EXPECT_NE(ParseDouble("inf").status().message().find("not a number"), std::string::npos);
   EXPECT_DOUBLE_EQ(*ParseDouble("0.01"), 0.01);
+  // A duration past 2^64 ms is too long, not "not a duration".
+  EXPECT_EQ(*ParseDurationMillis("7d"), 7u * 86'400'000u);
+  for (const char* long_one : {"99999999999999999999s", "9999999999999999d"}) {
+    auto r = ParseDurationMillis(long_one);
+    ASSERT_FALSE(r.ok()) << long_one;
+    EXPECT_NE(r.status().message().find("is too long"), std::string::npos) << r.status().ToString();
+  }
+  for (const char* bad : {"", "s", "-5s", "5 s", "5w"}) {
+    auto r = ParseDurationMillis(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message().find("too long"), std::string::npos) << r.status().ToString();
+  }
 }
 
 // What a filter in use stores at once, for limits on its size: a window
