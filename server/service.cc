@@ -86,6 +86,33 @@ constexpr int kMaxJsonDepth = 32;
 // 16 MB body for half an hour, before the unknown fields were refused.
 constexpr int kMaxJsonEvents = 4096;
 
+// A field that takes a whole number: written as one, or as a number with no
+// fraction ("1e6", as JSON encoders write large values). One rule for every
+// such field: ttl_seconds took 3600 but not 3.6e3, and 1e20 was "must be a
+// whole number >= 0".
+Result<uint64_t> WholeNumberField(const std::string& key, const Json& v, uint64_t min = 0) {
+  if (!v.is_number()) return Status::InvalidArgument(key + " must be a number");
+  if (v.is_number_float() && v.get<double>() >= 1.8e19) {
+    return Status::InvalidArgument(key + " " + Dump(v) + " is out of range (at most " +
+                                   std::to_string(UINT64_MAX) + ")");
+  }
+  uint64_t x = 0;
+  bool whole = false;
+  if (v.is_number_unsigned()) {
+    x = v.get<uint64_t>();
+    whole = true;
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    whole = d >= 0 && std::floor(d) == d;
+    if (whole) x = static_cast<uint64_t>(d);
+  }
+  if (!whole || x < min) {
+    return Status::InvalidArgument(key + " must be a whole number >= " + std::to_string(min) +
+                                   ", not " + Dump(v));
+  }
+  return x;
+}
+
 Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return Status::InvalidArgument(
@@ -146,16 +173,7 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   for (const auto& [key, v] : j.items()) {
     if (key == "capacity") {
       has_capacity = true;
-      if (v.is_number_unsigned()) {
-        o.capacity = v.get<uint64_t>();
-      } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
-                 v.get<double>() >= 0 && v.get<double>() < 1.8e19) {
-        o.capacity = static_cast<uint64_t>(v.get<double>());  // 1e6 is written as a float
-      } else if (v.is_number()) {
-        return Status::InvalidArgument("capacity must be a whole number >= 1, not " + Dump(v));
-      } else {
-        return Status::InvalidArgument("capacity must be a number");
-      }
+      REDBLOOM_ASSIGN_OR_RETURN(o.capacity, WholeNumberField(key, v, 1));
     } else if (key == "error_rate") {
       has_error_rate = true;
       if (!v.is_number()) return Status::InvalidArgument("error_rate must be a number");
@@ -165,16 +183,14 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
       if (!v.is_number()) return Status::InvalidArgument("expansion must be a number");
       o.expansion = v.get<double>();
     } else if (key == "shards") {
-      if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > kMaxShards) {
+      Result<uint64_t> shards = WholeNumberField(key, v);
+      if (!shards.ok() || *shards < 1 || *shards > kMaxShards) {
         return Status::InvalidArgument("shards must be a whole number from 1 to " +
-                                       std::to_string(kMaxShards));
+                                       std::to_string(kMaxShards) + ", not " + Dump(v));
       }
-      o.shards = static_cast<uint32_t>(v.get<uint64_t>());
+      o.shards = static_cast<uint32_t>(*shards);
     } else if (key == "window_ms" || key == "slices" || key == "ttl_seconds") {
-      if (!v.is_number_unsigned()) {
-        return Status::InvalidArgument(key + " must be a whole number >= 0");
-      }
-      const uint64_t x = v.get<uint64_t>();
+      REDBLOOM_ASSIGN_OR_RETURN(const uint64_t x, WholeNumberField(key, v));
       if (key != "ttl_seconds" && window_field.empty()) window_field = key;
       if (key == "window_ms") {
         o.window_millis = x;

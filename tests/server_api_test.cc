@@ -161,8 +161,23 @@ TEST_P(ServerApiTest, PutRejectsInvalidParametersAndCreatesNothing) {
     EXPECT_FALSE(a.json["message"].get<std::string>().empty()) << body;
   }
   EXPECT_EQ(Do("GET", "/v1/filters/orders").status, 404);
-  // 1e6 is a whole number written as a float: accepted.
+  // A number past 2^64 is named out of range, whichever field holds it.
+  for (const std::string field : {"capacity", "ttl_seconds"}) {
+    Answer a =
+        Do("PUT", "/v1/filters/orders",
+           field == "capacity" ? R"({"capacity":1e20,"error_rate":0.01})"
+                               : R"({"capacity":1000,"error_rate":0.01,"ttl_seconds":1e20})");
+    EXPECT_EQ(a.status, 400) << a.body;
+    EXPECT_NE(a.json.value("message", "").find(field + " 1e+20 is out of range"), std::string::npos)
+        << a.body;
+  }
+  // 1e6 is a whole number written as a float: accepted, in every whole
+  // number field (ttl_seconds took 3600 but not 3.6e3).
   EXPECT_EQ(Do("PUT", "/v1/filters/orders", R"({"capacity":1e6,"error_rate":0.01})").status, 201);
+  EXPECT_EQ(
+      Do("PUT", "/v1/filters/ttl", R"({"capacity":1e3,"error_rate":0.01,"ttl_seconds":3.6e3})")
+          .status,
+      201);
 }
 
 // Regression: nlohmann copies nested values recursively, and a PUT body
