@@ -222,6 +222,31 @@ TEST(ReplyErrorTest, PermanentFailuresStayPermanentUnderContext) {
   EXPECT_FALSE(IsPermanentFailure(Status::Unavailable("restarted: not a reason")));
 }
 
+// A cluster store's list or ping (every node in turn) meets CLUSTERDOWN
+// while the cluster fails over: that is the cluster's state, not the URL's
+// fault, which "use a redis-cluster:// URL" told a user already using one.
+// A standalone store's connection (redis://, a Sentinel's master) pointed
+// at a cluster node is still told which URL to use.
+TEST(ReplyErrorTest, ARedirectBlamesTheUrlOnlyOfAStandaloneStore) {
+  ServerParams node;
+  node.display = "127.0.0.1:7000";
+  node.standalone = false;
+  ServerParams standalone = node;
+  standalone.standalone = true;
+  for (const char* reply : {"CLUSTERDOWN The cluster is down", "MOVED 3999 127.0.0.1:7001"}) {
+    const Status down = ReplyErrorStatus(reply, node);
+    EXPECT_EQ(down.code(), StatusCode::kUnavailable) << down.ToString();
+    EXPECT_EQ(down.message().find("use a redis-cluster:// URL"), std::string::npos)
+        << down.ToString();
+    EXPECT_NE(down.message().find("failing over or moving slots"), std::string::npos)
+        << down.ToString();
+    const Status wrong_url = ReplyErrorStatus(reply, standalone);
+    EXPECT_EQ(wrong_url.code(), StatusCode::kUnavailable) << wrong_url.ToString();
+    EXPECT_NE(wrong_url.message().find("use a redis-cluster:// URL"), std::string::npos)
+        << wrong_url.ToString();
+  }
+}
+
 TEST(ClusterRedirectTest, ReadsSlotHostAndPort) {
   auto moved = ParseClusterRedirect("MOVED 3999 127.0.0.1:6381");
   ASSERT_TRUE(moved.has_value());

@@ -214,8 +214,15 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
                                said);
   }
   if (StartsWith(text, "MOVED ") || StartsWith(text, "ASK ") || StartsWith(text, "CLUSTERDOWN")) {
-    // Only a cluster store follows redirects; anyone else was pointed at a
-    // cluster node with the wrong URL.
+    // A redis:// or Sentinel store was pointed at a cluster node with the
+    // wrong URL. A cluster store follows redirects in Run, and meets one
+    // here only on a call to every node (list, ping) while the cluster is
+    // down or moving slots: the URL is right then.
+    if (!server.standalone) {
+      return Status::Unavailable(where + " answered '" + said +
+                                 "': the Redis Cluster is failing over or moving slots; retry "
+                                 "once it is done");
+    }
     return Status::Unavailable(where + " is a Redis Cluster node (it answered '" + said +
                                "'); use a redis-cluster:// URL");
   }
@@ -645,7 +652,8 @@ Status Connection::Fail(const IoFailure& failure) {
     IoFailure hinted = failure;
     hinted.hint =
         "it closed the connection without answering: a TLS port does that to plain text (then use "
-        "rediss://), and so does a proxy whose Redis is down";
+        "TLS: rediss://, rediss-cluster:// or rediss-sentinel://), and so does a proxy whose "
+        "Redis is down";
     return TransportStatus(hinted, *server_);
   }
   if (received_ && unanswered_ > 0 &&
@@ -751,7 +759,7 @@ Result<ReplyPtr> Connection::ReadReply() {
       broken_ = true;
       std::string hint;
       if (server_->tls == nullptr && (first_byte_ == '\x15' || first_byte_ == '\x16')) {
-        hint = " (it answered with TLS: use rediss://)";
+        hint = " (it answered with TLS: use rediss://, rediss-cluster:// or rediss-sentinel://)";
       }
       return Status::Internal("protocol error talking to redis " + server_->display + ": " +
                               reader_->errstr + hint);

@@ -315,7 +315,8 @@ IoFailure HandshakeFailure(SSL* ssl, int rc, const BioSocket& bio, const std::st
   }
   if (bio.received > 0 && (bio.first_byte == '-' || bio.first_byte == '+')) {
     return {IoFailure::Kind::kHandshake, errors.empty() ? "no TLS answer" : errors,
-            "the server answered in plain text: this port does not speak TLS (use redis://)"};
+            "the server answered in plain text: this port does not speak TLS (drop TLS from the "
+            "URL: redis://, redis-cluster:// or redis-sentinel://)"};
   }
   if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN) {
     if (bio.eof || bio.last_errno == 0) {
@@ -543,7 +544,8 @@ std::unique_ptr<Transport> StartTls(Socket socket, const TlsContext& context,
           std::chrono::steady_clock::now() >= deadline) {
         *failure = {IoFailure::Kind::kHandshakeTimeout, "",
                     bio_socket->received == 0
-                        ? "the server sent nothing back: is this a plain Redis port (use redis://)?"
+                        ? "nothing came back; if this port does not speak TLS, drop TLS from the "
+                          "URL: redis://, redis-cluster:// or redis-sentinel://"
                         : ""};
         return nullptr;
       }
