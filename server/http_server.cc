@@ -612,9 +612,14 @@ bool HttpServer::Screen(const Request& req, Response& res) {
   if (!options_.token.empty() && !open_route) {
     const std::string auth = req.get_header_value("Authorization");
     if (!BearerMatches(auth, options_.token)) {
-      Reply r = ErrorReply(
-          401, "unauthenticated",
-          auth.empty() ? "missing Authorization: Bearer <token>" : "invalid bearer token");
+      // A token sent without the scheme, or as Basic, is a client to fix,
+      // not a wrong token to rotate.
+      const bool bearer = auth.size() >= 6 && EqualsIgnoreCase(auth.substr(0, 6), "Bearer");
+      Reply r = ErrorReply(401, "unauthenticated",
+                           auth.empty() ? "missing Authorization: Bearer <token>"
+                           : bearer     ? "invalid bearer token"
+                                        : "the Authorization header is not of the Bearer scheme: "
+                                          "send Authorization: Bearer <token>");
       r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"redbloomd\"");
       return answer(std::move(r));
     }

@@ -886,6 +886,11 @@ TEST_P(ServerApiTest, BearerTokenGuardsApiAndMetrics) {
                                 "Bearer " + token.substr(1), "Basic " + token, token, "Bearer"}) {
     Answer a = Call(*anon, "GET", "/v1/filters", "", {{"Authorization", auth}});
     EXPECT_EQ(a.status, 401) << auth;
+    // Basic, or a bare token, is told which scheme to use.
+    const bool bearer = auth.starts_with("Bearer");
+    EXPECT_EQ(a.json.value("message", "").find("not of the Bearer scheme") == std::string::npos,
+              bearer)
+        << auth << ": " << a.body;
   }
   // A rejected request with a body closes the connection: the body was not read.
   Answer with_body = Call(*anon, "POST", "/v1/filters/x/items", Items({"a"}));
