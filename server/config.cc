@@ -464,12 +464,8 @@ Result<ServerConfig> ResolveConfig(const Flags& flags,
   }
   if (c.store.empty()) c.store = DefaultStoreUrl();
   // Checked here, not only when the store opens, so --print-config says so.
-  if (!Store::TraitsOf(c.store).has_value()) {
-    std::string forms;
-    for (const std::string& form : Store::UrlForms()) forms += (forms.empty() ? "" : ", ") + form;
-    return Status::InvalidArgument("unknown store URL '" + RedactUrl(c.store) + "' (from " +
-                                   c.store_source + "; expected " + forms + ")");
-  }
+  REDBLOOM_RETURN_IF_ERROR(
+      Store::CheckScheme(c.store).WithContext("store (from " + c.store_source + ")"));
   REDBLOOM_RETURN_IF_ERROR(ValidateToken(c.http.token, c.token_source));
   REDBLOOM_RETURN_IF_ERROR(ParseListen(c.listen, &c.http.host, &c.http.port));
   if (c.http.token == kPlaceholderToken && !IsLoopbackHost(c.http.host)) {

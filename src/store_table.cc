@@ -47,6 +47,11 @@ Result<std::unique_ptr<Store>> Store::Open(std::string_view url, const StoreOpti
   for (const StoreScheme& s : kSchemes) {
     if (url.starts_with(s.prefix)) return s.open(url, options);
   }
+  return CheckScheme(url);
+}
+
+Status Store::CheckScheme(std::string_view url) {
+  if (TraitsOf(url).has_value()) return Status::Ok();
   std::string forms;
   for (const StoreScheme& s : kSchemes) {
     if (!forms.empty()) forms += ", ";

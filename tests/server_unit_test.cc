@@ -574,7 +574,8 @@ TEST(ConfigTest, RefusesStoreSettingsThatWouldServeTheWrongStore) {
   EXPECT_NE(message({{"REDBLOOMD_STORE", "redis://127.0.0.1:6379"}})
                 .find("the store comes from REDBLOOM_STORE"),
             std::string::npos);
-  EXPECT_NE(message({{"REDBLOOM_STORE", "foo://x"}}).find("unknown store URL 'foo://x' (from env"),
+  EXPECT_NE(message({{"REDBLOOM_STORE", "foo://x"}})
+                .find("store (from env): unknown store URL 'foo://x' (expected mem:"),
             std::string::npos);
   // An empty variable below a flag or a config file's store is unset, as
   // the docs say of every variable.

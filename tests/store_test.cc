@@ -511,7 +511,20 @@ TEST(StoreUrlTest, TraitsComeFromTheTable) {
   EXPECT_EQ(Store::UrlForms().size(), 2 + servers.size());
   for (const char* url : {"", "memory:", "http://x", "redis:/x"}) {
     EXPECT_FALSE(Store::TraitsOf(url).has_value()) << url;
+    EXPECT_EQ(Store::CheckScheme(url).code(), StatusCode::kInvalidArgument) << url;
   }
+  // The error Open gives, without opening anything (redbloomd's
+  // --print-config), with the password hidden.
+  for (const char* url :
+       {"memory://u:secret@h", "http://u:secret@h", "redis-clusterx://u:secret@h"}) {
+    const Status s = Store::CheckScheme(url);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << url;
+    EXPECT_NE(s.message().find("unknown store URL"), std::string::npos) << s.ToString();
+    EXPECT_EQ(s.message().find("secret"), std::string::npos) << s.ToString();
+    EXPECT_EQ(s.message(), Store::Open(url).status().message());
+  }
+  EXPECT_TRUE(Store::CheckScheme("redis://127.0.0.1:6379").ok());
+  EXPECT_TRUE(Store::CheckScheme("mem:").ok());
 }
 
 TEST(StoreUrlTest, FileStoreOnAPlainFileIsAnError) {

@@ -221,6 +221,10 @@ class Store {
                               // periodically
   };
   static std::optional<Traits> TraitsOf(std::string_view url);
+  // OK for a URL of a registered scheme; else the kInvalidArgument Open
+  // gives ("unknown store URL '...' (expected mem:, file:DIR, ...)"). The
+  // rest of the URL is checked when the store opens.
+  static Status CheckScheme(std::string_view url);
 
   // The URL, with any password replaced by "***".
   virtual std::string url() const = 0;
