@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
@@ -184,8 +185,8 @@ int Run(int argc, char** argv) {
   if (sigset_t pending; sigpending(&pending) == 0) {
     for (int s : {SIGINT, SIGTERM}) {
       if (sigismember(&pending, s) == 1) {
-        std::fprintf(stderr, "redbloomd: %s received while the store opened; stopped\n",
-                     s == SIGINT ? "SIGINT" : "SIGTERM");
+        std::fprintf(stderr, "redbloomd: SIG%s received while the store opened; stopped\n",
+                     sigabbrev_np(s));
         return 0;
       }
     }
@@ -250,8 +251,8 @@ int Run(int argc, char** argv) {
       if (++stops == 1) {
         first = info;
         first_at = now;
-        std::fprintf(stderr, "redbloomd: %s received; finishing in-flight requests\n",
-                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        std::fprintf(stderr, "redbloomd: SIG%s received; finishing in-flight requests\n",
+                     sigabbrev_np(sig));
         service.BeginShutdown();
         server.Stop();
       } else {
