@@ -490,9 +490,18 @@ std::vector<RouteSpec> Routes() {
 
 bool TokenMatches(std::string_view presented, std::string_view expected);
 
+namespace {
+// Whether an Authorization header's value is of the Bearer scheme
+// ("Bearer" alone, or "Bearer <credentials>"), in any case.
+bool HasBearerScheme(std::string_view authorization) {
+  return authorization.size() >= 6 && EqualsIgnoreCase(authorization.substr(0, 6), "Bearer") &&
+         (authorization.size() == 6 || authorization[6] == ' ');
+}
+}  // namespace
+
 // An Authorization header's value that carries `token` ("Bearer <token>").
 bool BearerMatches(std::string_view authorization, std::string_view token) {
-  return authorization.size() > 7 && EqualsIgnoreCase(authorization.substr(0, 7), "Bearer ") &&
+  return HasBearerScheme(authorization) && authorization.size() > 7 &&
          TokenMatches(Trim(authorization.substr(7)), token);
 }
 
@@ -614,12 +623,12 @@ bool HttpServer::Screen(const Request& req, Response& res) {
     if (!BearerMatches(auth, options_.token)) {
       // A token sent without the scheme, or as Basic, is a client to fix,
       // not a wrong token to rotate.
-      const bool bearer = auth.size() >= 6 && EqualsIgnoreCase(auth.substr(0, 6), "Bearer");
       Reply r = ErrorReply(401, "unauthenticated",
-                           auth.empty() ? "missing Authorization: Bearer <token>"
-                           : bearer     ? "invalid bearer token"
-                                        : "the Authorization header is not of the Bearer scheme: "
-                                          "send Authorization: Bearer <token>");
+                           auth.empty()            ? "missing Authorization: Bearer <token>"
+                           : HasBearerScheme(auth) ? "invalid bearer token"
+                                                   : "the Authorization header is not of the "
+                                                     "Bearer scheme: send Authorization: Bearer "
+                                                     "<token>");
       r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"redbloomd\"");
       return answer(std::move(r));
     }

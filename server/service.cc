@@ -92,19 +92,20 @@ constexpr int kMaxJsonEvents = 4096;
 // whole number >= 0".
 Result<uint64_t> WholeNumberField(const std::string& key, const Json& v, uint64_t min = 0) {
   if (!v.is_number()) return Status::InvalidArgument(key + " must be a number");
-  if (v.is_number_float() && v.get<double>() >= 1.8e19) {
-    return Status::InvalidArgument(key + " " + Dump(v) + " is out of range (at most " +
-                                   std::to_string(UINT64_MAX) + ")");
-  }
   uint64_t x = 0;
   bool whole = false;
   if (v.is_number_unsigned()) {
     x = v.get<uint64_t>();
     whole = true;
   } else if (v.is_number_float()) {
-    const double d = v.get<double>();
-    whole = d >= 0 && std::floor(d) == d;
-    if (whole) x = static_cast<uint64_t>(d);
+    bool too_large = false;
+    const std::optional<uint64_t> w = WholeNumberOf(v.get<double>(), &too_large);
+    if (too_large) {
+      return Status::InvalidArgument(key + " " + Dump(v) + " is out of range (at most " +
+                                     std::to_string(UINT64_MAX) + ")");
+    }
+    whole = w.has_value();
+    x = w.value_or(0);
   }
   if (!whole || x < min) {
     return Status::InvalidArgument(key + " must be a whole number >= " + std::to_string(min) +

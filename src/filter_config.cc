@@ -182,6 +182,13 @@ Result<double> ParseDouble(std::string_view text) {
   return v;
 }
 
+std::optional<uint64_t> WholeNumberOf(double v, bool* too_large) {
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  if (too_large != nullptr) *too_large = v >= kTwoTo64;
+  if (!(v >= 0 && v < kTwoTo64) || std::floor(v) != v) return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
 Result<uint64_t> ParseUint64(std::string_view text) {
   uint64_t v = 0;
   const char* b = text.data();
@@ -190,8 +197,9 @@ Result<uint64_t> ParseUint64(std::string_view text) {
   if (text.empty() || ec != std::errc() || ptr != e) {
     // Accept "1e6"-style capacities only when they are exact integers.
     auto d = ParseDouble(text);
-    if (d.ok() && *d >= 0 && *d < 1.8e19 && std::floor(*d) == *d) {
-      return static_cast<uint64_t>(*d);
+    bool too_large = false;
+    if (d.ok()) {
+      if (std::optional<uint64_t> whole = WholeNumberOf(*d, &too_large)) return *whole;
     }
     // Past a double's range too ("1e999"), when its exponent is positive.
     double huge = 0;
@@ -200,8 +208,7 @@ Result<uint64_t> ParseUint64(std::string_view text) {
     const bool past_double = dptr == e && dec == std::errc::result_out_of_range &&
                              text.front() != '-' && exp != std::string_view::npos &&
                              exp + 1 < text.size() && text[exp + 1] != '-';
-    if ((ptr == e && ec == std::errc::result_out_of_range) || (d.ok() && *d >= 1.8e19) ||
-        past_double) {
+    if ((ptr == e && ec == std::errc::result_out_of_range) || too_large || past_double) {
       return Status::InvalidArgument("'" + std::string(text) + "' is out of range (at most " +
                                      std::to_string(UINT64_MAX) + ")");
     }

@@ -53,10 +53,7 @@ Result<std::unique_ptr<Store>> Store::Open(std::string_view url, const StoreOpti
 Status Store::CheckScheme(std::string_view url) {
   if (TraitsOf(url).has_value()) return Status::Ok();
   std::string forms;
-  for (const StoreScheme& s : kSchemes) {
-    if (!forms.empty()) forms += ", ";
-    forms += s.form;
-  }
+  for (const std::string& form : UrlForms()) forms += (forms.empty() ? "" : ", ") + form;
   return Status::InvalidArgument("unknown store URL '" + internal::RedactUrl(url) + "' (expected " +
                                  forms + ")");
 }

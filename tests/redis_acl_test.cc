@@ -178,6 +178,13 @@ TEST_F(RedisAclTest, APermissionMissingAtExecIsPermissionDenied) {
   const auto r = Run(w, {"check", "noexec", "x"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
+  // The reason, for scripts, in the error's tag and in --json.
+  EXPECT_NE(r.err.find("[unavailable: permission_denied]"), std::string::npos) << r.err;
+  const auto json = Run(w, {"check", "noexec", "x", "--json"});
+  EXPECT_EQ(json.exit_code, 3) << json.err;
+  EXPECT_NE(json.out.find(R"("code":"unavailable","reason":"permission_denied")"),
+            std::string::npos)
+      << json.out;
 }
 
 TEST_F(RedisAclTest, ReaderReadsAndCannotWrite) {

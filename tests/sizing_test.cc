@@ -174,6 +174,16 @@ TEST(SizingTest, GivenGeometryIsCheckedLikeGuavasOwn) {
 TEST(SizingTest, NumbersOutOfRangeAreNamedSo) {
   EXPECT_EQ(*ParseUint64("1e6"), 1000000u);
   EXPECT_EQ(*ParseUint64("18446744073709551615"), UINT64_MAX);
+  // Whole doubles up to 2^64 are in range (1.8e19 was said to be out of it).
+  EXPECT_EQ(*ParseUint64("1.8e19"), 18'000'000'000'000'000'000u);
+  bool too_large = true;
+  EXPECT_EQ(WholeNumberOf(1.8e19, &too_large), 18'000'000'000'000'000'000u);
+  EXPECT_FALSE(too_large);
+  EXPECT_EQ(WholeNumberOf(18446744073709551616.0, &too_large), std::nullopt);
+  EXPECT_TRUE(too_large);
+  EXPECT_EQ(WholeNumberOf(1.5, &too_large), std::nullopt);
+  EXPECT_FALSE(too_large);
+  EXPECT_EQ(WholeNumberOf(-1), std::nullopt);
   for (const char* big : {"18446744073709551616", "99999999999999999999", "1e20", "1e999"}) {
     auto r = ParseUint64(big);
     ASSERT_FALSE(r.ok()) << big;

@@ -33,8 +33,17 @@
 
 namespace redbloom::cli {
 
+namespace {
+// "[unavailable]", or with the failure's reason "[unavailable: answers_lost]".
+std::string CodeTag(const Status& s) {
+  std::string tag = "[" + std::string(StatusCodeName(s.code()));
+  if (s.reason() != StatusReason::kNone) tag += ": " + std::string(StatusReasonName(s.reason()));
+  return tag + "]";
+}
+}  // namespace
+
 int Fail(const Status& s) {
-  std::cerr << "redbloom: error: " << s.message() << " [" << StatusCodeName(s.code()) << "]\n";
+  std::cerr << "redbloom: error: " << s.message() << " " << CodeTag(s) << "\n";
   return ExitCodeFor(s);
 }
 
@@ -42,7 +51,7 @@ int FailAfterWrites(const Status& s, BloomFilter& filter) {
   const int code = Fail(s);
   if (Status synced = filter.Flush(); !synced.ok()) {
     std::cerr << "redbloom: error: and what was written before it may not be durable: "
-              << synced.message() << " [" << StatusCodeName(synced.code()) << "]\n";
+              << synced.message() << " " << CodeTag(synced) << "\n";
   }
   return code;
 }
@@ -209,8 +218,11 @@ class JsonItemsWriter {
         break;
     }
     if (!error.ok()) {
-      std::cout << ",\"error\":{\"code\":" << Quote(std::string(StatusCodeName(error.code())))
-                << ",\"message\":" << Quote(error.message()) << "}";
+      std::cout << ",\"error\":{\"code\":" << Quote(std::string(StatusCodeName(error.code())));
+      if (error.reason() != StatusReason::kNone) {
+        std::cout << ",\"reason\":" << Quote(std::string(StatusReasonName(error.reason())));
+      }
+      std::cout << ",\"message\":" << Quote(error.message()) << "}";
       if (unconfirmed > 0) std::cout << ",\"unconfirmed\":" << unconfirmed;
     }
     std::cout << "}\n";
@@ -270,7 +282,8 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
              " may have been " + verb;
     }
     if (!what.empty()) {
-      std::cerr << "redbloom: " << what << "; nothing after them was"
+      std::cerr << "redbloom: " << what << "; nothing after "
+                << (done + unconfirmed == 1 ? "it" : "them") << " was"
                 << (op == ItemOp::kAdd ? " (adding again is harmless)" : "") << "\n";
     }
     if (json_out) json_out->End(s, unconfirmed);

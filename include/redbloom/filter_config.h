@@ -165,6 +165,9 @@ std::string FormatDouble(double v);
 // Strict: the whole string must be a finite number.
 Result<double> ParseDouble(std::string_view text);
 Result<uint64_t> ParseUint64(std::string_view text);
+// `v` as an unsigned integer when it is one: no fraction, 0 <= v < 2^64 ("1e6"
+// read as a double). nullopt otherwise; *too_large (if given) says v >= 2^64.
+std::optional<uint64_t> WholeNumberOf(double v, bool* too_large = nullptr);
 
 }  // namespace redbloom
 

@@ -45,9 +45,9 @@ std::string_view StatusCodeName(StatusCode code);
 
 // What a failure is, where its code alone does not tell a caller what to do
 // next (RocksDB's Status::SubCode). Most kUnavailable errors pass with a
-// retry; these mostly do not. A reason survives WithContext and any message
-// built on the failure, so no caller reads the message to decide: the
-// message is for people and may change.
+// retry; these mostly do not. A reason survives WithContext and WithSuffix
+// (a status rebuilt with another code drops it, as it should), so no caller
+// reads the message to decide: the message is for people and may change.
 enum class StatusReason : unsigned char {
   kNone = 0,
   // Configuration to mend: retrying cannot help.
