@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+
+#include "status_reasons.h"
 
 namespace redbloom {
 
@@ -35,37 +38,57 @@ std::string_view StatusCodeName(StatusCode code) {
   return "unknown";
 }
 
-std::string_view StatusReasonName(StatusReason reason) {
-  switch (reason) {
-    case StatusReason::kNone:
-      return "none";
-    case StatusReason::kAuthFailed:
-      return "auth_failed";
-    case StatusReason::kPermissionDenied:
-      return "permission_denied";
-    case StatusReason::kCommandMissing:
-      return "command_missing";
-    case StatusReason::kTlsFailed:
-      return "tls_failed";
-    case StatusReason::kNotReplicated:
-      return "not_replicated";
-    case StatusReason::kRestarted:
-      return "restarted";
-    case StatusReason::kWritableReplica:
-      return "writable_replica";
-    case StatusReason::kAnswersLost:
-      return "answers_lost";
-    case StatusReason::kClockBehind:
-      return "clock_behind";
-    case StatusReason::kStalledServer:
-      return "stalled_server";
-    case StatusReason::kBeingCreated:
-      return "being_created";
-    case StatusReason::kMappingLimit:
-      return "mapping_limit";
+namespace {
+
+struct ReasonInfo {
+  StatusReason reason;
+  std::string_view name;
+  internal::ReasonClass kind;
+};
+
+// In the enum's order (a test walks the names to the first "unknown").
+constexpr ReasonInfo kReasons[] = {
+    {StatusReason::kNone, "none", internal::ReasonClass::kOther},
+    {StatusReason::kAuthFailed, "auth_failed", internal::ReasonClass::kConfiguration},
+    {StatusReason::kPermissionDenied, "permission_denied", internal::ReasonClass::kConfiguration},
+    {StatusReason::kCommandMissing, "command_missing", internal::ReasonClass::kConfiguration},
+    {StatusReason::kTlsFailed, "tls_failed", internal::ReasonClass::kConfiguration},
+    {StatusReason::kNotReplicated, "not_replicated", internal::ReasonClass::kServerState},
+    {StatusReason::kRestarted, "restarted", internal::ReasonClass::kServerState},
+    {StatusReason::kWritableReplica, "writable_replica", internal::ReasonClass::kServerState},
+    {StatusReason::kAnswersLost, "answers_lost", internal::ReasonClass::kServerState},
+    {StatusReason::kClockBehind, "clock_behind", internal::ReasonClass::kServerState},
+    {StatusReason::kStalledServer, "stalled_server", internal::ReasonClass::kOther},
+    {StatusReason::kBeingCreated, "being_created", internal::ReasonClass::kOther},
+    {StatusReason::kMappingLimit, "mapping_limit", internal::ReasonClass::kOther},
+};
+
+constexpr bool InEnumOrder() {
+  for (size_t i = 0; i < std::size(kReasons); ++i) {
+    if (static_cast<size_t>(kReasons[i].reason) != i) return false;
   }
-  return "unknown";
+  return true;
 }
+static_assert(InEnumOrder(), "kReasons must list StatusReason in its order");
+
+const ReasonInfo* InfoOf(StatusReason reason) {
+  const auto i = static_cast<size_t>(reason);
+  return i < std::size(kReasons) ? &kReasons[i] : nullptr;
+}
+
+}  // namespace
+
+std::string_view StatusReasonName(StatusReason reason) {
+  const ReasonInfo* info = InfoOf(reason);
+  return info == nullptr ? "unknown" : info->name;
+}
+
+namespace internal {
+ReasonClass ClassOf(StatusReason reason) {
+  const ReasonInfo* info = InfoOf(reason);
+  return info == nullptr ? ReasonClass::kOther : info->kind;
+}
+}  // namespace internal
 
 const std::string& Status::message() const {
   static const std::string* const kEmpty = new std::string();  // never destroyed

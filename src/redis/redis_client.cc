@@ -10,6 +10,7 @@
 #include "redis/redis_keys.h"
 #include "redis/redis_url.h"
 #include "redis/tls_transport.h"
+#include "status_reasons.h"
 
 namespace redbloom::internal {
 namespace {
@@ -280,28 +281,12 @@ std::string InfoField(std::string_view info, std::string_view name) {
 }
 
 bool IsConfigurationFailure(const Status& s) {
-  switch (s.reason()) {
-    case StatusReason::kAuthFailed:
-    case StatusReason::kPermissionDenied:
-    case StatusReason::kCommandMissing:
-    case StatusReason::kTlsFailed:
-      return true;
-    default:
-      return false;
-  }
+  return ClassOf(s.reason()) == ReasonClass::kConfiguration;
 }
 
 bool IsPermanentFailure(const Status& s) {
-  switch (s.reason()) {
-    case StatusReason::kNotReplicated:
-    case StatusReason::kRestarted:
-    case StatusReason::kWritableReplica:
-    case StatusReason::kAnswersLost:
-    case StatusReason::kClockBehind:
-      return true;
-    default:
-      return IsConfigurationFailure(s);
-  }
+  const ReasonClass kind = ClassOf(s.reason());
+  return kind == ReasonClass::kConfiguration || kind == ReasonClass::kServerState;
 }
 
 bool IsStalledServer(const Status& s) { return s.reason() == StatusReason::kStalledServer; }
