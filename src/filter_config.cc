@@ -193,28 +193,28 @@ Result<uint64_t> ParseUint64(std::string_view text) {
   uint64_t v = 0;
   const char* b = text.data();
   const char* e = b + text.size();
-  auto [ptr, ec] = std::from_chars(b, e, v, 10);
-  if (text.empty() || ec != std::errc() || ptr != e) {
-    // Accept "1e6"-style capacities only when they are exact integers.
-    auto d = ParseDouble(text);
-    bool too_large = false;
-    if (d.ok()) {
-      if (std::optional<uint64_t> whole = WholeNumberOf(*d, &too_large)) return *whole;
-    }
-    // Past a double's range too ("1e999"), when its exponent is positive.
-    double huge = 0;
-    const auto [dptr, dec] = std::from_chars(b, e, huge);
+  const auto [ptr, ec] = std::from_chars(b, e, v, 10);
+  if (!text.empty() && ec == std::errc() && ptr == e) return v;
+  // Accept "1e6"-style capacities only when they are exact integers. A
+  // number past 2^64, or past a double's range with a positive exponent
+  // ("1e999"), is out of range rather than no integer.
+  double d = 0;
+  const auto [dptr, dec] = std::from_chars(b, e, d);
+  bool too_large = ptr == e && ec == std::errc::result_out_of_range;
+  if (!text.empty() && dptr == e && dec == std::errc() && std::isfinite(d)) {
+    bool past_2_64 = false;
+    if (std::optional<uint64_t> whole = WholeNumberOf(d, &past_2_64)) return *whole;
+    too_large = too_large || past_2_64;
+  } else if (dptr == e && dec == std::errc::result_out_of_range && text.front() != '-') {
     const size_t exp = text.find_first_of("eE");
-    const bool past_double = dptr == e && dec == std::errc::result_out_of_range &&
-                             text.front() != '-' && exp != std::string_view::npos &&
-                             exp + 1 < text.size() && text[exp + 1] != '-';
-    if ((ptr == e && ec == std::errc::result_out_of_range) || too_large || past_double) {
-      return Status::InvalidArgument("'" + std::string(text) + "' is out of range (at most " +
-                                     std::to_string(UINT64_MAX) + ")");
-    }
-    return Status::InvalidArgument("'" + std::string(text) + "' is not a non-negative integer");
+    too_large = too_large ||
+                (exp != std::string_view::npos && exp + 1 < text.size() && text[exp + 1] != '-');
   }
-  return v;
+  if (too_large) {
+    return Status::InvalidArgument("'" + std::string(text) + "' is out of range (at most " +
+                                   std::to_string(UINT64_MAX) + ")");
+  }
+  return Status::InvalidArgument("'" + std::string(text) + "' is not a non-negative integer");
 }
 
 }  // namespace redbloom
