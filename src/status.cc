@@ -61,6 +61,8 @@ constexpr ReasonInfo kReasons[] = {
     {StatusReason::kStalledServer, "stalled_server", internal::ReasonClass::kOther},
     {StatusReason::kBeingCreated, "being_created", internal::ReasonClass::kOther},
     {StatusReason::kMappingLimit, "mapping_limit", internal::ReasonClass::kOther},
+    {StatusReason::kServerFull, "server_full", internal::ReasonClass::kOther},
+    {StatusReason::kConnectionLost, "connection_lost", internal::ReasonClass::kOther},
 };
 
 constexpr bool InEnumOrder() {

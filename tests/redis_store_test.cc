@@ -22,6 +22,8 @@
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
 #include "redbloom/transfer.h"
+#include "redis/connection_source.h"
+#include "redis/redis_client.h"
 #include "redis/redis_keys.h"
 #include "redis/redis_ops.h"
 #include "redis/redis_scripts.h"
@@ -2705,6 +2707,7 @@ TEST(RedisOutputBufferTest, AConnectionDroppedForItsRepliesSaysWhichSettingDoesT
   std::vector<uint8_t> present;
   const Status dropped = f->ContainsMany(views, &present);
   EXPECT_EQ(dropped.code(), StatusCode::kUnavailable) << dropped.ToString();
+  EXPECT_EQ(dropped.reason(), StatusReason::kConnectionLost) << dropped.ToString();
   EXPECT_NE(dropped.message().find("client-output-buffer-limit"), std::string::npos)
       << dropped.ToString();
   // Smaller batches have smaller replies.
@@ -2733,6 +2736,33 @@ TEST(RedisMaxclientsTest, CallersShareThePoolsConnectionsAtTheServersMaxclients)
   std::vector<uint8_t> present;
   ASSERT_TRUE(f->ContainsMany(views, &present).ok());
   EXPECT_EQ(std::count(present.begin(), present.end(), 1), 60'000);
+}
+
+// When the pool's own connections stay busy past command_timeout_ms at the
+// server's maxclients, the wait ends as a full pool's does, and the error
+// keeps the reason a caller can act on (raise maxclients).
+TEST(RedisMaxclientsTest, AWaitThatOutlastsTheTimeoutAtMaxclientsSaysServerFull) {
+  RedisServer server({"--maxclients", "2"});
+  server.Start();
+  Result<internal::RedisUrl> url =
+      internal::ParseRedisUrl(server.url() + "?command_timeout_ms=300", StoreOptions());
+  ASSERT_TRUE(url.ok()) << url.status().ToString();
+  internal::ConnectionPool pool(internal::ServerParamsFor(*url, url->hosts.front()), 4);
+  std::vector<internal::ConnectionPool::Lease> held;
+  Status refused;
+  for (int i = 0; i < 4 && refused.ok(); ++i) {
+    Result<internal::ConnectionPool::Lease> lease = pool.Acquire();
+    if (lease.ok()) {
+      held.push_back(std::move(lease).value());
+    } else {
+      refused = lease.status();
+    }
+  }
+  ASSERT_FALSE(held.empty());
+  EXPECT_EQ(refused.code(), StatusCode::kDeadlineExceeded) << refused.ToString();
+  EXPECT_EQ(refused.reason(), StatusReason::kServerFull) << refused.ToString();
+  EXPECT_NE(refused.message().find("raise the server's maxclients"), std::string::npos)
+      << refused.ToString();
 }
 
 // An add whose bits are all set already writes nothing: a repeated add of an
@@ -3216,6 +3246,7 @@ TEST_F(RedisStoreTest, AFullServerAndMissingReplicasAreUnavailableNotInternal) {
   own.Cli({"CONFIG", "SET", "maxclients", "1"});
   const Status full = Store::Open(own.url() + "?max_retries=0").status();
   EXPECT_EQ(full.code(), StatusCode::kUnavailable) << full.ToString();
+  EXPECT_EQ(full.reason(), StatusReason::kServerFull) << full.ToString();
   EXPECT_NE(full.message().find("maxclients"), std::string::npos) << full.ToString();
   own.Stop();
 }

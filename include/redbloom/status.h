@@ -67,6 +67,11 @@ enum class StatusReason : unsigned char {
   kBeingCreated,
   // The process holds as many memory mappings as vm.max_map_count allows.
   kMappingLimit,
+  // The server refused a connection at its maxclients.
+  kServerFull,
+  // The server closed or reset the connection without an answer (over TLS,
+  // what a server at its maxclients does to a new connection).
+  kConnectionLost,
 };
 
 // Stable lower-case name of a reason ("auth_failed"; "none" for kNone),

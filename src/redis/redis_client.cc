@@ -15,12 +15,6 @@
 namespace redbloom::internal {
 namespace {
 
-// A server at its maxclients (ReplyErrorStatus), and what one does over TLS
-// (tls_transport.cc: it closes the connection unanswered).
-constexpr std::string_view kMaxClients = "has all its connections in use (its maxclients)";
-constexpr std::string_view kClosedInHandshake = "closed the connection during the TLS handshake";
-constexpr std::string_view kLostConnection = "lost connection to ";
-
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
 
 }  // namespace
@@ -142,10 +136,12 @@ Status TransportStatus(const IoFailure& failure, const ServerParams& server) {
                                       std::to_string(server.command_timeout.count()) +
                                       " ms (command_timeout_ms)");
     case Kind::kClosed:
-      return Status::Unavailable(where + " closed the connection" + hint);
+      return {StatusCode::kUnavailable, where + " closed the connection" + hint,
+              StatusReason::kConnectionLost};
     case Kind::kIo:
-      return Status::Unavailable(std::string(kLostConnection) + where + ": " + failure.detail +
-                                 hint);
+      return {StatusCode::kUnavailable,
+              "lost connection to " + where + ": " + failure.detail + hint,
+              StatusReason::kConnectionLost};
   }
   return Status::Internal("bug: a transport failure without a kind talking to " + where);
 }
@@ -206,7 +202,9 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
   // The server refused before running anything: transient states an
   // operator ends (or a retry outlives), not a bug.
   if (StartsWith(text, "ERR max number of clients reached")) {
-    return Status::Unavailable(where + " " + std::string(kMaxClients) + ": " + said);
+    return {StatusCode::kUnavailable,
+            where + " has all its connections in use (its maxclients): " + said,
+            StatusReason::kServerFull};
   }
   if (StartsWith(text, "NOREPLICAS")) {
     return Status::Unavailable(where +
@@ -878,11 +876,9 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
         // Over TLS a server at maxclients closes or resets the connection
         // without a word; with connections of this pool up, the server and
         // TLS work, so that is taken for the same.
-        const std::string_view said = conn.status().message();
-        const bool full =
-            said.find(kMaxClients) != std::string_view::npos ||
-            (server_.tls != nullptr && (said.find(kClosedInHandshake) != std::string_view::npos ||
-                                        said.starts_with(kLostConnection)));
+        const StatusReason why = conn.status().reason();
+        const bool full = why == StatusReason::kServerFull ||
+                          (server_.tls != nullptr && why == StatusReason::kConnectionLost);
         if (open_ > 0 && full) {
           server_full = conn.status();
           continue;
@@ -910,11 +906,12 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       if (server_full.has_value()) {
         // Deadline exceeded, as for a full pool: not retried (a retry would
         // wait as long again), 504.
-        return Status::DeadlineExceeded(
-            "redis " + server_.display + " refused this pool another connection (" +
-            server_full->message() + ") and the pool's own stayed busy for " +
-            std::to_string(server_.command_timeout.count()) +
-            " ms: raise the server's maxclients, or set pool_size below it");
+        return Status(StatusCode::kDeadlineExceeded,
+                      "redis " + server_.display + " refused this pool another connection (" +
+                          server_full->message() + ") and the pool's own stayed busy for " +
+                          std::to_string(server_.command_timeout.count()) +
+                          " ms: raise the server's maxclients, or set pool_size below it",
+                      StatusReason::kServerFull);
       }
       return Status::DeadlineExceeded("all " + std::to_string(size_) + " connections to redis " +
                                       server_.display + " stayed busy for " +
