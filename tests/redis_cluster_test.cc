@@ -145,6 +145,27 @@ TEST_F(RedisClusterTest, ARedisUrlNamingAClusterNodeIsRefusedAtOpen) {
       << store.status().ToString();
 }
 
+// The old layout of a braced name kept its metadata in another slot than
+// its bitmap: it is looked for on the node that holds it (it was asked of
+// the bitmap's node, which answered MOVED, and the filter read as a bare
+// bitmap to attach).
+TEST_F(RedisClusterTest, AFilterInTheOldLayoutIsNamedFromAnotherSlot) {
+  const auto node_of = [](const std::string& key) {
+    return cluster_->MasterOf(internal::KeySlot(key)).port();
+  };
+  std::string name;
+  for (char c = 'a'; c <= 'z' && name.empty(); ++c) {
+    const std::string candidate = std::string("a{") + c;
+    if (node_of(candidate) != node_of(candidate + ":meta")) name = candidate;
+  }
+  ASSERT_FALSE(name.empty()) << "no name with its old metadata on another master";
+  Cli({"SETBIT", name, "100", "1"});
+  Cli({"HSET", name + ":meta", "kind", "plain"});
+  const Status s = BloomFilter::Open(*store_, name).status();
+  EXPECT_EQ(s.code(), StatusCode::kConflict) << s.ToString();
+  EXPECT_NE(s.message().find("'" + name + ":meta'"), std::string::npos) << s.message();
+}
+
 TEST_F(RedisClusterTest, FiltersLandOnEveryMasterAndListAsksThemAll) {
   std::set<int> ports;
   for (int i = 0; i < 30; ++i) {

@@ -713,6 +713,28 @@ TEST_F(RedisStoreTest, AFilterInTheOldLayoutOfBracedNamesIsNamedSo) {
   const Status bare = BloomFilter::Open(*store_, "c}d").status();
   EXPECT_EQ(bare.code(), StatusCode::kNotFound) << bare.ToString();
   EXPECT_NE(bare.message().find("attach"), std::string::npos) << bare.message();
+  // Attaching the bitmap is refused: it would keep one layer of the rest.
+  const Status attached = store_->Attach("a{b", Config());
+  EXPECT_EQ(attached.code(), StatusCode::kConflict) << attached.ToString();
+}
+
+// A window filter has no bitmap key, nor has a filter whose bitmap was
+// lost: the old layout's metadata alone names it (an audit found such a
+// filter read as missing, and a create make another beside its old keys).
+TEST_F(RedisStoreTest, AnOldLayoutFilterWithoutABitmapIsNamedAndNotMadeAgain) {
+  raw_->Run({"HSET", "w{z:meta", "kind", "window", "slices", "6"});
+  raw_->Run({"HSET", "w{z/parts", "179654600", "3"});
+  const Status opened = BloomFilter::Open(*store_, "w{z").status();
+  EXPECT_EQ(opened.code(), StatusCode::kConflict) << opened.ToString();
+  EXPECT_NE(opened.message().find("'w{z:meta'"), std::string::npos) << opened.message();
+  const Status created = store_->Create("w{z", Config());
+  EXPECT_EQ(created.code(), StatusCode::kConflict) << created.ToString();
+  EXPECT_EQ(raw_->Int({"EXISTS", "w{z"}), 0) << "the create made a bitmap";
+  auto names = store_->List();
+  ASSERT_TRUE(names.ok()) << names.status().ToString();
+  EXPECT_TRUE(names->empty()) << names->front();
+  // A name whose old metadata key is not there is created as usual.
+  EXPECT_TRUE(store_->Create("v{z", Config()).ok());
 }
 
 // Another client drops or re-creates the filter under open bits: their adds

@@ -67,14 +67,6 @@ std::string KeyType(Connection& c, std::string_view key) {
   return ReplyString(r->get());
 }
 
-bool KeyExists(Connection& c, std::string_view key) {
-  CommandBuffer cmd;
-  cmd.Command({"EXISTS", key});
-  if (!c.Append(cmd).ok()) return false;
-  Result<ReplyPtr> r = c.ReadOk();
-  return r.ok() && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1;
-}
-
 void BeginEval(CommandBuffer* cmd, std::string_view script,
                std::initializer_list<std::string_view> keys, size_t args) {
   cmd->Begin(3 + keys.size() + args);

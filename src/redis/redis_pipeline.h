@@ -17,10 +17,6 @@ namespace redbloom::internal {
 
 // ---- Replies ----------------------------------------------------------------
 
-// Whether `key` exists; false on any error too (EXISTS refused by an ACL,
-// or a key in another cluster slot): for wording an error only.
-bool KeyExists(Connection& c, std::string_view key);
-
 std::string ReplyString(const redisReply* r);
 bool IsArray(const redisReply* r, size_t min_elements);
 // kInternal naming the command and what came back.

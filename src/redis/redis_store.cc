@@ -68,6 +68,7 @@ class RedisStore final : public Store {
                   /*shardable=*/KindOf(config.kind).one_array && !config.geometry_given));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
     REDBLOOM_RETURN_IF_ERROR(CheckNoForeignCompanion(*shared_, name, config, "create"));
+    REDBLOOM_RETURN_IF_ERROR(RefuseLegacyLayout(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
     if (config.shards > 1) return CreateSharded(name, config, keys, expires_at);
@@ -128,6 +129,7 @@ class RedisStore final : public Store {
                                        /*shardable=*/false));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
     REDBLOOM_RETURN_IF_ERROR(CheckNoForeignCompanion(*shared_, name, config, "attach"));
+    REDBLOOM_RETURN_IF_ERROR(RefuseLegacyLayout(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     const uint64_t expires_at = FilterExpiry(clock(), config);
     // Idempotent: attaching again with the same parameters succeeds.
@@ -684,6 +686,8 @@ class RedisStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     const FilterKeys keys = KeysFor(name, shared_->keys);
     StoredMeta meta;
+    bool no_meta = false;
+    std::string bare_type;  // the type of a bitmap key without metadata
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           // HGETALL and EXISTS only, so that a reader's ACL needs no TYPE;
@@ -702,32 +706,53 @@ class RedisStore final : public Store {
             return ReplyErrorStatus(ReplyText(hash.get()), c.server());
           }
           if (hash->type == REDIS_REPLY_ARRAY && hash->elements == 0) {
-            if (bitmap_exists->type != REDIS_REPLY_INTEGER || bitmap_exists->integer == 0) {
-              return NotFoundStatus(name);
+            no_meta = true;
+            if (bitmap_exists->type == REDIS_REPLY_INTEGER && bitmap_exists->integer != 0) {
+              bare_type = KeyType(c, keys.bitmap);
             }
-            const std::string legacy = LegacyMetaKey(name, shared_->keys);
-            if (!legacy.empty() && KeyExists(c, legacy)) {
-              return Status::Conflict(
-                  "filter '" + std::string(name) +
-                  "' was made by a redbloom build before 2026-12-01, which kept the metadata of "
-                  "a name with a brace but no hash tag at '" +
-                  LegacyMetaKey(name, KeyMode::kPlain) +
-                  "'; this build does not read that layout. Move it with the build "
-                  "that made it (export --format redbloom, then drop) and import the dump "
-                  "here; attaching the bitmap would lose a scaling filter's other layers");
-            }
-            const std::string bt = KeyType(c, keys.bitmap);
-            return Status::NotFound("filter '" + std::string(name) + "' does not exist: key '" +
-                                    DisplayName(name) + "' is a " + bt +
-                                    " without redbloom metadata" +
-                                    (bt == "string" ? "; adopt it with attach" : ""));
+            return Status::Ok();
           }
           REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
           if (meta.name != name) return CollisionStatus(name, meta.name, DisplayMeta(name));
           return Status::Ok();
         });
     if (!s.ok()) return s;
-    return meta;
+    if (!no_meta) return meta;
+    // Without a bitmap too (a window filter has none), a filter of the old
+    // layout still is one.
+    REDBLOOM_RETURN_IF_ERROR(RefuseLegacyLayout(name));
+    if (bare_type.empty()) return NotFoundStatus(name);
+    return Status::NotFound("filter '" + std::string(name) + "' does not exist: key '" +
+                            DisplayName(name) + "' is a " + bare_type +
+                            " without redbloom metadata" +
+                            (bare_type == "string" ? "; adopt it with attach" : ""));
+  }
+
+  // Builds before 2026-12-01 kept the metadata of a name with a brace but no
+  // hash tag at another key, in another slot (LegacyMetaKey): such a filter
+  // is refused by name, by reads and by creates alike, rather than read as
+  // missing (and made again beside its old keys) or as a bare bitmap (whose
+  // attach keeps one layer of a scaling filter). One EXISTS, asked only for
+  // such names, on the node that holds that key.
+  Status RefuseLegacyLayout(std::string_view name) {
+    const std::string legacy = LegacyMetaKey(name, shared_->keys);
+    if (legacy.empty()) return Status::Ok();
+    return shared_->source->Run(
+        legacy, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          CommandBuffer cmd;
+          cmd.Command({"EXISTS", legacy});
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+          if (r->type != REDIS_REPLY_INTEGER) return Unexpected("EXISTS", r.get());
+          if (r->integer == 0) return Status::Ok();
+          return Status::Conflict(
+              "filter '" + std::string(name) +
+              "' was made by a redbloom build before 2026-12-01, which kept the metadata of "
+              "a name with a brace but no hash tag at '" +
+              LegacyMetaKey(name, KeyMode::kPlain) +
+              "'; this build does not read that layout. Move it with the build "
+              "that made it (export --format redbloom, then drop) and import the dump "
+              "here; attaching the bitmap would lose a scaling filter's other layers");
+        });
   }
 
   // The part numbers in a filter's parts hash.
