@@ -798,8 +798,17 @@ Status ReadAllBitsInto(BitStore& bits, uint64_t part, uint64_t total, char* out)
   return Status::Ok();
 }
 
+// A large filter's bits may not fit in the caller's memory: an error, as
+// BitmapBuilder::Make gives, not a std::bad_alloc through a call that
+// returns a Status (it ended a library user's process).
 Status ReadAllBits(BitStore& bits, uint64_t part, uint64_t total, std::string* out) {
-  out->resize(static_cast<size_t>(total));
+  try {
+    out->resize(static_cast<size_t>(total));
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(
+        "out of memory: no room to read the " + std::to_string(total) + " bytes of part " +
+        std::to_string(part) + " (ulimit -v, a cgroup's memory.max, or the machine's memory)");
+  }
   return ReadAllBitsInto(bits, part, total, out->data());
 }
 
@@ -833,6 +842,14 @@ Status BloomFilter::ReadBitmap(std::string* out) {
 }
 
 Status BloomFilter::ReadBitmap(std::span<char> out) {
+  // A size other than the handle's is the caller's; one that the handle had
+  // until a rebuild changed it during the call is a conflict.
+  const uint64_t expected = state().config.data_bytes();
+  if (out.size() != expected) {
+    return Status::InvalidArgument("a buffer of " + std::to_string(out.size()) +
+                                   " bytes for filter '" + name_ + "', which holds " +
+                                   std::to_string(expected) + " (config().data_bytes())");
+  }
   return WithReopen(
       [&](State& st) -> Status {
         const FilterConfig& c = st.config;
@@ -840,7 +857,7 @@ Status BloomFilter::ReadBitmap(std::span<char> out) {
         if (out.size() != c.data_bytes()) {
           return Status::Conflict("filter '" + name_ + "' holds " + std::to_string(c.data_bytes()) +
                                   " bytes of bits, not " + std::to_string(out.size()) +
-                                  " (rebuilt meanwhile?)");
+                                  ": it was rebuilt during the call");
         }
         return ReadAllBitsInto(*st.bits, 0, c.data_bytes(), out.data());
       },
@@ -928,11 +945,22 @@ Status BloomFilter::MergePartBytes(uint64_t part, uint64_t offset, std::string_v
 
 Result<FilterStats> BloomFilter::PartStats(uint64_t part) {
   FilterStats stats;
+  // A part the kind cannot have is not found, on every store: Redis sized
+  // it first (kInvalidArgument, or kResourceExhausted past a scaling
+  // filter's last layer), and a sharded filter took a shard past its last
+  // for a lost one (kDataLoss).
+  Status no_such_part;
   Status s = WithReopen([&](State& st) -> Status {
+    if (Result<uint64_t> bytes = PartBytes(st.config, part); !bytes.ok()) {
+      no_such_part = Status::NotFound("part " + std::to_string(part) + " of filter '" + name_ +
+                                      "' does not exist: " + bytes.status().message());
+      return Status::Ok();
+    }
     REDBLOOM_ASSIGN_OR_RETURN(stats, st.bits->Stats(part));
     return Status::Ok();
   });
   if (!s.ok()) return s;
+  if (!no_such_part.ok()) return no_such_part;
   return stats;
 }
 

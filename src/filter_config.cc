@@ -94,6 +94,11 @@ Status CheckTtl(uint64_t ttl_seconds) {
 // FilterConfig::geometry_given).
 Result<FilterConfig> MakeGivenGeometryConfig(const FilterOptions& options) {
   if (options.capacity != 0 || options.error_rate != 0) {
+    if (options.bits == 0 || options.hashes == 0) {
+      return Status::InvalidArgument(
+          std::string(options.bits == 0 ? "hashes without bits" : "bits without hashes") +
+          ": give bits and hashes together, or capacity and error rate alone");
+    }
     return Status::InvalidArgument(
         "give either capacity and error rate, or bits and hashes, not both");
   }

@@ -2,14 +2,19 @@
 
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "redbloom/strategy.h"
+#include "redbloom/transfer.h"
 #include "test_util.h"
 
 namespace redbloom {
@@ -416,6 +421,52 @@ INSTANTIATE_TEST_SUITE_P(All, BloomFilterTest,
                            return std::get<0>(param_info.param) + "_" +
                                   std::string(StrategyName(std::get<1>(param_info.param)));
                          });
+
+// A filter whose bits do not fit in the process's memory: ReadBitmap,
+// ReadParts and ExportDump return kResourceExhausted (std::bad_alloc went
+// through them and ended the process: an audit, under ulimit -v). The
+// child process gets an address-space limit its untouched mapping of the
+// filter fits under and a copy of the bits does not, and reports by exit
+// code.
+TEST(BloomFilterMemoryTest, ReadingBitsWithoutMemoryForThemIsResourceExhausted) {
+  if (internal::kAddressSanitizer || internal::kThreadSanitizer) {
+    GTEST_SKIP() << "the sanitizers reserve address space of their own: this runs in the normal "
+                    "build";
+  }
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_OK_AND_ASSIGN(
+      auto f, BloomFilter::Create(**store, "big", {.capacity = 200'000'000, .error_rate = 0.01}));
+  ASSERT_TRUE(f->Add("x").ok());
+  ASSERT_GT(f->config().data_bytes(), uint64_t{200} << 20);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::ifstream statm("/proc/self/statm");
+    uint64_t pages = 0;
+    if (!(statm >> pages)) ::_exit(10);
+    const rlim_t limit = pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) + (96 << 20);
+    const rlimit tight{limit, limit};
+    if (::setrlimit(RLIMIT_AS, &tight) != 0) ::_exit(10);
+    try {  // the test framework would catch a throw and go on in this child
+      std::string bits;
+      if (f->ReadBitmap(&bits).code() != StatusCode::kResourceExhausted) ::_exit(11);
+      std::vector<BloomFilter::Part> parts;
+      if (f->ReadParts(&parts).code() != StatusCode::kResourceExhausted) ::_exit(12);
+      std::ofstream null("/dev/null", std::ios::binary);
+      if (ExportDump(*f, null).code() != StatusCode::kResourceExhausted) ::_exit(13);
+    } catch (...) {
+      ::_exit(14);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: no limit set; 11: ReadBitmap, 12: ReadParts, 13: ExportDump did not say "
+         "resource_exhausted; 14: one threw";
+}
 
 // A huge batch at a large k leaves its thread no more than the scratch
 // bound (hashed_cells.h's kScratchOffsets, 8 MiB) behind. Offsets went to

@@ -158,6 +158,13 @@ TEST(SizingTest, GivenGeometryIsCheckedLikeGuavasOwn) {
                   .hashes = 7}),
             StatusCode::kInvalidArgument)
       << "capacity and bits are two sizings";
+  // One of m and k beside capacity and rate is named as the one given alone
+  // (it read "give either ..., not both").
+  const Status hashes_alone =
+      MakeConfig({.capacity = 100, .error_rate = 0.01, .hashes = 7}).status();
+  EXPECT_EQ(hashes_alone.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(hashes_alone.message().find("hashes without bits"), std::string::npos)
+      << hashes_alone.ToString();
   EXPECT_EQ(code({.strategy = Strategy::kSeed, .bits = 9600, .hashes = 7}),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(code({.strategy = Strategy::kGuava64,

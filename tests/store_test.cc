@@ -471,6 +471,48 @@ TEST_P(StoreTest, FiltersExpireWhenTheirTtlHasPassed) {
   EXPECT_TRUE(store_->Create("t", Config()).ok());
 }
 
+// The codes the header gives, alike on every store: a part the filter's
+// kind cannot have is not found (Redis said kInvalidArgument for a plain
+// filter's part 7 and kResourceExhausted past a scaling filter's last
+// layer; every store took a shard past the last for a lost one, kDataLoss),
+// and a buffer of the wrong size is the caller's mistake (it read as
+// kConflict, "rebuilt meanwhile?", which a caller retries).
+TEST_P(StoreTest, PartStatsAndReadBitmapAnswerTheDocumentedCodes) {
+  ASSERT_OK_AND_ASSIGN(auto plain,
+                       BloomFilter::Create(*store_, "p", {.capacity = 1000, .error_rate = 0.01}));
+  ASSERT_TRUE(plain->Add("x").ok());
+  ASSERT_OK_AND_ASSIGN(FilterStats zero, plain->PartStats(0));
+  EXPECT_GT(zero.bits_set, 0u);
+  const Status one = plain->PartStats(1).status();
+  EXPECT_EQ(one.code(), StatusCode::kNotFound) << one.ToString();
+  EXPECT_NE(one.message().find("part 1 of filter 'p' does not exist"), std::string::npos)
+      << one.ToString();
+  if (is_redis()) {  // sharded filters live in Redis only
+    ASSERT_OK_AND_ASSIGN(
+        auto sharded,
+        BloomFilter::Create(*store_, "s", {.capacity = 1000, .error_rate = 0.01, .shards = 4}));
+    EXPECT_TRUE(sharded->PartStats(3).ok());
+    EXPECT_EQ(sharded->PartStats(4).status().code(), StatusCode::kNotFound)
+        << sharded->PartStats(4).status().ToString();
+  }
+  ASSERT_OK_AND_ASSIGN(
+      auto scaling,
+      BloomFilter::Create(*store_, "g",
+                          {.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kScaling}));
+  EXPECT_EQ(scaling->PartStats(1).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(scaling->PartStats(40).status().code(), StatusCode::kNotFound)
+      << scaling->PartStats(40).status().ToString();
+
+  std::vector<char> buffer(plain->config().data_bytes() - 1);
+  const Status small = plain->ReadBitmap(std::span<char>(buffer));
+  EXPECT_EQ(small.code(), StatusCode::kInvalidArgument) << small.ToString();
+  buffer.resize(plain->config().data_bytes());
+  ASSERT_TRUE(plain->ReadBitmap(std::span<char>(buffer)).ok());
+  std::string bits;
+  ASSERT_TRUE(plain->ReadBitmap(&bits).ok());
+  EXPECT_EQ(std::string_view(buffer.data(), buffer.size()), bits);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, AllStores(), StoreName);
 
 TEST(StoreUrlTest, RejectsUnknownSchemes) {

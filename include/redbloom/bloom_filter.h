@@ -123,7 +123,8 @@ class BloomFilter {
   Status Add(std::string_view item, bool* added = nullptr);
   // Adds many items. If `added` is not null it is resized to items.size() and
   // added[i] is 1 when item i was new. All items are validated first: one bad
-  // item fails the call before anything is written. When the store fails
+  // item fails the call before anything is written, and the error names it
+  // counting from 1 ("item 3" is items[2]). When the store fails
   // part way, *added keeps the answers of the leading items it confirmed
   // added (a plain or counting filter of one array, on Redis: its
   // transactions answered before the failure; a scaling filter: the items
@@ -163,7 +164,9 @@ class BloomFilter {
   // bounded chunks. Concurrent adds may or may not be included.
   Status ReadBitmap(std::string* out);
   // The same into `out`, which must be config().data_bytes() long (else
-  // kInvalidArgument; kConflict if a rebuild changed the size meanwhile).
+  // kInvalidArgument; kConflict if a rebuild changed the size during the
+  // call). kResourceExhausted from the string form, and from ReadParts,
+  // when the process has no memory for the bits.
   Status ReadBitmap(std::span<char> out);
   // Merges a bitmap built elsewhere into this filter (plain and counting
   // filters): bits are ORed, counters added with saturation (see
@@ -194,7 +197,8 @@ class BloomFilter {
   // slice past its window): nothing is written then.
   Status MergePartBytes(uint64_t part, uint64_t offset, std::string_view bytes, uint64_t new_items,
                         bool* skipped = nullptr);
-  // One part's fill and count (kNotFound if the part does not exist).
+  // One part's fill and count (kNotFound if the part does not exist, or
+  // cannot: part 1 of a plain filter).
   Result<FilterStats> PartStats(uint64_t part);
 
  private:
@@ -277,6 +281,7 @@ class BitmapBuilder {
   // The first constructor, with kResourceExhausted instead of the throw.
   static Result<BitmapBuilder> Make(const FilterConfig& config);
   ~BitmapBuilder();
+  // A moved-from builder may only be destroyed or assigned to.
   BitmapBuilder(BitmapBuilder&&) noexcept;
   BitmapBuilder& operator=(BitmapBuilder&&) noexcept;
 

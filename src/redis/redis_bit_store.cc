@@ -243,7 +243,8 @@ Status RedisBitStore::CheckMeta(const redisReply* r, const Cells& cells) const {
 }
 
 Status RedisBitStore::Gone() const {
-  return Status::NotFound("filter '" + name_ + "' does not exist (it was dropped)");
+  return Status::NotFound("filter '" + name_ +
+                          "' does not exist (it was dropped, or lost with the server's data)");
 }
 
 Status RedisBitStore::BitmapError(Connection& c, const Cells& cells, const redisReply* r) const {
