@@ -536,6 +536,23 @@ TEST_P(RedissonRedisTest, AnotherStrategyNeitherCreatesNorAttachesOverARedissonF
   EXPECT_TRUE(again.ok()) << again.status().ToString();
 }
 
+// A plain filter may be named "{zz}:config", the key a redisson filter
+// "zz" keeps its config hash at: a create of that redisson filter is
+// refused without calling that bitmap Redisson's hash or saying to delete
+// it (which would destroy the other filter).
+TEST_P(RedissonRedisTest, AConfigKeyHeldByAnotherFiltersBitmapIsNotCalledRedissons) {
+  ASSERT_TRUE(BloomFilter::Create(*store_, "{zz}:config",
+                                  {.capacity = 10, .error_rate = 0.01, .strategy = Strategy::kSeed})
+                  .ok());
+  auto created = BloomFilter::Create(*store_, "zz", Options(10, 0.01));
+  EXPECT_EQ(created.status().code(), StatusCode::kConflict) << created.status().ToString();
+  EXPECT_NE(created.status().message().find("where a string is"), std::string::npos)
+      << created.status().ToString();
+  EXPECT_EQ(created.status().message().find("delete it"), std::string::npos)
+      << created.status().ToString();
+  EXPECT_TRUE(BloomFilter::Open(*store_, "{zz}:config").ok());
+}
+
 // A redisson filter whose metadata cannot be read (corrupt) can still be
 // dropped: the drop compared the config hash with the metadata's garbage
 // and refused it as "another filter its Java side made" (a review).

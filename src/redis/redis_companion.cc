@@ -192,6 +192,15 @@ Status CompanionCodeStatus(const redisReply* r, std::string_view name, std::stri
         return Status::NotFound("filter '" + std::string(name) + "' has no " + strategy +
                                 " config hash at " + key + ": nothing to attach");
       }
+      if (const std::string type = ReplyString(r->element[1]); type != "hash") {
+        // Not Redisson's: another program's key, or another filter's bitmap
+        // (a plain filter may be named "{NAME}:config"), which a delete
+        // would destroy.
+        return Status::Conflict("a " + strategy + " filter '" + std::string(name) +
+                                "' needs its config hash at " + key + ", where a " + type +
+                                " is (another program's key, or another filter's bitmap): give "
+                                "this filter another name");
+      }
       return Status::Conflict("a " + strategy + " filter '" + std::string(name) +
                               "' already exists (its config hash " + key +
                               " is there) without redbloom metadata: adopt it with attach "
