@@ -287,9 +287,11 @@ Status BloomFilter::WithReopen(Op&& op, Same same) {
   for (int attempt = 0; attempt < 4 && s.code() == StatusCode::kConflict; ++attempt) {
     auto fresh = Load(store_, name_);
     if (!fresh.ok()) {
-      if (fresh.status().code() == StatusCode::kNotFound) return fresh.status();
       if (fresh.status().code() == StatusCode::kConflict) continue;
-      return s;
+      // Why the filter cannot be read again (gone, corrupt metadata, the
+      // store down) is the answer: a conflict would send the caller to
+      // reopen, which fails the same way.
+      return fresh.status();
     }
     {
       std::lock_guard lock(mu_);

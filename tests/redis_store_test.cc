@@ -683,6 +683,22 @@ TEST_F(RedisStoreTest, ListPagesThroughManyFilters) {
   EXPECT_EQ(names->size(), 1500u);
 }
 
+// Metadata corrupted under an open handle: the handle's calls say what a
+// fresh open says, data_loss. They said conflict ("dropped or re-created"),
+// which tells a caller to reopen, and the reopen failed data_loss (an
+// audit).
+TEST_F(RedisStoreTest, CorruptMetadataUnderAnOpenHandleIsDataLoss) {
+  FilterOptions o = Options();
+  o.kind = FilterKind::kCounting;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "lc", o));
+  ASSERT_TRUE(f->Add("x").ok());
+  raw_->Run({"HSET", "{lc}:meta", "bits", "banana"});
+  const Status s = f->Contains("x").status();
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  EXPECT_NE(s.message().find("banana"), std::string::npos) << s.ToString();
+  EXPECT_EQ(BloomFilter::Open(*store_, "lc").status().code(), StatusCode::kDataLoss);
+}
+
 TEST_F(RedisStoreTest, BareBitmapIsNotFoundAndTheErrorSaysHowToAdoptIt) {
   raw_->Run({"SETBIT", "bare", "100", "1"});
   const Status s = BloomFilter::Open(*store_, "bare").status();
