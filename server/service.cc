@@ -294,12 +294,18 @@ Reply ErrorReply(const Status& status) {
 // FilterCache
 
 FilterCache::FilterCache(std::chrono::milliseconds revalidate_after, size_t max_entries,
-                         Metrics* metrics, std::chrono::milliseconds idle_after)
+                         Metrics* metrics, std::chrono::milliseconds idle_after, LetGo let_go)
     : revalidate_after_ns_(
           std::chrono::duration_cast<std::chrono::nanoseconds>(revalidate_after).count()),
       idle_after_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_after).count()),
       max_entries_(max_entries == 0 ? 1 : max_entries),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      let_go_(std::move(let_go)) {}
+
+void FilterCache::TellLetGo(const std::vector<std::string>& names) const {
+  if (let_go_ == nullptr) return;
+  for (const std::string& name : names) let_go_(name);
+}
 
 Result<std::shared_ptr<BloomFilter>> FilterCache::Open(Store& store, std::string_view name) {
   REDBLOOM_ASSIGN_OR_RETURN(std::unique_ptr<BloomFilter> opened, BloomFilter::Open(store, name));
@@ -358,6 +364,7 @@ void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter
   // What leaves the cache is destroyed after the lock is released: a Redis
   // handle's destructor may talk to its server (counts it still owes).
   std::shared_ptr<Entry> gone;
+  std::vector<std::string> let_go;
   std::unique_lock lock(mu_);
   auto it = entries_.find(name);
   if (it != entries_.end()) {
@@ -372,14 +379,17 @@ void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter
   if (entries_.size() >= max_entries_) {
     auto victim = LeastRecentlyUsed();
     gone = std::move(victim->second);
+    let_go.push_back(victim->first);
     entries_.erase(victim);
   }
   entries_.emplace(std::string(name), std::move(entry));
   lock.unlock();
+  TellLetGo(let_go);
 }
 
 size_t FilterCache::EvictOldestQuarter(std::string_view keep) {
   std::vector<std::shared_ptr<Entry>> gone;  // freed (unmapped) after the lock
+  std::vector<std::string> let_go;
   std::unique_lock lock(mu_);
   // Set aside while the others are picked from, then put back.
   std::shared_ptr<Entry> kept;
@@ -391,10 +401,12 @@ size_t FilterCache::EvictOldestQuarter(std::string_view keep) {
   while (gone.size() < n && !entries_.empty()) {
     auto victim = LeastRecentlyUsed();
     gone.push_back(std::move(victim->second));
+    let_go.push_back(victim->first);
     entries_.erase(victim);
   }
   if (kept != nullptr) entries_.emplace(std::string(keep), std::move(kept));
   lock.unlock();
+  TellLetGo(let_go);
   return gone.size();
 }
 
@@ -462,7 +474,7 @@ void FilterCache::Clear() {
 }
 
 template <typename Pred>
-bool FilterCache::EvictIf(Pred&& evict, size_t limit) {
+bool FilterCache::EvictIf(Pred&& evict, size_t limit, std::vector<std::string>* names) {
   std::vector<std::shared_ptr<Entry>> gone;  // freed (unmapped) after the lock
   std::unique_lock lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
@@ -472,6 +484,7 @@ bool FilterCache::EvictIf(Pred&& evict, size_t limit) {
     }
     if (gone.size() == limit) return true;
     gone.push_back(std::move(it->second));
+    if (names != nullptr) names->push_back(it->first);
     it = entries_.erase(it);
   }
   lock.unlock();
@@ -499,12 +512,14 @@ void FilterCache::SweepIdle() {
   // 1.6 s at 2,040 scaling ones, past a probe's timeout. What is left goes
   // at the next request's sweep, due at once.
   constexpr size_t kSweepHandles = 64;
+  std::vector<std::string> let_go;
   const bool more = EvictIf(
       [&](const std::string&, const Entry& entry) {
         return now - entry.used_ns.load(std::memory_order_relaxed) >= idle_after_ns_;
       },
-      kSweepHandles);
+      kSweepHandles, &let_go);
   if (more) next_sweep_ns_.store(now, std::memory_order_relaxed);
+  TellLetGo(let_go);
 }
 
 // ---------------------------------------------------------------------------
@@ -513,7 +528,11 @@ void FilterCache::SweepIdle() {
 Service::Service(ServiceOptions options, Metrics* metrics)
     : options_(std::move(options)),
       metrics_(metrics),
-      cache_(options_.revalidate_after, options_.filter_cache_size, metrics, options_.idle_after) {}
+      // A handle the cache closes was open here: finding its filter gone
+      // later is a vanished filter (unseen, a filter used less than once a
+      // filter_idle_ms went uncounted: an audit).
+      cache_(options_.revalidate_after, options_.filter_cache_size, metrics, options_.idle_after,
+             [this](std::string_view name) { RememberOpen(name); }) {}
 
 Service::~Service() {
   {
@@ -666,6 +685,9 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
     return opened.status();
   }
   std::shared_ptr<BloomFilter> filter = std::move(opened).value();
+  // Found on a fresh open: no longer a name to count as vanished if it is
+  // missing later (a cached handle's name is never remembered).
+  if (!cached) ForgetOpen(name);
   Status s = op(*filter);
   // A layer or slice the call could not map: the call may have written part
   // of its items, so it is not run again (an add would then answer "not
@@ -698,8 +720,6 @@ Status Service::OnFilter(std::string_view name, Op&& op) {
     // restarted without its data fails one call "restarted", then has no
     // filters), that is a vanished filter.
     if (!filter->Reopened()) RememberOpen(name);
-  } else if (s.ok()) {
-    ForgetOpen(name);
   }
   return s;
 }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -55,8 +56,13 @@ Reply ErrorReply(const Status& status);
 // the filter if it changed or vanished.
 class FilterCache {
  public:
+  // `let_go` (if set) is told the name of each handle the cache closes on
+  // its own (idle, least recently used, EvictOldestQuarter) while its
+  // filter was there, after the cache's lock is let go.
+  using LetGo = std::function<void(std::string_view name)>;
   FilterCache(std::chrono::milliseconds revalidate_after, size_t max_entries, Metrics* metrics,
-              std::chrono::milliseconds idle_after = std::chrono::seconds(60));
+              std::chrono::milliseconds idle_after = std::chrono::seconds(60),
+              LetGo let_go = nullptr);
   FilterCache(const FilterCache&) = delete;
   FilterCache& operator=(const FilterCache&) = delete;
 
@@ -104,15 +110,18 @@ class FilterCache {
   Map::iterator LeastRecentlyUsed();
   // Evicts the entries `evict(name, entry)` picks, `limit` at most (true if
   // it stopped there, with more to evict); their handles are freed (a file
-  // unmapped, a Redis count sent) after the lock is let go.
+  // unmapped, a Redis count sent) after the lock is let go. Their names go
+  // to *names when given.
   template <typename Pred>
-  bool EvictIf(Pred&& evict, size_t limit = SIZE_MAX);
+  bool EvictIf(Pred&& evict, size_t limit = SIZE_MAX, std::vector<std::string>* names = nullptr);
+  void TellLetGo(const std::vector<std::string>& names) const;
 
   const int64_t revalidate_after_ns_;
   const int64_t idle_after_ns_;
   std::atomic<int64_t> next_sweep_ns_{0};
   const size_t max_entries_;
   Metrics* metrics_;
+  const LetGo let_go_;
   mutable std::shared_mutex mu_;
   Map entries_;
 };
@@ -199,9 +208,10 @@ class Service {
   // Declared after the store: handles must close before it.
   FilterCache cache_;
 
-  // Names whose open handle was evicted after a store failure: the filter
-  // was open here, so finding it gone next is a vanished filter (see
-  // NoteGone), not a name never made. Bounded; cleared by PUT and DELETE.
+  // Names whose open handle was let go (after a store failure, or by the
+  // cache: idle, least recently used): the filter was open here, so finding
+  // it gone next is a vanished filter (see NoteGone), not a name never
+  // made. Bounded; cleared by PUT, DELETE and a successful open.
   void RememberOpen(std::string_view name);
   bool ForgetOpen(std::string_view name);
   void NoteGone(std::string_view name, const Status& why);
