@@ -537,10 +537,33 @@ TEST(NoThreadTest, InParallelRunsEveryTaskOnTheCallersThread) {
   {
     NoThreads limit;
     ASSERT_TRUE(limit.threads_fail()) << "a thread started under the limit";
-    s = source.InParallel(keys, tasks);
+    s = source.InParallel(keys, tasks, ConnectionSource::OnFailure::kGoOn);
   }
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(ran.load(), 4);
+}
+
+// After a task fails, the rest of its server's tasks are skipped or run,
+// as the caller asks; other servers' tasks run either way.
+TEST(InParallelTest, AFailureStopsTheRestOfItsServersTasksOnlyWhenAsked) {
+  KeyPerServer source;
+  const std::vector<std::string> keys = {"a", "a", "a", "b", "b"};
+  for (const auto on_failure :
+       {ConnectionSource::OnFailure::kStopThatServer, ConnectionSource::OnFailure::kGoOn}) {
+    std::vector<int> ran(keys.size(), 0);  // each element written by one thread
+    std::vector<std::function<Status()>> tasks;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      tasks.push_back([&ran, i] {
+        ++ran[i];
+        return i == 0 ? Status::Unavailable("down") : Status::Ok();
+      });
+    }
+    const Status s = source.InParallel(keys, tasks, on_failure);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    const bool go_on = on_failure == ConnectionSource::OnFailure::kGoOn;
+    EXPECT_EQ(ran[1] + ran[2], go_on ? 2 : 0) << "go on: " << go_on;
+    EXPECT_EQ(ran[3] + ran[4], 2) << "go on: " << go_on;
+  }
 }
 
 // A sentinel store starts a thread that watches the sentinels: without one,

@@ -22,13 +22,17 @@ std::chrono::milliseconds ConnectionSource::Backoff(int attempt) {
 }
 
 Status ConnectionSource::InParallel(const std::vector<std::string>& keys,
-                                    const std::vector<std::function<Status()>>& tasks) {
+                                    const std::vector<std::function<Status()>>& tasks,
+                                    OnFailure on_failure) {
   if (tasks.empty()) return Status::Ok();
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < tasks.size(); ++i) groups[Route(keys[i])].push_back(i);
   std::vector<Status> results(tasks.size());
   auto run_group = [&](const std::vector<size_t>& which) {
-    for (size_t i : which) results[i] = tasks[i]();
+    for (size_t i : which) {
+      results[i] = tasks[i]();
+      if (!results[i].ok() && on_failure == OnFailure::kStopThatServer) return;
+    }
   };
   std::vector<std::thread> threads;
   for (auto it = std::next(groups.begin()); it != groups.end(); ++it) {
@@ -50,12 +54,13 @@ Status ConnectionSource::InParallel(const std::vector<std::string>& keys,
 }
 
 Status ConnectionSource::RunEach(const std::vector<std::string>& keys, Access access,
-                                 bool idempotent, const std::vector<Op>& ops) {
+                                 bool idempotent, const std::vector<Op>& ops,
+                                 OnFailure on_failure) {
   std::vector<std::function<Status()>> tasks;
   for (size_t i = 0; i < ops.size(); ++i) {
     tasks.push_back([&, i] { return Run(keys[i], access, idempotent, ops[i]); });
   }
-  return InParallel(keys, tasks);
+  return InParallel(keys, tasks, on_failure);
 }
 
 namespace {

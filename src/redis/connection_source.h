@@ -57,17 +57,23 @@ class ConnectionSource {
   //                each time; MOVED and ASK are followed (a bounded number
   //                of them), not counted as retries.
   virtual Status Run(std::string_view key, Access access, bool idempotent, const Op& op) = 0;
-  // Runs ops[i] as Run(keys[i], ...) does, all of them: ops whose keys live
-  // on one server run one after another, servers in parallel (one thread
-  // each). Returns the first error; every op runs to its end regardless.
+  // After a task fails, whether the other tasks of its server still run
+  // (kGoOn: a drop removes what it can) or not (kStopThatServer: the call
+  // fails anyway, and a server that did not confirm one shard's write to
+  // its replicas, or stalled, would make each of its shards wait as long:
+  // an add to 32 shards waited 32 times wait_timeout_ms).
+  enum class OnFailure { kGoOn, kStopThatServer };
+  // Runs ops[i] as Run(keys[i], ...) does: ops whose keys live on one server
+  // run one after another, servers in parallel (one thread each). Returns
+  // the first error.
   Status RunEach(const std::vector<std::string>& keys, Access access, bool idempotent,
-                 const std::vector<Op>& ops);
-  // Runs tasks[i] (which talks to the server of keys[i]) for every i: the
-  // tasks of one server one after another, servers in parallel (one thread
-  // each; a server whose thread cannot be started runs on the caller's).
-  // Returns the first error; every task runs to its end regardless.
+                 const std::vector<Op>& ops, OnFailure on_failure);
+  // Runs tasks[i] (which talks to the server of keys[i]): the tasks of one
+  // server one after another, servers in parallel (one thread each; a
+  // server whose thread cannot be started runs on the caller's). Returns
+  // the first error.
   Status InParallel(const std::vector<std::string>& keys,
-                    const std::vector<std::function<Status()>>& tasks);
+                    const std::vector<std::function<Status()>>& tasks, OnFailure on_failure);
   // The server that holds `key` now, as a name ("" when all keys live on
   // one server): what RunEach and InParallel group by.
   virtual std::string Route(std::string_view /*key*/) { return {}; }

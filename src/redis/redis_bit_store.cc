@@ -579,7 +579,7 @@ Status RedisBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* 
     });
   }
   if (tasks.size() == 1) return tasks.front()();
-  return shared_->source->InParallel(keys, tasks);
+  return shared_->source->InParallel(keys, tasks, ConnectionSource::OnFailure::kStopThatServer);
 }
 
 // Chunks of several parts go in one transaction, up to `batch` items in all:

@@ -43,7 +43,7 @@ Status RedisBitStore::Add(std::span<PartBatch> batches) {
   }
   // The shards of a sharded filter, on their nodes at once.
   if (tasks.size() == 1) return tasks.front()();
-  return shared_->source->InParallel(keys, tasks);
+  return shared_->source->InParallel(keys, tasks, ConnectionSource::OnFailure::kStopThatServer);
 }
 
 // Adds are idempotent for the bits (a bit set twice stays set), so a batch
@@ -363,7 +363,7 @@ Status RedisBitStore::Remove(std::span<PartBatch> batches) {
     tasks.push_back([this, cells, &b] { return RemoveBatch(*cells, b); });
   }
   if (tasks.size() == 1) return tasks.front()();
-  return shared_->source->InParallel(keys, tasks);
+  return shared_->source->InParallel(keys, tasks, ConnectionSource::OnFailure::kStopThatServer);
 }
 
 Status RedisBitStore::RemoveBatch(const Cells& cells_ref, PartBatch& b) {

@@ -361,7 +361,8 @@ class RedisStore final : public Store {
       });
     }
     // Idempotent: placing a shard twice leaves the same empty shard.
-    Status placed = shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops);
+    Status placed = shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops,
+                                             ConnectionSource::OnFailure::kStopThatServer);
     if (placed.code() == StatusCode::kResourceExhausted && token == fresh) {
       // Out of memory (a shard refused, or OOM): the shards placed so far
       // would hold the server past its limit for a filter no one can use,
@@ -416,8 +417,10 @@ class RedisStore final : public Store {
         return Call(c, cmd).status();
       });
     }
-    // Idempotent: unlinking twice leaves the same nothing.
-    return shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops);
+    // Idempotent: unlinking twice leaves the same nothing. Every shard is
+    // tried: what one failure leaves, the others need not.
+    return shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops,
+                                    ConnectionSource::OnFailure::kGoOn);
   }
 
   // `token`: the shard token read with the metadata ("" for none, "*" for
