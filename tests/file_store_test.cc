@@ -3,9 +3,11 @@
 // with SIGKILL never leaves a torn header or loses an acknowledged add.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -756,6 +758,45 @@ TEST_F(FileStoreTest, AtTheMappingLimitADropStillFlagsAndAnOpenSaysWhy) {
          "why";
   // The handle that mapped the dropped file learns of it.
   EXPECT_EQ(dropped->Contains("x").status().code(), StatusCode::kNotFound);
+}
+
+// The packaged unit hides /proc/sys (ProcSubset=pid), where the limit is
+// read: the open still says why, with the reason the service's recovery
+// needs (it answered 507 "Cannot allocate memory" there: an audit). The
+// child hides the setting with a bind mount in a mount namespace of its
+// own, as root can.
+TEST_F(FileStoreTest, AtTheMappingLimitWithTheSettingHiddenAnOpenStillSaysWhy) {
+#ifdef REDBLOOM_SANITIZED_ALLOCATOR
+  GTEST_SKIP() << "the sanitizers' allocators map memory as they go, and fail at the limit: "
+                  "this runs in the normal build";
+#endif
+  if (::geteuid() != 0) GTEST_SKIP() << "hiding /proc/sys/vm/max_map_count needs root";
+  ASSERT_TRUE(BloomFilter::Create(*store_, "b", {.capacity = 1000, .error_rate = 0.01}).ok());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("/dev/null", "/proc/sys/vm/max_map_count", nullptr, MS_BIND, nullptr) != 0) {
+      ::_exit(10);
+    }
+    std::ifstream hidden("/proc/sys/vm/max_map_count");
+    std::string text;
+    if (hidden >> text) ::_exit(10);  // still readable
+    if (!testing::TakeEveryMapping()) ::_exit(11);
+    auto opened = BloomFilter::Open(*store_, "b");
+    Status s = opened.ok() ? (*opened)->Add("y") : opened.status();
+    if (s.code() != StatusCode::kResourceExhausted) ::_exit(13);
+    if (s.message().find("vm.max_map_count") == std::string::npos) ::_exit(14);
+    if (s.reason() != StatusReason::kMappingLimit) ::_exit(15);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: the setting could not be hidden; 11: the limit was not reached; 13, 14, 15: the "
+         "open did not say why";
 }
 
 // A layer file that holds another layer (copied or moved by hand) is lost

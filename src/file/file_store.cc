@@ -113,15 +113,24 @@ Status MapError(const std::string& path, int err) {
   });
   std::string max_text;
   read_all("/proc/sys/vm/max_map_count", [&](const char* b, size_t n) { max_text.append(b, n); });
-  const uint64_t limit = std::strtoull(max_text.c_str(), nullptr, 10);
-  if (limit != 0 && maps + 16 >= limit) {
-    return {StatusCode::kResourceExhausted,
-            "cannot map " + path + ": the process holds " + std::to_string(maps) + " of the " +
-                std::to_string(limit) +
-                " memory mappings vm.max_map_count allows (one per open filter file, each "
-                "scaling layer and window slice included); raise vm.max_map_count, or have fewer "
-                "filters open (the service's filter_cache_size)",
-            StatusReason::kMappingLimit};
+  // The packaged unit's ProcSubset=pid hides /proc/sys: then the kernel's
+  // default stands in, which a raised limit only exceeds (the service's
+  // recovery, which needs the reason, never ran under its own unit).
+  constexpr uint64_t kKernelDefault = 65530;
+  const uint64_t read_limit = std::strtoull(max_text.c_str(), nullptr, 10);
+  const uint64_t limit = read_limit != 0 ? read_limit : kKernelDefault;
+  if (maps + 16 >= limit) {
+    return {
+        StatusCode::kResourceExhausted,
+        "cannot map " + path + ": the process holds " + std::to_string(maps) +
+            (read_limit != 0
+                 ? " of the " + std::to_string(limit) + " memory mappings vm.max_map_count allows"
+                 : " memory mappings, at least the kernel's default vm.max_map_count (" +
+                       std::to_string(kKernelDefault) + "; /proc/sys is hidden here)") +
+            " (one per open filter file, each scaling layer and window slice included); "
+            "raise vm.max_map_count, or have fewer filters open (the service's "
+            "filter_cache_size)",
+        StatusReason::kMappingLimit};
   }
   return IoError("cannot map", path, err);
 }
