@@ -302,9 +302,37 @@ FilterCache::FilterCache(std::chrono::milliseconds revalidate_after, size_t max_
       metrics_(metrics),
       let_go_(std::move(let_go)) {}
 
-void FilterCache::TellLetGo(const std::vector<std::string>& names) const {
-  if (let_go_ == nullptr) return;
-  for (const std::string& name : names) let_go_(name);
+void FilterCache::TellLetGo(std::span<const std::string> names) const {
+  if (let_go_ != nullptr && !names.empty()) let_go_(names);
+}
+
+void RememberedNames::Add(std::span<const std::string> names) {
+  std::lock_guard lock(mu_);
+  for (const std::string& name : names) {
+    if (auto it = where_.find(name); it != where_.end()) {
+      order_.splice(order_.end(), order_, it->second);  // the newest now
+      continue;
+    }
+    if (order_.size() >= capacity_) {
+      where_.erase(order_.front());
+      order_.pop_front();
+    }
+    order_.push_back(name);
+    where_.emplace(order_.back(), std::prev(order_.end()));
+  }
+  size_.store(order_.size(), std::memory_order_relaxed);
+}
+
+bool RememberedNames::Remove(std::string_view name) {
+  if (size_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard lock(mu_);
+  auto it = where_.find(name);
+  if (it == where_.end()) return false;
+  const auto node = it->second;
+  where_.erase(it);
+  order_.erase(node);
+  size_.store(order_.size(), std::memory_order_relaxed);
+  return true;
 }
 
 Result<std::shared_ptr<BloomFilter>> FilterCache::Open(Store& store, std::string_view name) {
@@ -364,7 +392,6 @@ void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter
   // What leaves the cache is destroyed after the lock is released: a Redis
   // handle's destructor may talk to its server (counts it still owes).
   std::shared_ptr<Entry> gone;
-  std::vector<std::string> let_go;
   std::unique_lock lock(mu_);
   auto it = entries_.find(name);
   if (it != entries_.end()) {
@@ -379,12 +406,11 @@ void FilterCache::Put(std::string_view name, std::shared_ptr<BloomFilter> filter
   if (entries_.size() >= max_entries_) {
     auto victim = LeastRecentlyUsed();
     gone = std::move(victim->second);
-    let_go.push_back(victim->first);
+    TellLetGo(std::span(&victim->first, 1));
     entries_.erase(victim);
   }
   entries_.emplace(std::string(name), std::move(entry));
   lock.unlock();
-  TellLetGo(let_go);
 }
 
 size_t FilterCache::EvictOldestQuarter(std::string_view keep) {
@@ -405,8 +431,8 @@ size_t FilterCache::EvictOldestQuarter(std::string_view keep) {
     entries_.erase(victim);
   }
   if (kept != nullptr) entries_.emplace(std::string(keep), std::move(kept));
-  lock.unlock();
   TellLetGo(let_go);
+  lock.unlock();
   return gone.size();
 }
 
@@ -474,21 +500,27 @@ void FilterCache::Clear() {
 }
 
 template <typename Pred>
-bool FilterCache::EvictIf(Pred&& evict, size_t limit, std::vector<std::string>* names) {
+bool FilterCache::EvictIf(Pred&& evict, size_t limit) {
   std::vector<std::shared_ptr<Entry>> gone;  // freed (unmapped) after the lock
+  std::vector<std::string> names;
   std::unique_lock lock(mu_);
+  bool more = false;
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (!evict(it->first, *it->second)) {
       ++it;
       continue;
     }
-    if (gone.size() == limit) return true;
+    if (gone.size() == limit) {
+      more = true;
+      break;
+    }
     gone.push_back(std::move(it->second));
-    if (names != nullptr) names->push_back(it->first);
+    names.push_back(it->first);
     it = entries_.erase(it);
   }
+  TellLetGo(names);
   lock.unlock();
-  return false;
+  return more;
 }
 
 void FilterCache::KeepOnly(const std::vector<std::string>& names) {
@@ -512,14 +544,12 @@ void FilterCache::SweepIdle() {
   // 1.6 s at 2,040 scaling ones, past a probe's timeout. What is left goes
   // at the next request's sweep, due at once.
   constexpr size_t kSweepHandles = 64;
-  std::vector<std::string> let_go;
   const bool more = EvictIf(
       [&](const std::string&, const Entry& entry) {
         return now - entry.used_ns.load(std::memory_order_relaxed) >= idle_after_ns_;
       },
-      kSweepHandles, &let_go);
+      kSweepHandles);
   if (more) next_sweep_ns_.store(now, std::memory_order_relaxed);
-  TellLetGo(let_go);
 }
 
 // ---------------------------------------------------------------------------
@@ -532,7 +562,7 @@ Service::Service(ServiceOptions options, Metrics* metrics)
       // later is a vanished filter (unseen, a filter used less than once a
       // filter_idle_ms went uncounted: an audit).
       cache_(options_.revalidate_after, options_.filter_cache_size, metrics, options_.idle_after,
-             [this](std::string_view name) { RememberOpen(name); }) {}
+             [this](std::span<const std::string> names) { remembered_.Add(names); }) {}
 
 Service::~Service() {
   {
@@ -623,27 +653,11 @@ Reply Service::StoreErrorReply(const Status& status) {
 }
 
 void Service::RememberOpen(std::string_view name) {
-  constexpr size_t kMaxRemembered = 4096;
-  std::lock_guard lock(open_mu_);
-  // Full, an old name makes room: refusing new ones kept names of filters
-  // never asked for again (expired in an outage) for good, and the next
-  // real loss went uncounted.
-  if (evicted_open_.size() >= kMaxRemembered && evicted_open_.count(std::string(name)) == 0) {
-    evicted_open_.erase(evicted_open_.begin());
-  }
-  evicted_open_.emplace(name);
-  evicted_open_count_.store(evicted_open_.size(), std::memory_order_relaxed);
+  const std::string held(name);
+  remembered_.Add(std::span(&held, 1));
 }
 
-bool Service::ForgetOpen(std::string_view name) {
-  if (evicted_open_count_.load(std::memory_order_relaxed) == 0) return false;
-  std::lock_guard lock(open_mu_);
-  auto it = evicted_open_.find(name);
-  if (it == evicted_open_.end()) return false;
-  evicted_open_.erase(it);
-  evicted_open_count_.store(evicted_open_.size(), std::memory_order_relaxed);
-  return true;
-}
+bool Service::ForgetOpen(std::string_view name) { return remembered_.Remove(name); }
 
 // A filter this service had open is gone: dropped by another client, or
 // lost (its keys evicted, a Redis restarted without persistence, its file

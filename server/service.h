@@ -13,10 +13,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -54,12 +56,36 @@ Reply ErrorReply(const Status& status);
 // by another process would not be noticed on use: for that, a hit older than
 // `revalidate_after` re-reads the stored config (one small read) and reopens
 // the filter if it changed or vanished.
+// Names, at most `capacity`, the oldest let go first; Remove is one atomic
+// load while the set is empty.
+class RememberedNames {
+ public:
+  explicit RememberedNames(size_t capacity) : capacity_(capacity) {}
+  RememberedNames(const RememberedNames&) = delete;
+  RememberedNames& operator=(const RememberedNames&) = delete;
+  // Adds each name as the newest (one already held moves there).
+  void Add(std::span<const std::string> names);
+  // Whether `name` was held; it is not any more.
+  bool Remove(std::string_view name);
+  size_t size() const { return size_.load(std::memory_order_relaxed); }
+
+ private:
+  const size_t capacity_;
+  std::mutex mu_;
+  std::list<std::string> order_;  // oldest first; guarded by mu_
+  // Views of order_'s strings, which a list node keeps in place.
+  std::unordered_map<std::string_view, std::list<std::string>::iterator> where_;  // guarded by mu_
+  std::atomic<size_t> size_{0};
+};
+
 class FilterCache {
  public:
-  // `let_go` (if set) is told the name of each handle the cache closes on
-  // its own (idle, least recently used, EvictOldestQuarter) while its
-  // filter was there, after the cache's lock is let go.
-  using LetGo = std::function<void(std::string_view name)>;
+  // `let_go` (if set) is told the names of the handles the cache closes on
+  // its own (idle, least recently used, EvictOldestQuarter, and KeepOnly's
+  // of filters a listing no longer shows), under the cache's lock: a
+  // caller that evicts a name and then forgets it (DELETE) is ordered after
+  // it. It must not call back into the cache.
+  using LetGo = std::function<void(std::span<const std::string> names)>;
   FilterCache(std::chrono::milliseconds revalidate_after, size_t max_entries, Metrics* metrics,
               std::chrono::milliseconds idle_after = std::chrono::seconds(60),
               LetGo let_go = nullptr);
@@ -109,12 +135,12 @@ class FilterCache {
   // The entry to evict from a full cache (mu_ held exclusively; not empty).
   Map::iterator LeastRecentlyUsed();
   // Evicts the entries `evict(name, entry)` picks, `limit` at most (true if
-  // it stopped there, with more to evict); their handles are freed (a file
-  // unmapped, a Redis count sent) after the lock is let go. Their names go
-  // to *names when given.
+  // it stopped there, with more to evict), and tells let_go their names;
+  // their handles are freed (a file unmapped, a Redis count sent) after the
+  // lock is let go.
   template <typename Pred>
-  bool EvictIf(Pred&& evict, size_t limit = SIZE_MAX, std::vector<std::string>* names = nullptr);
-  void TellLetGo(const std::vector<std::string>& names) const;
+  bool EvictIf(Pred&& evict, size_t limit = SIZE_MAX);
+  void TellLetGo(std::span<const std::string> names) const;
 
   const int64_t revalidate_after_ns_;
   const int64_t idle_after_ns_;
@@ -205,20 +231,19 @@ class Service {
   Status last_open_error_;              // guarded by store_mu_
   std::atomic<Store*> store_{nullptr};
 
-  // Declared after the store: handles must close before it.
-  FilterCache cache_;
-
   // Names whose open handle was let go (after a store failure, or by the
-  // cache: idle, least recently used): the filter was open here, so finding
-  // it gone next is a vanished filter (see NoteGone), not a name never
-  // made. Bounded; cleared by PUT, DELETE and a successful open.
+  // cache: idle, least recently used, gone from a listing): the filter was
+  // open here, so finding it gone next is a vanished filter (see NoteGone),
+  // not a name never made. The newest 4,096; cleared by PUT, DELETE and a
+  // fresh open that finds the filter. Declared before the cache, whose
+  // let_go adds to it.
   void RememberOpen(std::string_view name);
   bool ForgetOpen(std::string_view name);
   void NoteGone(std::string_view name, const Status& why);
-  std::mutex open_mu_;
-  std::set<std::string, std::less<>> evicted_open_;  // guarded by open_mu_
-  // Its size, read without the lock: a request's success checks it for free.
-  std::atomic<size_t> evicted_open_count_{0};
+  RememberedNames remembered_{4096};
+
+  // Declared after the store: handles must close before it.
+  FilterCache cache_;
 
   std::mutex retry_mu_;
   std::condition_variable retry_cv_;

@@ -49,6 +49,24 @@ Status ParseStatus(const std::string& body, bool ints = false, ItemLimits limits
 // begin(), most often the newest in libstdc++: a new working set evicted
 // itself while old handles stayed (an audit: 280 opens for 50 hot filters
 // where 50 would do).
+// Full, the oldest name goes (a std::set let the alphabetically first go,
+// so names early in the alphabet were never remembered for long); one
+// added again counts as new.
+TEST(RememberedNamesTest, TheOldestNameMakesRoom) {
+  RememberedNames names(2);
+  const std::vector<std::string> b = {"b"}, a = {"a"}, c = {"c"};
+  names.Add(b);
+  names.Add(a);
+  names.Add(b);  // the newest again
+  names.Add(c);  // "a" is the oldest now
+  EXPECT_EQ(names.size(), 2u);
+  EXPECT_FALSE(names.Remove("a"));
+  EXPECT_TRUE(names.Remove("b"));
+  EXPECT_FALSE(names.Remove("b"));
+  EXPECT_TRUE(names.Remove("c"));
+  EXPECT_EQ(names.size(), 0u);
+}
+
 TEST(FilterCacheTest, AFullCacheEvictsTheLeastRecentlyUsed) {
   auto store = Store::Open("mem:");
   ASSERT_TRUE(store.ok());
