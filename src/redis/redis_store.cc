@@ -736,26 +736,31 @@ class RedisStore final : public Store {
   // is refused by name, by reads and by creates alike, rather than read as
   // missing (and made again beside its old keys) or as a bare bitmap (whose
   // attach keeps one layer of a scaling filter). One EXISTS, asked only for
-  // such names, on the node that holds that key.
+  // such names, on the node that holds that key. A probe that fails (an ACL
+  // whose key patterns leave that key out, that key's node down) finds no
+  // old filter: the old layout is a rarity, and must not make every create
+  // of such a name depend on another key's server.
   Status RefuseLegacyLayout(std::string_view name) {
     const std::string legacy = LegacyMetaKey(name, shared_->keys);
     if (legacy.empty()) return Status::Ok();
-    return shared_->source->Run(
-        legacy, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
-          CommandBuffer cmd;
-          cmd.Command({"EXISTS", legacy});
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
-          if (r->type != REDIS_REPLY_INTEGER) return Unexpected("EXISTS", r.get());
-          if (r->integer == 0) return Status::Ok();
-          return Status::Conflict(
-              "filter '" + std::string(name) +
-              "' was made by a redbloom build before 2026-12-01, which kept the metadata of "
-              "a name with a brace but no hash tag at '" +
-              LegacyMetaKey(name, KeyMode::kPlain) +
-              "'; this build does not read that layout. Move it with the build "
-              "that made it (export --format redbloom, then drop) and import the dump "
-              "here; attaching the bitmap would lose a scaling filter's other layers");
-        });
+    bool found = false;
+    (void)shared_->source->Run(legacy, Access::kMaster, /*idempotent=*/true,
+                               [&](Connection& c) -> Status {
+                                 CommandBuffer cmd;
+                                 cmd.Command({"EXISTS", legacy});
+                                 REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+                                 found = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+                                 return Status::Ok();
+                               });
+    if (!found) return Status::Ok();
+    return Status::Conflict(
+        "filter '" + std::string(name) +
+        "' was made by a redbloom build before 2026-12-01, which kept the metadata of "
+        "a name with a brace but no hash tag at '" +
+        LegacyMetaKey(name, KeyMode::kPlain) +
+        "'; this build does not read that layout. Move it with the build "
+        "that made it (export --format redbloom, then drop) and import the dump "
+        "here; attaching the bitmap would lose a scaling filter's other layers");
   }
 
   // The part numbers in a filter's parts hash.
