@@ -18,6 +18,7 @@
 #include "redbloom/strategy.h"
 #include "stores.h"
 #include "strategy/strategy_def.h"
+#include "util/out_of_memory.h"
 #include "util/utf8.h"
 #include "word_bits.h"
 #include "word_kernels.h"
@@ -807,9 +808,8 @@ Status ReadAllBits(BitStore& bits, uint64_t part, uint64_t total, std::string* o
   try {
     out->resize(static_cast<size_t>(total));
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(
-        "out of memory: no room to read the " + std::to_string(total) + " bytes of part " +
-        std::to_string(part) + " (ulimit -v, a cgroup's memory.max, or the machine's memory)");
+    return internal::OutOfMemory("no room to read the " + std::to_string(total) +
+                                 " bytes of part " + std::to_string(part));
   }
   return ReadAllBitsInto(bits, part, total, out->data());
 }
@@ -833,7 +833,7 @@ Result<uint64_t> PartBytes(const FilterConfig& config, uint64_t part) {
   return sizing.bytes(config.cell_bits());
 }
 
-Status BloomFilter::ReadBitmap(std::string* out) {
+Status BloomFilter::ReadBitmap(std::string* out) try {
   return WithReopen(
       [&](State& st) -> Status {
         const FilterConfig& c = st.config;
@@ -841,12 +841,16 @@ Status BloomFilter::ReadBitmap(std::string* out) {
         return ReadAllBits(*st.bits, 0, c.data_bytes(), out);
       },
       Same::kFilter);
+} catch (const std::bad_alloc&) {  // a piece read, past the bits' own room
+  return internal::OutOfMemory("reading the bits of filter '" + name_ + "'");
 }
 
 Status BloomFilter::ReadBitmap(std::span<char> out) {
   // A size other than the handle's is the caller's; one that the handle had
   // until a rebuild changed it during the call is a conflict.
-  const uint64_t expected = state().config.data_bytes();
+  const FilterConfig& now = state().config;
+  if (!now.one_array()) return NotOneArray(name_, now, "read them with ReadParts");
+  const uint64_t expected = now.data_bytes();
   if (out.size() != expected) {
     return Status::InvalidArgument("a buffer of " + std::to_string(out.size()) +
                                    " bytes for filter '" + name_ + "', which holds " +
@@ -866,7 +870,7 @@ Status BloomFilter::ReadBitmap(std::span<char> out) {
       Same::kFilter);
 }
 
-Status BloomFilter::ReadParts(std::vector<Part>* out) {
+Status BloomFilter::ReadParts(std::vector<Part>* out) try {
   return WithReopen(
       [&](State& st) -> Status {
         const FilterConfig& c = st.config;
@@ -894,6 +898,9 @@ Status BloomFilter::ReadParts(std::vector<Part>* out) {
         return Status::Ok();
       },
       Same::kFilter);
+} catch (const std::bad_alloc&) {
+  out->clear();
+  return internal::OutOfMemory("reading the bit arrays of filter '" + name_ + "'");
 }
 
 Status BloomFilter::MergeParts(std::span<const Part> parts) {

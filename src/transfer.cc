@@ -14,6 +14,7 @@
 #include "config_codec.h"
 #include "kinds/kind_def.h"
 #include "stores.h"
+#include "util/out_of_memory.h"
 #include "word_bits.h"
 
 namespace redbloom {
@@ -604,7 +605,7 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   return filter;
 }
 
-Status ExportDump(BloomFilter& filter, std::ostream& out) {
+Status ExportDump(BloomFilter& filter, std::ostream& out) try {
   std::vector<BloomFilter::Part> parts;
   REDBLOOM_RETURN_IF_ERROR(filter.ReadParts(&parts));
   const std::string header = EncodeDumpHeader(filter.config(), parts);
@@ -648,6 +649,8 @@ Status ExportDump(BloomFilter& filter, std::ostream& out) {
   out.flush();
   if (!out) return Status::Unavailable("write failed");
   return Status::Ok();
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory("exporting filter '" + filter.name() + "'");
 }
 
 namespace {

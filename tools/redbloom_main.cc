@@ -30,6 +30,7 @@
 #include "redbloom/store.h"
 #include "util/errno_text.h"
 #include "util/fd_above_stdio.h"
+#include "util/out_of_memory.h"
 
 namespace redbloom::cli {
 
@@ -667,9 +668,8 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     // A command that holds a filter's bits (merge, an import from a pipe)
     // or a long batch of items, past what this process may allocate.
-    return redbloom::cli::Fail(redbloom::Status::ResourceExhausted(
-        "out of memory: the command needs more than this process may allocate (ulimit -v, a "
-        "cgroup's memory.max, or the machine's memory)"));
+    return redbloom::cli::Fail(
+        redbloom::internal::OutOfMemory("the command needs more than this process may allocate"));
   } catch (const std::exception& e) {
     std::cerr << "redbloom: internal error: " << e.what() << "\n";
     return redbloom::cli::kExitIo;

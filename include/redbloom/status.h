@@ -45,7 +45,9 @@ std::string_view StatusCodeName(StatusCode code);
 
 // What a failure is, where its code alone does not tell a caller what to do
 // next (RocksDB's Status::SubCode). Most kUnavailable errors pass with a
-// retry; these mostly do not. A reason survives WithContext and WithSuffix
+// retry; the first groups below do not (configuration to mend, a server's
+// state), the last are transient (a stalled or full server, a lost
+// connection, a create under way). A reason survives WithContext and WithSuffix
 // (a status rebuilt with another code drops it, as it should), so no caller
 // reads the message to decide: the message is for people and may change.
 enum class StatusReason : unsigned char {

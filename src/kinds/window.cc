@@ -3,8 +3,8 @@
 // slice, checks look at the `slices` newest (and, in a slice's last moments,
 // the next, for clients whose clocks run ahead), and a slice's cells expire one
 // slice after it has left the window (the grace covers clocks a little apart
-// between clients and the store). Each slice is sized for capacity / slices
-// items at p / slices, so a check over all of them stays within p.
+// between clients and the store). Each slice is sized for ceil(capacity /
+// slices) items at p / slices, so a check over all of them stays within p.
 #include <string>
 
 #include "kinds/kind_def.h"
