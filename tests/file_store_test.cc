@@ -729,6 +729,17 @@ TEST_F(FileStoreTest, AnAddToAnUnrecordedLayerRecordsItFirst) {
 #define REDBLOOM_SANITIZED_ALLOCATOR 1
 #endif
 #endif
+// In a child process holding every mapping it may: opens `name` and adds
+// to it; 0 when that fails saying why (the limit, its reason), else 13-15.
+int OpenAtTheMappingLimit(Store& store, const std::string& name) {
+  auto opened = BloomFilter::Open(store, name);
+  const Status s = opened.ok() ? (*opened)->Add("y") : opened.status();
+  if (s.code() != StatusCode::kResourceExhausted) return 13;
+  if (s.message().find("vm.max_map_count") == std::string::npos) return 14;
+  if (s.reason() != StatusReason::kMappingLimit) return 15;
+  return 0;
+}
+
 TEST_F(FileStoreTest, AtTheMappingLimitADropStillFlagsAndAnOpenSaysWhy) {
 #ifdef REDBLOOM_SANITIZED_ALLOCATOR
   GTEST_SKIP() << "the sanitizers' allocators map memory as they go, and fail at the limit: "
@@ -743,12 +754,7 @@ TEST_F(FileStoreTest, AtTheMappingLimitADropStillFlagsAndAnOpenSaysWhy) {
   if (child == 0) {
     if (!testing::TakeEveryMapping()) ::_exit(11);
     if (!store_->Drop("a").ok()) ::_exit(12);
-    auto opened = BloomFilter::Open(*store_, "b");
-    Status s = opened.ok() ? (*opened)->Add("y") : opened.status();
-    if (s.code() != StatusCode::kResourceExhausted) ::_exit(13);
-    if (s.message().find("vm.max_map_count") == std::string::npos) ::_exit(14);
-    if (s.reason() != StatusReason::kMappingLimit) ::_exit(15);
-    ::_exit(0);
+    ::_exit(OpenAtTheMappingLimit(*store_, "b"));
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
@@ -785,12 +791,7 @@ TEST_F(FileStoreTest, AtTheMappingLimitWithTheSettingHiddenAnOpenStillSaysWhy) {
     std::string text;
     if (hidden >> text) ::_exit(10);  // still readable
     if (!testing::TakeEveryMapping()) ::_exit(11);
-    auto opened = BloomFilter::Open(*store_, "b");
-    Status s = opened.ok() ? (*opened)->Add("y") : opened.status();
-    if (s.code() != StatusCode::kResourceExhausted) ::_exit(13);
-    if (s.message().find("vm.max_map_count") == std::string::npos) ::_exit(14);
-    if (s.reason() != StatusReason::kMappingLimit) ::_exit(15);
-    ::_exit(0);
+    ::_exit(OpenAtTheMappingLimit(*store_, "b"));
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
