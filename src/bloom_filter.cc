@@ -801,16 +801,10 @@ Status ReadAllBitsInto(BitStore& bits, uint64_t part, uint64_t total, char* out)
   return Status::Ok();
 }
 
-// A large filter's bits may not fit in the caller's memory: an error, as
-// BitmapBuilder::Make gives, not a std::bad_alloc through a call that
-// returns a Status (it ended a library user's process).
+// Throws std::bad_alloc when the bits do not fit: its callers, the public
+// calls that hold a whole filter, answer that with OutOfMemory.
 Status ReadAllBits(BitStore& bits, uint64_t part, uint64_t total, std::string* out) {
-  try {
-    out->resize(static_cast<size_t>(total));
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("no room to read the " + std::to_string(total) +
-                                 " bytes of part " + std::to_string(part));
-  }
+  out->resize(static_cast<size_t>(total));
   return ReadAllBitsInto(bits, part, total, out->data());
 }
 
@@ -841,8 +835,12 @@ Status BloomFilter::ReadBitmap(std::string* out) try {
         return ReadAllBits(*st.bits, 0, c.data_bytes(), out);
       },
       Same::kFilter);
-} catch (const std::bad_alloc&) {  // a piece read, past the bits' own room
-  return internal::OutOfMemory("reading the bits of filter '" + name_ + "'");
+} catch (const std::bad_alloc&) {
+  // A large filter's bits may not fit in the caller's memory: an error, as
+  // BitmapBuilder::Make gives, not a throw through a call that returns a
+  // Status (it ended a library user's process).
+  return internal::OutOfMemory("no room to read the " + std::to_string(config().data_bytes()) +
+                               " bytes of filter '" + name_ + "'");
 }
 
 Status BloomFilter::ReadBitmap(std::span<char> out) {
@@ -953,23 +951,21 @@ Status BloomFilter::MergePartBytes(uint64_t part, uint64_t offset, std::string_v
 }
 
 Result<FilterStats> BloomFilter::PartStats(uint64_t part) {
+  // A part the kind cannot have is not found, on every store, checked here
+  // as ReadBitmap checks a buffer's size: Redis sized it first
+  // (kInvalidArgument, or kResourceExhausted past a scaling filter's last
+  // layer), and WithReopen takes a sharded filter's kNotFound for a lost
+  // shard (kDataLoss).
+  if (Result<uint64_t> bytes = PartBytes(state().config, part); !bytes.ok()) {
+    return Status::NotFound("part " + std::to_string(part) + " of filter '" + name_ +
+                            "' does not exist: " + bytes.status().message());
+  }
   FilterStats stats;
-  // A part the kind cannot have is not found, on every store: Redis sized
-  // it first (kInvalidArgument, or kResourceExhausted past a scaling
-  // filter's last layer), and a sharded filter took a shard past its last
-  // for a lost one (kDataLoss).
-  Status no_such_part;
   Status s = WithReopen([&](State& st) -> Status {
-    if (Result<uint64_t> bytes = PartBytes(st.config, part); !bytes.ok()) {
-      no_such_part = Status::NotFound("part " + std::to_string(part) + " of filter '" + name_ +
-                                      "' does not exist: " + bytes.status().message());
-      return Status::Ok();
-    }
     REDBLOOM_ASSIGN_OR_RETURN(stats, st.bits->Stats(part));
     return Status::Ok();
   });
   if (!s.ok()) return s;
-  if (!no_such_part.ok()) return no_such_part;
   return stats;
 }
 
