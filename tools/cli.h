@@ -33,6 +33,8 @@ Status WriteError(const std::string& what, int err);
 // stdout: <errno text>", kResourceExhausted for a full disk, else
 // kUnavailable (exit 3); every write after it fails too.
 Status WriteStdout(std::string_view text);
+// Flushes what is buffered for stdout; the error as WriteStdout's.
+Status FlushStdout();
 
 // For --file: an empty value (an unset shell variable) is an error, not "no
 // file". Read as none, `rebuild --file "$F"` swapped in an empty filter.

@@ -73,6 +73,8 @@ Status WriteStdout(std::string_view text) {
   return WriteError("to stdout", errno);
 }
 
+Status FlushStdout() { return WriteStdout({}); }
+
 Status Context::OpenStore() {
   if (store_env_empty) {
     return Status::InvalidArgument(
@@ -205,28 +207,31 @@ class JsonItemsWriter {
     return out;
   }
 
-  void End(const Status& error, uint64_t unconfirmed = 0) {
-    std::cout << "\n],\"count\":" << count_;
+  // The document's end, for the caller to write.
+  [[nodiscard]] std::string End(const Status& error, uint64_t unconfirmed = 0) const {
+    std::string out = "\n],\"count\":" + std::to_string(count_);
     switch (op_) {
       case ItemOp::kAdd:
-        std::cout << ",\"new\":" << yes_;
+        out += ",\"new\":" + std::to_string(yes_);
         break;
       case ItemOp::kCheck:
-        std::cout << ",\"present\":" << yes_ << ",\"absent\":" << count_ - yes_;
+        out +=
+            ",\"present\":" + std::to_string(yes_) + ",\"absent\":" + std::to_string(count_ - yes_);
         break;
       case ItemOp::kRemove:
-        std::cout << ",\"removed\":" << yes_ << ",\"not_removed\":" << count_ - yes_;
+        out += ",\"removed\":" + std::to_string(yes_) +
+               ",\"not_removed\":" + std::to_string(count_ - yes_);
         break;
     }
     if (!error.ok()) {
-      std::cout << ",\"error\":{\"code\":" << Quote(std::string(StatusCodeName(error.code())));
+      out += ",\"error\":{\"code\":" + Quote(std::string(StatusCodeName(error.code())));
       if (error.reason() != StatusReason::kNone) {
-        std::cout << ",\"reason\":" << Quote(std::string(StatusReasonName(error.reason())));
+        out += ",\"reason\":" + Quote(std::string(StatusReasonName(error.reason())));
       }
-      std::cout << ",\"message\":" << Quote(error.message()) << "}";
-      if (unconfirmed > 0) std::cout << ",\"unconfirmed\":" << unconfirmed;
+      out += ",\"message\":" + Quote(error.message()) + "}";
+      if (unconfirmed > 0) out += ",\"unconfirmed\":" + std::to_string(unconfirmed);
     }
-    std::cout << "}\n";
+    return out + "}\n";
   }
 
  private:
@@ -287,7 +292,7 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
                 << (done + unconfirmed == 1 ? "it" : "them") << " was"
                 << (op == ItemOp::kAdd ? " (adding again is harmless)" : "") << "\n";
     }
-    if (json_out) json_out->End(s, unconfirmed);
+    if (json_out) (void)WriteStdout(json_out->End(s, unconfirmed));
     const bool wrote = op != ItemOp::kCheck && (done > 0 || unconfirmed > 0);
     return wrote ? FailAfterWrites(s, **filter) : Fail(s);
   };
@@ -316,10 +321,14 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
                              : op == ItemOp::kRemove ? ", though those items were removed"
                                                      : ""));
   };
-  // Without answers to write, a closed stdout is no reason to stop.
-  if (json || !quiet) source.set_output(1);
+  // Without answers to write, a closed stdout is no reason to stop. With
+  // them, a chunk also ends when no more input is ready, so answers to a
+  // pipe that stalls (`tail -f log | redbloom check`) come as lines arrive,
+  // not after 65,536 of them; a quiet add keeps whole chunks.
+  const bool answering = json || !quiet;
+  if (answering) source.set_output(1);
   while (true) {
-    auto more = source.Next(&chunk, kChunkItems);
+    auto more = source.Next(&chunk, kChunkItems, /*streaming=*/answering);
     if (!more.ok()) return stop(more.status());
     if (!*more) break;
     views.assign(chunk.begin(), chunk.end());
@@ -358,13 +367,16 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   }
   if (op != ItemOp::kCheck) {
     if (Status s = (*filter)->Flush(); !s.ok()) {
-      if (json_out) json_out->End(s);
+      if (json_out) (void)WriteStdout(json_out->End(s));
       return Fail(s);
     }
   }
-  if (json_out) json_out->End(Status::Ok());
-  std::cout.flush();
-  if (!std::cout) return Fail(Status::Unavailable("cannot write to stdout"));
+  if (Status wrote = json_out ? WriteStdout(json_out->End(Status::Ok())) : FlushStdout();
+      !wrote.ok()) {
+    return Fail(wrote.WithSuffix(op == ItemOp::kAdd      ? "; every item was added"
+                                 : op == ItemOp::kRemove ? "; every item was removed"
+                                                         : ""));
+  }
   return op != ItemOp::kAdd && any_absent ? kExitAbsent : 0;
 }
 
@@ -660,9 +672,9 @@ int main(int argc, char** argv) {
     const int rc = redbloom::cli::Main(argc, argv);
     // Every command's output, checked once it is all written: info, list
     // and offsets to a full device exited 0.
-    std::cout.flush();
-    if (!std::cout && rc != redbloom::cli::kExitIo) {
-      return redbloom::cli::Fail(redbloom::Status::Unavailable("cannot write to stdout"));
+    if (redbloom::Status wrote = redbloom::cli::FlushStdout();
+        !wrote.ok() && rc != redbloom::cli::kExitIo) {
+      return redbloom::cli::Fail(wrote);
     }
     return rc;
   } catch (const std::bad_alloc&) {
