@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -55,11 +56,15 @@ class SignalThread {
   ~SignalThread() { Stop(); }
   void Stop() {
     if (!thread_.joinable()) return;
+    stopping_.store(true);
     pthread_kill(thread_.native_handle(), SIGUSR1);  // "main is done"
     thread_.join();
   }
+  // True once Stop has begun: the SIGUSR1 the thread takes is Stop's.
+  static bool Stopping() { return stopping_.load(); }
 
  private:
+  static inline std::atomic<bool> stopping_{false};  // one signal thread per process
   std::thread thread_;
 };
 
@@ -234,7 +239,16 @@ int Run(int argc, char** argv) {
       siginfo_t info{};
       const int sig = sigwaitinfo(&signals, &info);
       if (sig < 0) continue;
-      if (sig == SIGUSR1) return;  // main is done
+      if (sig == SIGUSR1) {
+        // "main is done" only once SignalThread::Stop says so: a SIGUSR1
+        // from outside (a stray `kill -USR1`) ended this thread, and every
+        // later SIGTERM, SIGINT and SIGHUP went unheard. (si_code cannot
+        // tell them apart: some kernels give SI_USER for a tgkill too.)
+        if (SignalThread::Stopping()) return;
+        std::fprintf(stderr, "redbloomd: SIGUSR1 from pid %d ignored\n",
+                     static_cast<int>(info.si_pid));
+        continue;
+      }
       if (sig == SIGHUP) {
         if (auto s = access_log.Reopen(); !s.ok()) Fail(s.message());
         continue;

@@ -173,6 +173,21 @@ TEST_F(ServerLifecycleTest, TheSameSignalTwiceFromOneSenderIsOneShutdown) {
   EXPECT_EQ(server.Wait(), 0) << server.Stderr();
 }
 
+// redbloomd's signal thread ends on a SIGUSR1 from redbloomd itself; one
+// from outside is ignored (and said). It ended the thread, and the SIGTERM
+// after it was never taken: the process stayed until killed.
+TEST_F(ServerLifecycleTest, ASigusr1FromOutsideIsIgnored) {
+  RedbloomdProcess server(StoreUrl());
+  server.Start();
+  ASSERT_EQ(::kill(server.pid(), SIGUSR1), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CreateOrders(server);  // still serving
+  EXPECT_EQ(server.Stop(SIGTERM, std::chrono::seconds(10)), 0) << server.Stderr();
+  EXPECT_NE(server.Stderr().find("SIGUSR1 from pid " + std::to_string(::getpid()) + " ignored"),
+            std::string::npos)
+      << server.Stderr();
+}
+
 // Another signal, or the same one a second later, still means "now": the
 // filters are flushed and the process exits 1 without waiting.
 TEST_F(ServerLifecycleTest, ASecondSignalExitsWithoutWaiting) {
