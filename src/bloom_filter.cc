@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <numeric>
 
 #include "encode_items.h"
 #include "hashed_cells.h"
@@ -277,7 +278,16 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
 FilterConfig BloomFilter::config() const { return state().config; }
 
 template <typename Op>
-Status BloomFilter::WithReopen(Op&& op, Same same) {
+Status BloomFilter::WithReopen(Op&& op_on, Same same) {
+  // Every shard of a sharded filter exists from creation on (so the store
+  // tells a missing one by its own metadata, as it tells a dropped filter).
+  const auto op = [&](State& st) {
+    Status s = op_on(st);
+    if (s.code() != StatusCode::kNotFound || st.config.shards <= 1) return s;
+    std::vector<uint64_t> shards(st.config.initial_parts());
+    std::iota(shards.begin(), shards.end(), uint64_t{0});
+    return MissingPart(std::move(s), st, shards);
+  };
   State* current = &state();
   const FilterConfig& began = current->config;  // states live as long as the handle
   Status s = op(*current);
@@ -316,15 +326,34 @@ Status BloomFilter::WithReopen(Op&& op, Same same) {
     }
     s = op(*current);
   }
-  // Every shard of a sharded filter exists from creation on (so the store
-  // tells a missing one by its own metadata, as it tells a dropped filter).
-  if (s.code() == StatusCode::kNotFound && current->config.shards > 1) return MissingPart(s);
   return s;
 }
 
-Status BloomFilter::MissingPart(Status not_found) {
-  if (auto now = store_.ReadConfig(name_); !now.ok()) {
-    return now.status().code() == StatusCode::kNotFound ? not_found : now.status();
+Status BloomFilter::MissingPart(Status not_found, State& st, std::span<const uint64_t> parts) {
+  // A drop and a create by others between the call and the config's read
+  // (redbloomd's DELETE and PUT racing a GET) read like a lost part, and
+  // were answered data_loss. A lost part does not come back, and a new
+  // filter has all of them (or another incarnation: kConflict from the
+  // probe): only a part missing at three looks in a row under a filter that
+  // is there is lost.
+  std::string probe;
+  for (int look = 0; look < 3; ++look) {
+    if (auto now = store_.ReadConfig(name_); !now.ok()) {
+      return now.status().code() == StatusCode::kNotFound ? not_found : now.status();
+    }
+    bool missing = false;
+    for (uint64_t id : parts) {
+      Status there = st.bits->ReadBits(id, 0, 1, &probe);
+      if (there.code() == StatusCode::kNotFound) {
+        missing = true;
+        break;
+      }
+      if (there.code() != StatusCode::kConflict) REDBLOOM_RETURN_IF_ERROR(there);
+    }
+    if (!missing) {
+      return Status::Conflict("filter '" + name_ +
+                              "' was dropped and created again during the call");
+    }
   }
   return Status::DataLoss("filter '" + name_ +
                           "' exists, but a part it has from creation on is missing: its keys "
@@ -885,8 +914,9 @@ Status BloomFilter::ReadParts(std::vector<Part>* out) try {
             // the filter keeps while it lives (a shard, a scaling layer) is gone
             // with the filter (NotFound), or else its data is lost: an export or
             // merge without it would lose its items and report success.
-            if (!ExpiresAlone(c, id))
-              return MissingPart(s).WithContext("part " + std::to_string(id));
+            if (!ExpiresAlone(c, id)) {
+              return MissingPart(s, st, {&id, 1}).WithContext("part " + std::to_string(id));
+            }
             continue;
           }
           REDBLOOM_RETURN_IF_ERROR(s);
@@ -1184,7 +1214,7 @@ Result<FilterInfo> BloomFilter::Info() {
         // NotFound as before), or else its data is lost, which is no smaller
         // filter.
         if (ExpiresAlone(c, id)) continue;
-        return MissingPart(stats.status()).WithContext("part " + std::to_string(id));
+        return MissingPart(stats.status(), st, {&id, 1}).WithContext("part " + std::to_string(id));
       }
       if (!stats.ok()) return stats.status();
       REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, f.Sizing(id));

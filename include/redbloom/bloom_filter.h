@@ -238,10 +238,12 @@ class BloomFilter {
   Status AddHashed(Hashed& batch, std::vector<uint8_t>* added);
   Status ContainsHashed(Hashed& batch, std::vector<uint8_t>* present);
   Status RemoveHashed(Hashed& batch, std::vector<uint8_t>* removed);
-  // `not_found` came from a part the filter has from creation on. With the
-  // filter's config gone too the filter was dropped (or expired): not_found
-  // as it is. Else the part's data is lost: kDataLoss.
-  Status MissingPart(Status not_found);
+  // `not_found` came from one of `parts`, which the filter of `st` has from
+  // creation on. With the filter's config gone too the filter was dropped
+  // (or expired): not_found as it is. With every part there now, it was
+  // dropped and created again during the call: kConflict, which WithReopen
+  // answers by reopening. Else a part's data is lost: kDataLoss.
+  Status MissingPart(Status not_found, State& st, std::span<const uint64_t> parts);
 
   Store& store_;
   std::string name_;
