@@ -30,6 +30,11 @@ Status Invalid(std::string_view key, std::string_view what) {
 
 Status GetString(const Json& v, std::string_view key, std::string* out) {
   if (!v.is_string()) return Invalid(key, "must be a string");
+  // "\u0000" is valid JSON, but every value here ends up in a C string (a
+  // path, an address): "/var/log/a\u0000b" wrote to /var/log/a.
+  if (v.get_ref<const std::string&>().find('\0') != std::string::npos) {
+    return Invalid(key, "holds a NUL character (\\u0000)");
+  }
   *out = v.get<std::string>();
   return Status::Ok();
 }
@@ -258,6 +263,12 @@ Status GetNonEmptyString(const Json& v, std::string_view key, std::string* out) 
 }
 
 Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
+  // nlohmann takes a NUL byte for the end of its input: what followed one
+  // (a token, say) was dropped unread.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return Status::InvalidArgument("config file is not valid JSON: a NUL byte at byte " +
+                                   std::to_string(nul));
+  }
   Json j;
   // A key given twice would count only its last value (nlohmann keeps it),
   // so a token could be overridden by a later line unseen: the parse notes

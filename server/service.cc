@@ -144,6 +144,12 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
     }
     return !too_deep;
   };
+  // nlohmann takes a NUL byte for the end of its input: fields after one
+  // were never read, or refused.
+  if (const size_t nul = body.find('\0'); nul != std::string_view::npos) {
+    return Status::InvalidArgument("malformed JSON at byte " + std::to_string(nul) +
+                                   ": a NUL byte");
+  }
   Json j;
   try {
     j = Json::parse(body, limit_depth);

@@ -417,6 +417,21 @@ TEST(ConfigTest, TruncatedConfigSaysTruncated) {
   EXPECT_NE(bad.message().find("not valid JSON"), std::string::npos) << bad.ToString();
 }
 
+// nlohmann takes a NUL byte for the end of its input, and "\u0000" in a
+// string is valid JSON: a token after a NUL byte was dropped unread, and an
+// access_log path with \u0000 in it wrote to the part before it.
+TEST(ConfigTest, NulBytesAndNulCharactersAreRefused) {
+  ServerConfig d;
+  Status raw = ApplyConfigJson(std::string(R"({"threads":3})") + '\0' + R"({"token":"x"})", &d);
+  EXPECT_EQ(raw.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(raw.message().find("a NUL byte at byte 13"), std::string::npos) << raw.ToString();
+  for (const char* key : {"access_log", "store", "listen", "token", "token_file"}) {
+    Status s = ApplyConfigJson(std::string(R"({")") + key + R"(":"/tmp/a\u0000b"})", &d);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << key;
+    EXPECT_NE(s.message().find("holds a NUL character"), std::string::npos) << s.ToString();
+  }
+}
+
 TEST(ConfigTest, ParseByteSize) {
   EXPECT_EQ(ValueOrFail(ParseByteSize("0")), 0u);
   EXPECT_EQ(ValueOrFail(ParseByteSize("1073741824")), uint64_t{1} << 30);
