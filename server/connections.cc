@@ -291,6 +291,11 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
         Trim(value).find_first_not_of("0123456789") != std::string_view::npos) {
       *malformed = true;
     }
+    // NUL and a bare CR are no part of any field value (RFC 9110, 5.5: a
+    // recipient must reject them or replace them): httplib kept both.
+    if (value.find_first_of(std::string_view("\0\r", 2)) != std::string_view::npos) {
+      *malformed = true;
+    }
     const bool range = EqualsIgnoreCase(name, "Range");
     const bool connection = EqualsIgnoreCase(name, "Connection");
     if (EqualsIgnoreCase(name, "Accept-Encoding") || connection) {
@@ -923,6 +928,17 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
     Linger(c);
     return true;
   }
+  // A fragment is no part of a request target (RFC 9112, 3.2): httplib cut
+  // it off, so GET .../items/a#b answered for the item "a".
+  const size_t line_end = c.buf.find('\n', c.pos);
+  if (c.buf.find('#', c.pos) < line_end) {
+    s_.metrics_->RequestMalformed();
+    Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
+                            "the request's target holds a '#' (a fragment, which a request does "
+                            "not carry): percent-encode '#' in a name or an item as %23"));
+    Linger(c);
+    return true;
+  }
   bool malformed_header = false;
   c.head_end = TidyHead(c.buf, c.pos, c.head_end, &malformed_header);
   const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
@@ -940,7 +956,8 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
     Answer(c, ErrorResponse(
                   400, "Bad Request", "invalid_argument",
                   "a header line of the request is malformed: not 'name: value' with a token "
-                  "for a name, or a Content-Length that is not a number"));
+                  "for a name, a value holding a NUL byte or a bare CR, or a Content-Length "
+                  "that is not a number"));
     Linger(c);
     return true;
   }

@@ -732,6 +732,14 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       head + "Content-Length: " + std::to_string(body.size() / 10) + "%" +
           std::to_string(30 + body.size() % 10) + "\r\n\r\n" + body,
       head + "Transfer-Encoding: chunke%64\r\n\r\n" + chunked,
+      // NUL and a bare CR in a value (RFC 9110, 5.5), which httplib kept.
+      head + "X-Note: a" + std::string(1, '\0') + "b\r\n" + length + "\r\n" + body,
+      head + "X-Note: a\rb\r\n" + length + "\r\n" + body,
+      // A fragment in the target, which httplib cut off and served the rest
+      // (GET .../items/a#b answered for the item "a").
+      "POST /v1/filters/orders/items#x HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\n" +
+          length + "\r\n" + body,
   };
   for (const std::string& request : ambiguous) {
     RawConnection c(server_->port());
