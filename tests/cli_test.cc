@@ -429,6 +429,26 @@ TEST_F(CliTest, ARebuildToBlockOfAGuavaFilesFilterNamesTheFlagsToGive) {
   EXPECT_EQ(Run({"check", "-q", "h", "a", "b"}).exit_code, 0);
 }
 
+// An export to a name the file: store keeps for a filter's own file
+// replaced that file with the dump and said "exported": the filter was gone
+// (and a dump named x.rbf there was listed as a filter). Refused, exit 2,
+// the filter unchanged; other names in the directory are the caller's.
+TEST_F(CliTest, ExportRefusesTheStoresOwnFileNames) {
+  Create("own");
+  ASSERT_EQ(Run({"add", "-q", "own", "x"}).exit_code, 0);
+  for (const std::string& target :
+       {dir_.path() + "/own.rbf", dir_.path() + "/other.rbf", dir_.path() + "/sub/../own.rbf",
+        dir_.path() + "/.own.parts/1.rbf"}) {
+    auto r = Run({"export", "own", "--format", "redbloom", "-f", target});
+    EXPECT_EQ(r.exit_code, 2) << target << ": " << r.err;
+    EXPECT_NE(r.err.find("keeps for its filters' own files"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(Run({"check", "own", "x"}).exit_code, 0) << "the filter changed";
+  EXPECT_EQ(Run({"list"}).out, "own\n");
+  EXPECT_EQ(
+      Run({"export", "own", "--format", "redbloom", "-f", dir_.path() + "/own.dump"}).exit_code, 0);
+}
+
 // export --file writes through what the name is: into a FIFO (or a device,
 // such as /dev/stdout) as it is, and through a symlink to its target. It
 // wrote a temporary file and renamed it over the name, which replaced the

@@ -694,6 +694,23 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     }
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
+  // A file: store's directory holds its filters' files, DIR/NAME.rbf, and
+  // their parts, DIR/.NAME.parts/: `export x --file DIR/x.rbf` replaced the
+  // filter's own file with its dump and said "exported", the filter gone
+  // (and any other .rbf there was listed as a filter). Other names there
+  // are the caller's.
+  if (const std::string url = ctx.store->url(); url.starts_with("file:")) {
+    const auto store_dir = std::filesystem::weakly_canonical(url.substr(5), ec);
+    const auto path = std::filesystem::weakly_canonical(target, ec);
+    const std::string parts_dir = path.parent_path().filename().string();
+    if ((path.parent_path() == store_dir && path.extension() == ".rbf") ||
+        (path.parent_path().parent_path() == store_dir && parts_dir.starts_with('.') &&
+         parts_dir.ends_with(".parts"))) {
+      return Fail(Status::InvalidArgument(
+          file + " is a name the store " + url +
+          " keeps for its filters' own files (NAME.rbf, .NAME.parts/): export to another name"));
+    }
+  }
   // The export is written to an unnamed file in the target's directory
   // (O_TMPFILE) and linked in when complete: an export killed midway leaves
   // nothing behind (a named temporary stayed, as large as the filter, for
