@@ -1402,6 +1402,16 @@ TEST_F(CliTest, CannotOpenSaysWhy) {
     EXPECT_EQ(dir.exit_code, 3) << dir.err;
     EXPECT_NE(dir.err.find(dir_.path() + ": Is a directory"), std::string::npos) << dir.err;
   }
+  // ... before anything is made: dedup made its filter, then failed to read.
+  for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
+           {"dedup", "dd", "--file", dir_.path(), "-n", "100", "-p", "0.01"},
+           {"add", "f", "--file", dir_.path()}}) {
+    auto r = Run(cmd);
+    EXPECT_EQ(r.exit_code, 3) << cmd[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot read " + dir_.path() + ": Is a directory"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(Run({"info", "dd"}).exit_code, 4) << "dedup made its filter";
   auto store = RunCommand({REDBLOOM_CLI_PATH, "--store", "file:/dev/null/sub", "list"});
   EXPECT_EQ(store.exit_code, 3);
   EXPECT_NE(store.err.find("/dev/null/sub: Not a directory"), std::string::npos) << store.err;

@@ -31,7 +31,12 @@ Status ItemReader::Open() {
     }
   }
   struct stat st {};
-  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+  // A directory opens, and fails its first read: dedup and rebuild had made
+  // their filter by then.
+  if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Status::Unavailable("cannot read " + Name() + ": " + internal::ErrnoText(EISDIR));
+  }
+  if (S_ISREG(st.st_mode)) {
     regular_ = true;
     total_bytes_ = static_cast<uint64_t>(st.st_size);
   }
