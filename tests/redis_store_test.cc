@@ -360,24 +360,35 @@ TEST_F(RedisStoreTest, AHandleOpenedBeforeADropAndReCreateWritesAsTheNewFilter) 
   }
 }
 
-// Drops and creates by one client while another reads a filter of one or
-// of four shards: a part found missing because of a drop, with the filter
-// there again when the reader looked why, was answered data_loss (redbloomd:
-// 500 to a GET, the alert's counter up). Each answer is now the old
-// filter's not_found or the new filter's answer.
+// Drops and creates by one client while another reads a filter (of one or
+// four shards, a window, a scaling one): a part found missing because of a
+// drop, with the filter there again when the reader looked why, was
+// answered data_loss (redbloomd: 500 to a GET, the alert's counter up). Each
+// answer is now the old filter's not_found or the new filter's answer (or,
+// re-created at each of the reopen's tries, a conflict).
 TEST_F(RedisStoreTest, ADropAndCreateRacingReadsIsNeverDataLoss) {
-  for (const uint32_t shards : {1u, 4u}) {
-    SCOPED_TRACE(shards);
-    const std::string name = "race" + std::to_string(shards);
-    FilterOptions options = Options(2000, 0.01);
-    options.shards = shards;
+  FilterOptions sharded = Options(2000, 0.01);
+  sharded.shards = 4;
+  FilterOptions scaling = Options(100, 0.01);
+  scaling.kind = FilterKind::kScaling;
+  const std::vector<std::pair<std::string, FilterOptions>> cases = {{"plain", Options(2000, 0.01)},
+                                                                    {"sharded", sharded},
+                                                                    {"window", Window(60000, 4)},
+                                                                    {"scaling", scaling}};
+  for (const auto& [label, options] : cases) {
+    SCOPED_TRACE(label);
+    const std::string name = "race-" + label;
     ASSERT_TRUE(BloomFilter::Create(*store_, name, options).ok());
     auto other = MustOpen(server_->url());
     std::atomic<bool> done{false};
     std::thread churn([&] {
       while (!done.load()) {
         (void)other->Drop(name);
-        (void)BloomFilter::Create(*other, name, options);
+        // With an item, so that a window has a slice and a scaling filter
+        // its layer to lose.
+        if (auto made = BloomFilter::Create(*other, name, options); made.ok()) {
+          (void)(*made)->Add("churn");
+        }
       }
     });
     const auto items = Items(Encoding::kUtf8, 50);
@@ -408,7 +419,7 @@ TEST_F(RedisStoreTest, ADropAndCreateRacingReadsIsNeverDataLoss) {
     EXPECT_TRUE(wrong.empty()) << wrong.size() << " answers, the first: " << wrong.front();
     EXPECT_GT(answered, 0);
     EXPECT_GT(gone, 0) << "the race was never met";
-    std::printf("shards %u: %d answered, %d not found, %d conflicts\n", shards, answered, gone,
+    std::printf("%s: %d answered, %d not found, %d conflicts\n", label.c_str(), answered, gone,
                 again);
   }
 }

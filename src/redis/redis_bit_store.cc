@@ -398,13 +398,23 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         if (!IsArray(meta.get(), 2)) return Unexpected("HMGET", meta.get());
         if (meta->element[0]->type == REDIS_REPLY_NIL) return Gone();
         if (!IsArray(r.get(), 0)) return Unexpected("HKEYS", r.get());
-        // Whether the filter went (dropped, or expired with all its keys)
-        // since its metadata was read: then its parts went with it.
-        auto gone_since = [&]() -> Result<bool> {
+        // Whether the filter went (dropped, or expired with all its keys:
+        // Gone) or was dropped and created again (another incarnation: a
+        // conflict, which the caller answers by reopening) since its
+        // metadata was read: then its parts went with it. Only OK leaves a
+        // missing part lost. (A re-create read as a loss was data_loss for
+        // redbloomd's GETs racing a DELETE and a PUT.)
+        auto changed_since = [&]() -> Status {
           CommandBuffer meta_now;
           meta_now.Command({"EXISTS", keys_.meta});
-          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr m, Call(c, meta_now));
-          return m->type == REDIS_REPLY_INTEGER && m->integer == 0;
+          meta_now.Command({"HGET", keys_.meta, std::string(kIncarnationField)});
+          REDBLOOM_RETURN_IF_ERROR(c.Append(meta_now));
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr m, c.ReadOk());
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr now, c.ReadOk());
+          if (m->type == REDIS_REPLY_INTEGER && m->integer == 0) return Gone();
+          const std::optional<std::string_view> ours = SplitIdentity(checked_.back()).second;
+          if (ours && ReplyText(now.get()) != *ours) return ConfigChangedStatus(name_);
+          return Status::Ok();
         };
         std::vector<uint64_t> parts;
         for (size_t i = 0; i < r->elements; ++i) {
@@ -419,7 +429,10 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
           std::vector<uint64_t> listed = parts;
           for (uint64_t p = 0; p < config_.initial_parts(); ++p) listed.push_back(p);
           std::sort(listed.begin(), listed.end());
-          REDBLOOM_RETURN_IF_ERROR(CheckLayersListed(listed, meta->element[1]));
+          if (Status listed_ok = CheckLayersListed(listed, meta->element[1]); !listed_ok.ok()) {
+            REDBLOOM_RETURN_IF_ERROR(changed_since());
+            return listed_ok;
+          }
         }
         if (parts.empty()) return Status::Ok();
         CommandBuffer exists;
@@ -437,8 +450,7 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
           // filter's TTL): a listed layer whose key is gone was deleted or
           // evicted. Forgetting it would leave its items absent, and the
           // next add would make it again, empty. Unless the filter went.
-          REDBLOOM_ASSIGN_OR_RETURN(const bool gone, gone_since());
-          if (gone) return Gone();
+          REDBLOOM_RETURN_IF_ERROR(changed_since());
           const uint64_t lost = expired.front();
           return Status::DataLoss(
               std::string(FilterKindName(config_.kind)) + " filter '" + name_ +
@@ -478,8 +490,7 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
           REDBLOOM_RETURN_IF_ERROR(c.Read().status());
         }
         if (!lost.empty()) {
-          REDBLOOM_ASSIGN_OR_RETURN(const bool gone, gone_since());
-          if (gone) return Gone();
+          REDBLOOM_RETURN_IF_ERROR(changed_since());
           return Status::DataLoss("window filter '" + name_ + "' has lost slice " +
                                   std::to_string(lost.front()) + ": its key " +
                                   PartKeysFor(name_, shared_->keys, lost.front()).bitmap +
