@@ -968,15 +968,19 @@ TEST_F(CliTest, AnAddWhoseAnswersCannotBeWrittenStopsThere) {
   for (int i = 1; i <= 300000; ++i) text += std::to_string(i) + "\n";
   const std::string cli =
       "'" + std::string(REDBLOOM_CLI_PATH) + "' --store 'file:" + dir_.path() + "' ";
-  auto full = RunCommand({"/bin/sh", "-c", cli + "add af --file - >/dev/full"}, text);
+  // From a regular file, whose chunks are whole (a pipe's end where the
+  // input is not ready yet).
+  const std::string items = WriteFile("items.txt", text);
+  auto full = RunCommand({"/bin/sh", "-c", cli + "add af --file '" + items + "' >/dev/full"});
   EXPECT_EQ(full.exit_code, 3) << full.err;
   EXPECT_EQ(Count(full.err, "redbloom: error: "), 1u) << full.err;
   EXPECT_NE(full.err.find("the first 65536 items were added; nothing after them was"),
             std::string::npos)
       << full.err;
   EXPECT_NE(full.err.find("cannot write to stdout: No space left on device; the answers for line "
-                          "1 of stdin to line 65536 of stdin may not have been written, though "
-                          "those items were added"),
+                          "1 of " +
+                          items + " to line 65536 of " + items +
+                          " may not have been written, though those items were added"),
             std::string::npos)
       << full.err;
   EXPECT_EQ(Run({"check", "-q", "af", "65537"}).exit_code, 1)
@@ -988,7 +992,7 @@ TEST_F(CliTest, AnAddWhoseAnswersCannotBeWrittenStopsThere) {
   EXPECT_NE(piped.err.find("cannot write to stdout: Broken pipe; the answers for line 1 of stdin"),
             std::string::npos)
       << piped.err;
-  auto check = RunCommand({"/bin/sh", "-c", cli + "check af --file - >/dev/full"}, text);
+  auto check = RunCommand({"/bin/sh", "-c", cli + "check af --file '" + items + "' >/dev/full"});
   EXPECT_EQ(check.exit_code, 3) << check.err;
   EXPECT_NE(check.err.find("the first 65536 items were processed; nothing after them was"),
             std::string::npos)
