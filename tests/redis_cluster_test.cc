@@ -536,6 +536,53 @@ TEST_F(RedisClusterTest, CallsOfSeveralCommandsWaitOutAMigration) {
   EXPECT_TRUE(listed.ok()) << listed.ToString();
 }
 
+// A bulk merge (load, import) whose slot starts migrating: each piece's
+// upload lands on the importing node (ASK: a new key), its merge meets
+// TRYAGAIN (the filter's keys not moved yet), and the call is run again
+// until the migration is done. Each run uploaded under a new name, and the
+// importing node kept every upload (1 MiB each, for their hour: 23-30 per
+// load in an audit). One name for the call now, which its last run's merge
+// deletes.
+TEST_F(RedisClusterTest, AMergeRetriedAcrossAMigrationLeavesNoUploadBehind) {
+  auto f = BloomFilter::Create(
+      *store_, "ld", {.capacity = 1500000, .error_rate = 0.01, .strategy = Strategy::kGuava64});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const size_t bytes = (*f)->config().data_bytes();
+  ASSERT_GT(bytes, size_t{1} << 20) << "the test needs two pieces";
+  std::string bitmap(bytes, '\0');
+  bitmap[3] = '\x5a';
+  bitmap[bytes - 2] = '\x81';
+  const int slot = internal::KeySlot("{ld}");
+  RedisServer& from = cluster_->MasterOf(slot);
+  RedisServer* to = nullptr;
+  for (RedisServer* m : cluster_->Masters()) {
+    if (m != &from) to = m;
+  }
+  ASSERT_NE(to, nullptr);
+  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
+  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
+  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
+  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+  Status merged;
+  std::thread merge([&] { merged = (*f)->OrBitmap(bitmap, 2); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (;;) {
+    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
+    std::string key;
+    if (!std::getline(keys, key) || key.empty()) break;
+    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
+  }
+  FinishMigration(slot, to_id);
+  merge.join();
+  ASSERT_TRUE(merged.ok()) << merged.ToString();
+  for (RedisServer* m : cluster_->Masters()) {
+    EXPECT_EQ(Trim(m->Cli({"KEYS", "*/tmp/*"})), "") << "uploads left on :" << m->port();
+  }
+  std::string back;
+  ASSERT_TRUE((*f)->ReadBitmap(&back).ok());
+  EXPECT_EQ(back, bitmap);
+}
+
 // A remove of several batches (batch_items=10) while its filter's slot is
 // half migrated: each batch is followed to the importing node with ASKING,
 // and the next draws MOVED back, so the source runs the remove again. A new

@@ -1024,14 +1024,19 @@ Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitm
   }
   // Pending adds are counted along with the load.
   const uint64_t uncounted = cells->pending.exchange(0);
+  // One upload key for the call, whatever its retries: a piece uploaded to
+  // the node importing the slot, whose merge then met TRYAGAIN (the
+  // filter's keys not there yet), stayed until its expiry, and a migration
+  // left 23-30 such 1 MiB keys per load (an audit). Each retry overwrites
+  // it now.
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char suffix[17];
+  std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
+  const std::string upload = cells->temp_key(suffix);
+  const std::string scratch = upload + ":or";
   Status status = shared_->source->Run(
       cells->meta, Access::kMaster, /*idempotent=*/!cells->counting(),
       [&](Connection& c) -> Status {
-        thread_local std::mt19937_64 rng(std::random_device{}());
-        char suffix[17];
-        std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
-        const std::string upload = cells->temp_key(suffix);
-        const std::string scratch = upload + ":or";
         // Non-zero pieces only; the item count rides with the last one.
         std::vector<size_t> pieces;
         for (size_t offset = 0; offset < bitmap.size(); offset += chunk) {
