@@ -723,6 +723,26 @@ TEST_F(RedisClusterTest, RedisCliReshardWhileLoadsRunLosesNothing) {
   }
 }
 
+// A check sent to a master that was just killed rides out the failover:
+// with max_retries=0 the call gave up after 5 retries' backoff (0.8 s),
+// and with the default after ~3 s, before a cluster (here with a
+// cluster-node-timeout of 1 s, by default 15 s) had promoted the replica.
+// It retries for 10 s now, whatever max_retries.
+TEST_F(RedisClusterTest, ACallToAKilledMasterRidesOutTheFailover) {
+  auto store = MustOpen(cluster_->url() + "?max_retries=0");
+  ASSERT_NE(store, nullptr);
+  auto f = BloomFilter::Create(*store, "ride", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->Add("x").ok());
+  RedisServer& master = cluster_->MasterOf(internal::KeySlot("ride"));
+  master.Stop(/*hard=*/true);
+  const Result<bool> found = (*f)->Contains("x");
+  RedisServer& promoted = cluster_->WaitForFailover(internal::KeySlot("ride"), master);
+  cluster_->ReplaceAsReplica(master, promoted);
+  ASSERT_TRUE(found.ok()) << "the call gave up before the failover: " << found.status().ToString();
+  EXPECT_TRUE(*found);
+}
+
 // A master killed with SIGKILL while adds run with wait_replicas=1: its
 // replica takes over, every acknowledged add is there, failed calls were
 // errors (never "absent"), and the same store object goes on working once

@@ -164,9 +164,14 @@ class ClusterSource final : public ConnectionSource {
         continue;
       }
       // A lost node: its replica may be taking over. Learn the map again and
-      // retry as ConnectionSource::Run documents.
+      // retry as ConnectionSource::Run documents: for 10 s, and at least
+      // max_retries + 5 times. (Either bound alone gave up after ~3 s of
+      // backoff, before a failover with a cluster-node-timeout of 5 s was
+      // done: every call to a killed master failed, an audit found.)
+      const bool spent =
+          lost >= options().max_retries + 5 && std::chrono::steady_clock::now() > give_up_at;
       if (s.code() != StatusCode::kUnavailable || IsPermanentFailure(s) || (wrote && !idempotent) ||
-          lost >= options().max_retries + 5 || std::chrono::steady_clock::now() > give_up_at) {
+          spent) {
         return s;
       }
       ++lost;

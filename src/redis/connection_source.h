@@ -52,10 +52,12 @@ class ConnectionSource {
   //                (a stalled master may have been failed over, so it is
   //                retried); a write answered READONLY ran nowhere and is
   //                sent again even when not idempotent.
-  //   Cluster:     up to max_retries + 5 times within 10 s (a node's
-  //                replica takes over in seconds), the slot map learnt again
-  //                each time; MOVED and ASK are followed (a bounded number
-  //                of them), not counted as retries.
+  //   Cluster:     for 10 s and at least max_retries + 5 times, whichever
+  //                ends later (a node's replica takes over once the cluster
+  //                fails the node: cluster-node-timeout and an election),
+  //                the slot map learnt again each time; MOVED and ASK are
+  //                followed (a bounded number of them), not counted as
+  //                retries.
   virtual Status Run(std::string_view key, Access access, bool idempotent, const Op& op) = 0;
   // After a task fails, whether the other tasks of its server still run
   // (kGoOn: a drop removes what it can) or not (kStopThatServer: the call
