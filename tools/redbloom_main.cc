@@ -161,6 +161,24 @@ int RunCreate(Context& ctx, const std::string& name, const SizingFlags& flags, b
   }
   const char* verb = attach ? "attached" : (created ? "created" : "exists (same parameters)");
   std::cerr << verb << " " << name << ": " << c.ToString() << "\n";
+  // attach adopts bits: none there most likely means another key than the
+  // Java side's (an audit followed the README's plain key against a
+  // service whose RedisTemplate writes JDK-serialized keys: every item of
+  // the service's then read absent, silently). Said, not refused: attaching
+  // before the service has written is a documented way to start.
+  if (attach) {
+    auto info = (*filter)->Info();
+    if (info.ok() && info->bits_set == 0) {
+      std::cerr << "redbloom: warning: " << name
+                << " holds no bits yet: if a Java service writes this filter, check that this is "
+                   "its exact key"
+                << (ctx.store->url().find("keys=jdk") == std::string::npos
+                        ? " (Spring's default RedisTemplate writes keys JDK-serialized: add "
+                          "?keys=jdk to the store URL)"
+                        : "")
+                << "\n";
+    }
+  }
   if (c.geometry.capped) {
     std::cerr << "note: the size was capped at 2^31-1 bits, as the Java helper's (int) cast does; "
                  "the error rate at capacity will be above "
