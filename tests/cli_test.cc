@@ -1416,6 +1416,12 @@ TEST_F(CliTest, CannotOpenSaysWhy) {
         << r.err;
   }
   EXPECT_EQ(Run({"info", "dd"}).exit_code, 4) << "dedup made its filter";
+  // A path with a line break in it is escaped: errors are one line (README),
+  // which a script keeping stderr's last line relies on.
+  auto broken = Run({"add", "f", "--file", dir_.path() + "/no\nsuch\x01"});
+  EXPECT_EQ(broken.exit_code, 3);
+  EXPECT_EQ(Count(broken.err, "\n"), 1u) << broken.err;
+  EXPECT_NE(broken.err.find("/no\\nsuch\\x01: No such file"), std::string::npos) << broken.err;
   auto store = RunCommand({REDBLOOM_CLI_PATH, "--store", "file:/dev/null/sub", "list"});
   EXPECT_EQ(store.exit_code, 3);
   EXPECT_NE(store.err.find("/dev/null/sub: Not a directory"), std::string::npos) << store.err;

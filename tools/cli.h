@@ -23,6 +23,11 @@ int Fail(const Status& s);
 // a run that ends well makes it, and a sync that fails too is said.
 int FailAfterWrites(const Status& s, BloomFilter& filter);
 
+// `message` with its control characters escaped (\n, \r, \t, \xNN), so an
+// error naming a path or an item with a line break in it stays one line,
+// as the README promises.
+std::string OneLine(std::string_view message);
+
 // A failed write of `what` ("to stdout", a path) with errno `err`: "cannot
 // write <what>: <errno text>", kResourceExhausted for a full disk (as the
 // stores report it), else kUnavailable.

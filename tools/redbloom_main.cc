@@ -43,8 +43,31 @@ std::string CodeTag(const Status& s) {
 }
 }  // namespace
 
+std::string OneLine(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 int Fail(const Status& s) {
-  std::cerr << "redbloom: error: " << s.message() << " " << CodeTag(s) << "\n";
+  std::cerr << "redbloom: error: " << OneLine(s.message()) << " " << CodeTag(s) << "\n";
   return ExitCodeFor(s);
 }
 
@@ -52,7 +75,7 @@ int FailAfterWrites(const Status& s, BloomFilter& filter) {
   const int code = Fail(s);
   if (Status synced = filter.Flush(); !synced.ok()) {
     std::cerr << "redbloom: error: and what was written before it may not be durable: "
-              << synced.message() << " " << CodeTag(synced) << "\n";
+              << OneLine(synced.message()) << " " << CodeTag(synced) << "\n";
   }
   return code;
 }
@@ -306,7 +329,7 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
              " may have been " + verb;
     }
     if (!what.empty()) {
-      std::cerr << "redbloom: " << what << "; nothing after "
+      std::cerr << "redbloom: " << OneLine(what) << "; nothing after "
                 << (done + unconfirmed == 1 ? "it" : "them") << " was"
                 << (op == ItemOp::kAdd ? " (adding again is harmless)" : "") << "\n";
     }
@@ -608,8 +631,8 @@ int Main(int argc, char** argv) {
     for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
       commands += (commands.empty() ? "" : ", ") + c->get_name();
     }
-    std::cerr << "redbloom: error: unknown command '" << rest.front() << "' (commands: " << commands
-              << ") [invalid_argument]\n";
+    std::cerr << "redbloom: error: unknown command '" << OneLine(rest.front())
+              << "' (commands: " << commands << ") [invalid_argument]\n";
     return true;
   };
   // `redbloom --stor mem: -h` printed the main help, exit 0: CLI11 answers
@@ -617,7 +640,7 @@ int Main(int argc, char** argv) {
   auto unknown_option = [&app]() -> bool {
     const std::vector<std::string> rest = app.remaining();
     if (!app.get_subcommands().empty() || rest.empty()) return false;
-    std::cerr << "redbloom: error: unknown option '" << rest.front()
+    std::cerr << "redbloom: error: unknown option '" << OneLine(rest.front())
               << "'; see redbloom --help [invalid_argument]\n";
     return true;
   };
@@ -649,7 +672,7 @@ int Main(int argc, char** argv) {
       what.replace(at, kTwice.size(), "given ");
       what += " times; give it once";
     }
-    std::cerr << "redbloom: error: " << what << "; see redbloom "
+    std::cerr << "redbloom: error: " << OneLine(what) << "; see redbloom "
               << (app.get_subcommands().empty() ? ""
                                                 : app.get_subcommands().front()->get_name() + " ")
               << "--help [invalid_argument]\n";
