@@ -35,7 +35,9 @@ Status GaveUp(const ClusterRedirect& r, int slot) {
                ": the slot is being migrated";
       break;
     case ClusterRedirect::Kind::kTryAgain:
-      answer = "TRYAGAIN: the call's keys are split between two nodes by a slot migration";
+      answer =
+          "TRYAGAIN: the slot is migrating, and the call's keys are not all on one node (some "
+          "moved, or a key it makes or a scratch key is not there yet)";
       break;
     case ClusterRedirect::Kind::kClusterDown:
       answer = "CLUSTERDOWN: no node serves the slot";
