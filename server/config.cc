@@ -399,6 +399,13 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
       token.pop_back();
     }
     if (token.empty()) return Status::InvalidArgument("token file " + token_file + " is empty");
+    // Named here, with the file: the check after all sources said only
+    // "token from config".
+    if (token.find('\n') != std::string::npos) {
+      return Status::InvalidArgument("token file " + token_file +
+                                     " holds more than one line; the token is its one line");
+    }
+    REDBLOOM_RETURN_IF_ERROR(ValidateToken(token, "token file " + token_file));
     c->http.token = std::move(token);
     c->token_source = "config";
   }

@@ -591,6 +591,26 @@ TEST(ConfigTest, RejectsBadTokensAndListen) {
       << empty_store.status().ToString();
 }
 
+// A token file that cannot be a token is named, with why: a second line
+// (a file of two secrets) read "token from config must be printable ASCII
+// without spaces".
+TEST(ConfigTest, ABadTokenFileIsNamed) {
+  testing::TempDir dir;
+  const std::string two = dir.path() + "/two-lines";
+  std::ofstream(two) << "first-secret\nsecond-secret\n";
+  const std::string spaced = dir.path() + "/spaced";
+  std::ofstream(spaced) << "has space\n";
+  ServerConfig c;
+  Status s = ApplyConfigJson(R"({"token_file":")" + two + R"("})", &c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("token file " + two + " holds more than one line"), std::string::npos)
+      << s.ToString();
+  s = ApplyConfigJson(R"({"token_file":")" + spaced + R"("})", &c);
+  EXPECT_NE(s.message().find("token from token file " + spaced + " must be printable ASCII"),
+            std::string::npos)
+      << s.ToString();
+}
+
 // An empty REDBLOOM_STORE, as the CLI refuses it, and the natural slip
 // REDBLOOMD_STORE, were both ignored: the default file store served, every
 // item absent. An unknown scheme passed --print-config.
