@@ -711,6 +711,8 @@ class ConnectionServer::Loop {
   int epoll_fd_ = -1;
   bool listening_ = false;
   std::optional<Clock::time_point> accept_paused_until_;
+  // When running out of descriptors was last logged (once per 10 s).
+  std::optional<Clock::time_point> accept_failure_logged_;
   // Once the server stops: no connection's deadline passes this (RunEvents).
   std::optional<Clock::time_point> grace_until_;
   std::unordered_map<int, std::unique_ptr<Connection>> conns_;
@@ -769,8 +771,20 @@ void ConnectionServer::Loop::Accept(int listen_fd) {
     }
     if (errno == EINTR || errno == ECONNABORTED) continue;
     if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      const int err = errno;
+      const auto now = Clock::now();
       StopListening();
-      accept_paused_until_ = Clock::now() + kAcceptPause;
+      accept_paused_until_ = now + kAcceptPause;
+      // New connections wait in the backlog meanwhile: said, or an operator
+      // saw clients hang with nothing in the log (an audit).
+      if (!accept_failure_logged_ || now - *accept_failure_logged_ >= std::chrono::seconds(10)) {
+        accept_failure_logged_ = now;
+        std::fprintf(stderr,
+                     "redbloomd: cannot accept connections: %s (%zu open); new ones wait until "
+                     "some close (raise the descriptor limit, LimitNOFILE= under systemd, or "
+                     "lower max_connections)\n",
+                     internal::ErrnoText(err).c_str(), conns_.size());
+      }
     }
     return;  // EAGAIN: all taken
   }

@@ -747,6 +747,42 @@ TEST_F(ServerLimitsTest, ConnectionsOnDescriptorsPast1024AreServed) {
   EXPECT_GT(open, 1100u);
 }
 
+// Out of descriptors, redbloomd pauses accepting (new connections wait in
+// the backlog) and says so once, with what to raise; it went on silently,
+// clients hanging with nothing in the log. Connections that close make room
+// again.
+TEST_F(ServerLimitsTest, RunningOutOfDescriptorsIsLoggedAndPassesOff) {
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  const rlimit before = limit;
+  limit.rlim_cur = 128;  // inherited by redbloomd
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  RedbloomdProcess server(StoreUrl());
+  std::string started;
+  try {
+    server.Start();
+  } catch (const std::exception& e) {
+    started = e.what();
+  }
+  ::setrlimit(RLIMIT_NOFILE, &before);
+  ASSERT_EQ(started, "");
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 160; ++i) held.push_back(std::make_unique<RawConnection>(server.port()));
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (server.Stderr().find("cannot accept connections") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(server.Stderr().find("cannot accept connections: Too many open files"),
+            std::string::npos)
+      << server.Stderr();
+  held.clear();
+  RawConnection c(server.port());
+  c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string answer = c.ReadResponse();
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+}
+
 // A client still uploading a body the server refused unread (413, over
 // max_body_bytes) reads the answer and then the end of the stream, and its
 // upload is never cut off by a reset: the server shuts its side and drops
