@@ -1383,7 +1383,12 @@ Status ConnectionServer::Bind() {
   addrinfo* found = nullptr;
   const std::string port = std::to_string(options_.port);
   if (int rc = ::getaddrinfo(options_.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    return Status::Unavailable("cannot listen on " + where + ": " + ::gai_strerror(rc));
+    // A name that does not resolve is configuration (exit 2, which the
+    // packaged unit does not restart every 2 s); a resolver that failed
+    // (EAI_AGAIN) may answer on the next start.
+    const std::string message = "cannot listen on " + where + ": " + ::gai_strerror(rc);
+    if (rc == EAI_NONAME) return Status::InvalidArgument(message);
+    return Status::Unavailable(message);
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
   // Every address the name gives, once each (a hosts file may list one

@@ -199,7 +199,7 @@ int Run(int argc, char** argv) {
   HttpServer server(&service, &metrics, &access_log, config->http);
   if (auto s = server.Bind(); !s.ok()) {
     Fail(s.message());
-    return 3;
+    return s.code() == redbloom::StatusCode::kInvalidArgument ? 2 : 3;
   }
 
   const std::string& host = config->http.host;
