@@ -1422,6 +1422,15 @@ TEST_F(CliTest, CannotOpenSaysWhy) {
   EXPECT_EQ(broken.exit_code, 3);
   EXPECT_EQ(Count(broken.err, "\n"), 1u) << broken.err;
   EXPECT_NE(broken.err.find("/no\\nsuch\\x01: No such file"), std::string::npos) << broken.err;
+  // list on a directory that does not exist: an empty store's output and
+  // exit code, and a note (a mistyped URL printed nothing at all).
+  auto typo = RunCommand({REDBLOOM_CLI_PATH, "--store", "file:" + missing, "list"});
+  EXPECT_EQ(typo.exit_code, 0) << typo.err;
+  EXPECT_EQ(typo.out, "");
+  EXPECT_NE(typo.err.find(missing + " does not exist (the first create makes it)"),
+            std::string::npos)
+      << typo.err;
+  EXPECT_EQ(Run({"list"}).err, "") << "a note for a store that exists";
   auto store = RunCommand({REDBLOOM_CLI_PATH, "--store", "file:/dev/null/sub", "list"});
   EXPECT_EQ(store.exit_code, 3);
   EXPECT_NE(store.err.find("/dev/null/sub: Not a directory"), std::string::npos) << store.err;

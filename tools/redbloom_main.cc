@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -447,6 +448,16 @@ int RunList(Context& ctx) {
   auto names = ctx.store->List();
   if (!names.ok()) return Fail(names.status());
   for (const auto& n : *names) std::cout << n << "\n";
+  // No filters and no directory: most likely a mistyped file: URL, which
+  // printed nothing, exit 0, as an empty store does. Said on stderr; stdout
+  // and the exit code stay an empty store's.
+  if (const std::string url = ctx.store->url(); names->empty() && url.starts_with("file:")) {
+    std::error_code ec;
+    if (!std::filesystem::exists(url.substr(5), ec) && !ec) {
+      std::cerr << "redbloom: note: " << OneLine(url.substr(5))
+                << " does not exist (the first create makes it); no filters\n";
+    }
+  }
   return 0;
 }
 
