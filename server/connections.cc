@@ -256,8 +256,9 @@ bool HasCloseOption(std::string_view list) {
 // lines become one that httplib reads as meant (HasCloseOption).
 // `malformed` is set for a header line that is no "name: value" (no colon,
 // a name that is no token): httplib skips such a line and serves the
-// request; RFC 9112 and our docs say 400, in HTTP/1.0 too.
-size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
+// request; RFC 9112 and our docs say 400, in HTTP/1.0 too. `hosts` counts
+// the Host lines.
+size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed, int* hosts) {
   end -= OriginForm(buf, begin);
   const size_t first = buf.find('\n', begin) + 1;  // past the request line
   std::vector<std::string> accept;
@@ -296,6 +297,7 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed) {
     if (value.find_first_of(std::string_view("\0\r", 2)) != std::string_view::npos) {
       *malformed = true;
     }
+    if (EqualsIgnoreCase(name, "Host")) ++*hosts;
     const bool range = EqualsIgnoreCase(name, "Range");
     const bool connection = EqualsIgnoreCase(name, "Connection");
     if (EqualsIgnoreCase(name, "Accept-Encoding") || connection) {
@@ -954,7 +956,19 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
     return true;
   }
   bool malformed_header = false;
-  c.head_end = TidyHead(c.buf, c.pos, c.head_end, &malformed_header);
+  int hosts = 0;
+  c.head_end = TidyHead(c.buf, c.pos, c.head_end, &malformed_header, &hosts);
+  // RFC 9112, 3.2: a request of HTTP/1.1 without a Host, or any with two,
+  // is answered 400 (httplib served both).
+  const std::string_view request_line(c.buf.data() + c.pos, c.buf.find('\n', c.pos) - c.pos);
+  if (hosts > 1 || (hosts == 0 && request_line.ends_with(" HTTP/1.1\r"))) {
+    s_.metrics_->RequestMalformed();
+    Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
+                            hosts > 1 ? "the request has more than one Host header"
+                                      : "an HTTP/1.1 request needs a Host header"));
+    Linger(c);
+    return true;
+  }
   const BodyFraming f = ParseFraming(c.buf, c.pos, c.head_end);
   if (f.empty_length) {
     // Where the body ends cannot be told (the HTTP layer answers the other
