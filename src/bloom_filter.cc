@@ -332,28 +332,34 @@ Status BloomFilter::WithReopen(Op&& op_on, Same same) {
 Status BloomFilter::MissingPart(Status not_found, State& st, std::span<const uint64_t> parts) {
   // A drop and a create by others between the call and the config's read
   // (redbloomd's DELETE and PUT racing a GET) read like a lost part, and
-  // were answered data_loss. A lost part does not come back, and a new
-  // filter has all of them (or another incarnation: kConflict from the
-  // probe): only a part missing at three looks in a row under a filter that
-  // is there is lost.
+  // were answered data_loss. A new filter shows as a conflict on the old
+  // handle (another incarnation on Redis; the main array retired on file:
+  // and mem:, which a part the new filter lacks, a scaling filter's upper
+  // layer, does not show), or has every part the old one had from creation
+  // on: only a part missing at three looks in a row under a filter that is
+  // there, and the handle's own array still live, is lost.
+  std::vector<uint64_t> probes;
+  if (st.config.initial_parts() > 0) probes.push_back(0);  // the handle's own array
+  probes.insert(probes.end(), parts.begin(), parts.end());
+  const auto recreated = [&] {
+    return Status::Conflict("filter '" + name_ + "' was dropped and created again during the call");
+  };
   std::string probe;
   for (int look = 0; look < 3; ++look) {
     if (auto now = store_.ReadConfig(name_); !now.ok()) {
       return now.status().code() == StatusCode::kNotFound ? not_found : now.status();
     }
     bool missing = false;
-    for (uint64_t id : parts) {
+    for (uint64_t id : probes) {
       Status there = st.bits->ReadBits(id, 0, 1, &probe);
+      if (there.code() == StatusCode::kConflict) return recreated();
       if (there.code() == StatusCode::kNotFound) {
         missing = true;
         break;
       }
-      if (there.code() != StatusCode::kConflict) REDBLOOM_RETURN_IF_ERROR(there);
+      REDBLOOM_RETURN_IF_ERROR(there);
     }
-    if (!missing) {
-      return Status::Conflict("filter '" + name_ +
-                              "' was dropped and created again during the call");
-    }
+    if (!missing) return recreated();
   }
   return Status::DataLoss("filter '" + name_ +
                           "' exists, but a part it has from creation on is missing: its keys "

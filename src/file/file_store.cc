@@ -608,7 +608,19 @@ class FileStore final : public Store {
     return parts;
   }
 
+  // A lost layer is told by reading the main file and then listing the
+  // parts: a drop and a create by others in between can read as one, and
+  // the main file's identity cannot always tell (an inode reused at once,
+  // created within the same clock tick: the DELETE and PUT of a churning
+  // client). A real loss stays at three looks in a row; a race does not.
   Result<std::vector<uint64_t>> ListParts(std::string_view name, const FilterConfig& config) {
+    for (int look = 1;; ++look) {
+      Result<std::vector<uint64_t>> parts = ListPartsOnce(name, config);
+      if (parts.ok() || parts.status().code() != StatusCode::kDataLoss || look == 3) return parts;
+    }
+  }
+
+  Result<std::vector<uint64_t>> ListPartsOnce(std::string_view name, const FilterConfig& config) {
     FileId main_id;
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name, &main_id));
     if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
@@ -647,6 +659,21 @@ class FileStore final : public Store {
     // (A stray file named for the last part number must not wrap this to 0:
     // the kind reports a part past its limit.)
     const uint64_t listed = parts.empty() ? 0 : parts.back() + (parts.back() == UINT64_MAX ? 0 : 1);
+    // A gap below the last part, while a drop removes the parts one by one
+    // (or a create by another client makes them): the filter went since
+    // the header was read, not a layer. One that stays is the kind's to
+    // report.
+    if (KindOf(config.kind).dense_parts && parts.size() < listed && listed <= kMaxLayers) {
+      REDBLOOM_RETURN_IF_ERROR(CheckStillNamed(name, main_id));
+      for (uint64_t i = 0; i < parts.size(); ++i) {
+        if (parts[i] != i) {
+          return Status::DataLoss(std::string(FilterKindName(config.kind)) + " filter '" +
+                                  std::string(name) + "' has lost layer " + std::to_string(i) +
+                                  " of " + std::to_string(listed) + ": " + PartPath(name, i) +
+                                  " is gone");
+        }
+      }
+    }
     if (KindOf(config.kind).dense_parts && main.parts_made > listed) {
       // Unless the filter was dropped, re-created or expired since the
       // header was read: then its parts went with it.
