@@ -1024,16 +1024,17 @@ Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitm
   }
   // Pending adds are counted along with the load.
   const uint64_t uncounted = cells->pending.exchange(0);
-  // One upload key for the call, whatever its retries: a piece uploaded to
-  // the node importing the slot, whose merge then met TRYAGAIN (the
-  // filter's keys not there yet), stayed until its expiry, and a migration
-  // left 23-30 such 1 MiB keys per load (an audit). Each retry overwrites
-  // it now.
+  // One upload key per piece for the call, whatever its retries: a piece
+  // uploaded to the node importing the slot, whose merge then met TRYAGAIN
+  // (the filter's keys not there yet), stayed until its expiry, and a
+  // migration left 23-30 such 1 MiB keys per load (an audit); a retry
+  // overwrites it now, and the last run's merge deletes it. Per piece, not
+  // one for all: a SET still in flight on a connection given up for lost
+  // would otherwise put another piece's bytes under the name a retry's
+  // merge reads, at its offset.
   thread_local std::mt19937_64 rng(std::random_device{}());
-  char suffix[17];
-  std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
-  const std::string upload = cells->temp_key(suffix);
-  const std::string scratch = upload + ":or";
+  char call[17];
+  std::snprintf(call, sizeof(call), "%016llx", static_cast<unsigned long long>(rng()));
   Status status = shared_->source->Run(
       cells->meta, Access::kMaster, /*idempotent=*/!cells->counting(),
       [&](Connection& c) -> Status {
@@ -1050,6 +1051,9 @@ Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitm
         for (size_t i = 0; i < pieces.size(); ++i) {
           const size_t offset = pieces[i];
           const bool last = i + 1 == pieces.size();
+          const std::string upload =
+              cells->temp_key(std::string(call) + "." + std::to_string(offset));
+          const std::string scratch = upload + ":or";
           CommandBuffer cmd;
           if (offset < bitmap.size()) {
             // The upload expires by itself should this client die before the
