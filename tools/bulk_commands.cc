@@ -266,14 +266,14 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
         // The lines after those may be in the filter without having been
         // printed: say which, so that they can be passed on by hand.
         const size_t unsure = lines.size() - added.size();
-        std::cerr << "redbloom: dedup: "
-                  << (added.empty() ? std::string()
-                                    : "the lines before " + reader.Where(added.size()) +
-                                          " were added and the new ones printed; ")
-                  << (unsure == 1
-                          ? reader.Where(added.size())
-                          : reader.Where(added.size()) + " to " + reader.Where(lines.size() - 1) +
-                                " (" + std::to_string(unsure) + " lines)")
+        const std::string which =
+            (added.empty() ? std::string()
+                           : "the lines before " + reader.Where(added.size()) +
+                                 " were added and the new ones printed; ") +
+            (unsure == 1 ? reader.Where(added.size())
+                         : reader.Where(added.size()) + " to " + reader.Where(lines.size() - 1) +
+                               " (" + std::to_string(unsure) + " lines)");
+        std::cerr << "redbloom: dedup: " << OneLine(which)
                   << " may have been added without being printed, and a second run will not "
                      "print "
                   << (unsure == 1 ? "it" : "those") << "; nothing after was added\n";
@@ -517,7 +517,7 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
     if (!existed && ctx.store->ReadConfig(name).status().code() == StatusCode::kNotFound) {
       std::cerr << "; nothing was imported, and no filter " << name << " is left\n";
     } else {
-      std::cerr << ": " << filter.status().message() << "\n";
+      std::cerr << ": " << OneLine(filter.status().message()) << "\n";
     }
     return 128 + g_stop_signal;
   }
