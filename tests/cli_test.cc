@@ -919,7 +919,10 @@ TEST_F(CliTest, OutputThatCannotBeWrittenIsExitThree) {
   const std::string cli = std::string(REDBLOOM_CLI_PATH) + " --store file:" + dir_.path();
   for (const std::string& command :
        {cli + " info o", cli + " list", cli + " offsets -n 1000 -p 0.01 x", cli + " check o x",
-        cli + " add o y", cli + " add o z --json", "printf 'a\\nb\\n' | " + cli + " dedup o"}) {
+        cli + " add o y", cli + " add o z --json", "printf 'a\\nb\\n' | " + cli + " dedup o",
+        // Past stdout's buffer: the write that failed came before the last
+        // flush, which lost its reason.
+        cli + " offsets -n 1000 -p 0.01 $(seq 1 3000)"}) {
     auto r = RunCommand({"/bin/sh", "-c", command + " >/dev/full"});
     EXPECT_EQ(r.exit_code, 3) << command << ": " << r.err;
     // With the system's reason: info and list said "cannot write to stdout" alone.

@@ -447,7 +447,9 @@ int RunList(Context& ctx) {
   if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
   auto names = ctx.store->List();
   if (!names.ok()) return Fail(names.status());
-  for (const auto& n : *names) std::cout << n << "\n";
+  std::string out;
+  for (const auto& n : *names) out.append(n).append("\n");
+  if (Status wrote = WriteStdout(out); !wrote.ok()) return Fail(wrote);
   // No filters and no directory: most likely a mistyped file: URL, which
   // printed nothing, exit 0, as an empty store does. Said on stderr; stdout
   // and the exit code stay an empty store's.
@@ -485,7 +487,9 @@ int RunOffsets(const SizingFlags& flags, const std::vector<std::string>& items) 
     }
     out += '\n';
   }
-  std::cout << out;
+  // Written at once, so a failure keeps its reason (a stream that failed
+  // part way loses it by the final flush).
+  if (Status wrote = WriteStdout(out); !wrote.ok()) return Fail(wrote);
   return 0;
 }
 
