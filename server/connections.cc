@@ -293,8 +293,13 @@ size_t TidyHead(std::string& buf, size_t begin, size_t end, bool* malformed, int
       *malformed = true;
     }
     // NUL and a bare CR are no part of any field value (RFC 9110, 5.5: a
-    // recipient must reject them or replace them): httplib kept both.
-    if (value.find_first_of(std::string_view("\0\r", 2)) != std::string_view::npos) {
+    // recipient must reject them or replace them): httplib kept both. (The
+    // line's own CRLF is the only CR it may hold: "a\r\r\n" is refused too.)
+    const std::string_view raw_value =
+        colon == std::string_view::npos
+            ? std::string_view()
+            : line.substr(colon + 1, line.size() - colon - 1 - (line.ends_with("\r\n") ? 2 : 1));
+    if (raw_value.find_first_of(std::string_view("\0\r", 2)) != std::string_view::npos) {
       *malformed = true;
     }
     if (EqualsIgnoreCase(name, "Host")) ++*hosts;
@@ -783,9 +788,12 @@ void ConnectionServer::Loop::Accept(int listen_fd) {
         accept_failure_logged_ = now;
         std::fprintf(stderr,
                      "redbloomd: cannot accept connections: %s (%zu open); new ones wait until "
-                     "some close (raise the descriptor limit, LimitNOFILE= under systemd, or "
-                     "lower max_connections)\n",
-                     internal::ErrnoText(err).c_str(), conns_.size());
+                     "some close%s\n",
+                     internal::ErrnoText(err).c_str(), conns_.size(),
+                     err == EMFILE || err == ENFILE
+                         ? " (raise the descriptor limit, LimitNOFILE= under systemd, or lower "
+                           "max_connections)"
+                         : "");
       }
     }
     return;  // EAGAIN: all taken
@@ -946,8 +954,8 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
   }
   // A fragment is no part of a request target (RFC 9112, 3.2): httplib cut
   // it off, so GET .../items/a#b answered for the item "a".
-  const size_t line_end = c.buf.find('\n', c.pos);
-  if (c.buf.find('#', c.pos) < line_end) {
+  const std::string_view target_line(c.buf.data() + c.pos, c.buf.find('\n', c.pos) - c.pos);
+  if (target_line.find('#') != std::string_view::npos) {
     s_.metrics_->RequestMalformed();
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             "the request's target holds a '#' (a fragment, which a request does "

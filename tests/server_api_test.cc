@@ -735,6 +735,7 @@ TEST_P(ServerApiTest, AmbiguousBodyFramingIs400AndClosesTheConnection) {
       // NUL and a bare CR in a value (RFC 9110, 5.5), which httplib kept.
       head + "X-Note: a" + std::string(1, '\0') + "b\r\n" + length + "\r\n" + body,
       head + "X-Note: a\rb\r\n" + length + "\r\n" + body,
+      head + "X-Note: a\r\r\n" + length + "\r\n" + body,
       // No Host in HTTP/1.1, or two (RFC 9112, 3.2), which httplib served.
       "POST /v1/filters/orders/items HTTP/1.1\r\nContent-Type: application/json\r\n" + length +
           "\r\n" + body,
