@@ -703,6 +703,17 @@ TEST_F(ServerLimitsTest, ExpectContinueIsRefusedBeforeTheUpload) {
   EXPECT_EQ(ok.ReadResponse(), "HTTP/1.1 100 Continue\r\n\r\n");
 }
 
+// Starts `server`; "" or why it did not start (the caller restores what it
+// changed for the start before it asserts).
+std::string StartOrSayWhy(RedbloomdProcess& server) {
+  try {
+    server.Start();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // Connections on descriptors past FD_SETSIZE (1024) are served: a file
 // store keeps a descriptor open per cached filter, so a busy server's
 // connections get such numbers. They were refused 503 "max_connections"
@@ -724,12 +735,7 @@ TEST_F(ServerLimitsTest, ConnectionsOnDescriptorsPast1024AreServed) {
     held.push_back(fd);
   }
   RedbloomdProcess server(StoreUrl());
-  std::string started;
-  try {
-    server.Start();
-  } catch (const std::exception& e) {
-    started = e.what();
-  }
+  const std::string started = StartOrSayWhy(server);
   for (int fd : held) ::close(fd);
   ::setrlimit(RLIMIT_NOFILE, &before);
   ASSERT_EQ(started, "");
@@ -758,12 +764,7 @@ TEST_F(ServerLimitsTest, RunningOutOfDescriptorsIsLoggedAndPassesOff) {
   limit.rlim_cur = 128;  // inherited by redbloomd
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
   RedbloomdProcess server(StoreUrl());
-  std::string started;
-  try {
-    server.Start();
-  } catch (const std::exception& e) {
-    started = e.what();
-  }
+  const std::string started = StartOrSayWhy(server);
   ::setrlimit(RLIMIT_NOFILE, &before);
   ASSERT_EQ(started, "");
   std::vector<std::unique_ptr<RawConnection>> held;
