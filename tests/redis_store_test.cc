@@ -375,7 +375,10 @@ TEST_F(RedisStoreTest, ADropAndCreateRacingReadsIsNeverDataLoss) {
                                                                     {"sharded", sharded},
                                                                     {"window", Window(60000, 4)},
                                                                     {"scaling", scaling}};
-  for (const auto& [label, options] : cases) {
+  for (const auto& one : cases) {
+    // Not a structured binding: clang before 16 cannot capture one.
+    const std::string& label = one.first;
+    const FilterOptions& options = one.second;
     SCOPED_TRACE(label);
     const std::string name = "race-" + label;
     ASSERT_TRUE(BloomFilter::Create(*store_, name, options).ok());
