@@ -161,12 +161,19 @@ TEST_P(StoreTest, ADropAndCreateRacingReadsIsNeverDataLoss) {
       if (auto f = BloomFilter::Create(churner, "race", scaling); f.ok()) {
         (void)(*f)->AddMany(views);
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // reads find it whole too
     }
   });
   int answered = 0;
   std::vector<std::string> wrong;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-  while (std::chrono::steady_clock::now() < until && wrong.size() < 5) {
+  // At least 1.5 s, and until a read was answered (at most 20 s).
+  const auto start = std::chrono::steady_clock::now();
+  const auto enough = [&] {
+    const auto spent = std::chrono::steady_clock::now() - start;
+    return spent >= std::chrono::seconds(20) ||
+           (spent >= std::chrono::milliseconds(1500) && answered > 0);
+  };
+  while (!enough() && wrong.size() < 5) {
     auto f = BloomFilter::Open(*store_, "race");
     if (!f.ok()) continue;
     for (int i = 0; i < 20; ++i) {
