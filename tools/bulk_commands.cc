@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "file/file_layout.h"
 #include "frontend/existing_ttl.h"
 #include "item_reader.h"
 #include "redbloom/bloom_filter.h"
@@ -700,12 +701,8 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   // (and any other .rbf there was listed as a filter). Other names there
   // are the caller's.
   if (const std::string url = ctx.store->url(); url.starts_with("file:")) {
-    const auto store_dir = std::filesystem::weakly_canonical(url.substr(5), ec);
-    const auto path = std::filesystem::weakly_canonical(target, ec);
-    const std::string parts_dir = path.parent_path().filename().string();
-    if ((path.parent_path() == store_dir && path.extension() == ".rbf") ||
-        (path.parent_path().parent_path() == store_dir && parts_dir.starts_with('.') &&
-         parts_dir.ends_with(".parts"))) {
+    if (internal::IsFileStoreName(std::filesystem::weakly_canonical(url.substr(5), ec),
+                                  std::filesystem::weakly_canonical(target, ec))) {
       return Fail(Status::InvalidArgument(
           file + " is a name the store " + url +
           " keeps for its filters' own files (NAME.rbf, .NAME.parts/): export to another name"));

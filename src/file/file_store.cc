@@ -39,6 +39,7 @@
 #include <tuple>
 
 #include "file/file_header.h"
+#include "file/file_layout.h"
 #include "kinds/kind_def.h"
 #include "stores.h"
 #include "util/errno_text.h"
@@ -49,7 +50,7 @@
 namespace redbloom::internal {
 namespace {
 
-constexpr std::string_view kSuffix = ".rbf";
+constexpr std::string_view kSuffix = kFilterFileSuffix;
 
 // The errno OpenNoStdio sets for a path that is no regular file (a FIFO, a
 // device, a socket); open(2) itself never sets it for a local path.
@@ -752,9 +753,7 @@ class FileStore final : public Store {
   std::string PathOf(std::string_view name) const {
     return dir_ + "/" + std::string(name) + std::string(kSuffix);
   }
-  std::string PartsDir(std::string_view name) const {
-    return dir_ + "/." + std::string(name) + ".parts";
-  }
+  std::string PartsDir(std::string_view name) const { return dir_ + "/" + PartsDirName(name); }
   std::string PartPath(std::string_view name, uint64_t part) const {
     return PartsDir(name) + "/" + std::to_string(part) + std::string(kSuffix);
   }
