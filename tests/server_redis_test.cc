@@ -236,6 +236,20 @@ TEST(ServerRedisTest, EachFilterLostIsNamedInTheServiceLog) {
 // than filter_revalidate_ms after the last, here every request), a loss was
 // found by that re-read and never counted (a soak audit: most drops and
 // data losses of filters used less than once a second).
+constexpr const char* kOneItem = R"({"items":["ORD-1"]})";
+
+// Creates filter `name` and adds ORD-1 to it (ASSERT_NO_FATAL_FAILURE).
+void CreateWithAnItem(httplib::Client& client, const std::string& name) {
+  ASSERT_EQ(
+      Call(client, "PUT", "/v1/filters/" + name, R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  ASSERT_EQ(Call(client, "POST", "/v1/filters/" + name + "/items", kOneItem).status, 200);
+}
+
+double Vanished(httplib::Client& client) {
+  return Sample(Call(client, "GET", "/metrics").body, "redbloomd_filters_vanished_total");
+}
+
 class VanishedTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(VanishedTest, AFilterOpenHereThenGoneIsCountedAndLogged) {
@@ -244,15 +258,10 @@ TEST_P(VanishedTest, AFilterOpenHereThenGoneIsCountedAndLogged) {
   RedbloomdProcess server(redis.url(), GetParam());
   server.Start();
   auto client = server.Client();
-  const std::string create = R"({"capacity":1000,"error_rate":0.01})";
-  ASSERT_EQ(Call(*client, "PUT", "/v1/filters/orders", create).status, 201);
-  ASSERT_EQ(Call(*client, "PUT", "/v1/filters/other", create).status, 201);
-  const std::string items = R"({"items":["ORD-1"]})";
-  ASSERT_EQ(Call(*client, "POST", "/v1/filters/orders/items", items).status, 200);
-  ASSERT_EQ(Call(*client, "POST", "/v1/filters/other/items", items).status, 200);
-  const auto vanished = [&] {
-    return Sample(Call(*client, "GET", "/metrics").body, "redbloomd_filters_vanished_total");
-  };
+  ASSERT_NO_FATAL_FAILURE(CreateWithAnItem(*client, "orders"));
+  ASSERT_NO_FATAL_FAILURE(CreateWithAnItem(*client, "other"));
+  const std::string items = kOneItem;
+  const auto vanished = [&] { return Vanished(*client); };
   EXPECT_EQ(vanished(), 0);
   EXPECT_EQ(Call(*client, "GET", "/v1/filters/never-made").status, 404);
   EXPECT_EQ(vanished(), 0) << "a name never made is no vanished filter";
@@ -287,25 +296,25 @@ TEST(ServerRedisTest, AFilterWhoseHandleWentIdleAndThenVanishedIsCounted) {
   RedbloomdProcess server(redis.url(), R"({"filter_idle_ms":100})");
   server.Start();
   auto client = server.Client();
-  const std::string create = R"({"capacity":1000,"error_rate":0.01})";
-  ASSERT_EQ(Call(*client, "PUT", "/v1/filters/rare", create).status, 201);
-  ASSERT_EQ(Call(*client, "PUT", "/v1/filters/busy", create).status, 201);
-  const std::string items = R"({"items":["ORD-1"]})";
-  ASSERT_EQ(Call(*client, "POST", "/v1/filters/rare/items", items).status, 200);
+  ASSERT_NO_FATAL_FAILURE(CreateWithAnItem(*client, "rare"));
+  ASSERT_EQ(
+      Call(*client, "PUT", "/v1/filters/busy", R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  const std::string items = kOneItem;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   // This request's sweep closes the idle handle of "rare" (and of "busy",
   // which it opens again).
   ASSERT_EQ(Call(*client, "POST", "/v1/filters/busy/check", items).status, 200);
   redis.Cli({"DEL", "rare", "{rare}:meta"});
   EXPECT_EQ(Call(*client, "POST", "/v1/filters/rare/check", items).status, 404);
-  EXPECT_EQ(Sample(Call(*client, "GET", "/metrics").body, "redbloomd_filters_vanished_total"), 1);
+  EXPECT_EQ(Vanished(*client), 1);
   // A filter dropped through this service is no vanished filter, though
   // its handle went idle first.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_EQ(Call(*client, "GET", "/v1/filters/rare").status, 404);  // sweeps "busy"
   ASSERT_EQ(Call(*client, "DELETE", "/v1/filters/busy").status, 200);
   EXPECT_EQ(Call(*client, "POST", "/v1/filters/busy/check", items).status, 404);
-  EXPECT_EQ(Sample(Call(*client, "GET", "/metrics").body, "redbloomd_filters_vanished_total"), 1);
+  EXPECT_EQ(Vanished(*client), 1);
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
@@ -319,14 +328,11 @@ TEST(ServerRedisTest, AFilterAListingNoLongerShowsIsCountedWhenFoundGone) {
   RedbloomdProcess server(redis.url());
   server.Start();
   auto client = server.Client();
-  ASSERT_EQ(
-      Call(*client, "PUT", "/v1/filters/listed", R"({"capacity":1000,"error_rate":0.01})").status,
-      201);
-  ASSERT_EQ(Call(*client, "POST", "/v1/filters/listed/items", R"({"items":["a"]})").status, 200);
+  ASSERT_NO_FATAL_FAILURE(CreateWithAnItem(*client, "listed"));
   redis.Cli({"DEL", "listed", "{listed}:meta"});
   ASSERT_EQ(Call(*client, "GET", "/v1/filters").status, 200);
   EXPECT_EQ(Call(*client, "GET", "/v1/filters/listed").status, 404);
-  EXPECT_EQ(Sample(Call(*client, "GET", "/metrics").body, "redbloomd_filters_vanished_total"), 1);
+  EXPECT_EQ(Vanished(*client), 1);
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
