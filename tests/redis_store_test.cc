@@ -1736,6 +1736,23 @@ TEST_F(RedisStoreTest, AnAddNoReplicaConfirmedKeepsNoAnswers) {
   }
 }
 
+// A WAIT longer than the command timeout is waited for: the read gave up at
+// command_timeout_ms and answered deadline_exceeded (HTTP 504, not retried)
+// for what is not_replicated (an audit).
+TEST_F(RedisStoreTest, AWaitLongerThanTheCommandTimeoutIsWaitedFor) {
+  ASSERT_TRUE(BloomFilter::Create(*store_, "slow-wait", Options(1000, 0.01)).ok());
+  auto waiting =
+      MustOpen(server_->url() + "?wait_replicas=1&wait_timeout_ms=1500&command_timeout_ms=300");
+  ASSERT_NE(waiting, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*waiting, "slow-wait"));
+  const Status s = f->Add("x");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_EQ(s.reason(), StatusReason::kNotReplicated) << s.ToString();
+  FilterOptions o = Options(1000, 0.01);
+  const Status made = BloomFilter::Create(*waiting, "slow-wait-2", o).status();
+  EXPECT_EQ(made.reason(), StatusReason::kNotReplicated) << made.ToString();
+}
+
 // A sharded create that fails part-way (here WAIT finds no replica) can be
 // repeated, as the README says of every write that fails so: the repeat
 // finishes the filter with the first create's token and expiry, and leaves a

@@ -305,6 +305,11 @@ Status WaitForReplicas(Connection& c, const RedisShared& shared) {
   CommandBuffer cmd;
   cmd.Command(
       {"WAIT", std::to_string(shared.wait_replicas), std::to_string(shared.wait_timeout.count())});
+  // The server answers WAIT only after wait_timeout_ms: a read that gave up
+  // at command_timeout_ms before that made a write no replica confirmed a
+  // deadline_exceeded (not retried, and closing the connection) instead of
+  // not_replicated.
+  Connection::LongerWait longer(c, shared.wait_timeout);
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
   if (r->type != REDIS_REPLY_INTEGER) return Unexpected("WAIT", r.get());
   if (r->integer < shared.wait_replicas) {
