@@ -3,9 +3,11 @@
 // with SIGKILL never leaves a torn header or loses an acknowledged add.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -992,6 +994,91 @@ TEST_F(FileStoreTest, DropClearsThePartsOfAVanishedFilter) {
   std::filesystem::remove(dir_.path() + "/sc.rbf");
   EXPECT_EQ(store_->Drop("sc").code(), StatusCode::kNotFound);
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/.sc.parts"));
+}
+
+// Makes a file one the store cannot open to write, as another user's is,
+// while it lives: immutable for root (whom modes do not stop), mode 0444
+// otherwise.
+class Unwritable {
+ public:
+  explicit Unwritable(std::string path) : path_(std::move(path)) {
+    if (::geteuid() != 0) {
+      done_ = ::chmod(path_.c_str(), 0444) == 0;
+      if (!done_) why_ = "chmod: " + std::string(std::strerror(errno));
+      return;
+    }
+    done_ = SetImmutable(true);
+  }
+  ~Unwritable() { Undo(); }
+  Unwritable(const Unwritable&) = delete;
+  Unwritable& operator=(const Unwritable&) = delete;
+
+  bool ok() const { return done_; }
+  const std::string& why() const { return why_; }
+  void Undo() {
+    if (!done_) return;
+    done_ = false;
+    if (::geteuid() != 0) {
+      (void)::chmod(path_.c_str(), 0644);
+    } else {
+      (void)SetImmutable(false);
+    }
+  }
+
+ private:
+  bool SetImmutable(bool on) {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      why_ = "open: " + std::string(std::strerror(errno));
+      return false;
+    }
+    int flags = 0;
+    bool set = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    if (set) {
+      flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
+      set = ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+    }
+    if (!set) why_ = "the immutable flag (chattr +i): " + std::string(std::strerror(errno));
+    ::close(fd);
+    return set;
+  }
+
+  std::string path_;
+  bool done_ = false;
+  std::string why_;
+};
+
+// A part the store cannot open to flag stays, and says so. A drop unlinked
+// it unflagged all the same (remove_all) and answered OK, or, where that
+// failed too, left it for the next create of the name to adopt as its layer
+// 1 (an audit).
+TEST_F(FileStoreTest, APartThatCannotBeFlaggedStaysAndBlocksACreate) {
+  std::unique_ptr<BloomFilter> old;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&old));
+  old.reset();
+  const std::string layer = dir_.path() + "/.sc.parts/1.rbf";
+  Unwritable pinned(layer);
+  ASSERT_TRUE(pinned.ok()) << "cannot make " << layer << " unwritable: " << pinned.why();
+  const FilterOptions options{.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling};
+
+  const Status dropped = store_->Drop("sc");
+  EXPECT_EQ(dropped.code(), StatusCode::kUnavailable) << dropped.ToString();
+  EXPECT_NE(dropped.message().find("was dropped, but its parts"), std::string::npos)
+      << dropped.message();
+  EXPECT_NE(dropped.message().find(layer), std::string::npos) << dropped.message();
+  EXPECT_TRUE(std::filesystem::exists(layer));
+  auto blocked = BloomFilter::Create(*store_, "sc", options);
+  ASSERT_FALSE(blocked.ok()) << "a create adopted the parts of a dropped filter";
+  EXPECT_NE(blocked.status().message().find("an earlier filter's parts"), std::string::npos)
+      << blocked.status().ToString();
+  EXPECT_EQ(store_->Drop("sc").code(), StatusCode::kUnavailable);
+
+  pinned.Undo();
+  EXPECT_EQ(store_->Drop("sc").code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/.sc.parts"));
+  ASSERT_OK_AND_ASSIGN(auto made, BloomFilter::Create(*store_, "sc", options));
+  ASSERT_OK_AND_ASSIGN(const FilterInfo info, made->Info());
+  EXPECT_EQ(info.parts, 1u);
 }
 
 // How many of this process's mappings (deleted files' too) are of files

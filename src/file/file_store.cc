@@ -388,7 +388,11 @@ class FileStore final : public Store {
         // hand) belonged to an earlier filter of this name: a scaling filter
         // would adopt its layers, items it was never given, and one of other
         // parameters would meet them as "re-created" on every call.
-        if (::access(PathOf(name).c_str(), F_OK) != 0 && errno == ENOENT) RemoveParts(name);
+        if (::access(PathOf(name).c_str(), F_OK) != 0 && errno == ENOENT) {
+          // Parts that stay would be adopted: no create until they go.
+          REDBLOOM_RETURN_IF_ERROR(RemoveParts(name).WithContext(
+              "filter '" + std::string(name) + "' cannot be created: an earlier filter's parts"));
+        }
         s = CreateFile(dir_, PathOf(name), &f);
       }
       if (s.code() != StatusCode::kAlreadyExists) return s;
@@ -425,13 +429,22 @@ class FileStore final : public Store {
       return IoError("cannot list", dir_, errno);
     }
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
+    for (;;) {
+      // A listing cut short (EIO, ESTALE) is an error, not fewer filters:
+      // redbloomd lets go of the handles of filters a listing lacks.
+      errno = 0;
+      const dirent* e = ::readdir(d);
+      if (e == nullptr) {
+        const int err = errno;
+        ::closedir(d);
+        if (err != 0) return IoError("cannot list", dir_, err);
+        break;
+      }
       std::string_view file = e->d_name;
       if (file.size() <= kSuffix.size() || !file.ends_with(kSuffix)) continue;
       std::string_view name = file.substr(0, file.size() - kSuffix.size());
       if (ValidateFilterName(name).ok()) names.emplace_back(name);
     }
-    ::closedir(d);
     std::sort(names.begin(), names.end());
     // Expired filters are removed as they are found.
     std::erase_if(names, [&](const std::string& n) {
@@ -947,10 +960,14 @@ class FileStore final : public Store {
     if (Status s = UnlinkAndFlag(path); !s.ok()) {
       if (s.code() != StatusCode::kNotFound) return s;
       // No filter, but maybe the parts a drop cut short left: they go too.
-      RemoveParts(name);
+      REDBLOOM_RETURN_IF_ERROR(RemoveParts(name).WithContext(
+          "filter '" + std::string(name) + "' does not exist, but an earlier one's parts"));
       return NotFoundStatus(name);
     }
-    RemoveParts(name);
+    // The filter is gone (its main file flagged, so its handles reopen); a
+    // part that stays is said, and blocks a create of the name until it goes.
+    REDBLOOM_RETURN_IF_ERROR(RemoveParts(name).WithContext("filter '" + std::string(name) +
+                                                           "' was dropped, but its parts"));
     const Status synced = SyncDirAfter("filter '" + std::string(name) + "' was dropped", dir_);
     // An expired filter that a power loss brings back is expired still, and
     // removed again by its next reader: only a drop says the sync failed.
@@ -958,25 +975,42 @@ class FileStore final : public Store {
   }
 
   // Removes a filter's parts directory; handles still mapping a part learn
-  // it is gone (UnlinkAndFlag).
-  void RemoveParts(std::string_view name) {
+  // it is gone (UnlinkAndFlag). A part it cannot flag stays, and so does the
+  // directory: unlinked unflagged, it would live on in the processes that
+  // map it (a window's slices have no main file to tell them), and a part
+  // left behind would be adopted by the next filter of the name.
+  Status RemoveParts(std::string_view name) {
     const std::string parts = PartsDir(name);
     if (!CheckPartsDir(parts).ok()) {
       // Not the filter's: a link goes (unlink does not follow it), and
       // nothing it points at.
-      (void)::unlink(parts.c_str());
-      return;
-    }
-    if (DIR* d = ::opendir(parts.c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        if (std::string_view(e->d_name).ends_with(kSuffix)) {
-          (void)UnlinkAndFlag(parts + "/" + e->d_name);
-        }
+      if (::unlink(parts.c_str()) != 0 && errno != ENOENT) {
+        return IoError("cannot remove", parts, errno);
       }
-      ::closedir(d);
+      return Status::Ok();
     }
+    DIR* d = ::opendir(parts.c_str());
+    if (d == nullptr) {
+      return errno == ENOENT ? Status::Ok() : IoError("cannot list", parts, errno);
+    }
+    Status first;
+    for (;;) {
+      errno = 0;
+      const dirent* e = ::readdir(d);
+      if (e == nullptr) {
+        if (errno != 0) first = IoError("cannot list", parts, errno);
+        break;
+      }
+      if (!std::string_view(e->d_name).ends_with(kSuffix)) continue;
+      Status s = UnlinkAndFlag(parts + "/" + e->d_name);
+      if (!s.ok() && s.code() != StatusCode::kNotFound && first.ok()) first = std::move(s);
+    }
+    ::closedir(d);
+    REDBLOOM_RETURN_IF_ERROR(first);
     std::error_code ec;
     std::filesystem::remove_all(parts, ec);
+    if (ec) return IoError("cannot remove", parts, ec.value());
+    return Status::Ok();
   }
 
   // Unlinks a filter file, then sets its replaced flag through a descriptor
