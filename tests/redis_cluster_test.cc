@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "raw_redis.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
 #include "redis/redis_keys.h"
@@ -581,6 +582,61 @@ TEST_F(RedisClusterTest, AMergeRetriedAcrossAMigrationLeavesNoUploadBehind) {
   std::string back;
   ASSERT_TRUE((*f)->ReadBitmap(&back).ok());
   EXPECT_EQ(back, bitmap);
+}
+
+// A counting filter's merge (load, import) whose slot starts migrating
+// after its first pieces merged: the run meets ASK, is followed and waits
+// out the migration, and runs again from the first piece it did not see
+// merged. It started over at the first piece, and the counters of every
+// piece merged before the redirect were added twice (an audit).
+TEST_F(RedisClusterTest, ACountingMergeRedirectedPartWayAddsEachPieceOnce) {
+  auto f = BloomFilter::Create(
+      *store_, "cm", {.capacity = 400000, .error_rate = 0.01, .kind = FilterKind::kCounting});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const size_t bytes = (*f)->config().data_bytes();
+  ASSERT_GT(bytes, size_t{64} << 10) << "the test needs many pieces";
+  // Every counter 1: every piece is sent, and a piece added twice reads 2.
+  const std::string counters(bytes, '\x11');
+  const int slot = internal::KeySlot("cm");
+  RedisServer& from = cluster_->MasterOf(slot);
+  RedisServer* to = nullptr;
+  for (RedisServer* m : cluster_->Masters()) {
+    if (m != &from) to = m;
+  }
+  ASSERT_NE(to, nullptr);
+  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
+  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
+  testing::RawRedis raw(from.port());
+
+  Status merged;
+  std::atomic<bool> done{false};
+  std::thread merge([&] {
+    merged = (*f)->OrBitmap(counters, 0);
+    done = true;
+  });
+  // The migration starts once the first piece is in, the last not yet.
+  while (!done && raw.Int({"BITCOUNT", "cm", "0", "0"}) == 0) {
+  }
+  const bool part_way = raw.Int({"BITCOUNT", "cm", "-1", "-1"}) == 0;
+  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
+  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (;;) {
+    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
+    std::string key;
+    if (!std::getline(keys, key) || key.empty()) break;
+    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
+  }
+  FinishMigration(slot, to_id);
+  merge.join();
+  ASSERT_TRUE(part_way) << "the merge ended before the migration began: make the filter larger";
+  ASSERT_TRUE(merged.ok()) << merged.ToString();
+  std::string back;
+  ASSERT_TRUE((*f)->ReadBitmap(&back).ok());
+  ASSERT_EQ(back.size(), counters.size());
+  size_t twice = 0;
+  for (size_t i = 0; i < back.size(); ++i) twice += back[i] != counters[i];
+  EXPECT_EQ(twice, 0u) << "bytes whose counters were added more than once";
 }
 
 // A remove of several batches (batch_items=10) while its filter's slot is

@@ -1011,12 +1011,16 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
 
 // Uploads `bitmap` to a temporary key piece by piece (all-zero pieces are
 // skipped: a load of 1e6 items into a 1e8-item filter sends ~1% of it), and
-// merges each piece with one short script. ORing bits is idempotent, so a
-// plain filter's merge is retried as a whole (a retry after a lost answer may
-// add `new_items` to the count twice). Adding counters is not: a counting
-// filter's merge is never retried, and one that fails part way has added
-// some pieces; running it again counts those twice, which only keeps items
-// present longer, never makes one absent.
+// merges each piece with one short script. A run that stops part way (a
+// Cluster redirect: the slot began migrating) is run again from the first
+// piece whose merge it did not see succeed. ORing bits is idempotent, so a
+// plain filter's merge is also retried after a lost answer (which may add
+// `new_items` to the count twice). Adding counters is not: a counting
+// filter's merge is retried only after redirects (nothing ran where one was
+// answered), and one that fails part way has added some pieces; running it
+// again counts those twice, which only keeps items present longer, never
+// makes one absent. (A redirected run restarted at the first piece once,
+// adding the counters of those before the redirect twice.)
 Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitmap,
                                uint64_t new_items) {
   REDBLOOM_ASSIGN_OR_RETURN(CellsPtr cells, CellsOf(part));
@@ -1040,20 +1044,23 @@ Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitm
   thread_local std::mt19937_64 rng(std::random_device{}());
   char call[17];
   std::snprintf(call, sizeof(call), "%016llx", static_cast<unsigned long long>(rng()));
+  // Non-zero pieces only; the item count rides with the last one.
+  std::vector<size_t> pieces;
+  for (size_t offset = 0; offset < bitmap.size(); offset += chunk) {
+    const std::string_view piece = bitmap.substr(offset, chunk);
+    if (piece.find_first_not_of('\0') != std::string_view::npos) pieces.push_back(offset);
+  }
+  const uint64_t count = new_items + uncounted;
+  if (pieces.empty() && count == 0) return Status::Ok();
+  if (pieces.empty()) pieces.push_back(bitmap.size());  // only the count to add
+  // Pieces [0, merged) were merged, by this run or an earlier one.
+  size_t merged = 0;
   Status status = shared_->source->Run(
       cells->meta, Access::kMaster, /*idempotent=*/!cells->counting(),
       [&](Connection& c) -> Status {
-        // Non-zero pieces only; the item count rides with the last one.
-        std::vector<size_t> pieces;
-        for (size_t offset = 0; offset < bitmap.size(); offset += chunk) {
-          const std::string_view piece = bitmap.substr(offset, chunk);
-          if (piece.find_first_not_of('\0') != std::string_view::npos) pieces.push_back(offset);
-        }
-        const uint64_t count = new_items + uncounted;
-        if (pieces.empty() && count == 0) return Status::Ok();
-        if (pieces.empty()) pieces.push_back(bitmap.size());  // only the count to add
-        size_t in_flight = 0;
-        for (size_t i = 0; i < pieces.size(); ++i) {
+        // Which piece each reply owed answers, and whether it is its merge's.
+        std::deque<std::pair<size_t, bool>> owed;
+        for (size_t i = merged; i < pieces.size(); ++i) {
           const size_t offset = pieces[i];
           const bool last = i + 1 == pieces.size();
           const std::string upload =
@@ -1074,22 +1081,26 @@ Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitm
           cmd.Arg(cells->count_field);
           cmd.Arg(cells->bytes);
           REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-          in_flight += offset < bitmap.size() ? 2 : 1;
+          if (offset < bitmap.size()) owed.emplace_back(i, false);
+          owed.emplace_back(i, true);
           // Keep about two pieces in flight: the next upload travels while
           // the server merges the previous one.
-          while (in_flight > 4 || (last && in_flight > 0)) {
+          while (owed.size() > 4 || (last && !owed.empty())) {
             REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
+            const auto [piece, is_merge] = owed.front();
+            owed.pop_front();
             if (r->type == REDIS_REPLY_ERROR) {
               const Status err = ScriptError(c, *cells, r.get());
-              Drain(c, in_flight - 1);
+              Drain(c, owed.size());
               return err;
             }
-            --in_flight;
+            if (is_merge) merged = piece + 1;
           }
         }
         return WaitForReplicas(c, *shared_);
       });
-  if (!status.ok()) cells->pending += uncounted;
+  // The count rode with the last piece: once that merged, it is in.
+  if (!status.ok() && merged < pieces.size()) cells->pending += uncounted;
   return status;
 }
 
