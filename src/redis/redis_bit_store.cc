@@ -478,6 +478,19 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
             return true;
           });
         }
+        // A slice whose key expired stays listed for a window more: a client
+        // whose clock runs behind (up to a window) still reads it as in its
+        // window, and must meet it listed and gone (data_loss, naming the
+        // clock), not unlisted, which reads as a slice never made ("absent"
+        // for its items, once a client with the right clock had pruned it).
+        if (config_.kind == FilterKind::kWindow) {
+          const uint64_t now = shared_->options.clock->NowMillis();
+          const uint64_t window = config_.slices * config_.slice_millis();
+          std::erase_if(expired, [&](uint64_t p) {
+            return CapExpiry(SliceExpiresAt(config_, p), filter_expires_at_ms_) >
+                   now - std::min(now, window);
+          });
+        }
         if (!expired.empty()) {
           // Forget parts whose keys expired, so the list stays short.
           // Housekeeping: the listing stands without it, and a user that
