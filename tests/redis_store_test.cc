@@ -149,6 +149,13 @@ TEST_F(RedisStoreTest, AnExpiryAlreadyPastByTheServersClockIsRefusedNamingTheClo
   EXPECT_NE(made.status().message().find("behind the server's"), std::string::npos)
       << made.status().ToString();
   EXPECT_EQ(store_->ReadConfig("skewed-ttl").status().code(), StatusCode::kNotFound);
+  // A sharded filter's too (its metadata read as "holds a 1733..., not a
+  // hash": data_loss).
+  FilterOptions sharded = ttl;
+  sharded.shards = 2;
+  const Status spread = BloomFilter::Create(*store, "skewed-shards", sharded).status();
+  EXPECT_EQ(spread.reason(), StatusReason::kClockBehind) << spread.ToString();
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
   // A window of 1 s slices, 200 s behind: every slice's expiry is past.
   ASSERT_OK_AND_ASSIGN(auto w, BloomFilter::Create(*store, "skewed-window", Window(10'000, 10)));
   behind->Set(WallMillis() - 200'000);
@@ -206,6 +213,60 @@ TEST_F(RedisStoreTest, AnAttachWhoseExpiryIsPastLeavesTheAdoptedKeysAlone) {
     }
     EXPECT_EQ(store_->ReadConfig(name).status().code(), StatusCode::kNotFound) << name;
   }
+}
+
+// The same for a user whose ACL denies TIME, so that the scripts cannot
+// read the server's clock: a create's keys expired as they were made, and
+// it answered "does not exist" (not_found, exit 4: an audit); an attach's
+// PEXPIREAT deleted the bitmap it adopted, and a Redisson filter's config.
+// The scripts see the new metadata go, and say so; an attach stops before
+// it touches the adopted keys.
+TEST_F(RedisStoreTest, WithoutTimeAnExpiryPastIsToldAndTheAdoptedKeysStay) {
+  raw_->Must({"ACL", "SETUSER", "notime", "reset", "on", ">pw", "~*", "&*", "+@all", "-time"});
+  StoreOptions options;
+  options.clock = std::make_shared<ManualClock>(WallMillis() - 2 * 3600 * 1000);
+  ASSERT_OK_AND_ASSIGN(
+      auto store,
+      Store::Open("redis://notime:pw@127.0.0.1:" + std::to_string(server_->port()), options));
+  for (const Strategy strategy : {Strategy::kSeed, Strategy::kRedisson}) {
+    const std::string name = strategy == Strategy::kSeed ? "nt" : "ntrb";
+    FilterOptions ttl = Options(1000, 0.01);
+    ttl.strategy = strategy;
+    ttl.ttl_seconds = 3600;
+    const Status made = BloomFilter::Create(*store, name, ttl).status();
+    EXPECT_EQ(made.code(), StatusCode::kUnavailable) << name << ": " << made.ToString();
+    EXPECT_EQ(made.reason(), StatusReason::kClockBehind) << made.ToString();
+    EXPECT_NE(made.message().find("as it was made"), std::string::npos) << made.ToString();
+    EXPECT_EQ(raw_->Int({"EXISTS", name, "{" + name + "}:meta", "{" + name + "}:config"}), 0);
+    if (strategy == Strategy::kSeed) {
+      FilterOptions sharded = ttl;
+      sharded.shards = 2;
+      const Status spread = BloomFilter::Create(*store, "nt-shards", sharded).status();
+      EXPECT_EQ(spread.reason(), StatusReason::kClockBehind) << spread.ToString();
+      EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
+    }
+
+    const std::string java = "java-" + name;
+    FilterConfig config = Config(1000, 0.01, strategy);
+    config.ttl_seconds = 3600;
+    raw_->Run({"SETBIT", java, "77", "1"});
+    const std::string companion = "{" + java + "}:config";
+    if (strategy == Strategy::kRedisson) {
+      raw_->Run({"HSET", companion, "size", std::to_string(config.geometry.bits), "hashIterations",
+                 std::to_string(config.geometry.hashes), "expectedInsertions", "1000",
+                 "falseProbability", "0.01"});
+    }
+    const Status attached = store->Attach(java, config);
+    EXPECT_EQ(attached.reason(), StatusReason::kClockBehind) << java << ": " << attached.ToString();
+    EXPECT_EQ(raw_->Int({"GETBIT", java, "77"}), 1) << java << ": the adopted bits went";
+    EXPECT_EQ(raw_->Int({"PTTL", java}), -1) << java;
+    if (strategy == Strategy::kRedisson) {
+      EXPECT_EQ(raw_->Int({"EXISTS", companion}), 1) << "the adopted config went";
+      EXPECT_EQ(raw_->Int({"PTTL", companion}), -1);
+    }
+    EXPECT_EQ(store_->ReadConfig(java).status().code(), StatusCode::kNotFound) << java;
+  }
+  raw_->Must({"ACL", "DELUSER", "notime"});
 }
 
 // A scaling or window filter's new part is refused when its expiry is past

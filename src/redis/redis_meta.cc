@@ -118,12 +118,21 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
 }
 
 Status ExpiryPastStatus(std::string_view server, std::string_view what, uint64_t expires_at_ms,
-                        uint64_t server_ms) {
+                        std::optional<uint64_t> server_ms) {
+  if (!server_ms.has_value()) {
+    return {StatusCode::kUnavailable,
+            std::string(what) + " expired on " + std::string(server) +
+                " as it was made: the server's clock is past the expiry this client gave it (" +
+                std::to_string(expires_at_ms) +
+                " ms since the epoch), so this client's clock is behind the server's; keep the "
+                "clocks in step (NTP). Nothing was kept",
+            StatusReason::kClockBehind};
+  }
   return {StatusCode::kUnavailable,
-          std::string(server) + "'s clock reads " + std::to_string(server_ms) +
+          std::string(server) + "'s clock reads " + std::to_string(*server_ms) +
               " ms since the epoch, past the expiry this client gave " + std::string(what) + " (" +
               std::to_string(expires_at_ms) + "): this client's clock is at least " +
-              std::to_string(server_ms - expires_at_ms) +
+              std::to_string(*server_ms - expires_at_ms) +
               " ms behind the server's, and its keys would expire as they were made; keep the "
               "clocks in step (NTP). Nothing was written",
           StatusReason::kClockBehind};

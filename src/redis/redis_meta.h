@@ -81,9 +81,11 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display);
 // server's clock (`server_ms`, its TIME): this client's clock is behind the
 // server's, and the keys would have been deleted as they were made (a TTL
 // create answered "does not exist"; a window slice read as evicted).
-// kUnavailable, naming the gap; nothing was written.
+// kUnavailable, naming the gap; nothing was written. Without `server_ms`
+// (a user the ACL denies TIME), the keys were seen to expire as they were
+// made, and are gone.
 Status ExpiryPastStatus(std::string_view server, std::string_view what, uint64_t expires_at_ms,
-                        uint64_t server_ms);
+                        std::optional<uint64_t> server_ms);
 
 }  // namespace redbloom::internal
 

@@ -144,7 +144,8 @@ namespace redbloom::internal::scripts {
 // Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
 // exists without metadata; {3, type} the meta key is not a hash; {5, used,
 // maxmemory} the bitmap does not fit under the server's maxmemory; {6, now}
-// the expiry is already past by the server's clock (past(), below).
+// the expiry is already past by the server's clock (past(), below); {6} the
+// same, found by the keys expiring as they were made (no TIME allowed).
 inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
@@ -171,6 +172,9 @@ inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "if ARGV[2] ~= '0' then\n"
     "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
     "  if bytes > 0 then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end\n"
+    // The keys went as they were made: an expiry already past by a clock
+    // past() could not read (a user without TIME). Said, not "created".
+    "  if redis.call('EXISTS', KEYS[1]) == 0 then return {6} end\n"
     "end\n"
     "return {0}\n";
 
@@ -244,7 +248,9 @@ inline constexpr std::string_view kShardsReady =
 // not a string; {3, type} the meta key is not a hash; {4, length} the bitmap
 // is longer than data_bytes (written with a larger m); {6, now} the expiry
 // is already past by the server's clock: its PEXPIREAT would delete the
-// bitmap being adopted, the other program's bits with it.
+// bitmap being adopted, the other program's bits with it; {6} the same,
+// found by the new metadata expiring as it was made (no TIME allowed),
+// before the bitmap is touched.
 inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
@@ -264,6 +270,9 @@ inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
     "if ARGV[2] ~= '0' then\n"
     "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    // The metadata went as it was made (an expiry already past by a clock
+    // past() could not read): the adopted bitmap is left as it was.
+    "  if redis.call('EXISTS', KEYS[1]) == 0 then return {6} end\n"
     "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
     "end\n"
     "return {0}\n";
@@ -777,6 +786,7 @@ inline constexpr std::string_view kCreateCompanion = REDBLOOM_LUA_ROOM REDBLOOM_
     "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
     "  redis.call('PEXPIREAT', KEYS[3], ARGV[2])\n"
     "  if bytes > 0 then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end\n"
+    "  if redis.call('EXISTS', KEYS[1]) == 0 then return {6} end\n"  // as kCreate
     "end\n"
     "return {0}\n";
 
@@ -810,6 +820,7 @@ inline constexpr std::string_view kAttachCompanion = REDBLOOM_LUA_ROOM REDBLOOM_
     "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
     "if ARGV[2] ~= '0' then\n"
     "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
+    "  if redis.call('EXISTS', KEYS[1]) == 0 then return {6} end\n"  // as kAttach
     "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
     "  redis.call('PEXPIREAT', KEYS[3], ARGV[2])\n"
     "end\n"

@@ -109,10 +109,7 @@ class RedisStore final : public Store {
             if (main_bytes > 0) return NoRoom(name, main_bytes, r.get());
             return NoRoom(name, later_part_bytes, r.get(), "a slice's");
           }
-          if (code == 6 && r->elements >= 2) {
-            return ExpiryPastStatus(c.server().display, "filter '" + DisplayName(name) + "'",
-                                    expires_at, static_cast<uint64_t>(r->element[1]->integer));
-          }
+          if (code == 6) return ExpiryPast(c, name, expires_at, r.get());
           if (code >= 8)
             return CompanionCodeStatus(r.get(), name, DisplayCompanion(name, config), config);
           return MetaWrongType(r.get(), name);
@@ -154,10 +151,7 @@ class RedisStore final : public Store {
                 " bytes: whoever wrote it used more bits (another capacity or error rate?); attach "
                 "with the writer's exact parameters");
           }
-          if (code == 6 && r->elements >= 2) {
-            return ExpiryPastStatus(c.server().display, "filter '" + DisplayName(name) + "'",
-                                    expires_at, static_cast<uint64_t>(r->element[1]->integer));
-          }
+          if (code == 6) return ExpiryPast(c, name, expires_at, r.get());
           if (code >= 8)
             return CompanionCodeStatus(r.get(), name, DisplayCompanion(name, config), config);
           return MetaWrongType(r.get(), name);
@@ -327,6 +321,7 @@ class RedisStore final : public Store {
           if (code == 5 && r->elements >= 3) {
             return NoRoom(name, config.data_bytes() * config.shards, r.get());
           }
+          if (code == 6) return ExpiryPast(c, name, expires_at, r.get());
           return MetaWrongType(r.get(), name);
         });
     if (!won) return s;
@@ -821,8 +816,10 @@ class RedisStore final : public Store {
       }
     }
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+    // {0} and {6} (keys that expired as they were made) stand alone; other
+    // codes carry a value.
     if (!IsArray(r.get(), 1) || r->element[0]->type != REDIS_REPLY_INTEGER ||
-        (r->element[0]->integer != 0 && r->elements < 2)) {
+        (r->element[0]->integer != 0 && r->element[0]->integer != 6 && r->elements < 2)) {
       return Unexpected("the create/attach script", r.get());
     }
     return r;
@@ -842,6 +839,17 @@ class RedisStore final : public Store {
         "': " + std::string(whose) + " " + std::to_string(bytes) + " bytes and the " +
         std::to_string(r->element[1]->integer) + " bytes in use exceed maxmemory " +
         std::to_string(r->element[2]->integer));
+  }
+
+  // A create or attach script's {6, now} or {6}: see ExpiryPastStatus.
+  Status ExpiryPast(Connection& c, std::string_view name, uint64_t expires_at,
+                    const redisReply* r) const {
+    std::optional<uint64_t> server_ms;
+    if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_INTEGER) {
+      server_ms = static_cast<uint64_t>(r->element[1]->integer);
+    }
+    return ExpiryPastStatus(c.server().display, "filter '" + DisplayName(name) + "'", expires_at,
+                            server_ms);
   }
 
   Status MetaWrongType(const redisReply* r, std::string_view name) const {
