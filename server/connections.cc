@@ -65,7 +65,16 @@ constexpr milliseconds kLingerTime{5000};
 // packaged unit kills redbloomd after 30 s, before it syncs its filters).
 constexpr milliseconds kShutdownIdleGrace{5000};
 
-thread_local std::optional<std::string> t_read_timeout;
+// How a read of this thread's request timed out, for RequestReadTimeout's
+// message. Plain values, not a thread_local string: glibc ends the process
+// when it cannot record a thread_local object's destructor, which a worker's
+// first request made under a memory limit (redbloomd died so).
+struct ReadTimeout {
+  bool timed_out = false;
+  bool body_deadline = false;  // BodyTimeoutMessage's `whole`
+  const ConnectionOptions* options = nullptr;
+};
+thread_local ReadTimeout t_read_timeout;
 
 std::string SecondsText(milliseconds d) {
   char buf[32];
@@ -616,7 +625,7 @@ class ConnectionStream final : public httplib::Stream {
       const bool body_deadline = left <= o_.read_timeout;
       if (!Wait(POLLIN, std::min(o_.read_timeout, left))) {
         broken_ = true;
-        t_read_timeout = BodyTimeoutMessage(body_deadline, o_);
+        t_read_timeout = {.timed_out = true, .body_deadline = body_deadline, .options = &o_};
         return -1;
       }
       c_.buf.resize(kReadChunk);
@@ -675,7 +684,11 @@ class WorkQueue {
 
 }  // namespace
 
-std::optional<std::string> RequestReadTimeout() { return t_read_timeout; }
+std::optional<std::string> RequestReadTimeout() {
+  const ReadTimeout& t = t_read_timeout;
+  if (!t.timed_out) return std::nullopt;
+  return BodyTimeoutMessage(t.body_deadline, *t.options);
+}
 
 // The event thread's state. Everything here but the queues and `returned_`
 // is touched by the event thread only, so the bookkeeping takes no lock.
@@ -1206,7 +1219,7 @@ void ConnectionServer::Loop::OutOfMemory(int fd) {
 }
 
 void ConnectionServer::Loop::Serve(Connection& c) {
-  t_read_timeout.reset();
+  t_read_timeout = {};
   ConnectionStream stream(c, o_);
   const bool last = s_.stopping_.load() || c.served + 1 >= o_.keep_alive_max_requests;
   bool keep = false;
@@ -1216,9 +1229,9 @@ void ConnectionServer::Loop::Serve(Connection& c) {
     std::fprintf(stderr, "redbloomd: exception while serving a request: %s\n", e.what());
   }
   ++c.served;
-  if (t_read_timeout) s_.metrics_->RequestTimedOut(TimeoutPhase::kBody);
-  c.keep = keep && !last && !stream.broken() && !t_read_timeout;
-  t_read_timeout.reset();
+  if (t_read_timeout.timed_out) s_.metrics_->RequestTimedOut(TimeoutPhase::kBody);
+  c.keep = keep && !last && !stream.broken() && !t_read_timeout.timed_out;
+  t_read_timeout = {};
 }
 
 void ConnectionServer::Loop::Work(WorkQueue* queue) {

@@ -27,19 +27,22 @@ inline std::string_view Trim(std::string_view s) {
 }
 
 // The time as an HTTP date (RFC 9110, 5.6.7: "Sun, 06 Nov 1994 08:49:37
-// GMT"), for the Date header of every answer; made once a second per thread.
-inline const std::string& HttpDate() {
+// GMT"), for the Date header of every answer; made once a second per thread,
+// in plain arrays: glibc ends the process when it cannot record a
+// thread_local object's destructor (a std::string's), which a worker's first
+// answer made under a memory limit.
+inline std::string_view HttpDate() {
   thread_local std::time_t made = -1;
-  thread_local std::string text;
+  thread_local char text[40];
+  thread_local size_t size = 0;
   const std::time_t now = std::time(nullptr);
   if (now != made) {
     std::tm tm{};
     ::gmtime_r(&now, &tm);
-    char buf[40];
-    text.assign(buf, std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm));
+    size = std::strftime(text, sizeof(text), "%a, %d %b %Y %H:%M:%S GMT", &tm);
     made = now;
   }
-  return text;
+  return std::string_view(text, size);
 }
 
 }  // namespace redbloom::server

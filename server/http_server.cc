@@ -48,8 +48,9 @@ struct RawRequestLine {
 
 // What the pre-routing step learned about the request being served on this
 // thread. httplib runs pre-routing, the handler and the logger of one
-// request on one thread, one request at a time, so a thread_local carries
-// the parsed target and the start time between them.
+// request on one thread, one request at a time, within Serve, so a
+// thread_local pointer to Serve's own carries the parsed target and the
+// start time between them.
 struct RequestContext {
   bool active = false;
   Clock::time_point start;
@@ -69,7 +70,12 @@ struct RequestContext {
   // Screen already passed this request (as the Expect handler).
   bool screened = false;
 };
-thread_local RequestContext t_ctx;
+// Serve's, while it runs. A plain pointer, not a thread_local object: glibc
+// ends the process when it cannot record a thread_local object's destructor,
+// which a worker's first request made under a memory limit (redbloomd died
+// so).
+thread_local RequestContext* t_ctx = nullptr;
+RequestContext& Ctx() { return *t_ctx; }
 
 constexpr std::string_view kFiltersPrefix = "/v1/filters";
 
@@ -238,7 +244,7 @@ void Apply(Reply reply, Response& res) {
   res.set_header("Cache-Control", "no-store");
   // An origin server with a clock sends one (RFC 9110, 6.6.1); caches and
   // clients judge an answer's age by it.
-  res.set_header("Date", HttpDate());
+  res.set_header("Date", std::string(HttpDate()));
   // No answer honours a Range (Screen clears them); httplib would otherwise
   // tell a HEAD "Accept-Ranges: bytes".
   res.set_header("Accept-Ranges", "none");
@@ -565,14 +571,19 @@ void HttpServer::Run() { connections_->Run(); }
 void HttpServer::Stop() { connections_->Stop(); }
 
 bool HttpServer::Serve(httplib::Stream& stream, const RequestStart& start, bool last) {
-  t_ctx.keep_alive = false;
-  t_ctx.head_read = start.head_read;
-  SplitRequestLine(start.line, &t_ctx.request_line);
-  t_ctx.screened = false;  // set only between the Expect handler and routing
-  stream.get_remote_ip_and_port(t_ctx.peer, t_ctx.peer_port);
+  RequestContext ctx;
+  struct Current {
+    explicit Current(RequestContext* c) : outer(std::exchange(t_ctx, c)) {}
+    ~Current() { t_ctx = outer; }
+    RequestContext* const outer;
+  } current(&ctx);
+  ctx.head_read = start.head_read;
+  SplitRequestLine(start.line, &ctx.request_line);
+  stream.get_remote_ip_and_port(ctx.peer, ctx.peer_port);
   bool closed = false;
   const bool written = processor_->Process(stream, last, &closed);
-  return written && !closed && t_ctx.keep_alive;
+  if (ctx.active) metrics_->RequestFinished();  // never logged; keep the gauge true
+  return written && !closed && ctx.keep_alive;
 }
 
 // Everything decided about a request from its line and headers alone
@@ -581,7 +592,7 @@ bool HttpServer::Serve(httplib::Stream& stream, const RequestStart& start, bool 
 // earlier as the Expect handler for a client that waits for "100 Continue",
 // so that a request about to be refused is refused before its upload.
 bool HttpServer::Screen(const Request& req, Response& res) {
-  RequestContext& ctx = t_ctx;
+  RequestContext& ctx = Ctx();
   if (ctx.active) metrics_->RequestFinished();  // never logged; keep the gauge true
   ctx.active = true;
   ctx.start = ctx.head_read;
@@ -684,7 +695,7 @@ void HttpServer::Install() {
   s.set_payload_max_length(options_.max_body_bytes);
 
   s.set_pre_routing_handler([this](const Request& req, Response& res) {
-    if (RequestContext& ctx = t_ctx; ctx.screened) {
+    if (RequestContext& ctx = Ctx(); ctx.screened) {
       ctx.screened = false;  // the Expect handler let it through
       return HandlerResponse::Unhandled;
     }
@@ -702,12 +713,12 @@ void HttpServer::Install() {
       res.set_header("Connection", "close");
       return res.status;
     }
-    t_ctx.screened = true;
+    Ctx().screened = true;
     return 100;
   });
 
   const auto dispatch = [this](const Request& req, std::string_view body, Response& res) {
-    const RequestContext& ctx = t_ctx;
+    const RequestContext& ctx = Ctx();
     if (!ctx.active) {
       Apply(ErrorReply(500, "internal", "request reached a handler without routing"), res);
       return;
@@ -815,7 +826,7 @@ void HttpServer::Install() {
         // cannot parse) can have left part of itself unread: its headers,
         // its body. Kept open, the connection would read that rest as the
         // next request: a body run as a request, every later answer one off.
-        if (!t_ctx.active) res.set_header("Connection", "close");
+        if (!Ctx().active) res.set_header("Connection", "close");
         if (!res.body.empty()) return HandlerResponse::Unhandled;
         Apply(ErrorReply(res.status, DefaultErrorCode(res.status),
                          DefaultErrorMessage(res.status, max_body)),
@@ -850,7 +861,7 @@ void HttpServer::Install() {
   });
 
   s.set_logger([this](const Request& req, const Response& res) {
-    RequestContext& ctx = t_ctx;
+    RequestContext& ctx = Ctx();
     ctx.keep_alive = res.get_header_value("Connection") != "close";
     std::chrono::nanoseconds latency{0};
     Route route = Route::kUnmatched;

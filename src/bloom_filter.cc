@@ -19,6 +19,7 @@
 #include "redbloom/strategy.h"
 #include "stores.h"
 #include "strategy/strategy_def.h"
+#include "thread_scratch.h"
 #include "util/out_of_memory.h"
 #include "util/utf8.h"
 #include "word_bits.h"
@@ -382,7 +383,7 @@ constexpr size_t kBuildScratch = size_t{1} << 20;
                                       std::string_view* bytes) {
   if (!internal::EncodingBuildsBytes(encoding)) return false;  // SingleItemError says why
   if (encoding == Encoding::kUtf8x2 && !internal::IsUtf8(item)) return false;
-  thread_local std::string scratch;
+  std::string& scratch = internal::Scratch().built_item;
   if (scratch.capacity() > kBuildScratch) std::string().swap(scratch);
   scratch.resize(internal::BuiltSize(encoding, item));
   if (!internal::BuildItem(encoding, item, scratch.data())) return false;
@@ -430,7 +431,7 @@ constexpr size_t kBuildChunk = 256;
 
 Status HashBuiltItems(Encoding encoding, const internal::StrategyDef& strategy,
                       std::span<const std::string_view> items, Hash128* out) {
-  thread_local std::string scratch;
+  std::string& scratch = internal::Scratch().built_items;
   std::string own;
   std::array<std::string_view, kBuildChunk> views;
   for (size_t base = 0; base < items.size(); base += kBuildChunk) {
@@ -500,8 +501,7 @@ Status HashItems(const FilterConfig& config, std::span<const std::string_view> i
 constexpr size_t kScratchHashes = size_t{1} << 16;
 
 std::vector<Hash128>& HashScratch(size_t items, std::vector<Hash128>& own) {
-  thread_local std::vector<Hash128> scratch;
-  return items <= kScratchHashes ? scratch : own;
+  return items <= kScratchHashes ? internal::Scratch().hashes : own;
 }
 
 }  // namespace

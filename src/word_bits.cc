@@ -16,6 +16,7 @@
 
 #include "prefetch.h"
 #include "strategy/strategy_def.h"
+#include "thread_scratch.h"
 #include "util/cpu_features.h"
 #include "util/sanitizers.h"
 #include "word_kernels.h"
@@ -347,7 +348,7 @@ bool KernelsFit(const StrategyDef& strategy, const WordArray& a, const Geometry&
 template <typename Fn>
 Status ForEachOffsetSlice(const WordArray& a, std::span<const Hash128> hashes,
                           const StrategyDef& strategy, const Geometry& g, Fn&& fn) {
-  thread_local std::vector<uint64_t> offsets;
+  std::vector<uint64_t>& offsets = Scratch().slice_offsets;
   const size_t slice = OffsetSliceItems(g.hashes);
   for (size_t first = 0; first < hashes.size(); first += slice) {
     const auto part = hashes.subspan(first, std::min(slice, hashes.size() - first));

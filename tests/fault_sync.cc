@@ -9,6 +9,11 @@
 //   REDBLOOM_FAULT_MSYNC_SIGNAL=S  ... instead of failing, the first of them
 //                                  raises signal S and then syncs: a signal
 //                                  that comes while a filter is synced
+//   REDBLOOM_FAULT_TLS_AFTER=PATH  once file PATH exists, registering a
+//                                  thread_local's destructor ends the process,
+//                                  as glibc does when it has no memory left to
+//                                  record one ("failed to register TLS
+//                                  destructor: out of memory")
 // Paths are compared as the kernel names them (/proc/self/fd, /proc/self/maps).
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -99,4 +104,20 @@ extern "C" int msync(void* addr, size_t length, int flags) {
     }
   }
   return real(addr, length, flags);
+}
+
+// libstdc++ registers a thread_local's destructor here (glibc's), the first
+// time a thread uses the variable.
+extern "C" int __cxa_thread_atexit_impl(void (*dtor)(void*), void* obj, void* dso) {
+  static auto real = reinterpret_cast<int (*)(void (*)(void*), void*, void*)>(
+      dlsym(RTLD_NEXT, "__cxa_thread_atexit_impl"));
+  const char* after = getenv("REDBLOOM_FAULT_TLS_AFTER");
+  if (after != nullptr && access(after, F_OK) == 0) {
+    static const char kMessage[] =
+        "fault_sync: a thread_local made after REDBLOOM_FAULT_TLS_AFTER: failed to register TLS "
+        "destructor: out of memory (injected)\n";
+    [[maybe_unused]] const ssize_t w = write(2, kMessage, sizeof(kMessage) - 1);
+    abort();
+  }
+  return real(dtor, obj, dso);
 }

@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "server_process.h"
 #include "test_util.h"
@@ -498,6 +500,67 @@ TEST_F(ServerLifecycleTest, APeriodicSyncFlushesOpenFiltersAndReportsFailures) {
   EXPECT_EQ(log.find("periodic sync failed"), log.rfind("periodic sync failed")) << log;
   // Shutdown's own flush fails the same way: exit 3.
   EXPECT_EQ(server.Stop(SIGTERM), 3);
+}
+
+// No request makes a thread_local object (one with a destructor): glibc
+// ends the process ("failed to register TLS destructor: out of memory")
+// when it cannot record the destructor, and under a memory limit a worker
+// whose first request came as memory ran out took redbloomd down (seen once
+// in OutOfMemoryIsAnsweredAndTheProcessServesOn). Per-thread state is plain
+// values and pointers; the library's scratch is freed by a pthread key. The
+// shim stands for the memory being gone: once its file exists, a
+// registration ends the process.
+TEST_F(ServerLifecycleTest, NoRequestRegistersAThreadLocalDestructor) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::vector<std::string> kinds = {
+      R"("kind":"plain")",       R"("kind":"counting")",
+      R"("kind":"scaling")",     R"("kind":"window","window_ms":3600000,"slices":4)",
+      R"("strategy":"guava64")", R"("encoding":"utf8x2")"};
+  for (const std::string& store : {std::string("mem:"), "file:" + dir_.path() + "/tls-store"}) {
+    SCOPED_TRACE(store);
+    const std::string no_memory = dir_.path() + "/no-memory-left";
+    std::filesystem::remove(no_memory);
+    RedbloomdProcess::Options options;
+    options.store = store;
+    options.config_json = R"({"threads": 3})";
+    options.env = {
+        std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") + ":verify_asan_link_order=0",
+        std::string("LD_PRELOAD=") + REDBLOOM_FAULT_SYNC_PATH,
+        "REDBLOOM_FAULT_TLS_AFTER=" + no_memory};
+    RedbloomdProcess server(options);
+    server.Start();
+    std::ofstream(no_memory) << "";
+    // Every kind of call and filter, from more clients at once than there
+    // are workers.
+    std::vector<std::thread> clients;
+    std::vector<std::string> failures(kinds.size());
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      clients.emplace_back([&, i] {
+        auto client = server.Client();
+        const std::string f = "/v1/filters/f" + std::to_string(i);
+        const std::vector<std::tuple<std::string, std::string, std::string, int>> calls = {
+            {"PUT", f, R"({"capacity":1000,"error_rate":0.01,)" + kinds[i] + "}", 201},
+            {"POST", f + "/items", R"({"items":["a","b","\u00e9"]})", 200},
+            {"POST", f + "/check", R"({"items":["a","z"]})", 200},
+            {"GET", f + "/items/a", "", 200},
+            {"GET", f, "", 200},
+            {"GET", "/v1/filters", "", 200},
+            {"GET", "/readyz", "", 200},
+            {"GET", "/metrics", "", 200},
+            {"DELETE", f, "", 200}};
+        for (const auto& [method, path, body, want] : calls) {
+          const auto r = Call(*client, method, path, body);
+          if (r.status != want) {
+            failures[i] += method + " " + path + ": " + std::to_string(r.status) + " " + r.body;
+            return;
+          }
+        }
+      });
+    }
+    for (auto& t : clients) t.join();
+    for (const std::string& failed : failures) EXPECT_EQ(failed, "");
+    EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+  }
 }
 #endif
 

@@ -5,6 +5,7 @@
 #include "hashed_cells.h"
 #include "kinds/kind_def.h"
 #include "strategy/strategy_def.h"
+#include "thread_scratch.h"
 
 namespace redbloom::internal {
 
@@ -102,7 +103,7 @@ Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Ha
   // skipped: on file:, one directory read for a day's window of 24 slices of
   // which 21 were never made, where TestHashes would try to open each.
   if (parts.size() > 1 && !all_exist) {
-    thread_local std::vector<uint64_t> existing;
+    std::vector<uint64_t>& existing = Scratch().existing_parts;
     existing.assign(parts.begin(), parts.end());
     REDBLOOM_RETURN_IF_ERROR(cells->KeepExisting(&existing));
     parts = existing;
@@ -140,9 +141,10 @@ Status FilterContext::TestInStore(std::span<const uint64_t> parts, std::span<con
   }
   // Scratch kept per thread: a call allocates nothing once a thread has
   // seen its largest batch (single-item calls included).
-  thread_local std::vector<std::vector<uint64_t>> offsets;
-  thread_local std::vector<std::vector<uint8_t>> answers;
-  thread_local std::vector<PartBatch> batches;
+  ThreadScratch& scratch = Scratch();
+  std::vector<std::vector<uint64_t>>& offsets = scratch.part_offsets;
+  std::vector<std::vector<uint8_t>>& answers = scratch.part_answers;
+  std::vector<PartBatch>& batches = scratch.part_batches;
   if (offsets.size() < parts.size()) offsets.resize(parts.size());
   if (answers.size() < parts.size()) answers.resize(parts.size());
   batches.resize(parts.size());
@@ -210,7 +212,7 @@ Status FilterContext::AddToStore(uint64_t part, std::span<const Hash128> hashes,
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
   const uint32_t k = sizing.geometry.hashes;
   const size_t slice = std::max<size_t>(1, std::min(bits_.preferred_batch(), OffsetSliceItems(k)));
-  thread_local std::vector<uint64_t> offsets;  // see TestIn
+  std::vector<uint64_t>& offsets = Scratch().add_offsets;  // see TestInStore
   if (done != nullptr) *done = 0;
   for (size_t start = 0; start < hashes.size(); start += slice) {
     const size_t n = std::min(slice, hashes.size() - start);
