@@ -1024,9 +1024,12 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
 
 // Uploads `bitmap` to a temporary key piece by piece (all-zero pieces are
 // skipped: a load of 1e6 items into a 1e8-item filter sends ~1% of it), and
-// merges each piece with one short script. A run that stops part way (a
-// Cluster redirect: the slot began migrating) is run again from the first
-// piece whose merge it did not see succeed. ORing bits is idempotent, so a
+// merges each piece with one short script. A run that stops part way because
+// the slot is migrating (ASK, TRYAGAIN: MIGRATE moves the merged bits with
+// the keys) is run again from the first piece whose merge it did not see
+// succeed; any other retry (a lost connection, a failover) starts over, as
+// what the old master merged may never have reached its replica, and a WAIT
+// must follow writes of its own connection. ORing bits is idempotent, so a
 // plain filter's merge is also retried after a lost answer (which may add
 // `new_items` to the count twice). Adding counters is not: a counting
 // filter's merge is retried only after redirects (nothing ran where one was
@@ -1066,11 +1069,17 @@ Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitm
   const uint64_t count = new_items + uncounted;
   if (pieces.empty() && count == 0) return Status::Ok();
   if (pieces.empty()) pieces.push_back(bitmap.size());  // only the count to add
-  // Pieces [0, merged) were merged, by this run or an earlier one.
+  // Pieces [0, merged) were merged, by this run or an earlier one; kept
+  // across runs only while the call follows a migration.
   size_t merged = 0;
+  bool migrating = false;
   Status status = shared_->source->Run(
       cells->meta, Access::kMaster, /*idempotent=*/!cells->counting(),
       [&](Connection& c) -> Status {
+        if (!migrating) merged = 0;
+        // All merged, then WAIT lost: a plain filter's last piece goes again,
+        // so that WAIT covers a write of this connection.
+        if (merged == pieces.size() && !cells->counting()) --merged;
         // Which piece each reply owed answers, and whether it is its merge's.
         std::deque<std::pair<size_t, bool>> owed;
         for (size_t i = merged; i < pieces.size(); ++i) {
@@ -1104,6 +1113,11 @@ Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitm
             owed.pop_front();
             if (r->type == REDIS_REPLY_ERROR) {
               const Status err = ScriptError(c, *cells, r.get());
+              if (const auto& moved = c.redirect();
+                  moved && (moved->kind == ClusterRedirect::Kind::kAsk ||
+                            moved->kind == ClusterRedirect::Kind::kTryAgain)) {
+                migrating = true;
+              }
               Drain(c, owed.size());
               return err;
             }
