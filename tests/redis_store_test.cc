@@ -260,6 +260,12 @@ TEST_F(RedisStoreTest, WithoutTimeAnExpiryPastIsToldAndTheAdoptedKeysStay) {
     EXPECT_EQ(attached.reason(), StatusReason::kClockBehind) << java << ": " << attached.ToString();
     EXPECT_EQ(raw_->Int({"GETBIT", java, "77"}), 1) << java << ": the adopted bits went";
     EXPECT_EQ(raw_->Int({"PTTL", java}), -1) << java;
+    EXPECT_EQ(raw_->Int({"STRLEN", java}), 10) << java << ": the adopted bitmap was grown";
+    if (strategy == Strategy::kSeed) {  // a key not written yet is not made
+      const Status unwritten = store->Attach(java + "-unwritten", config);
+      EXPECT_EQ(unwritten.reason(), StatusReason::kClockBehind) << unwritten.ToString();
+      EXPECT_EQ(raw_->Int({"EXISTS", java + "-unwritten"}), 0) << "a bitmap was made";
+    }
     if (strategy == Strategy::kRedisson) {
       EXPECT_EQ(raw_->Int({"EXISTS", companion}), 1) << "the adopted config went";
       EXPECT_EQ(raw_->Int({"PTTL", companion}), -1);

@@ -266,15 +266,15 @@ inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     // bits, so no bit changes; it just saves Redis growing the string later.
     "local denied = need(len < want and 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
     "if denied then return denied end\n"
-    "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
     "if ARGV[2] ~= '0' then\n"
     "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
     // The metadata went as it was made (an expiry already past by a clock
     // past() could not read): the adopted bitmap is left as it was.
     "  if redis.call('EXISTS', KEYS[1]) == 0 then return {6} end\n"
-    "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
     "end\n"
+    "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
+    "if ARGV[2] ~= '0' then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end\n"
     "return {0}\n";
 
 // The add transaction is
@@ -816,11 +816,13 @@ inline constexpr std::string_view kAttachCompanion = REDBLOOM_LUA_ROOM REDBLOOM_
     "if late then return {6, late} end\n"
     "local denied = need(len < want and 'setrange', 'hset', ARGV[2] ~= '0' and 'pexpireat')\n"
     "if denied then return denied end\n"
-    "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
     "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
     "if ARGV[2] ~= '0' then\n"
     "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
     "  if redis.call('EXISTS', KEYS[1]) == 0 then return {6} end\n"  // as kAttach
+    "end\n"
+    "if len < want then redis.call('SETRANGE', KEYS[2], want - 1, '\\0') end\n"
+    "if ARGV[2] ~= '0' then\n"
     "  redis.call('PEXPIREAT', KEYS[2], ARGV[2])\n"
     "  redis.call('PEXPIREAT', KEYS[3], ARGV[2])\n"
     "end\n"
