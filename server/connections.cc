@@ -66,9 +66,9 @@ constexpr milliseconds kLingerTime{5000};
 constexpr milliseconds kShutdownIdleGrace{5000};
 
 // How a read of this thread's request timed out, for RequestReadTimeout's
-// message. Plain values, not a thread_local string: glibc ends the process
-// when it cannot record a thread_local object's destructor, which a worker's
-// first request made under a memory limit (redbloomd died so).
+// message. Plain values, not a thread_local string (see
+// src/thread_scratch.h: glibc ends the process when it cannot record a
+// thread_local object's destructor).
 struct ReadTimeout {
   bool timed_out = false;
   bool body_deadline = false;  // BodyTimeoutMessage's `whole`

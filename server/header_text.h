@@ -28,9 +28,7 @@ inline std::string_view Trim(std::string_view s) {
 
 // The time as an HTTP date (RFC 9110, 5.6.7: "Sun, 06 Nov 1994 08:49:37
 // GMT"), for the Date header of every answer; made once a second per thread,
-// in plain arrays: glibc ends the process when it cannot record a
-// thread_local object's destructor (a std::string's), which a worker's first
-// answer made under a memory limit.
+// in plain arrays, not a thread_local std::string (see src/thread_scratch.h).
 inline std::string_view HttpDate() {
   thread_local std::time_t made = -1;
   thread_local char text[40];

@@ -70,10 +70,8 @@ struct RequestContext {
   // Screen already passed this request (as the Expect handler).
   bool screened = false;
 };
-// Serve's, while it runs. A plain pointer, not a thread_local object: glibc
-// ends the process when it cannot record a thread_local object's destructor,
-// which a worker's first request made under a memory limit (redbloomd died
-// so).
+// Serve's, while it runs. A plain pointer, not a thread_local object (see
+// src/thread_scratch.h).
 thread_local RequestContext* t_ctx = nullptr;
 RequestContext& Ctx() { return *t_ctx; }
 
@@ -572,17 +570,23 @@ void HttpServer::Stop() { connections_->Stop(); }
 
 bool HttpServer::Serve(httplib::Stream& stream, const RequestStart& start, bool last) {
   RequestContext ctx;
+  // This request's context while Serve runs; one that was never logged
+  // (httplib threw, out of memory) leaves the in-flight gauge as it found it.
   struct Current {
-    explicit Current(RequestContext* c) : outer(std::exchange(t_ctx, c)) {}
-    ~Current() { t_ctx = outer; }
+    Current(RequestContext* c, Metrics* m) : ctx(c), metrics(m), outer(std::exchange(t_ctx, c)) {}
+    ~Current() {
+      if (ctx->active) metrics->RequestFinished();
+      t_ctx = outer;
+    }
+    RequestContext* const ctx;
+    Metrics* const metrics;
     RequestContext* const outer;
-  } current(&ctx);
+  } current(&ctx, metrics_);
   ctx.head_read = start.head_read;
   SplitRequestLine(start.line, &ctx.request_line);
   stream.get_remote_ip_and_port(ctx.peer, ctx.peer_port);
   bool closed = false;
   const bool written = processor_->Process(stream, last, &closed);
-  if (ctx.active) metrics_->RequestFinished();  // never logged; keep the gauge true
   return written && !closed && ctx.keep_alive;
 }
 

@@ -15,8 +15,9 @@ void FreeScratch(void* scratch) {
 }
 
 // The key whose destructor frees each thread's scratch: made once per
-// process (a failure is tried again by the next thread, and said as no
-// memory, which is what it is short of).
+// process. A failure (EAGAIN: every key taken, or ENOMEM) is tried again by
+// the next call, and thrown as bad_alloc: the call cannot have its buffers,
+// which its callers already answer as no memory.
 pthread_key_t ScratchKey() {
   static const pthread_key_t key = [] {
     pthread_key_t k;

@@ -964,11 +964,13 @@ class FileStore final : public Store {
           "filter '" + std::string(name) + "' does not exist, but an earlier one's parts"));
       return NotFoundStatus(name);
     }
-    // The filter is gone (its main file flagged, so its handles reopen); a
-    // part that stays is said, and blocks a create of the name until it goes.
-    REDBLOOM_RETURN_IF_ERROR(RemoveParts(name).WithContext("filter '" + std::string(name) +
-                                                           "' was dropped, but its parts"));
+    // The filter is gone (its main file flagged, so its handles reopen), and
+    // its unlink is synced all the same; a part that stays is said, and
+    // blocks a create of the name until it goes.
+    const Status parts = RemoveParts(name).WithContext("filter '" + std::string(name) +
+                                                       "' was dropped, but its parts");
     const Status synced = SyncDirAfter("filter '" + std::string(name) + "' was dropped", dir_);
+    REDBLOOM_RETURN_IF_ERROR(parts);
     // An expired filter that a power loss brings back is expired still, and
     // removed again by its next reader: only a drop says the sync failed.
     return only != nullptr ? Status::Ok() : synced;
