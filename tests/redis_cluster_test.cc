@@ -89,26 +89,47 @@ class RedisClusterTest : public ::testing::Test {
   // `pause` after each (a migration in progress while a client writes).
   static std::string MigrateKeysOf(int slot, int per_step = 100,
                                    std::chrono::milliseconds pause = {}) {
-    RedisServer& from = cluster_->MasterOf(slot);
+    const Migration m = StartMigration(slot);
+    if (m.to == nullptr) return "";
+    MoveKeys(m, per_step, pause);
+    return m.to_id;
+  }
+  // A migration of `slot` begun (MIGRATING on its master `from`, IMPORTING
+  // on another, `to`), no key moved yet.
+  struct Migration {
+    int slot = -1;
+    RedisServer* from = nullptr;
     RedisServer* to = nullptr;
-    for (RedisServer* m : cluster_->Masters()) {
-      if (m != &from) to = m;
+    std::string to_id;
+  };
+  static Migration StartMigration(int slot) {
+    Migration m;
+    m.slot = slot;
+    m.from = &cluster_->MasterOf(slot);
+    for (RedisServer* master : cluster_->Masters()) {
+      if (master != m.from) m.to = master;
     }
-    EXPECT_NE(to, nullptr);
-    if (to == nullptr) return "";
-    const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
-    const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
-    to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
-    from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+    EXPECT_NE(m.to, nullptr);
+    if (m.to == nullptr) return m;
+    const std::string from_id = Trim(m.from->Cli({"CLUSTER", "MYID"}));
+    m.to_id = Trim(m.to->Cli({"CLUSTER", "MYID"}));
+    m.to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
+    m.from->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", m.to_id});
+    return m;
+  }
+  // MIGRATEs every key of the slot, `per_step` keys a command, with `pause`
+  // after each.
+  static void MoveKeys(const Migration& m, int per_step = 100,
+                       std::chrono::milliseconds pause = {}) {
+    const std::string slot = std::to_string(m.slot);
     for (;;) {
       std::istringstream keys(
-          from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), std::to_string(per_step)}));
+          m.from->Cli({"CLUSTER", "GETKEYSINSLOT", slot, std::to_string(per_step)}));
       std::string key;
       if (!std::getline(keys, key) || key.empty()) break;
-      from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
+      m.from->Cli({"MIGRATE", "127.0.0.1", std::to_string(m.to->port()), key, "0", "5000"});
       std::this_thread::sleep_for(pause);
     }
-    return to_id;
   }
   // Gives `slot` to the node `to_id` in every master's map, the new owner's
   // first (as redis-cli --cluster does).
@@ -553,27 +574,13 @@ TEST_F(RedisClusterTest, AMergeRetriedAcrossAMigrationLeavesNoUploadBehind) {
   std::string bitmap(bytes, '\0');
   bitmap[3] = '\x5a';
   bitmap[bytes - 2] = '\x81';
-  const int slot = internal::KeySlot("{ld}");
-  RedisServer& from = cluster_->MasterOf(slot);
-  RedisServer* to = nullptr;
-  for (RedisServer* m : cluster_->Masters()) {
-    if (m != &from) to = m;
-  }
-  ASSERT_NE(to, nullptr);
-  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
-  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
-  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
-  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+  const Migration migration = StartMigration(internal::KeySlot("{ld}"));
+  ASSERT_NE(migration.to, nullptr);
   Status merged;
   std::thread merge([&] { merged = (*f)->OrBitmap(bitmap, 2); });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  for (;;) {
-    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
-    std::string key;
-    if (!std::getline(keys, key) || key.empty()) break;
-    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
-  }
-  FinishMigration(slot, to_id);
+  MoveKeys(migration);
+  FinishMigration(migration.slot, migration.to_id);
   merge.join();
   ASSERT_TRUE(merged.ok()) << merged.ToString();
   for (RedisServer* m : cluster_->Masters()) {
@@ -598,15 +605,7 @@ TEST_F(RedisClusterTest, ACountingMergeRedirectedPartWayAddsEachPieceOnce) {
   // Every counter 1: every piece is sent, and a piece added twice reads 2.
   const std::string counters(bytes, '\x11');
   const int slot = internal::KeySlot("cm");
-  RedisServer& from = cluster_->MasterOf(slot);
-  RedisServer* to = nullptr;
-  for (RedisServer* m : cluster_->Masters()) {
-    if (m != &from) to = m;
-  }
-  ASSERT_NE(to, nullptr);
-  const std::string from_id = Trim(from.Cli({"CLUSTER", "MYID"}));
-  const std::string to_id = Trim(to->Cli({"CLUSTER", "MYID"}));
-  testing::RawRedis raw(from.port());
+  testing::RawRedis raw(cluster_->MasterOf(slot).port());
 
   Status merged;
   std::atomic<bool> done{false};
@@ -617,18 +616,12 @@ TEST_F(RedisClusterTest, ACountingMergeRedirectedPartWayAddsEachPieceOnce) {
   // The migration starts once the first piece is in, the last not yet.
   while (!done && raw.Int({"BITCOUNT", "cm", "0", "0"}) == 0) {
   }
-  to->Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", from_id});
-  from.Cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", to_id});
+  const Migration migration = StartMigration(slot);
   // The last piece not merged yet once the slot is migrating: the run met it.
   const bool part_way = raw.Int({"BITCOUNT", "cm", "-1", "-1"}) == 0;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  for (;;) {
-    std::istringstream keys(from.Cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
-    std::string key;
-    if (!std::getline(keys, key) || key.empty()) break;
-    from.Cli({"MIGRATE", "127.0.0.1", std::to_string(to->port()), key, "0", "5000"});
-  }
-  FinishMigration(slot, to_id);
+  MoveKeys(migration);
+  FinishMigration(slot, migration.to_id);
   merge.join();
   ASSERT_TRUE(part_way) << "the merge ended before the migration began: make the filter larger";
   ASSERT_TRUE(merged.ok()) << merged.ToString();

@@ -122,6 +122,35 @@ class RedisStoreTest : public SharedRedisTest {
   static constexpr uint64_t kQuarterMs = kHourMs / 4;  // a slice of Window(kHourMs, 4)
   // A clock time in the middle of a slice of Window(kHourMs, 4).
   static uint64_t HalfPastThisHour() { return WallMillis() / kHourMs * kHourMs + kHourMs / 2; }
+
+  // Plants a Java service's filter `name` (bit 77 of a 10-byte bitmap, and a
+  // Redisson config hash for kRedisson), attaches it through `store`, whose
+  // clock is behind the server's by more than the TTL asked, and expects the
+  // refusal to leave every adopted key as it was: its bits, length and TTL.
+  void ExpectAPastAttachLeavesTheKeysAlone(Store& store, const std::string& name,
+                                           Strategy strategy) {
+    FilterConfig config = Config(1000, 0.01, strategy);
+    config.ttl_seconds = 3600;
+    raw_->Run({"SETBIT", name, "77", "1"});
+    const std::string companion = "{" + name + "}:config";
+    if (strategy == Strategy::kRedisson) {
+      raw_->Run({"HSET", companion, "size", std::to_string(config.geometry.bits), "hashIterations",
+                 std::to_string(config.geometry.hashes), "expectedInsertions", "1000",
+                 "falseProbability", "0.01"});
+    }
+    const Status s = store.Attach(name, config);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << name << ": " << s.ToString();
+    EXPECT_EQ(s.reason(), StatusReason::kClockBehind) << name << ": " << s.ToString();
+    EXPECT_NE(s.message().find("behind the server's"), std::string::npos) << s.ToString();
+    EXPECT_EQ(raw_->Int({"GETBIT", name, "77"}), 1) << name << ": the adopted bits went";
+    EXPECT_EQ(raw_->Int({"STRLEN", name}), 10) << name << ": the adopted bitmap was grown";
+    EXPECT_EQ(raw_->Int({"PTTL", name}), -1) << name;
+    if (strategy == Strategy::kRedisson) {
+      EXPECT_EQ(raw_->Int({"EXISTS", companion}), 1) << name << ": the adopted config went";
+      EXPECT_EQ(raw_->Int({"PTTL", companion}), -1) << name;
+    }
+    EXPECT_EQ(store_->ReadConfig(name).status().code(), StatusCode::kNotFound) << name;
+  }
   static FilterOptions Window(uint64_t window_millis, uint32_t slices) {
     FilterOptions window = Options(1000, 0.01);
     window.kind = FilterKind::kWindow;
@@ -192,27 +221,8 @@ TEST_F(RedisStoreTest, AnExpiryAlreadyPastByTheServersClockIsRefusedNamingTheClo
 TEST_F(RedisStoreTest, AnAttachWhoseExpiryIsPastLeavesTheAdoptedKeysAlone) {
   auto behind = std::make_shared<ManualClock>(WallMillis() - 2 * 3600 * 1000);
   ASSERT_OK_AND_ASSIGN(auto store, OnClock(behind));
-  for (const Strategy strategy : {Strategy::kSeed, Strategy::kRedisson}) {
-    const std::string name = strategy == Strategy::kSeed ? "java" : "javarb";
-    FilterConfig config = Config(1000, 0.01, strategy);
-    config.ttl_seconds = 3600;
-    raw_->Run({"SETBIT", name, "77", "1"});
-    const std::string companion = "{" + name + "}:config";
-    if (strategy == Strategy::kRedisson) {
-      raw_->Run({"HSET", companion, "size", std::to_string(config.geometry.bits), "hashIterations",
-                 std::to_string(config.geometry.hashes), "expectedInsertions", "1000",
-                 "falseProbability", "0.01"});
-    }
-    const Status s = store->Attach(name, config);
-    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << name << ": " << s.ToString();
-    EXPECT_NE(s.message().find("behind the server's"), std::string::npos) << s.ToString();
-    EXPECT_EQ(raw_->Int({"GETBIT", name, "77"}), 1) << name << ": the adopted bits went";
-    EXPECT_EQ(raw_->Int({"PTTL", name}), -1) << name;
-    if (strategy == Strategy::kRedisson) {
-      EXPECT_EQ(raw_->Int({"EXISTS", companion}), 1);
-    }
-    EXPECT_EQ(store_->ReadConfig(name).status().code(), StatusCode::kNotFound) << name;
-  }
+  ExpectAPastAttachLeavesTheKeysAlone(*store, "java", Strategy::kSeed);
+  ExpectAPastAttachLeavesTheKeysAlone(*store, "javarb", Strategy::kRedisson);
 }
 
 // The same for a user whose ACL denies TIME, so that the scripts cannot
@@ -246,31 +256,14 @@ TEST_F(RedisStoreTest, WithoutTimeAnExpiryPastIsToldAndTheAdoptedKeysStay) {
       EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
     }
 
-    const std::string java = "java-" + name;
-    FilterConfig config = Config(1000, 0.01, strategy);
-    config.ttl_seconds = 3600;
-    raw_->Run({"SETBIT", java, "77", "1"});
-    const std::string companion = "{" + java + "}:config";
-    if (strategy == Strategy::kRedisson) {
-      raw_->Run({"HSET", companion, "size", std::to_string(config.geometry.bits), "hashIterations",
-                 std::to_string(config.geometry.hashes), "expectedInsertions", "1000",
-                 "falseProbability", "0.01"});
-    }
-    const Status attached = store->Attach(java, config);
-    EXPECT_EQ(attached.reason(), StatusReason::kClockBehind) << java << ": " << attached.ToString();
-    EXPECT_EQ(raw_->Int({"GETBIT", java, "77"}), 1) << java << ": the adopted bits went";
-    EXPECT_EQ(raw_->Int({"PTTL", java}), -1) << java;
-    EXPECT_EQ(raw_->Int({"STRLEN", java}), 10) << java << ": the adopted bitmap was grown";
+    ExpectAPastAttachLeavesTheKeysAlone(*store, "java-" + name, strategy);
     if (strategy == Strategy::kSeed) {  // a key not written yet is not made
-      const Status unwritten = store->Attach(java + "-unwritten", config);
+      FilterConfig config = Config(1000, 0.01, strategy);
+      config.ttl_seconds = 3600;
+      const Status unwritten = store->Attach("unwritten", config);
       EXPECT_EQ(unwritten.reason(), StatusReason::kClockBehind) << unwritten.ToString();
-      EXPECT_EQ(raw_->Int({"EXISTS", java + "-unwritten"}), 0) << "a bitmap was made";
+      EXPECT_EQ(raw_->Int({"EXISTS", "unwritten"}), 0) << "a bitmap was made";
     }
-    if (strategy == Strategy::kRedisson) {
-      EXPECT_EQ(raw_->Int({"EXISTS", companion}), 1) << "the adopted config went";
-      EXPECT_EQ(raw_->Int({"PTTL", companion}), -1);
-    }
-    EXPECT_EQ(store_->ReadConfig(java).status().code(), StatusCode::kNotFound) << java;
   }
   raw_->Must({"ACL", "DELUSER", "notime"});
 }
