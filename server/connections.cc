@@ -967,8 +967,8 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
   }
   // A fragment is no part of a request target (RFC 9112, 3.2): httplib cut
   // it off, so GET .../items/a#b answered for the item "a".
-  const std::string_view target_line(c.buf.data() + c.pos, c.buf.find('\n', c.pos) - c.pos);
-  if (target_line.find('#') != std::string_view::npos) {
+  const std::string_view request_line(c.buf.data() + c.pos, c.buf.find('\n', c.pos) - c.pos);
+  if (request_line.find('#') != std::string_view::npos) {
     s_.metrics_->RequestMalformed();
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             "the request's target holds a '#' (a fragment, which a request does "
@@ -976,13 +976,14 @@ bool ConnectionServer::Loop::OnHead(Connection& c) {
     Linger(c);
     return true;
   }
+  // Read before TidyHead, which may rewrite the line (OriginForm).
+  const bool http_1_1 = request_line.ends_with(" HTTP/1.1\r");
   bool malformed_header = false;
   int hosts = 0;
   c.head_end = TidyHead(c.buf, c.pos, c.head_end, &malformed_header, &hosts);
   // RFC 9112, 3.2: a request of HTTP/1.1 without a Host, or any with two,
   // is answered 400 (httplib served both).
-  const std::string_view request_line(c.buf.data() + c.pos, c.buf.find('\n', c.pos) - c.pos);
-  if (hosts > 1 || (hosts == 0 && request_line.ends_with(" HTTP/1.1\r"))) {
+  if (hosts > 1 || (hosts == 0 && http_1_1)) {
     s_.metrics_->RequestMalformed();
     Answer(c, ErrorResponse(400, "Bad Request", "invalid_argument",
                             hosts > 1 ? "the request has more than one Host header"

@@ -137,6 +137,23 @@ Status MapError(const std::string& path, int err) {
 }
 
 // A parts directory that is no directory (`link`: a symbolic link).
+// Calls `each` with the name of every entry of `d`, an open listing of the
+// directory `path`, and closes it. A listing cut short (EIO, ESTALE) is an
+// error, not fewer entries: a caller would take filters or parts for gone.
+template <typename Fn>
+Status ForEachEntry(DIR* d, const std::string& path, Fn&& each) {
+  for (;;) {
+    errno = 0;
+    const dirent* e = ::readdir(d);
+    if (e == nullptr) {
+      const int err = errno;
+      ::closedir(d);
+      return err == 0 ? Status::Ok() : IoError("cannot list", path, err);
+    }
+    each(std::string_view(e->d_name));
+  }
+}
+
 Status NotAPartsDir(const std::string& parts, bool link) {
   return Status::Unavailable(parts + " is not a directory" +
                              (link ? " but a symbolic link, which the store does not follow" : ""));
@@ -429,22 +446,13 @@ class FileStore final : public Store {
       return IoError("cannot list", dir_, errno);
     }
     std::vector<std::string> names;
-    for (;;) {
-      // A listing cut short (EIO, ESTALE) is an error, not fewer filters:
-      // redbloomd lets go of the handles of filters a listing lacks.
-      errno = 0;
-      const dirent* e = ::readdir(d);
-      if (e == nullptr) {
-        const int err = errno;
-        ::closedir(d);
-        if (err != 0) return IoError("cannot list", dir_, err);
-        break;
-      }
-      std::string_view file = e->d_name;
-      if (file.size() <= kSuffix.size() || !file.ends_with(kSuffix)) continue;
+    // (A listing cut short would make redbloomd let go of the handles of
+    // the filters it lacks.)
+    REDBLOOM_RETURN_IF_ERROR(ForEachEntry(d, dir_, [&](std::string_view file) {
+      if (file.size() <= kSuffix.size() || !file.ends_with(kSuffix)) return;
       std::string_view name = file.substr(0, file.size() - kSuffix.size());
       if (ValidateFilterName(name).ok()) names.emplace_back(name);
-    }
+    }));
     std::sort(names.begin(), names.end());
     // Expired filters are removed as they are found.
     std::erase_if(names, [&](const std::string& n) {
@@ -604,21 +612,11 @@ class FileStore final : public Store {
       ::close(fd);
       return IoError("cannot list", dir, err);
     }
-    int err = 0;
-    while (true) {
-      errno = 0;
-      const dirent* e = ::readdir(d);
-      if (e == nullptr) {
-        err = errno;
-        break;
-      }
-      std::string_view file = e->d_name;
-      if (!file.ends_with(kSuffix)) continue;
+    REDBLOOM_RETURN_IF_ERROR(ForEachEntry(d, dir, [&](std::string_view file) {
+      if (!file.ends_with(kSuffix)) return;
       auto part = ParseUint64(file.substr(0, file.size() - kSuffix.size()));
       if (part.ok()) parts.push_back(*part);
-    }
-    ::closedir(d);
-    if (err != 0) return IoError("cannot list", dir, err);
+    }));
     return parts;
   }
 
@@ -996,19 +994,13 @@ class FileStore final : public Store {
       return errno == ENOENT ? Status::Ok() : IoError("cannot list", parts, errno);
     }
     Status first;
-    for (;;) {
-      errno = 0;
-      const dirent* e = ::readdir(d);
-      if (e == nullptr) {
-        if (errno != 0) first = IoError("cannot list", parts, errno);
-        break;
-      }
-      if (!std::string_view(e->d_name).ends_with(kSuffix)) continue;
-      Status s = UnlinkAndFlag(parts + "/" + e->d_name);
+    const Status listed = ForEachEntry(d, parts, [&](std::string_view file) {
+      if (!file.ends_with(kSuffix)) return;
+      Status s = UnlinkAndFlag(parts + "/" + std::string(file));
       if (!s.ok() && s.code() != StatusCode::kNotFound && first.ok()) first = std::move(s);
-    }
-    ::closedir(d);
+    });
     REDBLOOM_RETURN_IF_ERROR(first);
+    REDBLOOM_RETURN_IF_ERROR(listed);
     std::error_code ec;
     std::filesystem::remove_all(parts, ec);
     if (ec) return IoError("cannot remove", parts, ec.value());

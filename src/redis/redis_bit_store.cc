@@ -470,25 +470,21 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         // the check that reads it fails with data_loss until the slice would
         // have expired. The grace covers clocks apart by up to a slice (or a
         // second, for short slices).
-        std::vector<uint64_t> lost;
-        if (config_.kind == FilterKind::kWindow) {
-          std::erase_if(expired, [&](uint64_t p) {
-            if (SliceMayHaveExpired(p)) return false;
-            lost.push_back(p);
-            return true;
-          });
-        }
-        // A slice whose key expired stays listed for a window more: a client
+        // One whose key expired stays listed for a window more: a client
         // whose clock runs behind (up to a window) still reads it as in its
         // window, and must meet it listed and gone (data_loss, naming the
         // clock), not unlisted, which reads as a slice never made ("absent"
         // for its items, once a client with the right clock had pruned it).
+        std::vector<uint64_t> lost;
         if (config_.kind == FilterKind::kWindow) {
           const uint64_t now = shared_->options.clock->NowMillis();
-          const uint64_t window = config_.slices * config_.slice_millis();
+          const uint64_t forget_before = now - std::min(now, config_.window_millis);
           std::erase_if(expired, [&](uint64_t p) {
-            return CapExpiry(SliceExpiresAt(config_, p), filter_expires_at_ms_) >
-                   now - std::min(now, window);
+            if (!SliceMayHaveExpired(p)) {
+              lost.push_back(p);
+              return true;
+            }
+            return CapExpiry(SliceExpiresAt(config_, p), filter_expires_at_ms_) > forget_before;
           });
         }
         if (!expired.empty()) {
