@@ -372,7 +372,7 @@ namespace {
 // Per-thread buffers for the bytes of built items (encode_items.h) keep
 // their capacity from call to call up to this size; a larger one is freed
 // (by the next single call) or is the call's own (batches).
-constexpr size_t kBuildScratch = size_t{1} << 20;
+constexpr size_t kBuildScratch = size_t{1} << 18;
 
 // What a single item hashes as under `encoding`, into *bytes: the item
 // itself for bytes and utf8 (false if it is not UTF-8), else its encoding (a
@@ -498,7 +498,7 @@ Status HashItems(const FilterConfig& config, std::span<const std::string_view> i
 // Scratch for a batch's hashes: per thread for batches of ordinary size, so
 // that a call allocates nothing, and the call's own for huge ones, so that a
 // thread does not keep the memory of its largest batch ever.
-constexpr size_t kScratchHashes = size_t{1} << 16;
+constexpr size_t kScratchHashes = size_t{1} << 14;
 
 std::vector<Hash128>& HashScratch(size_t items, std::vector<Hash128>& own) {
   return items <= kScratchHashes ? internal::Scratch().hashes : own;
