@@ -4,6 +4,7 @@
 // one cut it short (its flush done), 2 for invalid flags or config, 3 when the store cannot be
 // opened, the address cannot be bound, flushing filters at shutdown failed, or an exception reached
 // main (out of memory, no thread could be started).
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -68,40 +70,27 @@ class SignalThread {
   std::thread thread_;
 };
 
-// Makes the filters' writes durable every sync_interval (Service::FlushAll,
-// as at shutdown), on a thread of its own: a sync waits for the disk, which
-// no request should. A failure is counted, and logged once per run of
-// failures, with the recovery.
-class PeriodicSync {
+// Runs `tick` every `every` on a thread of its own (named `what` in the
+// error of a thread that cannot start), until Stop.
+class Periodic {
  public:
-  PeriodicSync(Service& service, Metrics& metrics, std::chrono::milliseconds every) {
+  Periodic(const char* what, std::chrono::milliseconds every, std::function<void()> tick) {
     if (every.count() <= 0) return;
     redbloom::Result<std::thread> t =
-        redbloom::internal::StartThread("the sync thread", [this, &service, &metrics, every] {
-          bool failing = false;
+        redbloom::internal::StartThread(what, [this, every, tick = std::move(tick)] {
           std::unique_lock lock(mu_);
           while (!wake_.wait_for(lock, every, [this] { return stop_; })) {
             lock.unlock();
-            const redbloom::Status s = service.FlushAll();
-            metrics.Synced(s.ok());
-            if (!s.ok() && !failing) {
-              Fail(
-                  "periodic sync failed; writes since the last good one may not survive a power "
-                  "loss: " +
-                  s.ToString());
-            } else if (s.ok() && failing) {
-              std::fprintf(stderr, "redbloomd: periodic sync works again\n");
-            }
-            failing = !s.ok();
+            tick();
             lock.lock();
           }
         });
     if (!t.ok()) throw std::runtime_error(t.status().message());  // main prints it: exit 3
     thread_ = std::move(t).value();
   }
-  PeriodicSync(const PeriodicSync&) = delete;
-  PeriodicSync& operator=(const PeriodicSync&) = delete;
-  ~PeriodicSync() { Stop(); }
+  Periodic(const Periodic&) = delete;
+  Periodic& operator=(const Periodic&) = delete;
+  ~Periodic() { Stop(); }
   void Stop() {
     {
       std::lock_guard lock(mu_);
@@ -117,6 +106,56 @@ class PeriodicSync {
   bool stop_ = false;  // guarded by mu_
   std::thread thread_;
 };
+
+// Makes the filters' writes durable (Service::FlushAll, as at shutdown): on
+// a thread of its own, as a sync waits for the disk, which no request
+// should. A failure is counted, and logged once per run of failures, with
+// the recovery.
+std::function<void()> SyncTick(Service& service, Metrics& metrics) {
+  return [&service, &metrics, failing = false]() mutable {
+    const redbloom::Status s = service.FlushAll();
+    metrics.Synced(s.ok());
+    if (!s.ok() && !failing) {
+      Fail(
+          "periodic sync failed; writes since the last good one may not survive a power "
+          "loss: " +
+          s.ToString());
+    } else if (s.ok() && failing) {
+      std::fprintf(stderr, "redbloomd: periodic sync works again\n");
+    }
+    failing = !s.ok();
+  };
+}
+
+// What a request frees stays in the malloc arena of the worker that served
+// it: glibc gives a heap's free pages back only from its top, and makes up
+// to 8 arenas per core, so each of the 16 workers came to keep the peak of
+// the largest requests it had served. Measured on 2 cores, 3 clients
+// adding and checking batches of 1 to 80,000 items for 4 minutes on `mem:`
+// (12 MB of filters): 285 MB resident under load, 292 MB idle after. Here
+// the arenas are as many as the cores (at least 2), unless the environment
+// sets them (MALLOC_ARENA_MAX, GLIBC_TUNABLES), and their free pages go back
+// to the system at the first kTrimEvery tick that finds no request in
+// progress or waiting: a trim holds each arena's lock while it walks it
+// (0.1-27 ms there), which a request would wait for.
+constexpr std::chrono::milliseconds kTrimEvery{10'000};
+
+void LimitMallocArenas() {
+#ifdef __GLIBC__
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (std::getenv("MALLOC_ARENA_MAX") != nullptr ||
+      (tunables != nullptr && std::strstr(tunables, "glibc.malloc.arena_max") != nullptr)) {
+    return;
+  }
+  ::mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+#endif
+}
+
+void TrimMalloc() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+}
 
 int Run(int argc, char** argv) {
   CLI::App app{"redbloomd: HTTP/JSON service for redbloom Bloom filters (docs/http-api.md)"};
@@ -230,7 +269,10 @@ int Run(int argc, char** argv) {
                  "runs for this store\n");
     sync_every = std::chrono::milliseconds(0);
   }
-  PeriodicSync periodic_sync(service, metrics, sync_every);
+  Periodic periodic_sync("the sync thread", sync_every, SyncTick(service, metrics));
+  Periodic periodic_trim("the trim thread", kTrimEvery, [&metrics] {
+    if (!metrics.Busy()) TrimMalloc();
+  });
   SignalThread signal_thread([&] {
     int stops = 0;
     siginfo_t first{};
@@ -280,6 +322,7 @@ int Run(int argc, char** argv) {
   });
 
   server.Run();
+  periodic_trim.Stop();
   periodic_sync.Stop();
   const auto flushed = service.FlushAll();
   access_log.Flush();
@@ -298,6 +341,7 @@ int main(int argc, char** argv) {
   // Before anything is opened: a filter file or a socket on a closed stderr
   // would take the log's lines.
   if (!redbloom::internal::OpenClosedStdio()) return 3;
+  LimitMallocArenas();  // before any thread
   try {
     return Run(argc, argv);
   } catch (const std::exception& e) {

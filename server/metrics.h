@@ -65,6 +65,10 @@ class Metrics {
   // it (requests_queued).
   void RequestQueued() { queued_.fetch_add(1, std::memory_order_relaxed); }
   void RequestDequeued() { queued_.fetch_sub(1, std::memory_order_relaxed); }
+  // A request is being served or waits for a worker.
+  bool Busy() const {
+    return in_flight_.load(std::memory_order_relaxed) + queued_.load(std::memory_order_relaxed) > 0;
+  }
   void ItemsAdded(uint64_t items, uint64_t new_items);
   void ItemsChecked(uint64_t items, uint64_t present);
   void ItemsRemoved(uint64_t removed) {

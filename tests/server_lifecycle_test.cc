@@ -287,6 +287,7 @@ TEST_F(ServerLifecycleTest, EveryThreadItCannotStartIsNamed) {
   const std::vector<std::pair<std::string, std::string>> threads = {
       {"the access log's flush thread", "cannot start the access log's flush thread: "},
       {"the signal thread", "cannot start the signal thread: "},
+      {"the trim thread", "cannot start the trim thread: "},
       {"a request worker", "cannot start request worker "},
       {"the store retry thread", "cannot start the thread that would retry it: "}};
   std::set<std::string> named;
