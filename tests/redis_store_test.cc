@@ -868,6 +868,11 @@ TEST_F(RedisStoreTest, AFilterInTheOldLayoutOfBracedNamesIsNamedSo) {
   // Attaching the bitmap is refused: it would keep one layer of the rest.
   const Status attached = store_->Attach("a{b", Config());
   EXPECT_EQ(attached.code(), StatusCode::kConflict) << attached.ToString();
+  // A drop names it too, rather than "does not exist" with its keys there.
+  const Status dropped = store_->Drop("a{b");
+  EXPECT_EQ(dropped.code(), StatusCode::kConflict) << dropped.ToString();
+  EXPECT_NE(dropped.message().find("'a{b:meta'"), std::string::npos) << dropped.message();
+  EXPECT_EQ(raw_->Int({"EXISTS", "a{b", "a{b:meta"}), 2);
 }
 
 // A window filter has no bitmap key, nor has a filter whose bitmap was
@@ -2419,6 +2424,45 @@ TEST_F(RedisStoreTest, CreateOverABareBitmapPointsToAttach) {
   EXPECT_NE(s.message().find("use attach"), std::string::npos) << s.message();
   EXPECT_EQ(raw_->Int({"GETBIT", "bare", "5"}), 1);
   EXPECT_EQ(raw_->Int({"STRLEN", "bare"}), 1);
+}
+
+// A scaling filter whose metadata went (evicted under an allkeys-* policy,
+// or deleted by hand) left its parts list and layers. A create of the name
+// took them for its own (an empty filter answered 700 items present, its
+// count theirs), and an attach adopted the first layer alone, as the open's
+// error advised (most of the items then answered absent). Both are refused
+// now, naming the parts list, and nothing is written.
+TEST_F(RedisStoreTest, AScalingFiltersRemainsAreNeitherTakenByACreateNorAttached) {
+  FilterOptions scaling = Options(100, 0.01);
+  scaling.kind = FilterKind::kScaling;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "gone", scaling));
+  const auto items = Items(Encoding::kUtf8, 700);
+  ASSERT_TRUE(f->AddMany(Views(items)).ok());
+  ASSERT_EQ(raw_->Int({"DEL", "{gone}:meta"}), 1);
+  const long long keys = raw_->Int({"DBSIZE"});
+
+  const Status open = BloomFilter::Open(*store_, "gone").status();
+  EXPECT_EQ(open.code(), StatusCode::kNotFound) << open.ToString();
+  EXPECT_NE(open.message().find("'{gone}/parts'"), std::string::npos) << open.message();
+  EXPECT_EQ(open.message().find("adopt it with attach"), std::string::npos) << open.message();
+
+  const Status create = store_->Create("gone", *MakeConfig(scaling));
+  EXPECT_EQ(create.code(), StatusCode::kConflict) << create.ToString();
+  EXPECT_NE(create.message().find("'{gone}/parts'"), std::string::npos) << create.message();
+  const Status plain = store_->Create("gone", Config(1000, 0.01));
+  EXPECT_EQ(plain.code(), StatusCode::kConflict) << plain.ToString();
+  const Status attach = store_->Attach("gone", Config(1000, 0.01));
+  EXPECT_EQ(attach.code(), StatusCode::kConflict) << attach.ToString();
+  EXPECT_NE(attach.message().find("'{gone}/parts'"), std::string::npos) << attach.message();
+  EXPECT_EQ(raw_->Int({"EXISTS", "{gone}:meta"}), 0) << "nothing written";
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), keys);
+
+  // A window filter has no bitmap: its parts list alone was taken.
+  const FilterOptions window = Window(3'600'000, 4);
+  ASSERT_OK_AND_ASSIGN(auto w, BloomFilter::Create(*store_, "wgone", window));
+  ASSERT_TRUE(w->AddMany(Views(items)).ok());
+  ASSERT_EQ(raw_->Int({"DEL", "{wgone}:meta"}), 1);
+  EXPECT_EQ(store_->Create("wgone", *MakeConfig(window)).code(), StatusCode::kConflict);
 }
 
 // ---------------------------------------------------------------------------

@@ -138,18 +138,22 @@ namespace redbloom::internal::scripts {
   "  return nil\n"                                                                             \
   "end\n"
 
-// KEYS: meta, bitmap. ARGV: main_bytes, expires_at_ms, then field, value pairs.
-// A negative main_bytes is a filter whose parts all come later (a window
-// filter's slices): no bitmap is made, but one of that many bytes must fit.
-// Returns {0} created; {1, HGETALL} metadata exists; {2, type} the bitmap key
-// exists without metadata; {3, type} the meta key is not a hash; {5, used,
-// maxmemory} the bitmap does not fit under the server's maxmemory; {6, now}
-// the expiry is already past by the server's clock (past(), below); {6} the
-// same, found by the keys expiring as they were made (no TIME allowed).
+// KEYS: meta, bitmap, parts list. ARGV: main_bytes, expires_at_ms, then
+// field, value pairs. A negative main_bytes is a filter whose parts all come
+// later (a window filter's slices): no bitmap is made, but one of that many
+// bytes must fit. Returns {0} created; {1, HGETALL} metadata exists; {2,
+// type} the bitmap key exists without metadata; {3, type} the meta key is
+// not a hash; {5, used, maxmemory} the bitmap does not fit under the
+// server's maxmemory; {6, now} the expiry is already past by the server's
+// clock (past(), below); {6} the same, found by the keys expiring as they
+// were made (no TIME allowed); {7, 1} the parts list of an earlier scaling or
+// window filter of the name is there without its metadata (evicted or
+// deleted): a new filter would take its layers or slices for its own.
 inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
     "if mt ~= 'none' then return {3, mt} end\n"
+    "if redis.call('EXISTS', KEYS[3]) == 1 then return {7, 1} end\n"
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
     "if bt ~= 'none' then return {2, bt} end\n"
     "local late = past(ARGV[2])\n"
@@ -243,14 +247,16 @@ inline constexpr std::string_view kShardsReady =
     "redis.call('HSET', KEYS[1], 'shards_ready', '1')\n"
     "return 1\n";
 
-// KEYS: meta, bitmap. ARGV: data_bytes, expires_at_ms, then field, value pairs.
-// Returns {0} attached; {1, HGETALL} metadata exists; {2, type} the bitmap is
-// not a string; {3, type} the meta key is not a hash; {4, length} the bitmap
-// is longer than data_bytes (written with a larger m); {6, now} the expiry
-// is already past by the server's clock: its PEXPIREAT would delete the
-// bitmap being adopted, the other program's bits with it; {6} the same,
-// found by the new metadata expiring as it was made (no TIME allowed),
-// before the bitmap is touched.
+// KEYS: meta, bitmap, parts list. ARGV: data_bytes, expires_at_ms, then
+// field, value pairs. Returns {0} attached; {1, HGETALL} metadata exists;
+// {2, type} the bitmap is not a string; {3, type} the meta key is not a hash;
+// {4, length} the bitmap is longer than data_bytes (written with a larger
+// m); {6, now} the expiry is already past by the server's clock: its
+// PEXPIREAT would delete the bitmap being adopted, the other program's bits
+// with it; {6} the same, found by the new metadata expiring as it was made
+// (no TIME allowed), before the bitmap is touched; {7, 1} as kCreate's: the
+// bitmap is a scaling filter's first layer, whose other layers, unread by a
+// plain filter, hold most of its items.
 inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
@@ -258,6 +264,7 @@ inline constexpr std::string_view kAttach = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local want = tonumber(ARGV[1])\n"
     "local bt = redis.call('TYPE', KEYS[2])['ok']\n"
     "if bt ~= 'none' and bt ~= 'string' then return {2, bt} end\n"
+    "if redis.call('EXISTS', KEYS[3]) == 1 then return {7, 1} end\n"
     "local len = redis.call('STRLEN', KEYS[2])\n"
     "if len > want then return {4, len} end\n"
     "local late = past(ARGV[2])\n"

@@ -110,6 +110,7 @@ class RedisStore final : public Store {
             return NoRoom(name, later_part_bytes, r.get(), "a slice's");
           }
           if (code == 6) return ExpiryPast(c, name, expires_at, r.get());
+          if (code == 7) return LeftPartsStatus(name, "created");
           if (code >= 8)
             return CompanionCodeStatus(r.get(), name, DisplayCompanion(name, config), config);
           return MetaWrongType(r.get(), name);
@@ -152,6 +153,7 @@ class RedisStore final : public Store {
                 "with the writer's exact parameters");
           }
           if (code == 6) return ExpiryPast(c, name, expires_at, r.get());
+          if (code == 7) return LeftPartsStatus(name, "attached");
           if (code >= 8)
             return CompanionCodeStatus(r.get(), name, DisplayCompanion(name, config), config);
           return MetaWrongType(r.get(), name);
@@ -271,6 +273,11 @@ class RedisStore final : public Store {
       bool made_again = false;
       Status dropped = DropMain(name, keys, token, slices, &made_again);
       if (made_again) continue;
+      // A filter of the old layout of braced names is named, not "does not
+      // exist" while its keys stay (RefuseLegacyLayout).
+      if (dropped.code() == StatusCode::kNotFound) {
+        REDBLOOM_RETURN_IF_ERROR(RefuseLegacyLayout(name));
+      }
       if (!dropped.ok() || shards == 1) return dropped;
       return DropShards(name, shards, token);
     }
@@ -322,6 +329,7 @@ class RedisStore final : public Store {
             return NoRoom(name, config.data_bytes() * config.shards, r.get());
           }
           if (code == 6) return ExpiryPast(c, name, expires_at, r.get());
+          if (code == 7) return LeftPartsStatus(name, "created");
           return MetaWrongType(r.get(), name);
         });
     if (!won) return s;
@@ -662,6 +670,24 @@ class RedisStore final : public Store {
           return CheckCompanionReply(r.get(), name, DisplayKey(key, shared_->keys), config);
         });
   }
+  // Create and attach meet the parts list of an earlier scaling or window
+  // filter of `name` whose metadata is gone (evicted or deleted): a create
+  // took its layers for the new filter's (an empty filter answered its items
+  // present), an attach adopted its first layer alone (most of its items then
+  // answered absent).
+  Status LeftPartsStatus(std::string_view name, std::string_view verb) const {
+    return Status::Conflict("filter '" + std::string(name) + "' cannot be " + std::string(verb) +
+                            ": " + LeftPartsText(name) + "; delete those keys first");
+  }
+  std::string LeftPartsText(std::string_view name) const {
+    const FilterKeys keys = KeysFor(name, shared_->keys);
+    return "the parts list '" + DisplayKey(keys.parts, shared_->keys) +
+           "' of an earlier scaling or window filter of that name is there without its "
+           "metadata '" +
+           DisplayKey(keys.meta, shared_->keys) +
+           "' (evicted, or deleted by hand), with the layers or slices it lists ('" +
+           DisplayKey(PartKeysFor(name, shared_->keys, 1).bitmap, shared_->keys) + "', ...)";
+  }
   std::string DisplayMeta(std::string_view name) const {
     return DisplayKey(KeysFor(name, KeyMode::kPlain).meta, shared_->keys);
   }
@@ -685,7 +711,8 @@ class RedisStore final : public Store {
     const FilterKeys keys = KeysFor(name, shared_->keys);
     StoredMeta meta;
     bool no_meta = false;
-    std::string bare_type;  // the type of a bitmap key without metadata
+    bool left_parts = false;  // a parts list without metadata
+    std::string bare_type;    // the type of a bitmap key without metadata
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           // HGETALL and EXISTS only, so that a reader's ACL needs no TYPE;
@@ -708,6 +735,13 @@ class RedisStore final : public Store {
             if (bitmap_exists->type == REDIS_REPLY_INTEGER && bitmap_exists->integer != 0) {
               bare_type = KeyType(c, keys.bitmap);
             }
+            // Only to word the error, so a refusal (an ACL's key patterns)
+            // is not one.
+            cmd.Clear();
+            cmd.Command({"EXISTS", keys.parts});
+            REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+            REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr parts_exist, c.Read());
+            left_parts = parts_exist->type == REDIS_REPLY_INTEGER && parts_exist->integer != 0;
             return Status::Ok();
           }
           REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
@@ -719,11 +753,19 @@ class RedisStore final : public Store {
     // Without a bitmap too (a window filter has none), a filter of the old
     // layout still is one.
     REDBLOOM_RETURN_IF_ERROR(RefuseLegacyLayout(name));
+    // Neither an attach nor a create can take what is left (LeftPartsStatus).
+    if (left_parts) {
+      return Status::NotFound("filter '" + std::string(name) +
+                              "' does not exist: " + LeftPartsText(name));
+    }
     if (bare_type.empty()) return NotFoundStatus(name);
-    return Status::NotFound("filter '" + std::string(name) + "' does not exist: key '" +
-                            DisplayName(name) + "' is a " + bare_type +
-                            " without redbloom metadata" +
-                            (bare_type == "string" ? "; adopt it with attach" : ""));
+    return Status::NotFound(
+        "filter '" + std::string(name) + "' does not exist: key '" + DisplayName(name) + "' is a " +
+        bare_type + " without redbloom metadata" +
+        (bare_type == "string"
+             ? "; if it is a plain filter's bitmap or another program's, adopt it with attach "
+               "(a counting or sharded filter's cannot be)"
+             : ""));
   }
 
   // Builds before 2026-12-01 kept the metadata of a name with a brace but no
@@ -803,7 +845,7 @@ class RedisStore final : public Store {
       BeginCompanionEval(&cmd, script == scripts::kCreate, keys, companion, config, bytes,
                          expires_at, fields);
     } else {
-      BeginEval(&cmd, script, {keys.meta, keys.bitmap}, 2 + 2 * fields.size());
+      BeginEval(&cmd, script, {keys.meta, keys.bitmap, keys.parts}, 2 + 2 * fields.size());
       if (bytes == 0 && later_part_bytes > 0) {
         cmd.Arg('-', later_part_bytes);  // kCreate: room for a later part
       } else {
