@@ -671,7 +671,9 @@ Status WordBitStore::Remove(std::span<PartBatch> batches) {
 // words (one 4 KiB page each, 4 MiB in all), evenly spread. A Bloom filter's
 // cells are set by uniform hashes, so the sampled fill f estimates the whole
 // with standard error sqrt(f(1-f)/n): for n = 2^25 sampled bits, 8.6e-5 at
-// half fill, i.e. about 0.025% on approximate_items.
+// half fill, i.e. about 0.025% on approximate_items. `block` sets an item's
+// k bits in one 64-byte block, so its error is about sqrt(k) times that
+// (docs/http-api.md).
 constexpr uint64_t kExactScanWords = (uint64_t{64} << 20) / 8;
 constexpr uint64_t kSampleBlocks = 1024;
 constexpr uint64_t kSampleBlockWords = 512;

@@ -1955,7 +1955,9 @@ TEST_F(CliTest, AddCheckAndRemoveAsJson) {
 }
 
 // A long --json run streams; an error part way still ends one document, with
-// the items done before it and the error.
+// the items done before it and the error. Its chunks hold up to 65,536
+// lines, fewer when the pipe had no more ready (a loaded host's writer: the
+// first was 12,773 lines once), so the items done are some first lines.
 TEST_F(CliTest, JsonOutputStreamsAndEndsWithTheError) {
   Create("ints", {"--encoding", "int32"}, "100000");
   std::string text;
@@ -1963,9 +1965,12 @@ TEST_F(CliTest, JsonOutputStreamsAndEndsWithTheError) {
   auto r = Run({"add", "ints", "--json", "-f", "-"}, text);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["count"], 65536);
-  EXPECT_EQ(j["items"].size(), 65536u);
-  EXPECT_EQ(j["items"][65535], nlohmann::json::parse(R"({"item":"65536","new":true})"));
+  const size_t done = j["items"].size();
+  EXPECT_EQ(j["count"], done);
+  EXPECT_GE(done, 1u);
+  EXPECT_LE(done, 70000u);
+  // "new" may be false for a few: a false positive of the filter.
+  for (size_t i = 0; i < done; ++i) ASSERT_EQ(j["items"][i]["item"], std::to_string(i + 1)) << i;
   EXPECT_EQ(j["error"]["code"], "invalid_argument");
   EXPECT_NE(j["error"]["message"].get<std::string>().find("line 70001 of stdin"), std::string::npos)
       << j["error"];

@@ -2255,6 +2255,17 @@ TEST_F(RedisStoreTest, FiltersBeyondOneKeyAreRejectedBeforeWriting) {
   const Status attached = store_->Attach("over", just_over);
   EXPECT_EQ(attached.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(attached.message().find("shards"), std::string::npos) << attached.message();
+  // A sharded filter's geometry is one shard's, and is said to be (the
+  // error read as if the filter needed that many bits, with shards advised).
+  FilterOptions sharded = Options(4'000'000'000, 0.01);
+  sharded.shards = 8;
+  ASSERT_OK_AND_ASSIGN(FilterConfig eight, MakeConfig(sharded));
+  const Status each = store_->Create("eight", eight);
+  EXPECT_EQ(each.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(each.message().find("each of filter 'eight''s 8 shards needs"), std::string::npos)
+      << each.message();
+  EXPECT_NE(each.message().find("more shards"), std::string::npos) << each.message();
+  EXPECT_EQ(raw_->Int({"DBSIZE"}), 0);
 }
 
 // ---------------------------------------------------------------------------

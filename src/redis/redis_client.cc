@@ -649,7 +649,8 @@ Status Connection::Fail(const IoFailure& failure) {
         "with replies owed; possible causes: a restart, CLIENT KILL, maxmemory-clients, a proxy or "
         "firewall, or a reply past the server's client-output-buffer-limit for normal clients: a "
         "large batch's (lower batch_items) or a 4 MiB piece of a bitmap read by export or merge "
-        "(raise the limit)";
+        "(raise the limit), or a command past its client-query-buffer-limit: a load's 1 MiB "
+        "upload pieces need more than Redis's 1mb minimum";
     return TransportStatus(hinted, *server_);
   }
   return TransportStatus(failure, *server_);

@@ -41,7 +41,8 @@ Status CheckSize(std::string_view what, const Geometry& g, uint32_t cell_bits, b
         std::to_string((g.bits * cell_bits + 7) / 8) +
         " bytes), but one Redis key holds at most 2^32 bits (536870912 bytes, 512 MiB); use a "
         "larger error rate" +
-        (shardable ? ", a smaller capacity, or shards (create --shards N, \"shards\" in a PUT)"
+        (shardable ? ", a smaller capacity, or more shards (create --shards N, \"shards\" in a "
+                     "PUT)"
                    : " or a smaller capacity"));
   }
   return Status::Ok();
@@ -63,8 +64,12 @@ class RedisStore final : public Store {
 
   Status Create(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
+    // A sharded filter's geometry is one shard's.
     REDBLOOM_RETURN_IF_ERROR(
-        CheckSize("filter '" + std::string(name) + "'", config.geometry, config.cell_bits(),
+        CheckSize(config.shards > 1 ? "each of filter '" + std::string(name) + "''s " +
+                                          std::to_string(config.shards) + " shards"
+                                    : "filter '" + std::string(name) + "'",
+                  config.geometry, config.cell_bits(),
                   /*shardable=*/KindOf(config.kind).one_array && !config.geometry_given));
     REDBLOOM_RETURN_IF_ERROR(CheckCompanionPlacement(name, shared_->keys, config));
     REDBLOOM_RETURN_IF_ERROR(CheckNoForeignCompanion(*shared_, name, config, "create"));
