@@ -3260,6 +3260,17 @@ TEST_F(RedisStoreTest, AShardedFilterThatDoesNotFitIsRefusedWithNothingLeft) {
   EXPECT_TRUE(other_add.ok()) << other_add.ToString();
   EXPECT_EQ(keys, 2) << "the half-made filter's keys stayed";
   EXPECT_EQ(store_->ReadConfig("spread").status().code(), StatusCode::kNotFound);
+  // All four shards go to this one server: refused before the first is
+  // made, so the use it names is the server's own. Shard by shard, two were
+  // placed first, and their 2.4 MB were named as the server's use.
+  ASSERT_OK_AND_ASSIGN(FilterConfig config, MakeConfig(o));
+  EXPECT_NE(created.message().find("its shards' " + std::to_string(4 * config.data_bytes())),
+            std::string::npos)
+      << created.message();
+  const size_t at = created.message().find(" bytes and the ");
+  ASSERT_NE(at, std::string::npos) << created.message();
+  EXPECT_LT(std::stoull(created.message().substr(at + 15)), used + config.data_bytes() / 2)
+      << created.message();
 }
 
 // A bitmap longer than the server's proto-max-bulk-len is out of room (exit

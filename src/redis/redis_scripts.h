@@ -138,17 +138,17 @@ namespace redbloom::internal::scripts {
   "  return nil\n"                                                                             \
   "end\n"
 
-// KEYS: meta, bitmap, parts list. ARGV: main_bytes, expires_at_ms, then
-// field, value pairs. A negative main_bytes is a filter whose parts all come
-// later (a window filter's slices): no bitmap is made, but one of that many
-// bytes must fit. Returns {0} created; {1, HGETALL} metadata exists; {2,
-// type} the bitmap key exists without metadata; {3, type} the meta key is
-// not a hash; {5, used, maxmemory} the bitmap does not fit under the
-// server's maxmemory; {6, now} the expiry is already past by the server's
-// clock (past(), below); {6} the same, found by the keys expiring as they
-// were made (no TIME allowed); {7, 1} the parts list of an earlier scaling or
-// window filter of the name is there without its metadata (evicted or
-// deleted): a new filter would take its layers or slices for its own.
+// KEYS: meta, bitmap, parts list. ARGV: main_bytes, expires_at_ms,
+// room_bytes, then field, value pairs. A main_bytes of 0 is a filter whose
+// parts all come later (a window filter's slices): no bitmap is made.
+// room_bytes must fit under maxmemory: the bitmap, a window's first slice, or
+// a sharded filter's shards that go to this server. Returns {0} created; {1, HGETALL} metadata
+// exists; {2, type} the bitmap key exists without metadata; {3, type} the meta key is not a hash;
+// {5, used, maxmemory} the bitmap does not fit under the server's maxmemory; {6, now} the expiry is
+// already past by the server's clock (past(), below); {6} the same, found by the keys expiring as
+// they were made (no TIME allowed); {7, 1} the parts list of an earlier scaling or window filter of
+// the name is there without its metadata (evicted or deleted): a new filter would take its layers
+// or slices for its own.
 inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'hash' then return {1, redis.call('HGETALL', KEYS[1])} end\n"
@@ -159,12 +159,10 @@ inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     "local late = past(ARGV[2])\n"
     "if late then return {6, late} end\n"
     "local bytes = tonumber(ARGV[1])\n"
-    "local room = math.abs(bytes)\n"
-    "if bytes < 0 then bytes = 0 end\n"
     "local denied = need({'info', 'memory'}, bytes > 0 and 'setrange', 'hset',\n"
     "                    ARGV[2] ~= '0' and 'pexpireat')\n"
     "if denied then return denied end\n"
-    "local full = no_room(room)\n"
+    "local full = no_room(tonumber(ARGV[3]))\n"
     "if full then return {5, full[1], full[2]} end\n"
     // Size the bitmap before writing the metadata: if the allocation fails
     // (OOM), the script stops with nothing written (scripts do not roll
@@ -172,7 +170,7 @@ inline constexpr std::string_view kCreate = REDBLOOM_LUA_ROOM REDBLOOM_LUA_NEED
     // its final size, instead of growing it by doubling as bits arrive. A
     // window filter has no main bitmap (main_bytes 0).
     "if bytes > 0 then redis.call('SETRANGE', KEYS[2], bytes - 1, '\\0') end\n"
-    "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 4))\n"
     "if ARGV[2] ~= '0' then\n"
     "  redis.call('PEXPIREAT', KEYS[1], ARGV[2])\n"
     "  if bytes > 0 then redis.call('PEXPIREAT', KEYS[2], ARGV[2]) end\n"

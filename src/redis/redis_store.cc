@@ -298,13 +298,15 @@ class RedisStore final : public Store {
     const std::string fresh = NewIncarnation();
     std::string token = fresh;
     bool won = false;
+    uint64_t room = 0;
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/false, [&](Connection& c) -> Status {
           Connection::LongerWait wait(c, Connection::AllocationWait(config.data_bytes()));
+          room = ShardBytesBeside(name, config, keys);
           REDBLOOM_ASSIGN_OR_RETURN(
               ReplyPtr r,
               EvalWithMeta(c, scripts::kCreate, name, keys, config, config.data_bytes(), expires_at,
-                           "create", {{"shard_token", token}, {"shards_ready", "0"}}));
+                           "create", {{"shard_token", token}, {"shards_ready", "0"}}, room));
           const int64_t code = r->element[0]->integer;
           if (code == 0) {
             won = true;
@@ -331,7 +333,8 @@ class RedisStore final : public Store {
                                     "' exists without redbloom metadata; delete it first");
           }
           if (code == 5 && r->elements >= 3) {
-            return NoRoom(name, config.data_bytes() * config.shards, r.get());
+            return NoRoom(name, room, r.get(),
+                          room == config.data_bytes() ? "its first shard's" : "its shards'");
           }
           if (code == 6) return ExpiryPast(c, name, expires_at, r.get());
           if (code == 7) return LeftPartsStatus(name, "created");
@@ -841,7 +844,7 @@ class RedisStore final : public Store {
                                 const FilterKeys& keys, const FilterConfig& config, uint64_t bytes,
                                 uint64_t expires_at, std::string_view origin,
                                 const std::vector<std::pair<std::string, std::string>>& extra,
-                                uint64_t later_part_bytes = 0) {
+                                uint64_t room_bytes = 0) {
     auto fields = MetaFields(name, config, origin, expires_at);
     fields.insert(fields.end(), extra.begin(), extra.end());
     CommandBuffer cmd;
@@ -850,13 +853,12 @@ class RedisStore final : public Store {
       BeginCompanionEval(&cmd, script == scripts::kCreate, keys, companion, config, bytes,
                          expires_at, fields);
     } else {
-      BeginEval(&cmd, script, {keys.meta, keys.bitmap, keys.parts}, 2 + 2 * fields.size());
-      if (bytes == 0 && later_part_bytes > 0) {
-        cmd.Arg('-', later_part_bytes);  // kCreate: room for a later part
-      } else {
-        cmd.Arg(bytes);
-      }
+      const bool create = script == scripts::kCreate;
+      BeginEval(&cmd, script, {keys.meta, keys.bitmap, keys.parts},
+                (create ? 3 : 2) + 2 * fields.size());
+      cmd.Arg(bytes);
       cmd.Arg(expires_at);
+      if (create) cmd.Arg(std::max(bytes, room_bytes));
       for (const auto& [field, value] : fields) {
         cmd.Arg(field);
         cmd.Arg(value);
@@ -876,6 +878,24 @@ class RedisStore final : public Store {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ParseMeta(r->element[1], DisplayMeta(name)));
     if (existing.name != name) return CollisionStatus(name, existing.name, DisplayMeta(name));
     return existing;
+  }
+
+  // The bytes of a sharded filter's shards that go where its metadata does:
+  // all of them on one server, those of its node on a cluster. The create's
+  // first script checks they fit: checked shard by shard, a create too big
+  // for the server placed ~19 shards, filling it to maxmemory, before one was
+  // refused, then named their bytes as the server's use.
+  uint64_t ShardBytesBeside(std::string_view name, const FilterConfig& config,
+                            const FilterKeys& keys) const {
+    const std::string home = shared_->source->Route(keys.meta);
+    uint64_t shards = 1;
+    for (uint32_t shard = 1; shard < config.shards; ++shard) {
+      if (shared_->source->Route(ShardKeysFor(name, shared_->keys, shard, config.shards).meta) ==
+          home) {
+        ++shards;
+      }
+    }
+    return shards * config.data_bytes();
   }
 
   // The create script found no room under maxmemory (code 5): {5, used, max}.
