@@ -77,16 +77,27 @@ class HashedCells {
 // ask once per open filter, not per call.
 inline HashedCells* HashedCellsOf(BitStore& bits) { return dynamic_cast<HashedCells*>(&bits); }
 
-// Offsets a thread keeps as scratch at most (512 KiB): batches are worked
-// through OffsetSliceItems(k) items at a time, so that a thread that once
-// served a huge batch at a large k does not keep its offsets for good. At
-// 8 MiB, redbloomd's 16 workers kept up to 128 MiB each of slice and add
+// Offsets a thread keeps as scratch at most (512 KiB): in-memory batches are
+// worked through OffsetSliceItems(k) items at a time, so that a thread that
+// once served a huge batch at a large k does not keep its offsets for good.
+// At 8 MiB, redbloomd's 16 workers kept up to 128 MiB each of slice and add
 // offsets after varied large batches; a slice of 9,362 items at k = 7 costs
-// nothing measurable over a slice of 149,796 (1e5- and 1e6-item batches on
-// mem:, guava64 and block, CPU ns per item within 2%).
+// nothing measurable over one of 149,796 (1e5- and 1e6-item batches on mem:,
+// guava64 and block, CPU ns per item within 2-3%).
 inline constexpr size_t kScratchOffsets = size_t{1} << 16;
 inline size_t OffsetSliceItems(uint32_t k) {
   return std::max<size_t>(1, kScratchOffsets / std::max<uint32_t>(k, 1));
+}
+
+// Offsets of one call to a store without HashedCells (Redis; a scaling
+// layer's reserving add anywhere) at most (8 MiB): each call is a round trip,
+// so it carries as many items as the store prefers, and a window's slices
+// share it. Bounded by kScratchOffsets, a check of a 24-slice window on Redis
+// sent 9 times the GETRANGEs and took 2.6-6 times as long. What a call held
+// beyond kScratchOffsets is freed when it returns (ShrinkScratch).
+inline constexpr size_t kStoreCallOffsets = size_t{1} << 20;
+inline size_t StoreSliceItems(uint32_t k) {
+  return std::max<size_t>(1, kStoreCallOffsets / std::max<uint32_t>(k, 1));
 }
 
 }  // namespace redbloom::internal

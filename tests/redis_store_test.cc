@@ -2,6 +2,7 @@
 // library operation, the key layout, and every error a caller can meet.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -1227,6 +1228,45 @@ TEST_F(RedisStoreTest, AWindowCheckIsOneTransactionForAllItsSlices) {
     ASSERT_OK_AND_ASSIGN(const bool still, g->Contains(items[1]));
     EXPECT_TRUE(still);
   }
+}
+
+// A large batch goes to Redis in calls of the store's preferred size,
+// shared by a window's slices. Bounded by the offsets a thread keeps
+// (512 KiB), a call held 10 times fewer items, and a check of a 24-slice
+// window sent 3.5 times the slice tests (HEXISTS: 1,944 against 552 here;
+// the review measured 2.6-6 times the time). Counted by the server.
+TEST_F(RedisStoreTest, AWindowsLargeCheckGoesInCallsOfThePreferredSize) {
+  FilterOptions window = Window(86'400'000, 24);
+  window.capacity = 1'000'000;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "wide", window));
+  ASSERT_TRUE(f->AddMany(Views(Items(Encoding::kUtf8, 20'000))).ok());
+  const auto calls = [&](std::string_view command) {
+    const std::string stats = raw_->Str({"INFO", "commandstats"});
+    const std::string field = "cmdstat_" + std::string(command) + ":calls=";
+    const size_t at = stats.find(field);
+    return at == std::string::npos ? 0L : std::stol(stats.substr(at + field.size()));
+  };
+  const long before = calls("hexists");
+  std::vector<uint8_t> found;
+  ASSERT_TRUE(f->ContainsMany(Views(Items(Encoding::kUtf8, 20'000, 3)), &found).ok());
+  EXPECT_LT(calls("hexists") - before, 1000);
+}
+
+// A call to Redis carries up to 8 MiB of offsets, and gives back what it
+// held beyond the 512 KiB a thread keeps: a 60,000-item add and check kept
+// 1.3 MiB for good with calls cut to 512 KiB, several MiB with uncut calls
+// before. (mallinfo2 reads nothing under the sanitizers.)
+TEST_F(RedisStoreTest, ALargeBatchKeepsLittleScratch) {
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "scratch", Options(100'000, 0.01)));
+  const auto items = Items(Encoding::kUtf8, 60'000);
+  std::vector<uint8_t> added, present;
+  const auto in_use = [] { return ::mallinfo2().uordblks + ::mallinfo2().hblkhd; };
+  const size_t before = in_use();
+  ASSERT_TRUE(f->AddMany(Views(items), &added).ok());
+  ASSERT_TRUE(f->ContainsMany(Views(items), &present).ok());
+  const size_t after = in_use();
+  EXPECT_LT(after, before + (size_t{1} << 20)) << (after - before) / 1024 << " KiB kept";
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 60'000);
 }
 
 // A part's key of another type met while later transactions of the call

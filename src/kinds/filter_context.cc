@@ -92,6 +92,33 @@ namespace {
 // keep their offsets on the stack: no scratch, no Result copies.
 constexpr uint32_t kStackOffsets = 64;
 
+// Frees, as a store call returns, the offsets and answers it held beyond
+// what a thread keeps (kScratchOffsets): a call carries up to
+// kStoreCallOffsets.
+class ShrinkScratch {
+ public:
+  ShrinkScratch() = default;
+  ShrinkScratch(const ShrinkScratch&) = delete;
+  ShrinkScratch& operator=(const ShrinkScratch&) = delete;
+  ~ShrinkScratch() {
+    ThreadScratch& s = Scratch();
+    size_t kept = Trim(&s.add_offsets, 0);
+    for (auto& offsets : s.part_offsets) kept = Trim(&offsets, kept);
+    size_t answers = 0;
+    for (auto& a : s.part_answers) answers = Trim(&a, answers);
+  }
+
+ private:
+  // Keeps `v` while the elements kept so far stay within the bound; returns
+  // how many are kept with it.
+  template <typename T>
+  static size_t Trim(std::vector<T>* v, size_t kept) {
+    if (kept + v->capacity() <= kScratchOffsets) return kept + v->capacity();
+    std::vector<T>().swap(*v);
+    return kept;
+  }
+};
+
 }  // namespace
 
 Status FilterContext::TestIn(std::span<const uint64_t> parts, std::span<const Hash128> hashes,
@@ -155,10 +182,11 @@ Status FilterContext::TestInStore(std::span<const uint64_t> parts, std::span<con
     k_max = std::max<size_t>(k_max, sizing.geometry.hashes);
   }
   // One slice tests every part, so the store's batch is shared among them;
-  // bounded by the scratch a thread keeps, too (OffsetSliceItems).
-  const size_t slice = std::max<size_t>(
-      1, std::min({hashes.size(), bits_.preferred_batch() / parts.size(),
-                   OffsetSliceItems(static_cast<uint32_t>(k_max)) / parts.size()}));
+  // bounded by a call's offsets, too (StoreSliceItems).
+  const size_t slice =
+      std::max<size_t>(1, std::min({hashes.size(), bits_.preferred_batch() / parts.size(),
+                                    StoreSliceItems(static_cast<uint32_t>(k_max)) / parts.size()}));
+  const ShrinkScratch shrink;
   bool first = true;
   for (size_t start = 0; start < hashes.size() || first; start += slice) {
     const size_t n = std::min(slice, hashes.size() - start);
@@ -211,8 +239,9 @@ Status FilterContext::AddToStore(uint64_t part, std::span<const Hash128> hashes,
   }
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing sizing, Sizing(part));
   const uint32_t k = sizing.geometry.hashes;
-  const size_t slice = std::max<size_t>(1, std::min(bits_.preferred_batch(), OffsetSliceItems(k)));
+  const size_t slice = std::max<size_t>(1, std::min(bits_.preferred_batch(), StoreSliceItems(k)));
   std::vector<uint64_t>& offsets = Scratch().add_offsets;  // see TestInStore
+  const ShrinkScratch shrink;
   if (done != nullptr) *done = 0;
   for (size_t start = 0; start < hashes.size(); start += slice) {
     const size_t n = std::min(slice, hashes.size() - start);
