@@ -66,8 +66,8 @@ class RedisStore final : public Store {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     // A sharded filter's geometry is one shard's.
     REDBLOOM_RETURN_IF_ERROR(
-        CheckSize(config.shards > 1 ? "each of filter '" + std::string(name) + "''s " +
-                                          std::to_string(config.shards) + " shards"
+        CheckSize(config.shards > 1 ? "each of the " + std::to_string(config.shards) +
+                                          " shards of filter '" + std::string(name) + "'"
                                     : "filter '" + std::string(name) + "'",
                   config.geometry, config.cell_bits(),
                   /*shardable=*/KindOf(config.kind).one_array && !config.geometry_given));
@@ -282,6 +282,13 @@ class RedisStore final : public Store {
       // exist" while its keys stay (RefuseLegacyLayout).
       if (dropped.code() == StatusCode::kNotFound) {
         REDBLOOM_RETURN_IF_ERROR(RefuseLegacyLayout(name));
+        // What a filter whose metadata went left is named (ReadMeta
+        // found it), not "does not exist" alone: redbloom cannot tell
+        // those keys are all the filter's, so it does not delete them.
+        if (!meta.ok() && meta.status().code() == StatusCode::kNotFound &&
+            meta.status().message() != NotFoundStatus(name).message()) {
+          return meta.status();
+        }
       }
       if (!dropped.ok() || shards == 1) return dropped;
       return DropShards(name, shards, token);
@@ -688,13 +695,19 @@ class RedisStore final : public Store {
                             ": " + LeftPartsText(name) + "; delete those keys first");
   }
   std::string LeftPartsText(std::string_view name) const {
-    const FilterKeys keys = KeysFor(name, shared_->keys);
+    // Plain keys, rendered in the store's key mode (DisplayKey).
+    const FilterKeys keys = KeysFor(name, KeyMode::kPlain);
+    std::string part = PartKeysFor(name, KeyMode::kPlain, 0).bitmap;
+    part.back() = 'N';  // ".../part/N"
     return "the parts list '" + DisplayKey(keys.parts, shared_->keys) +
            "' of an earlier scaling or window filter of that name is there without its "
            "metadata '" +
            DisplayKey(keys.meta, shared_->keys) +
            "' (evicted, or deleted by hand), with the layers or slices it lists ('" +
-           DisplayKey(PartKeysFor(name, shared_->keys, 1).bitmap, shared_->keys) + "', ...)";
+           DisplayKey(part, shared_->keys) +
+           "' for each field N) and a scaling filter's first "
+           "layer '" +
+           DisplayName(name) + "'";
   }
   std::string DisplayMeta(std::string_view name) const {
     return DisplayKey(KeysFor(name, KeyMode::kPlain).meta, shared_->keys);
