@@ -6,6 +6,7 @@
 // main (out of memory, no thread could be started).
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -133,7 +134,7 @@ std::function<void()> SyncTick(Service& service, Metrics& metrics) {
 // the largest requests it had served. Measured on 2 cores, 3 clients
 // adding and checking batches of 1 to 80,000 items for 4 minutes on `mem:`
 // (12 MB of filters): 285 MB resident under load, 292 MB idle after. Here
-// the arenas are as many as the cores (at least 2), unless the environment
+// the arenas are as many as its CPUs (at least 2), unless the environment
 // sets them (MALLOC_ARENA_MAX, GLIBC_TUNABLES), and their free pages go back
 // to the system at the first kTrimEvery tick that finds no request in
 // progress or waiting: a trim holds each arena's lock while it walks it
@@ -147,7 +148,11 @@ void LimitMallocArenas() {
       (tunables != nullptr && std::strstr(tunables, "glibc.malloc.arena_max") != nullptr)) {
     return;
   }
-  ::mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+  // The CPUs it may run on (a cpuset, taskset), not the host's: a
+  // container given 2 of 64 would allow 64 arenas, no cap for 16 workers.
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (cpu_set_t set; ::sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
+  ::mallopt(M_ARENA_MAX, std::max(2, cpus));
 #endif
 }
 
