@@ -249,6 +249,43 @@ TEST_F(RedisClusterTest, ShardedFilterSpreadsOverMastersAndKeepsItsRate) {
   }
 }
 
+// A shard refused by another node than the metadata's is said to be that
+// node's and that shard's: it named the URL's seed node and the whole
+// filter's bytes, with the refusing node's use. The shards placed go.
+TEST_F(RedisClusterTest, AShardRefusedByAnotherNodeNamesThatNodeAndOneShard) {
+  const FilterOptions options{.capacity = 2'000'000, .error_rate = 0.01, .shards = 8};
+  ASSERT_OK_AND_ASSIGN(FilterConfig config, MakeConfig(options));
+  const int home =
+      cluster_->MasterOf(internal::KeySlot(internal::KeysFor("cs", internal::KeyMode::kPlain).meta))
+          .port();
+  RedisServer* other = nullptr;
+  for (uint32_t s = 1; s < 8 && other == nullptr; ++s) {
+    const auto k = internal::ShardKeysFor("cs", internal::KeyMode::kPlain, s, 8);
+    RedisServer& owner = cluster_->MasterOf(internal::KeySlot(k.meta));
+    if (owner.port() != home) other = &owner;
+  }
+  ASSERT_NE(other, nullptr);
+  const std::string memory = other->Cli({"INFO", "memory"});
+  const uint64_t used = std::stoull(memory.substr(memory.find("used_memory:") + 12));
+  struct Restore {
+    RedisServer* m;
+    ~Restore() { m->Cli({"CONFIG", "SET", "maxmemory", "0"}); }
+  } restore{other};
+  other->Cli({"CONFIG", "SET", "maxmemory", std::to_string(used + config.data_bytes() / 2)});
+  const Status created = BloomFilter::Create(*store_, "cs", options).status();
+  EXPECT_EQ(created.code(), StatusCode::kResourceExhausted) << created.ToString();
+  EXPECT_NE(
+      created.message().find("redis 127.0.0.1:" + std::to_string(other->port()) + " has no room"),
+      std::string::npos)
+      << created.message();
+  EXPECT_NE(created.message().find("a shard's " + std::to_string(config.data_bytes()) + " bytes"),
+            std::string::npos)
+      << created.message();
+  for (RedisServer* m : cluster_->Masters()) {
+    EXPECT_EQ(Trim(m->Cli({"DBSIZE"})), "0") << "keys left on " << m->port();
+  }
+}
+
 // Past one key's 2^32 bits (512 MiB): 16 shards of 34 MB each. Created and
 // described, not filled.
 TEST_F(RedisClusterTest, ShardedFilterPassesOneKeysLimit) {

@@ -373,7 +373,8 @@ class RedisStore final : public Store {
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
         if (IsArray(r.get(), 3) && r->element[0]->type == REDIS_REPLY_INTEGER &&
             r->element[0]->integer == 5) {
-          return NoRoom(name, config.data_bytes() * config.shards, r.get());
+          // This shard's server (on a cluster, not the URL's), this shard.
+          return NoRoom(name, config.data_bytes(), r.get(), "a shard's", c.server().display);
         }
         return WaitForReplicas(c, *shared_);
       });
@@ -913,12 +914,12 @@ class RedisStore final : public Store {
 
   // The create script found no room under maxmemory (code 5): {5, used, max}.
   Status NoRoom(std::string_view name, uint64_t bytes, const redisReply* r,
-                std::string_view whose = "its") const {
+                std::string_view whose = "its", std::string_view server = "") const {
     return Status::ResourceExhausted(
-        url_.Redacted() + " has no room for filter '" + DisplayName(name) +
-        "': " + std::string(whose) + " " + std::to_string(bytes) + " bytes and the " +
-        std::to_string(r->element[1]->integer) + " bytes in use exceed maxmemory " +
-        std::to_string(r->element[2]->integer));
+        (server.empty() ? url_.Redacted() : "redis " + std::string(server)) +
+        " has no room for filter '" + DisplayName(name) + "': " + std::string(whose) + " " +
+        std::to_string(bytes) + " bytes and the " + std::to_string(r->element[1]->integer) +
+        " bytes in use exceed maxmemory " + std::to_string(r->element[2]->integer));
   }
 
   // A create or attach script's {6, now} or {6}: see ExpiryPastStatus.
