@@ -920,14 +920,6 @@ TEST_F(ServerLimitsTest, InfoOnABigFilterSamplesInsteadOfReadingEveryPage) {
   EXPECT_EQ(small.json["bits_set_method"], "exact") << small.body;
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define REDBLOOM_SANITIZED_ALLOCATOR 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define REDBLOOM_SANITIZED_ALLOCATOR 1
-#endif
-#endif
-
 // What large requests freed goes back to the system once none is in
 // progress. Each of the 16 workers kept the peak of the largest requests it
 // had served in its own malloc arena: 285 MB resident for 12 MB of filters
@@ -936,9 +928,9 @@ TEST_F(ServerLimitsTest, InfoOnABigFilterSamplesInsteadOfReadingEveryPage) {
 // as on a large machine, 60 MB, then 32 MB after the trim). (glibc's
 // allocator: the sanitizers bring their own.)
 TEST_F(ServerLimitsTest, WhatLargeRequestsFreedGoesBackOnceIdle) {
-#ifdef REDBLOOM_SANITIZED_ALLOCATOR
-  GTEST_SKIP() << "the sanitizers' allocator is not glibc's";
-#else
+  if (kAddressSanitizer || kThreadSanitizer) {
+    GTEST_SKIP() << "the sanitizers' allocator is not glibc's";
+  }
   RedbloomdProcess server("mem:");
   server.Start();
   {
@@ -980,7 +972,6 @@ TEST_F(ServerLimitsTest, WhatLargeRequestsFreedGoesBackOnceIdle) {
   EXPECT_LT(now - before, 40 << 20)
       << "resident after the load: " << (loaded - before) / 1024
       << " KiB more than before it; 25 s later: " << (now - before) / 1024 << " KiB";
-#endif
 }
 
 }  // namespace
