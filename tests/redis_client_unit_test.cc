@@ -186,6 +186,18 @@ TEST(ReplyErrorTest, AnUnknownCommandIsAConfigurationFailure) {
   EXPECT_FALSE(IsConfigurationFailure(ReplyErrorStatus("LOADING Redis is loading", server)));
 }
 
+// A script Redis stopped with SCRIPT KILL wrote nothing: a retry may
+// succeed (it was `internal`, 500, as if redbloom had a bug).
+TEST(ReplyErrorTest, AScriptKilledByAnOperatorIsUnavailable) {
+  ServerParams server;
+  server.display = "127.0.0.1:6379";
+  const Status s = ReplyErrorStatus(
+      "ERR Script killed by user with SCRIPT KILL... script: 694a5fe1, on @user_script:1.", server);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_FALSE(IsPermanentFailure(s)) << s.ToString();
+  EXPECT_NE(s.message().find("before it wrote anything"), std::string::npos) << s.ToString();
+}
+
 // A failure that retrying cannot cure stays one when a caller adds context:
 // an add's failed commit ("the add's commit failed: ...") denied by an ACL
 // was retried, and a lost connection's answers counted as lost, while the

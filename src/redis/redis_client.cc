@@ -225,6 +225,15 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
     return Status::Unavailable(where + " is a Redis Cluster node (it answered '" + said +
                                "'); use a redis-cluster:// URL");
   }
+  // Redis kills only a script that has written nothing (one that wrote
+  // needs SHUTDOWN NOSAVE): an operator's or a watchdog's act, not a bug
+  // (it was 500 internal).
+  if (text.find("Script killed by user with SCRIPT KILL") != std::string_view::npos) {
+    return Status::Unavailable(where +
+                               " stopped a script of redbloom's with SCRIPT KILL before "
+                               "it wrote anything: " +
+                               said);
+  }
   if (StartsWith(text, "OOM")) return Status::ResourceExhausted(where + ": " + said);
   // A string longer than the server's proto-max-bulk-len (512 MB unless
   // lowered): a bitmap this server will not hold, not a bug.
