@@ -596,8 +596,9 @@ bool HttpServer::Serve(httplib::Stream& stream, const RequestStart& start, bool 
 // earlier as the Expect handler for a client that waits for "100 Continue",
 // so that a request about to be refused is refused before its upload.
 bool HttpServer::Screen(const Request& req, Response& res) {
+  // Once per request (the Expect handler's pass is skipped by routing); a
+  // request never logged is settled by Serve's Current.
   RequestContext& ctx = Ctx();
-  if (ctx.active) metrics_->RequestFinished();  // never logged; keep the gauge true
   ctx.active = true;
   ctx.start = ctx.head_read;
   metrics_->RequestStarted();

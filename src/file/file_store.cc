@@ -136,7 +136,6 @@ Status MapError(const std::string& path, int err) {
   return IoError("cannot map", path, err);
 }
 
-// A parts directory that is no directory (`link`: a symbolic link).
 // Calls `each` with the name of every entry of `d`, an open listing of the
 // directory `path`, and closes it. A listing cut short (EIO, ESTALE) is an
 // error, not fewer entries: a caller would take filters or parts for gone.
@@ -154,6 +153,7 @@ Status ForEachEntry(DIR* d, const std::string& path, Fn&& each) {
   }
 }
 
+// A parts directory that is no directory (`link`: a symbolic link).
 Status NotAPartsDir(const std::string& parts, bool link) {
   return Status::Unavailable(parts + " is not a directory" +
                              (link ? " but a symbolic link, which the store does not follow" : ""));

@@ -278,17 +278,14 @@ class RedisStore final : public Store {
       bool made_again = false;
       Status dropped = DropMain(name, keys, token, slices, &made_again);
       if (made_again) continue;
-      // A filter of the old layout of braced names is named, not "does not
-      // exist" while its keys stay (RefuseLegacyLayout).
-      if (dropped.code() == StatusCode::kNotFound) {
-        REDBLOOM_RETURN_IF_ERROR(RefuseLegacyLayout(name));
-        // What a filter whose metadata went left is named (ReadMeta
-        // found it), not "does not exist" alone: redbloom cannot tell
-        // those keys are all the filter's, so it does not delete them.
-        if (!meta.ok() && meta.status().code() == StatusCode::kNotFound &&
-            meta.status().message() != NotFoundStatus(name).message()) {
-          return meta.status();
-        }
+      // Nothing to drop: what ReadMeta found instead is said, not "does not
+      // exist" alone while keys stay (a filter of the old layout of braced
+      // names; a filter whose metadata went, whose remains redbloom cannot
+      // tell are all its own, so it does not delete them).
+      if (dropped.code() == StatusCode::kNotFound && !meta.ok() &&
+          (meta.status().code() == StatusCode::kNotFound ||
+           meta.status().code() == StatusCode::kConflict)) {
+        return meta.status();
       }
       if (!dropped.ok() || shards == 1) return dropped;
       return DropShards(name, shards, token);
