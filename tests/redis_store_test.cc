@@ -61,6 +61,18 @@ FilterOptions Options(uint64_t n = 1000, double p = 0.01, Strategy s = Strategy:
   return FilterOptions{.capacity = n, .error_rate = p, .strategy = s, .encoding = e};
 }
 
+// How often the server ran `command`, from its INFO commandstats (0 if never).
+long CommandCalls(const std::string& commandstats, std::string_view command) {
+  const std::string field = "cmdstat_" + std::string(command) + ":calls=";
+  const size_t at = commandstats.find(field);
+  return at == std::string::npos ? 0L : std::stol(commandstats.substr(at + field.size()));
+}
+
+// used_memory from a server's INFO memory.
+uint64_t UsedMemory(const std::string& memory) {
+  return std::stoull(memory.substr(memory.find("used_memory:") + 12));
+}
+
 // Items valid under `e`, distinct for distinct i; `salt` separates members
 // from non-members.
 std::vector<std::string> Items(Encoding e, size_t count, size_t salt = 0) {
@@ -1169,11 +1181,7 @@ TEST_F(RedisStoreTest, AWindowWhosePartsListWasLostIsDataLossNotAbsent) {
 TEST_F(RedisStoreTest, AWindowCheckIsOneTransactionForAllItsSlices) {
   constexpr uint64_t kHour = 3'600'000;
   const uint64_t now = WallMillis() / kHour * kHour + kHour / 2;
-  const auto multis = [&] {
-    const std::string stats = raw_->Str({"INFO", "commandstats"});
-    const size_t at = stats.find("cmdstat_multi:calls=");
-    return at == std::string::npos ? 0L : std::stol(stats.substr(at + 20));
-  };
+  const auto multis = [&] { return CommandCalls(raw_->Str({"INFO", "commandstats"}), "multi"); };
   for (const size_t batch : {size_t{0}, size_t{5}}) {
     SCOPED_TRACE("batch_items " + std::to_string(batch));
     auto clock = std::make_shared<ManualClock>(now);
@@ -1240,16 +1248,11 @@ TEST_F(RedisStoreTest, AWindowsLargeCheckGoesInCallsOfThePreferredSize) {
   window.capacity = 1'000'000;
   ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "wide", window));
   ASSERT_TRUE(f->AddMany(Views(Items(Encoding::kUtf8, 20'000))).ok());
-  const auto calls = [&](std::string_view command) {
-    const std::string stats = raw_->Str({"INFO", "commandstats"});
-    const std::string field = "cmdstat_" + std::string(command) + ":calls=";
-    const size_t at = stats.find(field);
-    return at == std::string::npos ? 0L : std::stol(stats.substr(at + field.size()));
-  };
-  const long before = calls("hexists");
+  const auto hexists = [&] { return CommandCalls(raw_->Str({"INFO", "commandstats"}), "hexists"); };
+  const long before = hexists();
   std::vector<uint8_t> found;
   ASSERT_TRUE(f->ContainsMany(Views(Items(Encoding::kUtf8, 20'000, 3)), &found).ok());
-  EXPECT_LT(calls("hexists") - before, 1000);
+  EXPECT_LT(hexists() - before, 1000);
 }
 
 // A call to Redis carries up to 8 MiB of offsets, and gives back what it
@@ -3164,11 +3167,7 @@ TEST(RedisReplicationTest, AShardedCallWaitsForReplicasOnceWhenTheyDoNotConfirm)
                        }()));
   auto waiting = MustOpen(server.url() + "?wait_replicas=1&wait_timeout_ms=50");
   ASSERT_OK_AND_ASSIGN(auto g, BloomFilter::Open(*waiting, "sh"));
-  const auto waits = [&] {
-    const std::string stats = server.Cli({"INFO", "commandstats"});
-    const size_t at = stats.find("cmdstat_wait:calls=");
-    return at == std::string::npos ? 0 : std::stoi(stats.substr(at + 19));
-  };
+  const auto waits = [&] { return CommandCalls(server.Cli({"INFO", "commandstats"}), "wait"); };
   server.Cli({"CONFIG", "RESETSTAT"});
   const auto items = Items(Encoding::kUtf8, 400);
   const Status added = g->AddMany(Views(items));
@@ -3231,8 +3230,7 @@ TEST(RedisReplicationTest, RepeatedAddIsNotAcknowledgedBeforeItsBitsAreReplicate
 // maxmemory is refused at its create, as a plain filter is. It was created,
 // and every add then answered 507 (an audit).
 TEST_F(RedisStoreTest, AWindowWhoseSliceDoesNotFitUnderMaxmemoryIsRefusedAtCreate) {
-  const std::string memory = raw_->Str({"INFO", "memory"});
-  const uint64_t used = std::stoull(memory.substr(memory.find("used_memory:") + 12));
+  const uint64_t used = UsedMemory(raw_->Str({"INFO", "memory"}));
   raw_->Must({"CONFIG", "SET", "maxmemory", std::to_string(used + 1'000'000)});
   FilterOptions big = Window(3'600'000, 2);
   big.capacity = 3'000'000;  // slices of about 3.6 MB
@@ -3261,10 +3259,7 @@ TEST_F(RedisStoreTest, ALayerThatDoesNotFitUnderMaxmemoryIsRefusedBeforeItIsMade
   scaling.expansion = 16;  // layer 1: 320,000 items at 0.25%, about 580 kB
   ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "big", scaling));
   ASSERT_OK_AND_ASSIGN(auto other, BloomFilter::Create(*store_, "other", Options(1000, 0.01)));
-  auto used_memory = [&] {
-    const std::string memory = raw_->Str({"INFO", "memory"});
-    return std::stoull(memory.substr(memory.find("used_memory:") + 12));
-  };
+  auto used_memory = [&] { return UsedMemory(raw_->Str({"INFO", "memory"})); };
   const auto items = Items(Encoding::kUtf8, 20'100);
   const auto views = Views(items);
   const std::span<const std::string_view> all(views);
@@ -3292,8 +3287,7 @@ TEST_F(RedisStoreTest, ALayerThatDoesNotFitUnderMaxmemoryIsRefusedBeforeItIsMade
 // every write to every filter failed OOM until someone dropped it.
 TEST_F(RedisStoreTest, AShardedFilterThatDoesNotFitIsRefusedWithNothingLeft) {
   ASSERT_OK_AND_ASSIGN(auto other, BloomFilter::Create(*store_, "other", Options(1000, 0.01)));
-  const std::string memory = raw_->Str({"INFO", "memory"});
-  const uint64_t used = std::stoull(memory.substr(memory.find("used_memory:") + 12));
+  const uint64_t used = UsedMemory(raw_->Str({"INFO", "memory"}));
   FilterOptions o = Options(4'000'000, 0.01);  // about 4.8 MB
   o.shards = 4;                                // 1.2 MB each
   const uint64_t max = used + 3'000'000;       // room for two shards
