@@ -937,6 +937,50 @@ Status BloomFilter::ReadParts(std::vector<Part>* out) try {
   return internal::OutOfMemory("reading the bit arrays of filter '" + name_ + "'");
 }
 
+Status BloomFilter::StreamParts(
+    const std::function<Status(const FilterConfig&, std::span<const Part>)>& begin,
+    const std::function<Status(uint64_t part, uint64_t offset, std::string_view bytes)>& piece) {
+  // The listing may reopen the filter (rebuilt before anything was taken);
+  // the bytes may not: the callbacks have taken part of the old one by then.
+  State* used = nullptr;
+  std::vector<Part> parts;
+  REDBLOOM_RETURN_IF_ERROR(WithReopen([&](State& st) -> Status {
+    const FilterConfig& c = st.config;
+    FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
+    parts.clear();
+    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, KindOf(c.kind).policy->LiveParts(f));
+    for (uint64_t id : ids) {
+      Result<uint64_t> items = st.bits->ItemCount(id);
+      if (items.status().code() == StatusCode::kNotFound && ExpiresAlone(c, id)) continue;
+      if (items.status().code() == StatusCode::kNotFound) {
+        return MissingPart(items.status(), st, {&id, 1}).WithContext("part " + std::to_string(id));
+      }
+      REDBLOOM_RETURN_IF_ERROR(items.status());
+      parts.push_back({.id = id, .items = *items, .bytes = {}});
+    }
+    used = &st;
+    return Status::Ok();
+  }));
+  const FilterConfig& c = used->config;
+  REDBLOOM_RETURN_IF_ERROR(begin(c, parts));
+  std::string chunk;
+  for (const Part& part : parts) {
+    REDBLOOM_ASSIGN_OR_RETURN(uint64_t total, PartBytes(c, part.id));
+    for (uint64_t offset = 0; offset < total; offset += kStreamPiece) {
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(kStreamPiece, total - offset));
+      Status s = used->bits->ReadBits(part.id, offset, len, &chunk);
+      if (s.code() == StatusCode::kNotFound && ExpiresAlone(c, part.id)) break;  // expired
+      if (s.code() == StatusCode::kNotFound) s = MissingPart(std::move(s), *used, {&part.id, 1});
+      if (!s.ok()) return s.WithContext("part " + std::to_string(part.id));
+      // A bitmap shorter than its config (a Redis key never pre-sized, as
+      // the Java service leaves it) reads as zeros past its end.
+      chunk.resize(len, '\0');
+      REDBLOOM_RETURN_IF_ERROR(piece(part.id, offset, chunk));
+    }
+  }
+  return Status::Ok();
+}
+
 Status BloomFilter::MergeParts(std::span<const Part> parts) {
   return WithReopen(
       [&](State& st) -> Status {

@@ -91,17 +91,21 @@ void GuavaWordToRedisBytes(uint64_t w, char* bytes) {
 }
 
 // The header of a dump: the config, the count and the part table, as
-// "key=value" lines. `parts` lists "id:items:bytes" per part, in the order
-// their bytes follow one another in the dump's data.
-std::string EncodeDumpHeader(const FilterConfig& c, std::span<const BloomFilter::Part> parts) {
+// "key=value" lines. `parts` lists "id:items:bytes" per part (its size is
+// the config's: their bytes are read later), in the order their bytes
+// follow one another in the dump's data. *base gets each part's first byte.
+Result<std::string> EncodeDumpHeader(const FilterConfig& c,
+                                     std::span<const BloomFilter::Part> parts,
+                                     std::map<uint64_t, uint64_t>* base) {
   uint64_t items = 0, bytes = 0;
   std::string table;
   for (const auto& p : parts) {
+    REDBLOOM_ASSIGN_OR_RETURN(uint64_t size, PartBytes(c, p.id));
+    (*base)[p.id] = bytes;
     items += p.items;
-    bytes += p.bytes.size();
+    bytes += size;
     if (!table.empty()) table.push_back(',');
-    table +=
-        std::to_string(p.id) + ":" + std::to_string(p.items) + ":" + std::to_string(p.bytes.size());
+    table += std::to_string(p.id) + ":" + std::to_string(p.items) + ":" + std::to_string(size);
   }
   std::vector<internal::ConfigField> fields = internal::ConfigToFields(c);
   fields.emplace_back("items_added", std::to_string(items));
@@ -439,40 +443,39 @@ Result<uint64_t> Remaining(std::istream& in) {
 }  // namespace
 
 Status ExportGuava(BloomFilter& filter, std::ostream& out) {
-  const FilterConfig c = filter.config();
-  if (c.kind != FilterKind::kPlain) {
-    return Status::InvalidArgument("Guava's format holds one plain bit array; '" + filter.name() +
-                                   "' is a " + std::string(FilterKindName(c.kind)) +
-                                   " filter (use --format redbloom)");
-  }
-  if (c.strategy != Strategy::kGuava64) {
-    return Status::InvalidArgument("Guava's format holds only guava64 filters; '" + filter.name() +
-                                   "' uses strategy " + std::string(StrategyName(c.strategy)) +
-                                   " (use --format redbloom)");
-  }
-  if (c.shards > 1) {
-    return Status::InvalidArgument("Guava's format holds one bit array; '" + filter.name() +
-                                   "' is sharded into " + std::to_string(c.shards) +
-                                   " (use --format redbloom)");
-  }
-  std::string bitmap;
-  REDBLOOM_RETURN_IF_ERROR(filter.ReadBitmap(&bitmap));
-  const uint64_t words = c.geometry.bits / 64;
-  bitmap.resize(words * 8, '\0');  // data_bytes() is already whole words for guava64
+  // The bits are converted and written a piece at a time, as they are read:
+  // memory stays bounded whatever the filter's size.
   std::string buf;
-  buf.push_back(static_cast<char>(kGuavaMitz64Ordinal));
-  buf.push_back(static_cast<char>(c.geometry.hashes));
-  PutBE(&buf, words, 4);
-  REDBLOOM_RETURN_IF_ERROR(WriteAll(out, buf));
-  buf.clear();
-  for (uint64_t w = 0; w < words; ++w) {
-    PutBE(&buf, RedisBytesToGuavaWord(bitmap.data() + 8 * w), 8);
-    if (buf.size() >= (1 << 16)) {
-      REDBLOOM_RETURN_IF_ERROR(WriteAll(out, buf));
-      buf.clear();
-    }
-  }
-  REDBLOOM_RETURN_IF_ERROR(WriteAll(out, buf));
+  REDBLOOM_RETURN_IF_ERROR(filter.StreamParts(
+      [&](const FilterConfig& c, std::span<const BloomFilter::Part>) -> Status {
+        if (c.kind != FilterKind::kPlain) {
+          return Status::InvalidArgument(
+              "Guava's format holds one plain bit array; '" + filter.name() + "' is a " +
+              std::string(FilterKindName(c.kind)) + " filter (use --format redbloom)");
+        }
+        if (c.strategy != Strategy::kGuava64) {
+          return Status::InvalidArgument(
+              "Guava's format holds only guava64 filters; '" + filter.name() + "' uses strategy " +
+              std::string(StrategyName(c.strategy)) + " (use --format redbloom)");
+        }
+        if (c.shards > 1) {
+          return Status::InvalidArgument("Guava's format holds one bit array; '" + filter.name() +
+                                         "' is sharded into " + std::to_string(c.shards) +
+                                         " (use --format redbloom)");
+        }
+        // data_bytes() is whole words for guava64, so every piece is too.
+        buf.push_back(static_cast<char>(kGuavaMitz64Ordinal));
+        buf.push_back(static_cast<char>(c.geometry.hashes));
+        PutBE(&buf, c.geometry.bits / 64, 4);
+        return WriteAll(out, buf);
+      },
+      [&](uint64_t, uint64_t, std::string_view bytes) -> Status {
+        buf.clear();
+        for (size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+          PutBE(&buf, RedisBytesToGuavaWord(bytes.data() + at), 8);
+        }
+        return WriteAll(out, buf);
+      }));
   out.flush();
   if (!out) return Status::Unavailable("write failed");
   return Status::Ok();
@@ -605,40 +608,40 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   return filter;
 }
 
-Status ExportDump(BloomFilter& filter, std::ostream& out) try {
-  std::vector<BloomFilter::Part> parts;
-  REDBLOOM_RETURN_IF_ERROR(filter.ReadParts(&parts));
-  const std::string header = EncodeDumpHeader(filter.config(), parts);
-  std::string buf(kDumpMagic, sizeof(kDumpMagic));
-  PutBE(&buf, kDumpVersion, 4);
-  PutBE(&buf, header.size(), 4);
-  buf += header;
-  PutBE(&buf, Crc(header), 4);
-  REDBLOOM_RETURN_IF_ERROR(WriteAll(out, buf));
+Status ExportDump(BloomFilter& filter, std::ostream& out) {
+  // Chunks address the parts' bytes laid end to end, in table order; no
+  // chunk crosses from one part into the next. Each is written as it is
+  // read: memory stays bounded whatever the filter's size.
+  static_assert(kDumpChunk == BloomFilter::kStreamPiece, "a dump chunk is one piece of a part");
+  std::map<uint64_t, uint64_t> base;  // each part's first byte in the dump
   uint64_t chunks = 0;
   uint32_t running = 0;
-  // Chunks address the parts' bytes laid end to end, in table order; no
-  // chunk crosses from one part into the next.
-  uint64_t base = 0;
-  for (const auto& part : parts) {
-    const std::string_view bitmap = part.bytes;
-    for (uint64_t off = 0; off < bitmap.size(); off += kDumpChunk) {
-      const std::string_view data = bitmap.substr(off, kDumpChunk);
-      if (data.find_first_not_of('\0') == std::string_view::npos) continue;
-      std::string frame;
-      PutBE(&frame, base + off, 8);
-      PutBE(&frame, data.size(), 4);
-      const uint32_t crc = Crc(data, Crc(frame));
-      REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
-      REDBLOOM_RETURN_IF_ERROR(WriteAll(out, data));
-      frame.clear();
-      PutBE(&frame, crc, 4);
-      REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
-      running = Crc(std::string_view(frame), running);
-      ++chunks;
-    }
-    base += bitmap.size();
-  }
+  std::string frame;
+  REDBLOOM_RETURN_IF_ERROR(filter.StreamParts(
+      [&](const FilterConfig& c, std::span<const BloomFilter::Part> parts) -> Status {
+        REDBLOOM_ASSIGN_OR_RETURN(const std::string header, EncodeDumpHeader(c, parts, &base));
+        std::string buf(kDumpMagic, sizeof(kDumpMagic));
+        PutBE(&buf, kDumpVersion, 4);
+        PutBE(&buf, header.size(), 4);
+        buf += header;
+        PutBE(&buf, Crc(header), 4);
+        return WriteAll(out, buf);
+      },
+      [&](uint64_t part, uint64_t offset, std::string_view data) -> Status {
+        if (data.find_first_not_of('\0') == std::string_view::npos) return Status::Ok();
+        frame.clear();
+        PutBE(&frame, base[part] + offset, 8);
+        PutBE(&frame, data.size(), 4);
+        const uint32_t crc = Crc(data, Crc(frame));
+        REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
+        REDBLOOM_RETURN_IF_ERROR(WriteAll(out, data));
+        frame.clear();
+        PutBE(&frame, crc, 4);
+        REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
+        running = Crc(std::string_view(frame), running);
+        ++chunks;
+        return Status::Ok();
+      }));
   // End marker: offset = all ones, then the chunk count and a CRC over every
   // chunk's CRC, so a dump cut at a chunk boundary is detected too.
   std::string end;
@@ -649,8 +652,6 @@ Status ExportDump(BloomFilter& filter, std::ostream& out) try {
   out.flush();
   if (!out) return Status::Unavailable("write failed");
   return Status::Ok();
-} catch (const std::bad_alloc&) {
-  return internal::OutOfMemory("exporting filter '" + filter.name() + "'");
 }
 
 namespace {

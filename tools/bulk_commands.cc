@@ -605,8 +605,9 @@ class DescriptorBuf : public std::streambuf {
 
 // Streams the export of `filter` in `format` to descriptor `fd`; returns
 // the bytes written, or the error, naming `what` for a failed write. The
-// exports read every bit from the store before they write, so a store error
-// writes nothing.
+// exports write each piece as they read it: a store error part-way leaves
+// a stream that an import refuses as truncated (a file target is renamed
+// into place only once complete).
 Result<uint64_t> ExportTo(BloomFilter& filter, const std::string& format, int fd,
                           const std::string& what) {
   DescriptorBuf buf(fd);

@@ -183,6 +183,21 @@ class BloomFilter {
     std::string bytes;
   };
   Status ReadParts(std::vector<Part>* out);
+  // ReadParts a piece at a time, for callers that stream a filter of any
+  // size in bounded memory (exports). `begin` gets the config the parts
+  // belong to and every live part with its count (bytes empty), read
+  // first; then `piece` gets each part's bytes in order, in pieces of at
+  // most kStreamPiece bytes at offsets that are multiples of it, zeros past
+  // a bitmap's stored end included. Adds during the call may or may not be
+  // in the bytes. A window slice that expires during the call ends early
+  // (its items gone with it); a lost shard or layer is kDataLoss; a filter
+  // dropped kNotFound, and one rebuilt or re-created after `begin` kConflict,
+  // since what the callbacks took cannot be taken back. A callback's error
+  // ends the call with it.
+  static constexpr size_t kStreamPiece = 1 << 20;
+  Status StreamParts(
+      const std::function<Status(const FilterConfig&, std::span<const Part>)>& begin,
+      const std::function<Status(uint64_t part, uint64_t offset, std::string_view bytes)>& piece);
   // Merges parts (as ReadParts gives them, from this filter or one with the
   // same config) into this filter, as OrBitmap does for each: a scaling
   // filter grows layers up to the highest part, a window filter creates the
