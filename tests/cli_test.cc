@@ -1794,6 +1794,72 @@ TEST_F(CliTest, AnImportStoppedBySignalLeavesNoPartialFilter) {
   EXPECT_GE(stopped_piped, 1) << "no import from a pipe was stopped";
 }
 
+// A merge stopped by SIGINT or SIGTERM completes first: it has read every
+// source by the time it makes its destination, and writes for a moment.
+// Killed as it wrote (it caught no signal), it left a new destination
+// holding part of the sources' bits, whose other items read absent (an
+// audit: 252,000 of 3 million). The signal comes the moment the
+// destination appears, a 32 MiB write ahead of the merge's end.
+TEST_F(CliTest, AMergeStoppedBySignalCompletesFirst) {
+  constexpr uint32_t kWords = 4u << 20;
+  std::string guava = {'\x01',
+                       '\x07',
+                       static_cast<char>(kWords >> 24),
+                       static_cast<char>(kWords >> 16),
+                       static_cast<char>(kWords >> 8),
+                       static_cast<char>(kWords)};
+  guava.append(size_t{kWords} * 8, '\xff');
+  const std::string guava_path = WriteFile("ones.guava", guava);
+  guava.clear();
+  ASSERT_EQ(Run({"import", "ones", "--format", "guava", "--file", guava_path}).exit_code, 0);
+  std::filesystem::remove(guava_path);
+  const std::string store = "file:" + dir_.path();
+  const std::string err_path = dir_.path() + "/err";
+  for (int round = 0; round < 2; ++round) {
+    const int sig = round == 0 ? SIGINT : SIGTERM;
+    const std::string name = "m" + std::to_string(round);
+    const std::string file = dir_.path() + "/" + name + ".rbf";
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(err, 2);
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGTERM, SIG_DFL);
+      ::execl(REDBLOOM_CLI_PATH, "redbloom", "--store", store.c_str(), "merge", name.c_str(),
+              "ones", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    bool exited = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!(exited = ::waitpid(pid, &status, WNOHANG) == pid) && !std::filesystem::exists(file) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (!exited) {
+      ::kill(pid, sig);
+      ::waitpid(pid, &status, 0);
+    }
+    std::ifstream err_in(err_path);
+    const std::string err((std::istreambuf_iterator<char>(err_in)),
+                          std::istreambuf_iterator<char>());
+    ASSERT_TRUE(WIFEXITED(status))
+        << "round " << round << ": killed by signal " << WTERMSIG(status) << " as it merged";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "round " << round << ": " << err;
+    auto info = Run({"info", name, "--json"});
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    const auto j = nlohmann::json::parse(info.out);
+    EXPECT_EQ(j["bits_set"], j["bits"]) << "round " << round << ": the merge is partial";
+    if (!exited) {
+      EXPECT_NE(err.find("signal " + std::to_string(sig) +
+                         " came during the merge, which completed, and stands"),
+                std::string::npos)
+          << err;
+    }
+  }
+}
+
 // A rebuild builds its bits in memory; no memory for them is
 // resource_exhausted (exit 3) with the old filter kept and the temporary
 // dropped. It escaped as std::bad_alloc: "internal error", exit 70.

@@ -307,9 +307,10 @@ void WarnIfPastRate(BloomFilter& filter) {
             << "); to get the rate back, add the items to a filter sized for all of them\n";
 }
 
-// SIGINT, SIGTERM and SIGHUP during a rebuild or an import: the signal's
-// number, for the command to stop at (between reads, and in a read it
-// interrupts), so that the library drops what it made: a rebuild's
+// SIGINT, SIGTERM and SIGHUP during a rebuild, an import or a merge: the
+// signal's number, for the command to stop at (between reads, and in a read
+// it interrupts; a merge, at its end), so that the library drops what it
+// made: a rebuild's
 // temporary filter (killed outright, a rebuild leaves it, and the next one
 // then needs --force), an import's new filter (killed outright, an import
 // left a filter holding part of its bits, whose other items read absent).
@@ -784,11 +785,19 @@ int RunMerge(Context& ctx, const std::string& dest, const std::vector<std::strin
   // The destination named among the sources adds nothing ("merge m1 m1"
   // said it merged one filter).
   size_t merged_in = 0;
-  if (Status s = Merge(*ctx.store, dest, sources, &merged_in); !s.ok()) {
-    return Fail(s.WithContext("merge"));
-  }
+  // A merge reads every source before it creates or writes anything, then
+  // writes for seconds at most: a stop signal waits for it to end rather
+  // than cut it short. Killed while writing, a merge left a new destination
+  // holding part of the sources' bits, whose other items read absent.
+  StopSignals stop_signals;
+  Status s = Merge(*ctx.store, dest, sources, &merged_in);
+  if (!s.ok()) return Fail(s.WithContext("merge"));
   std::cerr << "merged " << merged_in << " filter(s) into " << dest << "\n";
   if (auto merged = BloomFilter::Open(*ctx.store, dest); merged.ok()) WarnIfPastRate(**merged);
+  if (g_stop_signal != 0) {
+    std::cerr << "redbloom: merge into " << dest << ": signal " << g_stop_signal
+              << " came during the merge, which completed, and stands\n";
+  }
   return 0;
 }
 
