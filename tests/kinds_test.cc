@@ -866,6 +866,42 @@ TEST_P(KindsTest, BitsMadeForAFilterAreNotMergedIntoTheOneThatReplacedIt) {
   EXPECT_EQ(s.code(), StatusCode::kConflict) << s.ToString();
 }
 
+// A handle whose name another client dropped and made again as another
+// kind reads the new filter: its info and export follow it. On Redis a
+// window handle listed a scaling filter's layers as long-expired slices
+// and answered an empty window (its export an empty dump, ok), and a
+// scaling handle read a window's slice numbers as layers: data_loss,
+// telling the operator to remove a part.
+TEST_P(KindsTest, AHandleFollowsItsNameMadeAgainAsAnotherKind) {
+  std::unique_ptr<Store> other_store = shares_across_handles() ? Open() : nullptr;
+  Store& other = other_store != nullptr ? *other_store : *store_;
+  const FilterOptions scaling{.capacity = 300, .error_rate = 0.01, .kind = FilterKind::kScaling};
+  const FilterOptions window = WindowOptions(5000, 20'000, 3);
+  const auto items = Items("s-", 500);
+  for (const bool window_first : {true, false}) {
+    SCOPED_TRACE(window_first ? "window, then scaling" : "scaling, then window");
+    auto stale = Make("k", window_first ? window : scaling);
+    ASSERT_NE(stale, nullptr);
+    ASSERT_TRUE(stale->Add("old").ok());
+    ASSERT_TRUE(other.Drop("k").ok());
+    const FilterOptions now = window_first ? scaling : window;
+    ASSERT_OK_AND_ASSIGN(auto remade, BloomFilter::Create(other, "k", now));
+    ASSERT_TRUE(remade->AddMany(Views(items)).ok());
+
+    ASSERT_OK_AND_ASSIGN(FilterInfo info, stale->Info());
+    EXPECT_EQ(info.config.kind, now.kind);
+    EXPECT_EQ(info.items_added, testing::ValueOrFail(remade->Info()).items_added);
+    std::stringstream dump;
+    Status exported = ExportDump(*stale, dump);
+    ASSERT_TRUE(exported.ok()) << exported.ToString();
+    ASSERT_OK_AND_ASSIGN(auto copy, ImportDump(*store_, "k-copy", dump));
+    EXPECT_EQ(copy->config().kind, now.kind);
+    EXPECT_EQ(CountPresent(*copy, items), 500) << "the export is not the new filter's";
+    ASSERT_TRUE(store_->Drop("k-copy").ok());
+    ASSERT_TRUE(store_->Drop("k").ok());
+  }
+}
+
 // A create that races another client's drop of the name never answers
 // not_found, which no order of the two gives: the drop landed between the
 // store's create and the open (or between the store's "exists" and reading

@@ -395,14 +395,23 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
       keys_.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
         live.clear();
         CommandBuffer cmd;
-        cmd.Command({"HMGET", keys_.meta, "format", MadeField()});
+        cmd.Command({"HMGET", keys_.meta, "format", MadeField(), std::string(kIncarnationField)});
         cmd.Command({"HKEYS", keys_.parts});
         REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr meta, c.ReadOk());
         REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.ReadOk());
-        if (!IsArray(meta.get(), 2)) return Unexpected("HMGET", meta.get());
+        if (!IsArray(meta.get(), 3)) return Unexpected("HMGET", meta.get());
         if (meta->element[0]->type == REDIS_REPLY_NIL) return Gone();
         if (!IsArray(r.get(), 0)) return Unexpected("HKEYS", r.get());
+        // The parts of another incarnation of the name (dropped and created
+        // again, perhaps as another kind) are not this handle's: a scaling
+        // handle read a window's slice numbers as layers (data_loss), a
+        // window handle a scaling filter's layers as expired slices (an
+        // empty export, answered ok). A conflict, which reopens.
+        if (const std::optional<std::string_view> ours = SplitIdentity(checked_.back()).second;
+            ours && ReplyText(meta->element[2]) != *ours) {
+          return ConfigChangedStatus(name_);
+        }
         // Whether the filter went (dropped, or expired with all its keys:
         // Gone) or was dropped and created again (another incarnation: a
         // conflict, which the caller answers by reopening) since its
