@@ -557,7 +557,7 @@ Status BloomFilter::OneItem(One op, std::string_view item, bool* answer) {
       case One::kContains:
         return policy.Contains(f, one, &out);
       case One::kRemove:
-        return policy.Remove(f, one, &out);
+        return RemoveRefused(policy.Remove(f, one, &out), st);
     }
     return Status::Internal("unknown operation");
   });
@@ -791,9 +791,23 @@ Status BloomFilter::RemoveHashed(Hashed& batch, std::vector<uint8_t>* removed) {
     return WithReopenHashed(batch, [&](State& st, std::span<const Hash128> hashes) {
       std::fill(out.begin(), out.end(), 0);
       FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
-      return st.policy->Remove(f, hashes, out.data());
+      return RemoveRefused(st.policy->Remove(f, hashes, out.data()), st);
     });
   });
+}
+
+Status BloomFilter::RemoveRefused(Status s, const State& st) {
+  if (s.code() != StatusCode::kUnimplemented) return s;
+  // The refusal asked no store; the filter may since have been rebuilt or
+  // made again as a counting one, which nothing else in the call would
+  // show: the first remove on a handle that had not seen it was refused,
+  // naming the old kind. A conflict then, which reopens.
+  Result<FilterConfig> now = store_.ReadConfig(name_);
+  if (now.ok() && !now->SameFilterAs(st.config)) {
+    return Status::Conflict("filter '" + name_ + "' changed since this handle read it");
+  }
+  if (now.status().code() == StatusCode::kNotFound) return now.status();
+  return s;
 }
 
 Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item) {

@@ -902,6 +902,44 @@ TEST_P(KindsTest, AHandleFollowsItsNameMadeAgainAsAnotherKind) {
   }
 }
 
+// A remove on a handle whose plain filter was made again as a counting one
+// removes: it was refused, naming the old kind, until some other call on
+// the handle had seen the change (the refusal asked no store).
+TEST_P(KindsTest, ARemoveFollowsAFilterMadeAgainAsACountingOne) {
+  std::unique_ptr<Store> other_store = shares_across_handles() ? Open() : nullptr;
+  Store& other = other_store != nullptr ? *other_store : *store_;
+  for (const bool batch : {false, true}) {
+    SCOPED_TRACE(batch ? "RemoveMany" : "Remove");
+    auto stale = Make("c", {.capacity = 1000, .error_rate = 0.01});
+    ASSERT_NE(stale, nullptr);
+    ASSERT_TRUE(other.Drop("c").ok());
+    ASSERT_OK_AND_ASSIGN(
+        auto remade,
+        BloomFilter::Create(other, "c",
+                            {.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kCounting}));
+    ASSERT_TRUE(remade->Add("x").ok());
+    if (batch) {
+      const std::vector<std::string_view> one = {"x"};
+      std::vector<uint8_t> removed;
+      Status s = stale->RemoveMany(one, &removed);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(removed, std::vector<uint8_t>{1});
+    } else {
+      bool removed = false;
+      Status s = stale->Remove("x", &removed);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_TRUE(removed);
+    }
+    EXPECT_FALSE(testing::ValueOrFail(remade->Contains("x")));
+    ASSERT_TRUE(store_->Drop("c").ok());
+    // Still a plain filter, a remove is refused as before.
+    auto plain = Make("c", {.capacity = 1000, .error_rate = 0.01});
+    ASSERT_NE(plain, nullptr);
+    EXPECT_EQ(plain->Remove("x").code(), StatusCode::kUnimplemented);
+    ASSERT_TRUE(store_->Drop("c").ok());
+  }
+}
+
 // A create that races another client's drop of the name never answers
 // not_found, which no order of the two gives: the drop landed between the
 // store's create and the open (or between the store's "exists" and reading

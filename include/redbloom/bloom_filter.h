@@ -259,6 +259,9 @@ class BloomFilter {
   // dropped and created again during the call: kConflict, which WithReopen
   // answers by reopening. Else a part's data is lost: kDataLoss.
   Status MissingPart(Status not_found, State& st, std::span<const uint64_t> parts);
+  // `s`, a remove's answer on `st`, unless that refused it for a kind that
+  // the filter no longer has: kConflict then, for WithReopen.
+  Status RemoveRefused(Status s, const State& st);
 
   Store& store_;
   std::string name_;
