@@ -346,7 +346,7 @@ void SplitRequestLine(std::string_view line, RawRequestLine* r) {
 
 // The service log's line for an answer the server or its store failed
 // (5xx): the access log says only that it failed, this says why. One line
-// per status and error code per kInterval at most, so an outage that fails
+// per status, error code and reason per kInterval at most, so an outage that fails
 // every request is told, not flooded; the next line counts the ones left
 // out. A data loss is one filter's, for its own action, so it is limited per
 // filter too: one filter failing twice a second hid every other filter's
@@ -365,9 +365,15 @@ class FailureLog {
         j["message"].is_string()) {
       code = j["error"].get<std::string>();
       message = j["message"].get<std::string>();
+      // A reason is another cause, limited apart: a Redis back from a
+      // restart that may have lost acknowledged adds ("restarted") was
+      // left out of the log behind the outage's "cannot connect" line.
+      if (j.contains("reason") && j["reason"].is_string()) {
+        code += " (" + j["reason"].get<std::string>() + ")";
+      }
     }
     Key key{status, code, ""};
-    if (code == "data_loss") key.filter = FilterOf(target);
+    if (code.starts_with("data_loss")) key.filter = FilterOf(target);
     const auto now = Clock::now();
     uint64_t left_out = 0;
     {

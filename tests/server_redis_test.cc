@@ -192,6 +192,41 @@ TEST(ServerRedisTest, RedisStoppedMidRunGives503ThenRecovers) {
   EXPECT_EQ(server.Stderr().find("ORD-1"), std::string::npos) << "items stay out of the log";
 }
 
+// A Redis back from a restart that may have lost acknowledged adds is told
+// in the service log beside the outage before it: one line per status and
+// code folded its "restarted" into the "cannot connect" line logged a
+// moment before, and nothing else told it.
+TEST(ServerRedisTest, ARestartIsLoggedBesideTheOutageBeforeIt) {
+  RedisServer redis({"--appendonly", "yes", "--appendfsync", "always"});
+  redis.Start();
+  RedbloomdProcess server(redis.url());
+  server.Start();
+  auto client = server.Client();
+  const std::string items = R"({"items":["ORD-1"]})";
+  ASSERT_EQ(
+      Call(*client, "PUT", "/v1/filters/orders", R"({"capacity":1000,"error_rate":0.01})").status,
+      201);
+  ASSERT_EQ(Call(*client, "POST", "/v1/filters/orders/items", items).status, 200);
+  redis.Stop(/*hard=*/true);
+  EXPECT_EQ(Call(*client, "POST", "/v1/filters/orders/check", items).status, 503);
+  redis.Start();  // same port, same data directory
+  bool restarted = false;
+  for (int i = 0; i < 20 && !restarted; ++i) {
+    Answer a = Call(*client, "POST", "/v1/filters/orders/items", items);
+    restarted = a.json.value("reason", "") == "restarted";
+    if (a.status == 200) break;
+  }
+  ASSERT_TRUE(restarted) << "no answer said the server restarted";
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+  bool outage = false, told = false;
+  for (const std::string& line : Lines(server.Stderr())) {
+    outage |= line.find("/check: 503 unavailable: ") != std::string::npos;
+    told |= line.find("/items: 503 unavailable (restarted): ") != std::string::npos;
+  }
+  EXPECT_TRUE(outage) << server.Stderr();
+  EXPECT_TRUE(told) << server.Stderr();
+}
+
 // The service log limits its lines per status code, and per filter for a
 // data loss: one filter failing twice a second hid every other filter's
 // loss, which each needs its own action (an audit: 'dB' never named).
