@@ -377,6 +377,14 @@ Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_
       Evict(name, entry->filter.get());
       return Open(store, name);
     }
+    // The same config may be another file's: a backup moved over the
+    // filter's by hand. The handle reopens on it; adds went on to the old,
+    // unlinked file before, and were lost.
+    if (Status current = entry->filter->Revalidate(); !current.ok()) {
+      *cached = true;
+      if (current.code() == StatusCode::kNotFound) Evict(name, entry->filter.get());
+      return current;
+    }
     entry->validated_ns.store(now, std::memory_order_relaxed);
   }
   // Written once a second at most (a quarter of idle_after when shorter): a

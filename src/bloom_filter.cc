@@ -829,6 +829,10 @@ Status BloomFilter::Clear() {
 
 Status BloomFilter::Flush() { return state().bits->Flush(); }
 
+Status BloomFilter::Revalidate() {
+  return WithReopen([&](State& st) { return st.bits->CheckCurrent(); });
+}
+
 namespace {
 
 // Reads the `total` bytes of part `part` into *out. 4 MiB per read bounds one

@@ -190,6 +190,8 @@ class WordParts {
   // The parts' PartsStamp now, or nullopt where the store keeps none (or
   // cannot read it).
   virtual std::optional<PartsStamp> Stamp() { return std::nullopt; }
+  // See BitStore::CheckCurrent.
+  virtual Status CheckCurrent() { return Status::Ok(); }
 };
 
 // A BitStore over word arrays, with atomic word operations: several threads
@@ -211,6 +213,7 @@ class WordBitStore final : public BitStore, public HashedCells {
   Result<uint64_t> ItemCount(uint64_t part) override;
   Status Clear() override;
   Status Flush() override;
+  Status CheckCurrent() override { return parts_->CheckCurrent(); }
   Status ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) override;
   Status OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
                   uint64_t new_items) override;

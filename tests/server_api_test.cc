@@ -1028,6 +1028,31 @@ TEST_P(ServerApiTest, FilterRecreatedElsewhereIsNotWrittenWithStaleGeometry) {
   EXPECT_EQ(Do("GET", "/v1/filters/orders/items/before").json["present"], false);
 }
 
+// A file: filter's file replaced by hand (a backup moved over it, as rsync
+// does) is followed within filter_revalidate_ms: the server went on adding
+// to the old, unlinked file, and every add after the restore was lost (the
+// next process to open the filter read the backup without them).
+TEST_P(ServerApiTest, AFileMovedOverAFiltersOwnIsFollowed) {
+  if (GetParam() != StoreKind::kFile) GTEST_SKIP() << "a file: store's files";
+  StartServer(R"({"filter_revalidate_ms":0})");
+  Create("orders", 1000, 0.01);
+  ASSERT_EQ(Do("POST", "/v1/filters/orders/items", Items({"kept"})).status, 200);
+  const std::string file = dir_.path() + "/store/orders.rbf";
+  const std::string backup = dir_.path() + "/store/orders.rbf.backup";
+  std::filesystem::copy_file(file, backup);
+  ASSERT_EQ(Do("POST", "/v1/filters/orders/items", Items({"lost-by-the-restore"})).status, 200);
+  std::filesystem::rename(backup, file);
+  Answer added = Do("POST", "/v1/filters/orders/items", Items({"after"}));
+  ASSERT_EQ(added.status, 200) << added.body;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(store_url_));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*store, "orders"));
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("after"))) << "the add went to the replaced file";
+  EXPECT_TRUE(testing::ValueOrFail(f->Contains("kept")));
+  EXPECT_EQ(Do("GET", "/v1/filters/orders/items/after").json["present"], true);
+  std::filesystem::remove(file);
+  EXPECT_EQ(Do("GET", "/v1/filters/orders/items/after").status, 404);
+}
+
 // Mappings of deleted files in the store's directory that the server holds.
 int DeletedMappings(pid_t pid, const std::string& dir) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");

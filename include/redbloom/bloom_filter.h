@@ -159,6 +159,14 @@ class BloomFilter {
   Status Clear();
   Result<FilterInfo> Info();
   Status Flush();
+  // Reopens the handle if its store names another filter now, one the
+  // handle was not told of: a file: filter's file moved or copied over by
+  // hand (mv, rsync of a backup), whose old file the handle went on writing
+  // (its adds lost with it). Redbloom's own drops, rebuilds and re-creations
+  // the handle sees by itself. One stat on file:, nothing on other stores;
+  // kNotFound if the filter is gone. A long-lived process calls it now and
+  // then (redbloomd: every filter_revalidate_ms).
+  Status Revalidate();
 
   // The whole bitmap (config().data_bytes() bytes, Redis bit order), read in
   // bounded chunks. Concurrent adds may or may not be included.

@@ -171,6 +171,13 @@ class BitStore {
   virtual Status Clear() = 0;
   // Makes written cells durable (msync for files). Redis and memory: no-op.
   virtual Status Flush() { return Status::Ok(); }
+  // Whether the filter these bits belong to is still the one its name
+  // denotes: kConflict if another took the name in a way this handle was
+  // not told of (file: a file moved or copied over the filter's by hand),
+  // kNotFound if none has it. Every store tells a handle of a drop, a
+  // rebuild or a re-creation by redbloom on its next call; this asks the
+  // store, for what it cannot tell (one stat on file:; nothing elsewhere).
+  virtual Status CheckCurrent() { return Status::Ok(); }
 
   // Bulk access, for load, import, export and merge. Bytes are in Redis bit
   // order (bit i in byte i/8, mask 0x80 >> i%8); a part holds

@@ -346,23 +346,29 @@ class FileStore;
 
 class FileParts final : public WordParts {
  public:
-  // `main_id`: for a filter whose handle maps no main file (a window), the
-  // main file read at open, which a listing checks is still the name's.
-  FileParts(FileStore* store, std::string name, FilterConfig config,
-            std::optional<FileId> main_id = std::nullopt)
-      : store_(store), name_(std::move(name)), config_(std::move(config)), main_id_(main_id) {}
+  // `main_id`: the main file read at open, which CheckCurrent checks is
+  // still the name's, and a listing too where the handle maps no main file
+  // (`mapped` false: a window, whose drop flags no mapping it has).
+  FileParts(FileStore* store, std::string name, FilterConfig config, FileId main_id, bool mapped)
+      : store_(store),
+        name_(std::move(name)),
+        config_(std::move(config)),
+        main_id_(main_id),
+        mapped_(mapped) {}
   Result<std::shared_ptr<WordArray>> Open(uint64_t part) override;
   Status Create(uint64_t part, uint64_t expires_at_ms) override;
   Result<std::vector<uint64_t>> List() override;
   bool ListsExisting() const override { return true; }
   Result<std::vector<uint64_t>> Existing() override;
   std::optional<PartsStamp> Stamp() override;
+  Status CheckCurrent() override;
 
  private:
   FileStore* store_;
   const std::string name_;
   const FilterConfig config_;
-  const std::optional<FileId> main_id_;
+  const FileId main_id_;
+  const bool mapped_;
 };
 
 class FileStore final : public Store {
@@ -482,19 +488,20 @@ class FileStore final : public Store {
                                              const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::shared_ptr<WordArray> main;
-    std::optional<FileId> main_id;
+    // Which file the handle opened, for CheckCurrent: one replaced by
+    // other means than redbloom's (mv, rsync) flags no mapping.
+    FileId id;
     if (config.initial_parts() > 0) {
-      REDBLOOM_ASSIGN_OR_RETURN(main, OpenArray(name, PathOf(name), config, kMainPart));
+      REDBLOOM_ASSIGN_OR_RETURN(main, OpenArray(name, PathOf(name), config, kMainPart, &id));
     } else {
       // Still check that the filter exists with this config, and keep which
       // file it is: no mapping of it will be flagged when it is dropped.
-      FileId id;
       REDBLOOM_ASSIGN_OR_RETURN(FileHeader f, ReadMain(name, &id));
       if (!f.config.SameFilterAs(config)) return ConfigChangedStatus(name);
-      main_id = id;
     }
+    const bool mapped = main != nullptr;
     return std::unique_ptr<BitStore>(std::make_unique<WordBitStore>(
-        std::make_unique<FileParts>(this, std::string(name), config, main_id), std::move(main)));
+        std::make_unique<FileParts>(this, std::string(name), config, id, mapped), std::move(main)));
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
@@ -1093,8 +1100,10 @@ class FileStore final : public Store {
     return Status::Ok();
   }
 
+  // `id`, if given, receives the identity of the file mapped.
   Result<std::shared_ptr<WordArray>> OpenArray(std::string_view name, const std::string& path,
-                                               const FilterConfig& config, uint64_t part) {
+                                               const FilterConfig& config, uint64_t part,
+                                               FileId* id = nullptr) {
     // A file we may not write (a read-only mount, its permissions) still
     // serves checks and info: it is mapped read-only, and writes answer
     // why (issue #15.8).
@@ -1139,6 +1148,10 @@ class FileStore final : public Store {
       return NotFoundStatus(name);
     }
     REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, part));
+    if (id != nullptr) {
+      if (const int err = IdentityOf(fd, "", id); err != 0)
+        return IoError("cannot stat", path, err);
+    }
 
     auto mapping = std::make_shared<Mapping>();
     mapping->size = kHeaderBytes + f.data_bytes;
@@ -1243,9 +1256,10 @@ Result<std::vector<uint64_t>> FileParts::Existing() {
   // numbers: a filter made again with another window read as empty, until
   // the handle was reopened. The main file is checked after the listing,
   // so that the listing is of the file checked or an older one.
-  if (main_id_) REDBLOOM_RETURN_IF_ERROR(store_->CheckStillNamed(name_, *main_id_));
+  if (!mapped_) REDBLOOM_RETURN_IF_ERROR(store_->CheckStillNamed(name_, main_id_));
   return parts;
 }
+Status FileParts::CheckCurrent() { return store_->CheckStillNamed(name_, main_id_); }
 
 }  // namespace
 
