@@ -2767,6 +2767,8 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"redis://u:@h", "password"},
            Case{"redis://u:p%4@h", "%-escape"},
            Case{"redis://u:p%zz@h", "%-escape"},
+           // Its advice quoted the '%', which the password holds: "'***'".
+           Case{"redis://u:p%zz@h", "write a percent sign as %25"},
            Case{"redis://[::1", "'['"},
            Case{"redis://h?pool_size=0", "pool_size"},
            Case{"redis://h?pool_size=many", "pool_size"},

@@ -32,7 +32,7 @@ Result<std::string> PercentDecode(std::string_view s, std::string_view what) {
     const int lo = HexValue(s[i + 2]);
     if (hi < 0 || lo < 0) {
       return Status::InvalidArgument("malformed %-escape in " + std::string(what) +
-                                     " (write '%' as %25)");
+                                     " (write a percent sign as %25)");
     }
     out.push_back(static_cast<char>((hi << 4) | lo));
     i += 2;
