@@ -1679,6 +1679,37 @@ TEST_F(CliTest, ARebuildStoppedBySignalLeavesNothingBehind) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
 }
 
+// An add stopped by a signal ends after the items in hand, answered and
+// synced, and exits 128 + the signal. Killed outright, it left the adds it
+// had answered unsynced, where a run syncs before it exits.
+TEST_F(CliTest, AnAddStoppedBySignalSyncsWhatItAnswered) {
+  Create("r");
+  const std::string fifo = dir_.path() + "/items";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ShellPipeline pipeline("'" + std::string(REDBLOOM_CLI_PATH) + "' --store 'file:" + dir_.path() +
+                             "' add r --file '" + fifo + "' 2>'" + dir_.path() +
+                             "/err' & echo $!; wait $!; echo exit=$?",
+                         {});
+  const std::string pid = pipeline.ReadLine();
+  ASSERT_NE(pid, "<none>");
+  ASSERT_EQ(::write(held, "a\nb\n", 4), 4);
+  EXPECT_EQ(pipeline.ReadLine(), "1\ta");
+  EXPECT_EQ(pipeline.ReadLine(), "1\tb");
+  ASSERT_EQ(::kill(std::stoi(pid), SIGTERM), 0);
+  EXPECT_EQ(pipeline.ReadLine(), "exit=" + std::to_string(128 + SIGTERM));
+  pipeline.Stop();
+  ::close(held);
+  std::ifstream err_in(dir_.path() + "/err");
+  const std::string err((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(
+      err.find("add to r stopped by signal " + std::to_string(SIGTERM) + " after 2 items, synced"),
+      std::string::npos)
+      << err;
+  EXPECT_EQ(Run({"check", "r", "a", "b"}).exit_code, 0);
+}
+
 // An import stopped by SIGINT, SIGTERM or SIGHUP drops the filter it made,
 // as it does on any failure, and exits 128 + the signal. Stopped while it
 // wrote, it left the filter holding part of the dump, whose other items

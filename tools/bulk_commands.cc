@@ -23,6 +23,7 @@
 #include "item_reader.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/transfer.h"
+#include "stop_signals.h"
 #include "util/errno_text.h"
 #include "util/sync_dir.h"
 
@@ -306,47 +307,6 @@ void WarnIfPastRate(BloomFilter& filter) {
                     : "")
             << "); to get the rate back, add the items to a filter sized for all of them\n";
 }
-
-// SIGINT, SIGTERM and SIGHUP during a rebuild, an import or a merge: the
-// signal's number, for the command to stop at (between reads, and in a read
-// it interrupts; a merge, at its end), so that the library drops what it
-// made: a rebuild's
-// temporary filter (killed outright, a rebuild leaves it, and the next one
-// then needs --force), an import's new filter (killed outright, an import
-// left a filter holding part of its bits, whose other items read absent).
-volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void OnStopSignal(int sig) { g_stop_signal = sig; }
-
-// Catches the stop signals for its life: without SA_RESTART (a blocked read
-// returns EINTR) and once (SA_RESETHAND: a second signal ends the process as
-// usual). A signal ignored when the command started (a background job of a
-// script) stays ignored.
-class StopSignals {
- public:
-  StopSignals() {
-    for (size_t i = 0; i < kSignals.size(); ++i) {
-      struct sigaction was {};
-      if (::sigaction(kSignals[i], nullptr, &was) != 0 || was.sa_handler == SIG_IGN) continue;
-      struct sigaction on {};
-      on.sa_handler = OnStopSignal;
-      on.sa_flags = SA_RESETHAND;
-      sigemptyset(&on.sa_mask);
-      if (::sigaction(kSignals[i], &on, &old_[i]) == 0) caught_[i] = true;
-    }
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  ~StopSignals() {
-    for (size_t i = 0; i < kSignals.size(); ++i) {
-      if (caught_[i]) ::sigaction(kSignals[i], &old_[i], nullptr);
-    }
-  }
-
- private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-  std::array<bool, 3> caught_{};
-};
 
 // An import's input: a descriptor read in 64 KiB pieces. The importer reads
 // it twice (to check it all, then to write it), so it must seek: a file seeks

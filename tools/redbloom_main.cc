@@ -29,6 +29,7 @@
 #include "redbloom/bloom_filter.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/store.h"
+#include "stop_signals.h"
 #include "util/errno_text.h"
 #include "util/fd_above_stdio.h"
 #include "util/out_of_memory.h"
@@ -363,6 +364,32 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
                              : op == ItemOp::kRemove ? ", though those items were removed"
                                                      : ""));
   };
+  // An add or remove stopped by SIGINT, SIGTERM or SIGHUP ends after the
+  // chunk in hand, its answers printed and the filter synced: killed, it
+  // left the adds it had printed unsynced (a file: store's pages), where
+  // the README says a run syncs before it exits.
+  std::optional<StopSignals> stop_signals;
+  if (op != ItemOp::kCheck) {
+    stop_signals.emplace();
+    source.set_stop(&g_stop_signal);
+  }
+  const auto stopped = [&]() {
+    const int sig = g_stop_signal;
+    Status synced = (*filter)->Flush();
+    std::cerr << "redbloom: " << (op == ItemOp::kAdd ? "add to " : "remove from ") << name
+              << " stopped by signal " << sig << " after " << done
+              << (done == 1 ? " item" : " items") << (synced.ok() ? ", synced" : "")
+              << "; nothing after " << (done == 1 ? "it" : "them") << " was read\n";
+    if (!synced.ok()) {
+      std::cerr << "redbloom: error: and what was written may not be durable: "
+                << OneLine(synced.message()) << " " << CodeTag(synced) << "\n";
+    }
+    if (json_out) {
+      (void)WriteStdout(
+          json_out->End(Status::Unavailable("stopped by signal " + std::to_string(sig))));
+    }
+    return 128 + sig;
+  };
   // Without answers to write, a closed stdout is no reason to stop. With
   // them, a chunk also ends when no more input is ready, so answers to a
   // pipe that stalls (`tail -f log | redbloom check`) come as lines arrive,
@@ -370,7 +397,9 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   const bool answering = json || !quiet;
   if (answering) source.set_output(1);
   while (true) {
+    if (g_stop_signal != 0 && stop_signals) return stopped();
     auto more = source.Next(&chunk, kChunkItems, /*streaming=*/answering);
+    if (!more.ok() && g_stop_signal != 0 && stop_signals) return stopped();
     if (!more.ok()) return stop(more.status());
     if (!*more) break;
     views.assign(chunk.begin(), chunk.end());
