@@ -962,9 +962,11 @@ Status BloomFilter::StreamParts(
   // the bytes may not: the callbacks have taken part of the old one by then.
   State* used = nullptr;
   std::vector<Part> parts;
+  std::string mark;
   REDBLOOM_RETURN_IF_ERROR(WithReopen([&](State& st) -> Status {
     const FilterConfig& c = st.config;
     FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
+    REDBLOOM_ASSIGN_OR_RETURN(mark, st.bits->SwapMark());
     parts.clear();
     REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, KindOf(c.kind).policy->LiveParts(f));
     for (uint64_t id : ids) {
@@ -987,9 +989,17 @@ Status BloomFilter::StreamParts(
     for (uint64_t offset = 0; offset < total; offset += kStreamPiece) {
       const size_t len = static_cast<size_t>(std::min<uint64_t>(kStreamPiece, total - offset));
       Status s = used->bits->ReadBits(part.id, offset, len, &chunk);
-      if (s.code() == StatusCode::kNotFound && ExpiresAlone(c, part.id)) break;  // expired
+      if (!s.ok() && ExpiresAlone(c, part.id) && LeftTheFilter(*used, part.id)) break;
       if (s.code() == StatusCode::kNotFound) s = MissingPart(std::move(s), *used, {&part.id, 1});
       if (!s.ok()) return s.WithContext("part " + std::to_string(part.id));
+      // A swap the read went on across (a Redis rebuild with the same
+      // parameters) would join two filters' bits in what the callbacks take.
+      REDBLOOM_ASSIGN_OR_RETURN(const std::string now, used->bits->SwapMark());
+      if (now != mark) {
+        return Status::Conflict("filter '" + name_ +
+                                "' was rebuilt during the call; what it took so far was the old "
+                                "filter's");
+      }
       // A bitmap shorter than its config (a Redis key never pre-sized, as
       // the Java service leaves it) reads as zeros past its end.
       chunk.resize(len, '\0');
@@ -997,6 +1007,14 @@ Status BloomFilter::StreamParts(
     }
   }
   return Status::Ok();
+}
+
+bool BloomFilter::LeftTheFilter(State& st, uint64_t part) {
+  // A window slice that expired as it was read: its key or file is gone
+  // (Redis reads a key that vanished under a read as data_loss).
+  FilterContext f(name_, st.config, *st.bits, store_.clock(), st.cache);
+  Result<std::vector<uint64_t>> live = KindOf(st.config.kind).policy->LiveParts(f);
+  return live.ok() && std::find(live->begin(), live->end(), part) == live->end();
 }
 
 Status BloomFilter::MergeParts(std::span<const Part> parts) {

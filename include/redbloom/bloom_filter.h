@@ -270,6 +270,8 @@ class BloomFilter {
   // `s`, a remove's answer on `st`, unless that refused it for a kind that
   // the filter no longer has: kConflict then, for WithReopen.
   Status RemoveRefused(Status s, const State& st);
+  // Whether part `part` (a window slice) is no longer among the live parts.
+  bool LeftTheFilter(State& st, uint64_t part);
 
   Store& store_;
   std::string name_;

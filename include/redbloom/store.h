@@ -178,6 +178,13 @@ class BitStore {
   // rebuild or a re-creation by redbloom on its next call; this asks the
   // store, for what it cannot tell (one stat on file:; nothing elsewhere).
   virtual Status CheckCurrent() { return Status::Ok(); }
+  // A token that changes whenever another filter is swapped in under the
+  // name in a way these bits' reads go on across (a Redis rebuild keeps the
+  // incarnation, so that item reads go on on the new filter): a call that
+  // reads a filter piece by piece compares it before and after each piece.
+  // Empty where the reads of a swapped filter fail by themselves (file:,
+  // mem:: the old file or buffer is flagged).
+  virtual Result<std::string> SwapMark() { return std::string(); }
 
   // Bulk access, for load, import, export and merge. Bytes are in Redis bit
   // order (bit i in byte i/8, mask 0x80 >> i%8); a part holds

@@ -1027,6 +1027,24 @@ Status RedisBitStore::ReadBits(uint64_t part, uint64_t offset, size_t len, std::
   });
 }
 
+Result<std::string> RedisBitStore::SwapMark() {
+  std::string mark;
+  REDBLOOM_RETURN_IF_ERROR(RunReads(keys_.meta, [&](Connection& c) -> Status {
+    // A transaction, as every read: at maxmemory reads go as a script.
+    CommandBuffer cmd;
+    cmd.Command({"MULTI"});
+    cmd.Command({"HGET", keys_.meta, "swaps"});
+    cmd.Command({"EXEC"});
+    REDBLOOM_RETURN_IF_ERROR(SendReads(c, cmd));
+    REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, ReadTransaction(c, 1));
+    const redisReply* r = exec->element[0];
+    if (r->type != REDIS_REPLY_NIL && r->type != REDIS_REPLY_STRING) return Unexpected("HGET", r);
+    mark = r->type == REDIS_REPLY_NIL ? std::string() : std::string(ReplyText(r));
+    return Status::Ok();
+  }));
+  return mark;
+}
+
 // Uploads `bitmap` to a temporary key piece by piece (all-zero pieces are
 // skipped: a load of 1e6 items into a 1e8-item filter sends ~1% of it), and
 // merges each piece with one short script. A run that stops part way because

@@ -67,6 +67,7 @@ class RedisBitStore final : public BitStore {
   Result<uint64_t> ItemCount(uint64_t part) override;
   Status Clear() override;
   Status ReadBits(uint64_t part, uint64_t offset, size_t len, std::string* out) override;
+  Result<std::string> SwapMark() override;
   Status OrBitsAt(uint64_t part, uint64_t offset, std::string_view bytes,
                   uint64_t new_items) override;
 

@@ -642,18 +642,22 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_C
 // readers go on reading the new one (their seven fields permitting) rather
 // than failing as if NAME had been dropped; with none to take (the filter
 // was dropped while rebuilt, or its metadata is not a hash: a swap repairs
-// it), the replacement's own stays. pcall: by now the bits have moved, and
-// an error would stop the script half done.
-#define REDBLOOM_LUA_KEEP_INCARNATION                                 \
-  "local old = redis.call('EXISTS', KEYS[1]) == 1\n"                  \
-  "local inc = old and redis.pcall('HGET', KEYS[1], 'incarnation')\n" \
-  "if type(inc) == 'table' then old, inc = false, false end\n"        \
-  "redis.call('RENAME', KEYS[4], KEYS[1])\n"                          \
-  "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"                    \
-  "if inc then\n"                                                     \
-  "  redis.call('HSET', KEYS[1], 'incarnation', inc)\n"               \
-  "elseif old then\n"                                                 \
-  "  redis.call('HDEL', KEYS[1], 'incarnation')\n"                    \
+// it), the replacement's own stays. `swaps` counts the swaps, for readers
+// that must not go on (an export, whose pieces read so far are the old
+// filter's). pcall: by now the bits have moved, and an error would stop the
+// script half done.
+#define REDBLOOM_LUA_KEEP_INCARNATION                                        \
+  "local old = redis.call('EXISTS', KEYS[1]) == 1\n"                         \
+  "local inc = old and redis.pcall('HGET', KEYS[1], 'incarnation')\n"        \
+  "local swaps = old and redis.pcall('HGET', KEYS[1], 'swaps')\n"            \
+  "if type(inc) == 'table' then old, inc, swaps = false, false, false end\n" \
+  "redis.call('RENAME', KEYS[4], KEYS[1])\n"                                 \
+  "redis.call('HSET', KEYS[1], 'name', ARGV[1])\n"                           \
+  "redis.call('HSET', KEYS[1], 'swaps', (tonumber(swaps) or 0) + 1)\n"       \
+  "if inc then\n"                                                            \
+  "  redis.call('HSET', KEYS[1], 'incarnation', inc)\n"                      \
+  "elseif old then\n"                                                        \
+  "  redis.call('HDEL', KEYS[1], 'incarnation')\n"                           \
   "end\n"
 
 // Rebuilds: makes filter SOURCE the filter NAME in one step. KEYS: name meta,
