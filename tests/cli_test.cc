@@ -1679,6 +1679,43 @@ TEST_F(CliTest, ARebuildStoppedBySignalLeavesNothingBehind) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
 }
 
+// A Guava file with every bit set (2^28 of them, 32 MiB), for the signal
+// tests: a part not written shows in bits_set.
+std::string AllOnesGuava() {
+  constexpr uint32_t kWords = 4u << 20;
+  std::string guava = {'\x01',
+                       '\x07',
+                       static_cast<char>(kWords >> 24),
+                       static_cast<char>(kWords >> 16),
+                       static_cast<char>(kWords >> 8),
+                       static_cast<char>(kWords)};
+  guava.append(size_t{kWords} * 8, '\xff');
+  return guava;
+}
+
+// Waits for child `pid` to exit or for `file` to appear, then sends it `sig`
+// (if it still runs: *signalled); its wait status.
+int SignalWhenFileAppears(pid_t pid, const std::string& file, int sig, bool* signalled = nullptr) {
+  int status = 0;
+  bool exited = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!(exited = ::waitpid(pid, &status, WNOHANG) == pid) && !std::filesystem::exists(file) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (!exited) {
+    ::kill(pid, sig);
+    ::waitpid(pid, &status, 0);
+  }
+  if (signalled != nullptr) *signalled = !exited;
+  return status;
+}
+
+std::string FileText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 // An add stopped by a signal ends after the items in hand, answered and
 // synced, and exits 128 + the signal. Killed outright, it left the adds it
 // had answered unsynced, where a run syncs before it exits.
@@ -1701,8 +1738,7 @@ TEST_F(CliTest, AnAddStoppedBySignalSyncsWhatItAnswered) {
   EXPECT_EQ(pipeline.ReadLine(), "exit=" + std::to_string(128 + SIGTERM));
   pipeline.Stop();
   ::close(held);
-  std::ifstream err_in(dir_.path() + "/err");
-  const std::string err((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  const std::string err = FileText(dir_.path() + "/err");
   EXPECT_NE(
       err.find("add to r stopped by signal " + std::to_string(SIGTERM) + " after 2 items, synced"),
       std::string::npos)
@@ -1717,18 +1753,8 @@ TEST_F(CliTest, AnAddStoppedBySignalSyncsWhatItAnswered) {
 // absent). The signal comes the moment the filter appears; an import that
 // is done before it lands is whole: never a filter with part of its bits.
 TEST_F(CliTest, AnImportStoppedBySignalLeavesNoPartialFilter) {
-  // A Guava file with every bit set (2^28 of them, 32 MiB), exported as a
-  // dump: a part not imported shows in bits_set.
-  constexpr uint32_t kWords = 4u << 20;
-  std::string guava = {'\x01',
-                       '\x07',
-                       static_cast<char>(kWords >> 24),
-                       static_cast<char>(kWords >> 16),
-                       static_cast<char>(kWords >> 8),
-                       static_cast<char>(kWords)};
-  guava.append(size_t{kWords} * 8, '\xff');
-  const std::string guava_path = WriteFile("ones.guava", guava);
-  guava.clear();
+  // Every bit set, exported as a dump: a part not imported shows in bits_set.
+  const std::string guava_path = WriteFile("ones.guava", AllOnesGuava());
   ASSERT_EQ(Run({"import", "ones", "--format", "guava", "--file", guava_path}).exit_code, 0);
   const std::string dump = dir_.path() + "/ones.dump";
   ASSERT_EQ(Run({"export", "ones", "--format", "redbloom", "--file", dump}).exit_code, 0);
@@ -1781,20 +1807,8 @@ TEST_F(CliTest, AnImportStoppedBySignalLeavesNoPartialFilter) {
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    int status = 0;
-    bool exited = false;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!(exited = ::waitpid(pid, &status, WNOHANG) == pid) && !std::filesystem::exists(file) &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    if (!exited) {
-      ::kill(pid, sig);
-      ::waitpid(pid, &status, 0);
-    }
-    std::ifstream err_in(err_path);
-    const std::string err((std::istreambuf_iterator<char>(err_in)),
-                          std::istreambuf_iterator<char>());
+    const int status = SignalWhenFileAppears(pid, file, sig);
+    const std::string err = FileText(err_path);
     const bool exists = std::filesystem::exists(file);
     if (exists) {
       auto info = Run({"info", name, "--json"});
@@ -1832,16 +1846,7 @@ TEST_F(CliTest, AnImportStoppedBySignalLeavesNoPartialFilter) {
 // audit: 252,000 of 3 million). The signal comes the moment the
 // destination appears, a 32 MiB write ahead of the merge's end.
 TEST_F(CliTest, AMergeStoppedBySignalCompletesFirst) {
-  constexpr uint32_t kWords = 4u << 20;
-  std::string guava = {'\x01',
-                       '\x07',
-                       static_cast<char>(kWords >> 24),
-                       static_cast<char>(kWords >> 16),
-                       static_cast<char>(kWords >> 8),
-                       static_cast<char>(kWords)};
-  guava.append(size_t{kWords} * 8, '\xff');
-  const std::string guava_path = WriteFile("ones.guava", guava);
-  guava.clear();
+  const std::string guava_path = WriteFile("ones.guava", AllOnesGuava());
   ASSERT_EQ(Run({"import", "ones", "--format", "guava", "--file", guava_path}).exit_code, 0);
   std::filesystem::remove(guava_path);
   const std::string store = "file:" + dir_.path();
@@ -1861,20 +1866,9 @@ TEST_F(CliTest, AMergeStoppedBySignalCompletesFirst) {
               "ones", static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    int status = 0;
-    bool exited = false;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!(exited = ::waitpid(pid, &status, WNOHANG) == pid) && !std::filesystem::exists(file) &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    if (!exited) {
-      ::kill(pid, sig);
-      ::waitpid(pid, &status, 0);
-    }
-    std::ifstream err_in(err_path);
-    const std::string err((std::istreambuf_iterator<char>(err_in)),
-                          std::istreambuf_iterator<char>());
+    bool signalled = false;
+    const int status = SignalWhenFileAppears(pid, file, sig, &signalled);
+    const std::string err = FileText(err_path);
     ASSERT_TRUE(WIFEXITED(status))
         << "round " << round << ": killed by signal " << WTERMSIG(status) << " as it merged";
     EXPECT_EQ(WEXITSTATUS(status), 0) << "round " << round << ": " << err;
@@ -1882,7 +1876,7 @@ TEST_F(CliTest, AMergeStoppedBySignalCompletesFirst) {
     ASSERT_EQ(info.exit_code, 0) << info.err;
     const auto j = nlohmann::json::parse(info.out);
     EXPECT_EQ(j["bits_set"], j["bits"]) << "round " << round << ": the merge is partial";
-    if (!exited) {
+    if (signalled) {
       EXPECT_NE(err.find("signal " + std::to_string(sig) +
                          " came during the merge, which completed, and stands"),
                 std::string::npos)

@@ -902,6 +902,22 @@ TEST_P(KindsTest, AHandleFollowsItsNameMadeAgainAsAnotherKind) {
   }
 }
 
+// An output that runs `hook` once, as its first bytes are written: for
+// what happens during an export, after it listed the filter's parts.
+class OnFirstWrite : public std::stringbuf {
+ public:
+  explicit OnFirstWrite(std::function<void()> hook) : hook_(std::move(hook)) {}
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    if (hook_) std::exchange(hook_, nullptr)();
+    return std::stringbuf::xsputn(s, n);
+  }
+
+ private:
+  std::function<void()> hook_;
+};
+
 // A rebuild during an export fails it (conflict): the export has taken the
 // old filter's header and pieces by then. On Redis a rebuild with the same
 // parameters keeps the incarnation, so the reads went on on the new filter
@@ -914,23 +930,10 @@ TEST_P(KindsTest, ARebuildDuringAnExportFailsIt) {
   ASSERT_NE(f, nullptr);
   ASSERT_TRUE(f->AddMany(Views(Items("old-", 1000))).ok());
   ASSERT_GT(f->config().data_bytes(), uint64_t{BloomFilter::kStreamPiece});
-  class RebuildOnWrite : public std::stringbuf {
-   public:
-    explicit RebuildOnWrite(std::function<void()> hook) : hook_(std::move(hook)) {}
-
-   protected:
-    std::streamsize xsputn(const char* s, std::streamsize n) override {
-      if (hook_) std::exchange(hook_, nullptr)();
-      return std::stringbuf::xsputn(s, n);
-    }
-
-   private:
-    std::function<void()> hook_;
-  };
   for (const bool guava : {false, true}) {
     SCOPED_TRACE(guava ? "ExportGuava" : "ExportDump");
     Status rebuilt;
-    RebuildOnWrite buf([&] {
+    OnFirstWrite buf([&] {
       rebuilt = BloomFilter::Rebuild(*store_, "x", o, [](BloomFilter& temp) {
         return temp.AddMany(Views(Items("new-", 1000)));
       });
@@ -957,19 +960,6 @@ TEST_P(KindsTest, AnExportOutlivesASliceThatExpiresAsItReads) {
     if (i > 0) clock_->Advance(std::chrono::milliseconds(kSlice));
     ASSERT_TRUE(f->AddMany(Views(Items("s" + std::to_string(i) + "-", 100))).ok());
   }
-  class OnFirstWrite : public std::stringbuf {
-   public:
-    explicit OnFirstWrite(std::function<void()> hook) : hook_(std::move(hook)) {}
-
-   protected:
-    std::streamsize xsputn(const char* s, std::streamsize n) override {
-      if (hook_) std::exchange(hook_, nullptr)();
-      return std::stringbuf::xsputn(s, n);
-    }
-
-   private:
-    std::function<void()> hook_;
-  };
   OnFirstWrite buf([&] {
     clock_->Advance(std::chrono::milliseconds(2 * kSlice));
     Cli({"DEL", "{wx}/part/" + std::to_string(first)});
