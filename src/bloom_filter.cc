@@ -922,34 +922,35 @@ Status BloomFilter::ReadBitmap(std::span<char> out) {
 }
 
 Status BloomFilter::ReadParts(std::vector<Part>* out) try {
-  return WithReopen(
-      [&](State& st) -> Status {
-        const FilterConfig& c = st.config;
-        FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
-        out->clear();
-        REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, KindOf(c.kind).policy->LiveParts(f));
-        for (uint64_t id : ids) {
-          Part part;
-          part.id = id;
-          REDBLOOM_ASSIGN_OR_RETURN(uint64_t bytes, PartBytes(c, id));
-          Status s = ReadAllBits(*st.bits, id, bytes, &part.bytes);
-          if (s.code() == StatusCode::kNotFound) {
-            // A window slice may expire between the listing and the read. A part
-            // the filter keeps while it lives (a shard, a scaling layer) is gone
-            // with the filter (NotFound), or else its data is lost: an export or
-            // merge without it would lose its items and report success.
-            if (!ExpiresAlone(c, id)) {
-              return MissingPart(s, st, {&id, 1}).WithContext("part " + std::to_string(id));
-            }
-            continue;
+  // StreamParts into memory. Nothing is the caller's until the call ends,
+  // so a filter swapped during the read for one of the same parameters (a
+  // rebuild) is read again; another filter is a conflict, as for every call
+  // that reads a filter's bits for its caller (Same::kFilter).
+  const FilterConfig began = config();
+  Status s;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if (attempt > 0 && !config().SameFilterAs(began)) break;
+    out->clear();
+    size_t at = 0;  // the part the pieces fill, in listing order
+    s = StreamParts(
+        [&](const FilterConfig& c, std::span<const Part> parts) -> Status {
+          for (const Part& listed : parts) {
+            REDBLOOM_ASSIGN_OR_RETURN(uint64_t bytes, PartBytes(c, listed.id));
+            out->push_back({.id = listed.id, .items = listed.items, .bytes = {}});
+            out->back().bytes.resize(static_cast<size_t>(bytes));
           }
-          REDBLOOM_RETURN_IF_ERROR(s);
-          REDBLOOM_ASSIGN_OR_RETURN(part.items, st.bits->ItemCount(id));
-          out->push_back(std::move(part));
-        }
-        return Status::Ok();
-      },
-      Same::kFilter);
+          return Status::Ok();
+        },
+        [&](uint64_t part, uint64_t offset, std::string_view bytes) -> Status {
+          while (at < out->size() && (*out)[at].id != part) ++at;
+          if (at == out->size()) return Status::Internal("a piece of a part not listed");
+          std::memcpy((*out)[at].bytes.data() + offset, bytes.data(), bytes.size());
+          return Status::Ok();
+        });
+    if (s.code() != StatusCode::kConflict) break;
+  }
+  if (!s.ok()) out->clear();
+  return s;
 } catch (const std::bad_alloc&) {
   out->clear();
   return internal::OutOfMemory("reading the bit arrays of filter '" + name_ + "'");
@@ -963,25 +964,34 @@ Status BloomFilter::StreamParts(
   State* used = nullptr;
   std::vector<Part> parts;
   std::string mark;
-  REDBLOOM_RETURN_IF_ERROR(WithReopen([&](State& st) -> Status {
-    const FilterConfig& c = st.config;
-    FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
-    REDBLOOM_ASSIGN_OR_RETURN(mark, st.bits->SwapMark());
-    parts.clear();
-    REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, KindOf(c.kind).policy->LiveParts(f));
-    for (uint64_t id : ids) {
-      Result<uint64_t> items = st.bits->ItemCount(id);
-      if (items.status().code() == StatusCode::kNotFound && ExpiresAlone(c, id)) continue;
-      if (items.status().code() == StatusCode::kNotFound) {
-        return MissingPart(items.status(), st, {&id, 1}).WithContext("part " + std::to_string(id));
-      }
-      REDBLOOM_RETURN_IF_ERROR(items.status());
-      parts.push_back({.id = id, .items = *items, .bytes = {}});
-    }
-    used = &st;
-    return Status::Ok();
-  }));
+  REDBLOOM_RETURN_IF_ERROR(WithReopen(
+      [&](State& st) -> Status {
+        const FilterConfig& c = st.config;
+        FilterContext f(name_, c, *st.bits, store_.clock(), st.cache);
+        REDBLOOM_ASSIGN_OR_RETURN(mark, st.bits->SwapMark());
+        parts.clear();
+        REDBLOOM_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, KindOf(c.kind).policy->LiveParts(f));
+        for (uint64_t id : ids) {
+          Result<uint64_t> items = st.bits->ItemCount(id);
+          if (items.status().code() == StatusCode::kNotFound && ExpiresAlone(c, id)) continue;
+          if (items.status().code() == StatusCode::kNotFound) {
+            return MissingPart(items.status(), st, {&id, 1})
+                .WithContext("part " + std::to_string(id));
+          }
+          REDBLOOM_RETURN_IF_ERROR(items.status());
+          parts.push_back({.id = id, .items = *items, .bytes = {}});
+        }
+        used = &st;
+        return Status::Ok();
+      },
+      Same::kFilter));
   const FilterConfig& c = used->config;
+  // A swap met part-way: the handle moves to the new filter for its next
+  // call (ReadParts reads again), though this call fails.
+  const auto swapped = [&](Status s) {
+    (void)WithReopen([&](State& st) { return &st == used ? s : Status::Ok(); });
+    return s;
+  };
   REDBLOOM_RETURN_IF_ERROR(begin(c, parts));
   std::string chunk;
   for (const Part& part : parts) {
@@ -991,14 +1001,16 @@ Status BloomFilter::StreamParts(
       Status s = used->bits->ReadBits(part.id, offset, len, &chunk);
       if (!s.ok() && ExpiresAlone(c, part.id) && LeftTheFilter(*used, part.id)) break;
       if (s.code() == StatusCode::kNotFound) s = MissingPart(std::move(s), *used, {&part.id, 1});
+      if (s.code() == StatusCode::kConflict)
+        return swapped(s.WithContext("part " + std::to_string(part.id)));
       if (!s.ok()) return s.WithContext("part " + std::to_string(part.id));
       // A swap the read went on across (a Redis rebuild with the same
       // parameters) would join two filters' bits in what the callbacks take.
       REDBLOOM_ASSIGN_OR_RETURN(const std::string now, used->bits->SwapMark());
       if (now != mark) {
-        return Status::Conflict("filter '" + name_ +
-                                "' was rebuilt during the call; what it took so far was the old "
-                                "filter's");
+        return swapped(Status::Conflict("filter '" + name_ +
+                                        "' was rebuilt during the call; what it took so far was "
+                                        "the old filter's"));
       }
       // A bitmap shorter than its config (a Redis key never pre-sized, as
       // the Java service leaves it) reads as zeros past its end.

@@ -1716,34 +1716,40 @@ std::string FileText(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// An add stopped by a signal ends after the items in hand, answered and
-// synced, and exits 128 + the signal. Killed outright, it left the adds it
-// had answered unsynced, where a run syncs before it exits.
+// An add or a dedup stopped by a signal ends after the items in hand,
+// answered and synced, and exits 128 + the signal. Killed outright, it left
+// the adds it had answered unsynced, where a run syncs before it exits.
 TEST_F(CliTest, AnAddStoppedBySignalSyncsWhatItAnswered) {
   Create("r");
-  const std::string fifo = dir_.path() + "/items";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(held, 0);
-  ShellPipeline pipeline("'" + std::string(REDBLOOM_CLI_PATH) + "' --store 'file:" + dir_.path() +
-                             "' add r --file '" + fifo + "' 2>'" + dir_.path() +
-                             "/err' & echo $!; wait $!; echo exit=$?",
-                         {});
-  const std::string pid = pipeline.ReadLine();
-  ASSERT_NE(pid, "<none>");
-  ASSERT_EQ(::write(held, "a\nb\n", 4), 4);
-  EXPECT_EQ(pipeline.ReadLine(), "1\ta");
-  EXPECT_EQ(pipeline.ReadLine(), "1\tb");
-  ASSERT_EQ(::kill(std::stoi(pid), SIGTERM), 0);
-  EXPECT_EQ(pipeline.ReadLine(), "exit=" + std::to_string(128 + SIGTERM));
-  pipeline.Stop();
-  ::close(held);
-  const std::string err = FileText(dir_.path() + "/err");
-  EXPECT_NE(
-      err.find("add to r stopped by signal " + std::to_string(SIGTERM) + " after 2 items, synced"),
-      std::string::npos)
-      << err;
-  EXPECT_EQ(Run({"check", "r", "a", "b"}).exit_code, 0);
+  struct Case {
+    std::string command, first, second, said;
+  };
+  for (const Case& c :
+       {Case{"add", "1\ta", "1\tb", "add to r stopped by signal 15 after 2 items, synced"},
+        Case{"dedup", "c", "d", "dedup into r stopped by signal 15 after 2 lines, synced"}}) {
+    SCOPED_TRACE(c.command);
+    const std::string fifo = dir_.path() + "/items-" + c.command;
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(held, 0);
+    ShellPipeline pipeline("'" + std::string(REDBLOOM_CLI_PATH) + "' --store 'file:" + dir_.path() +
+                               "' " + c.command + " r --file '" + fifo + "' 2>'" + dir_.path() +
+                               "/err' & echo $!; wait $!; echo exit=$?",
+                           {});
+    const std::string pid = pipeline.ReadLine();
+    ASSERT_NE(pid, "<none>");
+    const std::string items = c.command == "add" ? "a\nb\n" : "c\nd\n";
+    ASSERT_EQ(::write(held, items.data(), items.size()), static_cast<ssize_t>(items.size()));
+    EXPECT_EQ(pipeline.ReadLine(), c.first);
+    EXPECT_EQ(pipeline.ReadLine(), c.second);
+    ASSERT_EQ(::kill(std::stoi(pid), SIGTERM), 0);
+    EXPECT_EQ(pipeline.ReadLine(), "exit=" + std::to_string(128 + SIGTERM));
+    pipeline.Stop();
+    ::close(held);
+    const std::string err = FileText(dir_.path() + "/err");
+    EXPECT_NE(err.find(c.said), std::string::npos) << err;
+  }
+  EXPECT_EQ(Run({"check", "r", "a", "b", "c", "d"}).exit_code, 0);
 }
 
 // An import stopped by SIGINT, SIGTERM or SIGHUP drops the filter it made,

@@ -945,6 +945,46 @@ TEST_P(KindsTest, ARebuildDuringAnExportFailsIt) {
   }
 }
 
+// ReadParts (a merge's read of its sources) never joins two filters: a
+// Redis rebuild with the same parameters keeps the incarnation, so the read
+// went on into the new filter's bits (an audit: 11 of 37 merges during
+// rebuilds missed items of both, exit 0). Now it reads again.
+TEST_P(KindsTest, ReadPartsNeverJoinsTheFiltersOfARebuild) {
+  if (GetParam() != std::string("redis")) GTEST_SKIP() << "one Redis shows it; the rest alike";
+  const FilterOptions o{.capacity = 10'000'000, .error_rate = 0.000001};
+  const auto a = Items("a-", 200);
+  const auto b = Items("b-", 200);
+  auto f = Make("swapped", o);
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->AddMany(Views(a)).ok());
+  std::atomic<bool> done{false};
+  std::thread rebuilder([&] {
+    for (int i = 0; !done.load(); ++i) {
+      const auto& items = i % 2 == 0 ? b : a;
+      (void)BloomFilter::Rebuild(*store_, "swapped", o,
+                                 [&](BloomFilter& temp) { return temp.AddMany(Views(items)); });
+    }
+  });
+  auto memory = Store::Open("mem:");
+  ASSERT_TRUE(memory.ok());
+  int mixed = 0, read = 0;
+  for (int round = 0; round < 12; ++round) {
+    std::vector<BloomFilter::Part> parts;
+    Status s = f->ReadParts(&parts);
+    if (!s.ok()) {
+      EXPECT_EQ(s.code(), StatusCode::kConflict) << s.ToString();
+      continue;
+    }
+    ++read;
+    ASSERT_OK_AND_ASSIGN(auto copy, BloomFilter::Create(**memory, "r" + std::to_string(round), o));
+    ASSERT_TRUE(copy->MergeParts(parts).ok());
+    if (CountPresent(*copy, a) != 200 && CountPresent(*copy, b) != 200) ++mixed;
+  }
+  done = true;
+  rebuilder.join();
+  EXPECT_EQ(mixed, 0) << "of " << read << " reads";
+}
+
 // A window slice that expires while an export reads it ends early: its
 // items left the filter. Redis reads a key that vanished under a read as
 // data_loss, which failed the export (an audit: a 24 s window exported at

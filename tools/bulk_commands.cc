@@ -238,8 +238,24 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
   reader.set_output(1);
   // An error after lines were added: they are made durable all the same.
   const auto fail = [&](const Status& s) { return FailAfterWrites(s, **filter); };
+  // Ctrl-C ends a `tail -f | dedup` pipeline: as add, it ends after the
+  // lines in hand, printed and synced (killed, it skipped the sync).
+  StopSignals stop_signals;
+  reader.set_stop(&g_stop_signal);
+  uint64_t done = 0;
+  const auto stopped = [&]() {
+    const int sig = g_stop_signal;
+    const Status synced = (*filter)->Flush();
+    std::cerr << "redbloom: dedup into " << name << " stopped by signal " << sig << " after "
+              << done << (done == 1 ? " line" : " lines") << (synced.ok() ? ", synced" : "")
+              << "; nothing after " << (done == 1 ? "it" : "them") << " was added\n";
+    if (!synced.ok()) (void)Fail(synced.WithContext("and what was written may not be durable"));
+    return 128 + sig;
+  };
   while (true) {
+    if (g_stop_signal != 0) return stopped();
     auto more = reader.Next(&lines, kBatch, /*streaming=*/true);
+    if (!more.ok() && g_stop_signal != 0) return stopped();
     if (!more.ok()) return fail(more.status());
     if (!*more) break;
     views.assign(lines.begin(), lines.end());
@@ -282,6 +298,7 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
       }
       return fail(reader.Locate(s, (*filter)->config().encoding, lines).WithContext("dedup"));
     }
+    done += lines.size();
   }
   if (Status s = (*filter)->Flush(); !s.ok()) return Fail(s);
   return 0;

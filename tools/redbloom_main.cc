@@ -379,7 +379,8 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
     std::cerr << "redbloom: " << (op == ItemOp::kAdd ? "add to " : "remove from ") << name
               << " stopped by signal " << sig << " after " << done
               << (done == 1 ? " item" : " items") << (synced.ok() ? ", synced" : "")
-              << "; nothing after " << (done == 1 ? "it" : "them") << " was read\n";
+              << "; nothing after " << (done == 1 ? "it" : "them") << " was "
+              << (op == ItemOp::kAdd ? "added" : "removed") << "\n";
     if (!synced.ok()) {
       std::cerr << "redbloom: error: and what was written may not be durable: "
                 << OneLine(synced.message()) << " " << CodeTag(synced) << "\n";

@@ -9,8 +9,8 @@
 
 namespace redbloom::cli {
 
-// SIGINT, SIGTERM and SIGHUP during a rebuild, an import, a merge, an add
-// or a remove: the signal's number, for the command to stop at (between
+// SIGINT, SIGTERM and SIGHUP during a rebuild, an import, a merge, an add,
+// a remove or a dedup: the signal's number, for the command to stop at (between
 // reads, and in a read it interrupts; a merge, at its end; an add, after
 // its chunk, synced), so that the library drops what it made: a rebuild's
 // temporary filter (killed outright, a rebuild leaves it, and the next one

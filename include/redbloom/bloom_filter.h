@@ -160,8 +160,8 @@ class BloomFilter {
   Result<FilterInfo> Info();
   Status Flush();
   // Reopens the handle if its store names another filter now, one the
-  // handle was not told of: a file: filter's file moved or copied over by
-  // hand (mv, rsync of a backup), whose old file the handle went on writing
+  // handle was not told of: a file: filter's file moved over by hand (mv,
+  // rsync of a backup without --inplace), whose old file the handle wrote
   // (its adds lost with it). Redbloom's own drops, rebuilds and re-creations
   // the handle sees by itself. One stat on file:, nothing on other stores;
   // kNotFound if the filter is gone. A long-lived process calls it now and

@@ -173,7 +173,7 @@ class BitStore {
   virtual Status Flush() { return Status::Ok(); }
   // Whether the filter these bits belong to is still the one its name
   // denotes: kConflict if another took the name in a way this handle was
-  // not told of (file: a file moved or copied over the filter's by hand),
+  // not told of (file: a file moved over the filter's by hand),
   // kNotFound if none has it. Every store tells a handle of a drop, a
   // rebuild or a re-creation by redbloom on its next call; this asks the
   // store, for what it cannot tell (one stat on file:; nothing elsewhere).

@@ -548,7 +548,13 @@ class FileStore final : public Store {
   // holds another.
   Status CheckStillNamed(std::string_view name, const FileId& id) const {
     FileId now;
-    if (IdentityOf(-1, PathOf(name), &now) != 0) return NotFoundStatus(name);
+    // Only a name that is gone is a filter that is gone: a stat refused
+    // (EACCES, ENOMEM) answered "not found" for a filter that is there.
+    if (const int err = IdentityOf(-1, PathOf(name), &now); err == ENOENT) {
+      return NotFoundStatus(name);
+    } else if (err != 0) {
+      return IoError("cannot stat", PathOf(name), err);
+    }
     if (now != id) return ConfigChangedStatus(name);
     return Status::Ok();
   }
