@@ -1711,6 +1711,16 @@ int SignalWhenFileAppears(pid_t pid, const std::string& file, int sig, bool* sig
   return status;
 }
 
+// In a forked child about to run the CLI: stderr to `err_path`, and the
+// stop signals at their default. A runner that ignores them (a job without
+// job control) would pass them on ignored, and make the test no test.
+void ChildStderrAndStops(const std::string& err_path) {
+  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ::dup2(err, 2);
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+}
+
 std::string FileText(const std::string& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -1781,12 +1791,7 @@ TEST_F(CliTest, AnImportStoppedBySignalLeavesNoPartialFilter) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(err, 2);
-      // A runner that ignores the signals (a job without job control) would
-      // pass them on ignored, and make the rounds no test at all.
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGTERM, SIG_DFL);
+      ChildStderrAndStops(err_path);
       if (piped) {
         int fds[2];
         if (::pipe(fds) != 0) ::_exit(126);
@@ -1864,10 +1869,7 @@ TEST_F(CliTest, AMergeStoppedBySignalCompletesFirst) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(err, 2);
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGTERM, SIG_DFL);
+      ChildStderrAndStops(err_path);
       ::execl(REDBLOOM_CLI_PATH, "redbloom", "--store", store.c_str(), "merge", name.c_str(),
               "ones", static_cast<char*>(nullptr));
       ::_exit(127);
