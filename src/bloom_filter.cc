@@ -835,32 +835,6 @@ Status BloomFilter::Revalidate() {
 
 namespace {
 
-// Reads the `total` bytes of part `part` into *out. 4 MiB per read bounds one
-// Redis command's reply and the time it holds the server, while keeping round
-// trips few (a 1e7-item filter is 3 reads).
-// Reads part `part`'s `total` bytes into `out`, in bounded chunks.
-Status ReadAllBitsInto(BitStore& bits, uint64_t part, uint64_t total, char* out) {
-  constexpr size_t kChunk = 4 << 20;
-  std::string chunk;
-  for (uint64_t offset = 0; offset < total; offset += kChunk) {
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunk, total - offset));
-    REDBLOOM_RETURN_IF_ERROR(bits.ReadBits(part, offset, len, &chunk));
-    const size_t got = std::min(chunk.size(), len);
-    std::memcpy(out + offset, chunk.data(), got);
-    // A bitmap shorter than its config (a Redis key never pre-sized, as the
-    // Java service leaves it) reads as zeros past its end.
-    std::memset(out + offset + got, 0, len - got);
-  }
-  return Status::Ok();
-}
-
-// Throws std::bad_alloc when the bits do not fit: its callers, the public
-// calls that hold a whole filter, answer that with OutOfMemory.
-Status ReadAllBits(BitStore& bits, uint64_t part, uint64_t total, std::string* out) {
-  out->resize(static_cast<size_t>(total));
-  return ReadAllBitsInto(bits, part, total, out->data());
-}
-
 // Whether part `id` may vanish while its filter lives: a window slice that
 // expired. Shards and scaling layers go only with the filter.
 bool ExpiresAlone(const FilterConfig& c, uint64_t id) {
@@ -881,13 +855,16 @@ Result<uint64_t> PartBytes(const FilterConfig& config, uint64_t part) {
 }
 
 Status BloomFilter::ReadBitmap(std::string* out) try {
-  return WithReopen(
-      [&](State& st) -> Status {
-        const FilterConfig& c = st.config;
+  return ReadWhole(
+      [&](const FilterConfig& c, std::span<const Part>) -> Status {
         if (!c.one_array()) return NotOneArray(name_, c, "read them with ReadParts");
-        return ReadAllBits(*st.bits, 0, c.data_bytes(), out);
+        out->assign(static_cast<size_t>(c.data_bytes()), '\0');
+        return Status::Ok();
       },
-      Same::kFilter);
+      [&](uint64_t, uint64_t offset, std::string_view bytes) -> Status {
+        std::memcpy(out->data() + offset, bytes.data(), bytes.size());
+        return Status::Ok();
+      });
 } catch (const std::bad_alloc&) {
   // A large filter's bits may not fit in the caller's memory: an error, as
   // BitmapBuilder::Make gives, not a throw through a call that returns a
@@ -907,48 +884,59 @@ Status BloomFilter::ReadBitmap(std::span<char> out) {
                                    " bytes for filter '" + name_ + "', which holds " +
                                    std::to_string(expected) + " (config().data_bytes())");
   }
-  return WithReopen(
-      [&](State& st) -> Status {
-        const FilterConfig& c = st.config;
+  return ReadWhole(
+      [&](const FilterConfig& c, std::span<const Part>) -> Status {
         if (!c.one_array()) return NotOneArray(name_, c, "read them with ReadParts");
         if (out.size() != c.data_bytes()) {
           return Status::Conflict("filter '" + name_ + "' holds " + std::to_string(c.data_bytes()) +
                                   " bytes of bits, not " + std::to_string(out.size()) +
                                   ": it was rebuilt during the call");
         }
-        return ReadAllBitsInto(*st.bits, 0, c.data_bytes(), out.data());
+        std::memset(out.data(), 0, out.size());
+        return Status::Ok();
       },
-      Same::kFilter);
+      [&](uint64_t, uint64_t offset, std::string_view bytes) -> Status {
+        std::memcpy(out.data() + offset, bytes.data(), bytes.size());
+        return Status::Ok();
+      });
 }
 
-Status BloomFilter::ReadParts(std::vector<Part>* out) try {
-  // StreamParts into memory. Nothing is the caller's until the call ends,
-  // so a filter swapped during the read for one of the same parameters (a
-  // rebuild) is read again; another filter is a conflict, as for every call
-  // that reads a filter's bits for its caller (Same::kFilter).
+Status BloomFilter::ReadWhole(
+    const std::function<Status(const FilterConfig&, std::span<const Part>)>& begin,
+    const std::function<Status(uint64_t part, uint64_t offset, std::string_view bytes)>& piece) {
+  // Nothing is the caller's until the call ends, so a filter swapped during
+  // the read for one of the same parameters (a rebuild) is read again;
+  // another filter is a conflict, as for every call that reads a filter's
+  // bits for its caller (Same::kFilter).
   const FilterConfig began = config();
   Status s;
   for (int attempt = 0; attempt < 4; ++attempt) {
     if (attempt > 0 && !config().SameFilterAs(began)) break;
-    out->clear();
-    size_t at = 0;  // the part the pieces fill, in listing order
-    s = StreamParts(
-        [&](const FilterConfig& c, std::span<const Part> parts) -> Status {
-          for (const Part& listed : parts) {
-            REDBLOOM_ASSIGN_OR_RETURN(uint64_t bytes, PartBytes(c, listed.id));
-            out->push_back({.id = listed.id, .items = listed.items, .bytes = {}});
-            out->back().bytes.resize(static_cast<size_t>(bytes));
-          }
-          return Status::Ok();
-        },
-        [&](uint64_t part, uint64_t offset, std::string_view bytes) -> Status {
-          while (at < out->size() && (*out)[at].id != part) ++at;
-          if (at == out->size()) return Status::Internal("a piece of a part not listed");
-          std::memcpy((*out)[at].bytes.data() + offset, bytes.data(), bytes.size());
-          return Status::Ok();
-        });
+    s = StreamParts(begin, piece);
     if (s.code() != StatusCode::kConflict) break;
   }
+  return s;
+}
+
+Status BloomFilter::ReadParts(std::vector<Part>* out) try {
+  size_t at = 0;  // the part the pieces fill, in listing order
+  Status s = ReadWhole(
+      [&](const FilterConfig& c, std::span<const Part> parts) -> Status {
+        out->clear();
+        at = 0;
+        for (const Part& listed : parts) {
+          REDBLOOM_ASSIGN_OR_RETURN(uint64_t bytes, PartBytes(c, listed.id));
+          out->push_back({.id = listed.id, .items = listed.items, .bytes = {}});
+          out->back().bytes.resize(static_cast<size_t>(bytes));
+        }
+        return Status::Ok();
+      },
+      [&](uint64_t part, uint64_t offset, std::string_view bytes) -> Status {
+        while (at < out->size() && (*out)[at].id != part) ++at;
+        if (at == out->size()) return Status::Internal("a piece of a part not listed");
+        std::memcpy((*out)[at].bytes.data() + offset, bytes.data(), bytes.size());
+        return Status::Ok();
+      });
   if (!s.ok()) out->clear();
   return s;
 } catch (const std::bad_alloc&) {

@@ -612,7 +612,7 @@ Status ExportDump(BloomFilter& filter, std::ostream& out) {
   // Chunks address the parts' bytes laid end to end, in table order; no
   // chunk crosses from one part into the next. Each is written as it is
   // read: memory stays bounded whatever the filter's size.
-  static_assert(kDumpChunk == BloomFilter::kStreamPiece, "a dump chunk is one piece of a part");
+  static_assert(BloomFilter::kStreamPiece % kDumpChunk == 0, "a piece is whole dump chunks");
   std::map<uint64_t, uint64_t> base;  // each part's first byte in the dump
   uint64_t chunks = 0;
   uint32_t running = 0;
@@ -627,19 +627,22 @@ Status ExportDump(BloomFilter& filter, std::ostream& out) {
         PutBE(&buf, Crc(header), 4);
         return WriteAll(out, buf);
       },
-      [&](uint64_t part, uint64_t offset, std::string_view data) -> Status {
-        if (data.find_first_not_of('\0') == std::string_view::npos) return Status::Ok();
-        frame.clear();
-        PutBE(&frame, base[part] + offset, 8);
-        PutBE(&frame, data.size(), 4);
-        const uint32_t crc = Crc(data, Crc(frame));
-        REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
-        REDBLOOM_RETURN_IF_ERROR(WriteAll(out, data));
-        frame.clear();
-        PutBE(&frame, crc, 4);
-        REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
-        running = Crc(std::string_view(frame), running);
-        ++chunks;
+      [&](uint64_t part, uint64_t offset, std::string_view piece) -> Status {
+        for (size_t at = 0; at < piece.size(); at += kDumpChunk) {
+          const std::string_view data = piece.substr(at, kDumpChunk);
+          if (data.find_first_not_of('\0') == std::string_view::npos) continue;
+          frame.clear();
+          PutBE(&frame, base[part] + offset + at, 8);
+          PutBE(&frame, data.size(), 4);
+          const uint32_t crc = Crc(data, Crc(frame));
+          REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
+          REDBLOOM_RETURN_IF_ERROR(WriteAll(out, data));
+          frame.clear();
+          PutBE(&frame, crc, 4);
+          REDBLOOM_RETURN_IF_ERROR(WriteAll(out, frame));
+          running = Crc(std::string_view(frame), running);
+          ++chunks;
+        }
         return Status::Ok();
       }));
   // End marker: offset = all ones, then the chunk count and a CRC over every

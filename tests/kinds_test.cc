@@ -925,7 +925,7 @@ class OnFirstWrite : public std::stringbuf {
 // items and 99.9% of the new absent after an import). The rebuild runs as
 // the header is written, after the parts were listed.
 TEST_P(KindsTest, ARebuildDuringAnExportFailsIt) {
-  const FilterOptions o{.capacity = 2'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64};
+  const FilterOptions o{.capacity = 5'000'000, .error_rate = 0.01, .strategy = Strategy::kGuava64};
   auto f = Make("x", o);
   ASSERT_NE(f, nullptr);
   ASSERT_TRUE(f->AddMany(Views(Items("old-", 1000))).ok());

@@ -202,7 +202,9 @@ class BloomFilter {
   // dropped kNotFound, and one rebuilt or re-created after `begin` kConflict,
   // since what the callbacks took cannot be taken back. A callback's error
   // ends the call with it.
-  static constexpr size_t kStreamPiece = 1 << 20;
+  // 4 MiB bounds one Redis command's reply and the time it holds the
+  // server, while keeping round trips few (a 1e7-item filter is 3 reads).
+  static constexpr size_t kStreamPiece = 4 << 20;
   Status StreamParts(
       const std::function<Status(const FilterConfig&, std::span<const Part>)>& begin,
       const std::function<Status(uint64_t part, uint64_t offset, std::string_view bytes)>& piece);
@@ -270,6 +272,12 @@ class BloomFilter {
   // `s`, a remove's answer on `st`, unless that refused it for a kind that
   // the filter no longer has: kConflict then, for WithReopen.
   Status RemoveRefused(Status s, const State& st);
+  // StreamParts for the calls that give their caller nothing until they end
+  // (ReadParts, ReadBitmap): a swap of the same filter met part-way is read
+  // again from `begin`; another filter is a conflict.
+  Status ReadWhole(
+      const std::function<Status(const FilterConfig&, std::span<const Part>)>& begin,
+      const std::function<Status(uint64_t part, uint64_t offset, std::string_view bytes)>& piece);
   // Whether part `part` (a window slice) is no longer among the live parts.
   bool LeftTheFilter(State& st, uint64_t part);
 
