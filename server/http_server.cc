@@ -69,6 +69,10 @@ struct RequestContext {
   Clock::time_point head_read;
   // Screen already passed this request (as the Expect handler).
   bool screened = false;
+  // A 5xx answer's JSON body as Apply set it, for the service log: httplib
+  // compresses res.body before the logger sees it (Accept-Encoding: gzip,
+  // as most HTTP clients send), and the log read those bytes as the error.
+  std::string failure_body;
 };
 // Serve's, while it runs. A plain pointer, not a thread_local object (see
 // src/thread_scratch.h).
@@ -230,6 +234,7 @@ bool AcceptableContentType(std::string_view ct) {
 
 void Apply(Reply reply, Response& res) {
   res.status = reply.status;
+  if (reply.status >= 500 && t_ctx != nullptr) t_ctx->failure_body = reply.body;
   res.body = std::move(reply.body);
   res.set_header("Content-Type", reply.content_type);
   // cpp-httplib compresses an answer when the request's Accept-Encoding
@@ -904,7 +909,10 @@ void HttpServer::Install() {
                                             options_.log_items ? Redact::kNone : Redact::kAnywhere);
     const std::string target =
         LoggedTarget(parsed ? req.target : raw.target, redact, parsed || raw.whole);
-    if (failed) Failures().Note(res.status, method, target, res.body);
+    if (failed) {
+      Failures().Note(res.status, method, target,
+                      ctx.failure_body.empty() ? res.body : ctx.failure_body);
+    }
     if (!log_->enabled()) return;
     char tail[96];
     // The body bytes sent: none for HEAD, whose answer carries the length
