@@ -14,6 +14,7 @@
 #include "config_codec.h"
 #include "kinds/kind_def.h"
 #include "stores.h"
+#include "strategy/strategy_def.h"
 #include "util/out_of_memory.h"
 #include "word_bits.h"
 
@@ -418,6 +419,16 @@ Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilt
           made_here + " and holds part of it, and other clients have added to it since (" +
           std::to_string(info->items_added - counted_here) +
           " items counted), so it is left: " + again);
+    }
+    // Java services sharing the key add without counting: a drop deleted
+    // what they had written meanwhile (an audit: 1,000 acknowledged adds).
+    if (store.SharedWithOtherPrograms() && internal::StrategyOf(made.strategy).java_writes_bits) {
+      return failure.WithContext(
+          made_here + " and holds part of it, and is left: its Java clients (strategy " +
+          std::string(StrategyName(made.strategy)) +
+          ") write its bits without counting them, so a drop could delete what they added "
+          "since: " +
+          again + ", or drop it if none of them writes '" + std::string(name) + "'");
     }
   }
   Status dropped = now.ok() ? store.Drop(name) : now.status();

@@ -443,33 +443,6 @@ TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
   EXPECT_EQ(ImportDump(**store, "other", in).status().code(), StatusCode::kConflict);
 }
 
-// An input whose bytes change once it is read again from an earlier point,
-// as a dump file rewritten while it is imported (the import checks the whole
-// input, then reads it again to write it).
-class ChangingBuf : public std::stringbuf {
- public:
-  // `on_change` runs as the bytes change (after the import created its
-  // filter: it reads the input again once that is done).
-  ChangingBuf(std::string first, std::string second, std::function<void()> on_change = {})
-      : std::stringbuf(std::move(first), std::ios_base::in),
-        second_(std::move(second)),
-        on_change_(std::move(on_change)) {}
-
- protected:
-  pos_type seekpos(pos_type pos, std::ios_base::openmode which) override {
-    if (!second_.empty() && pos < gptr() - eback()) {
-      str(std::move(second_));
-      second_.clear();
-      if (on_change_) on_change_();
-    }
-    return std::stringbuf::seekpos(pos, which);
-  }
-
- private:
-  std::string second_;
-  std::function<void()> on_change_;
-};
-
 // An import that made its filter and then failed drops it again: a filter
 // holding part of a dump would answer "absent" for the rest of its items to
 // every reader. Into a filter that was there, it keeps what was there.
@@ -485,7 +458,7 @@ TEST_F(DumpTest, AFailedImportDropsTheFilterItCreated) {
   std::string changed = good;
   changed[good.size() / 2] ^= 0x40;  // in the data, checked on the first pass as it was
 
-  ChangingBuf buf(good, changed);
+  testing::ChangingBuf buf(good, changed);
   std::istream in(&buf);
   auto copy = ImportDump(**store, "copy", in);
   ASSERT_FALSE(copy.ok());
@@ -497,7 +470,7 @@ TEST_F(DumpTest, AFailedImportDropsTheFilterItCreated) {
 
   // Nor does it drop a filter another client has added to since it was made:
   // that client's acknowledged add would go with it. It is left, and said so.
-  ChangingBuf raced(good, changed, [&] {
+  testing::ChangingBuf raced(good, changed, [&] {
     auto other = BloomFilter::Open(**store, "raced");
     ASSERT_TRUE(other.ok()) << other.status().ToString();
     ASSERT_TRUE((*other)->Add("theirs").ok());
@@ -516,7 +489,7 @@ TEST_F(DumpTest, AFailedImportDropsTheFilterItCreated) {
   auto kept = BloomFilter::Create(**store, "kept", {.capacity = 1000, .error_rate = 0.01});
   ASSERT_TRUE(kept.ok());
   ASSERT_TRUE((*kept)->Add("mine").ok());
-  ChangingBuf again(good, changed);
+  testing::ChangingBuf again(good, changed);
   std::istream in2(&again);
   auto into = ImportDump(**store, "kept", in2);
   ASSERT_FALSE(into.ok());

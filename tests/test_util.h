@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -106,6 +108,33 @@ bool TakeEveryMapping();
 // calls of `per_call` items; each thread's first failure (or Ok).
 std::vector<Status> AddFromThreads(BloomFilter& filter, std::span<const std::string_view> items,
                                    int threads, size_t per_call);
+
+// An input whose bytes change once it is read again from an earlier point,
+// as a dump file rewritten while it is imported (the import checks the whole
+// input, then reads it again to write it).
+class ChangingBuf : public std::stringbuf {
+ public:
+  // `on_change` runs as the bytes change (after the import created its
+  // filter: it reads the input again once that is done).
+  ChangingBuf(std::string first, std::string second, std::function<void()> on_change = {})
+      : std::stringbuf(std::move(first), std::ios_base::in),
+        second_(std::move(second)),
+        on_change_(std::move(on_change)) {}
+
+ protected:
+  pos_type seekpos(pos_type pos, std::ios_base::openmode which) override {
+    if (!second_.empty() && pos < gptr() - eback()) {
+      str(std::move(second_));
+      second_.clear();
+      if (on_change_) on_change_();
+    }
+    return std::stringbuf::seekpos(pos, which);
+  }
+
+ private:
+  std::string second_;
+  std::function<void()> on_change_;
+};
 
 }  // namespace redbloom::testing
 

@@ -242,6 +242,9 @@ class Store {
 
   // The URL, with any password replaced by "***".
   virtual std::string url() const = 0;
+  // Whether programs other than redbloom may write its filters' bits (Redis:
+  // the Java seed helper, Redisson), which a filter's count does not show.
+  virtual bool SharedWithOtherPrograms() const { return false; }
   // The clock this store reads (StoreOptions::clock).
   const Clock& clock() const { return *clock_; }
 

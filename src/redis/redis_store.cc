@@ -60,6 +60,7 @@ class RedisStore final : public Store {
       : Store(url.options.clock), url_(std::move(url)), shared_(std::move(shared)) {}
 
   std::string url() const override { return url_.Redacted(); }
+  bool SharedWithOtherPrograms() const override { return true; }
   std::string Master() const override { return shared_->source->Master(); }
 
   Status Create(std::string_view name, const FilterConfig& config) override {

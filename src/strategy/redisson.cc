@@ -175,6 +175,7 @@ const StrategyDef kRedissonStrategy = {
     .estimate_items = &EstimateItems,
     .check_parameters = &ValidateRedissonParameters,
     .companion = &kConfigHash,
+    .java_writes_bits = true,
 };
 
 }  // namespace redbloom::internal

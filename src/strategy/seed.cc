@@ -46,6 +46,7 @@ const StrategyDef kSeedStrategy = {
     .offsets = &Offsets,
     .false_positive_rate = &UniformFalsePositiveRate,
     .estimate_items = &UniformEstimateItems,
+    .java_writes_bits = true,
 };
 
 }  // namespace redbloom::internal

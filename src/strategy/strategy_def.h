@@ -74,6 +74,10 @@ struct StrategyDef {
   Status (*check_parameters)(uint64_t capacity, double error_rate) = nullptr;
   // Its Java side's per-filter hash on Redis, or nullptr.
   const CompanionHash* companion = nullptr;
+  // Its Java side writes a filter's bits on Redis itself (the seed helper's
+  // SETBIT, Redisson's scripts), counting nothing: redbloom cannot tell
+  // their adds from a filter's count.
+  bool java_writes_bits = false;
   // Its offsets fused with the in-memory stores' cell accesses
   // (word_kernels.h), or nullptr for the general path.
   const WordKernels* word_kernels = nullptr;
