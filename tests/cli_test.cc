@@ -1646,6 +1646,30 @@ TEST_F(CliTest, ReadmeDedupExampleRunsAsWritten) {
   EXPECT_EQ(check.exit_code, 0) << check.err;
 }
 
+// A long-running add follows its name to a file moved over the filter's
+// own (as a rebuild killed between its swap and flagging the old file
+// leaves it: nothing tells the old file's readers). It went on adding to
+// the old, unlinked file, every add acknowledged and lost (an audit).
+TEST_F(CliTest, AStreamingAddFollowsAFileMovedOverItsFilters) {
+  Create("p");
+  ASSERT_EQ(Run({"add", "-q", "p", "old"}).exit_code, 0);
+  const std::string file = dir_.path() + "/p.rbf";
+  const std::string backup = dir_.path() + "/p.rbf.backup";
+  std::filesystem::copy_file(file, backup);
+  const std::string in = WriteFile("in.txt", "a\n");
+  ShellPipeline pipeline("tail -n +1 -f '" + in + "' | exec '" + REDBLOOM_CLI_PATH +
+                             "' --store 'file:" + dir_.path() + "' add p --file -",
+                         {});
+  ASSERT_EQ(pipeline.ReadLine(), "1\ta");
+  std::filesystem::rename(backup, file);  // unflagged: the old file's readers are not told
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  std::ofstream(in, std::ios::app) << "after\n";
+  ASSERT_EQ(pipeline.ReadLine(), "1\tafter");
+  auto check = Run({"check", "p", "after", "old"});
+  EXPECT_EQ(check.exit_code, 0) << "the add went to the replaced file: " << check.out << check.err;
+  pipeline.Stop();
+}
+
 // A rebuild stopped by a signal (SIGTERM here; SIGINT and SIGHUP alike) while
 // it reads its items drops its temporary filter and exits 128 + the signal,
 // the old filter unchanged, so the next rebuild needs no --force. Killed

@@ -98,6 +98,7 @@ int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& read
   std::vector<std::string_view> views;
   std::vector<uint8_t> added;
   uint64_t items = 0, fresh = 0;
+  Revalidator revalidator(filter);
   while (true) {
     auto more = reader.Next(&lines, kBatch, /*streaming=*/false);
     if (!more.ok()) {
@@ -110,6 +111,11 @@ int LoadInBatches(BloomFilter& filter, const std::string& name, ItemReader& read
           filter);
     }
     if (!*more) break;
+    if (Status s = revalidator.Due(); !s.ok()) {
+      progress.Done();
+      return FailAfterWrites(s.WithContext("load (the batches before this one were written)"),
+                             filter);
+    }
     views.assign(lines.begin(), lines.end());
     if (Status s = filter.AddMany(views, &added); !s.ok()) {
       progress.Done();
@@ -252,12 +258,14 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
     if (!synced.ok()) (void)Fail(synced.WithContext("and what was written may not be durable"));
     return 128 + sig;
   };
+  Revalidator revalidator(**filter);
   while (true) {
     if (g_stop_signal != 0) return stopped();
     auto more = reader.Next(&lines, kBatch, /*streaming=*/true);
     if (!more.ok() && g_stop_signal != 0) return stopped();
     if (!more.ok()) return fail(more.status());
     if (!*more) break;
+    if (Status s = revalidator.Due(); !s.ok()) return fail(s);
     views.assign(lines.begin(), lines.end());
     const Status s = (*filter)->AddMany(views, &added);
     // On a store error, `added` holds the answers of the lines the store

@@ -3,6 +3,7 @@
 #define REDBLOOM_TOOLS_CLI_H_
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -270,6 +271,28 @@ struct SizingFlags {
     }
     return *t / 1000;
   }
+};
+
+// Long-running commands (add, check, remove and dedup on a stream, a load in
+// batches) check once a second at most that their handle still reads the
+// file their filter's name holds (BloomFilter::Revalidate, as redbloomd
+// does): a rebuild killed between its swap and flagging the old file left
+// `tail -f | redbloom add` adding to the old, unlinked file for good (an
+// audit: every add after the swap acknowledged and lost).
+class Revalidator {
+ public:
+  explicit Revalidator(BloomFilter& filter)
+      : filter_(filter), last_(std::chrono::steady_clock::now()) {}
+  Status Due() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(1)) return Status::Ok();
+    last_ = now;
+    return filter_.Revalidate();
+  }
+
+ private:
+  BloomFilter& filter_;
+  std::chrono::steady_clock::time_point last_;
 };
 
 // Registers load, import, export, merge, dedup and rebuild on `app`. Returns a function

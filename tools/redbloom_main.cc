@@ -397,12 +397,14 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
   // not after 65,536 of them; a quiet add keeps whole chunks.
   const bool answering = json || !quiet;
   if (answering) source.set_output(1);
+  Revalidator revalidator(**filter);
   while (true) {
     if (g_stop_signal != 0 && stop_signals) return stopped();
     auto more = source.Next(&chunk, kChunkItems, /*streaming=*/answering);
     if (!more.ok() && g_stop_signal != 0 && stop_signals) return stopped();
     if (!more.ok()) return stop(more.status());
     if (!*more) break;
+    if (Status s = revalidator.Due(); !s.ok()) return stop(s);
     views.assign(chunk.begin(), chunk.end());
     // A quiet add asks for no answers, so the store may send again an add
     // whose answer a lost connection took (it cannot tell what was new then).
@@ -574,8 +576,9 @@ int Main(int argc, char** argv) {
       "Guava and the Java Redis helper.\n"
       "Exit codes: 0 ok (check: all present), 1 check found an absent item or remove one that "
       "was not there, 2 invalid arguments or input, 3 store or I/O error, 4 filter not found or "
-      "exists with other parameters, 128+N a rebuild or import stopped by signal N (what it made "
-      "dropped; a rebuild's old filter unchanged).\n"
+      "exists with other parameters, 128+N a rebuild, import, add, remove or dedup stopped by "
+      "signal N (a rebuild's or import's new filter dropped, a rebuild's old one unchanged; an "
+      "add, remove or dedup finished its chunk and synced).\n"
       "A name or item starting with '-' goes after '--' (redbloom add -- -x -y adds -y to -x); "
       "a command whose one argument is NAME takes its options after it too (redbloom create -- "
       "-x -n 1000 -p 0.01).",
