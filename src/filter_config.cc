@@ -41,7 +41,12 @@ Result<uint64_t> ParseDurationMillis(std::string_view text) {
   } else if (unit == "d") {
     scale = 86'400'000;
   } else {
-    return Status::InvalidArgument("unknown duration unit in '" + std::string(text) + "'");
+    // One whole number and one unit: "1.5h" and "1h30m" are no unknown
+    // units, and were told so.
+    return Status::InvalidArgument(
+        "'" + std::string(text) +
+        "' is not a duration: give a whole number and one unit, ms, s, m, h or d (e.g. 90m, not "
+        "1.5h or 1h30m); a number alone is seconds");
   }
   if (*n > UINT64_MAX / scale / 1000) {
     return Status::InvalidArgument("duration '" + std::string(text) + "' is too long");

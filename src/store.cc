@@ -175,7 +175,7 @@ Status DroppedWhileRebuiltStatus(std::string_view name) {
 
 Status ConfigChangedStatus(std::string_view name) {
   return Status::Conflict("filter '" + std::string(name) +
-                          "' was dropped or re-created with other parameters");
+                          "' was rebuilt with other parameters, or dropped and re-created");
 }
 
 Status BeingCreatedStatus(std::string_view name) {
