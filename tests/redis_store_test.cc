@@ -3291,6 +3291,48 @@ TEST(RedisReplicationTest, RepeatedAddIsNotAcknowledgedBeforeItsBitsAreReplicate
   asleep.join();
 }
 
+// Transactions in flight behind one that Redis refused (maxmemory reached
+// part way through a large add) carry the count of the transactions before
+// them; refused too, that count was lost for good: the filter counted 2,000
+// fewer items than the add had confirmed as new (an audit).
+TEST_F(RedisStoreTest, AnAddRefusedPartWayKeepsTheCountOfWhatItAdded) {
+  for (const bool counting : {false, true}) {
+    SCOPED_TRACE(counting ? "counting" : "plain");
+    const std::string name = counting ? "oomc" : "oom";
+    FilterOptions o = Options(2'000'000, 0.01);
+    if (counting) o.kind = FilterKind::kCounting;
+    auto f = BloomFilter::Create(*store_, name, o);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    std::vector<std::string> items(1'500'000);
+    for (size_t i = 0; i < items.size(); ++i) items[i] = name + "-" + std::to_string(i);
+    const std::vector<std::string_view> views(items.begin(), items.end());
+    std::vector<uint8_t> answers;
+    Status added;
+    std::thread adder([&] { added = (*f)->AddMany(views, &answers); });
+    // Once transactions have answered (their count rides the next ones'
+    // guards), the server refuses writes.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (raw_->Str({"HGET", "{" + name + "}:meta", "count"}) == "0" &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    raw_->Must({"CONFIG", "SET", "maxmemory", "1"});
+    adder.join();
+    raw_->Must({"CONFIG", "SET", "maxmemory", "0"});
+    ASSERT_EQ(added.code(), StatusCode::kResourceExhausted) << added.ToString();
+    const auto confirmed = static_cast<uint64_t>(std::count(answers.begin(), answers.end(), 1));
+    ASSERT_GT(confirmed, 0u);
+    ASSERT_LT(answers.size(), items.size());
+    f->reset();  // sends the count it still holds
+    auto reopened = BloomFilter::Open(*store_, name);
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    auto info = (*reopened)->Info();
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_GE(info->items_added, counting ? answers.size() : confirmed)
+        << answers.size() << " items confirmed added";
+  }
+}
+
 // A window filter makes its slices later: one whose slice does not fit under
 // maxmemory is refused at its create, as a plain filter is. It was created,
 // and every add then answered 507 (an audit).

@@ -178,6 +178,8 @@ class RedisBitStore final : public BitStore {
                  uint64_t count_delta);
   Status ReadAdd(Connection& c, const Cells& cells, PartBatch& b, const Chunk& chunk,
                  uint64_t* uncounted, bool* refused);
+  void ReadAddsLeft(Connection& c, const Cells& cells, PartBatch& b, std::vector<Chunk>& chunks,
+                    size_t from, size_t to, uint64_t* uncounted);
   template <typename Extras>
   Status EvalPerItem(Connection& c, const Cells& cells, std::string_view script,
                      std::string_view what, size_t extra_args, Extras&& extras,

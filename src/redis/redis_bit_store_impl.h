@@ -60,6 +60,7 @@ struct RedisBitStore::Chunk {
   bool blocks = false;          // checks: GETRANGEs of the items' blocks (redis_ops.h)
   BlockReads block_reads{};     // checks with blocks: their plan
   size_t reads = 1;             // checks: its read commands
+  uint64_t count_delta = 0;     // adds: the earlier transactions' count its guard carries
 };
 
 // `window_slice`: the key is a window filter's slice, which also reads
