@@ -525,7 +525,12 @@ class FileStore final : public Store {
       return IoError("cannot rename", PathOf(source), errno);
     }
     const Status synced = SyncDirAfter("filter '" + std::string(name) + "' was swapped in", dir_);
-    // Handles still mapping the old file now learn it was replaced.
+    // Handles still mapping the old file now learn it was replaced. Not
+    // before the sync: a power loss that undid the rename would leave the
+    // flag on the file the name holds, which reads as damage. A kill between
+    // the two leaves the old file unflagged; handles then find the new one
+    // by the name's file (BloomFilter::Revalidate, which redbloomd and the
+    // CLI's long-running commands call once a second).
     if (old_fd >= 0 && !FlagReplaced(old_fd)) return NotFlagged("replaced", PathOf(name), errno);
     return synced;
   }
