@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 #include <numeric>
+#include <stdexcept>
 
 #include "encode_items.h"
 #include "hashed_cells.h"
@@ -810,7 +811,23 @@ Status BloomFilter::RemoveRefused(Status s, const State& st) {
   return s;
 }
 
+namespace {
+
+// FilterConfig is a plain struct: one a caller filled in by hand reached
+// the hashing kernels unchecked (a divide by zero for guava64 with no bits,
+// reads past a block builder's empty array, offsets past m).
+Status CheckMadeConfig(const FilterConfig& config) {
+  Result<FilterConfig> again = MakeConfig(OptionsOf(config));
+  if (again.ok() && *again == config) return Status::Ok();
+  return Status::InvalidArgument(
+      "the FilterConfig (" + config.ToString() + ") is not one MakeConfig made" +
+      (again.ok() ? std::string(": its fields disagree") : ": " + again.status().message()));
+}
+
+}  // namespace
+
 Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item) {
+  REDBLOOM_RETURN_IF_ERROR(CheckMadeConfig(config));
   Hash128 hash;
   std::string scratch;
   REDBLOOM_RETURN_IF_ERROR(HashItem(config.strategy, config.encoding, item, &scratch, &hash));
@@ -1126,6 +1143,7 @@ bool Prefault(void* p, size_t bytes) {
 
 BitmapBuilder::BitmapBuilder(const FilterConfig& config)
     : config_(config), words_(std::make_unique<Words>()) {
+  if (Status s = CheckMadeConfig(config); !s.ok()) throw std::invalid_argument(s.message());
   // Whole 64-byte lines: the kernels touch a `block` item's line as words.
   const uint64_t bytes = (config.data_bytes() + 63) / 64 * 64;
   words_->words = internal::NewWords(bytes);
@@ -1153,6 +1171,7 @@ std::string_view BitmapBuilder::bitmap() const {
 }
 
 Result<BitmapBuilder> BitmapBuilder::Make(const FilterConfig& config) {
+  REDBLOOM_RETURN_IF_ERROR(CheckMadeConfig(config));
   try {
     return BitmapBuilder(config);
   } catch (const std::bad_alloc&) {

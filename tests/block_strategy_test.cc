@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,30 @@ FilterConfig Config(uint64_t n, double p) {
   auto c = MakeConfig(FilterOptions{.capacity = n, .error_rate = p, .strategy = Strategy::kBlock});
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? *c : FilterConfig{};
+}
+
+// A FilterConfig filled in by hand is refused, not hashed: guava64 with no
+// bits divided by zero, a block builder of no bits read past its array, and
+// block offsets for 10 bits came out past m (an audit).
+TEST(BlockStrategyTest, AConfigNotMadeByMakeConfigIsRefused) {
+  FilterConfig guava;
+  guava.strategy = Strategy::kGuava64;
+  EXPECT_EQ(ItemOffsets(guava, "a").status().code(), StatusCode::kInvalidArgument);
+  FilterConfig block;
+  block.strategy = Strategy::kBlock;
+  block.geometry = {.bits = 10, .hashes = 7};
+  EXPECT_EQ(ItemOffsets(block, "a").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BitmapBuilder::Make(FilterConfig{}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THROW(BitmapBuilder{block}, std::invalid_argument);
+  auto made = MakeConfig({.capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kBlock});
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EXPECT_TRUE(ItemOffsets(*made, "a").ok());
+  EXPECT_TRUE(BitmapBuilder::Make(*made).ok());
+  // A scaling filter's first layer too large is the capacity asked for: a
+  // bad request (exit 2), not a store out of room (it said resource_exhausted).
+  auto huge = MakeConfig(
+      {.capacity = (uint64_t{1} << 63) - 1, .error_rate = 0.01, .kind = FilterKind::kScaling});
+  EXPECT_EQ(huge.status().code(), StatusCode::kInvalidArgument) << huge.status().ToString();
 }
 
 TEST(BlockStrategyTest, AnItemsOffsetsShareOneBlockAndDistinctWords) {

@@ -296,6 +296,7 @@ class BloomFilter {
 Result<uint64_t> PartBytes(const FilterConfig& config, uint64_t part);
 
 // Offsets of `item` under a config, without any store (for `redbloom offsets`).
+// kInvalidArgument for a config not made by MakeConfig (or read from a store).
 Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item);
 
 // Builds a filter's bitmap in local memory (config.data_bytes() bytes), for
@@ -305,7 +306,9 @@ Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::strin
 // which OrBitmap adds.
 class BitmapBuilder {
  public:
-  // Throws std::bad_alloc if there is no memory for the bitmap.
+  // Throws std::bad_alloc if there is no memory for the bitmap, and
+  // std::invalid_argument for a config not made by MakeConfig (or read from
+  // a store).
   explicit BitmapBuilder(const FilterConfig& config);
   // Starts from `bitmap` (a plain filter's ReadBitmap()), so that new_items()
   // counts the items that set a bit neither the filter nor an earlier item
@@ -316,7 +319,8 @@ class BitmapBuilder {
   // one copy of the bits in memory, where ReadBitmap() and the constructor
   // above hold two while it runs. kResourceExhausted if there is no memory.
   static Result<BitmapBuilder> StartingFrom(BloomFilter& filter);
-  // The first constructor, with kResourceExhausted instead of the throw.
+  // The first constructor, with kResourceExhausted and kInvalidArgument
+  // instead of its throws.
   static Result<BitmapBuilder> Make(const FilterConfig& config);
   ~BitmapBuilder();
   // A moved-from builder may only be destroyed or assigned to.

@@ -35,8 +35,12 @@ Result<PartTarget> Target(const FilterConfig& c, uint64_t part) {
   }
   const double capacity = static_cast<double>(c.capacity) * std::pow(c.expansion, part);
   if (capacity >= 9.2e18) {
-    return Status::ResourceExhausted("scaling filter layer " + std::to_string(part) +
-                                     " would exceed 2^63 items");
+    // The first layer's is the capacity asked for: a bad request, not a
+    // filter that ran out of room (exit 2, not 3).
+    const std::string what = "scaling filter layer " + std::to_string(part) +
+                             " would hold 9.2e18 items or more (2^63 is the limit)";
+    if (part == 0) return Status::InvalidArgument(what + ": give a smaller capacity");
+    return Status::ResourceExhausted(what);
   }
   return PartTarget{static_cast<uint64_t>(std::ceil(capacity)),
                     c.error_rate * std::pow(0.5, static_cast<double>(part + 1))};
