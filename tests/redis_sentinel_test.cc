@@ -312,6 +312,20 @@ TEST_F(RedisSentinelTest, ARedisUrlNamingASentinelIsRefusedAtOpen) {
       << store.status().ToString();
 }
 
+// The reverse mistake: a data server given as the sentinel. It read as a
+// sentinel down ("command not offered ... renamed with rename-command"),
+// exit 3, and redbloomd waited for it forever.
+TEST_F(RedisSentinelTest, ASentinelUrlNamingADataServerIsRefusedAtOpen) {
+  StartAll();
+  auto store = Store::Open("redis-sentinel://" + Address(*master_) + "/" + kMaster);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << store.status().ToString();
+  EXPECT_NE(store.status().message().find("is not a Sentinel"), std::string::npos)
+      << store.status().ToString();
+  EXPECT_EQ(store.status().message().find("rename-command"), std::string::npos)
+      << store.status().ToString();
+}
+
 TEST_F(RedisSentinelTest, UnknownMasterNameIsAnInvalidArgument) {
   StartAll();
   auto store = Store::Open("redis-sentinel://127.0.0.1:" + std::to_string(sentinel_->port()) +
@@ -488,6 +502,8 @@ TEST_F(RedisSentinelTest, SentinelsAndServersHaveTheirOwnPasswords) {
   EXPECT_NE(store.status().message().find("is a sentinel: its password is sentinel_password="),
             std::string::npos)
       << store.status().ToString();
+  EXPECT_EQ(store.status().message().find("user:password@"), std::string::npos)
+      << "the data servers' password is no sentinel's: " << store.status().ToString();
   // With both.
   auto good = MustOpen("redis-sentinel://:data-pw@127.0.0.1:" + std::to_string(sentinel_->port()) +
                        "/" + kMaster + "?sentinel_password=sentinel-pw");

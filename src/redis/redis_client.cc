@@ -165,15 +165,24 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
     Status inner = ReplyErrorStatus(text.substr(kExecAbort.size()), server);
     if (inner.code() != StatusCode::kInternal) return inner;
   }
+  // A sentinel's password is not the data servers' user:password@, which
+  // the hint named for both.
+  const std::string sentinel_hint =
+      server.sentinel ? " (" + server.display +
+                            " is a sentinel: its password is sentinel_password= in the URL, its "
+                            "user sentinel_user=)"
+                      : "";
   if (StartsWith(text, "NOAUTH")) {
     return {StatusCode::kUnavailable,
-            "authentication failed for " + where +
-                ": the server requires a password (add user:password@ to the URL): " + said,
+            "authentication failed for " + where + ": the server requires a password" +
+                (server.sentinel ? sentinel_hint : " (add user:password@ to the URL)") + ": " +
+                said,
             StatusReason::kAuthFailed};
   }
   if (StartsWith(text, "WRONGPASS") || StartsWith(text, "ERR AUTH") ||
       StartsWith(text, "ERR invalid password") || StartsWith(text, "ERR Client sent AUTH")) {
-    return {StatusCode::kUnavailable, "authentication failed for " + where + ": " + said,
+    return {StatusCode::kUnavailable,
+            "authentication failed for " + where + sentinel_hint + ": " + said,
             StatusReason::kAuthFailed};
   }
   // Redis 7.0 words an ACL denial inside a script so (7.2 says NOPERM).

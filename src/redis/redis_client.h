@@ -135,6 +135,9 @@ struct ServerParams {
   // that silently missed the other nodes' filters) and a sentinel answered
   // every command "unknown", while /readyz said ready.
   bool standalone = false;
+  // A Sentinel (redis-sentinel://'s sentinels): its password is the URL's
+  // sentinel_password=, which an authentication failure names.
+  bool sentinel = false;
 };
 
 // Errors. Every transport failure and error reply becomes a Status here and

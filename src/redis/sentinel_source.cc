@@ -393,11 +393,15 @@ class SentinelSource final : public ConnectionSource {
           }
         }
       }
-      if (s.reason() == StatusReason::kAuthFailed) {
-        // The sentinels' own password, not the servers' (user:password@).
-        s = s.WithSuffix(" (" + params.display +
-                         " is a sentinel: its password is sentinel_password= in the URL, its user "
-                         "sentinel_user=)");
+      // A data server given as a sentinel: a setup to fix (exit 2), which
+      // read as a sentinel down, with advice about rename-command, and
+      // redbloomd waited for it forever.
+      if (s.reason() == StatusReason::kCommandMissing &&
+          s.message().find("unknown command 'SENTINEL'") != std::string::npos) {
+        s = Status::InvalidArgument(
+            "redis " + params.display +
+            " is not a Sentinel: it does not know the SENTINEL command (a server that holds "
+            "data?): list sentinels in redis-sentinel://, or use redis:// for this server");
       }
       failures += (failures.empty() ? "" : "; ") + s.message();
       if (i == 0) first_failure = s;
@@ -419,6 +423,7 @@ class SentinelSource final : public ConnectionSource {
     p.user = url_.sentinel_user;
     p.password = url_.sentinel_password;
     p.db = 0;
+    p.sentinel = true;
     return p;
   }
 
