@@ -293,6 +293,23 @@ TEST_F(RedisSentinelTest, ReadFromReplicaReadsThereAndFallsBackToTheMaster) {
   EXPECT_GT(Calls(*replica_, "bitfield_ro"), 0) << "the checks did not go to the replica";
   EXPECT_EQ(Calls(*master_, "bitfield_ro"), master_reads) << "the checks went to the master";
 
+  // A stalled replica's read times out and goes on to the master: it was
+  // deadline_exceeded (504) while the master could answer.
+  {
+    auto quick = MustOpen(Url("read_from=replica&command_timeout_ms=500&connect_timeout_ms=500"));
+    ASSERT_NE(quick, nullptr);
+    auto f = BloomFilter::Open(*quick, "orders");
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_TRUE((*f)->ContainsMany(Views(items), &present).ok());  // on the replica
+    const int64_t before = Calls(*master_, "bitfield_ro");
+    ASSERT_EQ(::kill(replica_->pid(), SIGSTOP), 0);
+    const Status stalled = (*f)->ContainsMany(Views(items), &present);
+    ::kill(replica_->pid(), SIGCONT);
+    ASSERT_TRUE(stalled.ok()) << stalled.ToString();
+    for (size_t i = 0; i < items.size(); ++i) ASSERT_EQ(present[i], 1) << items[i];
+    EXPECT_GT(Calls(*master_, "bitfield_ro"), before);
+  }
+
   // Without a replica, checks go to the master.
   replica_->Stop(/*hard=*/true);
   ASSERT_TRUE((*filter)->ContainsMany(Views(items), &present).ok());

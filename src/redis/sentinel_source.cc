@@ -159,7 +159,11 @@ class SentinelSource final : public ConnectionSource {
           (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded)) {
         Forget(pool);
       }
-      if (s.code() != StatusCode::kUnavailable || IsPermanentFailure(s) ||
+      // A read that a stalled replica timed out goes on to another server,
+      // as a refused one does (the replica was forgotten above): it was 504
+      // while the master could answer, where Cluster falls back.
+      const bool retry_read = replica && s.code() == StatusCode::kDeadlineExceeded;
+      if ((s.code() != StatusCode::kUnavailable && !retry_read) || IsPermanentFailure(s) ||
           attempt >= options().max_retries) {
         return s;
       }
