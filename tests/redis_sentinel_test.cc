@@ -505,6 +505,32 @@ TEST_F(RedisSentinelTest, SentinelsAreTriedInTurn) {
   EXPECT_NE(none.status().message().find(std::to_string(dead)), std::string::npos);
 }
 
+// A stale sentinel listed first (here one that monitors the replica under
+// the master's name, as one restarted with an old config does after a
+// failover) names a server that says it is a replica: the next sentinel is
+// asked. The store never opened while the other named the master (an audit).
+TEST_F(RedisSentinelTest, AStaleSentinelListedFirstSendsTheLookupOn) {
+  StartAll();
+  RedisSentinel stale(replica_->port(), kMaster);
+  stale.Start();
+  ASSERT_EQ(stale.MasterPort(), replica_->port());
+  auto store = MustOpen("redis-sentinel://127.0.0.1:" + std::to_string(stale.port()) +
+                        ",127.0.0.1:" + std::to_string(sentinel_->port()) + "/" + kMaster);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Master(), Address(*master_));
+  auto filter = BloomFilter::Create(*store, "orders", Options(100));
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  ASSERT_TRUE((*filter)->Add("x").ok());
+  EXPECT_TRUE(testing::ValueOrFail((*filter)->Contains("x")));
+  // Named by every sentinel, a replica is the error.
+  auto only_stale =
+      Store::Open("redis-sentinel://127.0.0.1:" + std::to_string(stale.port()) + "/" + kMaster);
+  ASSERT_FALSE(only_stale.ok());
+  EXPECT_NE(only_stale.status().message().find("not a master"), std::string::npos)
+      << only_stale.status().ToString();
+  stale.Stop();
+}
+
 TEST_F(RedisSentinelTest, SentinelsAndServersHaveTheirOwnPasswords) {
   sentinel_auth_ = "sentinel-pw";
   server_auth_ = "data-pw";

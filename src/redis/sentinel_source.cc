@@ -298,22 +298,63 @@ class SentinelSource final : public ConnectionSource {
 
   // Makes `host` the master, keeping the pool (and its warm connections) if
   // it already is.
-  void SetMaster(const HostPort& host) {
+  // `made`, if given, is a pool for `host` made (and reached) already.
+  void SetMaster(const HostPort& host, PoolPtr made = nullptr) {
     std::lock_guard lock(mu_);
     if (master_ == nullptr || master_->server().display != host.Display()) {
       if (replica_ == master_) replica_.reset();
-      master_ = std::make_shared<ConnectionPool>(DataParams(host, "master"), options().pool_size);
+      master_ = made != nullptr ? std::move(made)
+                                : std::make_shared<ConnectionPool>(DataParams(host, "master"),
+                                                                   options().pool_size);
     }
     master_stale_ = false;
     fallback_ = false;
     lookup_failure_ = Status::Ok();
   }
 
+  // The master the sentinels name. One that cannot be reached, or says it is
+  // a replica, sends the question on to the next sentinel, which may know
+  // better: one stale sentinel listed first (restarted with an old config,
+  // cut off during a failover) named a replica to every lookup, and the
+  // store never opened while the others named the master (an audit). When
+  // the next one names the same server, or none other answers, that server
+  // is the master, as the sentinels say, and its failure the caller's.
   Status FindMaster() {
+    const size_t n = url_.hosts.size();
+    std::vector<std::string> tried;
+    Status unreached;
+    for (size_t round = 0;; ++round) {
+      HostPort host;
+      size_t at = 0;
+      Status found = AskForMaster(&host, &at);
+      if (!found.ok()) return unreached.ok() || round == 0 ? found : unreached;
+      const std::string display = host.Display();
+      const bool again = std::find(tried.begin(), tried.end(), display) != tried.end();
+      if (again || round + 1 >= n) {
+        SetMaster(host);
+        return Status::Ok();
+      }
+      auto pool = std::make_shared<ConnectionPool>(DataParams(host, "master"), options().pool_size);
+      Status reached = pool->Acquire().status();  // the connection stays, idle, in the pool
+      if (reached.ok() || reached.code() != StatusCode::kUnavailable) {
+        SetMaster(host, std::move(pool));
+        return Status::Ok();
+      }
+      tried.push_back(display);
+      unreached =
+          reached.WithSuffix(" (the master sentinel " + url_.hosts[at].Display() + " named)");
+      std::lock_guard lock(mu_);
+      first_sentinel_ = (at + 1) % n;
+    }
+  }
+
+  // One sentinel's answer: the master's address in *host, the sentinel's
+  // place in the URL in *at.
+  Status AskForMaster(HostPort* host, size_t* at) {
     CommandBuffer cmd;
     cmd.Command({"SENTINEL", "get-master-addr-by-name", url_.master_name});
     std::string sentinel;
-    Result<ReplyPtr> r = AskSentinels(cmd, &sentinel, /*nil_is_unknown=*/true);
+    Result<ReplyPtr> r = AskSentinels(cmd, &sentinel, /*nil_is_unknown=*/true, at);
     if (r.status().code() == StatusCode::kNotFound) {
       // Every sentinel answered, and none knows the name: the URL's fault
       // when the store opens; later, the sentinels were reconfigured.
@@ -333,7 +374,7 @@ class SentinelSource final : public ConnectionSource {
                               url_.master_name + "' with something else than an address (" +
                               master.status().message() + ")");
     }
-    SetMaster(*master);
+    *host = *master;
     return Status::Ok();
   }
 
@@ -362,7 +403,7 @@ class SentinelSource final : public ConnectionSource {
   // another name) sends the question on; if every sentinel answers so,
   // the result is kNotFound.
   Result<ReplyPtr> AskSentinels(const CommandBuffer& cmd, std::string* who,
-                                bool nil_is_unknown = false) {
+                                bool nil_is_unknown = false, size_t* index = nullptr) {
     size_t first = 0;
     {
       std::lock_guard lock(mu_);
@@ -391,6 +432,7 @@ class SentinelSource final : public ConnectionSource {
             std::lock_guard lock(mu_);
             first_sentinel_ = at;
             *who = params.display;
+            if (index != nullptr) *index = at;
             return r;
           } else {
             s = r.status();
