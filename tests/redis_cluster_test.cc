@@ -286,6 +286,47 @@ TEST_F(RedisClusterTest, AShardRefusedByAnotherNodeNamesThatNodeAndOneShard) {
   }
 }
 
+// A drop that deletes the metadata and then cannot delete a shard on
+// another node (a long migration, a failover; here an ACL that denies the
+// script) says the filter is gone and what is left, which a second drop
+// cannot find. It said "retry", and the retry answered not_found (an audit).
+TEST_F(RedisClusterTest, ADropThatLeavesShardsBehindSaysSo) {
+  const FilterOptions options{.capacity = 10'000, .error_rate = 0.01, .shards = 8};
+  ASSERT_TRUE(BloomFilter::Create(*store_, "ds", options).ok());
+  const int home =
+      cluster_->MasterOf(internal::KeySlot(internal::KeysFor("ds", internal::KeyMode::kPlain).meta))
+          .port();
+  RedisServer* other = nullptr;
+  for (uint32_t s = 1; s < 8 && other == nullptr; ++s) {
+    const auto k = internal::ShardKeysFor("ds", internal::KeyMode::kPlain, s, 8);
+    RedisServer& owner = cluster_->MasterOf(internal::KeySlot(k.meta));
+    if (owner.port() != home) other = &owner;
+  }
+  ASSERT_NE(other, nullptr);
+  struct Restore {
+    RedisServer* m;
+    ~Restore() { m->Cli({"ACL", "SETUSER", "default", "+@all"}); }
+  } restore{other};
+  other->Cli({"ACL", "SETUSER", "default", "-eval", "-evalsha"});
+  const Status dropped = store_->Drop("ds");
+  other->Cli({"ACL", "SETUSER", "default", "+@all"});
+  ASSERT_FALSE(dropped.ok());
+  EXPECT_NE(dropped.message().find("'ds' is dropped"), std::string::npos) << dropped.ToString();
+  EXPECT_NE(dropped.message().find("a second drop does not find them"), std::string::npos)
+      << dropped.ToString();
+  EXPECT_EQ(store_->ReadConfig("ds").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->Drop("ds").code(), StatusCode::kNotFound);
+  // As it says, a create of the name with as many shards replaces them.
+  auto again = BloomFilter::Create(*store_, "ds", options);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE((*again)->Add("x").ok());
+  EXPECT_TRUE(testing::ValueOrFail((*again)->Contains("x")));
+  EXPECT_TRUE(store_->Drop("ds").ok());
+  for (RedisServer* m : cluster_->Masters()) {
+    EXPECT_EQ(Trim(m->Cli({"DBSIZE"})), "0") << "keys left on " << m->port();
+  }
+}
+
 // Past one key's 2^32 bits (512 MiB): 16 shards of 34 MB each. Created and
 // described, not filled.
 TEST_F(RedisClusterTest, ShardedFilterPassesOneKeysLimit) {
