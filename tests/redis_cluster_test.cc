@@ -102,6 +102,20 @@ class RedisClusterTest : public ::testing::Test {
     RedisServer* to = nullptr;
     std::string to_id;
   };
+  // The master of one of a sharded filter's shards 1.. that is not the
+  // master of its metadata, or null.
+  static RedisServer* OtherShardsMaster(const std::string& name, uint32_t shards) {
+    const int home =
+        cluster_
+            ->MasterOf(internal::KeySlot(internal::KeysFor(name, internal::KeyMode::kPlain).meta))
+            .port();
+    for (uint32_t s = 1; s < shards; ++s) {
+      const auto k = internal::ShardKeysFor(name, internal::KeyMode::kPlain, s, shards);
+      RedisServer& owner = cluster_->MasterOf(internal::KeySlot(k.meta));
+      if (owner.port() != home) return &owner;
+    }
+    return nullptr;
+  }
   static Migration StartMigration(int slot) {
     Migration m;
     m.slot = slot;
@@ -255,15 +269,7 @@ TEST_F(RedisClusterTest, ShardedFilterSpreadsOverMastersAndKeepsItsRate) {
 TEST_F(RedisClusterTest, AShardRefusedByAnotherNodeNamesThatNodeAndOneShard) {
   const FilterOptions options{.capacity = 2'000'000, .error_rate = 0.01, .shards = 8};
   ASSERT_OK_AND_ASSIGN(FilterConfig config, MakeConfig(options));
-  const int home =
-      cluster_->MasterOf(internal::KeySlot(internal::KeysFor("cs", internal::KeyMode::kPlain).meta))
-          .port();
-  RedisServer* other = nullptr;
-  for (uint32_t s = 1; s < 8 && other == nullptr; ++s) {
-    const auto k = internal::ShardKeysFor("cs", internal::KeyMode::kPlain, s, 8);
-    RedisServer& owner = cluster_->MasterOf(internal::KeySlot(k.meta));
-    if (owner.port() != home) other = &owner;
-  }
+  RedisServer* other = OtherShardsMaster("cs", 8);
   ASSERT_NE(other, nullptr);
   const std::string memory = other->Cli({"INFO", "memory"});
   const uint64_t used = std::stoull(memory.substr(memory.find("used_memory:") + 12));
@@ -293,15 +299,7 @@ TEST_F(RedisClusterTest, AShardRefusedByAnotherNodeNamesThatNodeAndOneShard) {
 TEST_F(RedisClusterTest, ADropThatLeavesShardsBehindSaysSo) {
   const FilterOptions options{.capacity = 10'000, .error_rate = 0.01, .shards = 8};
   ASSERT_TRUE(BloomFilter::Create(*store_, "ds", options).ok());
-  const int home =
-      cluster_->MasterOf(internal::KeySlot(internal::KeysFor("ds", internal::KeyMode::kPlain).meta))
-          .port();
-  RedisServer* other = nullptr;
-  for (uint32_t s = 1; s < 8 && other == nullptr; ++s) {
-    const auto k = internal::ShardKeysFor("ds", internal::KeyMode::kPlain, s, 8);
-    RedisServer& owner = cluster_->MasterOf(internal::KeySlot(k.meta));
-    if (owner.port() != home) other = &owner;
-  }
+  RedisServer* other = OtherShardsMaster("ds", 8);
   ASSERT_NE(other, nullptr);
   struct Restore {
     RedisServer* m;
