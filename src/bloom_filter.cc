@@ -817,8 +817,14 @@ namespace {
 // the hashing kernels unchecked (a divide by zero for guava64 with no bits,
 // reads past a block builder's empty array, offsets past m).
 Status CheckMadeConfig(const FilterConfig& config) {
-  Result<FilterConfig> again = MakeConfig(OptionsOf(config));
-  if (again.ok() && *again == config) return Status::Ok();
+  // A filter an older build stored with a TTL or window past today's limit
+  // opens as it was stored (config_codec.cc); what the kernels read, the
+  // strategy, encoding, kind and geometry, is checked.
+  FilterConfig c = config;
+  c.ttl_seconds = 0;
+  c.window_millis = std::min(c.window_millis, kMaxTtlSeconds * 1000);
+  Result<FilterConfig> again = MakeConfig(OptionsOf(c));
+  if (again.ok() && *again == c) return Status::Ok();
   return Status::InvalidArgument(
       "the FilterConfig (" + config.ToString() + ") is not one MakeConfig made" +
       (again.ok() ? std::string(": its fields disagree") : ": " + again.status().message()));
@@ -826,8 +832,10 @@ Status CheckMadeConfig(const FilterConfig& config) {
 
 }  // namespace
 
-Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item) {
-  REDBLOOM_RETURN_IF_ERROR(CheckMadeConfig(config));
+namespace {
+
+// ItemOffsets of a config known to be valid (a handle's, read from a store).
+Result<std::vector<uint64_t>> OffsetsOf(const FilterConfig& config, std::string_view item) {
   Hash128 hash;
   std::string scratch;
   REDBLOOM_RETURN_IF_ERROR(HashItem(config.strategy, config.encoding, item, &scratch, &hash));
@@ -836,8 +844,15 @@ Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::strin
   return offsets;
 }
 
+}  // namespace
+
+Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item) {
+  REDBLOOM_RETURN_IF_ERROR(CheckMadeConfig(config));
+  return OffsetsOf(config, item);
+}
+
 Result<std::vector<uint64_t>> BloomFilter::Offsets(std::string_view item) const {
-  return ItemOffsets(config(), item);
+  return OffsetsOf(config(), item);
 }
 
 Status BloomFilter::Clear() {
@@ -1171,9 +1186,10 @@ std::string_view BitmapBuilder::bitmap() const {
 }
 
 Result<BitmapBuilder> BitmapBuilder::Make(const FilterConfig& config) {
-  REDBLOOM_RETURN_IF_ERROR(CheckMadeConfig(config));
   try {
-    return BitmapBuilder(config);
+    return BitmapBuilder(config);  // checks the config (CheckMadeConfig)
+  } catch (const std::invalid_argument& e) {
+    return Status::InvalidArgument(e.what());
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted("no memory for " + std::to_string(config.data_bytes()) +
                                      " bytes of cells to build in");

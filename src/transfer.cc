@@ -422,7 +422,10 @@ Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilt
     }
     // Java services sharing the key add without counting: a drop deleted
     // what they had written meanwhile (an audit: 1,000 acknowledged adds).
-    if (store.SharedWithOtherPrograms() && internal::StrategyOf(made.strategy).java_writes_bits) {
+    // Only the layout a Java side can share (one plain, unsharded bitmap, as
+    // Attach takes): a seed scaling or sharded filter has no Java writer.
+    if (store.SharedWithOtherPrograms() && internal::StrategyOf(made.strategy).java_writes_bits &&
+        made.kind == FilterKind::kPlain && made.shards == 1) {
       return failure.WithContext(
           made_here + " and holds part of it, and is left: its Java clients (strategy " +
           std::string(StrategyName(made.strategy)) +

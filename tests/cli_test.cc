@@ -1670,6 +1670,31 @@ TEST_F(CliTest, AStreamingAddFollowsAFileMovedOverItsFilters) {
   pipeline.Stop();
 }
 
+// A load reads its input before it writes: a file moved over the filter's
+// own meanwhile is the one it writes to, not the unlinked old one.
+TEST_F(CliTest, ALoadWritesToTheFileItsNameHoldsWhenItEnds) {
+  Create("p");
+  const std::string file = dir_.path() + "/p.rbf";
+  const std::string backup = dir_.path() + "/p.rbf.backup";
+  std::filesystem::copy_file(file, backup);
+  const std::string fifo = dir_.path() + "/items";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ShellPipeline pipeline("'" + std::string(REDBLOOM_CLI_PATH) + "' --store 'file:" + dir_.path() +
+                             "' load p --file '" + fifo + "' 2>/dev/null; echo exit=$?",
+                         {});
+  {
+    std::ofstream items(fifo);  // opens once the load has opened its end
+    items << "a\nb\n" << std::flush;
+    // The load opens its input, then the filter.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::filesystem::rename(backup, file);  // unflagged, as a killed rebuild leaves it
+    items << "c\n";
+  }
+  ASSERT_EQ(pipeline.ReadLine(), "exit=0");
+  auto check = Run({"check", "p", "a", "b", "c"});
+  EXPECT_EQ(check.exit_code, 0) << "the load went to the replaced file: " << check.out << check.err;
+}
+
 // A rebuild stopped by a signal (SIGTERM here; SIGINT and SIGHUP alike) while
 // it reads its items drops its temporary filter and exits 128 + the signal,
 // the old filter unchanged, so the next rebuild needs no --force. Killed

@@ -183,7 +183,10 @@ int RunLoad(Context& ctx, const std::string& name, const std::string& file) {
   progress.Update(builder.items(), reader.bytes_read(), /*force=*/true);
   progress.Message("merging " + Human(static_cast<double>(builder.bitmap().size())) +
                    "B of bits into " + name + " ...");
-  Status s = (*filter)->OrBitmap(builder.bitmap(), builder.new_items());
+  // The input may have taken minutes: the file the name holds now, not one
+  // a killed rebuild or a restore left unlinked (see Revalidator).
+  Status s = (*filter)->Revalidate();
+  if (s.ok()) s = (*filter)->OrBitmap(builder.bitmap(), builder.new_items());
   if (s.ok()) s = (*filter)->Flush();
   progress.Done();
   if (!s.ok())

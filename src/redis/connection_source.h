@@ -51,7 +51,9 @@ class ConnectionSource {
   //   Sentinel:    up to max_retries times, the sentinels asked again first
   //                (a stalled master may have been failed over, so it is
   //                retried); a write answered READONLY ran nowhere and is
-  //                sent again even when not idempotent.
+  //                sent again even when not idempotent; with
+  //                read_from=replica, a replica's read that timed out goes
+  //                on to another server (a master's timeout does not).
   //   Cluster:     for 10 s and at least max_retries + 5 times, whichever
   //                ends later (a node's replica takes over once the cluster
   //                fails the node: cluster-node-timeout and an election),

@@ -274,9 +274,10 @@ void RedisBitStore::ReadAddsLeft(Connection& c, const Cells& cells, PartBatch& b
 // count it carried (chunk.count_delta) to *uncounted.
 Status RedisBitStore::ReadAdd(Connection& c, const Cells& cells, PartBatch& b, const Chunk& chunk,
                               uint64_t* uncounted, bool* refused) {
-  Result<ReplyPtr> read = ReadTransaction(c, 3);
+  bool discarded = false;
+  Result<ReplyPtr> read = ReadTransaction(c, 3, &discarded);
   if (!read.ok()) {
-    if (!c.broken()) *uncounted += chunk.count_delta;  // EXECABORT: nothing ran
+    if (discarded) *uncounted += chunk.count_delta;  // EXECABORT: nothing ran
     return read.status();
   }
   const ReplyPtr exec = std::move(read).value();

@@ -26,7 +26,8 @@ Result<ReplyPtr> Call(Connection& c, const CommandBuffer& cmd) {
   return c.ReadOk();
 }
 
-Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued) {
+Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued, bool* discarded) {
+  if (discarded != nullptr) *discarded = false;
   if (c.script_reads()) {
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, c.Read());
     if (r->type == REDIS_REPLY_ERROR) return ReplyErrorStatus(ReplyText(r.get()), c.server());
@@ -41,6 +42,9 @@ Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued) {
     }
   }
   REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exec, c.Read());
+  if (discarded != nullptr) {
+    *discarded = exec->type == REDIS_REPLY_ERROR && ReplyText(exec.get()).starts_with("EXECABORT");
+  }
   if (!first_error.ok()) return first_error;
   if (exec->type == REDIS_REPLY_ERROR) return ReplyErrorStatus(ReplyText(exec.get()), c.server());
   if (!IsArray(exec.get(), queued)) return Unexpected("EXEC", exec.get());

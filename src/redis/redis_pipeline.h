@@ -26,8 +26,10 @@ Result<ReplyPtr> Call(Connection& c, const CommandBuffer& cmd);
 // Reads the replies of MULTI, `queued` commands and EXEC; returns EXEC's
 // array, or the first error (queue-time errors make EXEC fail as a whole).
 // On a connection in script-reads mode, reads the one reply of the script
-// SendReads sent instead, the same array.
-Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued);
+// SendReads sent instead, the same array. `discarded`, if given, is set when
+// EXEC's own reply says the server ran none of it (EXECABORT): a MULTI
+// refused (an ACL without it) ran the commands one by one instead.
+Result<ReplyPtr> ReadTransaction(Connection& c, size_t queued, bool* discarded = nullptr);
 // How many replies a transaction of `queued` commands has on the wire: what
 // to Drain when it will not be read.
 size_t TransactionReplies(const Connection& c, size_t queued);

@@ -138,6 +138,7 @@ class SentinelSource final : public ConnectionSource {
       Status s;
       bool wrote = false;
       bool readonly = false;
+      bool ran = false;  // the op ran on a connection (not a pool that stayed busy)
       PoolPtr pool;
       if (Result<PoolPtr> target = Target(replica); !target.ok()) {
         s = target.status();
@@ -148,11 +149,17 @@ class SentinelSource final : public ConnectionSource {
           s = lease.status();
         } else {
           s = op(**lease);
+          ran = true;
           wrote = (*lease)->wrote();
           readonly = (*lease)->saw_readonly();
         }
       }
       if (s.ok()) return s;
+      bool on_replica = false;
+      {
+        std::lock_guard lock(mu_);
+        on_replica = pool != nullptr && pool != master_;
+      }
       // A lost or silent server may have been failed over: whatever it was,
       // the sentinels are asked again before it is used next.
       if (pool != nullptr &&
@@ -161,8 +168,11 @@ class SentinelSource final : public ConnectionSource {
       }
       // A read that a stalled replica timed out goes on to another server,
       // as a refused one does (the replica was forgotten above): it was 504
-      // while the master could answer, where Cluster falls back.
-      const bool retry_read = replica && s.code() == StatusCode::kDeadlineExceeded;
+      // while the master could answer, where Cluster falls back. Not a
+      // master's timeout (the same heavy read again), nor a pool that
+      // stayed busy (more connections under load).
+      const bool retry_read =
+          replica && on_replica && ran && s.code() == StatusCode::kDeadlineExceeded;
       if ((s.code() != StatusCode::kUnavailable && !retry_read) || IsPermanentFailure(s) ||
           attempt >= options().max_retries) {
         return s;
@@ -298,9 +308,13 @@ class SentinelSource final : public ConnectionSource {
 
   // Makes `host` the master, keeping the pool (and its warm connections) if
   // it already is.
-  // `made`, if given, is a pool for `host` made (and reached) already.
-  void SetMaster(const HostPort& host, PoolPtr made = nullptr) {
+  // `made`, if given, is a pool for `host` made (and reached) already. A
+  // lookup passes the switches it saw before asking (`switches_seen`): a
+  // +switch-master since is newer than its answer, which is then dropped.
+  void SetMaster(const HostPort& host, PoolPtr made = nullptr,
+                 uint64_t switches_seen = kAnySwitches) {
     std::lock_guard lock(mu_);
+    if (switches_seen != kAnySwitches && switches_seen != switches_) return;
     if (master_ == nullptr || master_->server().display != host.Display()) {
       if (replica_ == master_) replica_.reset();
       master_ = made != nullptr ? std::move(made)
@@ -323,6 +337,11 @@ class SentinelSource final : public ConnectionSource {
     const size_t n = url_.hosts.size();
     std::vector<std::string> tried;
     Status unreached;
+    uint64_t switches = 0;
+    {
+      std::lock_guard lock(mu_);
+      switches = switches_;
+    }
     for (size_t round = 0;; ++round) {
       HostPort host;
       size_t at = 0;
@@ -331,13 +350,16 @@ class SentinelSource final : public ConnectionSource {
       const std::string display = host.Display();
       const bool again = std::find(tried.begin(), tried.end(), display) != tried.end();
       if (again || round + 1 >= n) {
-        SetMaster(host);
+        SetMaster(host, nullptr, switches);
         return Status::Ok();
       }
       auto pool = std::make_shared<ConnectionPool>(DataParams(host, "master"), options().pool_size);
       Status reached = pool->Acquire().status();  // the connection stays, idle, in the pool
-      if (reached.ok() || reached.code() != StatusCode::kUnavailable) {
-        SetMaster(host, std::move(pool));
+      // A refused password or ACL is the answer, not a reason to ask on:
+      // another sentinel's stale answer would hide it.
+      if (reached.ok() || reached.code() != StatusCode::kUnavailable ||
+          IsPermanentFailure(reached)) {
+        SetMaster(host, std::move(pool), switches);
         return Status::Ok();
       }
       tried.push_back(display);
@@ -442,8 +464,10 @@ class SentinelSource final : public ConnectionSource {
       // A data server given as a sentinel: a setup to fix (exit 2), which
       // read as a sentinel down, with advice about rename-command, and
       // redbloomd waited for it forever.
+      // Redis 7 quotes the command 'SENTINEL', 6.x `SENTINEL`.
       if (s.reason() == StatusReason::kCommandMissing &&
-          s.message().find("unknown command 'SENTINEL'") != std::string::npos) {
+          s.message().find("unknown command") != std::string::npos &&
+          s.message().find("SENTINEL") != std::string::npos) {
         s = Status::InvalidArgument(
             "redis " + params.display +
             " is not a Sentinel: it does not know the SENTINEL command (a server that holds "
@@ -554,6 +578,10 @@ class SentinelSource final : public ConnectionSource {
     Result<std::optional<HostPort>> master = ParseSwitchMaster(text, url_.master_name);
     if (!master.ok()) return MarkMasterStale();  // ours, unreadable: ask
     if (!master->has_value()) return;            // another master's
+    {
+      std::lock_guard lock(mu_);
+      ++switches_;
+    }
     SetMaster(**master);
     std::lock_guard lock(mu_);
     replica_.reset();  // the replicas are reconfigured too
@@ -588,11 +616,13 @@ class SentinelSource final : public ConnectionSource {
   PoolPtr replica_;                     // mu_: serves kReplicaOk reads (may be master_)
   Clock::time_point replica_retry_at_;  // mu_: when replica_ == master_
   size_t first_sentinel_ = 0;           // mu_: the sentinel that answered last
-  bool fallback_ = false;               // mu_: no sentinel answered the last lookup
-  std::string watch_lost_;              // mu_: why the watcher reaches no sentinel, or ""
-  Status lookup_failure_;               // mu_: why, until lookup_retry_at_
-  Clock::time_point lookup_retry_at_;   // mu_
-  std::mutex resolve_mu_;               // held while asking the sentinels
+  static constexpr uint64_t kAnySwitches = UINT64_MAX;
+  uint64_t switches_ = 0;              // mu_: +switch-master notices taken
+  bool fallback_ = false;              // mu_: no sentinel answered the last lookup
+  std::string watch_lost_;             // mu_: why the watcher reaches no sentinel, or ""
+  Status lookup_failure_;              // mu_: why, until lookup_retry_at_
+  Clock::time_point lookup_retry_at_;  // mu_
+  std::mutex resolve_mu_;              // held while asking the sentinels
 
   const int wake_fd_;  // written once, to stop the subscriber
   std::mutex stop_mu_;
