@@ -830,10 +830,6 @@ Status CheckMadeConfig(const FilterConfig& config) {
       (again.ok() ? std::string(": its fields disagree") : ": " + again.status().message()));
 }
 
-}  // namespace
-
-namespace {
-
 // ItemOffsets of a config known to be valid (a handle's, read from a store).
 Result<std::vector<uint64_t>> OffsetsOf(const FilterConfig& config, std::string_view item) {
   Hash128 hash;

@@ -14,7 +14,6 @@
 #include "config_codec.h"
 #include "kinds/kind_def.h"
 #include "stores.h"
-#include "strategy/strategy_def.h"
 #include "util/out_of_memory.h"
 #include "word_bits.h"
 
@@ -422,10 +421,7 @@ Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilt
     }
     // Java services sharing the key add without counting: a drop deleted
     // what they had written meanwhile (an audit: 1,000 acknowledged adds).
-    // Only the layout a Java side can share (one plain, unsharded bitmap, as
-    // Attach takes): a seed scaling or sharded filter has no Java writer.
-    if (store.SharedWithOtherPrograms() && internal::StrategyOf(made.strategy).java_writes_bits &&
-        made.kind == FilterKind::kPlain && made.shards == 1) {
+    if (store.OthersMayWrite(made)) {
       return failure.WithContext(
           made_here + " and holds part of it, and is left: its Java clients (strategy " +
           std::string(StrategyName(made.strategy)) +

@@ -242,9 +242,11 @@ class Store {
 
   // The URL, with any password replaced by "***".
   virtual std::string url() const = 0;
-  // Whether programs other than redbloom may write its filters' bits (Redis:
-  // the Java seed helper, Redisson), which a filter's count does not show.
-  virtual bool SharedWithOtherPrograms() const { return false; }
+  // Whether programs other than redbloom may write the bits of a filter of
+  // `config` here, which its count does not show: on Redis, one plain,
+  // unsharded bitmap (the layout attach adopts) of a strategy whose Java side
+  // writes bits (the seed helper, Redisson).
+  virtual bool OthersMayWrite(const FilterConfig& /*config*/) const { return false; }
   // The clock this store reads (StoreOptions::clock).
   const Clock& clock() const { return *clock_; }
 

@@ -68,21 +68,21 @@ struct RedisBitStore::Chunk {
 // on time by the server's clock, early by this client's).
 inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, uint64_t len,
                              bool window_slice = false) {
+  const std::string holds = cells.display + ": its key '" + DisplayKey(cells.bitmap, keys) +
+                            "' holds " + std::to_string(len) + " bytes";
   // Longer is no loss: another writer's bit count is larger. A Java
   // service given another expectedInsertions or fpp was told "deleted,
   // evicted or truncated", which sent its operator after the wrong cause.
   if (len > cells.bytes) {
     return Status::DataLoss(
-        cells.display + ": its key '" + DisplayKey(cells.bitmap, keys) + "' holds " +
-        std::to_string(len) + " bytes, more than its " + std::to_string(cells.bytes) +
+        holds + ", more than its " + std::to_string(cells.bytes) +
         ": a client other than redbloom wrote past its end, one that sizes the filter larger "
         "(a Java service given another expectedInsertions or fpp), whose items this filter "
         "cannot answer for: give every client the same parameters (see docs/format.md, "
         "\"Adopting a Java service's bitmap\")");
   }
   return Status::DataLoss(
-      cells.display + ": its key '" + DisplayKey(cells.bitmap, keys) + "' holds " +
-      std::to_string(len) + " bytes instead of " + std::to_string(cells.bytes) +
+      holds + " instead of " + std::to_string(cells.bytes) +
       ": it was deleted, evicted or truncated by something other than redbloom, and the items "
       "added to it can no longer be answered for (keep filter keys from eviction: "
       "maxmemory-policy noeviction; see docs/format.md)" +

@@ -167,22 +167,23 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
   }
   // A sentinel's password is not the data servers' user:password@, which
   // the hint named for both.
-  const std::string sentinel_hint =
-      server.sentinel ? " (" + server.display +
-                            " is a sentinel: its password is sentinel_password= in the URL, its "
-                            "user sentinel_user=)"
-                      : "";
+  const auto sentinel_hint = [&] {
+    return " (" + server.display +
+           " is a sentinel: its password is sentinel_password= in the URL, its user "
+           "sentinel_user=)";
+  };
   if (StartsWith(text, "NOAUTH")) {
     return {StatusCode::kUnavailable,
             "authentication failed for " + where + ": the server requires a password" +
-                (server.sentinel ? sentinel_hint : " (add user:password@ to the URL)") + ": " +
+                (server.sentinel ? sentinel_hint() : " (add user:password@ to the URL)") + ": " +
                 said,
             StatusReason::kAuthFailed};
   }
   if (StartsWith(text, "WRONGPASS") || StartsWith(text, "ERR AUTH") ||
       StartsWith(text, "ERR invalid password") || StartsWith(text, "ERR Client sent AUTH")) {
     return {StatusCode::kUnavailable,
-            "authentication failed for " + where + sentinel_hint + ": " + said,
+            "authentication failed for " + where + (server.sentinel ? sentinel_hint() : "") + ": " +
+                said,
             StatusReason::kAuthFailed};
   }
   // Redis 7.0 words an ACL denial inside a script so (7.2 says NOPERM).
@@ -190,6 +191,17 @@ Status ReplyErrorStatus(std::string_view text, const ServerParams& server) {
       text.find("The user executing the script can't run this command") != std::string_view::npos) {
     return {StatusCode::kUnavailable, "permission denied by " + where + ": " + said,
             StatusReason::kPermissionDenied};
+  }
+  // A data server given as a sentinel: a setup to fix (exit 2), which read
+  // as a sentinel down, with advice about rename-command, and redbloomd
+  // waited for it forever. (Redis 7 quotes the command 'SENTINEL', 6.x
+  // `SENTINEL`.)
+  if (server.sentinel && IsUnknownCommandReply(text) &&
+      text.find("SENTINEL") != std::string_view::npos) {
+    return Status::InvalidArgument(
+        where +
+        " is not a Sentinel: it does not know the SENTINEL command (a server that holds data?): "
+        "list sentinels in redis-sentinel://, or use redis:// for this server");
   }
   if (IsUnknownCommandReply(text)) {
     return {StatusCode::kUnavailable,

@@ -25,6 +25,7 @@
 #include "redis/redis_url.h"
 #include "redis/redis_warnings.h"
 #include "stores.h"
+#include "strategy/strategy_def.h"
 
 namespace redbloom::internal {
 namespace {
@@ -54,13 +55,21 @@ Status CollisionStatus(std::string_view name, std::string_view owner, std::strin
                           "' (names 'x' and '{x}' map to the same key); choose another name");
 }
 
+// The one layout a Java side shares (attach adopts it): a plain, unsharded
+// bitmap.
+bool JavaLayout(const FilterConfig& config) {
+  return config.kind == FilterKind::kPlain && config.shards == 1;
+}
+
 class RedisStore final : public Store {
  public:
   RedisStore(RedisUrl url, std::shared_ptr<RedisShared> shared)
       : Store(url.options.clock), url_(std::move(url)), shared_(std::move(shared)) {}
 
   std::string url() const override { return url_.Redacted(); }
-  bool SharedWithOtherPrograms() const override { return true; }
+  bool OthersMayWrite(const FilterConfig& config) const override {
+    return internal::StrategyOf(config.strategy).java_writes_bits && JavaLayout(config);
+  }
   std::string Master() const override { return shared_->source->Master(); }
 
   Status Create(std::string_view name, const FilterConfig& config) override {
@@ -125,7 +134,7 @@ class RedisStore final : public Store {
 
   Status Attach(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
-    if (config.kind != FilterKind::kPlain || config.shards != 1) {
+    if (!JavaLayout(config)) {
       return Status::InvalidArgument("attach adopts one plain, unsharded bitmap only");
     }
     REDBLOOM_RETURN_IF_ERROR(CheckSize("filter '" + std::string(name) + "'", config.geometry,

@@ -461,18 +461,6 @@ class SentinelSource final : public ConnectionSource {
           }
         }
       }
-      // A data server given as a sentinel: a setup to fix (exit 2), which
-      // read as a sentinel down, with advice about rename-command, and
-      // redbloomd waited for it forever.
-      // Redis 7 quotes the command 'SENTINEL', 6.x `SENTINEL`.
-      if (s.reason() == StatusReason::kCommandMissing &&
-          s.message().find("unknown command") != std::string::npos &&
-          s.message().find("SENTINEL") != std::string::npos) {
-        s = Status::InvalidArgument(
-            "redis " + params.display +
-            " is not a Sentinel: it does not know the SENTINEL command (a server that holds "
-            "data?): list sentinels in redis-sentinel://, or use redis:// for this server");
-      }
       failures += (failures.empty() ? "" : "; ") + s.message();
       if (i == 0) first_failure = s;
       all_permanent =
