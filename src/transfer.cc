@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <functional>
+#include <ios>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -438,6 +439,30 @@ Status UndoCreate(Store& store, std::string_view name, std::unique_ptr<BloomFilt
                              dropped.message() + "): " + again + ", or drop it");
 }
 
+// A caller's stream may have exceptions() set; this API answers in a
+// Status, so the mask is off while it reads or writes the stream, and put
+// back as it returns (without throwing for the state it leaves: that state
+// is the caller's to read).
+class NoStreamExceptions {
+ public:
+  explicit NoStreamExceptions(std::ios& stream) : stream_(stream), mask_(stream.exceptions()) {
+    stream_.exceptions(std::ios::goodbit);
+  }
+  NoStreamExceptions(const NoStreamExceptions&) = delete;
+  NoStreamExceptions& operator=(const NoStreamExceptions&) = delete;
+  ~NoStreamExceptions() {
+    try {
+      stream_.exceptions(mask_);
+    } catch (const std::ios_base::failure&) {
+      // The mask is set before clear() throws; the state stands.
+    }
+  }
+
+ private:
+  std::ios& stream_;
+  const std::ios::iostate mask_;
+};
+
 // Bytes left in a seekable stream.
 Result<uint64_t> Remaining(std::istream& in) {
   const auto at = in.tellg();
@@ -453,6 +478,7 @@ Result<uint64_t> Remaining(std::istream& in) {
 }  // namespace
 
 Status ExportGuava(BloomFilter& filter, std::ostream& out) {
+  NoStreamExceptions plain(out);
   // The bits are converted and written a piece at a time, as they are read:
   // memory stays bounded whatever the filter's size.
   std::string buf;
@@ -497,6 +523,7 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   // A user's name, as create takes: the store takes a rebuild's temporary
   // name too, and an import under one blocked every rebuild of its filter.
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
+  NoStreamExceptions plain(input);
   const bool with_capacity = options.capacity != 0 || options.error_rate != 0;
   FilterOptions o;
   o.capacity = options.capacity;
@@ -619,6 +646,7 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
 }
 
 Status ExportDump(BloomFilter& filter, std::ostream& out) {
+  NoStreamExceptions plain(out);
   // Chunks address the parts' bytes laid end to end, in table order; no
   // chunk crosses from one part into the next. Each is written as it is
   // read: memory stays bounded whatever the filter's size.
@@ -759,6 +787,7 @@ Status ReadChunks(std::istream& in, const DumpHeader& h, const ChunkSink& sink) 
 Result<std::unique_ptr<BloomFilter>> ImportDump(Store& store, std::string_view name,
                                                 std::istream& input) {
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));  // as ImportGuava
+  NoStreamExceptions plain(input);
   std::optional<std::istringstream> held;
   REDBLOOM_ASSIGN_OR_RETURN(std::istream * in, Rewindable(input, &held));
   REDBLOOM_ASSIGN_OR_RETURN(DumpHeader h, ReadDumpHeader(*in));

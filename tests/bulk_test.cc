@@ -443,6 +443,49 @@ TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
   EXPECT_EQ(ImportDump(**store, "other", in).status().code(), StatusCode::kConflict);
 }
 
+// The library answers in a Status: a caller's stream with exceptions() set
+// throws nothing out of an import or export (std::ios_base::failure escaped
+// ImportDump at the end of a truncated dump), and gets its mask back.
+TEST_F(DumpTest, AStreamThatThrowsOnFailureGetsAStatusAndItsMaskBack) {
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  auto f = BloomFilter::Create(**store, "f", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Add("x").ok());
+  const auto all = std::ios::failbit | std::ios::badbit | std::ios::eofbit;
+  std::stringstream dump;
+  dump.exceptions(all);
+  ASSERT_NO_THROW(EXPECT_TRUE(ExportDump(**f, dump).ok()));
+  EXPECT_EQ(dump.exceptions(), all);
+  const std::string good = dump.str();
+  for (const std::string& bytes : {good.substr(0, good.size() - 5), good.substr(0, 20), good}) {
+    std::istringstream in(bytes);
+    in.exceptions(all);
+    Status s;
+    ASSERT_NO_THROW(s = ImportDump(**store, "copy", in).status()) << bytes.size();
+    EXPECT_EQ(s.code(), bytes == good ? StatusCode::kOk : StatusCode::kDataLoss) << s.ToString();
+    EXPECT_EQ(in.exceptions(), all);
+  }
+  EXPECT_TRUE((*store)->ReadConfig("copy").ok());
+  auto g = BloomFilter::Create(
+      **store, "g", {.capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kGuava64});
+  ASSERT_TRUE(g.ok());
+  std::stringstream guava;
+  guava.exceptions(all);
+  ASSERT_NO_THROW(EXPECT_TRUE(ExportGuava(**g, guava).ok()));
+  std::istringstream cut(guava.str().substr(0, 9));
+  cut.exceptions(all);
+  Status s;
+  ASSERT_NO_THROW(s = ImportGuava(**store, "g2", cut, {}).status());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  // A stream that cannot be written is an error, not an exception.
+  std::filebuf unopened;
+  std::ostream nowhere(&unopened);
+  nowhere.exceptions(all);
+  ASSERT_NO_THROW(EXPECT_FALSE(ExportDump(**f, nowhere).ok()));
+  EXPECT_EQ(nowhere.exceptions(), all);
+}
+
 // An import that made its filter and then failed drops it again: a filter
 // holding part of a dump would answer "absent" for the rest of its items to
 // every reader. Into a filter that was there, it keeps what was there.

@@ -25,6 +25,9 @@
 // declares. An input that can seek (a file) is read twice, once to check all
 // of it and once to write it to the store a piece at a time; one that cannot
 // (a pipe) is held as it arrives, so memory follows the bytes actually sent.
+// Errors are a Status: a stream's exceptions() mask is cleared while a call
+// uses it and put back as the call returns, with the stream's state left
+// for the caller to read.
 //
 // Item counts (docs/dump-format.md, "Item counts"): an import or merge into a
 // plain, scaling or window filter adds what the filter's fill says it gained
