@@ -1,10 +1,13 @@
 #include "redbloom/filter_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <optional>
+#include <string>
 
 #include "config_codec.h"
 #include "kinds/kind_def.h"
@@ -199,28 +202,71 @@ std::optional<uint64_t> WholeNumberOf(double v, bool* too_large) {
   return static_cast<uint64_t>(v);
 }
 
+namespace {
+
+// A whole number written in decimal with a fraction or an exponent ("1e6",
+// "2.5e3", "1000.0"), read exactly: through a double, 9007199254740993.0 was
+// taken as ...992. nullopt if `text` is not such a number or not whole;
+// `too_large` says a whole one is past 2^64 - 1.
+std::optional<uint64_t> ExactDecimal(std::string_view text, bool* too_large) {
+  *too_large = false;
+  std::string digits;  // the mantissa's digits, without its point
+  int64_t scale = 0;   // the value is digits * 10^scale
+  size_t i = 0;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    digits += text[i];
+  }
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      digits += text[i];
+      --scale;
+    }
+  }
+  if (digits.empty()) return std::nullopt;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    const bool negative = i < text.size() && text[i] == '-';
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    if (i == text.size()) return std::nullopt;
+    int64_t exponent = 0;
+    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      exponent = std::min<int64_t>(exponent * 10 + (text[i] - '0'), 1'000'000);
+    }
+    scale += negative ? -exponent : exponent;
+  }
+  if (i != text.size()) return std::nullopt;
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+  if (digits.empty()) return 0;
+  // Trailing zeros move into the scale; a whole number then has scale >= 0.
+  const size_t last = digits.find_last_not_of('0');
+  scale += static_cast<int64_t>(digits.size() - 1 - last);
+  digits.resize(last + 1);
+  if (scale < 0) return std::nullopt;
+  if (static_cast<int64_t>(digits.size()) + scale > 20) {
+    *too_large = true;
+    return std::nullopt;
+  }
+  digits.append(static_cast<size_t>(scale), '0');
+  uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, 10);
+  if (ec == std::errc::result_out_of_range) *too_large = true;
+  if (ec != std::errc() || ptr != digits.data() + digits.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
 Result<uint64_t> ParseUint64(std::string_view text) {
   uint64_t v = 0;
   const char* b = text.data();
   const char* e = b + text.size();
   const auto [ptr, ec] = std::from_chars(b, e, v, 10);
   if (!text.empty() && ec == std::errc() && ptr == e) return v;
-  // Accept "1e6"-style capacities only when they are exact integers. A
-  // number past 2^64, or past a double's range with a positive exponent
-  // ("1e999"), is out of range rather than no integer.
-  double d = 0;
-  const auto [dptr, dec] = std::from_chars(b, e, d);
+  // "1e6"-style numbers are taken when they are exact integers.
   bool too_large = ptr == e && ec == std::errc::result_out_of_range;
-  if (!text.empty() && dptr == e && dec == std::errc() && std::isfinite(d)) {
-    bool past_2_64 = false;
-    if (std::optional<uint64_t> whole = WholeNumberOf(d, &past_2_64)) return *whole;
-    too_large = too_large || past_2_64;
-  } else if (dptr == e && dec == std::errc::result_out_of_range && text.front() != '-') {
-    const size_t exp = text.find_first_of("eE");
-    too_large = too_large ||
-                (exp != std::string_view::npos && exp + 1 < text.size() && text[exp + 1] != '-');
-  }
-  if (too_large) {
+  bool past_2_64 = false;
+  if (std::optional<uint64_t> whole = ExactDecimal(text, &past_2_64)) return *whole;
+  if (too_large || past_2_64) {
     return Status::InvalidArgument("'" + std::string(text) + "' is out of range (at most " +
                                    std::to_string(UINT64_MAX) + ")");
   }

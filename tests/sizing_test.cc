@@ -183,6 +183,14 @@ TEST(SizingTest, NumbersOutOfRangeAreNamedSo) {
   EXPECT_EQ(*ParseUint64("18446744073709551615"), UINT64_MAX);
   // Whole doubles up to 2^64 are in range (1.8e19 was said to be out of it).
   EXPECT_EQ(*ParseUint64("1.8e19"), 18'000'000'000'000'000'000u);
+  // Read exactly, not through a double (which took ...993.0 as ...992).
+  EXPECT_EQ(*ParseUint64("9007199254740993.0"), 9'007'199'254'740'993u);
+  EXPECT_EQ(*ParseUint64("18446744073709551615.0"), UINT64_MAX);
+  EXPECT_EQ(*ParseUint64("1.8446744073709551615e19"), UINT64_MAX);
+  EXPECT_EQ(*ParseUint64("123456789012345678900e-1"), 12'345'678'901'234'567'890u);
+  EXPECT_EQ(*ParseUint64("2.5E3"), 2500u);
+  EXPECT_EQ(*ParseUint64("1000.000"), 1000u);
+  EXPECT_EQ(*ParseUint64("0e999"), 0u);
   bool too_large = true;
   EXPECT_EQ(WholeNumberOf(1.8e19, &too_large), 18'000'000'000'000'000'000u);
   EXPECT_FALSE(too_large);
@@ -191,13 +199,15 @@ TEST(SizingTest, NumbersOutOfRangeAreNamedSo) {
   EXPECT_EQ(WholeNumberOf(1.5, &too_large), std::nullopt);
   EXPECT_FALSE(too_large);
   EXPECT_EQ(WholeNumberOf(-1), std::nullopt);
-  for (const char* big : {"18446744073709551616", "99999999999999999999", "1e20", "1e999"}) {
+  for (const char* big : {"18446744073709551616", "99999999999999999999", "1e20", "1e999",
+                          "18446744073709551616.0", "1.8446744073709551616e19"}) {
     auto r = ParseUint64(big);
     ASSERT_FALSE(r.ok()) << big;
     EXPECT_NE(r.status().message().find("out of range"), std::string::npos)
         << r.status().ToString();
   }
-  for (const char* bad : {"abc", "-5", "10.5", "", "1e-999", "-1e999"}) {
+  for (const char* bad : {"abc", "-5", "10.5", "", "1e-999", "-1e999", "9007199254740993.5", "1e",
+                          "1e+", ".e5", "1e5x", "+5", "inf", "0x10"}) {
     auto r = ParseUint64(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("not a non-negative integer"), std::string::npos)
