@@ -9,6 +9,7 @@ if(TARGET redbloomd)
     PUBLIC REDBLOOMD_PATH="$<TARGET_FILE:redbloomd>")
 
   redbloom_add_test(server_unit_test server_unit_test.cc LIBS redbloomd_core LABELS server)
+  redbloom_add_test(request_head_test request_head_test.cc LIBS redbloomd_core LABELS server)
   foreach(t server_api_test server_lifecycle_test server_limits_test server_redis_test)
     if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${t}.cc)
       redbloom_add_test(${t} ${t}.cc LIBS redbloom_server_test_util LABELS server)
