@@ -4,7 +4,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1809,6 +1811,121 @@ TEST_F(CliTest, AnAddStoppedBySignalSyncsWhatItAnswered) {
     EXPECT_NE(err.find(c.said), std::string::npos) << err;
   }
   EXPECT_EQ(Run({"check", "r", "a", "b", "c", "d"}).exit_code, 0);
+}
+
+// A quiet add reads whole chunks (no answers to give as lines come): a stop
+// while it waits for more adds the lines it has read, the chunk in hand, as
+// the README says. It dropped them ("after 0 items").
+TEST_F(CliTest, AQuietAddStoppedWhileItWaitsAddsTheLinesItRead) {
+  Create("q");
+  const std::string fifo = dir_.path() + "/quiet-items";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  const std::string err_path = dir_.path() + "/err-quiet";
+  const std::string store = "file:" + dir_.path();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ChildStderrAndStops(err_path);
+    ::execl(REDBLOOM_CLI_PATH, "redbloom", "--store", store.c_str(), "add", "q", "--quiet",
+            "--file", fifo.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::string items = "q1\nq2\nq3-unended";
+  ASSERT_EQ(::write(held, items.data(), items.size()), static_cast<ssize_t>(items.size()));
+  int queued = 1;
+  for (int i = 0; i < 1000 && queued > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_EQ(::ioctl(held, FIONREAD, &queued), 0);
+  }
+  ASSERT_EQ(queued, 0) << "the CLI did not read its input";
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // into its next read
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::close(held);
+  const std::string err = FileText(err_path);
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << err;
+  EXPECT_NE(err.find("add to q stopped by signal 15 after 2 items, synced"), std::string::npos)
+      << err;
+  EXPECT_EQ(Run({"check", "q", "q1", "q2"}).exit_code, 0);
+  EXPECT_EQ(Run({"check", "q", "q3-unended"}).exit_code, 1);
+}
+
+// A stop signal that comes while an add or a dedup is blocked writing its
+// answers (a reader that stalled, its pipe full) interrupts that write: the
+// run was stopped, and says so with 128 + N. It exited 3, "cannot write to
+// stdout: Interrupted system call", and a script took a stop for an error.
+TEST_F(CliTest, AStopWhileAnswersWaitOnAStalledReaderIsAStop) {
+  Create("w");
+  for (const std::string command : {"add", "dedup"}) {
+    SCOPED_TRACE(command);
+    int in[2], out[2];
+    ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    // A one-page pipe that 16-byte answer lines fill exactly: the next
+    // write blocks having written nothing, and the signal ends it EINTR.
+    ASSERT_EQ(::fcntl(out[1], F_SETPIPE_SZ, 4096), 4096);
+    const std::string err_path = dir_.path() + "/err-" + command;
+    const std::string store = "file:" + dir_.path();
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ChildStderrAndStops(err_path);
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      ::execl(REDBLOOM_CLI_PATH, "redbloom", "--store", store.c_str(), command.c_str(), "w",
+              "--file", "-", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    // add answers "1\t" + 13 digits; dedup prints the 15-character line.
+    const std::string prefix = command == "add" ? "1000000" : "200000000";
+    const auto lines = [&](int from, int n) {
+      std::string text;
+      for (int i = from; i < from + n; ++i) text += prefix + std::to_string(100000 + i) + "\n";
+      return text;
+    };
+    const std::string first = lines(0, 256), second = lines(256, 10);
+    ASSERT_EQ(::write(in[1], first.data(), first.size()), static_cast<ssize_t>(first.size()));
+    int queued = 0;
+    for (int i = 0; i < 1000 && queued < 4096; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ASSERT_EQ(::ioctl(out[0], FIONREAD, &queued), 0);
+    }
+    ASSERT_EQ(queued, 4096) << "the first answers did not fill the pipe";
+    ASSERT_EQ(::write(in[1], second.data(), second.size()), static_cast<ssize_t>(second.size()));
+    // Blocked in write(2) on the full pipe.
+    bool writing = false;
+    for (int i = 0; i < 1000 && !writing; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      writing = FileText("/proc/" + std::to_string(pid) + "/syscall")
+                    .starts_with(std::to_string(SYS_write) + " 0x1 ");
+    }
+    ASSERT_TRUE(writing) << "the CLI did not block writing its answers";
+    ASSERT_EQ(::kill(pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ::close(in[1]);
+    ::close(out[0]);
+    const std::string err = FileText(err_path);
+    ASSERT_TRUE(WIFEXITED(status)) << err;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << err;
+    EXPECT_NE(err.find(command == "add" ? "add to w stopped by signal 15 after 266 items, synced"
+                                        : "dedup into w stopped by signal 15 after 266 lines, "
+                                          "synced"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("may not have been written"), std::string::npos) << err;
+    std::vector<std::string> check = {"check", "w"};
+    for (int i : {0, 255, 256, 265}) {
+      check.push_back(prefix + std::to_string(100000 + i));
+    }
+    EXPECT_EQ(Run(check).exit_code, 0) << "an item added before the stop is absent";
+  }
 }
 
 // An import stopped by SIGINT, SIGTERM or SIGHUP drops the filter it made,

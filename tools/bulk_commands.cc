@@ -252,12 +252,14 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
   StopSignals stop_signals;
   reader.set_stop(&g_stop_signal);
   uint64_t done = 0;
-  const auto stopped = [&]() {
+  // `unwritten`: the write of the last new lines that the signal cut short.
+  const auto stopped = [&](const Status& unwritten = Status::Ok()) {
     const int sig = g_stop_signal;
     const Status synced = (*filter)->Flush();
     std::cerr << "redbloom: dedup into " << name << " stopped by signal " << sig << " after "
               << done << (done == 1 ? " line" : " lines") << (synced.ok() ? ", synced" : "")
               << "; nothing after " << (done == 1 ? "it" : "them") << " was added\n";
+    if (!unwritten.ok()) std::cerr << "redbloom: " << OneLine(unwritten.message()) << "\n";
     if (!synced.ok()) (void)Fail(synced.WithContext("and what was written may not be durable"));
     return 128 + sig;
   };
@@ -282,13 +284,20 @@ int RunDedup(Context& ctx, const std::string& name, const std::string& file,
       }
     }
     if (Status wrote = WriteStdout(out); !wrote.ok()) {
-      if (added.empty()) return fail(wrote);
       // The lines are in the filter, and a second run will not print them.
-      return fail(wrote.WithSuffix("; the new lines from " + reader.Where(0) + " to " +
-                                   reader.Where(added.size() - 1) +
-                                   " are in the filter but may not have been written, and a "
-                                   "second run will not print them; nothing after them was "
-                                   "added"));
+      const Status unwritten =
+          added.empty() ? wrote
+                        : wrote.WithSuffix("; the new lines from " + reader.Where(0) + " to " +
+                                           reader.Where(added.size() - 1) +
+                                           " are in the filter but may not have been written, "
+                                           "and a second run will not print them");
+      // A stop signal that cut the write short (a reader that stalled)
+      // stopped the run, as add's does; it was exit 3, "cannot write".
+      if (g_stop_signal != 0 && s.ok()) {
+        done += lines.size();
+        return stopped(unwritten);
+      }
+      return fail(added.empty() ? wrote : unwritten.WithSuffix("; nothing after them was added"));
     }
     if (!s.ok()) {
       if (s.code() != StatusCode::kInvalidArgument) {

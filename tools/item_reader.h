@@ -56,7 +56,9 @@ class ItemReader {
 
   // A read interrupted by a signal stops with kUnavailable ("interrupted")
   // once *stop is non-zero, instead of reading on: a command that catches
-  // SIGINT / SIGTERM (rebuild) then ends its work cleanly.
+  // SIGINT / SIGTERM (rebuild) then ends its work cleanly. Lines read before
+  // the signal come first, as a batch of their own (the command finishes
+  // it, then sees the stop); a line not yet ended by its newline is dropped.
   void set_stop(const volatile std::sig_atomic_t* stop) { stop_ = stop; }
 
   // While it waits for input that is not a regular file (a pipe, `tail -f`),

@@ -373,7 +373,8 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
     stop_signals.emplace();
     source.set_stop(&g_stop_signal);
   }
-  const auto stopped = [&]() {
+  // `unwritten`: the write of the last answers that the signal cut short.
+  const auto stopped = [&](const Status& unwritten = Status::Ok()) {
     const int sig = g_stop_signal;
     Status synced = (*filter)->Flush();
     std::cerr << "redbloom: " << (op == ItemOp::kAdd ? "add to " : "remove from ") << name
@@ -381,6 +382,7 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
               << (done == 1 ? " item" : " items") << (synced.ok() ? ", synced" : "")
               << "; nothing after " << (done == 1 ? "it" : "them") << " was "
               << (op == ItemOp::kAdd ? "added" : "removed") << "\n";
+    if (!unwritten.ok()) std::cerr << "redbloom: " << OneLine(unwritten.message()) << "\n";
     if (!synced.ok()) {
       std::cerr << "redbloom: error: and what was written may not be durable: "
                 << OneLine(synced.message()) << " " << CodeTag(synced) << "\n";
@@ -436,7 +438,13 @@ int RunItems(Context& ctx, const std::string& name, const std::vector<std::strin
       return stop(s.WithContext(std::string(what) + " '" + name + "'"),
                   views.size() - answers.size());
     }
-    if (Status wrote = report(); !wrote.ok()) return stop(wrote);
+    if (Status wrote = report(); !wrote.ok()) {
+      // A stop signal that came while the answers were written (to a reader
+      // that stalled) cut the write short: the run was stopped, as it says,
+      // not failed (exit 3 blamed stdout).
+      if (g_stop_signal != 0 && stop_signals) return stopped(wrote);
+      return stop(wrote);
+    }
     for (uint8_t a : answers) any_absent |= (a == 0);
   }
   if (op != ItemOp::kCheck) {
@@ -760,9 +768,10 @@ int main(int argc, char** argv) {
   try {
     const int rc = redbloom::cli::Main(argc, argv);
     // Every command's output, checked once it is all written: info, list
-    // and offsets to a full device exited 0.
+    // and offsets to a full device exited 0. A run stopped by a signal
+    // (128 + N) has said what it may not have written.
     if (redbloom::Status wrote = redbloom::cli::FlushStdout();
-        !wrote.ok() && rc != redbloom::cli::kExitIo) {
+        !wrote.ok() && rc != redbloom::cli::kExitIo && rc < 128) {
       return redbloom::cli::Fail(wrote);
     }
     return rc;
