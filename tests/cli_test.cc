@@ -1265,7 +1265,17 @@ TEST_F(CliTest, HelpWorksForEveryCommand) {
     EXPECT_EQ(option_typo.out, "") << help;
     EXPECT_NE(option_typo.err.find("unknown option '--stor'"), std::string::npos)
         << option_typo.err;
+    // And a command's own option: `add --jsn -h` printed add's help, exit 0.
+    auto command_typo = RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", "add", "--jsn", help});
+    EXPECT_EQ(command_typo.exit_code, 2) << help;
+    EXPECT_EQ(command_typo.out, "") << help;
+    EXPECT_NE(command_typo.err.find("unknown option '--jsn'; see redbloom add --help"),
+              std::string::npos)
+        << command_typo.err;
   }
+  // An item after "--" that looks like help is an item.
+  EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", "add", "x", "--", "-h"}).exit_code,
+            4);
   EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--version"}).exit_code, 0);
   EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", "--help"}).exit_code, 0);
   // Usage errors are one line with their code, as every error is (they were
@@ -1307,6 +1317,33 @@ TEST_F(CliTest, AnEmptyStoreVariableIsAnError) {
       {REDBLOOM_CLI_PATH, "--store", "file:" + dir_.path(), "create", "e", "-n", "10", "-p", "0.1"},
       "", {"REDBLOOM_STORE="});
   EXPECT_EQ(given.exit_code, 0) << given.err;
+}
+
+// A bad URL from REDBLOOM_STORE is named as coming from there: the error
+// showed a URL the command line never gave.
+TEST_F(CliTest, ABadStoreVariableIsNamed) {
+  auto r = RunCommand({REDBLOOM_CLI_PATH, "list"}, "", {"REDBLOOM_STORE=bogus"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("REDBLOOM_STORE: unknown store URL 'bogus'"), std::string::npos) << r.err;
+  auto given = RunCommand({REDBLOOM_CLI_PATH, "--store", "bogus", "list"}, "",
+                          {"REDBLOOM_STORE=file:" + dir_.path()});
+  EXPECT_EQ(given.exit_code, 2) << given.err;
+  EXPECT_EQ(given.err.find("REDBLOOM_STORE"), std::string::npos) << given.err;
+}
+
+// "--name=" is an empty value, as --name "" is: CLI11 took the next word for
+// it, so "--store= list" said "A subcommand is required".
+TEST_F(CliTest, AnEmptyValueAfterAnEqualsSignIsEmpty) {
+  auto store = RunCommand({REDBLOOM_CLI_PATH, "--store=", "list"});
+  EXPECT_EQ(store.exit_code, 2) << store.err;
+  EXPECT_NE(store.err.find("unknown store URL ''"), std::string::npos) << store.err;
+  auto error = Run({"create", "e", "-n", "10", "--error=", "-p", "0.1"});
+  EXPECT_EQ(error.exit_code, 2) << error.err;
+  EXPECT_NE(error.err.find("--error: needs a value"), std::string::npos) << error.err;
+  EXPECT_EQ(Run({"create", "e", "--capacity=10", "--error=0.1"}).exit_code, 0);
+  // After "--", a word is an item, whatever it looks like.
+  EXPECT_EQ(Run({"add", "e", "--", "--x="}).exit_code, 0);
+  EXPECT_EQ(Run({"check", "e", "--", "--x="}).out, "1\t--x=\n");
 }
 
 // Exit code 1 is check's absent item and remove's item that was not there:

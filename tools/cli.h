@@ -74,6 +74,8 @@ struct Context {
   // with URL unset): a mistake, as an empty --store is, not a wish for the
   // default store.
   bool store_env_empty = false;
+  // store_url came from REDBLOOM_STORE (no --store): its errors name it.
+  bool store_from_env = false;
   std::unique_ptr<Store> store;
   bool warned_mem = false;
 

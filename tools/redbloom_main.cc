@@ -107,6 +107,11 @@ Status Context::OpenStore() {
         "(file:./redbloom-data), or give --store");
   }
   auto s = Store::Open(store_url);
+  // A URL that came from the environment is named as such: the error
+  // showed a URL the command line never gave.
+  if (!s.ok() && store_from_env && s.status().code() == StatusCode::kInvalidArgument) {
+    return s.status().WithContext("REDBLOOM_STORE");
+  }
   if (!s.ok()) return s.status();
   store = std::move(s).value();
   // mem: lives in this process, so a CLI run's filters end with it: say so,
@@ -114,7 +119,7 @@ Status Context::OpenStore() {
   if (!Store::TraitsOf(store->url()).value_or(Store::Traits{.persistent = true}).persistent &&
       !warned_mem) {
     warned_mem = true;
-    std::cerr << "redbloom: warning: --store mem: keeps filters in this process's memory; nothing "
+    std::cerr << "redbloom: warning: store mem: keeps filters in this process's memory; nothing "
                  "persists past this process (use file:DIR or redis://... to keep them)\n";
   }
   return Status::Ok();
@@ -533,6 +538,26 @@ int RunOffsets(const SizingFlags& flags, const std::vector<std::string>& items) 
   return 0;
 }
 
+// The arguments, with "--name=" (an empty value, as --name "" is) given to
+// CLI11 as "--name" "": it took the next word for the value ("--store=
+// list" was "A subcommand is required", "--error= -p 0.1" an unexpected
+// 0.1). After a "--" every word is the user's.
+std::vector<std::string> EmptyValuesSplit(int argc, char** argv) {
+  std::vector<std::string> args;
+  bool ended = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    ended = ended || a == "--";
+    if (!ended && a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1) {
+      args.emplace_back(a.substr(0, a.size() - 1));
+      args.emplace_back();
+    } else {
+      args.emplace_back(a);
+    }
+  }
+  return args;
+}
+
 // CLI11, like getopt, reads every argument after "--" as a positional: that
 // is how a name starting with "-" is given. A command whose one positional is
 // NAME also takes its options after such a name: "create -- -x -n 10 -p 0.1"
@@ -693,15 +718,24 @@ int Main(int argc, char** argv) {
   };
   // `redbloom --stor mem: -h` printed the main help, exit 0: CLI11 answers
   // a help or version flag before it refuses what it could not parse.
+  // The same for a command's own options: `redbloom add --jsn -h`.
   auto unknown_option = [&app]() -> bool {
-    const std::vector<std::string> rest = app.remaining();
-    if (!app.get_subcommands().empty() || rest.empty()) return false;
-    std::cerr << "redbloom: error: unknown option '" << OneLine(rest.front())
-              << "'; see redbloom --help [invalid_argument]\n";
+    std::vector<std::string> rest = app.remaining();
+    std::string command;
+    if (!app.get_subcommands().empty()) {
+      const CLI::App* sub = app.get_subcommands().front();
+      command = sub->get_name() + " ";
+      const std::vector<std::string> own = sub->remaining();
+      rest.insert(rest.end(), own.begin(), own.end());
+      std::erase_if(rest, [](const std::string& a) { return a.size() < 2 || a[0] != '-'; });
+    }
+    if (rest.empty()) return false;
+    std::cerr << "redbloom: error: unknown option '" << OneLine(rest.front()) << "'; see redbloom "
+              << command << "--help [invalid_argument]\n";
     return true;
   };
   try {
-    auto args = OptionsBeforeDashedName(app, std::vector<std::string>(argv + 1, argv + argc));
+    auto args = OptionsBeforeDashedName(app, EmptyValuesSplit(argc, argv));
     std::reverse(args.begin(), args.end());  // CLI11 takes them last first
     app.parse(std::move(args));
   } catch (const CLI::CallForHelp& e) {
@@ -735,8 +769,10 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  if (const char* env = std::getenv("REDBLOOM_STORE"); env != nullptr && *env == '\0') {
-    ctx.store_env_empty = store_option->count() == 0;
+  if (const char* env = std::getenv("REDBLOOM_STORE");
+      env != nullptr && store_option->count() == 0) {
+    ctx.store_env_empty = *env == '\0';
+    ctx.store_from_env = true;
   }
   if (*create) return RunCreate(ctx, name, create_flags, /*attach=*/false);
   if (*attach) return RunCreate(ctx, name, attach_flags, /*attach=*/true);
