@@ -2171,7 +2171,7 @@ TEST_F(CliTest, MemStoreWarnsThatNothingPersists) {
   auto create =
       RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", "create", "f", "-n", "10", "-p", "0.1"});
   EXPECT_EQ(create.exit_code, 0) << create.err;
-  EXPECT_EQ(Count(create.err, "redbloom: warning: --store mem:"), 1u) << create.err;
+  EXPECT_EQ(Count(create.err, "redbloom: warning: store mem:"), 1u) << create.err;
   EXPECT_NE(create.err.find("nothing persists past this process"), std::string::npos) << create.err;
   auto env = RunCommand({REDBLOOM_CLI_PATH, "list"}, "", {"REDBLOOM_STORE=mem:"});
   EXPECT_EQ(env.exit_code, 0) << env.err;
