@@ -835,7 +835,8 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   bool created = false;
   Result<FilterInfo> info = Status::Internal("unreached");
   // A DELETE that lands between the create and its info: made again, as a
-  // PUT after the DELETE would have; a PUT never answers 404.
+  // PUT after the DELETE would have; a PUT never answers 404 (a drop that
+  // wins every time is a retryable 503).
   for (int attempt = 1; attempt <= 3; ++attempt) {
     Result<std::unique_ptr<BloomFilter>> filter =
         BloomFilter::Create(**store, name, *options, &created);
@@ -851,6 +852,12 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
     ForgetOpen(name);
     info = handle->Info();
     if (info.ok() || info.status().code() != StatusCode::kNotFound) break;
+    if (attempt == 3) {
+      // Retryable, as the library's Create says of a drop that keeps winning.
+      info = Status::Unavailable("filter '" + std::string(name) +
+                                 "' was dropped by another client each time this PUT made it; "
+                                 "PUT it again");
+    }
   }
   if (!info.ok()) return StoreErrorReply(info.status());
   Reply r = JsonReply(created ? 201 : 200, frontend::InfoJson(*info, (*store)->url()));

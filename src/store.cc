@@ -173,6 +173,12 @@ Status DroppedWhileRebuiltStatus(std::string_view name) {
                           "' was dropped while it was being rebuilt; nothing was swapped in");
 }
 
+Status DroppedAsMadeStatus(std::string_view name, int attempts) {
+  return Status::Unavailable("filter '" + std::string(name) + "' was dropped by another client " +
+                             "each of the " + std::to_string(attempts) +
+                             " times this create made it; create it again");
+}
+
 Status ConfigChangedStatus(std::string_view name) {
   return Status::Conflict("filter '" + std::string(name) +
                           "' was rebuilt with other parameters, or dropped and re-created");
