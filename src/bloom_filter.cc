@@ -254,6 +254,17 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
                              "' is left (dropping it failed: " + dropped.message() +
                              "): rebuild again with --force once that is fixed");
   };
+  // A drop of the name while the rebuild runs takes its temporary filter
+  // too: the fill or the swap then fails on that ("'.rebuild~NAME' does
+  // not exist"), which the CLI told as "the old filter is unchanged". It
+  // is said as what it is.
+  const auto dropped_meanwhile = [&](const Status& failed) {
+    if (failed.code() != StatusCode::kNotFound && failed.code() != StatusCode::kConflict) {
+      return failed;
+    }
+    if (store.ReadConfig(name).status().code() != StatusCode::kNotFound) return failed;
+    return internal::DroppedWhileRebuiltStatus(name);
+  };
   Result<std::unique_ptr<BloomFilter>> opened = Open(store, temp);
   if (!opened.ok()) return without_temp(opened.status()).WithContext(context);
   std::unique_ptr<BloomFilter> replacement = std::move(opened).value();
@@ -269,14 +280,14 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
     throw;
   }
   if (s.ok()) s = replacement->Flush();
-  if (!s.ok()) return without_temp(s).WithContext(context);  // the old filter is untouched
+  if (!s.ok()) return dropped_meanwhile(without_temp(s)).WithContext(context);  // untouched
   s = store.Replace(name, temp);
   // Refused before the swap (the temporary is still there): the old filter
   // is untouched.
   if (!s.ok() && store.ReadConfig(temp).status().code() != StatusCode::kNotFound) {
     s = without_temp(s);
   }
-  return s.WithContext(context);
+  return dropped_meanwhile(s).WithContext(context);
 }
 
 FilterConfig BloomFilter::config() const { return state().config; }

@@ -917,7 +917,10 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
     std::string message = s.message();
     const std::string api = " (BloomFilter::Leftover::kDrop)";
     if (const size_t at = message.find(api); at != std::string::npos) message.erase(at, api.size());
-    return Fail(Status(s.code(), message, s.reason()).WithContext("the old filter is unchanged"));
+    // A filter dropped meanwhile is gone, not unchanged: the error says so.
+    const Status said(s.code(), message, s.reason());
+    return Fail(
+        s.code() == StatusCode::kNotFound ? said : said.WithContext("the old filter is unchanged"));
   }
   std::cerr << "rebuilt " << name << " from " << items << " items in "
             << FormatDouble(progress.seconds()) << " s and swapped it in\n";

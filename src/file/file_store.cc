@@ -522,6 +522,9 @@ class FileStore final : public Store {
     FdCloser old(old_fd);
     // rename() replaces atomically: every open() sees the old or the new file.
     if (::rename(PathOf(source).c_str(), PathOf(name).c_str()) != 0) {
+      // The replacement was dropped since it was read (a drop of the name
+      // takes a rebuild's temporary too): no I/O error, exit 3.
+      if (errno == ENOENT) return NotFoundStatus(source);
       return IoError("cannot rename", PathOf(source), errno);
     }
     const Status synced = SyncDirAfter("filter '" + std::string(name) + "' was swapped in", dir_);
