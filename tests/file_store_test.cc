@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1455,6 +1456,31 @@ TEST(FileStoreExpiryTest, AFilterMadeWhileAnExpiredOneIsRemovedSurvives) {
   EXPECT_EQ(read->capacity, 200u);
   ASSERT_OK_AND_ASSIGN(auto x, BloomFilter::Open(*store, "x"));
   EXPECT_TRUE(testing::ValueOrFail(x->Contains("kept")));
+}
+
+// Out of descriptors, every filter's open fails: the store is not ready.
+// Ping asked access(), which needs none, and redbloomd's /readyz said ready
+// while its requests failed "Too many open files".
+TEST(FileStoreDirTest, OutOfDescriptorsIsNotReady) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir.path()));
+  ASSERT_TRUE(BloomFilter::Create(*store, "f", {.capacity = 100, .error_rate = 0.01}).ok());
+  EXPECT_TRUE(store->Ping().ok());
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  rlimit low = before;
+  low.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> held;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) held.push_back(fd);
+  const int err = errno;
+  const Status out = store->Ping();
+  for (int fd : held) ::close(fd);
+  ::setrlimit(RLIMIT_NOFILE, &before);
+  ASSERT_EQ(err, EMFILE);
+  EXPECT_EQ(out.code(), StatusCode::kUnavailable) << out.ToString();
+  EXPECT_NE(out.message().find("Too many open files"), std::string::npos) << out.ToString();
+  EXPECT_TRUE(store->Ping().ok());
 }
 
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {

@@ -539,8 +539,15 @@ class FileStore final : public Store {
   }
 
   // Ready when the directory is writable, or does not exist yet and can be
-  // made (the first create makes it).
+  // made (the first create makes it), and a file can be opened.
   Status Ping() override {
+    // Out of descriptors, every filter's open fails, which access() (it
+    // needs none) did not tell: readiness said ready.
+    if (const int fd = OpenNoStdio(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+      ::close(fd);
+    } else if (errno == EMFILE || errno == ENFILE) {
+      return IoError("cannot open", dir_, errno);
+    }
     if (::access(dir_.c_str(), W_OK) == 0) return Status::Ok();
     if (errno != ENOENT) return IoError("cannot write to", dir_, errno);
     const std::string parent = std::filesystem::path(dir_).parent_path().string();
