@@ -373,7 +373,10 @@ Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_
       }
       return stored.status();
     }
-    if (!stored->SameFilterAs(entry->filter->config())) {
+    // A TTL is no part of a filter's identity, yet a rebuild may change it
+    // alone (on Redis, in place): info said the TTL the handle opened with.
+    if (!stored->SameFilterAs(entry->filter->config()) ||
+        stored->ttl_seconds != entry->filter->config().ttl_seconds) {
       Evict(name, entry->filter.get());
       return Open(store, name);
     }

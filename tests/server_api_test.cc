@@ -1053,6 +1053,28 @@ TEST_P(ServerApiTest, AFileMovedOverAFiltersOwnIsFollowed) {
   EXPECT_EQ(Do("GET", "/v1/filters/orders/items/after").status, 404);
 }
 
+// A rebuild that changes only the TTL (a CLI's `rebuild --ttl`/`--no-ttl`)
+// is followed within filter_revalidate_ms: the cached handle kept the TTL
+// it opened with, and GET said 600 s for a filter that had none (or "no
+// TTL" for one about to expire), where `redbloom info` and a PUT saw the new.
+TEST_P(ServerApiTest, ARebuildThatChangesOnlyTheTtlIsFollowed) {
+  StartServer(R"({"filter_revalidate_ms":0})");
+  Answer made = Do("PUT", "/v1/filters/orders",
+                   json{{"capacity", 1000}, {"error_rate", 0.01}, {"ttl_seconds", 600}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  ASSERT_EQ(Do("GET", "/v1/filters/orders").json["ttl_seconds"], 600);
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(store_url_));
+  for (const uint64_t ttl : {uint64_t{0}, uint64_t{900}}) {
+    SCOPED_TRACE(ttl);
+    ASSERT_TRUE(BloomFilter::Rebuild(*store, "orders",
+                                     {.capacity = 1000, .error_rate = 0.01, .ttl_seconds = ttl},
+                                     [](BloomFilter& f) { return f.Add("x"); })
+                    .ok());
+    EXPECT_EQ(Do("GET", "/v1/filters/orders").json["ttl_seconds"], ttl);
+    EXPECT_EQ(Do("GET", "/v1/filters/orders/items/x").json["present"], true);
+  }
+}
+
 // Mappings of deleted files in the store's directory that the server holds.
 int DeletedMappings(pid_t pid, const std::string& dir) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
