@@ -888,6 +888,29 @@ TEST_F(RedisStoreTest, AFilterInTheOldLayoutOfBracedNamesIsNamedSo) {
   EXPECT_EQ(raw_->Int({"EXISTS", "a{b", "a{b:meta"}), 2);
 }
 
+// A filter in that old layout is listed (its reads then name the layout):
+// a listing that left it out hid it from an operator after an upgrade. A
+// name whose key it holds is told whose it is, not of 'x' and '{x}'. The
+// old layout is made here from a filter whose metadata key is the one
+// "x}" had then ("{x}}:meta"), its name field set to "x}".
+TEST_F(RedisStoreTest, AnOldLayoutFilterIsListedAndNamedInACollision) {
+  ASSERT_TRUE(store_->Create("{x}}", Config()).ok());
+  ASSERT_EQ(raw_->Int({"EXISTS", "{x}}:meta"}), 1);
+  raw_->Run({"HSET", "{x}}:meta", "name", "x}"});
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> names, store_->List());
+  EXPECT_EQ(names, std::vector<std::string>{"x}"});
+  const Status old = BloomFilter::Open(*store_, "x}").status();
+  EXPECT_EQ(old.code(), StatusCode::kConflict) << old.ToString();
+  EXPECT_NE(old.message().find("before 2026-12-01"), std::string::npos) << old.message();
+  const Status collided = BloomFilter::Open(*store_, "{x}}").status();
+  EXPECT_EQ(collided.code(), StatusCode::kConflict) << collided.ToString();
+  EXPECT_NE(collided.message().find("with filter 'x}' (made by a redbloom build before "
+                                    "2026-12-01"),
+            std::string::npos)
+      << collided.message();
+  EXPECT_EQ(collided.message().find("'x' and '{x}'"), std::string::npos) << collided.message();
+}
+
 // A window filter has no bitmap key, nor has a filter whose bitmap was
 // lost: the old layout's metadata alone names it (an audit found such a
 // filter read as missing, and a create make another beside its old keys).

@@ -49,10 +49,18 @@ Status CheckSize(std::string_view what, const Geometry& g, uint32_t cell_bits, b
   return Status::Ok();
 }
 
-Status CollisionStatus(std::string_view name, std::string_view owner, std::string_view meta_key) {
+Status CollisionStatus(std::string_view name, std::string_view owner, std::string_view meta_key,
+                       KeyMode mode) {
+  // The owner's metadata may sit there in the layout of builds before
+  // 2026-12-01 (a name with a brace but no hash tag), not as the other of
+  // a pair like 'x' and '{x}'.
+  const bool legacy = !LegacyMetaKey(owner, mode).empty();
   return Status::Conflict("filter '" + std::string(name) + "' shares its metadata key '" +
-                          std::string(meta_key) + "' with filter '" + std::string(owner) +
-                          "' (names 'x' and '{x}' map to the same key); choose another name");
+                          std::string(meta_key) + "' with filter '" + std::string(owner) + "' (" +
+                          (legacy
+                               ? "made by a redbloom build before 2026-12-01, which kept it there"
+                               : "names 'x' and '{x}' map to the same key") +
+                          "); choose another name");
 }
 
 // The one layout a Java side shares (attach adopts it): a plain, unsharded
@@ -214,8 +222,15 @@ class RedisStore final : public Store {
           const std::string text = ReplyString(name.get());
           // Only hashes that are the metadata of the name they hold, in this
           // store's key mode, are filters; anything else merely ends in :meta.
+          // A name with a brace but no hash tag whose metadata is where
+          // builds before 2026-12-01 kept it is listed too: its reads and
+          // creates refuse it, naming that layout (RefuseLegacyLayout), and
+          // a listing that left it out hid it from an operator after an
+          // upgrade.
+          const std::string_view key = ReplyText(keys->element[i]);
           if (name->type != REDIS_REPLY_STRING || !ValidateFilterName(text).ok() ||
-              KeysFor(text, shared_->keys).meta != ReplyText(keys->element[i])) {
+              (KeysFor(text, shared_->keys).meta != key &&
+               LegacyMetaKey(text, shared_->keys) != key)) {
             continue;
           }
           names.push_back(text);
@@ -503,7 +518,8 @@ class RedisStore final : public Store {
               case 0:
                 return NotFoundStatus(name);
               case -1:
-                return CollisionStatus(name, ReplyString(r->element[1]), DisplayMeta(name));
+                return CollisionStatus(name, ReplyString(r->element[1]), DisplayMeta(name),
+                                       shared_->keys);
               case 4:
                 *made_again = true;
                 return Status::Ok();
@@ -789,7 +805,8 @@ class RedisStore final : public Store {
             return Status::Ok();
           }
           REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
-          if (meta.name != name) return CollisionStatus(name, meta.name, DisplayMeta(name));
+          if (meta.name != name)
+            return CollisionStatus(name, meta.name, DisplayMeta(name), shared_->keys);
           return Status::Ok();
         });
     if (!s.ok()) return s;
@@ -912,7 +929,9 @@ class RedisStore final : public Store {
 
   Result<StoredMeta> ExistingMeta(const redisReply* r, std::string_view name) const {
     REDBLOOM_ASSIGN_OR_RETURN(StoredMeta existing, ParseMeta(r->element[1], DisplayMeta(name)));
-    if (existing.name != name) return CollisionStatus(name, existing.name, DisplayMeta(name));
+    if (existing.name != name) {
+      return CollisionStatus(name, existing.name, DisplayMeta(name), shared_->keys);
+    }
     return existing;
   }
 
