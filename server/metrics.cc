@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "build_id.h"
 #include "redbloom/filter_config.h"
 
 namespace redbloom::server {
@@ -249,11 +250,22 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
          "survive a power loss (the log says why).");
   Line(&out, "redbloomd_sync_failures_total", "",
        u(sync_failures_.load(std::memory_order_relaxed)));
-  Header(&out, "redbloomd_build_info", "gauge", "Always 1; the version is a label.");
-  Line(&out, "redbloomd_build_info", "version=\"" REDBLOOM_VERSION "\"", "1");
+  Header(&out, "redbloomd_build_info", "gauge",
+         "Always 1; the version and the commit built (empty outside a git checkout) are labels.");
+  Line(&out, "redbloomd_build_info",
+       "version=\"" REDBLOOM_VERSION "\",commit=\"" REDBLOOM_BUILD_ID "\"", "1");
   Header(&out, "redbloomd_start_time_seconds", "gauge", "Start time of the process, Unix seconds.");
   Line(&out, "redbloomd_start_time_seconds", "", FormatDouble(start_time_));
   return out;
+}
+
+}  // namespace redbloom::server
+
+namespace redbloom::server {
+
+std::string VersionText() {
+  return std::string(REDBLOOM_VERSION) +
+         (std::string_view(REDBLOOM_BUILD_ID).empty() ? "" : " (" REDBLOOM_BUILD_ID ")");
 }
 
 }  // namespace redbloom::server

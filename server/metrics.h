@@ -37,6 +37,10 @@ inline constexpr size_t kRouteCount = 11;
 // The route template, used as the `route` label and in the access log.
 std::string_view RouteLabel(Route route);
 
+// The version, and the commit built when known (cmake/build_id.cmake):
+// "0.1.0 (8cd11ce 2026-12-06)". --version, the start line and build_info.
+std::string VersionText();
+
 // Why a connection was refused at accept (the `reason` label).
 enum class Refusal : uint8_t {
   kPerClient,  // max_connections_per_client from its address are open

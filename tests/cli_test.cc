@@ -2278,7 +2278,8 @@ TEST_F(CliTest, JsonOutputStreamsAndEndsWithTheError) {
       << j["error"];
 }
 
-// --version prints the version CMake's project() declares.
+// --version prints the version CMake's project() declares, and the commit
+// built from a git checkout (the docs name builds by date and commit).
 TEST_F(CliTest, VersionIsTheProjectVersion) {
   std::ifstream cmake(std::string(REDBLOOM_SOURCE_DIR) + "/CMakeLists.txt");
   const std::string text{std::istreambuf_iterator<char>(cmake), {}};
@@ -2291,7 +2292,17 @@ TEST_F(CliTest, VersionIsTheProjectVersion) {
   ASSERT_FALSE(version.empty());
   auto r = RunCommand({REDBLOOM_CLI_PATH, "--version"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "redbloom " + version + "\n");
+  auto commit = RunCommand({"/bin/sh", "-c", "git -C \"$0\" log -1 --format='%h %cd' --date=short",
+                            REDBLOOM_SOURCE_DIR});
+  if (commit.exit_code != 0 ||
+      !std::filesystem::exists(std::string(REDBLOOM_SOURCE_DIR) + "/.git")) {
+    EXPECT_EQ(r.out, "redbloom " + version + "\n");
+    return;
+  }
+  while (!commit.out.empty() && commit.out.back() == '\n') commit.out.pop_back();
+  EXPECT_TRUE(r.out == "redbloom " + version + " (" + commit.out + ")\n" ||
+              r.out == "redbloom " + version + " (" + commit.out + " modified)\n")
+      << r.out << " for " << commit.out;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "build_id.h"
 #include "cli.h"
 #include "frontend/existing_ttl.h"
 #include "frontend/info_json.h"
@@ -617,7 +618,11 @@ int Main(int argc, char** argv) {
       "-x -n 1000 -p 0.01).",
       "redbloom"};
   app.formatter(std::make_shared<UsageFormatter>());
-  app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION);
+  // The commit too (cmake/build_id.cmake): the docs name builds by it.
+  app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION +
+                                        std::string(std::string_view(REDBLOOM_BUILD_ID).empty()
+                                                        ? ""
+                                                        : " (" REDBLOOM_BUILD_ID ")"));
   app.require_subcommand(1);
   app.fallthrough();
   Context ctx;
