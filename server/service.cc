@@ -341,6 +341,26 @@ bool RememberedNames::Remove(std::string_view name) {
   return true;
 }
 
+void RecentDrops::Add(std::string_view name, int64_t now_ns) {
+  std::lock_guard lock(mu_);
+  // Bounded by what a window of DELETEs names.
+  if (when_.size() >= 1024) {
+    std::erase_if(when_, [&](const auto& e) { return now_ns - e.second > kWindowNs; });
+  }
+  when_.insert_or_assign(std::string(name), now_ns);
+}
+
+void RecentDrops::Remove(std::string_view name) {
+  std::lock_guard lock(mu_);
+  if (!when_.empty()) when_.erase(std::string(name));
+}
+
+bool RecentDrops::Recent(std::string_view name, int64_t now_ns) {
+  std::lock_guard lock(mu_);
+  const auto it = when_.find(std::string(name));
+  return it != when_.end() && now_ns - it->second <= kWindowNs;
+}
+
 Result<std::shared_ptr<BloomFilter>> FilterCache::Open(Store& store, std::string_view name) {
   REDBLOOM_ASSIGN_OR_RETURN(std::unique_ptr<BloomFilter> opened, BloomFilter::Open(store, name));
   metrics_->FilterOpened();
@@ -681,6 +701,7 @@ bool Service::ForgetOpen(std::string_view name) { return remembered_.Remove(name
 // deleted). From here both read as not found (404), which no store error
 // counts: this is what an alert can watch.
 void Service::NoteGone(std::string_view name, const Status& why) {
+  if (dropped_here_.Recent(name, SteadyNowNs())) return;
   metrics_->FilterVanished();
   std::fprintf(stderr,
                "redbloomd: filter '%s', open here, is gone: %s (dropped by another client, or "
@@ -884,9 +905,17 @@ Reply Service::DeleteFilter(std::string_view name) {
   if (!store.ok()) return StoreErrorReply(store.status());
   cache_.Evict(name);
   ForgetOpen(name);
+  // Before the drop: a request that finds the filter gone meanwhile is
+  // racing this DELETE.
+  dropped_here_.Add(name, SteadyNowNs());
   Status s = BloomFilter::Drop(**store, name);
   // Evict again: a request running during the drop may have reopened it.
   cache_.Evict(name);
+  if (s.ok() || s.code() == StatusCode::kNotFound) {
+    dropped_here_.Add(name, SteadyNowNs());  // its window starts as it ends
+  } else {
+    dropped_here_.Remove(name);
+  }
   if (!s.ok()) return StoreErrorReply(s);
   return JsonReply(200, Json{{"name", std::string(name)}, {"deleted", true}});
 }

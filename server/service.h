@@ -78,6 +78,21 @@ class RememberedNames {
   std::atomic<size_t> size_{0};
 };
 
+// Names this service dropped (DELETE) in the last few seconds: requests
+// that raced the DELETE find the filter gone, which is no vanished filter.
+class RecentDrops {
+ public:
+  static constexpr int64_t kWindowNs = 10'000'000'000;
+  void Add(std::string_view name, int64_t now_ns);
+  void Remove(std::string_view name);
+  // Whether `name` was dropped here within kWindowNs of `now_ns`.
+  bool Recent(std::string_view name, int64_t now_ns);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, int64_t> when_;  // guarded by mu_
+};
+
 class FilterCache {
  public:
   // `let_go` (if set) is told the names of the handles the cache closes on
@@ -241,6 +256,11 @@ class Service {
   bool ForgetOpen(std::string_view name);
   void NoteGone(std::string_view name, const Status& why);
   RememberedNames remembered_{4096};
+  // Requests that raced a DELETE here found the filter gone, and were
+  // counted and logged as a vanished filter, firing the alert the docs
+  // suggest. (A filter another client drops within 10 s of a DELETE of its
+  // name here is not counted either.)
+  RecentDrops dropped_here_;
 
   // Declared after the store: handles must close before it.
   FilterCache cache_;

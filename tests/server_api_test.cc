@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -1073,6 +1074,49 @@ TEST_P(ServerApiTest, ARebuildThatChangesOnlyTheTtlIsFollowed) {
     EXPECT_EQ(Do("GET", "/v1/filters/orders").json["ttl_seconds"], ttl);
     EXPECT_EQ(Do("GET", "/v1/filters/orders/items/x").json["present"], true);
   }
+}
+
+// This service's own DELETEs are no vanished filters: requests racing one
+// found the filter gone, and each was counted in
+// redbloomd_filters_vanished_total and logged as "dropped by another
+// client, or lost", firing the alert the docs suggest. A drop by another
+// client still counts.
+TEST_P(ServerApiTest, ItsOwnDeletesAreNoVanishedFilters) {
+  StartServer(R"({"filter_revalidate_ms":0})");
+  std::atomic<bool> stop{false};
+  std::atomic<int> gone{0};
+  std::vector<std::thread> users;
+  for (int t = 0; t < 2; ++t) {
+    users.emplace_back([&, t] {
+      auto c = server_->Client();
+      while (!stop.load()) {
+        const Answer a = t == 0 ? Call(*c, "POST", "/v1/filters/r/items", Items({"x", "y"}))
+                                : Call(*c, "GET", "/v1/filters/r/items/x");
+        gone += a.status == 404;
+      }
+    });
+  }
+  auto deleter = server_->Client();
+  for (int round = 0; round < 60; ++round) {
+    ASSERT_EQ(
+        Call(*deleter, "PUT", "/v1/filters/r", R"({"capacity":1000,"error_rate":0.01})").status,
+        201);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    ASSERT_EQ(Call(*deleter, "DELETE", "/v1/filters/r").status, 200);
+  }
+  stop = true;
+  for (auto& u : users) u.join();
+  EXPECT_GT(gone.load(), 0) << "no request raced a DELETE";
+  EXPECT_EQ(Sample(Do("GET", "/metrics").body, "redbloomd_filters_vanished_total"), 0)
+      << server_->Stderr();
+  EXPECT_EQ(server_->Stderr().find("open here, is gone"), std::string::npos) << server_->Stderr();
+  // Dropped by another client while open here: that one counts.
+  Create("other");
+  ASSERT_EQ(Do("POST", "/v1/filters/other/items", Items({"x"})).status, 200);
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open(store_url_));
+  ASSERT_TRUE(BloomFilter::Drop(*store, "other").ok());
+  EXPECT_EQ(Do("GET", "/v1/filters/other/items/x").status, 404);
+  EXPECT_EQ(Sample(Do("GET", "/metrics").body, "redbloomd_filters_vanished_total"), 1);
 }
 
 // Mappings of deleted files in the store's directory that the server holds.
