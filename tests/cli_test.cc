@@ -1273,9 +1273,16 @@ TEST_F(CliTest, HelpWorksForEveryCommand) {
               std::string::npos)
         << command_typo.err;
   }
-  // An item after "--" that looks like help is an item.
+  // An item after "--" that looks like help is an item; help before "--"
+  // is help, whatever follows (it was "unknown option '--'").
   EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", "add", "x", "--", "-h"}).exit_code,
             4);
+  for (const char* command : {"add", "info", "create"}) {
+    auto help = RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", command, "-h", "--", "-x"});
+    EXPECT_EQ(help.exit_code, 0) << command << ": " << help.err;
+    EXPECT_NE(help.out.find("Usage: redbloom " + std::string(command)), std::string::npos)
+        << help.out;
+  }
   EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--version"}).exit_code, 0);
   EXPECT_EQ(RunCommand({REDBLOOM_CLI_PATH, "--store", "mem:", "--help"}).exit_code, 0);
   // Usage errors are one line with their code, as every error is (they were
@@ -1344,6 +1351,13 @@ TEST_F(CliTest, AnEmptyValueAfterAnEqualsSignIsEmpty) {
   // After "--", a word is an item, whatever it looks like.
   EXPECT_EQ(Run({"add", "e", "--", "--x="}).exit_code, 0);
   EXPECT_EQ(Run({"check", "e", "--", "--x="}).out, "1\t--x=\n");
+  // A flag's "--json=" is the flag: split, its "" was added as an item.
+  auto flag = Run({"add", "e", "a", "--json=", "--quiet="});
+  EXPECT_EQ(flag.exit_code, 2) << flag.err;  // --json and --quiet together, as without '='
+  auto json = Run({"add", "e", "b", "--json="});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["items"].size(), 1u) << json.out;
+  EXPECT_EQ(Run({"check", "e", ""}).exit_code, 1) << "an empty item was added";
 }
 
 // Exit code 1 is check's absent item and remove's item that was not there:

@@ -539,17 +539,33 @@ int RunOffsets(const SizingFlags& flags, const std::vector<std::string>& items) 
   return 0;
 }
 
+// Whether `name` ("--json") is an option of the app or of one of its
+// commands that takes no value (a flag).
+bool IsFlag(CLI::App& app, const std::string& name) {
+  const auto flag = [&](const CLI::App& a) {
+    const CLI::Option* o = a.get_option_no_throw(name);
+    return o != nullptr && o->get_expected_max() == 0;
+  };
+  if (flag(app)) return true;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (flag(*sub)) return true;
+  }
+  return false;
+}
+
 // The arguments, with "--name=" (an empty value, as --name "" is) given to
 // CLI11 as "--name" "": it took the next word for the value ("--store=
 // list" was "A subcommand is required", "--error= -p 0.1" an unexpected
-// 0.1). After a "--" every word is the user's.
-std::vector<std::string> EmptyValuesSplit(int argc, char** argv) {
+// 0.1). Not a flag's ("--json=" is the flag: split, its "" was an item).
+// After a "--" every word is the user's.
+std::vector<std::string> EmptyValuesSplit(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args;
   bool ended = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     ended = ended || a == "--";
-    if (!ended && a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1) {
+    if (!ended && a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1 &&
+        !IsFlag(app, std::string(a.substr(0, a.size() - 1)))) {
       args.emplace_back(a.substr(0, a.size() - 1));
       args.emplace_back();
     } else {
@@ -732,6 +748,8 @@ int Main(int argc, char** argv) {
       command = sub->get_name() + " ";
       const std::vector<std::string> own = sub->remaining();
       rest.insert(rest.end(), own.begin(), own.end());
+      // After "--", words are names and items, whatever they look like.
+      rest.erase(std::find(rest.begin(), rest.end(), "--"), rest.end());
       std::erase_if(rest, [](const std::string& a) { return a.size() < 2 || a[0] != '-'; });
     }
     if (rest.empty()) return false;
@@ -740,7 +758,7 @@ int Main(int argc, char** argv) {
     return true;
   };
   try {
-    auto args = OptionsBeforeDashedName(app, EmptyValuesSplit(argc, argv));
+    auto args = OptionsBeforeDashedName(app, EmptyValuesSplit(app, argc, argv));
     std::reverse(args.begin(), args.end());  // CLI11 takes them last first
     app.parse(std::move(args));
   } catch (const CLI::CallForHelp& e) {
