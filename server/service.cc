@@ -14,6 +14,7 @@
 #include "frontend/info_json.h"
 #include "http_status.h"
 #include "redbloom/filter_config.h"
+#include "stores.h"
 #include "util/percent.h"
 #include "util/start_thread.h"
 
@@ -685,6 +686,13 @@ Result<Store*> Service::GetStore() const {
 }
 
 Reply Service::StoreErrorReply(const Status& status) {
+  // Contention between clients is no fault of the store: counted, it fired
+  // the store-error alert the docs suggest on a PUT racing DELETEs.
+  if (status.reason() == StatusReason::kContended) {
+    Reply r = ErrorReply(status);
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
   if (IsStoreFault(status.code())) metrics_->StoreError(status.code());
   return ErrorReply(status);
 }
@@ -876,12 +884,8 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
     ForgetOpen(name);
     info = handle->Info();
     if (info.ok() || info.status().code() != StatusCode::kNotFound) break;
-    if (attempt == 3) {
-      // Retryable, as the library's Create says of a drop that keeps winning.
-      info = Status::Unavailable("filter '" + std::string(name) +
-                                 "' was dropped by another client each time this PUT made it; "
-                                 "PUT it again");
-    }
+    // Retryable, as the library's Create says of a drop that keeps winning.
+    if (attempt == 3) info = internal::DroppedAsMadeStatus(name, attempt);
   }
   if (!info.ok()) return StoreErrorReply(info.status());
   Reply r = JsonReply(created ? 201 : 200, frontend::InfoJson(*info, (*store)->url()));

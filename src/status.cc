@@ -63,6 +63,7 @@ constexpr ReasonInfo kReasons[] = {
     {StatusReason::kMappingLimit, "mapping_limit", internal::ReasonClass::kOther},
     {StatusReason::kServerFull, "server_full", internal::ReasonClass::kOther},
     {StatusReason::kConnectionLost, "connection_lost", internal::ReasonClass::kOther},
+    {StatusReason::kContended, "contended", internal::ReasonClass::kOther},
 };
 
 constexpr bool InEnumOrder() {

@@ -174,9 +174,10 @@ Status DroppedWhileRebuiltStatus(std::string_view name) {
 }
 
 Status DroppedAsMadeStatus(std::string_view name, int attempts) {
-  return Status::Unavailable("filter '" + std::string(name) + "' was dropped by another client " +
-                             "each of the " + std::to_string(attempts) +
-                             " times this create made it; create it again");
+  return Status(StatusCode::kUnavailable,
+                "filter '" + std::string(name) + "' was dropped by another client each of the " +
+                    std::to_string(attempts) + " times this create made it; create it again",
+                StatusReason::kContended);
 }
 
 Status ConfigChangedStatus(std::string_view name) {

@@ -1091,20 +1091,25 @@ TEST_P(KindsTest, ACreateThatLosesEveryRetryToDropsIsRetryable) {
     while (!done.load()) (void)other.Drop("race");
   });
   int ok = 0, unavailable = 0;
-  for (int round = 0; round < 300; ++round) {
+  // Until a create has lost every retry (5 to 245 of 300 did on file:,
+  // Redis and Cluster), for 20 s at most; mem:'s creates never lose (its
+  // create and open share one lock).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int round = 0; round < 3000 && (unavailable == 0 || round < 300) &&
+                      std::chrono::steady_clock::now() < until;
+       ++round) {
     auto f = BloomFilter::Create(*store_, "race", {.capacity = 1000, .error_rate = 0.01});
     if (f.ok()) {
       ++ok;
       continue;
     }
     if (f.status().code() == StatusCode::kUnavailable &&
+        f.status().reason() == StatusReason::kContended &&
         f.status().message().find("was dropped by another client each of the 3 times") !=
             std::string::npos) {
       ++unavailable;
       continue;
     }
-    // (A store's create may itself see the drop: conflict, "re-created".)
-    if (f.status().code() == StatusCode::kConflict) continue;
     ADD_FAILURE() << "round " << round << ": " << f.status().ToString();
     break;
   }
@@ -1112,6 +1117,9 @@ TEST_P(KindsTest, ACreateThatLosesEveryRetryToDropsIsRetryable) {
   dropper.join();
   RecordProperty("ok", ok);
   RecordProperty("unavailable", unavailable);
+  if (GetParam() != "mem") {
+    EXPECT_GT(unavailable, 0) << "no create lost every retry";
+  }
 }
 
 // A filter dropped while a rebuild of it ran stays dropped: no order of a

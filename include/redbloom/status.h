@@ -74,6 +74,9 @@ enum class StatusReason : unsigned char {
   // The server closed or reset the connection without an answer (over TLS,
   // what a server at its maxclients does to a new connection).
   kConnectionLost,
+  // Other clients' changes kept undoing the call (a create whose filter was
+  // dropped each time it was made): no fault of the store; retry.
+  kContended,
 };
 
 // Stable lower-case name of a reason ("auth_failed"; "none" for kNone),
