@@ -909,6 +909,18 @@ TEST_F(RedisStoreTest, AnOldLayoutFilterIsListedAndNamedInACollision) {
             std::string::npos)
       << collided.message();
   EXPECT_EQ(collided.message().find("'x' and '{x}'"), std::string::npos) << collided.message();
+  // A braced name made by this build keeps its metadata at "{rbN}a{b:meta",
+  // which the name "{rbN}a{b" maps to as well: that collision is the pair
+  // kind, not an old build's (the review's case).
+  ASSERT_TRUE(store_->Create("a{b", Config()).ok());
+  const auto keys = raw_->Must({"KEYS", "{rb*}a{b:meta"});
+  ASSERT_EQ(keys->elements, 1u);
+  std::string tagged(keys->element[0]->str, keys->element[0]->len);
+  tagged.resize(tagged.size() - std::string(":meta").size());
+  const Status pair = BloomFilter::Open(*store_, tagged).status();
+  EXPECT_EQ(pair.code(), StatusCode::kConflict) << pair.ToString();
+  EXPECT_NE(pair.message().find("'x' and '{x}'"), std::string::npos) << pair.message();
+  EXPECT_EQ(pair.message().find("before 2026-12-01"), std::string::npos) << pair.message();
 }
 
 // A window filter has no bitmap key, nor has a filter whose bitmap was

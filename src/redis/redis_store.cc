@@ -53,8 +53,11 @@ Status CollisionStatus(std::string_view name, std::string_view owner, std::strin
                        KeyMode mode) {
   // The owner's metadata may sit there in the layout of builds before
   // 2026-12-01 (a name with a brace but no hash tag), not as the other of
-  // a pair like 'x' and '{x}'.
-  const bool legacy = !LegacyMetaKey(owner, mode).empty();
+  // a pair like 'x' and '{x}': where that layout kept it, and this one
+  // would not ('a{b', made here, sits at '{rbN}a{b:meta', which the name
+  // '{rbN}a{b' also maps to).
+  const bool legacy =
+      !LegacyMetaKey(owner, mode).empty() && LegacyMetaKey(owner, mode) == KeysFor(name, mode).meta;
   return Status::Conflict("filter '" + std::string(name) + "' shares its metadata key '" +
                           std::string(meta_key) + "' with filter '" + std::string(owner) + "' (" +
                           (legacy
