@@ -280,14 +280,15 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
     throw;
   }
   if (s.ok()) s = replacement->Flush();
-  if (!s.ok()) return dropped_meanwhile(without_temp(s)).WithContext(context);  // untouched
-  s = store.Replace(name, temp);
+  // (without_temp last: its "temporary filter is left" stays said.)
+  if (!s.ok()) return without_temp(dropped_meanwhile(s)).WithContext(context);  // untouched
+  s = dropped_meanwhile(store.Replace(name, temp));
   // Refused before the swap (the temporary is still there): the old filter
   // is untouched.
   if (!s.ok() && store.ReadConfig(temp).status().code() != StatusCode::kNotFound) {
     s = without_temp(s);
   }
-  return dropped_meanwhile(s).WithContext(context);
+  return s.WithContext(context);
 }
 
 FilterConfig BloomFilter::config() const { return state().config; }

@@ -1979,6 +1979,43 @@ TEST_F(CliTest, AStopWhileAnswersWaitOnAStalledReaderIsAStop) {
   }
 }
 
+// A rebuild whose temporary filter goes while the name stays (its file
+// removed by hand) says the old filter is unchanged, as it is: the review
+// found a not_found of the temporary read as the filter dropped meanwhile.
+TEST_F(CliTest, ARebuildWhoseTemporaryAloneGoesSaysTheOldFilterIsUnchanged) {
+  Create("r");
+  ASSERT_EQ(Run({"add", "-q", "r", "old"}).exit_code, 0);
+  const std::string fifo = dir_.path() + "/rebuild-items";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  const std::string err_path = dir_.path() + "/err-rebuild";
+  const std::string store = "file:" + dir_.path();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ChildStderrAndStops(err_path);
+    ::execl(REDBLOOM_CLI_PATH, "redbloom", "--store", store.c_str(), "rebuild", "r", "--file",
+            fifo.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::string temp = dir_.path() + "/" + TemporaryName("r") + ".rbf";
+  for (int i = 0; i < 1000 && !std::filesystem::exists(temp); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(temp));
+  ASSERT_TRUE(std::filesystem::remove(temp));
+  ASSERT_EQ(::write(held, "new\n", 4), 4);
+  ::close(held);  // the rebuild's input ends
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const std::string err = FileText(err_path);
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 4) << err;
+  EXPECT_NE(err.find("the old filter is unchanged"), std::string::npos) << err;
+  EXPECT_EQ(Run({"check", "r", "old"}).exit_code, 0) << "the old filter changed";
+}
+
 // An import stopped by SIGINT, SIGTERM or SIGHUP drops the filter it made,
 // as it does on any failure, and exits 128 + the signal. Stopped while it
 // wrote, it left the filter holding part of the dump, whose other items

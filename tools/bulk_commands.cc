@@ -917,10 +917,12 @@ int RunRebuild(Context& ctx, const std::string& name, const SizingFlags& sizing,
     std::string message = s.message();
     const std::string api = " (BloomFilter::Leftover::kDrop)";
     if (const size_t at = message.find(api); at != std::string::npos) message.erase(at, api.size());
-    // A filter dropped meanwhile is gone, not unchanged: the error says so.
+    // A filter dropped meanwhile is gone, not unchanged: the error says so
+    // (a not_found of the temporary alone, with the name there, is not).
     const Status said(s.code(), message, s.reason());
-    return Fail(
-        s.code() == StatusCode::kNotFound ? said : said.WithContext("the old filter is unchanged"));
+    const bool gone = s.code() == StatusCode::kNotFound &&
+                      ctx.store->ReadConfig(name).status().code() == StatusCode::kNotFound;
+    return Fail(gone ? said : said.WithContext("the old filter is unchanged"));
   }
   std::cerr << "rebuilt " << name << " from " << items << " items in "
             << FormatDouble(progress.seconds()) << " s and swapped it in\n";
