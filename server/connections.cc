@@ -65,19 +65,24 @@ constexpr milliseconds kAcceptPause{100};
 // it carried failing "Too many open files" on the store, while /readyz
 // said ready (an audit: 7,014 of 8,000 requests at `ulimit -n 64`).
 // An eighth of the limit, 64 to 1024, and never more than half of it.
-int DescriptorHeadroom(rlim_t limit) {
-  return static_cast<int>(std::min(std::clamp<rlim_t>(limit / 8, 64, 1024), limit / 2));
-}
+int DescriptorHeadroom(int limit) { return std::min(std::clamp(limit / 8, 64, 1024), limit / 2); }
 
-// The first descriptor number a connection is refused on (see
-// DescriptorHeadroom); INT_MAX when the limit cannot be read.
-int RefusedFrom() {
+// The process's descriptor limit (the soft RLIMIT_NOFILE), or nullopt when
+// it cannot be read or is past what a descriptor number reaches.
+std::optional<int> DescriptorLimit() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
       limit.rlim_cur > static_cast<rlim_t>(INT_MAX)) {
-    return INT_MAX;
+    return std::nullopt;
   }
-  return static_cast<int>(limit.rlim_cur) - DescriptorHeadroom(limit.rlim_cur);
+  return static_cast<int>(limit.rlim_cur);
+}
+
+// The first descriptor number a connection is refused on (see
+// DescriptorHeadroom); INT_MAX without a limit.
+int RefusedFrom() {
+  const std::optional<int> limit = DescriptorLimit();
+  return limit ? *limit - DescriptorHeadroom(*limit) : INT_MAX;
 }
 
 // How long a connection the server ends may still be read from (Loop::
@@ -515,7 +520,7 @@ void ConnectionServer::Loop::Admit(int fd, const sockaddr_storage& peer) {
   // Descriptors are handed out lowest first: this one's number says how
   // few are left for the store.
   if (fd >= refused_from_) {
-    s_.metrics_->ConnectionRefused(Refusal::kTotal);
+    s_.metrics_->ConnectionRefused(Refusal::kDescriptors);
     SendAndClose(fd, ErrorResponse(503, "Service Unavailable", "too_many_connections",
                                    "the server is near its descriptor limit (the rest are kept "
                                    "for its store); retry later"));
@@ -1200,19 +1205,15 @@ Status ConnectionServer::Bind() {
   port_ = bound_port;
   // Said at start, not found under load: a limit below max_connections
   // beside the store's headroom refuses connections before it.
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      limit.rlim_cur < static_cast<rlim_t>(options_.max_connections) +
-                           static_cast<rlim_t>(DescriptorHeadroom(limit.rlim_cur)) + 16) {
-    std::fprintf(
-        stderr,
-        "redbloomd: warning: the descriptor limit (%llu) is below max_connections (%d) "
-        "plus the %d kept for the store: connections past about %d are refused 503 at "
-        "accept (raise the limit, LimitNOFILE= under systemd, or lower "
-        "max_connections)\n",
-        static_cast<unsigned long long>(limit.rlim_cur), options_.max_connections,
-        DescriptorHeadroom(limit.rlim_cur),
-        std::max(0, static_cast<int>(limit.rlim_cur) - DescriptorHeadroom(limit.rlim_cur) - 16));
+  if (const std::optional<int> limit = DescriptorLimit();
+      limit && *limit < options_.max_connections + DescriptorHeadroom(*limit) + 16) {
+    std::fprintf(stderr,
+                 "redbloomd: warning: the descriptor limit (%d) is below max_connections (%d) "
+                 "plus the %d kept for the store: connections past about %d are refused 503 at "
+                 "accept (raise the limit, LimitNOFILE= under systemd, or lower "
+                 "max_connections)\n",
+                 *limit, options_.max_connections, DescriptorHeadroom(*limit),
+                 std::max(0, RefusedFrom() - 16));
   }
   return Status::Ok();
 }

@@ -25,6 +25,7 @@
 #include <thread>
 #include <utility>
 
+#include "build_id.h"
 #include "config.h"
 #include "http_server.h"
 #include "metrics.h"
@@ -180,7 +181,7 @@ int Run(int argc, char** argv) {
                  "max_filter_bytes; default: 1/4 of RAM for mem: and file:, none for Redis]");
   bool print_config = false;
   app.add_flag("--print-config", print_config, "print the effective configuration and exit");
-  app.set_version_flag("--version", "redbloomd " + redbloom::server::VersionText());
+  app.set_version_flag("--version", "redbloomd " REDBLOOM_VERSION_TEXT);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -249,8 +250,7 @@ int Run(int argc, char** argv) {
   const std::string& host = config->http.host;
   const bool loopback = redbloom::server::IsLoopbackHost(host);
   std::fprintf(stderr, "redbloomd %s listening on http://%s%s%s:%d store=%s auth=%s\n",
-               redbloom::server::VersionText().c_str(),
-               host.find(':') != std::string::npos ? "[" : "", host.c_str(),
+               REDBLOOM_VERSION_TEXT, host.find(':') != std::string::npos ? "[" : "", host.c_str(),
                host.find(':') != std::string::npos ? "]" : "", server.port(),
                redbloom::server::RedactUrl(service.store_url()).c_str(),
                config->http.token.empty() ? "off" : "bearer");

@@ -175,11 +175,14 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
        std::to_string(body_buffer_bytes_.load(std::memory_order_relaxed)));
   Header(&out, "redbloomd_connections_refused_total", "counter",
          "Connections answered 429 (max_connections_per_client from the address) or 503 "
-         "(max_connections in all) and closed at accept, by reason.");
+         "(max_connections in all, or the descriptors kept for the store) and closed at "
+         "accept, by reason.");
   Line(&out, "redbloomd_connections_refused_total", "reason=\"per_client\"",
        u(refusals_[static_cast<size_t>(Refusal::kPerClient)].load(std::memory_order_relaxed)));
   Line(&out, "redbloomd_connections_refused_total", "reason=\"total\"",
        u(refusals_[static_cast<size_t>(Refusal::kTotal)].load(std::memory_order_relaxed)));
+  Line(&out, "redbloomd_connections_refused_total", "reason=\"descriptors\"",
+       u(refusals_[static_cast<size_t>(Refusal::kDescriptors)].load(std::memory_order_relaxed)));
   Header(&out, "redbloomd_request_timeouts_total", "counter",
          "Requests cut off because their headers (header_timeout_s) or body (body_timeout_s, "
          "read_timeout_s) did not arrive in time, by phase.");
@@ -257,15 +260,6 @@ std::string Metrics::Render(size_t cache_entries, bool store_open) const {
   Header(&out, "redbloomd_start_time_seconds", "gauge", "Start time of the process, Unix seconds.");
   Line(&out, "redbloomd_start_time_seconds", "", FormatDouble(start_time_));
   return out;
-}
-
-}  // namespace redbloom::server
-
-namespace redbloom::server {
-
-std::string VersionText() {
-  return std::string(REDBLOOM_VERSION) +
-         (std::string_view(REDBLOOM_BUILD_ID).empty() ? "" : " (" REDBLOOM_BUILD_ID ")");
 }
 
 }  // namespace redbloom::server

@@ -37,14 +37,11 @@ inline constexpr size_t kRouteCount = 11;
 // The route template, used as the `route` label and in the access log.
 std::string_view RouteLabel(Route route);
 
-// The version, and the commit built when known (cmake/build_id.cmake):
-// "0.1.0 (8cd11ce 2026-12-06)". --version, the start line and build_info.
-std::string VersionText();
-
 // Why a connection was refused at accept (the `reason` label).
 enum class Refusal : uint8_t {
-  kPerClient,  // max_connections_per_client from its address are open
-  kTotal,      // max_connections are open
+  kPerClient,    // max_connections_per_client from its address are open
+  kTotal,        // max_connections are open
+  kDescriptors,  // the descriptors kept for the store would be taken
 };
 // Which deadline a request missed (the `phase` label).
 enum class TimeoutPhase : uint8_t {
@@ -147,7 +144,7 @@ class Metrics {
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<int64_t> connections_open_{0};
   std::atomic<uint64_t> body_buffer_bytes_{0};
-  std::array<std::atomic<uint64_t>, 2> refusals_{};  // by Refusal
+  std::array<std::atomic<uint64_t>, 3> refusals_{};  // by Refusal
   std::array<std::atomic<uint64_t>, 2> timeouts_{};  // by TimeoutPhase
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> access_log_lost_{0};

@@ -344,9 +344,11 @@ bool RememberedNames::Remove(std::string_view name) {
 
 void RecentDrops::Add(std::string_view name, int64_t now_ns) {
   std::lock_guard lock(mu_);
-  // Bounded by what a window of DELETEs names.
-  if (when_.size() >= 1024) {
+  // Bounded by what a window of DELETEs names; swept when it has doubled
+  // since the last sweep, not on every DELETE of a mass deletion.
+  if (when_.size() >= sweep_at_) {
     std::erase_if(when_, [&](const auto& e) { return now_ns - e.second > kWindowNs; });
+    sweep_at_ = std::max<size_t>(1024, 2 * when_.size());
   }
   when_.insert_or_assign(std::string(name), now_ns);
 }

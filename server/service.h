@@ -91,6 +91,7 @@ class RecentDrops {
  private:
   std::mutex mu_;
   std::unordered_map<std::string, int64_t> when_;  // guarded by mu_
+  size_t sweep_at_ = 1024;                         // guarded by mu_
 };
 
 class FilterCache {

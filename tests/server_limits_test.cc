@@ -803,6 +803,10 @@ TEST_F(ServerLimitsTest, NearTheDescriptorLimitConnectionsAreRefusedNotTheStore)
   c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   const std::string answer = c.ReadResponse();
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+  // Counted apart from max_connections' refusals.
+  const std::string metrics = Metrics(server);
+  EXPECT_GT(Sample(metrics, R"(redbloomd_connections_refused_total{reason="descriptors"})"), 0);
+  EXPECT_EQ(Sample(metrics, R"(redbloomd_connections_refused_total{reason="total"})"), 0);
 }
 
 // A client still uploading a body the server refused unread (413, over

@@ -635,10 +635,7 @@ int Main(int argc, char** argv) {
       "redbloom"};
   app.formatter(std::make_shared<UsageFormatter>());
   // The commit too (cmake/build_id.cmake): the docs name builds by it.
-  app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION +
-                                        std::string(std::string_view(REDBLOOM_BUILD_ID).empty()
-                                                        ? ""
-                                                        : " (" REDBLOOM_BUILD_ID ")"));
+  app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION_TEXT);
   app.require_subcommand(1);
   app.fallthrough();
   Context ctx;
