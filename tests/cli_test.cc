@@ -1891,11 +1891,20 @@ TEST_F(CliTest, AQuietAddStoppedWhileItWaitsAddsTheLinesItRead) {
     ASSERT_EQ(::ioctl(held, FIONREAD, &queued), 0);
   }
   ASSERT_EQ(queued, 0) << "the CLI did not read its input";
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // into its next read
+  // At once: a signal that lands before the CLI waits again must not be
+  // missed (it waited for input that never came; the review).
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  bool exited = false;
+  for (int i = 0; i < 1000 && !(exited = ::waitpid(pid, &status, WNOHANG) == pid); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
   ::close(held);
+  ASSERT_TRUE(exited) << "the stop was missed: the add went on waiting for input";
   const std::string err = FileText(err_path);
   ASSERT_TRUE(WIFEXITED(status)) << err;
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << err;

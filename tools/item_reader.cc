@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -129,21 +130,42 @@ Status ItemReader::Fill() {
     return Status::Unavailable("reading " + Name() + " was interrupted by a signal");
   };
   while (true) {
-    if (output_ >= 0 && !regular_) {
+    // Input that may wait (a pipe, a terminal) is waited for in ppoll(),
+    // with the stop signals blocked but inside it, which lets them in
+    // atomically: one that lands between the stop's check and the wait ends
+    // the wait (EINTR). With poll() and read() alone, one that landed just
+    // before the wait was missed, and the read waited for input that might
+    // never come (the next signal then killed the process unsynced).
+    const bool watch_output = output_ >= 0 && !regular_;
+    if (!regular_ && (stop_ != nullptr || watch_output)) {
+      sigset_t stops, before;
+      sigemptyset(&stops);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+      ::pthread_sigmask(SIG_BLOCK, &stops, &before);
+      if (stop_ != nullptr && *stop_ != 0) {
+        ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+        return interrupted();
+      }
       // A pipe's write end reports POLLERR once its reader is gone, a
       // socket's POLLHUP; both come without being asked for.
       pollfd p[2] = {{fd_, POLLIN, 0}, {output_, 0, 0}};
-      const int ready = ::poll(p, 2, -1);
-      if (ready < 0 && errno == EINTR) {
+      const int ready = ::ppoll(p, watch_output ? 2 : 1, nullptr, &before);
+      const int err = errno;
+      ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+      if (ready < 0 && err == EINTR) {
         if (stop_ != nullptr && *stop_ != 0) return interrupted();
         continue;
       }
-      if (ready > 0 && (p[1].revents & (POLLERR | POLLHUP)) != 0) {
+      if (ready < 0) {
+        return Status::Unavailable("cannot wait for " + Name() + ": " + internal::ErrnoText(err));
+      }
+      if (watch_output && (p[1].revents & (POLLERR | POLLHUP)) != 0) {
         return Status::Unavailable(
             std::string("cannot write to ") + (output_ == 1 ? "stdout" : "the output") +
             ": whatever read it is gone (a closed pipe); stopped reading " + Name());
       }
-      if (ready > 0 && (p[1].revents & POLLNVAL) != 0) output_ = -1;
+      if (watch_output && (p[1].revents & POLLNVAL) != 0) output_ = -1;
+      if (p[0].revents == 0) continue;  // only the output spoke
     }
     const ssize_t r = ::read(fd_, chunk, sizeof(chunk));
     if (r < 0 && errno == EINTR) {
