@@ -1823,6 +1823,31 @@ void ChildStderrAndStops(const std::string& err_path) {
   ::signal(SIGTERM, SIG_DFL);
 }
 
+// Starts the CLI on the file: store at `dir` with `args`, its stderr to
+// `err_path` and the stop signals at their default: its pid, or -1.
+pid_t StartCli(const std::string& dir, const std::vector<std::string>& args,
+               const std::string& err_path) {
+  std::vector<std::string> all = {"redbloom", "--store", "file:" + dir};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ChildStderrAndStops(err_path);
+    ::execv(REDBLOOM_CLI_PATH, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// A FIFO made at `path` and held open (read and write, so the open does not
+// wait for a reader): its descriptor, or -1.
+int HeldFifo(const std::string& path) {
+  if (::mkfifo(path.c_str(), 0600) != 0) return -1;
+  return ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+}
+
 std::string FileText(const std::string& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -1870,19 +1895,11 @@ TEST_F(CliTest, AnAddStoppedBySignalSyncsWhatItAnswered) {
 TEST_F(CliTest, AQuietAddStoppedWhileItWaitsAddsTheLinesItRead) {
   Create("q");
   const std::string fifo = dir_.path() + "/quiet-items";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  const int held = HeldFifo(fifo);
   ASSERT_GE(held, 0);
   const std::string err_path = dir_.path() + "/err-quiet";
-  const std::string store = "file:" + dir_.path();
-  const pid_t pid = ::fork();
+  const pid_t pid = StartCli(dir_.path(), {"add", "q", "--quiet", "--file", fifo}, err_path);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ChildStderrAndStops(err_path);
-    ::execl(REDBLOOM_CLI_PATH, "redbloom", "--store", store.c_str(), "add", "q", "--quiet",
-            "--file", fifo.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
   const std::string items = "q1\nq2\nq3-unended";
   ASSERT_EQ(::write(held, items.data(), items.size()), static_cast<ssize_t>(items.size()));
   int queued = 1;
@@ -1995,19 +2012,11 @@ TEST_F(CliTest, ARebuildWhoseTemporaryAloneGoesSaysTheOldFilterIsUnchanged) {
   Create("r");
   ASSERT_EQ(Run({"add", "-q", "r", "old"}).exit_code, 0);
   const std::string fifo = dir_.path() + "/rebuild-items";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const int held = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  const int held = HeldFifo(fifo);
   ASSERT_GE(held, 0);
   const std::string err_path = dir_.path() + "/err-rebuild";
-  const std::string store = "file:" + dir_.path();
-  const pid_t pid = ::fork();
+  const pid_t pid = StartCli(dir_.path(), {"rebuild", "r", "--file", fifo}, err_path);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ChildStderrAndStops(err_path);
-    ::execl(REDBLOOM_CLI_PATH, "redbloom", "--store", store.c_str(), "rebuild", "r", "--file",
-            fifo.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
   const std::string temp = dir_.path() + "/" + TemporaryName("r") + ".rbf";
   for (int i = 0; i < 1000 && !std::filesystem::exists(temp); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
