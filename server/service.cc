@@ -396,10 +396,10 @@ Result<std::shared_ptr<BloomFilter>> FilterCache::Get(Store& store, std::string_
       }
       return stored.status();
     }
-    // A TTL is no part of a filter's identity, yet a rebuild may change it
-    // alone (on Redis, in place): info said the TTL the handle opened with.
-    if (!stored->SameFilterAs(entry->filter->config()) ||
-        stored->ttl_seconds != entry->filter->config().ttl_seconds) {
+    // Every field, not SameFilterAs: a TTL is no part of a filter's
+    // identity, yet a rebuild may change it alone (on Redis, in place), and
+    // info said the TTL the handle opened with.
+    if (*stored != entry->filter->config()) {
       Evict(name, entry->filter.get());
       return Open(store, name);
     }
@@ -871,7 +871,8 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   // A DELETE that lands between the create and its info: made again, as a
   // PUT after the DELETE would have; a PUT never answers 404 (a drop that
   // wins every time is a retryable 503).
-  for (int attempt = 1; attempt <= 3; ++attempt) {
+  constexpr int kAttempts = 3;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
     Result<std::unique_ptr<BloomFilter>> filter =
         BloomFilter::Create(**store, name, *options, &created);
     if (!filter.ok()) return StoreErrorReply(filter.status());
@@ -887,7 +888,7 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
     info = handle->Info();
     if (info.ok() || info.status().code() != StatusCode::kNotFound) break;
     // Retryable, as the library's Create says of a drop that keeps winning.
-    if (attempt == 3) info = internal::DroppedAsMadeStatus(name, attempt);
+    if (attempt == kAttempts) info = internal::DroppedAsMadeStatus(name, kAttempts);
   }
   if (!info.ok()) return StoreErrorReply(info.status());
   Reply r = JsonReply(created ? 201 : 200, frontend::InfoJson(*info, (*store)->url()));
