@@ -150,14 +150,25 @@ class WindowPolicy final : public KindPolicy {
   // slice; Redis refuses to make a slice its clock has expired: unavailable)
   // or adds to a slice no check looks at any more. The add is then
   // done once more, in the slice current by then, so that the item is found
-  // as soon as the call returns.
+  // as soon as the call returns. So it is too when the call only crossed into
+  // a later slice: its items would leave the window a slice after the one
+  // it began in, up to a whole window - slice sooner after the call returned
+  // than the README promises (an audit: 0.8 s after a 2.3 s add, with 3 s
+  // in 3 slices).
   Status Add(FilterContext& f, std::span<const Hash128> hashes, uint8_t* added) const override {
     const uint64_t now = CurrentSlice(f);
     Status s = AddToSlice(f, now, hashes, added);
     const uint64_t later = CurrentSlice(f);
+    if (later <= now) return s;
     // Whatever the first add's outcome: a slice that left the window may also
     // have been refused by Redis as already expired by its clock (unavailable).
-    if (IsLive(f.config(), now, later)) return s;
+    if (IsLive(f.config(), now, later)) {
+      if (!s.ok()) return s;
+      // The first add's answers stand (the items are now in a live slice),
+      // whatever this one does.
+      f.set_confirmed(hashes.size());
+      return AddToSlice(f, later, hashes, nullptr);
+    }
     // Once more, in the slice current now. If that add too outlives its
     // slice, the window is shorter than an add takes here: an add that
     // worked did what it could, and one that found its slice gone says so.
