@@ -355,31 +355,6 @@ TEST_F(RedisStoreTest, AConnectionLeftWithUnreadRepliesIsNotReused) {
   }
 }
 
-// A client that read a scaling filter with two layers, after the filter was
-// dropped and re-created alike (the same seven metadata fields), made layer 2
-// of the new filter, which had no layer 1: the filter was data_loss for
-// every call until dropped (2 of 10 drop/create rounds under concurrent adds
-// in the audit). The layer is refused as a changed filter; the stale handle
-// reopens and adds to the new filter.
-TEST_F(RedisStoreTest, AStaleClientCannotMakeALayerAboveAReCreatedScalingFilter) {
-  const FilterOptions scaling{.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling};
-  ASSERT_OK_AND_ASSIGN(auto stale, BloomFilter::Create(*store_, "sr", scaling));
-  ASSERT_OK_AND_ASSIGN(auto bits, store_->OpenBits("sr", stale->config()));
-  ASSERT_TRUE(bits->CreatePart(1, 0).ok());
-  ASSERT_TRUE(store_->Drop("sr").ok());
-  ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Create(*store_, "sr", scaling));
-  const Status made = bits->CreatePart(2, 0);
-  EXPECT_EQ(made.code(), StatusCode::kConflict) << made.ToString();
-  ASSERT_OK_AND_ASSIGN(FilterInfo info, fresh->Info());
-  EXPECT_EQ(info.parts, 1u);
-  // A stale BloomFilter handle grows the new filter layer by layer.
-  const auto items = Items(Encoding::kUtf8, 400);
-  ASSERT_TRUE(stale->AddMany(Views(items)).ok());
-  std::vector<uint8_t> present;
-  ASSERT_TRUE(fresh->ContainsMany(Views(items), &present).ok());
-  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 400);
-}
-
 // A filter dropped and made again with the same bits and hashes per part
 // but another window, expansion or TTL passed the seven checked fields: a
 // handle opened before wrote into it as the old filter. Adds went to window

@@ -588,8 +588,12 @@ class FileStore final : public Store {
     return a;
   }
 
-  Status CreatePart(std::string_view name, const FilterConfig& config, uint64_t part,
-                    uint64_t expires_at_ms) {
+  // Part `part` of the filter whose main file was `opened` when the handle
+  // read it: a part made in whichever filter has the name now went into one
+  // dropped and made again alike since (a scaling handle's next layer, above
+  // the new filter's first: data_loss for it until dropped).
+  Status CreatePart(std::string_view name, const FilterConfig& config, const FileId& opened,
+                    uint64_t part, uint64_t expires_at_ms) {
     if (part == 0 && config.initial_parts() > 0) return Status::Ok();
     const std::string path = PartPath(name, part);
     const bool dense = KindOf(config.kind).dense_parts;
@@ -598,10 +602,10 @@ class FileStore final : public Store {
     // takes the lock exclusively.
     FileId main_id;
     REDBLOOM_ASSIGN_OR_RETURN(FileHeader main, ReadMain(name, &main_id));
-    if (!main.config.SameFilterAs(config)) return ConfigChangedStatus(name);
+    if (!main.config.SameFilterAs(config) || main_id != opened) return ConfigChangedStatus(name);
     DirLock lock(dir_, LOCK_SH);
     REDBLOOM_RETURN_IF_ERROR(lock.status());
-    REDBLOOM_RETURN_IF_ERROR(CheckStillNamed(name, main_id));
+    REDBLOOM_RETURN_IF_ERROR(CheckStillNamed(name, opened));
     // A dense part found made is recorded too: its maker may have died
     // before recording it.
     if (dense && ::access(path.c_str(), F_OK) == 0) return RecordMade(name, part);
@@ -1265,7 +1269,7 @@ Result<std::shared_ptr<WordArray>> FileParts::Open(uint64_t part) {
   return store_->OpenPart(name_, config_, part);
 }
 Status FileParts::Create(uint64_t part, uint64_t expires_at_ms) {
-  return store_->CreatePart(name_, config_, part, expires_at_ms);
+  return store_->CreatePart(name_, config_, main_id_, part, expires_at_ms);
 }
 Result<std::vector<uint64_t>> FileParts::List() { return store_->ListParts(name_, config_); }
 std::optional<PartsStamp> FileParts::Stamp() { return store_->PartsStampOf(name_); }

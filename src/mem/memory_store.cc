@@ -59,10 +59,18 @@ std::shared_ptr<WordArray> View(const std::shared_ptr<MemArray>& a) {
 
 class MemoryStore;
 
+// The parts of the filter a handle opened: that filter, not whichever has
+// its name and config now. Found by name and config, a part made by a handle
+// that had read a scaling filter's third layer full, as the filter was
+// dropped and made again alike, went into the new filter, which had one
+// layer: data_loss ("lost layer 1") for every call until it was dropped (an
+// audit, in 6 to 40 drop/create rounds under concurrent adds). The handle's
+// check that its filter is live comes before the part is made, and the
+// drop and create fit in between.
 class MemParts final : public WordParts {
  public:
-  MemParts(MemoryStore* store, std::string name, FilterConfig config)
-      : store_(store), name_(std::move(name)), config_(std::move(config)) {}
+  MemParts(MemoryStore* store, std::string name, std::weak_ptr<const MemFilter> filter)
+      : store_(store), name_(std::move(name)), filter_(std::move(filter)) {}
   Result<std::shared_ptr<WordArray>> Open(uint64_t part) override;
   Status Create(uint64_t part, uint64_t expires_at_ms) override;
   Result<std::vector<uint64_t>> List() override;
@@ -70,7 +78,7 @@ class MemParts final : public WordParts {
  private:
   MemoryStore* store_;
   const std::string name_;
-  const FilterConfig config_;
+  const std::weak_ptr<const MemFilter> filter_;
 };
 
 class MemoryStore final : public Store {
@@ -133,6 +141,7 @@ class MemoryStore final : public Store {
                                              const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
     std::shared_ptr<WordArray> main;
+    std::shared_ptr<const MemFilter> opened;
     {
       std::lock_guard lock(mu_);
       REDBLOOM_ASSIGN_OR_RETURN(auto filter, Find(name));
@@ -141,9 +150,10 @@ class MemoryStore final : public Store {
           config.initial_parts() > 0 && it != filter->parts.end()) {
         main = View(it->second);
       }
+      opened = std::move(filter);
     }
     return std::unique_ptr<BitStore>(std::make_unique<WordBitStore>(
-        std::make_unique<MemParts>(this, std::string(name), config), std::move(main)));
+        std::make_unique<MemParts>(this, std::string(name), opened), std::move(main)));
   }
 
   Status Replace(std::string_view name, std::string_view source) override {
@@ -168,10 +178,11 @@ class MemoryStore final : public Store {
 
   // For MemParts: the filter's part `part`, checking the filter is still the
   // one the handle opened.
-  Result<std::shared_ptr<WordArray>> OpenPart(std::string_view name, const FilterConfig& config,
+  Result<std::shared_ptr<WordArray>> OpenPart(std::string_view name,
+                                              const std::weak_ptr<const MemFilter>& opened,
                                               uint64_t part) {
     std::lock_guard lock(mu_);
-    REDBLOOM_ASSIGN_OR_RETURN(auto filter, FindSame(name, config));
+    REDBLOOM_ASSIGN_OR_RETURN(auto filter, FindOpened(name, opened));
     auto it = filter->parts.find(part);
     if (it != filter->parts.end() && Expired(clock(), it->second->expires_at_ms)) {
       Retire(*it->second);
@@ -185,10 +196,11 @@ class MemoryStore final : public Store {
     return View(it->second);
   }
 
-  Status CreatePart(std::string_view name, const FilterConfig& config, uint64_t part,
-                    uint64_t expires_at_ms) {
+  Status CreatePart(std::string_view name, const std::weak_ptr<const MemFilter>& opened,
+                    uint64_t part, uint64_t expires_at_ms) {
     std::lock_guard lock(mu_);
-    REDBLOOM_ASSIGN_OR_RETURN(auto filter, FindSame(name, config));
+    REDBLOOM_ASSIGN_OR_RETURN(auto filter, FindOpened(name, opened));
+    const FilterConfig& config = filter->config;
     auto it = filter->parts.find(part);
     if (it != filter->parts.end() && !Expired(clock(), it->second->expires_at_ms)) {
       return Status::Ok();
@@ -200,9 +212,10 @@ class MemoryStore final : public Store {
     return Status::Ok();
   }
 
-  Result<std::vector<uint64_t>> ListParts(std::string_view name, const FilterConfig& config) {
+  Result<std::vector<uint64_t>> ListParts(std::string_view name,
+                                          const std::weak_ptr<const MemFilter>& opened) {
     std::lock_guard lock(mu_);
-    REDBLOOM_ASSIGN_OR_RETURN(auto filter, FindSame(name, config));
+    REDBLOOM_ASSIGN_OR_RETURN(auto filter, FindOpened(name, opened));
     std::vector<uint64_t> parts;
     for (auto it = filter->parts.begin(); it != filter->parts.end();) {
       if (Expired(clock(), it->second->expires_at_ms)) {
@@ -229,10 +242,11 @@ class MemoryStore final : public Store {
     return it->second;
   }
 
-  // Requires mu_. The filter, if it still has `config`.
-  Result<std::shared_ptr<MemFilter>> FindSame(std::string_view name, const FilterConfig& config) {
+  // Requires mu_. The filter, if it is still the one `opened`.
+  Result<std::shared_ptr<MemFilter>> FindOpened(std::string_view name,
+                                                const std::weak_ptr<const MemFilter>& opened) {
     REDBLOOM_ASSIGN_OR_RETURN(auto filter, Find(name));
-    if (!filter->config.SameFilterAs(config)) return ConfigChangedStatus(name);
+    if (filter != opened.lock()) return ConfigChangedStatus(name);
     return filter;
   }
 
@@ -250,12 +264,12 @@ class MemoryStore final : public Store {
 };
 
 Result<std::shared_ptr<WordArray>> MemParts::Open(uint64_t part) {
-  return store_->OpenPart(name_, config_, part);
+  return store_->OpenPart(name_, filter_, part);
 }
 Status MemParts::Create(uint64_t part, uint64_t expires_at_ms) {
-  return store_->CreatePart(name_, config_, part, expires_at_ms);
+  return store_->CreatePart(name_, filter_, part, expires_at_ms);
 }
-Result<std::vector<uint64_t>> MemParts::List() { return store_->ListParts(name_, config_); }
+Result<std::vector<uint64_t>> MemParts::List() { return store_->ListParts(name_, filter_); }
 
 }  // namespace
 
