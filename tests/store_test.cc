@@ -371,6 +371,23 @@ TEST_P(StoreTest, AScalingFilterMadeAgainUnderAStaleHandlesAddsStaysWhole) {
   }
 }
 
+// Revalidate's question to the store: whether the filter the bits belong to
+// still has its name. mem: answered OK for a filter dropped (its header
+// promised not_found); Redis asks nothing here (its next call answers).
+TEST_P(StoreTest, CheckCurrentTellsADroppedOrReplacedFilter) {
+  const FilterConfig c = Config();
+  ASSERT_TRUE(store_->Create("cc", c).ok());
+  auto bits = Bits("cc", c);
+  ASSERT_NE(bits, nullptr);
+  EXPECT_TRUE(bits->CheckCurrent().ok());
+  if (GetParam() != "mem" && GetParam() != "file") return;
+  ASSERT_TRUE(store_->Drop("cc").ok());
+  EXPECT_EQ(bits->CheckCurrent().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store_->Create("cc", c).ok());
+  EXPECT_EQ(bits->CheckCurrent().code(), StatusCode::kConflict);
+  EXPECT_TRUE(Bits("cc", c)->CheckCurrent().ok());
+}
+
 // A scaling filter's layer too large for the store (2^32 bits a Redis key,
 // 2^37 a file or memory array) is out of room, as the layer limit is: it
 // read as invalid_argument (exit 2, HTTP 400 "adds nothing") for an add

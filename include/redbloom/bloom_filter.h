@@ -163,9 +163,10 @@ class BloomFilter {
   // handle was not told of: a file: filter's file moved over by hand (mv,
   // rsync of a backup without --inplace), whose old file the handle wrote
   // (its adds lost with it). Redbloom's own drops, rebuilds and re-creations
-  // the handle sees by itself. One stat on file:, nothing on other stores;
-  // kNotFound if the filter is gone. A long-lived process calls it now and
-  // then (redbloomd: every filter_revalidate_ms).
+  // the handle sees by itself. One stat on file:, a lookup on mem:, kNotFound
+  // if the filter is gone; nothing on Redis, whose next call says it (OK
+  // here). A long-lived process calls it now and then (redbloomd: every
+  // filter_revalidate_ms, beside a read of the stored config).
   Status Revalidate();
 
   // The whole bitmap (config().data_bytes() bytes, Redis bit order), read in

@@ -176,7 +176,8 @@ class BitStore {
   // not told of (file: a file moved over the filter's by hand),
   // kNotFound if none has it. Every store tells a handle of a drop, a
   // rebuild or a re-creation by redbloom on its next call; this asks the
-  // store, for what it cannot tell (one stat on file:; nothing elsewhere).
+  // store, for what it cannot tell (one stat on file:, a lookup on mem:;
+  // nothing on Redis, which answers at the next call).
   virtual Status CheckCurrent() { return Status::Ok(); }
   // A token that changes whenever another filter is swapped in under the
   // name in a way these bits' reads go on across (a Redis rebuild keeps the

@@ -74,6 +74,7 @@ class MemParts final : public WordParts {
   Result<std::shared_ptr<WordArray>> Open(uint64_t part) override;
   Status Create(uint64_t part, uint64_t expires_at_ms) override;
   Result<std::vector<uint64_t>> List() override;
+  Status CheckCurrent() override;
 
  private:
   MemoryStore* store_;
@@ -176,6 +177,12 @@ class MemoryStore final : public Store {
 
   Status Ping() override { return Status::Ok(); }
 
+  // For MemParts: whether the filter a handle opened still has its name.
+  Status CheckOpened(std::string_view name, const std::weak_ptr<const MemFilter>& opened) {
+    std::lock_guard lock(mu_);
+    return FindOpened(name, opened).status();
+  }
+
   // For MemParts: the filter's part `part`, checking the filter is still the
   // one the handle opened.
   Result<std::shared_ptr<WordArray>> OpenPart(std::string_view name,
@@ -270,6 +277,7 @@ Status MemParts::Create(uint64_t part, uint64_t expires_at_ms) {
   return store_->CreatePart(name_, filter_, part, expires_at_ms);
 }
 Result<std::vector<uint64_t>> MemParts::List() { return store_->ListParts(name_, filter_); }
+Status MemParts::CheckCurrent() { return store_->CheckOpened(name_, filter_); }
 
 }  // namespace
 
