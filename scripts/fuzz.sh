@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang with ASan + UBSan, build-fuzz/)
 # and runs each for FUZZ_SECONDS (default 60) from seeds made here by the CLI
-# of the same build: the HTTP items body (against nlohmann::json), dump and
+# of the same build: the HTTP items body (against nlohmann::json), HTTP
+# request heads, dump and
 # Guava-file imports, file headers, stored configs, Redis URLs and Redis
 # replies (read from a redis-server it starts on 127.0.0.1).
 # Usage: scripts/fuzz.sh [TARGET...]   (default: every target)
@@ -29,7 +30,7 @@ cleanup() {
   rm -rf "$seeds"
 }
 trap cleanup EXIT
-mkdir -p "$corpus"/{items_body_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz,reply_fuzz,decimal_fuzz}
+mkdir -p "$corpus"/{items_body_fuzz,request_head_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz,reply_fuzz,decimal_fuzz}
 
 echo "== seeds"
 # Each seed starts with the byte its target reads as flags (see its source).
@@ -38,6 +39,11 @@ printf '\x00 {"items" : [ "ORD-99821" , "" ] }' >"$corpus/items_body_fuzz/seed-s
 # At the harness's limits (4 items of at most 8 bytes), and one past each.
 printf '\x00{"items":["12345678","b","c","d"]}' >"$corpus/items_body_fuzz/seed-limits"
 printf '\x00{"items":["123456789","b","c","d","e"]}' >"$corpus/items_body_fuzz/seed-past-limits"
+# Heads (the first byte: how many bytes an earlier request left before it).
+printf '\x00POST /v1/filters/a/items HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\nExpect: 100-continue\r\nAuthorization: Bearer a%%41\r\nAccept-Encoding: gzip;q=0.5, br\r\nConnection: Keep-Alive, close\r\nRange: bytes=1-\r\n\r\n{"items":[]}' \
+  >"$corpus/request_head_fuzz/seed-post"
+printf '\x04\r\n\r\nGET http://h:1?x=1 HTTP/1.0\r\nContent-Length: 3\r\nContent-Length: 03\r\nTransfer-Encoding: chunke%%64\r\n fold\r\n\r\n' \
+  >"$corpus/request_head_fuzz/seed-odd"
 for url in 'redis://user:pw@127.0.0.1:6379/2?timeout=2s' 'rediss://[::1]:6380?keys=jdk' \
   'redis-cluster://127.0.0.1:7000,127.0.0.1:7001' 'redis-sentinel://127.0.0.1:26379/mymaster' \
   'redis+unix://app:p%40w@/run/redis/redis%20x.sock?db=2&keys=jdk'; do
@@ -118,7 +124,7 @@ done
 unset ASAN_OPTIONS
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz import_fuzz file_header_fuzz config_fuzz redis_url_fuzz reply_fuzz decimal_fuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz request_head_fuzz import_fuzz file_header_fuzz config_fuzz redis_url_fuzz reply_fuzz decimal_fuzz)
 cd build-fuzz/fuzz
 for t in "${targets[@]}"; do
   echo "== $t, $seconds s"
