@@ -528,6 +528,8 @@ struct BloomFilter::Hashed {
   std::span<const Hash128> given;           // the caller's hashes
   Strategy strategy{};
   Encoding encoding{};
+  // Given hashes made for `strategy` and `encoding` (the pinned Hashes forms).
+  bool pinned = false;
 
   // Hashes the items for `config`.
   Status Make(const FilterConfig& config) {
@@ -546,6 +548,27 @@ struct BloomFilter::Hashed {
   // before the call cannot tell, which the Hashes forms document).
   static Hashed Given(std::span<const Hash128> hashes) {
     return Hashed{.items = {}, .hashes = nullptr, .given = hashes, .strategy = {}, .encoding = {}};
+  }
+  // The caller's hashes, made for `config`: refused on any state whose
+  // strategy or encoding is another.
+  static Hashed GivenFor(const FilterConfig& config, std::span<const Hash128> hashes) {
+    return Hashed{.items = {},
+                  .hashes = nullptr,
+                  .given = hashes,
+                  .strategy = config.strategy,
+                  .encoding = config.encoding,
+                  .pinned = true};
+  }
+  // For a pinned batch, the conflict with a state of another strategy or
+  // encoding; else OK.
+  Status CheckPinned(const std::string& name, const FilterConfig& now) const {
+    if (!pinned || (now.strategy == strategy && now.encoding == encoding)) return Status::Ok();
+    return Status::Conflict(
+        "filter '" + name + "' has strategy " + std::string(StrategyName(now.strategy)) +
+        " and encoding " + std::string(EncodingName(now.encoding)) + ", not the " +
+        std::string(StrategyName(strategy)) + " and " + std::string(EncodingName(encoding)) +
+        " its hashes were made for (rebuilt or re-created): hash again, with "
+        "the new config()");
   }
   std::span<const Hash128> span() const {
     return hashes != nullptr ? std::span<const Hash128>(*hashes) : given;
@@ -744,12 +767,15 @@ template <typename Op>
 Status BloomFilter::WithReopenHashed(Hashed& batch, Op&& op) {
   // The caller's hashes stay valid only while the strategy and encoding do.
   const Same same = batch.hashes == nullptr ? Same::kHashing : Same::kAny;
+  // Pinned hashes the state in hand already refuses: no reopen can help.
+  REDBLOOM_RETURN_IF_ERROR(batch.CheckPinned(name_, state().config));
   return WithReopen(
       [&](State& st) -> Status {
         if (batch.hashes != nullptr &&
             (st.config.strategy != batch.strategy || st.config.encoding != batch.encoding)) {
           REDBLOOM_RETURN_IF_ERROR(batch.Make(st.config));
         }
+        REDBLOOM_RETURN_IF_ERROR(batch.CheckPinned(name_, st.config));
         return op(st, batch.span());
       },
       same);
@@ -767,6 +793,24 @@ Status BloomFilter::ContainsHashes(std::span<const Hash128> hashes, std::vector<
 
 Status BloomFilter::RemoveHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* removed) {
   Hashed batch = Hashed::Given(hashes);
+  return RemoveHashed(batch, removed);
+}
+
+Status BloomFilter::AddHashes(const FilterConfig& hashed_for, std::span<const Hash128> hashes,
+                              std::vector<uint8_t>* added) {
+  Hashed batch = Hashed::GivenFor(hashed_for, hashes);
+  return AddHashed(batch, added);
+}
+
+Status BloomFilter::ContainsHashes(const FilterConfig& hashed_for, std::span<const Hash128> hashes,
+                                   std::vector<uint8_t>* present) {
+  Hashed batch = Hashed::GivenFor(hashed_for, hashes);
+  return ContainsHashed(batch, present);
+}
+
+Status BloomFilter::RemoveHashes(const FilterConfig& hashed_for, std::span<const Hash128> hashes,
+                                 std::vector<uint8_t>* removed) {
+  Hashed batch = Hashed::GivenFor(hashed_for, hashes);
   return RemoveHashed(batch, removed);
 }
 

@@ -152,6 +152,18 @@ class BloomFilter {
   Status AddHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* added = nullptr);
   Status ContainsHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* present);
   Status RemoveHashes(std::span<const Hash128> hashes, std::vector<uint8_t>* removed);
+  // The same for hashes made for `hashed_for` (the config() they were made
+  // with): kConflict whenever the filter's strategy or encoding is not that
+  // config's. Threads that share a handle need these: "since the handle last
+  // saw it" above counts every thread's calls, so once another thread's call
+  // has followed a rebuild, hashes made before it are taken for the new
+  // strategy (checks answer absent, adds set bits no check reads).
+  Status AddHashes(const FilterConfig& hashed_for, std::span<const Hash128> hashes,
+                   std::vector<uint8_t>* added = nullptr);
+  Status ContainsHashes(const FilterConfig& hashed_for, std::span<const Hash128> hashes,
+                        std::vector<uint8_t>* present);
+  Status RemoveHashes(const FilterConfig& hashed_for, std::span<const Hash128> hashes,
+                      std::vector<uint8_t>* removed);
 
   // Hashes and offsets of one item, in the strategy's order.
   Result<std::vector<uint64_t>> Offsets(std::string_view item) const;
