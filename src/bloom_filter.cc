@@ -265,8 +265,9 @@ Status BloomFilter::Rebuild(Store& store, std::string_view name, const FilterOpt
     if (store.ReadConfig(name).status().code() != StatusCode::kNotFound) return failed;
     return internal::DroppedWhileRebuiltStatus(name);
   };
+  // (A drop between the temporary's create and this open took it too.)
   Result<std::unique_ptr<BloomFilter>> opened = Open(store, temp);
-  if (!opened.ok()) return without_temp(opened.status()).WithContext(context);
+  if (!opened.ok()) return without_temp(dropped_meanwhile(opened.status())).WithContext(context);
   std::unique_ptr<BloomFilter> replacement = std::move(opened).value();
   Status s;
   try {
