@@ -856,12 +856,21 @@ TEST_F(RedisClusterTest, RedisCliReshardWhileLoadsRunLosesNothing) {
 // and with the default after ~3 s, before a cluster (here with a
 // cluster-node-timeout of 1 s, by default 15 s) had promoted the replica.
 // It retries for 10 s now, whatever max_retries.
+//
+// A client idle through the failover, whose pool knew the old master, goes to
+// the promoted replica: the old master, back as its replica (another run_id),
+// answered its first call 503 "restarted", a warning about writes the old
+// master owned, which the promoted replica has.
 TEST_F(RedisClusterTest, ACallToAKilledMasterRidesOutTheFailover) {
   auto store = MustOpen(cluster_->url() + "?max_retries=0");
   ASSERT_NE(store, nullptr);
   auto f = BloomFilter::Create(*store, "ride", {.capacity = 1000, .error_rate = 0.01});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   ASSERT_TRUE((*f)->Add("x").ok());
+  auto idle_store = MustOpen(cluster_->url());
+  ASSERT_NE(idle_store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto idle, BloomFilter::Open(*idle_store, "ride"));
+  ASSERT_TRUE(idle->Contains("x").ok());
   RedisServer& master = cluster_->MasterOf(internal::KeySlot("ride"));
   master.Stop(/*hard=*/true);
   const Result<bool> found = (*f)->Contains("x");
@@ -869,6 +878,10 @@ TEST_F(RedisClusterTest, ACallToAKilledMasterRidesOutTheFailover) {
   cluster_->ReplaceAsReplica(master, promoted);
   ASSERT_TRUE(found.ok()) << "the call gave up before the failover: " << found.status().ToString();
   EXPECT_TRUE(*found);
+  const Result<bool> after_idle = idle->Contains("x");
+  ASSERT_TRUE(after_idle.ok()) << after_idle.status().ToString();
+  EXPECT_TRUE(*after_idle);
+  EXPECT_TRUE(idle->Add("y").ok());
 }
 
 // A master killed with SIGKILL while adds run with wait_replicas=1: its

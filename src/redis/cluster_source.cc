@@ -63,6 +63,8 @@ class ClusterSource final : public ConnectionSource {
     // A replica read that failed or missed a key goes to the master instead
     // (see below), for the rest of the call.
     bool master_only = false;
+    // A restarted node was found to serve the slot no more (below): once.
+    bool moved_on_restart = false;
     for (int attempt = 0;; ++attempt) {
       std::shared_ptr<const SlotMap> map = Map();
       if (!map) {
@@ -144,6 +146,19 @@ class ClusterSource final : public ConnectionSource {
         }
       }
       if (redirect.has_value()) return GaveUp(*redirect, slot);  // kMaxRedirects
+      // A master restarted since this client used it warns of writes its
+      // restart may have lost: for the slots it still serves. One that came
+      // back after a failover serves them no more (a replica now, its data
+      // the promoted replica's): the call goes to the slot's owner. It was
+      // 503 "restarted" for the first call of a client idle through a
+      // failover, checks too (an audit).
+      if (s.reason() == StatusReason::kRestarted && !replica && !moved_on_restart) {
+        (void)Refresh(/*force=*/true);
+        if (std::shared_ptr<const SlotMap> now = Map(); now && now->master[slot] != node) {
+          moved_on_restart = true;
+          continue;
+        }
+      }
       // A replica answers for what it holds, and no ASK: while the slot
       // migrates, its keys that moved are gone from it (the filter reads
       // "dropped", or a part reads missing); one still syncing, or cut off
