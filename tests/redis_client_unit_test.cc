@@ -276,6 +276,8 @@ TEST(ClusterRedirectTest, ReadsSlotHostAndPort) {
   EXPECT_EQ(own->host, "");
   EXPECT_EQ(ParseClusterRedirect("TRYAGAIN Multiple keys request during rehashing")->kind,
             ClusterRedirect::Kind::kTryAgain);
+  EXPECT_EQ(ParseClusterRedirect("CLUSTERDOWN The cluster is down")->text,
+            "CLUSTERDOWN The cluster is down");
   EXPECT_EQ(ParseClusterRedirect("CLUSTERDOWN The cluster is down")->kind,
             ClusterRedirect::Kind::kClusterDown);
 }

@@ -40,7 +40,11 @@ Status GaveUp(const ClusterRedirect& r, int slot) {
           "moved, or a key it makes or a scratch key is not there yet)";
       break;
     case ClusterRedirect::Kind::kClusterDown:
-      answer = "CLUSTERDOWN: no node serves the slot";
+      // The node's own words: "The cluster is down" (another range has no
+      // node, which the cluster refuses every slot for, by default) or "Hash
+      // slot not served". A fixed "no node serves the slot" blamed a slot
+      // that had its node.
+      answer = r.text.empty() ? "CLUSTERDOWN" : r.text;
       break;
   }
   return Status::Unavailable("the Redis Cluster kept redirecting a call on slot " +

@@ -359,6 +359,7 @@ std::optional<ClusterRedirect> ParseClusterRedirect(std::string_view text) {
   }
   if (StartsWith(text, "CLUSTERDOWN")) {
     r.kind = ClusterRedirect::Kind::kClusterDown;
+    r.text = std::string(text.substr(0, 200));
     return r;
   }
   if (StartsWith(text, "MOVED ")) {

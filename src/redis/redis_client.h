@@ -209,6 +209,10 @@ struct ClusterRedirect {
   int slot = -1;
   std::string host;  // kMoved, kAsk: where the slot is (empty: the node's own host)
   int port = 0;
+  // kClusterDown: the node's words ("CLUSTERDOWN The cluster is down", "...
+  // Hash slot not served"), which say whether this slot or the cluster is
+  // down.
+  std::string text;
 };
 // Parses "MOVED 3999 127.0.0.1:6381", "ASK ...", "TRYAGAIN ...",
 // "CLUSTERDOWN ..."; nullopt for any other reply text, and for a MOVED or
