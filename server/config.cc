@@ -339,7 +339,10 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
       // 64 KiB of header buffer.
       st = GetInt(v, key, 1, 60000, &h.max_connections);
     } else if (key == "max_connections_per_client") {
-      st = GetInt(v, key, 0, 1000, &h.max_connections_per_client);
+      // As many as max_connections may be: behind a proxy every client
+      // shares one address, and the docs say to raise it to the proxy's pool
+      // (or to max_connections), which 1000 refused above that.
+      st = GetInt(v, key, 0, 60000, &h.max_connections_per_client);
     } else if (key == "max_filter_bytes") {
       uint64_t bytes = 0;
       st = GetInt(v, key, 0, INT64_MAX, &bytes);

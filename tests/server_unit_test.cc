@@ -396,8 +396,9 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
         R"({"max_body_bytes":10})", R"({"log_items":1})", R"([1])", R"({"token":5})",
         R"({"store_pool_size":99999})", R"({"store_idle_timeout_ms":-1})",
         R"({"header_timeout_s":0})", R"({"max_connections":60001})",
-        R"({"max_connections_per_client":-1})", R"({"max_filter_bytes":-1})",
-        R"({"body_buffer_bytes":-1})", R"({"body_buffer_bytes":2000000000000})", "{",
+        R"({"max_connections_per_client":-1})", R"({"max_connections_per_client":60001})",
+        R"({"max_filter_bytes":-1})", R"({"body_buffer_bytes":-1})",
+        R"({"body_buffer_bytes":2000000000000})", "{",
         // Past 2^63 (it read as 2^63 - 1), empty strings (an empty token or
         // token file turned authentication off, an empty store fell back
         // to the default), and a key given twice (the last one counted).
@@ -407,6 +408,16 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
     ServerConfig d;
     EXPECT_EQ(ApplyConfigJson(bad, &d).code(), StatusCode::kInvalidArgument) << bad;
   }
+}
+
+// Behind a proxy every client shares one address: the per-client limit may
+// be raised as far as max_connections may (the docs say so), not to 1000.
+TEST(ConfigTest, ThePerClientLimitReachesMaxConnections) {
+  ServerConfig c;
+  const Status s =
+      ApplyConfigJson(R"({"max_connections":60000,"max_connections_per_client":60000})", &c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.http.max_connections_per_client, 60000);
 }
 
 TEST(ConfigTest, TruncatedConfigSaysTruncated) {
