@@ -91,7 +91,11 @@ constexpr int kMaxJsonEvents = 4096;
 // fraction ("1e6", as JSON encoders write large values). One rule for every
 // such field: ttl_seconds took 3600 but not 3.6e3, and 1e20 was "must be a
 // whole number >= 0".
-Result<uint64_t> WholeNumberField(const std::string& key, const Json& v, uint64_t min = 0) {
+// `bound`: the field's own upper bound, said when the value is past 2^64
+// (which said "at most 18446744073709551615" for a capacity that must be
+// below 2^63, a TTL of at most 100 years: an audit).
+Result<uint64_t> WholeNumberField(const std::string& key, const Json& v, uint64_t min = 0,
+                                  std::string_view bound = "below 2^64") {
   if (!v.is_number()) return Status::InvalidArgument(key + " must be a number");
   uint64_t x = 0;
   bool whole = false;
@@ -102,8 +106,8 @@ Result<uint64_t> WholeNumberField(const std::string& key, const Json& v, uint64_
     bool too_large = false;
     const std::optional<uint64_t> w = WholeNumberOf(v.get<double>(), &too_large);
     if (too_large) {
-      return Status::InvalidArgument(key + " " + Dump(v) + " is out of range (at most " +
-                                     std::to_string(UINT64_MAX) + ")");
+      return Status::InvalidArgument(key + " " + Dump(v) + " is too large: it must be " +
+                                     std::string(bound));
     }
     whole = w.has_value();
     x = w.value_or(0);
@@ -181,7 +185,7 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
   for (const auto& [key, v] : j.items()) {
     if (key == "capacity") {
       has_capacity = true;
-      REDBLOOM_ASSIGN_OR_RETURN(o.capacity, WholeNumberField(key, v, 1));
+      REDBLOOM_ASSIGN_OR_RETURN(o.capacity, WholeNumberField(key, v, 1, "below 2^63"));
     } else if (key == "error_rate") {
       has_error_rate = true;
       if (!v.is_number()) return Status::InvalidArgument("error_rate must be a number");
@@ -198,7 +202,12 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
       }
       o.shards = static_cast<uint32_t>(*shards);
     } else if (key == "window_ms" || key == "slices" || key == "ttl_seconds") {
-      REDBLOOM_ASSIGN_OR_RETURN(const uint64_t x, WholeNumberField(key, v));
+      const std::string bound =
+          key == "slices"
+              ? "at most 1024"
+              : "at most " + std::to_string(kMaxTtlSeconds * (key == "ttl_seconds" ? 1 : 1000)) +
+                    " (100 years)";
+      REDBLOOM_ASSIGN_OR_RETURN(const uint64_t x, WholeNumberField(key, v, 0, bound));
       if (key != "ttl_seconds" && window_field.empty()) window_field = key;
       if (key == "window_ms") {
         o.window_millis = x;

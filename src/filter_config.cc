@@ -267,8 +267,7 @@ Result<uint64_t> ParseUint64(std::string_view text) {
   bool past_2_64 = false;
   if (std::optional<uint64_t> whole = ExactDecimal(text, &past_2_64)) return *whole;
   if (too_large || past_2_64) {
-    return Status::InvalidArgument("'" + std::string(text) + "' is out of range (at most " +
-                                   std::to_string(UINT64_MAX) + ")");
+    return Status::InvalidArgument("'" + std::string(text) + "' is too large (past 2^64)");
   }
   return Status::InvalidArgument("'" + std::string(text) + "' is not a non-negative integer");
 }

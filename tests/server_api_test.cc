@@ -162,14 +162,18 @@ TEST_P(ServerApiTest, PutRejectsInvalidParametersAndCreatesNothing) {
     EXPECT_FALSE(a.json["message"].get<std::string>().empty()) << body;
   }
   EXPECT_EQ(Do("GET", "/v1/filters/orders").status, 404);
-  // A number past 2^64 is named out of range, whichever field holds it.
-  for (const std::string field : {"capacity", "ttl_seconds"}) {
+  // A number past 2^64 is too large, whichever field holds it, said with the
+  // field's own bound (not 2^64: a capacity must be below 2^63, a TTL is at
+  // most 100 years).
+  for (const auto& [field, bound] : std::vector<std::pair<std::string, std::string>>{
+           {"capacity", "below 2^63"}, {"ttl_seconds", "at most 3153600000 (100 years)"}}) {
     Answer a =
         Do("PUT", "/v1/filters/orders",
            field == "capacity" ? R"({"capacity":1e20,"error_rate":0.01})"
                                : R"({"capacity":1000,"error_rate":0.01,"ttl_seconds":1e20})");
     EXPECT_EQ(a.status, 400) << a.body;
-    EXPECT_NE(a.json.value("message", "").find(field + " 1e+20 is out of range"), std::string::npos)
+    EXPECT_NE(a.json.value("message", "").find(field + " 1e+20 is too large: it must be " + bound),
+              std::string::npos)
         << a.body;
   }
   // 1e6 is a whole number written as a float: accepted, in every whole
