@@ -175,8 +175,8 @@ Status DroppedWhileRebuiltStatus(std::string_view name) {
 
 Status DroppedAsMadeStatus(std::string_view name, int attempts) {
   return Status(StatusCode::kUnavailable,
-                "filter '" + std::string(name) + "' was dropped by another client each of the " +
-                    std::to_string(attempts) + " times this create made it; create it again",
+                "filter '" + std::string(name) + "' was dropped by another client each time this " +
+                    "create made it (" + std::to_string(attempts) + " tries); create it again",
                 StatusReason::kContended);
 }
 
