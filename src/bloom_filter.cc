@@ -767,9 +767,10 @@ Status BloomFilter::RemoveMany(std::span<const std::string_view> items,
 template <typename Op>
 Status BloomFilter::WithReopenHashed(Hashed& batch, Op&& op) {
   // The caller's hashes stay valid only while the strategy and encoding do.
-  const Same same = batch.hashes == nullptr ? Same::kHashing : Same::kAny;
-  // Pinned hashes the state in hand already refuses: no reopen can help.
-  REDBLOOM_RETURN_IF_ERROR(batch.CheckPinned(name_, state().config));
+  // Pinned hashes are checked against every state they meet (CheckPinned),
+  // so a reopen to another strategy may go on: it may be the one they were
+  // made for, which a handle that had not followed the rebuild yet refused.
+  const Same same = batch.hashes == nullptr && !batch.pinned ? Same::kHashing : Same::kAny;
   return WithReopen(
       [&](State& st) -> Status {
         if (batch.hashes != nullptr &&

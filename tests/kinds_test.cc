@@ -490,6 +490,54 @@ TEST_P(KindsTest, AWindowAddThatStalledIntoTheNextSliceLastsFromItsReturn) {
   EXPECT_TRUE(testing::ValueOrFail(f->Contains("single")));
 }
 
+// A clock that moves `step` ms at each of its next `reads` readings, then
+// stands: a store slow for a while.
+class TickingClock final : public Clock {
+ public:
+  explicit TickingClock(uint64_t now) : now_(now) {}
+  uint64_t NowMillis() const override {
+    if (ticks_.fetch_sub(1) > 0) return now_.fetch_add(step_) + step_;
+    return now_.load();
+  }
+  void Tick(uint64_t step, int reads) {
+    step_ = step;
+    ticks_.store(reads);
+  }
+  void Set(uint64_t now) {
+    ticks_.store(0);
+    now_.store(now);
+  }
+
+ private:
+  mutable std::atomic<uint64_t> now_;
+  mutable std::atomic<int> ticks_{0};
+  std::atomic<uint64_t> step_{0};
+};
+
+// An add whose redo in a later slice ended in a later slice still is done
+// there too: written to slices 1 and 2 and returned in slice 3, an item read
+// absent 1.1 s after the add returned (window 3 s in 3 slices; the review's
+// program).
+TEST_P(KindsTest, AWindowAddThatKeepsCrossingSlicesLastsFromItsReturn) {
+  constexpr uint64_t kSlice = 60'000, kSlices = 3;
+  const uint64_t start = (testing::WallMillis() / kSlice) * kSlice;
+  auto clock = std::make_shared<TickingClock>(start);
+  auto store = OpenOn(clock);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto f,
+                       BloomFilter::Create(*store, "w", WindowOptions(1000, kSlice, kSlices)));
+  clock->Set(start + kSlice - 100);
+  clock->Tick(kSlice / 2, 6);  // three slices on, in six readings
+  std::vector<uint8_t> added;
+  Status s = f->AddMany(Views(Items("slow-", 50)), &added);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(std::count(added.begin(), added.end(), 1), 48);
+  const uint64_t returned = clock->NowMillis();
+  clock->Set(returned + (kSlices - 1) * kSlice - 1);
+  EXPECT_EQ(CountPresent(*f, Items("slow-", 50)), 50)
+      << "window - slice after the add returned, at " << returned - start << " ms";
+}
+
 // Items another client added moments ago are found although its clock runs
 // ahead of this one (by up to a second, or a quarter slice): near the end of
 // this clock's slice they are in the next one. A check looked only up to its
@@ -896,6 +944,20 @@ TEST_P(KindsTest, HashesGivenWithTheirConfigAreRefusedAfterAnotherThreadFollowed
   const FilterConfig now = shared->config();
   const std::vector<Hash128> again = {HashBytes(now.strategy, "mine")};
   ASSERT_TRUE(shared->ContainsHashes(now, again, &present).ok());
+  EXPECT_EQ(present, std::vector<uint8_t>{1});
+
+  // A handle that has not followed the rebuild yet takes hashes made for the
+  // filter as it is now (it reopens), where it refused them for the strategy
+  // it last saw, and then refused the caller's retry with its stale config().
+  ASSERT_OK_AND_ASSIGN(auto behind, BloomFilter::Open(other, "p"));
+  s = BloomFilter::Rebuild(other, "p", {.capacity = 1000, .error_rate = 0.01},
+                           [](BloomFilter& fresh) { return fresh.Add("mine"); });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK_AND_ASSIGN(FilterConfig stored, other.ReadConfig("p"));
+  ASSERT_EQ(stored.strategy, Strategy::kBlock);
+  const std::vector<Hash128> current = {HashBytes(stored.strategy, "mine")};
+  s = behind->ContainsHashes(stored, current, &present);
+  ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(present, std::vector<uint8_t>{1});
 }
 

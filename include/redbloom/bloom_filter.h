@@ -129,7 +129,8 @@ class BloomFilter {
   // added (a plain or counting filter of one array, on Redis: its
   // transactions answered before the failure; a scaling filter: the items
   // placed in layers before the one that failed, as a new layer a full disk
-  // refused; else none), and the items
+  // refused; a window filter: all of them, when its add in a later slice
+  // failed after the one it began with; else none), and the items
   // after them may or may not have been added. The other batch calls below
   // (and their Hashes forms) leave their answer vector empty when they fail.
   Status AddMany(std::span<const std::string_view> items, std::vector<uint8_t>* added = nullptr);
