@@ -204,7 +204,7 @@ Result<FilterOptions> ParseFilterOptions(std::string_view body) {
     } else if (key == "window_ms" || key == "slices" || key == "ttl_seconds") {
       const std::string bound =
           key == "slices"
-              ? "at most 1024"
+              ? "at most " + std::to_string(kMaxSlices)
               : "at most " + std::to_string(kMaxTtlSeconds * (key == "ttl_seconds" ? 1 : 1000)) +
                     " (100 years)";
       REDBLOOM_ASSIGN_OR_RETURN(const uint64_t x, WholeNumberField(key, v, 0, bound));

@@ -54,8 +54,9 @@ Status CheckReplaceable(const FilterConfig& config);
 Status CheckReplaced(std::string_view name, const Result<FilterConfig>& old);
 // kNotFound for a filter dropped while a rebuild of it ran (Store::Replace).
 Status DroppedWhileRebuiltStatus(std::string_view name);
-// kUnavailable (retryable) for a create whose filter another client dropped
-// each of the `attempts` times it was made (BloomFilter::Create).
+// kUnavailable (retryable, reason kContended) for a create whose filter
+// another client dropped each time it was made, `attempts` tries in a row
+// (BloomFilter::Create; redbloomd's PUT).
 Status DroppedAsMadeStatus(std::string_view name, int attempts);
 
 // When a filter created now expires: 0 (never) without a TTL.

@@ -253,12 +253,12 @@ struct SizingFlags {
   // only: the caller asks for those that are not empty).
   Result<uint64_t> Capacity() const {
     auto n = ParseUint64(capacity);
+    if (n.ok()) return *n;
     // Past 2^64 is past a capacity's own bound, which is said, not 2^64's.
-    if (auto x = ParseDouble(capacity); !n.ok() && x.ok() && *x >= 0x1p63) {
+    if (auto x = ParseDouble(capacity); x.ok() && *x >= 0x1p63) {
       return Status::InvalidArgument("--capacity must be below 2^63, not " + capacity);
     }
-    if (!n.ok()) return n.status().WithContext("--capacity");
-    return *n;
+    return n.status().WithContext("--capacity");
   }
   Result<double> ErrorRate() const {
     auto p = ParseDouble(error);

@@ -56,8 +56,8 @@ Status CollisionStatus(std::string_view name, std::string_view owner, std::strin
   // a pair like 'x' and '{x}': where that layout kept it, and this one
   // would not ('a{b', made here, sits at '{rbN}a{b:meta', which the name
   // '{rbN}a{b' also maps to).
-  const bool legacy =
-      !LegacyMetaKey(owner, mode).empty() && LegacyMetaKey(owner, mode) == KeysFor(name, mode).meta;
+  const std::string legacy_key = LegacyMetaKey(owner, mode);
+  const bool legacy = !legacy_key.empty() && legacy_key == KeysFor(name, mode).meta;
   return Status::Conflict("filter '" + std::string(name) + "' shares its metadata key '" +
                           std::string(meta_key) + "' with filter '" + std::string(owner) + "' (" +
                           (legacy
