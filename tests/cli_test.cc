@@ -829,7 +829,9 @@ TEST_F(CliTest, ADropOrRebuildThatCannotFlagTheFileChangesNothing) {
 // the filter was lost, on read-only commands too. Output to the closed
 // stdout fails, as to a full device (exit 3); a command with none succeeds.
 // That output vanished (exit 0) after the first fix: dedup's new lines,
-// which a second run no longer prints, and an export's dump.
+// which a second run no longer prints, and an export's dump. A closed stdin
+// read as empty input then: `add -f -` added nothing and exited 0, and
+// `rebuild -f - --allow-empty` emptied the filter; they refuse it (exit 2).
 TEST_F(CliTest, ClosedStdioNeverTouchesAFilter) {
   Create("ck");
   ASSERT_EQ(Run({"add", "-q", "ck", "k1", "k3"}).exit_code, 0);
@@ -840,13 +842,18 @@ TEST_F(CliTest, ClosedStdioNeverTouchesAFilter) {
            {cli + " add ck k3 >&-", 3},
            {cli + " check -q ck k1 >&-", 0},
            {cli + " create cl -n 1000 -p 0.01 2>&-", 0},
-           {cli + " add -f - ck <&-", 0},
+           {cli + " add -f - ck <&-", 2},
+           {cli + " rebuild ck -f - --allow-empty <&-", 2},
+           {cli + " import ck --format redbloom -f /dev/stdin <&-", 2},
            {"printf 'n1\\nn2\\n' | " + cli + " dedup ck >&-", 3},
            {cli + " export ck --format redbloom -f - >&-", 3}}) {
     auto r = RunCommand({"/bin/sh", "-c", command});
     EXPECT_EQ(r.exit_code, exit_code) << command << ": " << r.err;
     if (exit_code == 3 && command.find("2>&-") == std::string::npos) {
       EXPECT_NE(r.err.find("stdout"), std::string::npos) << command << ": " << r.err;
+    }
+    if (exit_code == 2) {
+      EXPECT_NE(r.err.find("stdin is not open"), std::string::npos) << command << ": " << r.err;
     }
     auto check = Run({"check", "ck", "k1", "k3"});
     EXPECT_EQ(check.exit_code, 0) << command << " broke the filter: " << check.err;

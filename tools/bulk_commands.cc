@@ -489,6 +489,7 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   // The input is streamed, not read into memory: the importer reads a file
   // twice (to check it all, then to write it) and holds only what a pipe
   // actually sends, so memory never follows a size the input claims.
+  if (Status s = CheckStdinOpen(file); !s.ok()) return Fail(s);
   int fd = 0;
   if (file != "-") {
     fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);

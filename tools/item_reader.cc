@@ -14,6 +14,17 @@
 
 namespace redbloom::cli {
 
+Status CheckStdinOpen(const std::string& path) {
+  if (!g_stdin_closed) return Status::Ok();
+  if (path != "-" && path != "/dev/stdin" && path != "/dev/fd/0" && path != "/proc/self/fd/0") {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      (path == "-" ? std::string() : path + ": ") +
+      "stdin is not open (redbloom was started with it closed, as by <&-): give --file PATH, "
+      "or input on a pipe");
+}
+
 ItemReader::ItemReader(std::vector<std::string> args, std::string path)
     : args_(std::move(args)), path_(std::move(path)) {}
 
@@ -23,6 +34,7 @@ ItemReader::~ItemReader() {
 
 Status ItemReader::Open() {
   if (path_.empty()) return Status::Ok();
+  if (Status s = CheckStdinOpen(path_); !s.ok()) return s;
   if (path_ == "-") {
     fd_ = 0;
   } else {

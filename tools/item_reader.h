@@ -14,6 +14,15 @@
 
 namespace redbloom::cli {
 
+// Set by main when the program was started with stdin closed (`<&-`): it
+// reads /dev/null there then, so that no file or socket lands on 0.
+inline bool g_stdin_closed = false;
+
+// kInvalidArgument "stdin is not open ..." if `path` names stdin ("-",
+// /dev/stdin, /dev/fd/0) and it was closed: reading it as empty input made
+// `add --file -` exit 0 having added nothing.
+Status CheckStdinOpen(const std::string& path);
+
 // Reads items in batches: the arguments first, then one item per line of
 // `path` (a file, "-" for stdin, or "" for none). A trailing "\r" is dropped,
 // as Java's readLine does, so files written on Windows give the same items;

@@ -820,7 +820,11 @@ int main(int argc, char** argv) {
   // this program's output over its header. Output to a closed stdout still
   // fails (exit 3), as to a full device: dedup's lines and an export's dump
   // exited 0, lost.
-  if (!redbloom::internal::OpenClosedStdio(/*output_fails=*/true)) return redbloom::cli::kExitIo;
+  // A closed stdin reads /dev/null then; a command told to read it refuses
+  // (CheckStdinOpen), where it took no input as none and exited 0.
+  if (!redbloom::internal::OpenClosedStdio(/*output_fails=*/true, &redbloom::cli::g_stdin_closed)) {
+    return redbloom::cli::kExitIo;
+  }
   try {
     const int rc = redbloom::cli::Main(argc, argv);
     // Every command's output, checked once it is all written: info, list

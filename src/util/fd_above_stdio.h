@@ -30,10 +30,14 @@ inline int AboveStdio(int fd) {
 // opened read-only, so that output to them fails as it would have (EBADF)
 // rather than vanish: the CLI's answers (dedup's new lines, an export to
 // stdout) are its result. Else output there is discarded, as to /dev/null.
+// `*stdin_closed`, if given, says whether 0 was closed: a program that reads
+// stdin can then refuse to, where /dev/null would read as empty input.
 // False if one could not be opened.
-inline bool OpenClosedStdio(bool output_fails = false) {
+inline bool OpenClosedStdio(bool output_fails = false, bool* stdin_closed = nullptr) {
+  if (stdin_closed != nullptr) *stdin_closed = false;
   for (int fd = 0; fd < 3; ++fd) {
     if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    if (fd == 0 && stdin_closed != nullptr) *stdin_closed = true;
     const int null = ::open("/dev/null", fd == 0 || output_fails ? O_RDONLY : O_WRONLY);
     if (null < 0) return false;
     if (null != fd) {
