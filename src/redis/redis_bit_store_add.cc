@@ -294,6 +294,9 @@ Status RedisBitStore::ReadAdd(Connection& c, const Cells& cells, PartBatch& b, c
     return ScriptError(c, cells, guard);
   }
   if (bits->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, bits);
+  if (commit->type == REDIS_REPLY_ERROR && Contains(ReplyText(commit), scripts::kMetadataChanged)) {
+    return ScriptError(c, cells, commit);  // gone between the guard and the commit
+  }
   if (commit->type == REDIS_REPLY_ERROR) {
     // The bitmap, with this batch's bits, waits at the scratch key; the next
     // add's guard puts it back (checks until then fail data_loss).

@@ -138,6 +138,10 @@ namespace redbloom::internal::scripts {
   "  return nil\n"                                                                             \
   "end\n"
 
+// The end of fail()'s reply, whatever the state: a script's refusal for its
+// filter's metadata, told from other errors.
+inline constexpr std::string_view kMetadataChanged = "filter metadata changed";
+
 // KEYS: meta, bitmap, parts list. ARGV: main_bytes, expires_at_ms,
 // room_bytes, then field, value pairs. A main_bytes of 0 is a filter whose
 // parts all come later (a window filter's slices): no bitmap is made.
@@ -333,19 +337,26 @@ inline constexpr std::string_view kAddGuard = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA
     "return room\n";
 
 // KEYS: meta, bitmap, scratch. ARGV: the seven expected fields, the bitmap's
-// bytes. Returns 1 if the cells were committed, 0 if they were thrown away.
+// bytes. Returns 1 if the cells were committed, 0 if they were thrown away,
+// or fail(state) when the filter's metadata no longer passes: Redis 7.0
+// reads its clock afresh for each script of a transaction, so a filter whose
+// expiry falls between the guard and here is gone by the time this runs (an
+// audit: 11 of 40 adds meeting a 1 s TTL answered 500 "unexpected reply" for
+// the 0, where the filter was gone: 404).
 inline constexpr std::string_view kAddCommit = REDBLOOM_LUA_PROLOGUE
     // The guard ran in this same transaction: the bitmap key is absent and
     // the scratch key a string of the bitmap's length exactly when the guard
     // moved the bitmap. (STRLEN fails on the guard's refusal, a list. A guard
     // that raised left no scratch key, and a bitmap already lost left BITFIELD
     // a new, short one: neither may become the filter.)
-    "if meta_state(KEYS[1], KEYS[4]) == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 and\n"
+    "local s = meta_state(KEYS[1], KEYS[4])\n"
+    "if s == 'ok' and redis.call('EXISTS', KEYS[2]) == 0 and\n"
     "   redis.pcall('STRLEN', KEYS[3]) == tonumber(ARGV[8]) then\n"
     "  redis.call('RENAME', KEYS[3], KEYS[2])\n"
     "  return 1\n"
     "end\n"
     "redis.call('DEL', KEYS[3])\n"
+    "if s ~= 'ok' then return fail(s) end\n"
     "return 0\n";
 
 // A small add (a few items) as one script: the checks, BITFIELD and the
@@ -519,7 +530,8 @@ inline constexpr std::string_view kCreatePart =
     "local late = past(ARGV[10]) or past(ARGV[11])\n"
     "if late then return redis.error_reply('REDBLOOM_PAST ' .. late) end\n"
     "local denied = need('exists', 'setrange', 'hsetnx', 'hget', 'hset',\n"
-    "                    (ARGV[10] ~= '0' or ARGV[11] ~= '0') and 'pexpireat')\n"
+    "                    (ARGV[10] ~= '0' or ARGV[11] ~= '0') and 'pexpireat',\n"
+    "                    ARGV[11] ~= '0' and 'pttl')\n"
     "if denied then return denied end\n"
     "local newest = ARGV[12] ~= '1' and redis.call('HMGET', KEYS[1], 'newest_slice', "
     "'newest_key')\n"
@@ -544,7 +556,17 @@ inline constexpr std::string_view kCreatePart =
     "  if ARGV[10] ~= '0' then redis.call('PEXPIREAT', KEYS[2], ARGV[10]) end\n"
     "end\n"
     "redis.call('HSETNX', KEYS[3], ARGV[8], '0')\n"
-    "if ARGV[11] ~= '0' then redis.call('PEXPIREAT', KEYS[3], ARGV[11]) end\n"
+    // The list's expiry is set once, by the call that made it. PEXPIREAT of
+    // a time the server's clock has reached deletes the key at once, and
+    // Redis 7.0 reads that clock afresh, after past() read TIME: re-arming a
+    // live list in the filter's last millisecond deleted it under its slices,
+    // and every read in that millisecond was data_loss (an audit: 2 in 40
+    // trials). A list made in that millisecond goes the same way: the filter
+    // is gone then.
+    "if ARGV[11] ~= '0' and redis.call('PTTL', KEYS[3]) == -1 then\n"
+    "  redis.call('PEXPIREAT', KEYS[3], ARGV[11])\n"
+    "  if redis.call('EXISTS', KEYS[3]) == 0 then return fail('gone') end\n"
+    "end\n"
     "local layers = redis.call('HGET', KEYS[1], 'layers')\n"
     "if layers == ARGV[8] then redis.call('HSET', KEYS[1], 'layers', tonumber(layers) + 1) end\n"
     "if newest and (not newest[1] or tonumber(newest[1]) < tonumber(ARGV[8])) then\n"
