@@ -229,6 +229,11 @@ Status ParseListen(std::string_view listen, std::string* host, int* port) {
     }
     h = listen.substr(1, close - 1);
     p = listen.substr(close + 2);
+    // Brackets hold an IPv6 address only (RFC 3986), as in store URLs.
+    in6_addr v6{};
+    if (!h.empty() && inet_pton(AF_INET6, std::string(h).c_str(), &v6) != 1) {
+      return bad("has brackets around what is not an IPv6 address");
+    }
   } else {
     const size_t colon = listen.rfind(':');
     if (colon == std::string_view::npos) return bad("has no port");

@@ -171,6 +171,10 @@ TEST(WarningsTest, AReplicaSaysSoAndWhetherItIsInSync) {
       "h:1");
   ASSERT_TRUE(syncing.has_value());
   EXPECT_NE(syncing->find("not in sync"), std::string::npos) << *syncing;
+  const auto v6 = ReplicaRoleWarning(
+      "role:slave\r\nmaster_host:::1\r\nmaster_port:6379\r\nmaster_link_status:up\r\n", "h:1");
+  ASSERT_TRUE(v6.has_value());
+  EXPECT_NE(v6->find("replica of [::1]:6379:"), std::string::npos) << *v6;
 }
 
 // A command renamed away is the server's configuration, as a denied one

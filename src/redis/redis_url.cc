@@ -1,5 +1,8 @@
 #include "redis/redis_url.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -144,6 +147,14 @@ Result<HostPort> ParseHost(std::string_view rest, int default_port) {
     const size_t close = rest.find(']');
     if (close == std::string_view::npos) return BadUrl("unterminated '[' in the host");
     hp.host = std::string(rest.substr(1, close - 1));
+    // Brackets hold an IPv6 address and nothing else (RFC 3986): a port
+    // written inside them ("[::1:6379]") is another IPv6 address, which was
+    // then tried on port 6379.
+    in6_addr v6{};
+    if (!hp.host.empty() && ::inet_pton(AF_INET6, hp.host.c_str(), &v6) != 1) {
+      return BadUrl("'[" + hp.host +
+                    "]' is not an IPv6 address in brackets (expected [IPv6]:PORT)");
+    }
     std::string_view after = rest.substr(close + 1);
     if (!after.empty()) {
       if (after.front() != ':') return BadUrl("unexpected text after ']'");
@@ -152,6 +163,10 @@ Result<HostPort> ParseHost(std::string_view rest, int default_port) {
     }
   } else {
     const size_t colon = rest.find(':');
+    if (colon != std::string_view::npos && rest.find(':', colon + 1) != std::string_view::npos) {
+      return BadUrl("'" + std::string(rest) +
+                    "' has an IPv6 host without brackets (expected HOST:PORT or [IPv6]:PORT)");
+    }
     hp.host = std::string(rest.substr(0, colon));
     if (colon != std::string_view::npos) {
       port_text = rest.substr(colon + 1);

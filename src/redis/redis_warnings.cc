@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 #include "redbloom/filter_config.h"
 #include "redis/redis_client.h"
+#include "redis/redis_url.h"
 
 namespace redbloom::internal {
 
@@ -106,9 +108,12 @@ std::optional<std::string> NoReplicasWarning(const std::string& info, const std:
 std::optional<std::string> ReplicaRoleWarning(const std::string& info, const std::string& server) {
   if (InfoField(info, "role") != "slave") return std::nullopt;
   const std::string host = InfoField(info, "master_host");
-  std::string warning = "redis " + server + " is a replica" +
-                        (host.empty() ? "" : " of " + host + ":" + InfoField(info, "master_port")) +
-                        ": adds and creates are refused (READONLY)";
+  std::string warning =
+      "redis " + server + " is a replica" +
+      (host.empty()
+           ? ""
+           : " of " + HostPort(host, std::atoi(InfoField(info, "master_port").c_str())).Display()) +
+      ": adds and creates are refused (READONLY)";
   if (InfoField(info, "master_link_status") != "up" ||
       InfoField(info, "master_sync_in_progress") == "1") {
     warning +=
