@@ -3904,5 +3904,34 @@ TEST_F(RedisStoreTest, MakingAPartNeverReArmsThePartsListsExpiry) {
   EXPECT_TRUE(present);
 }
 
+// Another program's key at a filter's bitmap key (a Java service that
+// reused the name for a hash or a list) is never deleted or overwritten, as
+// docs/format.md says: a drop deleted it, a rebuild renamed over it (an
+// audit), where every read already said conflict.
+TEST_F(RedisStoreTest, AnotherProgramsKeyAtTheBitmapIsNeitherDroppedNorReplaced) {
+  const FilterOptions seed = Options(1000, 0.01, Strategy::kSeed);
+  ASSERT_TRUE(BloomFilter::Create(*store_, "w1", seed).ok());
+  raw_->Run({"DEL", "w1"});
+  raw_->Run({"HSET", "w1", "java", "field"});
+  const Status dropped = BloomFilter::Drop(*store_, "w1");
+  EXPECT_EQ(dropped.code(), StatusCode::kConflict) << dropped.ToString();
+  EXPECT_NE(dropped.message().find("holds a hash"), std::string::npos) << dropped.ToString();
+  EXPECT_EQ(raw_->Str({"HGET", "w1", "java"}), "field");
+
+  ASSERT_TRUE(BloomFilter::Create(*store_, "w2", seed).ok());
+  raw_->Run({"DEL", "w2"});
+  raw_->Run({"RPUSH", "w2", "javas-item"});
+  const Status rebuilt =
+      BloomFilter::Rebuild(*store_, "w2", seed, [](BloomFilter& b) { return b.Add("a"); });
+  EXPECT_EQ(rebuilt.code(), StatusCode::kConflict) << rebuilt.ToString();
+  EXPECT_NE(rebuilt.message().find("holds a list"), std::string::npos) << rebuilt.ToString();
+  EXPECT_EQ(raw_->Str({"LINDEX", "w2", "0"}), "javas-item");
+  EXPECT_EQ(store_->ReadConfig(TemporaryName("w2")).status().code(), StatusCode::kNotFound);
+  // What the message says to do: forget redbloom's record; the key stays.
+  raw_->Run({"DEL", internal::KeysFor("w1", internal::KeyMode::kPlain).meta});
+  EXPECT_EQ(BloomFilter::Open(*store_, "w1").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_->Str({"HGET", "w1", "java"}), "field");
+}
+
 }  // namespace
 }  // namespace redbloom

@@ -415,6 +415,66 @@ TEST_P(RedissonRedisTest, ARedissonReinitWithOtherParametersIsAConflict) {
   ExpectAllPresent(**theirs, Make("NEW-", 5));
 }
 
+// Redisson's delete() and a tryInit with the same parameters leave a config
+// hash that matches, over a bitmap redbloom did not size (tryInit makes none,
+// adds grow one): the filter is the Java side's new one. A drop deleted it
+// and a rebuild overwrote it (an audit); both are refused, nothing touched.
+TEST_P(RedissonRedisTest, ARedissonReinitWithTheSameParametersIsNeitherDroppedNorReplaced) {
+  auto f = BloomFilter::Create(*store_, "same", Options(1000, 0.01));
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->AddMany(Views(Make("OLD-", 40))).ok());
+  RedissonClient redisson(*raw_, "same");
+  redisson.Delete();
+  ASSERT_TRUE(redisson.TryInit(1000, "0.01", 9585, 7));
+  ASSERT_EQ(redisson.Add(Make("NEW-", 5)), 5) << redisson.last_error();
+  const std::string bits = raw_->Str({"GET", "same"});
+  // Reads say what may have happened (they blamed eviction alone).
+  const Status check = (*f)->Contains(Make("OLD-", 1)[0]).status();
+  EXPECT_EQ(check.code(), StatusCode::kDataLoss) << check.ToString();
+  EXPECT_NE(check.message().find("tryInit()"), std::string::npos) << check.ToString();
+
+  const Status dropped = BloomFilter::Drop(*store_, "same");
+  EXPECT_EQ(dropped.code(), StatusCode::kConflict) << dropped.ToString();
+  EXPECT_NE(dropped.message().find("delete '{same}:meta'"), std::string::npos)
+      << dropped.ToString();
+  const Status rebuilt = BloomFilter::Rebuild(*store_, "same", Options(1000, 0.01),
+                                              [&](BloomFilter& b) { return b.Add("R"); });
+  EXPECT_EQ(rebuilt.code(), StatusCode::kConflict) << rebuilt.ToString();
+  EXPECT_EQ(raw_->Str({"GET", "same"}), bits);
+  EXPECT_EQ(raw_->Str({"HGET", "{same}:config", "size"}), "9585");
+  EXPECT_EQ(redisson.Contains(Make("NEW-", 5)), 5);
+  raw_->Run({"DEL", "{same}:meta"});
+  auto theirs =
+      BloomFilter::Attach(*store_, "same", {.strategy = Strategy::kRedisson, .encoding = codec()});
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+  ExpectAllPresent(**theirs, Make("NEW-", 5));
+  // Once attached (the bitmap sized again), a drop takes it as before.
+  EXPECT_TRUE(BloomFilter::Drop(*store_, "same").ok());
+  EXPECT_EQ(raw_->Int({"EXISTS", "same", "{same}:config", "{same}:meta"}), 0);
+}
+
+// A rebuild into the redisson strategy writes NAME's config hash: one there
+// that the old filter did not own (a Redisson client's) was overwritten.
+TEST_P(RedissonRedisTest, ARebuildIntoRedissonLeavesAConfigHashItDidNotOwn) {
+  ASSERT_TRUE(
+      BloomFilter::Create(
+          *store_, "rw",
+          {.capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kSeed, .encoding = codec()})
+          .ok());
+  RedissonClient redisson(*raw_, "rw");
+  ASSERT_TRUE(redisson.TryInit(5000, "0.01", 47925, 7));
+  const Status rebuilt = BloomFilter::Rebuild(*store_, "rw", Options(1000, 0.01),
+                                              [&](BloomFilter& b) { return b.Add("R"); });
+  EXPECT_EQ(rebuilt.code(), StatusCode::kConflict) << rebuilt.ToString();
+  EXPECT_NE(rebuilt.message().find("{rw}:config"), std::string::npos) << rebuilt.ToString();
+  EXPECT_EQ(raw_->Str({"HGET", "{rw}:config", "size"}), "47925");
+  EXPECT_EQ(raw_->Str({"HGET", "{rw}:config", "expectedInsertions"}), "5000");
+  auto still = BloomFilter::Open(*store_, "rw");
+  ASSERT_TRUE(still.ok()) << still.status().ToString();
+  EXPECT_EQ((*still)->config().strategy, Strategy::kSeed);
+  EXPECT_EQ(store_->ReadConfig(TemporaryName("rw")).status().code(), StatusCode::kNotFound);
+}
+
 TEST_P(RedissonRedisTest, ADeletedConfigHashIsAConflictToo) {
   auto f = BloomFilter::Create(*store_, "gone", Options(1000, 0.01));
   ASSERT_TRUE(f.ok());

@@ -272,7 +272,7 @@ Status RedisBitStore::ScriptError(Connection& c, const Cells& cells, const redis
   if (Contains(text, "REDBLOOM_NOPART")) return Status::NotFound(cells.display + " does not exist");
   if (Contains(text, "REDBLOOM_VANISHED")) {
     return VanishedStatus(cells, shared_->keys, NumberAfter(text, "REDBLOOM_VANISHED"),
-                          config_.kind == FilterKind::kWindow);
+                          config_.kind == FilterKind::kWindow, !companion_.empty());
   }
   return BitmapError(c, cells, r);
 }
@@ -863,7 +863,7 @@ Status RedisBitStore::ReadChunk(Connection& c, const Chunk& chunk, const redisRe
   }
   if (static_cast<uint64_t>(length->integer) != cells.bytes) {
     return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer),
-                          config_.kind == FilterKind::kWindow);
+                          config_.kind == FilterKind::kWindow, !companion_.empty());
   }
   if (chunk.blocks) {
     const BlockReads& plan = chunk.block_reads;
@@ -905,7 +905,8 @@ Status RedisBitStore::CheckPresence(Connection& c, const Cells& cells, const red
   if (length->type == REDIS_REPLY_ERROR) return BitmapError(c, cells, length);
   if (length->type != REDIS_REPLY_INTEGER) return Unexpected("STRLEN", length);
   if (static_cast<uint64_t>(length->integer) != cells.bytes) {
-    return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer));
+    return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer),
+                          /*window_slice=*/false, !companion_.empty());
   }
   return Status::Ok();
 }

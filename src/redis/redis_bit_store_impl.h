@@ -65,9 +65,11 @@ struct RedisBitStore::Chunk {
 
 // `window_slice`: the key is a window filter's slice, which also reads
 // empty to a client whose clock runs behind the server's (the slice expired
-// on time by the server's clock, early by this client's).
+// on time by the server's clock, early by this client's). `companion`: the
+// filter has a Redisson config hash, whose Java side may have deleted the
+// filter and made it again with the same parameters.
 inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, uint64_t len,
-                             bool window_slice = false) {
+                             bool window_slice = false, bool companion = false) {
   const std::string holds = cells.display + ": its key '" + DisplayKey(cells.bitmap, keys) +
                             "' holds " + std::to_string(len) + " bytes";
   // Longer is no loss: another writer's bit count is larger. A Java
@@ -90,7 +92,13 @@ inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, ui
            ? std::string("; or, if this client's clock runs behind the Redis server's by more than "
                          "a slice (or 1 s), the slice expired on time by the server's clock: keep "
                          "the clocks in step (NTP)")
-           : std::string()));
+           : std::string()) +
+      (!companion
+           ? std::string()
+           : "; or a Java client deleted the filter and made it again with the same parameters "
+             "(Redisson's delete() and tryInit()): then delete '" +
+                 DisplayKey(cells.meta, keys) +
+                 "' and attach again to use the Java side's filter"));
 }
 
 }  // namespace redbloom::internal

@@ -603,14 +603,31 @@ inline constexpr std::string_view kPruneParts =
 // client re-created the filter with other parameters (or put something else
 // there), and the hash's HMGET reply for a caller that words it. A filter
 // that is no longer redbloom's must not be dropped or replaced on its behalf.
+// With the same parameters, the bitmap tells: redbloom sizes it to the
+// filter's bytes when it creates or attaches it, where Redisson's tryInit
+// makes none and its adds grow one; a bitmap of another length under a
+// config of the same parameters is 'remade' (a Java delete() and tryInit
+// since, or the bitmap evicted), and dropping or replacing it deleted the
+// Java side's new filter (an audit).
 #define REDBLOOM_LUA_COMPANION_STATE                                        \
-  "local function companion_state(meta, companion)\n"                       \
+  "local function companion_state(meta, companion, bitmap)\n"               \
   "  local c = redis.pcall('HMGET', companion, 'size', 'hashIterations')\n" \
   "  if type(c) ~= 'table' or c.err then return 'other', c end\n"           \
   "  if not c[1] and not c[2] then return 'gone', c end\n"                  \
   "  local m = redis.call('HMGET', meta, 'bits', 'hashes')\n"               \
-  "  if c[1] == m[1] and c[2] == m[2] then return 'same', c end\n"          \
-  "  return 'other', c\n"                                                   \
+  "  if c[1] ~= m[1] or c[2] ~= m[2] then return 'other', c end\n"          \
+  "  local len = redis.pcall('STRLEN', bitmap)\n"                           \
+  "  if len ~= math.ceil(tonumber(m[1]) / 8) then return 'remade', c end\n" \
+  "  return 'same', c\n"                                                    \
+  "end\n"
+
+// The type of the filter's bitmap key when it holds what no filter writes
+// (a hash, a list: another program's key at NAME), else nil.
+#define REDBLOOM_LUA_FOREIGN_BITMAP                        \
+  "local function foreign_bitmap(key)\n"                   \
+  "  local t = redis.call('TYPE', key)['ok']\n"            \
+  "  if t ~= 'none' and t ~= 'string' then return t end\n" \
+  "  return nil\n"                                         \
   "end\n"
 
 // Shared by the replace scripts: false if the filter at `meta` is no longer
@@ -636,8 +653,12 @@ inline constexpr std::string_view kPruneParts =
 // type} the meta key is not a hash; {4} the filter was made again since the
 // client read its token (its shards, if any, are another create's: read
 // again); {5, size, hashIterations} the companion holds another filter, its
-// Java side's (nothing dropped).
-inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_COMPANION_STATE
+// Java side's (nothing dropped); {6, type} the bitmap key holds another
+// program's key (a hash, a list: nothing dropped); {7} the companion holds
+// this filter's parameters over a bitmap redbloom did not size ('remade':
+// nothing dropped).
+inline constexpr std::string_view kDrop =
+    REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_COMPANION_STATE REDBLOOM_LUA_FOREIGN_BITMAP
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
     "if mt == 'none' then return {0} end\n"
     "if mt ~= 'hash' then return {3, mt} end\n"
@@ -649,12 +670,15 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_C
     "end\n"
     // Metadata that could not be read ('*') is compared with nothing.
     "if ARGV[3] == '1' and ARGV[2] ~= '*' then\n"
-    "  local st, c = companion_state(KEYS[1], KEYS[#KEYS])\n"
+    "  local st, c = companion_state(KEYS[1], KEYS[#KEYS], KEYS[2])\n"
     "  if st == 'other' then\n"
     "    if type(c) ~= 'table' or c.err then return {5, 'not a hash', ''} end\n"
     "    return {5, c[1] or '', c[2] or ''}\n"
     "  end\n"
+    "  if st == 'remade' then return {7} end\n"
     "end\n"
+    "local foreign = foreign_bitmap(KEYS[2])\n"
+    "if foreign then return {6, foreign} end\n"
     "if not same_parts(KEYS[3], 4) then return {2} end\n"
     "redis.call('UNLINK', unpack(KEYS))\n"
     "return {1}\n";
@@ -688,13 +712,16 @@ inline constexpr std::string_view kDrop = REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_C
 // filter's kind and shards as checked (see still_the_old), its part
 // numbers... Returns {1} done; {0} no source; {2} parts changed, read again;
 // {4} NAME was re-created as another filter since the check; {5} NAME holds
-// no filter now (dropped while it was rebuilt).
+// no filter now (dropped while it was rebuilt); {7, type} NAME's bitmap key
+// holds another program's key (nothing swapped: a RENAME over it deleted it).
 inline constexpr std::string_view kReplace =
-    REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD REDBLOOM_LUA_NEED
+    REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD REDBLOOM_LUA_FOREIGN_BITMAP REDBLOOM_LUA_NEED
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
     "if ARGV[3] ~= '*' and redis.call('EXISTS', KEYS[1]) == 0 then return {5} end\n"
     "if not still_the_old(KEYS[1], ARGV[3], ARGV[4]) then return {4} end\n"
+    "local foreign = foreign_bitmap(KEYS[2])\n"
+    "if foreign then return {7, foreign} end\n"
     "if not same_parts(KEYS[3], 5) then return {2} end\n"
     "local denied = need('unlink', 'exists', 'rename', 'hget', 'hset', 'hdel')\n"
     "if denied then return denied end\n"
@@ -867,19 +894,25 @@ inline constexpr std::string_view kAttachCompanion = REDBLOOM_LUA_ROOM REDBLOOM_
 // shards as checked, its part numbers... The name's companion becomes the
 // source's (or goes, if the replacement has none; a hash there that the old
 // filter did not own is left alone). Returns as kReplace, and {6, state}
-// when the old filter's companion no longer holds it (state 'gone' or
-// 'other': its Java side deleted or re-created it; nothing swapped).
+// when the old filter's companion no longer holds it (state 'gone', 'other'
+// or 'remade': its Java side deleted or re-created it), or when the old
+// filter had none and NAME's companion key holds one a replacement with a
+// companion would overwrite ('foreign'); nothing swapped.
 inline constexpr std::string_view kReplaceCompanion =
     REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_STILL_THE_OLD REDBLOOM_LUA_COMPANION_STATE
-        REDBLOOM_LUA_NEED
+        REDBLOOM_LUA_FOREIGN_BITMAP REDBLOOM_LUA_NEED
     "if redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return {0} end\n"
     "if redis.call('HGET', KEYS[4], 'name') ~= ARGV[2] then return {0} end\n"
     "if ARGV[5] ~= '*' and redis.call('EXISTS', KEYS[1]) == 0 then return {5} end\n"
     "if not still_the_old(KEYS[1], ARGV[5], ARGV[6]) then return {4} end\n"
     "if ARGV[3] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then\n"
-    "  local st = companion_state(KEYS[1], KEYS[6])\n"
+    "  local st = companion_state(KEYS[1], KEYS[6], KEYS[2])\n"
     "  if st ~= 'same' then return {6, st} end\n"
+    "elseif ARGV[4] == '1' and redis.call('EXISTS', KEYS[6]) == 1 then\n"
+    "  return {6, 'foreign'}\n"
     "end\n"
+    "local foreign = foreign_bitmap(KEYS[2])\n"
+    "if foreign then return {7, foreign} end\n"
     "if not same_parts(KEYS[3], 7) then return {2} end\n"
     "local denied = need('unlink', 'exists', 'rename', 'hget', 'hset', 'hdel')\n"
     "if denied then return denied end\n"

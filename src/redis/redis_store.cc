@@ -536,6 +536,25 @@ class RedisStore final : public Store {
                     "record only, delete '" +
                     DisplayKey(keys.meta, shared_->keys) +
                     "' (and attach again to use the Java side's filter)");
+              case 6:
+                if (r->elements < 2) return Unexpected("drop", r);
+                return Status::Conflict(
+                    "filter '" + std::string(name) + "' was not dropped: its key '" +
+                    DisplayKey(keys.bitmap, shared_->keys) + "' holds a " +
+                    ReplyString(r->element[1]) +
+                    ", not its bitmap: another program's key, which a drop does not delete; "
+                    "to make redbloom forget its own record only, delete '" +
+                    DisplayKey(keys.meta, shared_->keys) + "'");
+              case 7:
+                return Status::Conflict(
+                    "filter '" + std::string(name) + "' was not dropped: its config hash '" +
+                    DisplayKey(companion, shared_->keys) +
+                    "' holds its parameters, but its bitmap is not the one redbloom sized: a "
+                    "Java client deleted the filter and made it again (delete() and tryInit()), "
+                    "or the bitmap was evicted; to make redbloom forget its own record only, "
+                    "delete '" +
+                    DisplayKey(keys.meta, shared_->keys) +
+                    "' (and attach again to use the Java side's filter)");
               default:
                 return MetaWrongType(r, name);
             }
@@ -619,15 +638,33 @@ class RedisStore final : public Store {
                                         "replaced; nothing was swapped in");
               case 5:
                 return DroppedWhileRebuiltStatus(name);
-              case 6:
+              case 6: {
                 if (r->elements < 2) return Unexpected("replace", r);
+                const std::string state = ReplyString(r->element[1]);
+                if (state == "foreign") {
+                  return Status::Conflict(
+                      "filter '" + std::string(name) + "': its config hash key '" +
+                      DisplayKey(name_companion, shared_->keys) +
+                      "' holds a hash this filter did not make (a Redisson client's?), which "
+                      "the rebuild would overwrite; nothing was swapped in");
+                }
                 return Status::Conflict(
                     "filter '" + std::string(name) + "': its config hash '" +
                     DisplayKey(old_companion, shared_->keys) + "' " +
-                    (ReplyString(r->element[1]) == "gone"
-                         ? "is gone (a Java client deleted the filter)"
-                         : "holds another filter (a Java client re-created it)") +
+                    (state == "gone"    ? "is gone (a Java client deleted the filter)"
+                     : state == "other" ? "holds another filter (a Java client re-created it)"
+                                        : "holds its parameters over a bitmap redbloom did not "
+                                          "size (a Java client deleted the filter and made it "
+                                          "again, or the bitmap was evicted)") +
                     "; nothing was swapped in, and the Java side's keys are untouched");
+              }
+              case 7:
+                if (r->elements < 2) return Unexpected("replace", r);
+                return Status::Conflict("filter '" + std::string(name) + "': its key '" +
+                                        DisplayKey(keys.bitmap, shared_->keys) + "' holds a " +
+                                        ReplyString(r->element[1]) +
+                                        ", not its bitmap: another program's key, which a rebuild "
+                                        "does not overwrite; nothing was swapped in");
               default:
                 return Unexpected("replace", r);
             }
