@@ -243,9 +243,12 @@ inline constexpr std::string_view kDropUnready =
 
 // Marks a sharded filter's shards as placed, if the metadata still belongs
 // to the create that placed them. KEYS: meta. ARGV: shard token. Returns 1,
-// or 0 if the filter was dropped or re-created meanwhile.
+// 2 if another create of the filter marked them first (of creates racing,
+// one made the filter), or 0 if the filter was dropped or re-created
+// meanwhile.
 inline constexpr std::string_view kShardsReady =
     "if redis.call('HGET', KEYS[1], 'shard_token') ~= ARGV[1] then return 0 end\n"
+    "if redis.call('HGET', KEYS[1], 'shards_ready') == '1' then return 2 end\n"
     "redis.call('HSET', KEYS[1], 'shards_ready', '1')\n"
     "return 1\n";
 

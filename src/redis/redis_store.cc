@@ -446,19 +446,26 @@ class RedisStore final : public Store {
     }
     REDBLOOM_RETURN_IF_ERROR(
         placed.WithContext("creating the shards of filter '" + std::string(name) + "'"));
-    return shared_->source->Run(
+    // Of identical creates racing, the one that marks the shards ready made
+    // the filter; the others finished it too, and say it exists (each was
+    // told "created": 2-6 of 6 concurrent PUTs answered 201, an audit). A
+    // repeat after a create that failed part-way marks them, and made it.
+    bool marked_before = false;
+    REDBLOOM_RETURN_IF_ERROR(shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           CommandBuffer cmd;
           BeginEval(&cmd, scripts::kShardsReady, {keys.meta}, 1);
           cmd.Arg(token);
           REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
           if (r->type != REDIS_REPLY_INTEGER) return Unexpected("shards ready", r.get());
-          if (r->integer != 1) {
+          if (r->integer == 0) {
             return Status::Conflict("filter '" + std::string(name) +
                                     "' was dropped or re-created while its shards were placed");
           }
+          marked_before = r->integer == 2;
           return WaitForReplicas(c, *shared_);
-        });
+        }));
+    return marked_before ? ExistsStatus(name, config, config) : Status::Ok();
   }
 
   // The shards of the filter `name` of token `token` (its incarnation): a
