@@ -230,8 +230,10 @@ Status ParseListen(std::string_view listen, std::string* host, int* port) {
     h = listen.substr(1, close - 1);
     p = listen.substr(close + 2);
     // Brackets hold an IPv6 address only (RFC 3986), as in store URLs.
+    // A zone id ("%eth0", which getaddrinfo takes) follows the address.
     in6_addr v6{};
-    if (!h.empty() && inet_pton(AF_INET6, std::string(h).c_str(), &v6) != 1) {
+    if (!h.empty() &&
+        inet_pton(AF_INET6, std::string(h.substr(0, h.find('%'))).c_str(), &v6) != 1) {
       return bad("has brackets around what is not an IPv6 address");
     }
   } else {

@@ -453,6 +453,36 @@ TEST_P(RedissonRedisTest, ARedissonReinitWithTheSameParametersIsNeitherDroppedNo
   EXPECT_EQ(raw_->Int({"EXISTS", "same", "{same}:config", "{same}:meta"}), 0);
 }
 
+// A bitmap that is gone (evicted, deleted) or waits at the add's scratch
+// key (a failed commit) is no Java re-create: the filter stays droppable and
+// rebuildable, the usual ways out of data_loss. The first version of the
+// re-create check refused both (the review).
+TEST_P(RedissonRedisTest, ARedissonFilterWithoutItsBitmapIsStillDroppedAndRebuilt) {
+  for (const std::string name : {"evicted", "stashed"}) {
+    auto f = BloomFilter::Create(*store_, name, Options(1000, 0.01));
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*f)->AddMany(Views(Make("A-", 10))).ok());
+    const auto keys = internal::KeysFor(name, internal::KeyMode::kPlain);
+    if (name == "evicted") {
+      raw_->Run({"DEL", name});
+      const Status rebuilt =
+          BloomFilter::Rebuild(*store_, name, Options(1000, 0.01),
+                               [&](BloomFilter& b) { return b.AddMany(Views(Make("B-", 5))); });
+      ASSERT_TRUE(rebuilt.ok()) << rebuilt.ToString();
+      auto again = BloomFilter::Open(*store_, name);
+      ASSERT_TRUE(again.ok()) << again.status().ToString();
+      ExpectAllPresent(**again, Make("B-", 5));
+      raw_->Run({"DEL", name});
+    } else {
+      raw_->Run({"RENAME", name, keys.scratch});
+    }
+    const Status dropped = BloomFilter::Drop(*store_, name);
+    EXPECT_TRUE(dropped.ok()) << name << ": " << dropped.ToString();
+    EXPECT_EQ(raw_->Int({"EXISTS", name, keys.meta, keys.scratch, "{" + name + "}:config"}), 0)
+        << name;
+  }
+}
+
 // A rebuild into the redisson strategy writes NAME's config hash: one there
 // that the old filter did not own (a Redisson client's) was overwritten.
 TEST_P(RedissonRedisTest, ARebuildIntoRedissonLeavesAConfigHashItDidNotOwn) {

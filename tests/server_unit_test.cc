@@ -312,6 +312,8 @@ TEST(ConfigTest, ParseListen) {
   ASSERT_TRUE(ParseListen("[::1]:0", &host, &port).ok());
   EXPECT_EQ(host, "::1");
   EXPECT_EQ(port, 0);
+  ASSERT_TRUE(ParseListen("[fe80::1%lo]:0", &host, &port).ok());  // a zone id, as getaddrinfo takes
+  EXPECT_EQ(host, "fe80::1%lo");
   for (const char* bad : {"8080", ":8080", "host:", "host:70000", "host:-1", "::1:80", "[::1]80",
                           "host:8x", "[localhost]:80", "[127.0.0.1]:80", "[::1:62101]:80"}) {
     EXPECT_EQ(ParseListen(bad, &host, &port).code(), StatusCode::kInvalidArgument) << bad;

@@ -67,7 +67,8 @@ struct RedisBitStore::Chunk {
 // empty to a client whose clock runs behind the server's (the slice expired
 // on time by the server's clock, early by this client's). `companion`: the
 // filter has a Redisson config hash, whose Java side may have deleted the
-// filter and made it again with the same parameters.
+// filter and made it again with the same parameters (and added: Redisson's
+// bitmap grows from nothing).
 inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, uint64_t len,
                              bool window_slice = false, bool companion = false) {
   const std::string holds = cells.display + ": its key '" + DisplayKey(cells.bitmap, keys) +
@@ -93,7 +94,7 @@ inline Status VanishedStatus(const RedisBitStore::Cells& cells, KeyMode keys, ui
                          "a slice (or 1 s), the slice expired on time by the server's clock: keep "
                          "the clocks in step (NTP)")
            : std::string()) +
-      (!companion
+      (!companion || len == 0
            ? std::string()
            : "; or a Java client deleted the filter and made it again with the same parameters "
              "(Redisson's delete() and tryInit()): then delete '" +

@@ -608,10 +608,12 @@ inline constexpr std::string_view kPruneParts =
 // that is no longer redbloom's must not be dropped or replaced on its behalf.
 // With the same parameters, the bitmap tells: redbloom sizes it to the
 // filter's bytes when it creates or attaches it, where Redisson's tryInit
-// makes none and its adds grow one; a bitmap of another length under a
-// config of the same parameters is 'remade' (a Java delete() and tryInit
-// since, or the bitmap evicted), and dropping or replacing it deleted the
-// Java side's new filter (an audit).
+// makes none and its adds grow one bit by bit; a bitmap shorter than the
+// filter's but not empty is 'remade' (a Java delete(), tryInit and adds
+// since), and dropping or replacing it deleted the Java side's new filter
+// (an audit). An absent one is not told apart: eviction, or redbloom's own
+// failed commit (its bits wait at the scratch key) leave the same, and the
+// filter must stay droppable and rebuildable then.
 #define REDBLOOM_LUA_COMPANION_STATE                                        \
   "local function companion_state(meta, companion, bitmap)\n"               \
   "  local c = redis.pcall('HMGET', companion, 'size', 'hashIterations')\n" \
@@ -620,7 +622,8 @@ inline constexpr std::string_view kPruneParts =
   "  local m = redis.call('HMGET', meta, 'bits', 'hashes')\n"               \
   "  if c[1] ~= m[1] or c[2] ~= m[2] then return 'other', c end\n"          \
   "  local len = redis.pcall('STRLEN', bitmap)\n"                           \
-  "  if len ~= math.ceil(tonumber(m[1]) / 8) then return 'remade', c end\n" \
+  "  if type(len) == 'number' and len > 0 and\n"                            \
+  "     len < math.ceil(tonumber(m[1]) / 8) then return 'remade', c end\n"  \
   "  return 'same', c\n"                                                    \
   "end\n"
 
@@ -656,10 +659,11 @@ inline constexpr std::string_view kPruneParts =
 // type} the meta key is not a hash; {4} the filter was made again since the
 // client read its token (its shards, if any, are another create's: read
 // again); {5, size, hashIterations} the companion holds another filter, its
-// Java side's (nothing dropped); {6, type} the bitmap key holds another
-// program's key (a hash, a list: nothing dropped); {7} the companion holds
-// this filter's parameters over a bitmap redbloom did not size ('remade':
-// nothing dropped).
+// Java side's (nothing dropped); {7} the companion holds this filter's
+// parameters over a bitmap a Java side grew ('remade': nothing dropped). A
+// key at the bitmap's name that no filter writes (a hash, a list: another
+// program's, or one at the name of a window filter, which has no main
+// bitmap) is left; the rest goes.
 inline constexpr std::string_view kDrop =
     REDBLOOM_LUA_SAME_PARTS REDBLOOM_LUA_COMPANION_STATE REDBLOOM_LUA_FOREIGN_BITMAP
     "local mt = redis.call('TYPE', KEYS[1])['ok']\n"
@@ -680,10 +684,12 @@ inline constexpr std::string_view kDrop =
     "  end\n"
     "  if st == 'remade' then return {7} end\n"
     "end\n"
-    "local foreign = foreign_bitmap(KEYS[2])\n"
-    "if foreign then return {6, foreign} end\n"
     "if not same_parts(KEYS[3], 4) then return {2} end\n"
-    "redis.call('UNLINK', unpack(KEYS))\n"
+    "if foreign_bitmap(KEYS[2]) or redis.call('HGET', KEYS[1], 'kind') == 'window' then\n"
+    "  for i = 1, #KEYS do if i ~= 2 then redis.call('UNLINK', KEYS[i]) end end\n"
+    "else\n"
+    "  redis.call('UNLINK', unpack(KEYS))\n"
+    "end\n"
     "return {1}\n";
 
 // The end of the replace scripts: the replacement's metadata becomes NAME's,

@@ -450,9 +450,13 @@ class RedisStore final : public Store {
     // the filter; the others finished it too, and say it exists (each was
     // told "created": 2-6 of 6 concurrent PUTs answered 201, an audit). A
     // repeat after a create that failed part-way marks them, and made it.
+    // A retry (its first answer lost) may find its own mark: only a first
+    // send's 2 is another create's.
     bool marked_before = false;
+    int sends = 0;
     REDBLOOM_RETURN_IF_ERROR(shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          ++sends;
           CommandBuffer cmd;
           BeginEval(&cmd, scripts::kShardsReady, {keys.meta}, 1);
           cmd.Arg(token);
@@ -462,7 +466,7 @@ class RedisStore final : public Store {
             return Status::Conflict("filter '" + std::string(name) +
                                     "' was dropped or re-created while its shards were placed");
           }
-          marked_before = r->integer == 2;
+          marked_before = r->integer == 2 && sends == 1;
           return WaitForReplicas(c, *shared_);
         }));
     return marked_before ? ExistsStatus(name, config, config) : Status::Ok();
@@ -543,22 +547,13 @@ class RedisStore final : public Store {
                     "record only, delete '" +
                     DisplayKey(keys.meta, shared_->keys) +
                     "' (and attach again to use the Java side's filter)");
-              case 6:
-                if (r->elements < 2) return Unexpected("drop", r);
-                return Status::Conflict(
-                    "filter '" + std::string(name) + "' was not dropped: its key '" +
-                    DisplayKey(keys.bitmap, shared_->keys) + "' holds a " +
-                    ReplyString(r->element[1]) +
-                    ", not its bitmap: another program's key, which a drop does not delete; "
-                    "to make redbloom forget its own record only, delete '" +
-                    DisplayKey(keys.meta, shared_->keys) + "'");
               case 7:
                 return Status::Conflict(
                     "filter '" + std::string(name) + "' was not dropped: its config hash '" +
                     DisplayKey(companion, shared_->keys) +
-                    "' holds its parameters, but its bitmap is not the one redbloom sized: a "
-                    "Java client deleted the filter and made it again (delete() and tryInit()), "
-                    "or the bitmap was evicted; to make redbloom forget its own record only, "
+                    "' holds its parameters, but its bitmap is shorter than the one redbloom "
+                    "sized and not empty: a Java client deleted the filter and made it again "
+                    "(delete(), tryInit() and adds); to make redbloom forget its own record only, "
                     "delete '" +
                     DisplayKey(keys.meta, shared_->keys) +
                     "' (and attach again to use the Java side's filter)");
@@ -660,9 +655,9 @@ class RedisStore final : public Store {
                     DisplayKey(old_companion, shared_->keys) + "' " +
                     (state == "gone"    ? "is gone (a Java client deleted the filter)"
                      : state == "other" ? "holds another filter (a Java client re-created it)"
-                                        : "holds its parameters over a bitmap redbloom did not "
-                                          "size (a Java client deleted the filter and made it "
-                                          "again, or the bitmap was evicted)") +
+                                        : "holds its parameters over a bitmap shorter than "
+                                          "redbloom sized and not empty (a Java client deleted "
+                                          "the filter and made it again)") +
                     "; nothing was swapped in, and the Java side's keys are untouched");
               }
               case 7:
