@@ -439,9 +439,22 @@ class RedisStore final : public Store {
             return Status::Ok();
           });
       if (taken) {
-        (void)DropShards(name, config.shards, token);
-        return placed.WithContext("filter '" + std::string(name) +
-                                  "' was not created (its shards placed so far were dropped)");
+        // Said as it is: a shard's server that failed now too keeps what it
+        // holds (it said "were dropped" whatever the drop answered).
+        const Status left = DropShards(name, config.shards, token);
+        const ShardKeys first = ShardKeysFor(name, shared_->keys, 1, config.shards);
+        return placed.WithContext(
+            "filter '" + std::string(name) + "' was not created (" +
+            (left.ok()
+                 ? std::string("its shards placed so far were dropped")
+                 : "its shards placed so far could not all be dropped (" + left.message() +
+                       "): the next create of the name with " + std::to_string(config.shards) +
+                       " shards replaces them, or delete "
+                       "them by hand (" +
+                       DisplayKey(first.meta, shared_->keys) + " and " +
+                       DisplayKey(first.bitmap, shared_->keys) +
+                       " for shard 1, alike for the others)") +
+            ")");
       }
     }
     REDBLOOM_RETURN_IF_ERROR(
