@@ -503,6 +503,16 @@ TEST_P(RedissonRedisTest, ARebuildIntoRedissonLeavesAConfigHashItDidNotOwn) {
   ASSERT_TRUE(still.ok()) << still.status().ToString();
   EXPECT_EQ((*still)->config().strategy, Strategy::kSeed);
   EXPECT_EQ(store_->ReadConfig(TemporaryName("rw")).status().code(), StatusCode::kNotFound);
+
+  // A config key that another program made a list: a drop says so (it said
+  // "now holds size=not a hash hashIterations=").
+  ASSERT_TRUE(BloomFilter::Create(*store_, "lc", Options(1000, 0.01)).ok());
+  raw_->Run({"DEL", "{lc}:config"});
+  raw_->Run({"RPUSH", "{lc}:config", "x"});
+  const Status dropped = BloomFilter::Drop(*store_, "lc");
+  EXPECT_EQ(dropped.code(), StatusCode::kConflict) << dropped.ToString();
+  EXPECT_NE(dropped.message().find("is no hash now"), std::string::npos) << dropped.ToString();
+  EXPECT_EQ(raw_->Int({"EXISTS", "{lc}:config", "lc"}), 2);
 }
 
 TEST_P(RedissonRedisTest, ADeletedConfigHashIsAConflictToo) {

@@ -552,14 +552,17 @@ class RedisStore final : public Store {
                 return Status::Ok();
               case 5:
                 if (r->elements < 3) return Unexpected("drop", r);
-                return Status::Conflict(
-                    "filter '" + std::string(name) + "' was not dropped: its config hash '" +
-                    DisplayKey(companion, shared_->keys) + "' now holds size=" +
-                    ReplyString(r->element[1]) + " hashIterations=" + ReplyString(r->element[2]) +
-                    ", another filter its Java side made since; to make redbloom forget its own "
-                    "record only, delete '" +
-                    DisplayKey(keys.meta, shared_->keys) +
-                    "' (and attach again to use the Java side's filter)");
+                return Status::Conflict("filter '" + std::string(name) +
+                                        "' was not dropped: its config hash '" +
+                                        DisplayKey(companion, shared_->keys) + "' " +
+                                        (ReplyString(r->element[1]) == "not a hash"
+                                             ? std::string("is no hash now, another program's key")
+                                             : "now holds size=" + ReplyString(r->element[1]) +
+                                                   " hashIterations=" + ReplyString(r->element[2]) +
+                                                   ", another filter its Java side made since") +
+                                        "; to make redbloom forget its own record only, delete '" +
+                                        DisplayKey(keys.meta, shared_->keys) +
+                                        "' (and attach again to use the Java side's filter)");
               case 7:
                 return Status::Conflict(
                     "filter '" + std::string(name) + "' was not dropped: its config hash '" +
