@@ -483,6 +483,24 @@ TEST_P(RedissonRedisTest, ARedissonFilterWithoutItsBitmapIsStillDroppedAndRebuil
   }
 }
 
+// A Redisson filter Java made and redbloom has not adopted is not found,
+// and says how to adopt it, before and after Java's first add (a check said
+// "does not exist" and no more; after an add, to attach without the
+// strategy, which would read Java's items with another hashing).
+TEST_P(RedissonRedisTest, OpeningARedissonFilterJavaMadeNamesAttachWithItsStrategy) {
+  RedissonClient redisson(*raw_, "jm");
+  ASSERT_TRUE(redisson.TryInit(1000, "0.01", 9585, 7));
+  for (int round = 0; round < 2; ++round) {
+    const Status opened = BloomFilter::Open(*store_, "jm").status();
+    EXPECT_EQ(opened.code(), StatusCode::kNotFound) << opened.ToString();
+    EXPECT_NE(opened.message().find("attach --strategy redisson"), std::string::npos)
+        << round << ": " << opened.ToString();
+    if (round == 0) {
+      ASSERT_EQ(redisson.Add(Make("J-", 3)), 3) << redisson.last_error();
+    }
+  }
+}
+
 // A rebuild into the redisson strategy writes NAME's config hash: one there
 // that the old filter did not own (a Redisson client's) was overwritten.
 TEST_P(RedissonRedisTest, ARebuildIntoRedissonLeavesAConfigHashItDidNotOwn) {

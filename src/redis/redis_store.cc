@@ -831,6 +831,7 @@ class RedisStore final : public Store {
     bool no_meta = false;
     bool left_parts = false;  // a parts list without metadata
     std::string bare_type;    // the type of a bitmap key without metadata
+    std::string java_config;  // a companion hash without metadata, worded
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           // HGETALL and EXISTS only, so that a reader's ACL needs no TYPE;
@@ -860,6 +861,28 @@ class RedisStore final : public Store {
             REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
             REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr parts_exist, c.Read());
             left_parts = parts_exist->type == REDIS_REPLY_INTEGER && parts_exist->integer != 0;
+            // A Redisson filter Java made (tryInit) has its config hash, and
+            // until its first add no bitmap: a check said "does not exist"
+            // and no more (or, after an add, to attach without the strategy
+            // it needs), where a create names attach --strategy redisson.
+            // Java names its keys in plain UTF-8 only.
+            for (const StrategyDef* def : StrategyTable()) {
+              if (left_parts || shared_->keys != KeyMode::kPlain) break;
+              if (def->companion == nullptr) continue;
+              const std::string key = CompanionKeyFor(name, shared_->keys, def->companion->suffix);
+              cmd.Clear();
+              cmd.Command({"EXISTS", key});
+              REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+              REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr config_exists, c.Read());
+              if (config_exists->type == REDIS_REPLY_INTEGER && config_exists->integer != 0) {
+                java_config = "a " + std::string(def->name) + " filter's config hash '" +
+                              DisplayKey(key, shared_->keys) +
+                              "' is there without redbloom metadata (made by a Java client?); "
+                              "adopt it with attach --strategy " +
+                              std::string(def->name);
+                break;
+              }
+            }
             return Status::Ok();
           }
           REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
@@ -876,6 +899,9 @@ class RedisStore final : public Store {
     if (left_parts) {
       return Status::NotFound("filter '" + std::string(name) +
                               "' does not exist: " + LeftPartsText(name));
+    }
+    if (!java_config.empty()) {
+      return Status::NotFound("filter '" + std::string(name) + "' does not exist: " + java_config);
     }
     if (bare_type.empty()) return NotFoundStatus(name);
     return Status::NotFound(
