@@ -898,6 +898,26 @@ TEST_F(RedisStoreTest, AnOldLayoutFilterIsListedAndNamedInACollision) {
   EXPECT_EQ(pair.message().find("before 2026-12-01"), std::string::npos) << pair.message();
 }
 
+// The old layout's key for "x}" is also the metadata key of this layout's
+// filter "{x}}" (its tag is "x}"): a live "{x}}" is not an old "x}". Taken
+// for one, it refused creating, reading and dropping "x}" (an audit), and
+// made an existing "x}" refuse its own idempotent re-create.
+TEST_F(RedisStoreTest, AFilterOfThisLayoutIsNoOldOneOfItsNeighbour) {
+  ASSERT_TRUE(BloomFilter::Create(*store_, "{x}}", Options(100, 0.01)).ok());
+  bool created = false;
+  auto f = BloomFilter::Create(*store_, "x}", Options(100, 0.01), &created);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE(created);
+  ASSERT_TRUE((*f)->Add("a").ok());
+  ASSERT_TRUE(BloomFilter::Create(*store_, "x}", Options(100, 0.01), &created).ok());
+  EXPECT_FALSE(created);
+  ASSERT_OK_AND_ASSIGN(auto other, BloomFilter::Open(*store_, "{x}}"));
+  ASSERT_OK_AND_ASSIGN(const bool in_other, other->Contains("a"));
+  EXPECT_FALSE(in_other);
+  ASSERT_TRUE(BloomFilter::Drop(*store_, "x}").ok());
+  EXPECT_TRUE(BloomFilter::Open(*store_, "{x}}").ok());
+}
+
 // A window filter has no bitmap key, nor has a filter whose bitmap was
 // lost: the old layout's metadata alone names it (an audit found such a
 // filter read as missing, and a create make another beside its old keys).

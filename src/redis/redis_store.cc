@@ -925,15 +925,25 @@ class RedisStore final : public Store {
   Status RefuseLegacyLayout(std::string_view name) {
     const std::string legacy = LegacyMetaKey(name, shared_->keys);
     if (legacy.empty()) return Status::Ok();
+    // That key is also the metadata key of the filter named "{NAME}" in
+    // this layout ("{x}}" has the tag "x}"): only a hash that names this
+    // filter, or none (its name field lost), is the old one. An EXISTS took
+    // a live "{x}}" for an old "x}", and refused creating, reading and
+    // dropping "x}" (an audit).
     bool found = false;
-    (void)shared_->source->Run(legacy, Access::kMaster, /*idempotent=*/true,
-                               [&](Connection& c) -> Status {
-                                 CommandBuffer cmd;
-                                 cmd.Command({"EXISTS", legacy});
-                                 REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
-                                 found = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-                                 return Status::Ok();
-                               });
+    (void)shared_->source->Run(
+        legacy, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          CommandBuffer cmd;
+          cmd.Command({"EXISTS", legacy});
+          cmd.Command({"HGET", legacy, "name"});
+          REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr exists, c.Read());
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr named, c.Read());
+          found = exists->type == REDIS_REPLY_INTEGER && exists->integer == 1 &&
+                  (named->type == REDIS_REPLY_NIL ||
+                   (named->type == REDIS_REPLY_STRING && ReplyText(named.get()) == name));
+          return Status::Ok();
+        });
     if (!found) return Status::Ok();
     return Status::Conflict(
         "filter '" + std::string(name) +
