@@ -568,9 +568,13 @@ Status RedisBitStore::CreatePart(uint64_t part, uint64_t expires_at_ms) {
         }
         constexpr std::string_view kPast = "REDBLOOM_PAST ";
         if (r->type == REDIS_REPLY_ERROR && ReplyText(r.get()).starts_with(kPast)) {
-          uint64_t server_ms = 0;
+          // "unknown": the part expired as it was made (no TIME allowed).
+          std::optional<uint64_t> server_ms;
           const std::string_view text = ReplyText(r.get()).substr(kPast.size());
-          std::from_chars(text.data(), text.data() + text.size(), server_ms);
+          if (uint64_t ms = 0;
+              std::from_chars(text.data(), text.data() + text.size(), ms).ec == std::errc()) {
+            server_ms = ms;
+          }
           return ExpiryPastStatus(c.server().display,
                                   "part " + std::to_string(part) + " of filter '" + name_ + "'",
                                   expires_at, server_ms);

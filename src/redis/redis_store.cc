@@ -552,6 +552,13 @@ class RedisStore final : public Store {
                 return Status::Ok();
               case 5:
                 if (r->elements < 3) return Unexpected("drop", r);
+                // A read of the config refused (an ACL's key patterns) is no
+                // other program's key: said as the refusal it is.
+                if (ReplyString(r->element[1]) == "not a hash" &&
+                    !ReplyText(r->element[2]).empty() &&
+                    !ReplyText(r->element[2]).starts_with("WRONGTYPE")) {
+                  return ReplyErrorStatus(ReplyText(r->element[2]), c.server());
+                }
                 return Status::Conflict("filter '" + std::string(name) +
                                         "' was not dropped: its config hash '" +
                                         DisplayKey(companion, shared_->keys) + "' " +
