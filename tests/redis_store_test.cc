@@ -3875,6 +3875,17 @@ std::vector<std::string> CheckedFields(RawRedis& raw, const std::string& meta) {
   return out;
 }
 
+// A window filter of 10 minutes in 3 slices with a 100 s TTL: its first add
+// makes a slice and the parts list.
+FilterOptions TtlWindow() {
+  FilterOptions o = Options(1000, 0.01);
+  o.kind = FilterKind::kWindow;
+  o.window_millis = 600'000;
+  o.slices = 3;
+  o.ttl_seconds = 100;
+  return o;
+}
+
 // Redis 7.0 reads its clock afresh for each script of a transaction, so a
 // filter's expiry can fall between an add's guard and its commit: the commit
 // says so (not_found), where it answered 0 and the add failed "internal:
@@ -3906,12 +3917,7 @@ TEST_F(RedisStoreTest, AnAddsCommitAfterItsFilterExpiredSaysGone) {
 // list ... does not name part ..., whose key holds bits"; an audit: 2 in 40
 // trials). Staged here with an expiry the re-arm would visibly change.
 TEST_F(RedisStoreTest, MakingAPartNeverReArmsThePartsListsExpiry) {
-  FilterOptions o = Options(1000, 0.01);
-  o.kind = FilterKind::kWindow;
-  o.window_millis = 600'000;
-  o.slices = 3;
-  o.ttl_seconds = 100;
-  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "rearm", o));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "rearm", TtlWindow()));
   ASSERT_TRUE(f->Add("x").ok());
   const auto keys = internal::KeysFor("rearm", internal::KeyMode::kPlain);
   const std::string part = raw_->Str({"HGET", keys.meta, "newest_slice"});
@@ -4037,12 +4043,7 @@ TEST_F(RedisStoreTest, AClearKeepsTheBitmapsExpiryTime) {
 // client's clock behind, as for a create (the review: my first version said
 // a live filter was gone).
 TEST_F(RedisStoreTest, APartDeletedAsItIsMadeIsNotListed) {
-  FilterOptions o = Options(1000, 0.01);
-  o.kind = FilterKind::kWindow;
-  o.window_millis = 600'000;
-  o.slices = 3;
-  o.ttl_seconds = 100;
-  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "asmade", o));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "asmade", TtlWindow()));
   ASSERT_TRUE(f->Add("x").ok());
   const auto keys = internal::KeysFor("asmade", internal::KeyMode::kPlain);
   const uint64_t newest = std::stoull(raw_->Str({"HGET", keys.meta, "newest_slice"}));
