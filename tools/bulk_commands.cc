@@ -531,26 +531,6 @@ int RunImport(Context& ctx, const std::string& name, const std::string& format,
   return 0;
 }
 
-// The descriptor a path names by number (/dev/stdout, /dev/stderr,
-// /dev/fd/N, /proc/self/fd/N), or -1. Such a path is the descriptor the
-// shell gave us: opening it again would open its file anew, truncated and at
-// offset 0 (`>> log` would lose the log), and renaming over its target would
-// replace that file.
-int NamedDescriptor(const std::string& path) {
-  if (path == "/dev/stdout") return 1;
-  if (path == "/dev/stderr") return 2;
-  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
-    if (!path.starts_with(prefix)) continue;
-    const std::string digits = path.substr(prefix.size());
-    if (digits.empty() || digits.size() > 9 ||
-        digits.find_first_not_of("0123456789") != std::string::npos) {
-      return -1;
-    }
-    return std::stoi(digits);
-  }
-  return -1;
-}
-
 // An output stream's buffer over a descriptor, where it stands (appending,
 // for one opened to append): an export streams its file through it, so it
 // holds the filter's bits and 64 KiB, not the whole file as well. The first

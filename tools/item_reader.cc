@@ -14,11 +14,29 @@
 
 namespace redbloom::cli {
 
+// The descriptor a path names by number (/dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N), or -1. Such a path is the descriptor the
+// shell gave us: opening it again would open its file anew, truncated and at
+// offset 0 (`>> log` would lose the log), and renaming over its target would
+// replace that file.
+int NamedDescriptor(const std::string& path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!path.starts_with(prefix)) continue;
+    const std::string digits = path.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return -1;
+    }
+    return std::stoi(digits);
+  }
+  return -1;
+}
+
 Status CheckStdinOpen(const std::string& path) {
   if (!g_stdin_closed) return Status::Ok();
-  if (path != "-" && path != "/dev/stdin" && path != "/dev/fd/0" && path != "/proc/self/fd/0") {
-    return Status::Ok();
-  }
+  if (path != "-" && path != "/dev/stdin" && NamedDescriptor(path) != 0) return Status::Ok();
   return Status::InvalidArgument(
       (path == "-" ? std::string() : path + ": ") +
       "stdin is not open (redbloom was started with it closed, as by <&-): give --file PATH, "

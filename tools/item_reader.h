@@ -18,6 +18,10 @@ namespace redbloom::cli {
 // reads /dev/null there then, so that no file or socket lands on 0.
 inline bool g_stdin_closed = false;
 
+// The descriptor a path names by number (/dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N), or -1.
+int NamedDescriptor(const std::string& path);
+
 // kInvalidArgument "stdin is not open ..." if `path` names stdin ("-",
 // /dev/stdin, /dev/fd/0) and it was closed: reading it as empty input made
 // `add --file -` exit 0 having added nothing.
