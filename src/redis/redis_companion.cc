@@ -49,24 +49,9 @@ Status CheckCompanionPlacement(std::string_view name, KeyMode mode, const Filter
   return Status::Ok();
 }
 
-Status CheckNoForeignCompanion(const RedisShared& shared, std::string_view name,
-                               const FilterConfig& c, std::string_view doing) {
-  // A Java side names its keys in plain UTF-8 (keys=jdk is Spring's).
-  if (CompanionOf(c) != nullptr || shared.keys != KeyMode::kPlain) return Status::Ok();
-  // A filter redbloom already keeps under the name is the create or attach
-  // script's to compare (a create repeated alike succeeds, as before).
-  const std::string meta = KeysFor(name, shared.keys).meta;
-  bool exists = false;
-  REDBLOOM_RETURN_IF_ERROR(shared.source->Run(
-      meta, Access::kMaster, /*idempotent=*/true, [&](Connection& conn) -> Status {
-        CommandBuffer cmd;
-        cmd.Command({"EXISTS", meta});
-        REDBLOOM_RETURN_IF_ERROR(conn.Append(cmd));
-        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, conn.Read());
-        exists = r->type == REDIS_REPLY_INTEGER && r->integer != 0;
-        return Status::Ok();
-      }));
-  if (exists) return Status::Ok();
+Result<std::optional<FoundCompanion>> FindCompanionHash(const RedisShared& shared,
+                                                        std::string_view name) {
+  if (shared.keys != KeyMode::kPlain) return std::optional<FoundCompanion>();
   for (const StrategyDef* def : StrategyTable()) {
     if (def->companion == nullptr) continue;
     const std::string key = CompanionKeyFor(name, shared.keys, def->companion->suffix);
@@ -85,22 +70,47 @@ Status CheckNoForeignCompanion(const RedisShared& shared, std::string_view name,
           }
           return Status::Ok();
         }));
-    if (size.empty()) continue;
-    return Status::Conflict(
-        "'" + std::string(name) + "' is a " + std::string(def->name) +
-        " filter: its config hash '" + DisplayKey(key, shared.keys) + "' holds size=" + size +
-        " hashIterations=" + iterations +
-        (name.find('{') == std::string_view::npos
-             ? " (the Java side names it '" + std::string(name) + "', or '{" + std::string(name) +
-                   "}', whose config is there too)"
-             : std::string()) +
-        ". A " + std::string(StrategyName(c.strategy)) +
-        " filter there would hash its items another way (the Java side's items would read "
-        "absent): " +
-        (doing == "attach" ? "attach" : "adopt it with attach") + " --strategy " +
-        std::string(def->name) + ", or choose another name");
+    if (!size.empty())
+      return std::optional<FoundCompanion>(FoundCompanion{def, key, size, iterations});
   }
-  return Status::Ok();
+  return std::optional<FoundCompanion>();
+}
+
+Status CheckNoForeignCompanion(const RedisShared& shared, std::string_view name,
+                               const FilterConfig& c, std::string_view doing) {
+  // A Java side names its keys in plain UTF-8 (keys=jdk is Spring's).
+  if (CompanionOf(c) != nullptr || shared.keys != KeyMode::kPlain) return Status::Ok();
+  // A filter redbloom already keeps under the name is the create or attach
+  // script's to compare (a create repeated alike succeeds, as before).
+  const std::string meta = KeysFor(name, shared.keys).meta;
+  bool exists = false;
+  REDBLOOM_RETURN_IF_ERROR(shared.source->Run(
+      meta, Access::kMaster, /*idempotent=*/true, [&](Connection& conn) -> Status {
+        CommandBuffer cmd;
+        cmd.Command({"EXISTS", meta});
+        REDBLOOM_RETURN_IF_ERROR(conn.Append(cmd));
+        REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, conn.Read());
+        exists = r->type == REDIS_REPLY_INTEGER && r->integer != 0;
+        return Status::Ok();
+      }));
+  if (exists) return Status::Ok();
+  REDBLOOM_ASSIGN_OR_RETURN(const std::optional<FoundCompanion> found,
+                            FindCompanionHash(shared, name));
+  if (!found.has_value()) return Status::Ok();
+  const std::string strategy(found->strategy->name);
+  return Status::Conflict(
+      "'" + std::string(name) + "' is a " + strategy + " filter: its config hash '" +
+      DisplayKey(found->key, shared.keys) + "' holds size=" + found->size +
+      " hashIterations=" + found->iterations +
+      (name.find('{') == std::string_view::npos
+           ? " (the Java side names it '" + std::string(name) + "', or '{" + std::string(name) +
+                 "}', whose config is there too)"
+           : std::string()) +
+      ". A " + std::string(StrategyName(c.strategy)) +
+      " filter there would hash its items another way (the Java side's items would read "
+      "absent): " +
+      (doing == "attach" ? "attach" : "adopt it with attach") + " --strategy " + strategy +
+      ", or choose another name");
 }
 
 void AppendCompanionRead(CommandBuffer* cmd, const std::string& companion_key) {

@@ -9,6 +9,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "redis/redis_bit_store.h"
 #include "redis/redis_client.h"
 #include "redis/redis_keys.h"
+#include "strategy/strategy_def.h"
 
 namespace redbloom::internal {
 
@@ -33,6 +35,20 @@ std::string CompanionKey(std::string_view name, KeyMode mode, const FilterConfig
 // this name: a plain filter (the Java side reads one bitmap of bits), with
 // plain keys, whose companion key is in its bitmap's cluster slot.
 Status CheckCompanionPlacement(std::string_view name, KeyMode mode, const FilterConfig& c);
+
+// The companion hash a Java side keeps for `name` (a Redisson
+// RBloomFilter's config: size and hashIterations), of the first strategy
+// that keeps one and whose hash is there; nullopt when none is, or for
+// keys=jdk (a Java side names its keys in plain UTF-8). A hash that cannot be
+// read (an ACL's key patterns) is none.
+struct FoundCompanion {
+  const StrategyDef* strategy = nullptr;
+  std::string key;
+  std::string size;
+  std::string iterations;
+};
+Result<std::optional<FoundCompanion>> FindCompanionHash(const RedisShared& shared,
+                                                        std::string_view name);
 
 // kConflict when `name` is already the filter of a strategy that keeps a
 // companion (a Redisson RBloomFilter: its config hash holds size and

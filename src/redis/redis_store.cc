@@ -538,6 +538,13 @@ class RedisStore final : public Store {
             cmd->Arg(companion.empty() ? "0" : "1");
             for (uint64_t p : parts) cmd->Arg(p);
           };
+          // The companion refusals' (5, 7) start and end.
+          const std::string not_dropped = "filter '" + std::string(name) +
+                                          "' was not dropped: its config hash '" +
+                                          DisplayKey(companion, shared_->keys) + "' ";
+          const std::string forget = "to make redbloom forget its own record only, delete '" +
+                                     DisplayKey(keys.meta, shared_->keys) +
+                                     "' (and attach again to use the Java side's filter)";
           return WithParts(c, keys, name, "dropped", build, [&](const redisReply* r) -> Status {
             switch (r->element[0]->integer) {
               case 1:
@@ -550,36 +557,30 @@ class RedisStore final : public Store {
               case 4:
                 *made_again = true;
                 return Status::Ok();
-              case 5:
+              case 5: {
                 if (r->elements < 3) return Unexpected("drop", r);
+                const bool not_a_hash = ReplyString(r->element[1]) == "not a hash";
                 // A read of the config refused (an ACL's key patterns) is no
                 // other program's key: said as the refusal it is.
-                if (ReplyString(r->element[1]) == "not a hash" &&
-                    !ReplyText(r->element[2]).empty() &&
+                if (not_a_hash && !ReplyText(r->element[2]).empty() &&
                     !ReplyText(r->element[2]).starts_with("WRONGTYPE")) {
                   return ReplyErrorStatus(ReplyText(r->element[2]), c.server());
                 }
-                return Status::Conflict("filter '" + std::string(name) +
-                                        "' was not dropped: its config hash '" +
-                                        DisplayKey(companion, shared_->keys) + "' " +
-                                        (ReplyString(r->element[1]) == "not a hash"
+                return Status::Conflict(not_dropped +
+                                        (not_a_hash
                                              ? std::string("is no hash now, another program's key")
                                              : "now holds size=" + ReplyString(r->element[1]) +
                                                    " hashIterations=" + ReplyString(r->element[2]) +
                                                    ", another filter its Java side made since") +
-                                        "; to make redbloom forget its own record only, delete '" +
-                                        DisplayKey(keys.meta, shared_->keys) +
-                                        "' (and attach again to use the Java side's filter)");
+                                        "; " + forget);
+              }
               case 7:
                 return Status::Conflict(
-                    "filter '" + std::string(name) + "' was not dropped: its config hash '" +
-                    DisplayKey(companion, shared_->keys) +
-                    "' holds its parameters, but its bitmap is shorter than the one redbloom "
-                    "sized and not empty: a Java client deleted the filter and made it again "
-                    "(delete(), tryInit() and adds); to make redbloom forget its own record only, "
-                    "delete '" +
-                    DisplayKey(keys.meta, shared_->keys) +
-                    "' (and attach again to use the Java side's filter)");
+                    not_dropped +
+                    "holds its parameters, but its bitmap is shorter than the one redbloom sized "
+                    "and not empty: a Java client deleted the filter and made it again (delete(), "
+                    "tryInit() and adds); " +
+                    forget);
               default:
                 return MetaWrongType(r, name);
             }
@@ -838,7 +839,6 @@ class RedisStore final : public Store {
     bool no_meta = false;
     bool left_parts = false;  // a parts list without metadata
     std::string bare_type;    // the type of a bitmap key without metadata
-    std::string java_config;  // a companion hash without metadata, worded
     Status s = shared_->source->Run(
         keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
           // HGETALL and EXISTS only, so that a reader's ACL needs no TYPE;
@@ -868,28 +868,6 @@ class RedisStore final : public Store {
             REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
             REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr parts_exist, c.Read());
             left_parts = parts_exist->type == REDIS_REPLY_INTEGER && parts_exist->integer != 0;
-            // A Redisson filter Java made (tryInit) has its config hash, and
-            // until its first add no bitmap: a check said "does not exist"
-            // and no more (or, after an add, to attach without the strategy
-            // it needs), where a create names attach --strategy redisson.
-            // Java names its keys in plain UTF-8 only.
-            for (const StrategyDef* def : StrategyTable()) {
-              if (left_parts || shared_->keys != KeyMode::kPlain) break;
-              if (def->companion == nullptr) continue;
-              const std::string key = CompanionKeyFor(name, shared_->keys, def->companion->suffix);
-              cmd.Clear();
-              cmd.Command({"EXISTS", key});
-              REDBLOOM_RETURN_IF_ERROR(c.Append(cmd));
-              REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr config_exists, c.Read());
-              if (config_exists->type == REDIS_REPLY_INTEGER && config_exists->integer != 0) {
-                java_config = "a " + std::string(def->name) + " filter's config hash '" +
-                              DisplayKey(key, shared_->keys) +
-                              "' is there without redbloom metadata (made by a Java client?); "
-                              "adopt it with attach --strategy " +
-                              std::string(def->name);
-                break;
-              }
-            }
             return Status::Ok();
           }
           REDBLOOM_ASSIGN_OR_RETURN(meta, ParseMeta(hash.get(), DisplayMeta(name)));
@@ -907,8 +885,19 @@ class RedisStore final : public Store {
       return Status::NotFound("filter '" + std::string(name) +
                               "' does not exist: " + LeftPartsText(name));
     }
-    if (!java_config.empty()) {
-      return Status::NotFound("filter '" + std::string(name) + "' does not exist: " + java_config);
+    // A Redisson filter Java made (tryInit) has its config hash, and until
+    // its first add no bitmap: a read said "does not exist" and no more (or,
+    // after an add, to attach without the strategy it needs), where a create
+    // names attach --strategy redisson. Only to word the error: a probe
+    // that fails finds none.
+    const Result<std::optional<FoundCompanion>> found = FindCompanionHash(*shared_, name);
+    if (found.ok() && found->has_value()) {
+      const std::string strategy((*found)->strategy->name);
+      return Status::NotFound("filter '" + std::string(name) + "' does not exist: a " + strategy +
+                              " filter's config hash '" + DisplayKey((*found)->key, shared_->keys) +
+                              "' is there without redbloom metadata (made by a Java client?); "
+                              "adopt it with attach --strategy " +
+                              strategy);
     }
     if (bare_type.empty()) return NotFoundStatus(name);
     return Status::NotFound(
