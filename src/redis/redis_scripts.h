@@ -65,18 +65,21 @@ namespace redbloom::internal::scripts {
 // SETRANGE an unlisted slice that was data_loss for every client until it
 // expired. A command renamed away (rename-command) is refused the same way.
 // Redis before 7.0 has no redis.acl_check_cmd: the check is skipped there.
+// may(c): known, allowed for one command (a table: a subcommand); both true
+// where Redis cannot tell (before 7.0).
 #define REDBLOOM_LUA_NEED                                                                    \
+  "local function may(c)\n"                                                                  \
+  "  if not redis.acl_check_cmd then return true, true end\n"                                \
+  "  if type(c) == 'table' then return pcall(redis.acl_check_cmd, unpack(c)) end\n"          \
+  "  return pcall(redis.acl_check_cmd, c)\n"                                                 \
+  "end\n"                                                                                    \
   "local function need(...)\n"                                                               \
   "  if not redis.acl_check_cmd then return nil end\n"                                       \
   "  for i = 1, select('#', ...) do\n"                                                       \
   "    local c = select(i, ...)\n"                                                           \
   "    local known, allowed = true, true\n"                                                  \
-  "    if type(c) == 'table' then\n"                                                         \
-  "      known, allowed = pcall(redis.acl_check_cmd, unpack(c))\n"                           \
-  "      c = table.concat(c, '|')\n"                                                         \
-  "    elseif c then\n"                                                                      \
-  "      known, allowed = pcall(redis.acl_check_cmd, c)\n"                                   \
-  "    end\n"                                                                                \
+  "    if c then known, allowed = may(c) end\n"                                              \
+  "    if type(c) == 'table' then c = table.concat(c, '|') end\n"                            \
   "    local why = ', which redbloom needs here (nothing was written)'\n"                    \
   "    if not known then\n"                                                                  \
   "      return redis.error_reply('ERR unknown command \\'' .. c .. '\\'' .. why)\n"         \
@@ -88,6 +91,9 @@ namespace redbloom::internal::scripts {
   "  end\n"                                                                                  \
   "  return nil\n"                                                                           \
   "end\n"
+
+// The end of fail()'s reply, whatever the state (kMetadataChanged below).
+#define REDBLOOM_LUA_METADATA_CHANGED "filter metadata changed"
 
 // Shared prologue. meta_state(key, companion) returns 'ok', 'gone',
 // 'changed' or 'companion'. With a companion key (a filter whose strategy's
@@ -101,52 +107,53 @@ namespace redbloom::internal::scripts {
 // because HMGET on a key of another type raises, and a guard that raised
 // would leave the rest of its transaction unguarded. fail(state) is the
 // error reply the client maps to kNotFound / kConflict.
-#define REDBLOOM_LUA_PROLOGUE                                                                  \
-  "local function meta_state(key, companion)\n"                                                \
-  "  local m = redis.pcall('HMGET', key, 'format', 'kind', 'strategy', 'encoding',\n"          \
-  "                        'bits', 'hashes', 'name', 'incarnation')\n"                         \
-  "  if m.err and not string.find(m.err, 'WRONGTYPE', 1, true) then return m end\n"            \
-  "  if m.err then return 'changed' end\n"                                                     \
-  "  if not m[1] then return 'gone' end\n"                                                     \
-  "  for i = 1, 6 do if m[i] ~= ARGV[i] then return 'changed' end end\n"                       \
-  "  local name, inc = ARGV[7], nil\n"                                                         \
-  "  local sp = string.find(name, ' ', 1, true)\n"                                             \
-  "  if sp then inc = string.sub(name, sp + 1) name = string.sub(name, 1, sp - 1) end\n"       \
-  "  if m[7] ~= name or (inc and (m[8] or '') ~= inc) then return 'changed' end\n"             \
-  "  if companion then\n"                                                                      \
-  "    local c = redis.pcall('HMGET', companion, 'size', 'hashIterations')\n"                  \
-  "    if type(c) ~= 'table' or c.err or c[1] ~= ARGV[5] or c[2] ~= ARGV[6] then\n"            \
-  "      return 'companion'\n"                                                                 \
-  "    end\n"                                                                                  \
-  "  end\n"                                                                                    \
-  "  return 'ok'\n"                                                                            \
-  "end\n"                                                                                      \
-  "local function fail(s)\n"                                                                   \
-  "  if type(s) == 'table' then return s end\n"                                                \
-  "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' filter metadata changed')\n" \
-  "end\n"                                                                                      \
-  "local function no_part(hash, field)\n"                                                      \
-  "  if redis.call('HEXISTS', hash, field) == 1 then return nil end\n"                         \
-  "  return redis.error_reply('REDBLOOM_NOPART part does not exist')\n"                        \
-  "end\n"                                                                                      \
-  "local function restore(key, scratch, want)\n"                                               \
-  "  if redis.call('EXISTS', key) == 0 and redis.pcall('STRLEN', scratch) == tonumber(want) "  \
-  "then\n"                                                                                     \
-  "    redis.call('RENAME', scratch, key)\n"                                                   \
-  "  end\n"                                                                                    \
-  "end\n"                                                                                      \
-  "local function length_error(key, want)\n"                                                   \
-  "  local len = redis.pcall('STRLEN', key)\n"                                                 \
-  "  if type(len) == 'table' then return len end\n"                                            \
-  "  if len ~= tonumber(want) then\n"                                                          \
-  "    return redis.error_reply('REDBLOOM_VANISHED ' .. len)\n"                                \
-  "  end\n"                                                                                    \
-  "  return nil\n"                                                                             \
+#define REDBLOOM_LUA_PROLOGUE                                                                     \
+  "local function meta_state(key, companion)\n"                                                   \
+  "  local m = redis.pcall('HMGET', key, 'format', 'kind', 'strategy', 'encoding',\n"             \
+  "                        'bits', 'hashes', 'name', 'incarnation')\n"                            \
+  "  if m.err and not string.find(m.err, 'WRONGTYPE', 1, true) then return m end\n"               \
+  "  if m.err then return 'changed' end\n"                                                        \
+  "  if not m[1] then return 'gone' end\n"                                                        \
+  "  for i = 1, 6 do if m[i] ~= ARGV[i] then return 'changed' end end\n"                          \
+  "  local name, inc = ARGV[7], nil\n"                                                            \
+  "  local sp = string.find(name, ' ', 1, true)\n"                                                \
+  "  if sp then inc = string.sub(name, sp + 1) name = string.sub(name, 1, sp - 1) end\n"          \
+  "  if m[7] ~= name or (inc and (m[8] or '') ~= inc) then return 'changed' end\n"                \
+  "  if companion then\n"                                                                         \
+  "    local c = redis.pcall('HMGET', companion, 'size', 'hashIterations')\n"                     \
+  "    if type(c) ~= 'table' or c.err or c[1] ~= ARGV[5] or c[2] ~= ARGV[6] then\n"               \
+  "      return 'companion'\n"                                                                    \
+  "    end\n"                                                                                     \
+  "  end\n"                                                                                       \
+  "  return 'ok'\n"                                                                               \
+  "end\n"                                                                                         \
+  "local function fail(s)\n"                                                                      \
+  "  if type(s) == 'table' then return s end\n"                                                   \
+  "  return redis.error_reply('REDBLOOM_' .. string.upper(s) .. ' " REDBLOOM_LUA_METADATA_CHANGED \
+  "')\n"                                                                                          \
+  "end\n"                                                                                         \
+  "local function no_part(hash, field)\n"                                                         \
+  "  if redis.call('HEXISTS', hash, field) == 1 then return nil end\n"                            \
+  "  return redis.error_reply('REDBLOOM_NOPART part does not exist')\n"                           \
+  "end\n"                                                                                         \
+  "local function restore(key, scratch, want)\n"                                                  \
+  "  if redis.call('EXISTS', key) == 0 and redis.pcall('STRLEN', scratch) == tonumber(want) "     \
+  "then\n"                                                                                        \
+  "    redis.call('RENAME', scratch, key)\n"                                                      \
+  "  end\n"                                                                                       \
+  "end\n"                                                                                         \
+  "local function length_error(key, want)\n"                                                      \
+  "  local len = redis.pcall('STRLEN', key)\n"                                                    \
+  "  if type(len) == 'table' then return len end\n"                                               \
+  "  if len ~= tonumber(want) then\n"                                                             \
+  "    return redis.error_reply('REDBLOOM_VANISHED ' .. len)\n"                                   \
+  "  end\n"                                                                                       \
+  "  return nil\n"                                                                                \
   "end\n"
 
 // The end of fail()'s reply, whatever the state: a script's refusal for its
 // filter's metadata, told from other errors.
-inline constexpr std::string_view kMetadataChanged = "filter metadata changed";
+inline constexpr std::string_view kMetadataChanged = REDBLOOM_LUA_METADATA_CHANGED;
 
 // KEYS: meta, bitmap, parts list. ARGV: main_bytes, expires_at_ms,
 // room_bytes, then field, value pairs. A main_bytes of 0 is a filter whose
@@ -454,10 +461,7 @@ inline constexpr std::string_view kClear = REDBLOOM_LUA_PROLOGUE REDBLOOM_LUA_NE
     // Asked first where Redis can tell (7.0): a denied command in a script
     // is written to the ACL LOG even under pcall.
     "local at = nil\n"
-    "local known, allowed = true, true\n"
-    "if redis.acl_check_cmd then\n"
-    "  known, allowed = pcall(redis.acl_check_cmd, 'pexpiretime')\n"
-    "end\n"
+    "local known, allowed = may('pexpiretime')\n"
     "if known and allowed then at = redis.pcall('PEXPIRETIME', KEYS[2]) end\n"
     // UNLINK frees a large string in a background thread instead of blocking
     // the server (a 512 MB string takes ~100 ms to free).
