@@ -280,11 +280,7 @@ TEST_F(RedisStoreTest, WithoutTimeAnExpiryPastIsToldAndTheAdoptedKeysStay) {
   }
   // A window's new slice likewise: it expired as it was made (it was listed,
   // and read data_loss until its filter expired, as the README said).
-  FilterOptions window = Options(1000, 0.01);
-  window.kind = FilterKind::kWindow;
-  window.window_millis = 600'000;
-  window.slices = 3;
-  ASSERT_TRUE(BloomFilter::Create(*store_, "ntw", window).ok());
+  ASSERT_TRUE(BloomFilter::Create(*store_, "ntw", Window(600'000, 3)).ok());
   ASSERT_OK_AND_ASSIGN(auto behind, BloomFilter::Open(*store, "ntw"));
   const Status added = behind->Add("x");
   EXPECT_EQ(added.reason(), StatusReason::kClockBehind) << added.ToString();
@@ -3875,17 +3871,6 @@ std::vector<std::string> CheckedFields(RawRedis& raw, const std::string& meta) {
   return out;
 }
 
-// A window filter of 10 minutes in 3 slices with a 100 s TTL: its first add
-// makes a slice and the parts list.
-FilterOptions TtlWindow() {
-  FilterOptions o = Options(1000, 0.01);
-  o.kind = FilterKind::kWindow;
-  o.window_millis = 600'000;
-  o.slices = 3;
-  o.ttl_seconds = 100;
-  return o;
-}
-
 // Redis 7.0 reads its clock afresh for each script of a transaction, so a
 // filter's expiry can fall between an add's guard and its commit: the commit
 // says so (not_found), where it answered 0 and the add failed "internal:
@@ -3917,17 +3902,16 @@ TEST_F(RedisStoreTest, AnAddsCommitAfterItsFilterExpiredSaysGone) {
 // list ... does not name part ..., whose key holds bits"; an audit: 2 in 40
 // trials). Staged here with an expiry the re-arm would visibly change.
 TEST_F(RedisStoreTest, MakingAPartNeverReArmsThePartsListsExpiry) {
-  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "rearm", TtlWindow()));
+  FilterOptions o = Window(600'000, 3);
+  o.ttl_seconds = 100;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "rearm", o));
   ASSERT_TRUE(f->Add("x").ok());
   const auto keys = internal::KeysFor("rearm", internal::KeyMode::kPlain);
   const std::string part = raw_->Str({"HGET", keys.meta, "newest_slice"});
   const std::string part_key = raw_->Str({"HGET", keys.meta, "newest_key"});
   ASSERT_FALSE(part.empty());
   ASSERT_GT(raw_->Int({"PTTL", keys.parts}), 90'000);
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  const std::string sooner = std::to_string(now_ms + 50'000);
+  const std::string sooner = std::to_string(WallMillis() + 50'000);
   std::vector<std::string> args = {
       "EVAL", std::string(internal::scripts::kCreatePart), "3", keys.meta, part_key, keys.parts};
   for (std::string& v : CheckedFields(*raw_, keys.meta)) args.push_back(std::move(v));
@@ -3968,11 +3952,7 @@ TEST_F(RedisStoreTest, AnotherProgramsKeyAtTheBitmapIsNeitherDeletedNorReplaced)
   EXPECT_EQ(raw_->Str({"LINDEX", "w2", "0"}), "javas-item");
   EXPECT_EQ(store_->ReadConfig(TemporaryName("w2")).status().code(), StatusCode::kNotFound);
 
-  FilterOptions window = Options(1000, 0.01);
-  window.kind = FilterKind::kWindow;
-  window.window_millis = 3'600'000;
-  window.slices = 4;
-  ASSERT_OK_AND_ASSIGN(auto w, BloomFilter::Create(*store_, "w3", window));
+  ASSERT_OK_AND_ASSIGN(auto w, BloomFilter::Create(*store_, "w3", Window(3'600'000, 4)));
   ASSERT_TRUE(w->Add("a").ok());
   const auto keys = internal::KeysFor("w3", internal::KeyMode::kPlain);
   const std::string slice = raw_->Str({"HGET", keys.meta, "newest_key"});
@@ -4043,7 +4023,9 @@ TEST_F(RedisStoreTest, AClearKeepsTheBitmapsExpiryTime) {
 // client's clock behind, as for a create (the review: my first version said
 // a live filter was gone).
 TEST_F(RedisStoreTest, APartDeletedAsItIsMadeIsNotListed) {
-  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "asmade", TtlWindow()));
+  FilterOptions o = Window(600'000, 3);
+  o.ttl_seconds = 100;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "asmade", o));
   ASSERT_TRUE(f->Add("x").ok());
   const auto keys = internal::KeysFor("asmade", internal::KeyMode::kPlain);
   const uint64_t newest = std::stoull(raw_->Str({"HGET", keys.meta, "newest_slice"}));
