@@ -2902,6 +2902,8 @@ TEST(RedisUrlTest, BadUrlsAreInvalidArgumentsNamingTheProblem) {
            Case{"redis-cluster://a:7000/1", "database 0"},
            Case{"redis-sentinel://a:26379", "master's name"},
            Case{"redis://h?cacert=/x", "need TLS"},
+           Case{"rediss://h?sni=[redis.test]", "not a name or an IPv6 address in brackets"},
+           Case{"rediss://h?sni=[::1", "not a name or an IPv6 address in brackets"},
            Case{"rediss://h?cert=/x", "both cert= and key="},
            Case{"redis://h?sentinel_password=x", "redis-sentinel:// only"},
            Case{"redis://h?read_from=any", "read_from"},

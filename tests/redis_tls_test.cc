@@ -339,6 +339,11 @@ TEST_F(RedisTlsTest, TheServerNameIsVerified) {
   EXPECT_NE(MustOpen(Url(tls_->tls_port, "sni=redis.test", "localhost")), nullptr);
   s = OpenFails(Url(tls_->tls_port, "sni=other.test"));
   EXPECT_NE(s.message().find("not for 'other.test'"), std::string::npos) << s.ToString();
+  // An address names what to verify too, written bare or, as in a host, in
+  // brackets: "[::1]" was sent and verified as a host name, and matched none.
+  EXPECT_NE(MustOpen(Url(tls_->tls_port, "sni=::1", "localhost")), nullptr);
+  EXPECT_NE(MustOpen(Url(tls_->tls_port, "sni=%5B::1%5D", "localhost")), nullptr);
+  EXPECT_NE(MustOpen(Url(tls_->tls_port, "sni=[::1]", "localhost")), nullptr);
 }
 
 // Stores of one process that share their CA and certificate files share a

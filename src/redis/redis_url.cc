@@ -112,6 +112,16 @@ Status ApplyOption(std::string_view key, std::string_view value, RedisUrl* url) 
   } else if (key == "cacert" || key == "cert" || key == "key" || key == "sni") {
     REDBLOOM_ASSIGN_OR_RETURN(std::string text, PercentDecode(value, key));
     if (text.empty()) return BadUrl(std::string(key) + " is empty");
+    // sni=[::1], as the host is written, names the address: "[::1]" went
+    // out as a host name and matched no certificate.
+    if (key == "sni" && text.starts_with('[')) {
+      in6_addr v6{};
+      if (!text.ends_with(']') ||
+          ::inet_pton(AF_INET6, text.substr(1, text.size() - 2).c_str(), &v6) != 1) {
+        return BadUrl("sni='" + text + "' is not a name or an IPv6 address in brackets");
+      }
+      text = text.substr(1, text.size() - 2);
+    }
     (key == "cacert" ? url->tls.cacert
      : key == "cert" ? url->tls.cert
      : key == "key"  ? url->tls.key
