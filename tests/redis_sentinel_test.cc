@@ -329,6 +329,20 @@ TEST_F(RedisSentinelTest, ARedisUrlNamingASentinelIsRefusedAtOpen) {
       << store.status().ToString();
 }
 
+// A sentinel given as a Redis Cluster node: it was "unknown command
+// 'CLUSTER'", which named neither the mistake nor the URL to use.
+TEST_F(RedisSentinelTest, AClusterUrlNamingASentinelIsRefusedAtOpen) {
+  StartAll();
+  auto store = Store::Open("redis-cluster://127.0.0.1:" + std::to_string(sentinel_->port()));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << store.status().ToString();
+  EXPECT_NE(store.status().message().find("is a Sentinel, not a Redis Cluster node"),
+            std::string::npos)
+      << store.status().ToString();
+  EXPECT_NE(store.status().message().find("redis-sentinel://"), std::string::npos)
+      << store.status().ToString();
+}
+
 // The reverse mistake: a data server given as the sentinel. It read as a
 // sentinel down ("command not offered ... renamed with rename-command"),
 // exit 3, and redbloomd waited for it forever.

@@ -597,7 +597,7 @@ Status Connection::Hello() {
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr info, Read());
       if (info->type != REDIS_REPLY_ERROR) {
         run_id_ = InfoField(ReplyText(info.get()), "run_id");
-        REDBLOOM_RETURN_IF_ERROR(CheckStandalone(InfoField(ReplyText(info.get()), "redis_mode")));
+        REDBLOOM_RETURN_IF_ERROR(CheckMode(InfoField(ReplyText(info.get()), "redis_mode")));
       } else if (!IsRefusedCommandReply(ReplyText(info.get()))) {
         return ReplyErrorStatus(ReplyText(info.get()), server);
       }
@@ -638,9 +638,18 @@ Status Connection::Hello() {
   return Status::Ok();
 }
 
-Status Connection::CheckStandalone(std::string_view mode) const {
+Status Connection::CheckMode(std::string_view mode) const {
   const ServerParams& server = *server_;
-  if (!server.standalone || mode.empty() || mode == "standalone") return Status::Ok();
+  if (mode.empty() || mode == "standalone") return Status::Ok();
+  if (!server.standalone) {
+    // A Redis Cluster node given as a sentinel answered CLUSTER SLOTS
+    // "unknown command 'CLUSTER'".
+    if (server.sentinel || mode != "sentinel") return Status::Ok();
+    return Status::InvalidArgument("redis " + server.display +
+                                   " is a Sentinel, not a Redis Cluster node: use "
+                                   "redis-sentinel://" +
+                                   server.display + "/MASTER_NAME");
+  }
   if (mode == "cluster") {
     return Status::InvalidArgument(
         "redis " + server.display +

@@ -322,9 +322,10 @@ class Connection {
   // Sends the AUTH, SELECT and ROLE a new connection needs, and checks the
   // answers.
   Status Hello();
-  // kInvalidArgument when the server's redis_mode is not what a standalone
-  // connection (ServerParams::standalone) may talk to.
-  Status CheckStandalone(std::string_view mode) const;
+  // kInvalidArgument when the server's redis_mode is not what the
+  // connection may talk to: a standalone one (ServerParams::standalone) only
+  // a plain server, a cluster one no Sentinel.
+  Status CheckMode(std::string_view mode) const;
   // The next reply in the stream, owed or not.
   Result<ReplyPtr> ReadReply();
   // Reads owed replies that have arrived; false if the connection broke.
