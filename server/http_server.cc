@@ -710,6 +710,16 @@ void HttpServer::Install() {
   s.set_keep_alive_timeout(options_.keep_alive_timeout_s);
   s.set_payload_max_length(options_.max_body_bytes);
 
+  // httplib adds its own "Connection: close" (the client asked for it) or
+  // "Keep-Alive" after the handlers, beside a "Connection: close" of ours: the
+  // answer said close twice, or close and keep-alive at once.
+  s.set_post_routing_handler([](const Request&, Response& res) {
+    const auto [first, last] = res.headers.equal_range("Connection");
+    if (std::none_of(first, last, [](const auto& h) { return h.second == "close"; })) return;
+    res.headers.erase(first, last);
+    res.headers.erase("Keep-Alive");
+    res.set_header("Connection", "close");
+  });
   s.set_pre_routing_handler([this](const Request& req, Response& res) {
     if (RequestContext& ctx = Ctx(); ctx.screened) {
       ctx.screened = false;  // the Expect handler let it through

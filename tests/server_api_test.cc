@@ -823,6 +823,34 @@ TEST_P(ServerApiTest, ConnectionCloseIsHonouredInAnyForm) {
   }
 }
 
+// An answer that ends its connection says so once, and offers no
+// keep-alive: httplib added its own "Connection: close" (the client asked
+// for it) or "Keep-Alive: timeout=5, max=1000" beside the service's.
+TEST_P(ServerApiTest, AnAnswerThatClosesSaysSoOnce) {
+  StartServer();
+  const std::string refused =  // 415, answered before its body is read
+      "POST /v1/filters/orders/items HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+      "Content-Length: 1\r\n";
+  for (const std::string& request :
+       {refused + "\r\nx", refused + "Connection: close\r\n\r\nx",
+        std::string("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        std::string("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: CLOSE\r\n\r\n")}) {
+    RawConnection c(server_->port());
+    c.Send(request);
+    const std::string answer = c.ReadResponse();
+    const std::string head = answer.substr(0, answer.find("\r\n\r\n") + 2);
+    size_t said = 0;
+    for (size_t at = head.find("\r\nConnection:"); at != std::string::npos;
+         at = head.find("\r\nConnection:", at + 1)) {
+      ++said;
+    }
+    EXPECT_EQ(said, 1u) << request << "\n->\n" << head;
+    EXPECT_NE(head.find("\r\nConnection: close\r\n"), std::string::npos) << head;
+    EXPECT_EQ(head.find("Keep-Alive"), std::string::npos) << request << "\n->\n" << head;
+    EXPECT_TRUE(c.WaitClosed(std::chrono::seconds(3))) << request;
+  }
+}
+
 // No answer may be kept by a cache: a check cached by a proxy (Varnish keeps
 // a 200 for 120 s by default) read "present": false after the item's add.
 TEST_P(ServerApiTest, NoAnswerMayBeCached) {
