@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -126,7 +127,10 @@ Result<uint64_t> ParseByteSize(std::string_view text) {
   if (ec != std::errc() || ptr == text.data()) return bad();
   std::string suffix(ptr, text.data() + text.size());
   for (char& ch : suffix) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (suffix.ends_with("ib")) suffix.resize(suffix.size() - 2);
+  if (suffix.ends_with("ib")) {
+    suffix.resize(suffix.size() - 2);
+    if (suffix.empty()) return bad();  // "512ib" was 512 bytes
+  }
   int shift = 0;
   if (suffix == "k") {
     shift = 10;
@@ -203,7 +207,8 @@ uint64_t DefaultMaxFilterBytes(std::string_view store_url, uint64_t physical_byt
 }
 
 bool IsLoopbackHost(std::string_view host) {
-  if (host == "localhost") return true;
+  // Host names are case-insensitive: "LOCALHOST" resolves as "localhost".
+  if (host.size() == 9 && strncasecmp(host.data(), "localhost", 9) == 0) return true;
   const std::string h(host);
   in_addr v4{};
   if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;

@@ -453,8 +453,8 @@ TEST(ConfigTest, ParseByteSize) {
   EXPECT_EQ(ValueOrFail(ParseByteSize("2K")), 2048u);
   EXPECT_EQ(ValueOrFail(ParseByteSize("3TiB")), uint64_t{3} << 40);
   EXPECT_EQ(ValueOrFail(ParseByteSize("9223372036854775807")), uint64_t{INT64_MAX});
-  for (const char* bad :
-       {"", "G", "1.5G", "-1", "10X", "1 GiB", "99999999999999999999", "16777216T"}) {
+  for (const char* bad : {"", "G", "1.5G", "-1", "10X", "1 GiB", "99999999999999999999",
+                          "16777216T", "512ib", "1iB"}) {
     EXPECT_EQ(ParseByteSize(bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
   // The config file's bound, said as such (the flag took up to 2^64 - 1, and
@@ -683,11 +683,12 @@ TEST(ConfigTest, PackagedConfigStopsWithinThePackagedUnitsTimeout) {
 }
 
 TEST(ConfigTest, IsLoopbackHost) {
-  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "localhost"}) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "localhost",
+                           "LOCALHOST", "LocalHost"}) {
     EXPECT_TRUE(IsLoopbackHost(host)) << host;
   }
   for (const char* host : {"0.0.0.0", "::", "10.0.0.5", "128.0.0.1", "::ffff:10.0.0.1", "::2",
-                           "example.internal", "127.0.0.1.example", ""}) {
+                           "example.internal", "127.0.0.1.example", "", "localhost2", "localhos"}) {
     EXPECT_FALSE(IsLoopbackHost(host)) << host;
   }
 }
