@@ -23,6 +23,12 @@ Status BadUrl(std::string_view why) {
       "redis[s]-sentinel://[user:password@]host:port[,host:port...]/MASTER[/db][?options])");
 }
 
+// What brackets may hold, in a host and in sni= (RFC 3986).
+bool IsIpv6Address(const std::string& text) {
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, text.c_str(), &v6) == 1;
+}
+
 Result<std::string> DecodeUserInfo(std::string_view s, std::string_view what) {
   Result<std::string> decoded = PercentDecode(s, "the " + std::string(what));
   if (!decoded.ok()) return BadUrl(decoded.status().message());
@@ -115,9 +121,7 @@ Status ApplyOption(std::string_view key, std::string_view value, RedisUrl* url) 
     // sni=[::1], as the host is written, names the address: "[::1]" went
     // out as a host name and matched no certificate.
     if (key == "sni" && text.starts_with('[')) {
-      in6_addr v6{};
-      if (!text.ends_with(']') ||
-          ::inet_pton(AF_INET6, text.substr(1, text.size() - 2).c_str(), &v6) != 1) {
+      if (!text.ends_with(']') || !IsIpv6Address(text.substr(1, text.size() - 2))) {
         return BadUrl("sni='" + text + "' is not a name or an IPv6 address in brackets");
       }
       text = text.substr(1, text.size() - 2);
@@ -160,8 +164,7 @@ Result<HostPort> ParseHost(std::string_view rest, int default_port) {
     // Brackets hold an IPv6 address and nothing else (RFC 3986): a port
     // written inside them ("[::1:6379]") is another IPv6 address, which was
     // then tried on port 6379.
-    in6_addr v6{};
-    if (!hp.host.empty() && ::inet_pton(AF_INET6, hp.host.c_str(), &v6) != 1) {
+    if (!hp.host.empty() && !IsIpv6Address(hp.host)) {
       return BadUrl("'[" + hp.host +
                     "]' is not an IPv6 address in brackets (expected [IPv6]:PORT)");
     }
