@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "config_codec.h"
 #include "frontend/existing_ttl.h"
 #include "frontend/info_json.h"
 #include "http_status.h"
@@ -859,7 +860,13 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
     // Checked before the store is touched: sizing is arithmetic, and a
     // filter too large for the machine must not be half-created.
     Result<FilterConfig> config = MakeConfig(*options);
-    if (!config.ok()) return ErrorReply(config.status());
+    if (!config.ok()) {
+      // A TTL or a window past 100 years: Create refuses it, but for a
+      // filter an older build stored so, which it opens.
+      Result<FilterConfig> stored = internal::MakeStoredConfig(*options);
+      if (!stored.ok()) return ErrorReply(config.status());
+      config = std::move(stored);
+    }
     Result<uint64_t> bytes = FilterBytes(*config);
     if (!bytes.ok()) return ErrorReply(bytes.status());
     if (*bytes > options_.max_filter_bytes) {

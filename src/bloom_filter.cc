@@ -10,6 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "config_codec.h"
 #include "encode_items.h"
 #include "hashed_cells.h"
 #include "kinds/filter_context.h"
@@ -132,18 +133,25 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(Store& store, std::stri
                                                          const FilterOptions& options,
                                                          bool* created) {
   REDBLOOM_RETURN_IF_ERROR(ValidateFilterName(name));
-  REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(options));
-  // Slices are whole milliseconds (window / slices, rounded down): a window
-  // that does not divide was shorter than the one asked for and reported
-  // (1,099 ms in 100 slices lived 1,000). Refused for new filters only: a
-  // stored one (an older build's) keeps the slices it was made with, and a
-  // create that finds it there opens it, as for any other filter.
-  const auto stored_as_given = [&] {
+  // Some refusals are for new filters only: a TTL or a window past 100
+  // years, and a window that does not divide into its slices' whole
+  // milliseconds (1,099 ms in 100 slices lived 1,000). A filter an older
+  // build stored so keeps what it was made with, and a create that finds it
+  // there opens it, as for any other filter (a TTL past 100 years only a
+  // filter stored with that TTL).
+  const auto stored_as_given = [&](const FilterConfig& config, bool ttl_too) {
     const Result<FilterConfig> stored = store.ReadConfig(name);
-    return stored.ok() && stored->SameFilterAs(config);
+    return stored.ok() && (ttl_too ? *stored == config : stored->SameFilterAs(config));
   };
+  Result<FilterConfig> made = MakeConfig(options);
+  if (!made.ok()) {
+    Result<FilterConfig> stored = internal::MakeStoredConfig(options);
+    if (!stored.ok() || !stored_as_given(*stored, /*ttl_too=*/true)) return made.status();
+    made = std::move(stored);
+  }
+  const FilterConfig& config = *made;
   if (config.kind == FilterKind::kWindow && config.window_millis % config.slices != 0 &&
-      !stored_as_given()) {
+      !stored_as_given(config, /*ttl_too=*/false)) {
     const uint64_t slice = config.window_millis / config.slices;
     return Status::InvalidArgument(
         "a window of " + std::to_string(config.window_millis) + " ms does not divide into " +

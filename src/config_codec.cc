@@ -122,24 +122,8 @@ Result<FilterConfig> ConfigFromFields(const FieldMap& f, std::string_view where)
   if (expansion != 0) o.expansion = expansion;
   o.window_millis = window_ms;
   o.slices = static_cast<uint32_t>(slices);
-  // Creation refuses a TTL or a window past 100 years (kMaxTtlSeconds), but
-  // builds before that limit stored longer ones, and their filters must
-  // still open (they read as data_loss). Up to kMaxStoredSeconds, where every
-  // expiry stays far inside Redis's and int64's range, a stored one is
-  // checked at the limit and kept as it was stored.
-  constexpr uint64_t kMaxStoredSeconds = uint64_t{10000} * 365 * 86400;
-  const uint64_t stored_ttl = o.ttl_seconds;
-  if (stored_ttl > kMaxStoredSeconds || window_ms / 1000 > kMaxStoredSeconds) {
-    return corrupt("invalid parameters: ttl_seconds " + std::to_string(stored_ttl) +
-                   " or window_ms " + std::to_string(window_ms) + " is past 10,000 years");
-  }
-  o.ttl_seconds = std::min(o.ttl_seconds, kMaxTtlSeconds);
-  if (window_ms / 1000 > kMaxTtlSeconds) o.window_millis = kMaxTtlSeconds * 1000;
-
-  Result<FilterConfig> config = MakeConfig(o);
+  Result<FilterConfig> config = MakeStoredConfig(o);
   if (!config.ok()) return corrupt("invalid parameters: " + config.status().message());
-  config->ttl_seconds = stored_ttl;
-  config->window_millis = window_ms;
   if (geometry_given &&
       (config->capacity != stored_capacity || config->error_rate != stored_error_rate)) {
     return corrupt(
@@ -158,6 +142,28 @@ Result<FilterConfig> ConfigFromFields(const FieldMap& f, std::string_view where)
                    " hashes=" + std::to_string(g.hashes) + ")");
   }
   return *config;
+}
+
+Result<FilterConfig> MakeStoredConfig(const FilterOptions& options) {
+  // Up to here every expiry stays far inside Redis's and int64's range.
+  constexpr uint64_t kMaxStoredSeconds = uint64_t{10000} * 365 * 86400;
+  const bool past_limits =
+      options.ttl_seconds > kMaxTtlSeconds ||
+      (options.kind == FilterKind::kWindow && options.window_millis > kMaxTtlSeconds * 1000);
+  if (!past_limits) return MakeConfig(options);
+  if (options.ttl_seconds > kMaxStoredSeconds || options.window_millis / 1000 > kMaxStoredSeconds) {
+    return Status::InvalidArgument("ttl_seconds " + std::to_string(options.ttl_seconds) +
+                                   " or window_ms " + std::to_string(options.window_millis) +
+                                   " is past 10,000 years");
+  }
+  // Made at the limits, then given back what was stored.
+  FilterOptions at_limits = options;
+  at_limits.ttl_seconds = std::min(options.ttl_seconds, kMaxTtlSeconds);
+  at_limits.window_millis = std::min(options.window_millis, kMaxTtlSeconds * 1000);
+  REDBLOOM_ASSIGN_OR_RETURN(FilterConfig config, MakeConfig(at_limits));
+  config.ttl_seconds = options.ttl_seconds;
+  config.window_millis = options.window_millis;
+  return config;
 }
 
 std::string FieldsToLines(const std::vector<ConfigField>& fields) {

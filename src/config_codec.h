@@ -44,6 +44,13 @@ std::vector<ConfigField> ConfigToFields(const FilterConfig& config, bool relevan
 // Fields of other kinds may be absent (older dumps omit them) or "0".
 Result<FilterConfig> ConfigFromFields(const FieldMap& fields, std::string_view where);
 
+// MakeConfig without the limits put on new filters since 2026-12 (a TTL
+// or a window of at most 100 years, kMaxTtlSeconds): the config of a filter
+// a build before them stored, up to 10,000 years, kept as it was stored.
+// Such a filter opens, and a create that finds it stored as given opens it.
+// Past 10,000 years, or for any other fault, MakeConfig's error.
+Result<FilterConfig> MakeStoredConfig(const FilterOptions& options);
+
 // "key=value\n" lines, and back (kDataLoss on a line without '=').
 std::string FieldsToLines(const std::vector<ConfigField>& fields);
 Result<FieldMap> LinesToFields(std::string_view text, std::string_view where);

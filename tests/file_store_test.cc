@@ -332,8 +332,20 @@ TEST_F(FileStoreTest, ATtlStoredPastTheCreationLimitStillOpens) {
   EXPECT_EQ(f->config().ttl_seconds, forty_thousand_days);
   ASSERT_TRUE(f->Add("ORD-2").ok());
   // Creating one is still refused.
-  FilterOptions o{.capacity = 1000, .error_rate = 0.01, .ttl_seconds = forty_thousand_days};
+  FilterOptions o{.capacity = 1000,
+                  .error_rate = 0.01,
+                  .strategy = Strategy::kGuava64,
+                  .ttl_seconds = forty_thousand_days};
   EXPECT_EQ(BloomFilter::Create(*store_, "g", o).status().code(), StatusCode::kInvalidArgument);
+  // A create of the stored one opens it, as for any filter (it was "a TTL
+  // ... is more than 100 years", exit 2 to a deploy script's create); of
+  // the same filter with another TTL it is still refused.
+  bool created = true;
+  ASSERT_OK_AND_ASSIGN(auto again, BloomFilter::Create(*store_, "f", o, &created));
+  EXPECT_FALSE(created);
+  EXPECT_TRUE(*again->Contains("ORD-2"));
+  o.ttl_seconds += 1;
+  EXPECT_EQ(BloomFilter::Create(*store_, "f", o).status().code(), StatusCode::kInvalidArgument);
   auto b = ReadFile();
   std::string t = text;
   t.replace(at, 14, "ttl_seconds=" + std::to_string(uint64_t{20000} * 365 * 86400) + "\n");
@@ -373,6 +385,14 @@ TEST_F(FileStoreTest, AWindowStoredPastTheCreationLimitStillOpens) {
   EXPECT_EQ(opened->config().window_millis, forty_thousand_days_ms);
   ASSERT_TRUE(opened->Add("ORD-2").ok());
   EXPECT_TRUE(*opened->Contains("ORD-2"));
+  // A create of it opens it (it was "a window filter's window must be at
+  // most 100 years"); a new one is still refused.
+  o.window_millis = forty_thousand_days_ms;
+  bool created = true;
+  ASSERT_OK_AND_ASSIGN(auto again, BloomFilter::Create(*store_, "w", o, &created));
+  EXPECT_FALSE(created);
+  EXPECT_TRUE(*again->Contains("ORD-2"));
+  EXPECT_EQ(BloomFilter::Create(*store_, "w2", o).status().code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(opened->Info().ok()) << opened->Info().status().ToString();
 }
 

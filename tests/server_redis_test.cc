@@ -449,6 +449,37 @@ TEST(ServerRedisTest, RedisOutOfMemoryGives507AndCountsAsAStoreError) {
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
 }
 
+// A filter a build before the 100-year limit stored with a longer window
+// opens, and so does a PUT of it as stored: with a max_filter_bytes (the
+// file: store's default), the size check refused it 400, "a window filter's
+// window must be at most 100 years", failing an idempotent deploy.
+TEST(ServerRedisTest, APutOfAFilterStoredPastTheCreationLimitOpensIt) {
+  RedisServer redis;
+  redis.Start();
+  RedbloomdProcess server(redis.url(), R"({"max_filter_bytes": 1048576})");
+  server.Start();
+  auto client = server.Client();
+  const auto put = [&](uint64_t window_ms) {
+    return Call(*client, "PUT", "/v1/filters/w",
+                R"({"capacity":1000,"error_rate":0.01,"kind":"window","slices":2,"window_ms":)" +
+                    std::to_string(window_ms) + "}");
+  };
+  ASSERT_EQ(put(86400000).status, 201);
+  const uint64_t forty_thousand_days_ms = uint64_t{40000} * 86400 * 1000;
+  ASSERT_EQ(redis.Cli({"HSET", "{w}:meta", "window_ms", std::to_string(forty_thousand_days_ms)}),
+            "0\n");
+  const Answer again = put(forty_thousand_days_ms);
+  EXPECT_EQ(again.status, 200) << again.body;
+  // A new one is still refused.
+  const Answer fresh = Call(*client, "PUT", "/v1/filters/w2",
+                            R"({"capacity":1000,"error_rate":0.01,"kind":"window","slices":2,)"
+                            R"("window_ms":)" +
+                                std::to_string(forty_thousand_days_ms) + "}");
+  EXPECT_EQ(fresh.status, 400) << fresh.body;
+  EXPECT_NE(fresh.json.value("message", "").find("100 years"), std::string::npos) << fresh.body;
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
 // A wrong password is configuration to mend, not an outage to wait out:
 // the 503 names the reason, so a client need not read the message (or
 // retry forever) to tell the two apart. A refused connection's 503 has none.
