@@ -77,6 +77,24 @@ TEST_F(StatusTest, AssignOrReturnTwiceOnOneLine) {
   EXPECT_EQ(TwoOnOneLine(1, Status::Conflict("no"), &sum).code(), StatusCode::kConflict);
 }
 
+// One nested in another on one line (a one-line lambda): named by
+// __LINE__, the inner status shadowed the outer, an error under -Wshadow
+// -Werror in a caller's build.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wshadow"
+Status NestedOnOneLine(Status inner) {
+  // clang-format off
+  REDBLOOM_RETURN_IF_ERROR([&]() -> Status { REDBLOOM_RETURN_IF_ERROR(inner); return Status::Ok(); }());
+  // clang-format on
+  return Status::Ok();
+}
+#pragma GCC diagnostic pop
+
+TEST_F(StatusTest, ReturnIfErrorNestedOnOneLine) {
+  EXPECT_TRUE(NestedOnOneLine(Status::Ok()).ok());
+  EXPECT_EQ(NestedOnOneLine(Status::Conflict("no")).code(), StatusCode::kConflict);
+}
+
 // Reading a failed Result must crash naming the error, never hand out
 // garbage (STYLE.md: "Reading a failed Result is a crash with the status").
 TEST_F(StatusTest, ReadingAFailedResultAbortsWithTheStatus) {

@@ -218,10 +218,11 @@ class [[nodiscard]] Result {
 
 }  // namespace redbloom
 
-// The status is named for its line, so that a use nested in a lambda inside
-// another use (a store's Run(..., [&] { ... })) does not shadow the outer.
+// The status is named uniquely (__COUNTER__), so that a use nested in a
+// lambda inside another use (a store's Run(..., [&] { ... })) does not
+// shadow the outer, on one line too.
 #define REDBLOOM_RETURN_IF_ERROR(expr) \
-  REDBLOOM_RETURN_IF_ERROR_IMPL_(REDBLOOM_CONCAT_(_rb_status_, __LINE__), expr)
+  REDBLOOM_RETURN_IF_ERROR_IMPL_(REDBLOOM_CONCAT_(_rb_status_, __COUNTER__), expr)
 #define REDBLOOM_RETURN_IF_ERROR_IMPL_(status, expr) \
   do {                                               \
     ::redbloom::Status status = (expr);              \
