@@ -211,6 +211,17 @@ Status CheckOffsets(const WordArray& a, const uint64_t* offsets, size_t n) {
   return Status::Ok();
 }
 
+// A batch's offsets: k per item, the part's hashes (a k of 0 answered
+// "present" for nothing, a larger one read past the caller's offsets), and
+// each inside the part. As RedisBitStore::CheckBatch.
+Status CheckBatch(const WordArray& a, const PartBatch& b) {
+  if (b.k != a.hashes) {
+    return Status::InvalidArgument("expected " + std::to_string(a.hashes) +
+                                   " offsets per item, got " + std::to_string(b.k));
+  }
+  return CheckOffsets(a, b.offsets, b.items * b.k);
+}
+
 // The array's writer gate held shared, or nothing for an array without one
 // (see WordArray::writers).
 std::shared_lock<WriterGate> ShareWriters(WordArray& a) {
@@ -443,7 +454,7 @@ Status WordBitStore::Test(std::span<PartBatch> batches, std::vector<uint64_t>* p
       continue;
     }
     if (!a.ok()) return a.status();
-    REDBLOOM_RETURN_IF_ERROR(CheckOffsets(**a, b.offsets, b.items * b.k));
+    REDBLOOM_RETURN_IF_ERROR(CheckBatch(**a, b));
     uint8_t* out = b.out;
     TestCells(**a, b.offsets, b.items, b.k, [out](size_t i, bool all) { out[i] = all ? 1 : 0; });
   }
@@ -458,7 +469,7 @@ Status WordBitStore::Add(std::span<PartBatch> batches) {
   for (PartBatch& b : batches) {
     REDBLOOM_ASSIGN_OR_RETURN(WordArray * a, ArrayPtr(b.part, &hold));
     if (!a->writable.ok()) return a->writable;
-    REDBLOOM_RETURN_IF_ERROR(CheckOffsets(*a, b.offsets, b.items * b.k));
+    REDBLOOM_RETURN_IF_ERROR(CheckBatch(*a, b));
     if (b.capacity != 0) {
       if (!Reserve(*a, b)) continue;
       SetCells(*a, b.offsets, b.items, b.k, b.out, /*reserved=*/true);
@@ -626,7 +637,7 @@ Status WordBitStore::Remove(std::span<PartBatch> batches) {
       return Status::Unimplemented("items can be removed only from counting filters");
     }
     const uint32_t k = b.k;
-    REDBLOOM_RETURN_IF_ERROR(CheckOffsets(a, b.offsets, b.items * k));
+    REDBLOOM_RETURN_IF_ERROR(CheckBatch(a, b));
     // Removes are serialised so that two of them can never both see a counter
     // at 1 and both take it to 0; adds only raise counters, so they need no
     // lock to keep a remove's "all non-zero" check true until it decrements.

@@ -89,6 +89,7 @@ void MergeCellBytes(std::string_view from, std::string* to, bool counters);
 struct WordArray {
   uint64_t* words = nullptr;  // at least ceil(cells * cell_bits / 64) words
   uint64_t cells = 0;         // offsets are in [0, cells)
+  uint32_t hashes = 0;        // offsets per item (PartBatch::k)
   uint32_t cell_bits = 1;     // 1 (bits) or 4 (saturating counters)
   uint64_t* count = nullptr;  // the part's item count
   // Non-zero once the filter was dropped or replaced by a rebuild: every

@@ -74,13 +74,13 @@ uint64_t FileDataBytes(const FilterConfig& c, uint64_t cells) {
   return (cells * c.cell_bits() + 63) / 64 * 8;
 }
 
-Result<uint64_t> FileCells(const FilterConfig& c, uint64_t part) {
+Result<Geometry> FileGeometry(const FilterConfig& c, uint64_t part) {
   if (part == kMainPart) {
-    if (c.kind == FilterKind::kWindow) return uint64_t{0};
+    if (c.kind == FilterKind::kWindow) return Geometry{};
     part = 0;
   }
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing s, SizePart(c, part));
-  return s.geometry.bits;
+  return s.geometry;
 }
 
 Status EncodeFileHeader(FileHeader* f, uint8_t* h) {
@@ -152,8 +152,8 @@ Result<FileHeader> DecodeFileHeader(const uint8_t* h, uint64_t file_size, const 
   if (GetLE(h + 12, 4) != kHeaderBytes) return corrupt("unexpected header size");
   REDBLOOM_ASSIGN_OR_RETURN(f.config, ConfigFromFields(fields, path));
   if (version == 1 && h[19] != f.config.cell_bits()) return corrupt("unexpected cell width");
-  auto cells = FileCells(f.config, f.part);
-  if (!cells.ok() || f.data_bytes != FileDataBytes(f.config, *cells) ||
+  auto geometry = FileGeometry(f.config, f.part);
+  if (!geometry.ok() || f.data_bytes != FileDataBytes(f.config, geometry->bits) ||
       file_size != kHeaderBytes + f.data_bytes) {
     return corrupt("file size does not match the header (truncated?)");
   }

@@ -42,9 +42,9 @@ struct FileHeader {
 
 // Bytes of a file's cells: whole 64-bit words.
 uint64_t FileDataBytes(const FilterConfig& config, uint64_t cells);
-// Cells of a file's array: a window filter's main file has none; part 0 of
-// other kinds lives in the main file.
-Result<uint64_t> FileCells(const FilterConfig& config, uint64_t part);
+// The geometry of a file's array (bits: its cells): a window filter's main
+// file has none (all zero); part 0 of other kinds lives in the main file.
+Result<Geometry> FileGeometry(const FilterConfig& config, uint64_t part);
 
 // Fills `header` (kHeaderBytes) with a version-2 header; sets the offsets in
 // *f. kInvalidArgument if the config's text does not fit.

@@ -395,8 +395,8 @@ class FileStore final : public Store {
     f.config = config;
     f.part = kMainPart;
     f.expires_at_ms = FilterExpiry(clock(), config);
-    REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, kMainPart));
-    f.data_bytes = FileDataBytes(config, cells);
+    REDBLOOM_ASSIGN_OR_RETURN(const Geometry geometry, FileGeometry(config, kMainPart));
+    f.data_bytes = FileDataBytes(config, geometry.bits);
     // The directory appears with its first filter, not when the store is
     // opened: reading a store (list, info) creates nothing.
     REDBLOOM_RETURN_IF_ERROR(MakeDir(dir_, "store directory"));
@@ -613,8 +613,8 @@ class FileStore final : public Store {
     f.config = config;
     f.part = part;
     f.expires_at_ms = CapExpiry(expires_at_ms, main.expires_at_ms);
-    REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, part));
-    f.data_bytes = FileDataBytes(config, cells);
+    REDBLOOM_ASSIGN_OR_RETURN(const Geometry geometry, FileGeometry(config, part));
+    f.data_bytes = FileDataBytes(config, geometry.bits);
     const std::string parts = PartsDir(name);
     REDBLOOM_RETURN_IF_ERROR(MakeDir(parts, "parts directory"));
     REDBLOOM_RETURN_IF_ERROR(CheckPartsDir(parts));
@@ -1172,7 +1172,7 @@ class FileStore final : public Store {
       }
       return NotFoundStatus(name);
     }
-    REDBLOOM_ASSIGN_OR_RETURN(uint64_t cells, FileCells(config, part));
+    REDBLOOM_ASSIGN_OR_RETURN(const Geometry geometry, FileGeometry(config, part));
     if (id != nullptr) {
       if (const int err = IdentityOf(fd, "", id); err != 0)
         return IoError("cannot stat", path, err);
@@ -1192,7 +1192,8 @@ class FileStore final : public Store {
     mapping->base = base;
     mapping->fd = closer.release();
     mapping->array.words = mapping->word_at(kHeaderBytes);
-    mapping->array.cells = cells;
+    mapping->array.cells = geometry.bits;
+    mapping->array.hashes = geometry.hashes;
     mapping->array.cell_bits = config.cell_bits();
     mapping->array.count = mapping->word_at(f.count_offset);
     mapping->array.superseded = mapping->word_at(f.superseded_offset);

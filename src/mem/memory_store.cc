@@ -36,6 +36,7 @@ Result<std::shared_ptr<MemArray>> NewArray(const FilterConfig& config, uint64_t 
   auto a = std::make_shared<MemArray>();
   WordArray& v = a->view;
   v.cells = sizing.geometry.bits;
+  v.hashes = sizing.geometry.hashes;
   v.cell_bits = config.cell_bits();
   const size_t bytes = v.word_count() * 8;
   a->words = NewWords(bytes);
