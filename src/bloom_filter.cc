@@ -1275,8 +1275,13 @@ Result<BitmapBuilder> BitmapBuilder::StartingFrom(BloomFilter& filter) {
 
 BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string_view bitmap)
     : BitmapBuilder(config) {
-  std::memcpy(words_->words.get(), bitmap.data(),
-              std::min<size_t>(bitmap.size(), static_cast<size_t>(config.data_bytes())));
+  // Another length is another filter's bitmap: it was cut or padded with
+  // zeros, and the builder's bits answered for neither.
+  if (bitmap.size() != config.data_bytes()) {
+    throw std::invalid_argument("bitmap has " + std::to_string(bitmap.size()) +
+                                " bytes; the filter's has " + std::to_string(config.data_bytes()));
+  }
+  std::memcpy(words_->words.get(), bitmap.data(), bitmap.size());
 }
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <ios>
@@ -15,6 +16,7 @@
 #include "config_codec.h"
 #include "kinds/kind_def.h"
 #include "stores.h"
+#include "util/errno_text.h"
 #include "util/out_of_memory.h"
 #include "word_bits.h"
 
@@ -42,9 +44,28 @@ uint32_t Crc(std::string_view bytes, uint32_t crc = 0) {
       crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
 }
 
+// A stream tells no reason for a failed write; a file stream's write(2)
+// leaves one in errno. A full disk is kResourceExhausted, as everywhere
+// (it was "unavailable: write failed", retryable).
+Status WriteFailed(int err) {
+  if (err == ENOSPC || err == EDQUOT) {
+    return Status::ResourceExhausted("write failed: " + internal::ErrnoText(err));
+  }
+  return Status::Unavailable(err == 0 ? std::string("write failed")
+                                      : "write failed: " + internal::ErrnoText(err));
+}
+
 Status WriteAll(std::ostream& out, std::string_view bytes) {
+  errno = 0;
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return Status::Unavailable("write failed");
+  if (!out) return WriteFailed(errno);
+  return Status::Ok();
+}
+
+Status Flush(std::ostream& out) {
+  errno = 0;
+  out.flush();
+  if (!out) return WriteFailed(errno);
   return Status::Ok();
 }
 
@@ -354,6 +375,12 @@ Status CountAfter(BloomFilter& filter, std::span<const PartCount> parts, uint64_
 // a size that a header claims. Imports read their input twice: once to check
 // all of it before anything is written, once to write.
 Result<std::istream*> Rewindable(std::istream& in, std::optional<std::istringstream>* held) {
+  // Cleared below, a stream that had failed read as empty input: "the input
+  // is empty" for a file that never opened.
+  if (in.fail()) {
+    return Status::InvalidArgument(
+        "the input stream failed before it was read (a file that did not open?)");
+  }
   if (in.tellg() != std::istream::pos_type(-1)) return &in;
   in.clear();
   std::string all;
@@ -512,9 +539,7 @@ Status ExportGuava(BloomFilter& filter, std::ostream& out) {
         }
         return WriteAll(out, buf);
       }));
-  out.flush();
-  if (!out) return Status::Unavailable("write failed");
-  return Status::Ok();
+  return Flush(out);
 }
 
 Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view name,
@@ -690,9 +715,7 @@ Status ExportDump(BloomFilter& filter, std::ostream& out) {
   PutBE(&end, chunks, 8);
   PutBE(&end, running, 4);
   REDBLOOM_RETURN_IF_ERROR(WriteAll(out, end));
-  out.flush();
-  if (!out) return Status::Unavailable("write failed");
-  return Status::Ok();
+  return Flush(out);
 }
 
 namespace {

@@ -101,6 +101,19 @@ TEST(BitmapBuilderTest, BadItemChangesNothing) {
   EXPECT_EQ(builder.items(), 0u);
 }
 
+// A builder starts only from its own filter's bitmap: one of another length
+// was cut or padded with zeros, and built on as if it were.
+TEST(BitmapBuilderTest, AStartingBitmapOfAnotherLengthIsRefused) {
+  auto config = MakeConfig({.capacity = 1000, .error_rate = 0.01});
+  ASSERT_TRUE(config.ok());
+  const std::string own(config->data_bytes(), '\x01');
+  BitmapBuilder builder(*config, own);
+  EXPECT_EQ(builder.bitmap(), own);
+  for (const size_t size : {size_t{0}, size_t{5}, own.size() - 1, own.size() + 1, size_t{100000}}) {
+    EXPECT_THROW(BitmapBuilder(*config, std::string(size, '\x01')), std::invalid_argument) << size;
+  }
+}
+
 class GuavaFormatTest : public ::testing::TestWithParam<std::string> {
  protected:
   testing::TempDir dir_;
@@ -262,6 +275,34 @@ TEST(GuavaFormatErrorsTest, ClearErrorsAndNothingWritten) {
   ASSERT_TRUE(seed.ok());
   std::ostringstream out;
   EXPECT_EQ(ExportGuava(**seed, out).code(), StatusCode::kInvalidArgument);
+}
+
+// A full disk is out of room (kResourceExhausted, as everywhere), not a
+// retryable "unavailable: write failed"; a stream that never opened is
+// said so, not "the input is empty".
+TEST(TransferStreamTest, AFullDiskAndAnUnopenedInputAreSaidSo) {
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  auto f = BloomFilter::Create(
+      **store, "g", {.capacity = 1000, .error_rate = 0.01, .strategy = Strategy::kGuava64});
+  ASSERT_TRUE(f.ok());
+  for (const bool guava : {true, false}) {
+    std::ofstream full("/dev/full", std::ios::binary);
+    ASSERT_TRUE(full.is_open());
+    const Status s = guava ? ExportGuava(**f, full) : ExportDump(**f, full);
+    EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+    EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.ToString();
+  }
+  testing::TempDir dir;
+  for (const bool guava : {true, false}) {
+    std::ifstream missing(dir.path() + "/missing.bin", std::ios::binary);
+    const Status s =
+        guava ? ImportGuava(**store, "h", missing, {.capacity = 1000, .error_rate = 0.01}).status()
+              : ImportDump(**store, "h", missing).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("failed before it was read"), std::string::npos) << s.ToString();
+  }
+  EXPECT_EQ((*store)->ReadConfig("h").status().code(), StatusCode::kNotFound);
 }
 
 // The stores a dump must move between: memory, a file directory, a Redis
