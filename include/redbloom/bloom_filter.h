@@ -76,6 +76,8 @@ class BloomFilter {
                                                      const FilterOptions& options,
                                                      bool* created = nullptr);
   // Opens an existing filter (kNotFound if none), checking its stored config.
+  // kConflict if it was rebuilt with other parameters, or dropped and made
+  // again, while it was being opened: open it again.
   static Result<std::unique_ptr<BloomFilter>> Open(Store& store, std::string_view name);
   // Adopts bits that a Java seed service wrote under `name`, recording
   // `options` for them without changing any bit (Redis stores only). With

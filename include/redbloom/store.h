@@ -70,6 +70,9 @@ struct StoreOptions {
   // reads, and adds, since setting a bit twice is harmless) after a lost
   // connection; not on a single server that took the connection and then
   // did not answer within connect_timeout (a retry would wait as long again).
+  // An add whose caller asks which items were new (AddMany with `added`) is
+  // not sent again once its answer may have been lost: sent again, it would
+  // call its own items old; it fails kUnavailable (reason kAnswersLost).
   // 0 disables retries.
   int max_retries = 2;
   // Redis: items per command. Bounds how long one command holds the server
