@@ -555,7 +555,9 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
   o.error_rate = options.error_rate;
   o.strategy = Strategy::kGuava64;
   o.encoding = options.encoding;
-  // Check given values before reading anything.
+  // Check given values before reading anything (an unknown encoding was
+  // blamed on the file: "data_loss: the Guava header: unknown encoding").
+  REDBLOOM_RETURN_IF_ERROR(CheckStrategyEncoding(o.strategy, o.encoding));
   if (with_capacity) REDBLOOM_RETURN_IF_ERROR(MakeConfig(o).status());
 
   std::optional<std::istringstream> held;

@@ -303,6 +303,14 @@ TEST(TransferStreamTest, AFullDiskAndAnUnopenedInputAreSaidSo) {
     EXPECT_NE(s.message().find("failed before it was read"), std::string::npos) << s.ToString();
   }
   EXPECT_EQ((*store)->ReadConfig("h").status().code(), StatusCode::kNotFound);
+  // An option of the caller's is the caller's error, not the file's.
+  std::ostringstream exported;
+  ASSERT_TRUE(ExportGuava(**f, exported).ok());
+  std::istringstream in(exported.str());
+  const Status bad_encoding =
+      ImportGuava(**store, "h", in, {.encoding = static_cast<Encoding>(99)}).status();
+  EXPECT_EQ(bad_encoding.code(), StatusCode::kInvalidArgument) << bad_encoding.ToString();
+  EXPECT_EQ((*store)->ReadConfig("h").status().code(), StatusCode::kNotFound);
 }
 
 // The stores a dump must move between: memory, a file directory, a Redis
