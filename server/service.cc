@@ -861,23 +861,22 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
     // filter too large for the machine must not be half-created.
     Result<FilterConfig> config = MakeConfig(*options);
     if (!config.ok()) {
-      // A TTL or a window past 100 years: Create refuses it, but for a
-      // filter an older build stored so, which it opens.
-      Result<FilterConfig> stored = internal::MakeStoredConfig(*options);
-      if (!stored.ok()) return ErrorReply(config.status());
-      config = std::move(stored);
-    }
-    Result<uint64_t> bytes = FilterBytes(*config);
-    if (!bytes.ok()) return ErrorReply(bytes.status());
-    if (*bytes > options_.max_filter_bytes) {
-      return ErrorReply(Status::TooLarge(
-          "filter '" + std::string(name) + "' needs " + std::to_string(*bytes) + " bytes (" +
-          HumanBytes(*bytes) + ") for capacity " + std::to_string(config->capacity) +
-          " at error_rate " + FormatDouble(config->error_rate) + "; this server's limit is " +
-          std::to_string(options_.max_filter_bytes) + " bytes (" +
-          HumanBytes(options_.max_filter_bytes) +
-          "): ask for less, or raise max_filter_bytes in the config file (or "
-          "--max-filter-bytes)"));
+      // A TTL or a window past 100 years is Create's to refuse (400), or to
+      // open as an older build stored it: nothing is made, so nothing sized.
+      if (!internal::MakeStoredConfig(*options).ok()) return ErrorReply(config.status());
+    } else {
+      Result<uint64_t> bytes = FilterBytes(*config);
+      if (!bytes.ok()) return ErrorReply(bytes.status());
+      if (*bytes > options_.max_filter_bytes) {
+        return ErrorReply(Status::TooLarge(
+            "filter '" + std::string(name) + "' needs " + std::to_string(*bytes) + " bytes (" +
+            HumanBytes(*bytes) + ") for capacity " + std::to_string(config->capacity) +
+            " at error_rate " + FormatDouble(config->error_rate) + "; this server's limit is " +
+            std::to_string(options_.max_filter_bytes) + " bytes (" +
+            HumanBytes(options_.max_filter_bytes) +
+            "): ask for less, or raise max_filter_bytes in the config file (or "
+            "--max-filter-bytes)"));
+      }
     }
   }
   Result<Store*> store = GetStore();

@@ -137,21 +137,21 @@ Result<std::unique_ptr<BloomFilter>> BloomFilter::Create(Store& store, std::stri
   // years, and a window that does not divide into its slices' whole
   // milliseconds (1,099 ms in 100 slices lived 1,000). A filter an older
   // build stored so keeps what it was made with, and a create that finds it
-  // there opens it, as for any other filter (a TTL past 100 years only a
-  // filter stored with that TTL).
-  const auto stored_as_given = [&](const FilterConfig& config, bool ttl_too) {
+  // there opens it, as for any other filter (the TTL not compared: the
+  // front ends tell another one as a conflict).
+  const auto stored_as_given = [&](const FilterConfig& config) {
     const Result<FilterConfig> stored = store.ReadConfig(name);
-    return stored.ok() && (ttl_too ? *stored == config : stored->SameFilterAs(config));
+    return stored.ok() && stored->SameFilterAs(config);
   };
   Result<FilterConfig> made = MakeConfig(options);
   if (!made.ok()) {
     Result<FilterConfig> stored = internal::MakeStoredConfig(options);
-    if (!stored.ok() || !stored_as_given(*stored, /*ttl_too=*/true)) return made.status();
+    if (!stored.ok() || !stored_as_given(*stored)) return made.status();
     made = std::move(stored);
   }
   const FilterConfig& config = *made;
   if (config.kind == FilterKind::kWindow && config.window_millis % config.slices != 0 &&
-      !stored_as_given(config, /*ttl_too=*/false)) {
+      !stored_as_given(config)) {
     const uint64_t slice = config.window_millis / config.slices;
     return Status::InvalidArgument(
         "a window of " + std::to_string(config.window_millis) + " ms does not divide into " +

@@ -48,7 +48,8 @@ Result<FilterConfig> ConfigFromFields(const FieldMap& fields, std::string_view w
 // or a window of at most 100 years, kMaxTtlSeconds): the config of a filter
 // a build before them stored, up to 10,000 years, kept as it was stored.
 // Such a filter opens, and a create that finds it stored as given opens it.
-// Past 10,000 years, or for any other fault, MakeConfig's error.
+// Past 10,000 years kInvalidArgument ("... is past 10,000 years"); any
+// other fault, MakeConfig's error.
 Result<FilterConfig> MakeStoredConfig(const FilterOptions& options);
 
 // "key=value\n" lines, and back (kDataLoss on a line without '=').

@@ -470,6 +470,12 @@ TEST(ServerRedisTest, APutOfAFilterStoredPastTheCreationLimitOpensIt) {
             "0\n");
   const Answer again = put(forty_thousand_days_ms);
   EXPECT_EQ(again.status, 200) << again.body;
+  // With another TTL, a conflict as for any filter (not 400 for the window).
+  const Answer other_ttl = Call(*client, "PUT", "/v1/filters/w",
+                                R"({"capacity":1000,"error_rate":0.01,"kind":"window","slices":2,)"
+                                R"("ttl_seconds":3600,"window_ms":)" +
+                                    std::to_string(forty_thousand_days_ms) + "}");
+  EXPECT_EQ(other_ttl.status, 409) << other_ttl.body;
   // A new one is still refused.
   const Answer fresh = Call(*client, "PUT", "/v1/filters/w2",
                             R"({"capacity":1000,"error_rate":0.01,"kind":"window","slices":2,)"
