@@ -22,6 +22,7 @@
 // the reason the file could not be opened for writing.
 #include <dirent.h>
 #include <fcntl.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -1297,7 +1298,8 @@ Result<std::unique_ptr<Store>> NewFileStore(std::string_view url, const StoreOpt
     // relative directory in whatever the working directory was.
     path.remove_prefix(2);
     const std::string_view host = path.substr(0, path.find('/'));
-    if (host == "localhost") {
+    // Host names are case-insensitive: file://LOCALHOST/x is file:///x.
+    if (host.size() == 9 && strncasecmp(host.data(), "localhost", 9) == 0) {
       path.remove_prefix(host.size());
     } else if (!host.empty()) {
       return Status::InvalidArgument("store URL '" + std::string(url) + "' names a host ('" +
