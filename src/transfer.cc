@@ -48,7 +48,7 @@ uint32_t Crc(std::string_view bytes, uint32_t crc = 0) {
 // leaves one in errno. A full disk is kResourceExhausted, as everywhere
 // (it was "unavailable: write failed", retryable).
 Status WriteFailed(int err) {
-  if (err == ENOSPC || err == EDQUOT) {
+  if (err == ENOSPC || err == EDQUOT || err == ENOMEM) {
     return Status::ResourceExhausted("write failed: " + internal::ErrnoText(err));
   }
   return Status::Unavailable(err == 0 ? std::string("write failed")
@@ -60,6 +60,14 @@ Status WriteAll(std::ostream& out, std::string_view bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) return WriteFailed(errno);
   return Status::Ok();
+}
+
+// A stream that had failed before the export began (a file that did not
+// open) is the caller's to fix, not a write to retry.
+Status CheckOutput(const std::ostream& out) {
+  if (!out.fail()) return Status::Ok();
+  return Status::InvalidArgument(
+      "the output stream had failed before it was written (a file that did not open?)");
 }
 
 Status Flush(std::ostream& out) {
@@ -506,6 +514,7 @@ Result<uint64_t> Remaining(std::istream& in) {
 
 Status ExportGuava(BloomFilter& filter, std::ostream& out) {
   NoStreamExceptions plain(out);
+  REDBLOOM_RETURN_IF_ERROR(CheckOutput(out));
   // The bits are converted and written a piece at a time, as they are read:
   // memory stays bounded whatever the filter's size.
   std::string buf;
@@ -674,6 +683,7 @@ Result<std::unique_ptr<BloomFilter>> ImportGuava(Store& store, std::string_view 
 
 Status ExportDump(BloomFilter& filter, std::ostream& out) {
   NoStreamExceptions plain(out);
+  REDBLOOM_RETURN_IF_ERROR(CheckOutput(out));
   // Chunks address the parts' bytes laid end to end, in table order; no
   // chunk crosses from one part into the next. Each is written as it is
   // read: memory stays bounded whatever the filter's size.

@@ -280,7 +280,7 @@ TEST(GuavaFormatErrorsTest, ClearErrorsAndNothingWritten) {
 // A full disk is out of room (kResourceExhausted, as everywhere), not a
 // retryable "unavailable: write failed"; a stream that never opened is
 // said so, not "the input is empty".
-TEST(TransferStreamTest, AFullDiskAndAnUnopenedInputAreSaidSo) {
+TEST(TransferStreamTest, AFullDiskAndAnUnopenedStreamAreSaidSo) {
   auto store = Store::Open("mem:");
   ASSERT_TRUE(store.ok());
   auto f = BloomFilter::Create(
@@ -294,6 +294,13 @@ TEST(TransferStreamTest, AFullDiskAndAnUnopenedInputAreSaidSo) {
     EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.ToString();
   }
   testing::TempDir dir;
+  for (const bool guava : {true, false}) {
+    std::ofstream unopened(dir.path() + "/no/such/dir.bin", std::ios::binary);
+    const Status s = guava ? ExportGuava(**f, unopened) : ExportDump(**f, unopened);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("had failed before it was written"), std::string::npos)
+        << s.ToString();
+  }
   for (const bool guava : {true, false}) {
     std::ifstream missing(dir.path() + "/missing.bin", std::ios::binary);
     const Status s =

@@ -28,7 +28,7 @@
 // Errors are a Status: a stream's exceptions() mask is cleared while a call
 // uses it and put back as the call returns, with the stream's state left
 // for the caller to read. An output that fails a write is kUnavailable with
-// the reason errno holds, and a full disk kResourceExhausted; an input that
+// the reason errno holds, and a full disk kResourceExhausted; a stream that
 // had already failed (a file that did not open) kInvalidArgument.
 //
 // Item counts (docs/dump-format.md, "Item counts"): an import or merge into a
