@@ -459,28 +459,22 @@ TEST(ServerRedisTest, APutOfAFilterStoredPastTheCreationLimitOpensIt) {
   RedbloomdProcess server(redis.url(), R"({"max_filter_bytes": 1048576})");
   server.Start();
   auto client = server.Client();
-  const auto put = [&](uint64_t window_ms) {
-    return Call(*client, "PUT", "/v1/filters/w",
-                R"({"capacity":1000,"error_rate":0.01,"kind":"window","slices":2,"window_ms":)" +
-                    std::to_string(window_ms) + "}");
+  const auto put = [&](const std::string& name, uint64_t window_ms, const std::string& ttl = "") {
+    return Call(*client, "PUT", "/v1/filters/" + name,
+                R"({"capacity":1000,"error_rate":0.01,"kind":"window","slices":2,)" + ttl +
+                    R"("window_ms":)" + std::to_string(window_ms) + "}");
   };
-  ASSERT_EQ(put(86400000).status, 201);
+  ASSERT_EQ(put("w", 86400000).status, 201);
   const uint64_t forty_thousand_days_ms = uint64_t{40000} * 86400 * 1000;
   ASSERT_EQ(redis.Cli({"HSET", "{w}:meta", "window_ms", std::to_string(forty_thousand_days_ms)}),
             "0\n");
-  const Answer again = put(forty_thousand_days_ms);
+  const Answer again = put("w", forty_thousand_days_ms);
   EXPECT_EQ(again.status, 200) << again.body;
   // With another TTL, a conflict as for any filter (not 400 for the window).
-  const Answer other_ttl = Call(*client, "PUT", "/v1/filters/w",
-                                R"({"capacity":1000,"error_rate":0.01,"kind":"window","slices":2,)"
-                                R"("ttl_seconds":3600,"window_ms":)" +
-                                    std::to_string(forty_thousand_days_ms) + "}");
+  const Answer other_ttl = put("w", forty_thousand_days_ms, R"("ttl_seconds":3600,)");
   EXPECT_EQ(other_ttl.status, 409) << other_ttl.body;
   // A new one is still refused.
-  const Answer fresh = Call(*client, "PUT", "/v1/filters/w2",
-                            R"({"capacity":1000,"error_rate":0.01,"kind":"window","slices":2,)"
-                            R"("window_ms":)" +
-                                std::to_string(forty_thousand_days_ms) + "}");
+  const Answer fresh = put("w2", forty_thousand_days_ms);
   EXPECT_EQ(fresh.status, 400) << fresh.body;
   EXPECT_NE(fresh.json.value("message", "").find("100 years"), std::string::npos) << fresh.body;
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
