@@ -1113,11 +1113,25 @@ bool BloomFilter::LeftTheFilter(State& st, uint64_t part) {
   return live.ok() && std::find(live->begin(), live->end(), part) == live->end();
 }
 
+namespace {
+
+// A count to add, as the stores keep counts: below 2^63 (Redis's HINCRBY
+// refused more as "internal", mem: and file: wrapped past 2^64).
+Status CheckNewItems(uint64_t new_items) {
+  if (new_items <= static_cast<uint64_t>(INT64_MAX)) return Status::Ok();
+  return Status::InvalidArgument("an item count of " + std::to_string(new_items) +
+                                 " is past 2^63 - 1");
+}
+
+}  // namespace
+
 Status BloomFilter::MergeParts(std::span<const Part> parts) {
   return WithReopen(
       [&](State& st) -> Status {
         const FilterConfig& c = st.config;
         for (const Part& part : parts) {
+          REDBLOOM_RETURN_IF_ERROR(
+              CheckNewItems(part.items).WithContext("part " + std::to_string(part.id)));
           auto bytes = PartBytes(c, part.id);
           if (!bytes.ok()) return bytes.status().WithContext("part " + std::to_string(part.id));
           if (part.bytes.size() != *bytes) {
@@ -1141,6 +1155,7 @@ Status BloomFilter::MergeParts(std::span<const Part> parts) {
 
 Status BloomFilter::MergePartBytes(uint64_t part, uint64_t offset, std::string_view bytes,
                                    uint64_t new_items, bool* skipped) {
+  REDBLOOM_RETURN_IF_ERROR(CheckNewItems(new_items));
   return WithReopen(
       [&](State& st) -> Status {
         const FilterConfig& c = st.config;
@@ -1182,6 +1197,7 @@ Result<FilterStats> BloomFilter::PartStats(uint64_t part) {
 }
 
 Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
+  REDBLOOM_RETURN_IF_ERROR(CheckNewItems(new_items));
   return WithReopen(
       [&](State& st) -> Status {
         const FilterConfig& c = st.config;

@@ -100,6 +100,24 @@ TEST_P(KindsTest, AWindowThatDoesNotDivideIntoItsSlicesIsRefused) {
   EXPECT_TRUE(BloomFilter::Create(*store_, "even", o).ok());
 }
 
+// A count past 2^63 - 1 is the caller's error on every store: Redis's
+// HINCRBY refused it as "internal", mem: and file: wrapped the count to 0.
+TEST_P(KindsTest, AnItemCountPast2To63IsInvalid) {
+  auto f = Make("big", {.capacity = 1000, .error_rate = 0.01});
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->Add("ORD-1").ok());
+  const std::string zeros(f->config().data_bytes(), '\0');
+  for (const uint64_t n : {uint64_t{1} << 63, UINT64_MAX}) {
+    EXPECT_EQ(f->OrBitmap(zeros, n).code(), StatusCode::kInvalidArgument) << n;
+    EXPECT_EQ(f->MergePartBytes(0, 0, "", n).code(), StatusCode::kInvalidArgument) << n;
+    const BloomFilter::Part part{.id = 0, .items = n, .bytes = zeros};
+    EXPECT_EQ(f->MergeParts(std::span(&part, 1)).code(), StatusCode::kInvalidArgument) << n;
+  }
+  ASSERT_OK_AND_ASSIGN(FilterInfo info, f->Info());
+  EXPECT_EQ(info.items_added, 1u);
+  EXPECT_TRUE(f->OrBitmap(zeros, 2).ok());
+}
+
 TEST_P(KindsTest, CountingRemovesWhatWasAdded) {
   auto f = Make("c", {.capacity = 2000, .error_rate = 0.01, .kind = FilterKind::kCounting});
   ASSERT_NE(f, nullptr);
@@ -1218,14 +1236,14 @@ TEST_P(KindsTest, ACreateThatLosesEveryRetryToDropsIsRetryable) {
     while (!done.load()) (void)other.Drop("race");
   });
   int ok = 0, unavailable = 0;
-  // Until a create has lost every retry (5 to 245 of 300 did on file:,
-  // Redis and Cluster), for 20 s at most; mem:'s creates seldom lose (its
-  // create and open share one lock: from 611 to 6,000,000 rounds), so it
-  // runs 3,000. The others are not cut at 3,000: under the suite's load,
-  // 3,000 file: creates (3.8 s) once all won a retry.
-  const bool mem = GetParam() == "mem";
+  // On Redis and a Cluster, until a create has lost every retry (within
+  // 0.2-4 s here), for 20 s at most: the loss path is the library's, the same
+  // for every store. file: and mem: run 3,000 rounds, checked for the same
+  // answers: their creates lose seldom (file: from 0.4 s to more than 20 s of
+  // rounds, mem: from 611 to 6,000,000), and a bound on them was a flaky test.
+  const bool remote = is_redis();
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  for (int round = 0; (unavailable == 0 || round < 300) && (!mem || round < 3000) &&
+  for (int round = 0; (remote ? unavailable == 0 || round < 300 : round < 3000) &&
                       std::chrono::steady_clock::now() < until;
        ++round) {
     auto f = BloomFilter::Create(*store_, "race", {.capacity = 1000, .error_rate = 0.01});
@@ -1248,7 +1266,7 @@ TEST_P(KindsTest, ACreateThatLosesEveryRetryToDropsIsRetryable) {
   dropper.join();
   RecordProperty("ok", ok);
   RecordProperty("unavailable", unavailable);
-  if (!mem) {
+  if (remote) {
     EXPECT_GT(unavailable, 0) << "no create lost every retry";
   }
 }

@@ -1,5 +1,6 @@
 // Stores: where filters live. One URL syntax everywhere (library, CLI, service):
-//   mem:                                  in-process, for tests and embedding
+//   mem:                                  in-process, for tests and embedding;
+//                                         each Open is a namespace of its own
 //   file:DIR                              one memory-mapped file per filter (the default)
 //   redis://[user:password@]host[:port][/db][?options]   one Redis server
 //   rediss://...                          the same over TLS
