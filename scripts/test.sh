@@ -74,8 +74,16 @@ CC=clang CXX=clang++ bash scripts/build.sh build-asan -DREDBLOOM_BUILD_TESTS=ON 
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DREDBLOOM_TEST_COMPILE_OPTIONS=-O0 \
   -DREDBLOOM_SKIP_TEST_LABEL=fault
 echo "== tests under clang, ASan + UBSan (the fault tests, label 'fault', ran above)"
+# Three cases ran above and are left out here, for time: under the
+# sanitizers they took 67, 25 and 22 s of the 20-minute budget (2026-12-07):
+# the CLI run at every step for each of 15 ACL permissions, and 36 MB and
+# 46 MiB filters rebuilt and read through Redis, paths the other tests here
+# run with fewer processes and smaller filters.
+asan_skip=RedisAclTest.ACallRefusedForAMissingPermissionLeavesNoHalfFilter
+asan_skip+=:Stores/KindsTest.ReadPartsNeverJoinsTheFiltersOfARebuild/*
+asan_skip+=:RedisStoreTest.BulkReadAndOrWorkInPiecesAndLeaveNoUpload
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 GTEST_FILTER="-$asan_skip" \
   ctest --output-on-failure --no-tests=error -j"$jobs" -LE fault)
 
 echo "== all tests passed in $(( $(date +%s) - start )) s"
