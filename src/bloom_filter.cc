@@ -1291,6 +1291,12 @@ Result<BitmapBuilder> BitmapBuilder::StartingFrom(BloomFilter& filter) {
 
 BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string_view bitmap)
     : BitmapBuilder(config) {
+  // A counting filter's OrBitmap adds the builder's counters to its own: a
+  // builder holding them already would count every item in it twice, and a
+  // later Remove would leave it present.
+  if (config.cell_bits() != 1) {
+    throw std::invalid_argument("only a plain filter's builder starts from its bitmap");
+  }
   // Another length is another filter's bitmap: it was cut or padded with
   // zeros, and the builder's bits answered for neither.
   if (bitmap.size() != config.data_bytes()) {

@@ -114,6 +114,29 @@ TEST(BitmapBuilderTest, AStartingBitmapOfAnotherLengthIsRefused) {
   }
 }
 
+// Nor from a counting filter's counters: its OrBitmap adds the builder's to
+// its own, so a builder that started from them counted every earlier item
+// twice, and that item stayed present after its one Remove.
+TEST(BitmapBuilderTest, ACountingFiltersCountersAreNoStartingBitmap) {
+  auto store = Store::Open("mem:");
+  ASSERT_TRUE(store.ok());
+  auto f = BloomFilter::Create(
+      **store, "cnt", {.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kCounting});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*f)->Add("a").ok());
+  std::string counters;
+  ASSERT_TRUE((*f)->ReadBitmap(&counters).ok());
+  EXPECT_THROW(BitmapBuilder((*f)->config(), counters), std::invalid_argument);
+  // What a caller builds instead: an empty builder, whose counters add.
+  BitmapBuilder builder((*f)->config());
+  const std::vector<std::string_view> b = {"b"};
+  ASSERT_TRUE(builder.Add(b).ok());
+  ASSERT_TRUE((*f)->OrBitmap(builder.bitmap(), builder.items()).ok());
+  ASSERT_TRUE((*f)->Remove("a").ok());
+  EXPECT_FALSE(testing::ValueOrFail((*f)->Contains("a")));
+  EXPECT_TRUE(testing::ValueOrFail((*f)->Contains("b")));
+}
+
 class GuavaFormatTest : public ::testing::TestWithParam<std::string> {
  protected:
   testing::TempDir dir_;

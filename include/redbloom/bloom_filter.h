@@ -330,8 +330,8 @@ class BitmapBuilder {
   // counts the items that set a bit neither the filter nor an earlier item
   // had: what adding them one by one would count. Plain filters only (a
   // counting filter's OrBitmap adds counters, so its builder starts empty).
-  // Throws as the constructor above, and std::invalid_argument for a bitmap
-  // of other than config.data_bytes() bytes.
+  // Throws as the constructor above, and std::invalid_argument for a
+  // counting config or a bitmap of other than config.data_bytes() bytes.
   BitmapBuilder(const FilterConfig& config, std::string_view bitmap);
   // The same, reading a plain filter's bitmap straight into the builder:
   // one copy of the bits in memory, where ReadBitmap() and the constructor
