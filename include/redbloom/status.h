@@ -3,7 +3,11 @@
 // Every fallible public call returns a Status or a Result<T>. The codes follow
 // abseil's canonical codes, so each carries its retry meaning:
 //   kUnavailable / kDeadlineExceeded  -> transient, retry with backoff;
-//   kInvalidArgument / kConflict ...  -> the request itself is wrong, don't retry.
+//   kInvalidArgument / kNotFound ...  -> the request itself is wrong, don't retry;
+//   kConflict -> the filter is not the one the call expected: a create met one
+//     with other parameters (don't retry), or a handle met its filter rebuilt,
+//     dropped or re-created (open it again, then retry; BloomFilter's calls
+//     reopen and retry by themselves a few times before they answer it).
 // The CLI maps a code to an exit status (tools/exit_codes.h) and the HTTP
 // service to an HTTP status (server/http_status.h), each in exactly one place.
 //
