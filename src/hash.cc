@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "util/fmix64.h"
 #include "util/utf8.h"
 #include "xxh3_inline.h"
 
@@ -38,15 +39,6 @@ constexpr uint64_t kC1 = 0x87c37b91114253d5ULL;
 constexpr uint64_t kC2 = 0x4cf5ad432745937fULL;
 
 inline uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-inline uint64_t Fmix64(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ULL;
-  k ^= k >> 33;
-  return k;
-}
 
 inline uint64_t LoadLE64(const uint8_t* p) {
   uint64_t v;
@@ -146,8 +138,8 @@ inline Hash128 Murmur3Finish(const Murmur3Body& body, size_t len) {
   h2 ^= length;
   h1 += h2;
   h2 += h1;
-  h1 = Fmix64(h1);
-  h2 = Fmix64(h2);
+  h1 = internal::Fmix64(h1);
+  h2 = internal::Fmix64(h2);
   h1 += h2;
   h2 += h1;
   return Hash128{h1, h2};

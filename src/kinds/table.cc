@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kinds/kind_def.h"
+#include "util/fmix64.h"
 
 namespace redbloom::internal {
 
@@ -81,13 +82,7 @@ Result<PartTarget> OneArrayTarget(const FilterConfig& c, uint64_t part) {
 uint64_t OneArrayParts(const FilterConfig& c) { return c.shards; }
 
 uint32_t ShardOf(const Hash128& hash, uint32_t shards) {
-  uint64_t x = hash.h1 ^ ((hash.h2 << 32) | (hash.h2 >> 32));
-  // MurmurHash3's fmix64.
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
+  const uint64_t x = internal::Fmix64(hash.h1 ^ ((hash.h2 << 32) | (hash.h2 >> 32)));
   return static_cast<uint32_t>(((x >> 32) * shards) >> 32);
 }
 

@@ -38,6 +38,7 @@
 #include "prefetch.h"
 #include "strategy/strategy_def.h"
 #include "util/cpu_features.h"
+#include "util/fmix64.h"
 #include "util/utf8.h"
 #include "word_kernels.h"
 #include "xxh3_inline.h"
@@ -58,16 +59,6 @@ constexpr uint64_t kMaxBits = ((uint64_t{1} << 31) - 1) * 64 / kBlockBits * kBlo
 // single item's): one call fewer than through Xxh3_128.
 [[gnu::flatten]] Hash128 Hash(std::string_view bytes) {
   return Xxh3_128Inline(bytes.data(), bytes.size());
-}
-
-// MurmurHash3's 64-bit finalizer, to draw more bit fields past the first ten.
-uint64_t Mix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ULL;
-  k ^= k >> 33;
-  return k;
 }
 
 // k <= 10 (error rates down to about 1e-3): every field from h2, no
@@ -111,7 +102,7 @@ struct Layout {
   [[gnu::noinline]] static void MoreFields(uint64_t h2, uint32_t k, uint64_t* more) {
     uint64_t seed = h2;
     for (uint32_t i = 0; kFieldsInH2 + i * kFieldsInH2 < k; ++i) {
-      seed = Mix(seed + 0x9E3779B97F4A7C15ULL);
+      seed = internal::Fmix64(seed + 0x9E3779B97F4A7C15ULL);
       more[i] = seed;
     }
   }
