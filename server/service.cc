@@ -10,12 +10,11 @@
 #include <unordered_set>
 #include <utility>
 
-#include "config_codec.h"
+#include "frontend/create.h"
 #include "frontend/existing_ttl.h"
 #include "frontend/info_json.h"
 #include "http_status.h"
 #include "redbloom/filter_config.h"
-#include "stores.h"
 #include "util/percent.h"
 #include "util/start_thread.h"
 
@@ -859,19 +858,18 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
   if (options_.max_filter_bytes != 0) {
     // Checked before the store is touched: sizing is arithmetic, and a
     // filter too large for the machine must not be half-created.
-    Result<FilterConfig> config = MakeConfig(*options);
-    if (!config.ok()) {
-      // A TTL or a window past 100 years is Create's to refuse (400), or to
-      // open as an older build stored it: nothing is made, so nothing sized.
-      if (!internal::MakeStoredConfig(*options).ok()) return ErrorReply(config.status());
-    } else {
-      Result<uint64_t> bytes = FilterBytes(*config);
+    // A TTL or a window past 100 years is Create's to refuse (400), or to
+    // open as an older build stored it: nothing is made, so nothing sized.
+    Result<std::optional<FilterConfig>> config = frontend::ConfigToSize(*options);
+    if (!config.ok()) return ErrorReply(config.status());
+    if (*config) {
+      Result<uint64_t> bytes = FilterBytes(**config);
       if (!bytes.ok()) return ErrorReply(bytes.status());
       if (*bytes > options_.max_filter_bytes) {
         return ErrorReply(Status::TooLarge(
             "filter '" + std::string(name) + "' needs " + std::to_string(*bytes) + " bytes (" +
-            HumanBytes(*bytes) + ") for capacity " + std::to_string(config->capacity) +
-            " at error_rate " + FormatDouble(config->error_rate) + "; this server's limit is " +
+            HumanBytes(*bytes) + ") for capacity " + std::to_string((*config)->capacity) +
+            " at error_rate " + FormatDouble((*config)->error_rate) + "; this server's limit is " +
             std::to_string(options_.max_filter_bytes) + " bytes (" +
             HumanBytes(options_.max_filter_bytes) +
             "): ask for less, or raise max_filter_bytes in the config file (or "
@@ -903,7 +901,7 @@ Reply Service::PutFilter(std::string_view name, std::string_view body) {
     info = handle->Info();
     if (info.ok() || info.status().code() != StatusCode::kNotFound) break;
     // Retryable, as the library's Create says of a drop that keeps winning.
-    if (attempt == kAttempts) info = internal::DroppedAsMadeStatus(name, kAttempts);
+    if (attempt == kAttempts) info = frontend::DroppedAsMade(name, kAttempts);
   }
   if (!info.ok()) return StoreErrorReply(info.status());
   Reply r = JsonReply(created ? 201 : 200, frontend::InfoJson(*info, (*store)->url()));

@@ -146,11 +146,6 @@ class FileStoreTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-// Store::Sync covers what a filter handle's Flush cannot: filters written
-// through handles since closed (redbloomd's cache lets go of them). Whether
-// the bits reach the disk no test here can see (strace: one syncfs at
-// redbloomd's shutdown); what it must do is work on a usable store and on
-// one whose directory was never made, and fail where the directory is not.
 // A filter missing from a store directory that does not exist says so: a
 // mistyped file: URL read as "filter 'orders' does not exist", no more. A
 // create makes the directory, and a filter missing from it is said plainly.
@@ -171,6 +166,34 @@ TEST_F(FileStoreTest, AFilterMissingFromAMissingDirectorySaysTheDirectoryIsMissi
   EXPECT_EQ(s.message().find("store directory"), std::string::npos) << s.ToString();
 }
 
+// The store names its directory and its own files for front ends that
+// write files (export --file refuses them), so that none decides by a URL's
+// prefix; a link or a `..` leads to the same files.
+TEST_F(FileStoreTest, ItNamesItsDirectoryAndOwnFiles) {
+  const std::string dir = dir_.path() + "/store";
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + dir));
+  EXPECT_EQ(store->directory(), dir);
+  ASSERT_TRUE(
+      BloomFilter::Create(*store, "x", FilterOptions{.capacity = 10, .error_rate = 0.1}).ok());
+  std::filesystem::create_directory_symlink(dir, dir_.path() + "/link");
+  for (const std::string& own : {dir + "/x.rbf", dir + "/y.rbf", dir + "/.x.parts/3.rbf",
+                                 dir_.path() + "/link/x.rbf", dir + "/../store/x.rbf"}) {
+    EXPECT_TRUE(store->OwnsPath(own)) << own;
+  }
+  for (const std::string& other :
+       {dir + "/x.txt", dir + "/sub/x.rbf", dir_.path() + "/x.rbf", dir + "/.x.part/3.rbf", dir}) {
+    EXPECT_FALSE(store->OwnsPath(other)) << other;
+  }
+  ASSERT_OK_AND_ASSIGN(auto mem, Store::Open("mem:"));
+  EXPECT_EQ(mem->directory(), "");
+  EXPECT_FALSE(mem->OwnsPath(dir + "/x.rbf"));
+}
+
+// Store::Sync covers what a filter handle's Flush cannot: filters written
+// through handles since closed (redbloomd's cache lets go of them). Whether
+// the bits reach the disk no test here can see (strace: one syncfs at
+// redbloomd's shutdown); what it must do is work on a usable store and on
+// one whose directory was never made, and fail where the directory is not.
 TEST_F(FileStoreTest, SyncCoversTheWholeStore) {
   EXPECT_TRUE(store_->Sync().ok());
   ASSERT_OK_AND_ASSIGN(auto unmade, Store::Open("file:" + dir_.path() + "/not-yet"));

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "cli.h"
-#include "file/file_layout.h"
 #include "frontend/existing_ttl.h"
 #include "item_reader.h"
 #include "redbloom/bloom_filter.h"
@@ -680,13 +679,10 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
   // filter's own file with its dump and said "exported", the filter gone
   // (and any other .rbf there was listed as a filter). Other names there
   // are the caller's.
-  if (const std::string url = ctx.store->url(); url.starts_with("file:")) {
-    if (internal::IsFileStoreName(std::filesystem::weakly_canonical(url.substr(5), ec),
-                                  std::filesystem::weakly_canonical(target, ec))) {
-      return Fail(Status::InvalidArgument(
-          file + " is a name the store " + url +
-          " keeps for its filters' own files (NAME.rbf, .NAME.parts/): export to another name"));
-    }
+  if (ctx.store->OwnsPath(target.string())) {
+    return Fail(Status::InvalidArgument(
+        file + " is a name the store " + ctx.store->url() +
+        " keeps for its filters' own files (NAME.rbf, .NAME.parts/): export to another name"));
   }
   // The export is written to an unnamed file in the target's directory
   // (O_TMPFILE) and linked in when complete: an export killed midway leaves

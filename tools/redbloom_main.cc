@@ -499,10 +499,10 @@ int RunList(Context& ctx) {
   // No filters and no directory: most likely a mistyped file: URL, which
   // printed nothing, exit 0, as an empty store does. Said on stderr; stdout
   // and the exit code stay an empty store's.
-  if (const std::string url = ctx.store->url(); names->empty() && url.starts_with("file:")) {
+  if (const std::string dir = ctx.store->directory(); names->empty() && !dir.empty()) {
     std::error_code ec;
-    if (!std::filesystem::exists(url.substr(5), ec) && !ec) {
-      std::cerr << "redbloom: note: " << OneLine(url.substr(5))
+    if (!std::filesystem::exists(dir, ec) && !ec) {
+      std::cerr << "redbloom: note: " << OneLine(dir)
                 << " does not exist (the first create makes it); no filters\n";
     }
   }

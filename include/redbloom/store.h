@@ -292,6 +292,16 @@ class Store {
   // redis-sentinel:// (it changes with a failover). "" for stores without
   // a server (mem:, file:) or before one was found.
   virtual std::string Master() const { return ""; }
+  // The local directory the store keeps its filters' files in (file:'s DIR,
+  // as its URL gives it), or "" for stores of no directory. It appears with
+  // the first filter created, so it may not exist yet.
+  virtual std::string directory() const { return ""; }
+  // Whether a file written at `path` would land on one of the store's own
+  // files (file:'s DIR/NAME.rbf, and anything in DIR/.NAME.parts/): a front
+  // end that writes files refuses such a path, which would replace a filter.
+  // Pass the path the write lands on (any link resolved); it is compared
+  // after canonicalization. False for stores of no directory.
+  virtual bool OwnsPath(const std::string& /*path*/) const { return false; }
   // What an operator should change in the store's setup, one sentence each;
   // empty when nothing. Redis: a server whose maxmemory-policy can evict
   // filter keys (an evicted bitmap is data_loss on its next use, see

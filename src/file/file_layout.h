@@ -1,7 +1,7 @@
 // The names a file: store gives its files inside its directory DIR:
 // DIR/NAME.rbf for a filter, DIR/.NAME.parts/PART.rbf for the parts of
-// scaling and window filters (docs/file-format.md). Shared by the store and
-// by the CLI, which must not write over them (`export --file`).
+// scaling and window filters (docs/file-format.md). Front ends ask the
+// store (Store::OwnsPath), which must not be written over (`export --file`).
 #ifndef REDBLOOM_FILE_FILE_LAYOUT_H_
 #define REDBLOOM_FILE_FILE_LAYOUT_H_
 

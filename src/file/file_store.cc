@@ -378,6 +378,12 @@ class FileStore final : public Store {
       : Store(options.clock), dir_(std::move(dir)) {}
 
   std::string url() const override { return "file:" + dir_; }
+  std::string directory() const override { return dir_; }
+  bool OwnsPath(const std::string& path) const override {
+    std::error_code ec;
+    return IsFileStoreName(std::filesystem::weakly_canonical(dir_, ec),
+                           std::filesystem::weakly_canonical(path, ec));
+  }
 
   Status Create(std::string_view name, const FilterConfig& config) override {
     REDBLOOM_RETURN_IF_ERROR(ValidateStoredName(name));
