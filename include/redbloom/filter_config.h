@@ -164,6 +164,10 @@ Result<uint64_t> ParseDurationMillis(std::string_view text);
 std::string FormatDouble(double v);
 // Strict: the whole string must be a finite number.
 Result<double> ParseDouble(std::string_view text);
+// The whole string must be a whole number below 2^64: decimal digits
+// (leading zeros allowed), or a decimal number that is exactly an integer
+// ("1e6", "2.5e1", "10e-1"); no sign, no spaces. kInvalidArgument otherwise,
+// saying "too large (past 2^64)" where that is why.
 Result<uint64_t> ParseUint64(std::string_view text);
 // `v` as an unsigned integer when it is one: no fraction, 0 <= v < 2^64 ("1e6"
 // read as a double). nullopt otherwise; *too_large (if given) says v >= 2^64.

@@ -38,7 +38,8 @@ struct Geometry {
 // larger k means an error rate below 1e-76, which no real filter wants.
 inline constexpr uint32_t kMaxHashes = 255;
 
-// Checks 1 <= n and 0 < p < 1 (NaN rejected).
+// Checks 1 <= n < 2^63 (a Java long, as the Java sizings take it) and
+// 0 < p < 1 (NaN rejected).
 Status ValidateCapacityAndErrorRate(uint64_t capacity, double error_rate);
 
 // Java semantics used by the sizings, exposed for tests.
