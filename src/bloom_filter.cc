@@ -1239,6 +1239,15 @@ bool Prefault(void* p, size_t bytes) {
 BitmapBuilder::BitmapBuilder(const FilterConfig& config)
     : config_(config), words_(std::make_unique<Words>()) {
   if (Status s = CheckMadeConfig(config); !s.ok()) throw std::invalid_argument(s.message());
+  // Its one array is what OrBitmap takes, and only from a filter of one:
+  // a scaling, window or sharded filter's builder built bits nothing takes.
+  if (!config.one_array()) {
+    throw std::invalid_argument(
+        "a builder makes one bit array: a " + std::string(FilterKindName(config.kind)) +
+        (config.shards > 1 ? " filter of " + std::to_string(config.shards) + " shards"
+                           : " filter") +
+        " has several");
+  }
   // Whole 64-byte lines: the kernels touch a `block` item's line as words.
   const uint64_t bytes = (config.data_bytes() + 63) / 64 * 64;
   words_->words = internal::NewWords(bytes);

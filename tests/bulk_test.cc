@@ -114,6 +114,31 @@ TEST(BitmapBuilderTest, AStartingBitmapOfAnotherLengthIsRefused) {
   }
 }
 
+// A builder makes one bit array, which OrBitmap takes only from a filter of
+// one: a scaling, window or sharded filter's builder built bits for nothing.
+TEST(BitmapBuilderTest, AConfigOfSeveralArraysIsRefused) {
+  const FilterOptions several[] = {
+      {.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kScaling},
+      {.capacity = 1000,
+       .error_rate = 0.01,
+       .kind = FilterKind::kWindow,
+       .window_millis = 60000,
+       .slices = 6},
+      {.capacity = 1000, .error_rate = 0.01, .shards = 4},
+  };
+  for (const FilterOptions& o : several) {
+    auto config = MakeConfig(o);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    auto made = BitmapBuilder::Make(*config);
+    EXPECT_EQ(made.status().code(), StatusCode::kInvalidArgument) << FilterKindName(o.kind);
+    EXPECT_NE(made.status().message().find("several"), std::string::npos)
+        << made.status().ToString();
+  }
+  auto counting = MakeConfig({.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kCounting});
+  ASSERT_TRUE(counting.ok());
+  EXPECT_TRUE(BitmapBuilder::Make(*counting).ok());
+}
+
 // Nor from a counting filter's counters: its OrBitmap adds the builder's to
 // its own, so a builder that started from them counted every earlier item
 // twice, and that item stayed present after its one Remove.

@@ -324,7 +324,8 @@ class BitmapBuilder {
  public:
   // Throws std::bad_alloc if there is no memory for the bitmap, and
   // std::invalid_argument for a config not made by MakeConfig (or read from
-  // a store).
+  // a store), or one of several bit arrays (scaling, window, sharded), which
+  // OrBitmap does not take.
   explicit BitmapBuilder(const FilterConfig& config);
   // Starts from `bitmap` (a plain filter's ReadBitmap()), so that new_items()
   // counts the items that set a bit neither the filter nor an earlier item
