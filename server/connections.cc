@@ -586,9 +586,13 @@ void ConnectionServer::Loop::OnReadable(Connection& c) {
       Linger(c);
       return;
     }
+    // A head is read no further than the limit: one that ended within a
+    // read past it was served, so the limit depended on how TCP cut the
+    // bytes, and a connection's head held up to a read more than it says.
     const size_t old = c.buf.size();
-    c.buf.resize(old + kReadChunk);
-    const ssize_t n = ::recv(c.fd, c.buf.data() + old, kReadChunk, 0);
+    const size_t want = body ? kReadChunk : std::min(kReadChunk, kMaxHeaderBytes - (old - c.pos));
+    c.buf.resize(old + want);
+    const ssize_t n = ::recv(c.fd, c.buf.data() + old, want, 0);
     c.buf.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
     if (n > 0) {
       if (body) {

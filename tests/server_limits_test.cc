@@ -582,6 +582,21 @@ TEST_F(ServerLimitsTest, PipelinedRequestsAreAnsweredInOrderAndHugeHeadersAre431
   const std::string refused = big.ReadResponse();
   EXPECT_TRUE(refused.starts_with("HTTP/1.1 431")) << refused;
   EXPECT_TRUE(big.WaitClosed(seconds(2)));
+
+  // The limit holds however the head arrives: one that ended within the
+  // last 16 KiB read past 64 KiB was served (a 77 KB head, its last
+  // 11 KB sent after a pause, answered 200).
+  std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 11; ++i)
+    head += "X-Filler-" + std::to_string(i) + ": " + std::string(7000, 'f') + "\r\n";
+  head += "\r\n";
+  ASSERT_GT(head.size(), size_t{64 << 10});
+  RawConnection split(server.port());
+  split.Send(head.substr(0, (64 << 10) - 100));
+  std::this_thread::sleep_for(milliseconds(200));
+  split.Send(head.substr((64 << 10) - 100));
+  const std::string split_answer = split.ReadResponse();
+  EXPECT_TRUE(split_answer.starts_with("HTTP/1.1 431")) << split_answer;
 }
 
 // A request with neither Content-Length nor Transfer-Encoding has no body
