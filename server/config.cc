@@ -382,6 +382,10 @@ Status ApplyConfigJson(std::string_view text, ServerConfig* c) {
       int64_t ms = 0;
       st = GetInt(v, key, 0, 3600000, &ms);
       s.sync_interval = std::chrono::milliseconds(ms);
+    } else if (key == "expiry_sweep_ms") {
+      int64_t ms = 0;
+      st = GetInt(v, key, 0, 86400000, &ms);
+      s.expiry_sweep = std::chrono::milliseconds(ms);
     } else if (key == "store_connect_timeout_ms") {
       int64_t ms = 0;
       st = GetInt(v, key, 1, 600000, &ms);
@@ -554,6 +558,7 @@ std::string ConfigToJson(const ServerConfig& c) {
   j["filter_cache_size"] = c.service.filter_cache_size;
   j["filter_idle_ms"] = c.service.idle_after.count();
   j["sync_interval_ms"] = c.service.sync_interval.count();
+  j["expiry_sweep_ms"] = c.service.expiry_sweep.count();
   j["store_connect_timeout_ms"] = c.service.store_options.connect_timeout.count();
   j["store_command_timeout_ms"] = c.service.store_options.command_timeout.count();
   j["store_idle_timeout_ms"] = c.service.store_options.idle_timeout.count();

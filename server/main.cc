@@ -129,6 +129,21 @@ std::function<void()> SyncTick(Service& service, Metrics& metrics) {
   };
 }
 
+// Removes filters whose TTL has passed (Service::RemoveExpired). A failure
+// is logged once per run of failures, with the recovery: the requests that
+// meet the store then fail too, and say why.
+std::function<void()> ExpirySweepTick(Service& service) {
+  return [&service, failing = false]() mutable {
+    const redbloom::Status s = service.RemoveExpired();
+    if (!s.ok() && !failing) {
+      Fail("removing expired filters failed: " + s.ToString());
+    } else if (s.ok() && failing) {
+      std::fprintf(stderr, "redbloomd: removing expired filters works again\n");
+    }
+    failing = !s.ok();
+  };
+}
+
 // What a request frees stays in the malloc arena of the worker that served
 // it: glibc gives a heap's free pages back only from its top, and makes up
 // to 8 arenas per core, so each of the 16 workers came to keep the peak of
@@ -276,6 +291,13 @@ int Run(int argc, char** argv) {
     sync_every = std::chrono::milliseconds(0);
   }
   Periodic periodic_sync("the sync thread", sync_every, SyncTick(service, metrics));
+  // A store whose filters live in this process or its directory removes an
+  // expired one where it meets it; Redis expires its keys itself.
+  std::chrono::milliseconds sweep_every = config->service.expiry_sweep;
+  if (!redbloom::Store::TraitsOf(service.store_url()).value_or(redbloom::Store::Traits{}).local) {
+    sweep_every = std::chrono::milliseconds(0);
+  }
+  Periodic periodic_sweep("the expiry sweep thread", sweep_every, ExpirySweepTick(service));
   Periodic periodic_trim("the trim thread", kTrimEvery, [&metrics] {
     if (!metrics.Busy()) TrimMalloc();
   });
@@ -330,6 +352,7 @@ int Run(int argc, char** argv) {
   server.Run();
   periodic_trim.Stop();
   periodic_sync.Stop();
+  periodic_sweep.Stop();
   const auto flushed = service.FlushAll();
   access_log.Flush();
   signal_thread.Stop();

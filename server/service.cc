@@ -810,6 +810,12 @@ Status Service::FlushAll() {
   return first;
 }
 
+Status Service::RemoveExpired() {
+  Store* store = store_.load();
+  if (store == nullptr) return Status::Ok();
+  return store->List().status();  // a listing removes what expired
+}
+
 Reply Service::Health() const { return JsonReply(200, Json{{"status", "ok"}}); }
 
 Reply Service::Ready() {

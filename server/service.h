@@ -181,6 +181,9 @@ struct ServiceOptions {
   // shutdown: msync of every open filter, then syncfs of the store's file
   // system); 0: only at shutdown, the kernel's writeback in between.
   std::chrono::milliseconds sync_interval{0};
+  // How often redbloomd removes filters whose TTL has passed from a mem: or
+  // file: store (Service::RemoveExpired); 0: only as requests meet them.
+  std::chrono::milliseconds expiry_sweep{60000};
   // Largest filter PUT may create, in bytes of cells (every shard of a plain
   // or counting filter, every slice of a window filter, the first layer of a
   // scaling filter); larger ones get 413. 0: no limit.
@@ -208,6 +211,11 @@ class Service {
   void BeginShutdown() { shutting_down_.store(true); }
   // Flushes every open filter (msync for files). Returns the first error.
   Status FlushAll();
+  // Removes the filters whose TTL has passed, for a store that removes them
+  // only where it meets them, a listing or an open (mem:, file:: a service
+  // whose clients make filters of their own names with TTLs and never list
+  // kept each one's memory or file). Redis expires its keys itself.
+  Status RemoveExpired();
   std::string store_url() const;
 
   Reply Health() const;

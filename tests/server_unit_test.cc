@@ -354,7 +354,7 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
       "keep_alive_timeout_s":2,"keep_alive_max_requests":50,"read_timeout_s":3,
       "write_timeout_s":4,"max_body_bytes":2048,"max_items":7,"max_item_bytes":9,
       "filter_revalidate_ms":250,"filter_cache_size":3,"filter_idle_ms":5000,"sync_interval_ms":250,
-      "store_connect_timeout_ms":100,
+      "expiry_sweep_ms":0,"store_connect_timeout_ms":100,
       "store_command_timeout_ms":200,"store_idle_timeout_ms":0,"store_pool_size":2,"store_max_retries":0,
       "store_batch_items":10,"header_timeout_s":6,"body_timeout_s":7,"max_connections":8,
       "max_connections_per_client":0,"max_filter_bytes":4096,"body_buffer_bytes":0})",
@@ -379,6 +379,7 @@ TEST(ConfigTest, ApplyConfigJsonSetsEveryKeyAndRejectsUnknownOnes) {
   EXPECT_EQ(c.service.filter_cache_size, 3u);
   EXPECT_EQ(c.service.idle_after.count(), 5000);
   EXPECT_EQ(c.service.sync_interval.count(), 250);
+  EXPECT_EQ(c.service.expiry_sweep.count(), 0);
   EXPECT_EQ(c.service.store_options.connect_timeout.count(), 100);
   EXPECT_EQ(c.service.store_options.command_timeout.count(), 200);
   EXPECT_EQ(c.service.store_options.idle_timeout.count(), 0);
