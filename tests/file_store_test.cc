@@ -646,6 +646,31 @@ TEST_F(FileStoreTest, AStrayLayerFilePastTheChainsLimitIsDataLossNamingIt) {
   EXPECT_TRUE(check.ok()) << "without the stray file: " << check.status().ToString();
 }
 
+// A copy under a name the store never writes ("01", "1e0": ParseUint64
+// reads both as 1) is not one of its layers: it was listed as a second
+// layer 1, and the filter failed every call "has lost layer 2 of 5".
+TEST_F(FileStoreTest, AStrayCopyUnderAnotherSpellingOfALayerIsNoLayer) {
+  std::unique_ptr<BloomFilter> f;
+  ASSERT_NO_FATAL_FAILURE(GrowScalingFilter(&f));
+  const std::string parts = dir_.path() + "/.sc.parts/";
+  const uint64_t layers = testing::ValueOrFail(f->Info()).parts;
+  for (const std::string stray : {"01", "1e0", "1.0"}) {
+    std::filesystem::copy_file(parts + "1.rbf", parts + stray + ".rbf");
+  }
+  clock_->Advance(std::chrono::milliseconds(1000));  // f lists its layers again
+  auto reopened = BloomFilter::Open(*store_, "sc");
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  for (BloomFilter* h : {f.get(), reopened->get()}) {
+    std::vector<uint8_t> present;
+    const Status check = h->ContainsMany(scaling_views_, &present);
+    ASSERT_TRUE(check.ok()) << check.ToString();
+    EXPECT_EQ(std::count(present.begin(), present.end(), 1), std::ssize(scaling_views_));
+    const auto info = h->Info();
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_EQ(info->parts, layers);
+  }
+}
+
 // With the whole parts directory gone, the record of the layers made says
 // they were lost: kDataLoss, and an add makes no new empty layers in their
 // place (which would have hidden the loss for good).

@@ -653,8 +653,12 @@ class FileStore final : public Store {
     }
     REDBLOOM_RETURN_IF_ERROR(ForEachEntry(d, dir, [&](std::string_view file) {
       if (!file.ends_with(kSuffix)) return;
-      auto part = ParseUint64(file.substr(0, file.size() - kSuffix.size()));
-      if (part.ok()) parts.push_back(*part);
+      // Only the names the store writes: ParseUint64 also reads "01" and
+      // "1e0" as 1, and a stray copy under such a name was listed as a
+      // second part 1 (the filter then read as having lost a layer).
+      const std::string_view stem = file.substr(0, file.size() - kSuffix.size());
+      auto part = ParseUint64(stem);
+      if (part.ok() && std::to_string(*part) == stem) parts.push_back(*part);
     }));
     return parts;
   }
