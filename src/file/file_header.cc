@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "config_codec.h"
+#include "kinds/kind_def.h"
 
 namespace redbloom::internal {
 namespace {
@@ -76,7 +77,8 @@ uint64_t FileDataBytes(const FilterConfig& c, uint64_t cells) {
 
 Result<Geometry> FileGeometry(const FilterConfig& c, uint64_t part) {
   if (part == kMainPart) {
-    if (c.kind == FilterKind::kWindow) return Geometry{};
+    // A kind of no parts at creation (a window) keeps no cells in its main file.
+    if (KindOf(c.kind).initial_parts(c) == 0) return Geometry{};
     part = 0;
   }
   REDBLOOM_ASSIGN_OR_RETURN(PartSizing s, SizePart(c, part));

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kinds/filter_context.h"
@@ -50,6 +51,33 @@ struct PartTarget {
   double error_rate = 0;
 };
 
+// What a store needs of a kind whose parts are numbered by time and expire
+// on their own (a window's slices) to tell an expired part from a lost one,
+// and which parts a drop must reach. The slice arithmetic is the kind's
+// alone: the Redis store once kept its own copies of it, and one of them,
+// two slices late, read a live slice as expired (its items absent).
+struct TimeParts {
+  // Whether `part` may have expired at `now_ms` by a clock up to the grace
+  // (a slice, or a second for short slices) apart from this one, its expiry
+  // capped by the filter's own (`filter_expires_at_ms`, 0 = never).
+  bool (*may_have_expired)(const FilterConfig& config, uint64_t part, uint64_t filter_expires_at_ms,
+                           uint64_t now_ms);
+  // The oldest part that has surely not expired at `now_ms` (may_have_expired
+  // false); UINT64_MAX when none.
+  uint64_t (*oldest_sure)(const FilterConfig& config, uint64_t filter_expires_at_ms,
+                          uint64_t now_ms);
+  // The parts that may exist at `now_ms`, listed or not, by any clock near
+  // this one: first and last, inclusive. A drop deletes all of them.
+  std::pair<uint64_t, uint64_t> (*may_exist)(const FilterConfig& config, uint64_t now_ms);
+  // Whether an expired `part` may leave the store's list of parts at
+  // `now_ms`. One stays listed for a window more: a client whose clock runs
+  // behind (up to a window) still reads it as in its window, and must meet
+  // it listed and gone (data_loss, naming the clock), not unlisted, which
+  // reads as a part never made (its items absent).
+  bool (*unlist_expired)(const FilterConfig& config, uint64_t part, uint64_t filter_expires_at_ms,
+                         uint64_t now_ms);
+};
+
 struct KindDef {
   FilterKind id;          // stored in files and dumps; never reused
   std::string_view name;  // stored in Redis metadata and dumps, typed on the CLI
@@ -76,6 +104,8 @@ struct KindDef {
   uint64_t (*forgettable_below)(const FilterConfig& config, uint64_t part) = nullptr;
   // FilterConfig::stored_parts. Null: the initial parts.
   uint64_t (*stored_parts)(const FilterConfig& config) = nullptr;
+  // Null: parts live as long as their filter.
+  const TimeParts* time_parts = nullptr;
 };
 
 // nullptr when no kind has this id or name.

@@ -5,9 +5,13 @@
 // slice after it has left the window (the grace covers clocks a little apart
 // between clients and the store). Each slice is sized for ceil(capacity /
 // slices) items at p / slices, so a check over all of them stays within p.
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "kinds/kind_def.h"
+#include "stores.h"
 
 namespace redbloom::internal {
 namespace {
@@ -224,6 +228,55 @@ class WindowPolicy final : public KindPolicy {
 
 const WindowPolicy kPolicy;
 
+// A slice, or a second for short slices: clocks this far apart still agree
+// on which slices may be live.
+uint64_t GraceMs(const FilterConfig& c) { return std::max<uint64_t>(c.slice_millis(), 1000); }
+
+bool SliceMayHaveExpired(const FilterConfig& c, uint64_t part, uint64_t filter_expires_at_ms,
+                         uint64_t now_ms) {
+  if (c.slice_millis() == 0) return false;
+  return CapExpiry(SliceExpiresAt(c, part), filter_expires_at_ms) <= now_ms + GraceMs(c);
+}
+
+// The first slice that expires after now + the grace, unless the filter's
+// own expiry comes first. Slice p expires at (p + slices + 1) slices, so that
+// one lies within a slice of (now + grace) / ms - slices; the search starts a
+// slice before. (It started at (now + grace) / ms + 2 - slices, two slices
+// late: a newest slice lost two slices before an add was taken for one that
+// may have expired, and its items read absent.)
+uint64_t OldestSureSlice(const FilterConfig& c, uint64_t filter_expires_at_ms, uint64_t now_ms) {
+  const uint64_t ms = c.slice_millis();
+  if (ms == 0) return UINT64_MAX;
+  const uint64_t latest = (now_ms + GraceMs(c)) / ms + 2;
+  const uint64_t back = c.slices + 3;
+  for (uint64_t p = latest > back ? latest - back : 0; p <= latest; ++p) {
+    if (!SliceMayHaveExpired(c, p, filter_expires_at_ms, now_ms)) return p;
+  }
+  return UINT64_MAX;
+}
+
+// The slices in or near the window at `now_ms`: a window and a grace slice
+// behind, two ahead (a clock ahead of this one).
+std::pair<uint64_t, uint64_t> SlicesThatMayExist(const FilterConfig& c, uint64_t now_ms) {
+  if (c.slice_millis() == 0) return {1, 0};  // none: not a valid window
+  const uint64_t now = now_ms / c.slice_millis();
+  const uint64_t back = c.slices + 2;
+  return {now > back ? now - back : 0, now + 2};
+}
+
+bool UnlistExpiredSlice(const FilterConfig& c, uint64_t part, uint64_t filter_expires_at_ms,
+                        uint64_t now_ms) {
+  const uint64_t forget_before = now_ms - std::min(now_ms, c.window_millis);
+  return CapExpiry(SliceExpiresAt(c, part), filter_expires_at_ms) <= forget_before;
+}
+
+const TimeParts kSlices = {
+    .may_have_expired = &SliceMayHaveExpired,
+    .oldest_sure = &OldestSureSlice,
+    .may_exist = &SlicesThatMayExist,
+    .unlist_expired = &UnlistExpiredSlice,
+};
+
 }  // namespace
 
 extern const KindDef kWindowKind;
@@ -246,6 +299,7 @@ const KindDef kWindowKind = {
       if (c.slice_millis() == 0) return uint64_t{c.slices} + 1;  // not a valid window
       return SliceExpiresAt(c, 0) / c.slice_millis();
     },
+    .time_parts = &kSlices,
 };
 
 }  // namespace redbloom::internal

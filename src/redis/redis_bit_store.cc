@@ -272,7 +272,7 @@ Status RedisBitStore::ScriptError(Connection& c, const Cells& cells, const redis
   if (Contains(text, "REDBLOOM_NOPART")) return Status::NotFound(cells.display + " does not exist");
   if (Contains(text, "REDBLOOM_VANISHED")) {
     return VanishedStatus(cells, shared_->keys, NumberAfter(text, "REDBLOOM_VANISHED"),
-                          config_.kind == FilterKind::kWindow, !companion_.empty());
+                          TimeParted(), !companion_.empty());
   }
   return BitmapError(c, cells, r);
 }
@@ -325,9 +325,7 @@ const char* RedisBitStore::MadeField() const {
   return KindOf(config_.kind).dense_parts ? "layers" : "newest_slice";
 }
 
-bool RedisBitStore::ReadsMade(bool list_parts) const {
-  return list_parts || config_.kind == FilterKind::kWindow;
-}
+bool RedisBitStore::ReadsMade(bool list_parts) const { return list_parts || TimeParted(); }
 
 Status RedisBitStore::LostNewestSlice(uint64_t slice, std::string_view how) const {
   return Status::DataLoss(
@@ -341,7 +339,7 @@ Status RedisBitStore::CheckLayersListed(std::span<const uint64_t> parts,
   if (layers->type != REDIS_REPLY_STRING) return Status::Ok();  // none recorded (older builds)
   Result<uint64_t> made = ParseUint64(ReplyText(layers));
   if (!made.ok()) return Status::Ok();  // ParseMeta reports a corrupt field
-  if (config_.kind == FilterKind::kWindow) {
+  if (TimeParted()) {
     // The newest slice made must be listed until its expiry: the parts list
     // and that slice both gone (evicted, deleted) read every item absent.
     if (std::binary_search(parts.begin(), parts.end(), *made) || SliceMayHaveExpired(*made)) {
@@ -363,30 +361,19 @@ Status RedisBitStore::CheckLayersListed(std::span<const uint64_t> parts,
   return Status::Ok();
 }
 
+bool RedisBitStore::TimeParted() const { return KindOf(config_.kind).time_parts != nullptr; }
+
 bool RedisBitStore::SliceMayHaveExpired(uint64_t part) const {
-  if (config_.kind != FilterKind::kWindow || config_.slice_millis() == 0) return false;
-  const uint64_t grace = std::max<uint64_t>(config_.slice_millis(), 1000);
-  const uint64_t now = shared_->options.clock->NowMillis();
-  return CapExpiry(SliceExpiresAt(config_, part), filter_expires_at_ms_) <= now + grace;
+  const TimeParts* t = KindOf(config_.kind).time_parts;
+  return t != nullptr && t->may_have_expired(config_, part, filter_expires_at_ms_,
+                                             shared_->options.clock->NowMillis());
 }
 
 uint64_t RedisBitStore::OldestSureSlice() const {
-  if (config_.kind != FilterKind::kWindow || config_.slice_millis() == 0) return UINT64_MAX;
-  // The first slice that expires after now + SliceMayHaveExpired's grace,
-  // unless the filter's own expiry comes first. Slice p expires at
-  // (p + slices + 1) slices, so that one lies within a slice of
-  // (now + grace) / ms - slices; the search starts a slice before. (It
-  // started at (now + grace) / ms + 2 - slices, two slices late: a newest
-  // slice lost two slices before an add was taken for one that may have
-  // expired, and its items read absent.)
-  const uint64_t ms = config_.slice_millis();
-  const uint64_t latest =
-      (shared_->options.clock->NowMillis() + std::max<uint64_t>(ms, 1000)) / ms + 2;
-  const uint64_t back = config_.slices + 3;
-  for (uint64_t p = latest > back ? latest - back : 0; p <= latest; ++p) {
-    if (!SliceMayHaveExpired(p)) return p;
-  }
-  return UINT64_MAX;
+  const TimeParts* t = KindOf(config_.kind).time_parts;
+  return t == nullptr
+             ? UINT64_MAX
+             : t->oldest_sure(config_, filter_expires_at_ms_, shared_->options.clock->NowMillis());
 }
 
 Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
@@ -485,15 +472,14 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         // clock), not unlisted, which reads as a slice never made ("absent"
         // for its items, once a client with the right clock had pruned it).
         std::vector<uint64_t> lost;
-        if (config_.kind == FilterKind::kWindow) {
+        if (const TimeParts* t = KindOf(config_.kind).time_parts) {
           const uint64_t now = shared_->options.clock->NowMillis();
-          const uint64_t forget_before = now - std::min(now, config_.window_millis);
           std::erase_if(expired, [&](uint64_t p) {
             if (!SliceMayHaveExpired(p)) {
               lost.push_back(p);
               return true;
             }
-            return CapExpiry(SliceExpiresAt(config_, p), filter_expires_at_ms_) > forget_before;
+            return !t->unlist_expired(config_, p, filter_expires_at_ms_, now);
           });
         }
         if (!expired.empty()) {
@@ -789,7 +775,7 @@ Status RedisBitStore::ReadTest(Connection& c, std::span<const Chunk> chunks, boo
     REDBLOOM_RETURN_IF_ERROR(ReadPartsList(exec->element[at], made, parts_now));
   }
   std::optional<uint64_t> newest;  // a window's newest slice made, if recorded
-  if (config_.kind == FilterKind::kWindow && made->type == REDIS_REPLY_STRING) {
+  if (TimeParted() && made->type == REDIS_REPLY_STRING) {
     if (Result<uint64_t> n = ParseUint64(ReplyText(made)); n.ok()) newest = *n;
   }
   size_t reads = 0;
@@ -867,7 +853,7 @@ Status RedisBitStore::ReadChunk(Connection& c, const Chunk& chunk, const redisRe
   }
   if (static_cast<uint64_t>(length->integer) != cells.bytes) {
     return VanishedStatus(cells, shared_->keys, static_cast<uint64_t>(length->integer),
-                          config_.kind == FilterKind::kWindow, !companion_.empty());
+                          TimeParted(), !companion_.empty());
   }
   if (chunk.blocks) {
     const BlockReads& plan = chunk.block_reads;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "config_codec.h"
+#include "kinds/kind_def.h"
 #include "redis/redis_client.h"
 
 namespace redbloom::internal {
@@ -110,7 +111,7 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display) 
     if (ready != "0" && ready != "1") return corrupt("shards_ready '" + ready + "' is not 0 or 1");
     meta.shards_ready = ready == "1";
   }
-  if (meta.config.kind == FilterKind::kScaling) {
+  if (KindOf(meta.config.kind).dense_parts) {  // it records how many layers it made
     REDBLOOM_ASSIGN_OR_RETURN(std::string layers, get("layers"));
     if (!ParseUint64(layers).ok()) return corrupt("field 'layers' is not a count");
   }

@@ -297,11 +297,9 @@ class RedisStore final : public Store {
       // until it expired. They go in the drop's own script, so never a
       // slice of a filter made after it.
       std::vector<uint64_t> slices;
-      if (meta.ok() && meta->config.kind == FilterKind::kWindow &&
-          meta->config.slice_millis() > 0) {
-        const uint64_t now = shared_->options.clock->NowMillis() / meta->config.slice_millis();
-        const uint64_t back = meta->config.slices + 2;
-        for (uint64_t p = now > back ? now - back : 0; p <= now + 2; ++p) slices.push_back(p);
+      if (const TimeParts* t = meta.ok() ? KindOf(meta->config.kind).time_parts : nullptr) {
+        const auto [first, last] = t->may_exist(meta->config, shared_->options.clock->NowMillis());
+        for (uint64_t p = first; p <= last; ++p) slices.push_back(p);
       }
       bool made_again = false;
       Status dropped = DropMain(name, keys, token, slices, &made_again);
