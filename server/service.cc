@@ -813,7 +813,13 @@ Status Service::FlushAll() {
 Status Service::RemoveExpired() {
   Store* store = store_.load();
   if (store == nullptr) return Status::Ok();
-  return store->List().status();  // a listing removes what expired
+  Result<std::vector<std::string>> names = store->List();  // a listing removes what expired
+  if (!names.ok()) return names.status();
+  // And the handles to them go too (as ListFilters lets go of them): a
+  // PUT's handle held an expired filter's memory, or its file mapped and its
+  // disk space taken, until it went idle and a request came.
+  cache_.KeepOnly(*names);
+  return Status::Ok();
 }
 
 Reply Service::Health() const { return JsonReply(200, Json{{"status", "ok"}}); }

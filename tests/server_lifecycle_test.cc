@@ -447,7 +447,8 @@ TEST_F(ServerLifecycleTest, APeriodicSyncRunsOnlyForFileStores) {
 // A file: (or mem:) store removes a filter whose TTL passed where it meets
 // it: one nobody opened or listed again kept its file (an audit: 500
 // filters of a 1 s TTL, 9.8 MB, until a listing). The expiry sweep removes
-// it, and only it.
+// it, and only it, and lets go of the handle its PUT left open, which kept
+// the removed file mapped (its disk space taken).
 TEST_F(ServerLifecycleTest, TheExpirySweepRemovesExpiredFiltersNobodyAsksFor) {
   RedbloomdProcess::Options options;
   options.store = StoreUrl();
@@ -475,6 +476,20 @@ TEST_F(ServerLifecycleTest, TheExpirySweepRemovesExpiredFiltersNobodyAsksFor) {
   }
   EXPECT_EQ(files(), 1u);
   EXPECT_TRUE(std::filesystem::exists(dir + "/orders.rbf"));
+  const auto removed_but_mapped = [&] {
+    std::ifstream maps("/proc/" + std::to_string(server.pid()) + "/maps");
+    std::string line, found;
+    while (std::getline(maps, line)) {
+      if (line.find(".rbf (deleted)") != std::string::npos) found += line + "\n";
+    }
+    return found;
+  };
+  std::string mapped = removed_but_mapped();
+  for (int i = 0; i < 40 && !mapped.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    mapped = removed_but_mapped();
+  }
+  EXPECT_EQ(mapped, "");
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
