@@ -273,6 +273,10 @@ class Store {
   // kNotFound if there is no such filter; kDataLoss if its stored config is
   // corrupt or of an unknown format version.
   virtual Result<FilterConfig> ReadConfig(std::string_view name) = 0;
+  // The filters' names. On stores that keep filters in this process or a
+  // directory (mem:, file:), a listing also removes the filters whose TTL
+  // has passed, as an open of one does: nothing else does (redbloomd lists
+  // its store every expiry_sweep_ms for that). Redis expires its own keys.
   virtual Result<std::vector<std::string>> List() = 0;
   // kNotFound if there is no such filter.
   virtual Status Drop(std::string_view name) = 0;
