@@ -1406,6 +1406,28 @@ TEST_F(RedisStoreTest, AStrayPartsFieldPastTheChainsLimitIsDataLossNamingIt) {
   EXPECT_TRUE(fresh->Contains("x").ok());
 }
 
+// A parts field under another spelling of a number ("01") is no name a
+// script writes: every reader of the list calls it corrupt, where checks and
+// adds read it as layer 1 and info called it data_loss.
+TEST_F(RedisStoreTest, APartsFieldOfAnotherSpellingIsCorruptForEveryReader) {
+  FilterOptions scaling = Options(100, 0.01);
+  scaling.kind = FilterKind::kScaling;
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Create(*store_, "sc", scaling));
+  ASSERT_TRUE(f->AddMany(Views(Items(Encoding::kUtf8, 500))).ok());
+  const std::string parts_key = internal::KeysFor("sc", internal::KeyMode::kPlain).parts;
+  raw_->Run({"HSET", parts_key, "01", "1"});
+  ASSERT_OK_AND_ASSIGN(auto fresh, BloomFilter::Open(*store_, "sc"));
+  const Status check = fresh->Contains("x").status();
+  const Status add = fresh->Add("y");
+  const Status info = fresh->Info().status();
+  for (const Status& s : {check, add, info}) {
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+    EXPECT_NE(s.message().find("corrupt part number '01'"), std::string::npos) << s.ToString();
+  }
+  raw_->Run({"HDEL", parts_key, "01"});
+  EXPECT_TRUE(fresh->Contains("x").ok());
+}
+
 TEST_F(RedisStoreTest, AScalingFilterWhosePartsListLostALayerIsDataLoss) {
   FilterOptions scaling = Options(100, 0.01);
   scaling.kind = FilterKind::kScaling;

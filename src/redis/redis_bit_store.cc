@@ -799,8 +799,9 @@ Status RedisBitStore::ReadPartsList(const redisReply* r, const redisReply* layer
   parts_now->clear();
   for (uint64_t p = 0; p < config_.initial_parts(); ++p) parts_now->push_back(p);
   for (size_t i = 0; i < r->elements; ++i) {
+    // As ListParts reads them: "01" is no name a script writes.
     Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
-    if (!p.ok()) {
+    if (!p.ok() || std::to_string(*p) != ReplyText(r->element[i])) {
       return Status::DataLoss("filter '" + name_ + "': corrupt part number '" +
                               ReplyString(r->element[i]) + "'");
     }
