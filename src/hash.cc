@@ -165,9 +165,9 @@ namespace {
 
 [[REDBLOOM_AVX512_TARGET]] inline __m512i Fmix64x8(__m512i k) {
   k = _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
-  k = _mm512_mullo_epi64(k, Set1(0xff51afd7ed558ccdULL));
+  k = _mm512_mullo_epi64(k, Set1(internal::kFmix64Mul1));
   k = _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
-  k = _mm512_mullo_epi64(k, Set1(0xc4ceb9fe1a85ec53ULL));
+  k = _mm512_mullo_epi64(k, Set1(internal::kFmix64Mul2));
   return _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
 }
 

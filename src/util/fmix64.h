@@ -8,11 +8,15 @@
 
 namespace redbloom::internal {
 
+// Its two multipliers, named for the eight-lane copy in hash.cc.
+inline constexpr uint64_t kFmix64Mul1 = 0xff51afd7ed558ccdULL;
+inline constexpr uint64_t kFmix64Mul2 = 0xc4ceb9fe1a85ec53ULL;
+
 constexpr uint64_t Fmix64(uint64_t k) {
   k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
+  k *= kFmix64Mul1;
   k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ULL;
+  k *= kFmix64Mul2;
   k ^= k >> 33;
   return k;
 }
