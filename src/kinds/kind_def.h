@@ -69,8 +69,8 @@ struct TimeParts {
   // The parts that may exist at `now_ms`, listed or not, by any clock near
   // this one: first and last, inclusive. A drop deletes all of them.
   std::pair<uint64_t, uint64_t> (*may_exist)(const FilterConfig& config, uint64_t now_ms);
-  // Whether an expired `part` may leave the store's list of parts at
-  // `now_ms`. One stays listed for a window more: a client whose clock runs
+  // Whether an expired `part` (may_have_expired true) may leave the store's
+  // list of parts at `now_ms`. One stays listed for a window more: a client whose clock runs
   // behind (up to a window) still reads it as in its window, and must meet
   // it listed and gone (data_loss, naming the clock), not unlisted, which
   // reads as a part never made (its items absent).

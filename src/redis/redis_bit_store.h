@@ -129,12 +129,12 @@ class RedisBitStore final : public BitStore {
   // fail because the server is full (redis_pipeline.h). `op` may run twice,
   // and is written to resume (TestOn's *done).
   Status RunReads(const std::string& key, const std::function<Status(Connection&)>& op);
-  // A window slice whose key may have expired by now (its expiry, less a
-  // grace of a slice or a second for clocks apart): a listed slice whose key
-  // is gone is then an expired one, not a lost one.
   // Whether the kind's parts are numbered by time and expire on their own (a
   // window's slices; KindDef::time_parts).
   bool TimeParted() const;
+  // A window slice whose key may have expired by now (its expiry, less a
+  // grace of a slice or a second for clocks apart): a listed slice whose key
+  // is gone is then an expired one, not a lost one. False for other kinds.
   bool SliceMayHaveExpired(uint64_t part) const;
   // Where each check transaction's chunks end (see the definition).
   static std::vector<size_t> TestTransactions(const std::vector<Chunk>& chunks, size_t batch);
