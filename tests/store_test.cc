@@ -141,6 +141,38 @@ TEST_P(StoreTest, OpenHandlesFollowDropAndRecreate) {
   EXPECT_FALSE(testing::ValueOrFail((*fresh)->Contains("before")));
 }
 
+// A dropped filter of any kind is an error to its handles, with or without
+// items added: a window on mem: whose handle had no slice open read a
+// missing filter as a missing slice, and answered "absent" to checks.
+TEST_P(StoreTest, EveryKindsHandleAnswersNotFoundOnceDropped) {
+  const std::vector<FilterOptions> kinds = {
+      {.capacity = 100, .error_rate = 0.01},
+      {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kCounting},
+      {.capacity = 100, .error_rate = 0.01, .kind = FilterKind::kScaling},
+      {.capacity = 100,
+       .error_rate = 0.01,
+       .kind = FilterKind::kWindow,
+       .window_millis = 3'600'000,
+       .slices = 2},
+  };
+  for (const FilterOptions& o : kinds) {
+    for (bool added : {false, true}) {
+      SCOPED_TRACE(std::string(FilterKindName(o.kind)) + (added ? ", an item added" : ", empty"));
+      auto f = BloomFilter::Create(*store_, "gone", o);
+      ASSERT_TRUE(f.ok()) << f.status().ToString();
+      if (added) {
+        ASSERT_TRUE((*f)->Add("a").ok());
+      }
+      ASSERT_TRUE(store_->Drop("gone").ok());
+      EXPECT_EQ((*f)->Contains("a").status().code(), StatusCode::kNotFound);
+      const std::vector<std::string_view> items = {"a", "b"};
+      std::vector<uint8_t> present;
+      EXPECT_EQ((*f)->ContainsMany(items, &present).code(), StatusCode::kNotFound);
+      EXPECT_EQ((*f)->Add("b").code(), StatusCode::kNotFound);
+    }
+  }
+}
+
 // Drops and creates (with items: a scaling filter of several layers) while
 // another client reads the filter: a layer found missing because of the
 // drop, the filter there again when the reader looked why, was data_loss

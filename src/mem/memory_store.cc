@@ -190,7 +190,15 @@ class MemoryStore final : public Store {
                                               const std::weak_ptr<const MemFilter>& opened,
                                               uint64_t part) {
     std::lock_guard lock(mu_);
-    REDBLOOM_ASSIGN_OR_RETURN(auto filter, FindOpened(name, opened));
+    Result<std::shared_ptr<MemFilter>> found = FindOpened(name, opened);
+    // The filter gone (dropped or expired) is no part never made, which
+    // reads as empty: a window's handle with no slice open answered checks
+    // "absent". It answers as a handle whose arrays were retired; its caller
+    // reopens, and learns the filter is gone.
+    if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+      return ConfigChangedStatus(name);
+    }
+    REDBLOOM_ASSIGN_OR_RETURN(auto filter, std::move(found));
     auto it = filter->parts.find(part);
     if (it != filter->parts.end() && Expired(clock(), it->second->expires_at_ms)) {
       Retire(*it->second);
