@@ -157,11 +157,14 @@ TEST_F(CliTest, CreateExitCodes) {
     EXPECT_NE(r.err.find("error"), std::string::npos) << r.err;
   }
   // A capacity past 2^64 is said to be past a capacity's own bound, as one
-  // between 2^63 and 2^64 is: it named 2^64 - 1 as the most.
-  for (const char* big : {"1e19", "2e19", "18446744073709551616"}) {
+  // between 2^63 and 2^64 is (it named 2^64 - 1 as the most), in the same
+  // words (those below 2^64 had the library's, without the flag or value).
+  for (const char* big : {"9223372036854775808", "1e19", "2e19", "18446744073709551616"}) {
     auto r = Run({"create", "g", "--capacity", big, "--error", "0.01"});
     EXPECT_EQ(r.exit_code, 2) << big << ": " << r.err;
-    EXPECT_NE(r.err.find("must be below 2^63"), std::string::npos) << big << ": " << r.err;
+    EXPECT_NE(r.err.find("--capacity must be below 2^63, not " + std::string(big)),
+              std::string::npos)
+        << big << ": " << r.err;
   }
   EXPECT_EQ(Lines(Run({"list"}).out), (std::vector<std::string>{"f"}));
 }

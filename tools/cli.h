@@ -253,9 +253,10 @@ struct SizingFlags {
   // only: the caller asks for those that are not empty).
   Result<uint64_t> Capacity() const {
     auto n = ParseUint64(capacity);
-    if (n.ok()) return *n;
-    // Past 2^64 is past a capacity's own bound, which is said, not 2^64's.
-    if (auto x = ParseDouble(capacity); x.ok() && *x >= 0x1p63) {
+    if (n.ok() && *n < (uint64_t{1} << 63)) return *n;
+    // Past 2^64 is past a capacity's own bound, which is said, not 2^64's;
+    // and said alike on either side of 2^64.
+    if (auto x = ParseDouble(capacity); n.ok() || (x.ok() && *x >= 0x1p63)) {
       return Status::InvalidArgument("--capacity must be below 2^63, not " + capacity);
     }
     return n.status().WithContext("--capacity");
