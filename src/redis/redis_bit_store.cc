@@ -419,12 +419,10 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         };
         std::vector<uint64_t> parts;
         for (size_t i = 0; i < r->elements; ++i) {
-          Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
-          if (!p.ok() || std::to_string(*p) != ReplyText(r->element[i])) {
-            return Status::DataLoss("filter '" + name_ + "': corrupt part number '" +
-                                    ReplyString(r->element[i]) + "'");
-          }
-          parts.push_back(*p);
+          REDBLOOM_ASSIGN_OR_RETURN(
+              uint64_t p, PartOfField(name_, ReplyText(r->element[i]), ReplyString(r->element[i]),
+                                      DisplayKey(keys_.parts, shared_->keys)));
+          parts.push_back(p);
         }
         {
           std::vector<uint64_t> listed = parts;
@@ -800,12 +798,10 @@ Status RedisBitStore::ReadPartsList(const redisReply* r, const redisReply* layer
   for (uint64_t p = 0; p < config_.initial_parts(); ++p) parts_now->push_back(p);
   for (size_t i = 0; i < r->elements; ++i) {
     // As ListParts reads them: "01" is no name a script writes.
-    Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
-    if (!p.ok() || std::to_string(*p) != ReplyText(r->element[i])) {
-      return Status::DataLoss("filter '" + name_ + "': corrupt part number '" +
-                              ReplyString(r->element[i]) + "'");
-    }
-    parts_now->push_back(*p);
+    REDBLOOM_ASSIGN_OR_RETURN(
+        uint64_t p, PartOfField(name_, ReplyText(r->element[i]), ReplyString(r->element[i]),
+                                DisplayKey(keys_.parts, shared_->keys)));
+    parts_now->push_back(p);
   }
   std::sort(parts_now->begin(), parts_now->end());
   parts_now->erase(std::unique(parts_now->begin(), parts_now->end()), parts_now->end());

@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include "kinds/kind_def.h"
@@ -252,14 +253,25 @@ class RedisStore final : public Store {
   // before. The parts change only when a client adds one: a script that finds
   // other parts than it was given answers 2 and runs again with a fresh list
   // (a few times at most in practice). `interpret` gets any other answer, an
-  // array whose first element is an integer.
+  // array whose first element is an integer. A `build` that takes the
+  // fields that are no part numbers too (PartNumbers' strays) gets them;
+  // with one that does not, they are refused.
   template <typename Build, typename Interpret>
   Status WithParts(Connection& c, const FilterKeys& keys, std::string_view name,
                    std::string_view doing, Build build, Interpret interpret) {
+    constexpr bool kTakesStrays =
+        std::is_invocable_v<Build&, const std::vector<uint64_t>&, const std::vector<std::string>&,
+                            CommandBuffer*>;
+    std::vector<std::string> strays;
     for (int round = 0; round < 100; ++round) {
-      REDBLOOM_ASSIGN_OR_RETURN(auto parts, PartNumbers(c, keys, name));
+      REDBLOOM_ASSIGN_OR_RETURN(auto parts,
+                                PartNumbers(c, keys, name, kTakesStrays ? &strays : nullptr));
       CommandBuffer cmd;
-      build(parts, &cmd);
+      if constexpr (kTakesStrays) {
+        build(parts, strays, &cmd);
+      } else {
+        build(parts, &cmd);
+      }
       REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
       if (!IsArray(r.get(), 1) || r->element[0]->type != REDIS_REPLY_INTEGER) {
         return Unexpected(doing, r.get());
@@ -516,7 +528,8 @@ class RedisStore final : public Store {
           // A Java side's companion hash (Redisson's config) goes with the filter.
           REDBLOOM_ASSIGN_OR_RETURN(const std::string companion,
                                     StoredCompanionKey(c, shared_->keys, name, keys));
-          auto build = [&](const std::vector<uint64_t>& parts, CommandBuffer* cmd) {
+          auto build = [&](const std::vector<uint64_t>& parts,
+                           const std::vector<std::string>& strays, CommandBuffer* cmd) {
             // Scratch keys go too: a batch add whose commit failed left its
             // bitmap at one (the next add puts it back; a drop must take it).
             std::vector<std::string> all = {keys.meta, keys.bitmap, keys.parts, keys.scratch};
@@ -530,11 +543,14 @@ class RedisStore final : public Store {
               all.push_back(part.scratch);
             }
             if (!companion.empty()) all.push_back(companion);
-            BeginEval(cmd, scripts::kDrop, all, 3 + parts.size());
+            BeginEval(cmd, scripts::kDrop, all, 3 + parts.size() + strays.size());
             cmd->Arg(name);
             cmd->Arg(token);
             cmd->Arg(companion.empty() ? "0" : "1");
             for (uint64_t p : parts) cmd->Arg(p);
+            // Named for the script's check that the list is still the one
+            // read; they have no keys of their own, and go with the hash.
+            for (const std::string& stray : strays) cmd->Arg(stray);
           };
           // The companion refusals' (5, 7) start and end.
           const std::string not_dropped = "filter '" + std::string(name) +
@@ -949,20 +965,26 @@ class RedisStore final : public Store {
         "here; attaching the bitmap would lose a scaling filter's other layers");
   }
 
-  // The part numbers in a filter's parts hash.
+  // The part numbers in a filter's parts hash. With `strays`, a field that
+  // is no part number (PartOfField) goes there, not refused: a drop takes
+  // the whole hash, and must not be kept from it by a field it cannot read.
   Result<std::vector<uint64_t>> PartNumbers(Connection& c, const FilterKeys& keys,
-                                            std::string_view name) {
+                                            std::string_view name,
+                                            std::vector<std::string>* strays = nullptr) {
     CommandBuffer cmd;
     cmd.Command({"HKEYS", keys.parts});
     REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
     if (!IsArray(r.get(), 0)) return Unexpected("HKEYS", r.get());
     std::vector<uint64_t> parts;
+    if (strays != nullptr) strays->clear();
     for (size_t i = 0; i < r->elements; ++i) {
-      Result<uint64_t> p = ParseUint64(ReplyText(r->element[i]));
-      if (!p.ok() || std::to_string(*p) != ReplyText(r->element[i])) {
-        return Status::DataLoss("filter '" + std::string(name) + "': corrupt part number '" +
-                                ReplyString(r->element[i]) + "'");
+      Result<uint64_t> p = PartOfField(name, ReplyText(r->element[i]), ReplyString(r->element[i]),
+                                       DisplayKey(keys.parts, shared_->keys));
+      if (!p.ok() && strays != nullptr) {
+        strays->emplace_back(ReplyText(r->element[i]));
+        continue;
       }
+      REDBLOOM_RETURN_IF_ERROR(p.status());
       parts.push_back(*p);
     }
     return parts;
