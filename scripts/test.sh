@@ -41,12 +41,16 @@ bash scripts/build.sh build -DREDBLOOM_BUILD_TESTS=ON -DREDBLOOM_BUILD_BENCH=ON 
 # priority, beside the gcc pass's tests: they wait on servers, Java and TTLs
 # and left a core half idle (1.48 of 2 used), which the build takes; a test
 # that wants the CPU has it first. Its output goes to a log, shown if it
-# fails.
+# fails. It stays in this script's process group (a runner that kills the
+# group kills it too), and an early exit stops it: its cmake or ninja (which
+# stops its compilers), then itself, only while it runs (a finished job's
+# pid may be another process's by then).
 asan_log=$(mktemp)
 asan_build_pid=
 stop_asan_build() {
-  if [ -n "$asan_build_pid" ]; then
-    kill -- -"$asan_build_pid" 2>/dev/null || true
+  if [ -n "$asan_build_pid" ] && jobs -rp | grep -qx "$asan_build_pid"; then
+    pkill -TERM -P "$asan_build_pid" 2>/dev/null || true
+    kill "$asan_build_pid" 2>/dev/null || true
     wait "$asan_build_pid" 2>/dev/null || true
   fi
   rm -f "$asan_log"
@@ -65,13 +69,11 @@ echo "== build (clang, ASan + UBSan), in the background at nice 19: $asan_log"
 # this pass does not even build them (REDBLOOM_SKIP_TEST_LABEL). To run them
 # under the sanitizers too, configure build-asan without it and run
 # (cd build-asan && ctest -L fault).
-set -m  # its own process group, which stop_asan_build stops whole
 CC=clang CXX=clang++ nice -n 19 bash scripts/build.sh build-asan -DREDBLOOM_BUILD_TESTS=ON \
   -DREDBLOOM_SANITIZE=address,undefined -DREDBLOOM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DREDBLOOM_TEST_COMPILE_OPTIONS=-O0 \
   -DREDBLOOM_SKIP_TEST_LABEL=fault >"$asan_log" 2>&1 &
 asan_build_pid=$!
-set +m
 
 echo "== tests"
 (cd build && ctest --output-on-failure --no-tests=error -j"$test_jobs")
