@@ -421,7 +421,7 @@ Result<std::vector<uint64_t>> RedisBitStore::ListParts() {
         for (size_t i = 0; i < r->elements; ++i) {
           REDBLOOM_ASSIGN_OR_RETURN(
               uint64_t p, PartOfField(name_, ReplyText(r->element[i]), ReplyString(r->element[i]),
-                                      DisplayKey(keys_.parts, shared_->keys)));
+                                      keys_.parts, shared_->keys));
           parts.push_back(p);
         }
         {
@@ -800,7 +800,7 @@ Status RedisBitStore::ReadPartsList(const redisReply* r, const redisReply* layer
     // As ListParts reads them: "01" is no name a script writes.
     REDBLOOM_ASSIGN_OR_RETURN(
         uint64_t p, PartOfField(name_, ReplyText(r->element[i]), ReplyString(r->element[i]),
-                                DisplayKey(keys_.parts, shared_->keys)));
+                                keys_.parts, shared_->keys));
     parts_now->push_back(p);
   }
   std::sort(parts_now->begin(), parts_now->end());

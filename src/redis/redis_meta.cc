@@ -140,11 +140,13 @@ Status ExpiryPastStatus(std::string_view server, std::string_view what, uint64_t
 }
 
 Result<uint64_t> PartOfField(std::string_view name, std::string_view field,
-                             std::string_view field_shown, std::string_view parts_key) {
+                             std::string_view field_shown, std::string_view parts_key,
+                             KeyMode mode) {
   Result<uint64_t> p = ParseUint64(field);
   if (p.ok() && std::to_string(*p) == field) return *p;
   return Status::DataLoss("filter '" + std::string(name) + "': its parts list '" +
-                          std::string(parts_key) + "' holds a field '" + std::string(field_shown) +
+                          DisplayKey(parts_key, mode) + "' holds a field '" +
+                          std::string(field_shown) +
                           "', which is no part number redbloom writes; a drop removes the "
                           "filter with it, or delete the field (HDEL) to keep the filter");
 }

@@ -15,6 +15,7 @@
 
 #include "redbloom/filter_config.h"
 #include "redbloom/status.h"
+#include "redis/redis_keys.h"
 
 namespace redbloom::internal {
 
@@ -87,13 +88,14 @@ Result<StoredMeta> ParseMeta(const redisReply* r, std::string_view key_display);
 Status ExpiryPastStatus(std::string_view server, std::string_view what, uint64_t expires_at_ms,
                         std::optional<uint64_t> server_ms);
 
-// A field of a filter's parts list (FilterKeys::parts, its display form
-// `parts_key`) as a part number: decimal without a leading zero, as every
-// build writes them. Any other ("01", a copy made by hand) is kDataLoss
-// naming the key, the field (`field_shown`, printable) and what clears it:
-// readers cannot tell which part it means, and take none for it.
+// A field of a filter's parts list (`parts_key`, FilterKeys::parts) as a
+// part number: decimal without a leading zero, as every build writes them.
+// Any other ("01", a copy made by hand) is kDataLoss naming the key, the
+// field (`field_shown`, printable) and what clears it: readers cannot tell
+// which part it means, and take none for it.
 Result<uint64_t> PartOfField(std::string_view name, std::string_view field,
-                             std::string_view field_shown, std::string_view parts_key);
+                             std::string_view field_shown, std::string_view parts_key,
+                             KeyMode mode);
 
 }  // namespace redbloom::internal
 

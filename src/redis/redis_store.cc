@@ -979,7 +979,7 @@ class RedisStore final : public Store {
     if (strays != nullptr) strays->clear();
     for (size_t i = 0; i < r->elements; ++i) {
       Result<uint64_t> p = PartOfField(name, ReplyText(r->element[i]), ReplyString(r->element[i]),
-                                       DisplayKey(keys.parts, shared_->keys));
+                                       keys.parts, shared_->keys);
       if (!p.ok() && strays != nullptr) {
         strays->emplace_back(ReplyText(r->element[i]));
         continue;
