@@ -126,6 +126,16 @@ asan_skip+=:RedisStoreTest.BulkReadAndOrWorkInPiecesAndLeaveNoUpload
 # other three stores, and the Cluster store's code under the sanitizers in
 # the store suite (store_test's cluster cases, which stay).
 asan_skip+=:Stores/KindsTest.*/cluster
+# And four cases whose point is a bound on memory or a race's answers,
+# checked in the gcc pass, over paths the cases here run in smaller shapes:
+# under the sanitizers they took 20, 19, 13 and 11 s (2026-12-07): a file:
+# create racing drops for its 20 s cap, a 48 MB import, a window handle in
+# steady use, PUT bodies of many fields. The CI run before this cut took
+# 1,174-1,220 s.
+asan_skip+=:Stores/KindsTest.ACreateThatLosesEveryRetryToDropsIsRetryable/*
+asan_skip+=:ImportBoundsTest.ImportMemoryIsBoundedByTheFilterNotAMultipleOfIt
+asan_skip+=:Stores/KindsTest.AWindowHandleInSteadyUseKeepsNoMemoryPerSlice/*
+asan_skip+=:Stores/ServerApiTest.APutBodyOfManyFieldsIsRefusedUnparsed/*
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 GTEST_FILTER="-$asan_skip" \
   ctest --output-on-failure --no-tests=error -j"$jobs" -LE fault)
