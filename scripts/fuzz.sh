@@ -2,9 +2,10 @@
 # Builds the libFuzzer targets (fuzz/, clang with ASan + UBSan, build-fuzz/)
 # and runs each for FUZZ_SECONDS (default 60) from seeds made here by the CLI
 # of the same build: the HTTP items body (against nlohmann::json), HTTP
-# request heads, dump and
-# Guava-file imports, file headers, stored configs, Redis URLs and Redis
-# replies (read from a redis-server it starts on 127.0.0.1).
+# request heads, PUT bodies through redbloomd's item routes, dump and
+# Guava-file imports, file headers, stored configs, Redis URLs, Redis
+# replies (read from a redis-server it starts on 127.0.0.1), and the readers
+# of the numbers, durations, byte sizes and addresses in flags and configs.
 # Usage: scripts/fuzz.sh [TARGET...]   (default: every target)
 # A failure leaves its input in build-fuzz/fuzz/TARGET-crash-* (or -oom-,
 # -leak-); replay it with build-fuzz/fuzz/TARGET FILE, and add it to the unit
@@ -30,7 +31,7 @@ cleanup() {
   rm -rf "$seeds"
 }
 trap cleanup EXIT
-mkdir -p "$corpus"/{items_body_fuzz,request_head_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz,reply_fuzz,decimal_fuzz}
+mkdir -p "$corpus"/{items_body_fuzz,request_head_fuzz,import_fuzz,file_header_fuzz,config_fuzz,redis_url_fuzz,reply_fuzz,decimal_fuzz,put_filter_fuzz,numbers_fuzz}
 
 echo "== seeds"
 # Each seed starts with the byte its target reads as flags (see its source).
@@ -121,10 +122,33 @@ for d in 999999999 -2147483648 +2147483647 2147483648 999999999999999999 \
   -9223372036854775808 9223372036854775808 +-1 007; do
   printf '%s' "$d" >"$corpus/decimal_fuzz/seed$d"
 done
+# PUT bodies: every kind, strategy and encoding, and options at their edges.
+i=0
+for body in '{"capacity":1000,"error_rate":0.01}' \
+  '{"capacity":100,"error_rate":0.05,"kind":"counting","encoding":"int64"}' \
+  '{"capacity":10,"error_rate":0.01,"kind":"scaling","expansion":2}' \
+  '{"capacity":100,"error_rate":0.01,"kind":"window","window_ms":60000,"slices":4,"ttl_seconds":3600}' \
+  '{"capacity":1e3,"error_rate":1e-3,"strategy":"redisson","shards":3}' \
+  '{"capacity":500,"error_rate":0.001,"strategy":"guava64","encoding":"int32"}' \
+  '{"capacity":100,"error_rate":0.01,"strategy":"seed","kind":"scaling","expansion":4}' \
+  '{"capacity":100,"error_rate":0.01,"strategy":"block","kind":"window","window_ms":1000,"slices":10}' \
+  '{"capacity":900000,"error_rate":0.01,"kind":"counting"}'; do
+  printf '%s' "$body" >"$corpus/put_filter_fuzz/seed-$((i++))"
+done
+# Numbers (the first byte picks the reader: 0 ParseUint64, 1 a duration,
+# 2 a byte size, 3 a listen address).
+i=0
+for text in '\x001e6' '\x002.5e1' '\x0018446744073709551615' '\x0018446744073709551616' \
+  '\x0010e-1' '\x000.5' '\x0190m' '\x01500ms' '\x017d' '\x0118446744073709551s' \
+  '\x021GiB' '\x02512m' '\x029223372036854775807' '\x028T' '\x03127.0.0.1:8080' \
+  '\x03[::1]:0' '\x03[fe80::1%%lo]:80' '\x03localhost:65536'; do
+  printf "$text" >"$corpus/numbers_fuzz/seed-$((i++))"
+done
 unset ASAN_OPTIONS
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz request_head_fuzz import_fuzz file_header_fuzz config_fuzz redis_url_fuzz reply_fuzz decimal_fuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(items_body_fuzz request_head_fuzz import_fuzz file_header_fuzz config_fuzz
+  redis_url_fuzz reply_fuzz decimal_fuzz put_filter_fuzz numbers_fuzz)
 cd build-fuzz/fuzz
 for t in "${targets[@]}"; do
   echo "== $t, $seconds s"
