@@ -1,9 +1,6 @@
 #include "redbloom/bloom_filter.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <new>
@@ -13,9 +10,9 @@
 #include "config_codec.h"
 #include "encode_items.h"
 #include "hashed_cells.h"
+#include "item_hashing.h"
 #include "kinds/filter_context.h"
 #include "kinds/kind_def.h"
-#include "prefetch.h"
 #include "redbloom/funnel.h"
 #include "redbloom/sizing.h"
 #include "redbloom/strategy.h"
@@ -31,16 +28,6 @@ namespace redbloom {
 
 using internal::FilterContext;
 using internal::KindOf;
-
-namespace {
-
-// Whether an item of `encoding` is hashed as its own bytes (utf8, once
-// validated, and bytes), not as bytes built from it.
-bool ItemsAreTheirBytes(Encoding encoding) {
-  return encoding == Encoding::kUtf8 || encoding == Encoding::kBytes;
-}
-
-}  // namespace
 
 // What an open filter holds: its config, its cells on the store, and what its
 // kind's policy keeps between calls.
@@ -103,7 +90,7 @@ Result<std::shared_ptr<BloomFilter::State>> BloomFilter::Load(Store& store, std:
                              .test_one = kernels.TestOneFor(sizing->geometry)};
       state->single_check_item = kernels.CheckItemFor(sizing->geometry);
       state->single_set_one = kernels.SetOneFor(sizing->geometry);
-      state->single_add_items = ItemsAreTheirBytes(config.encoding) &&
+      state->single_add_items = internal::ItemsAreTheirBytes(config.encoding) &&
                                 kernels.set_items_exclusive != nullptr && cells->ItemAddsFit();
     }
   }
@@ -393,11 +380,6 @@ Status BloomFilter::MissingPart(Status not_found, State& st, std::span<const uin
 
 namespace {
 
-// Per-thread buffers for the bytes of built items (encode_items.h) keep
-// their capacity from call to call up to this size; a larger one is freed
-// (by the next single call) or is the call's own (batches).
-constexpr size_t kBuildScratch = size_t{1} << 18;
-
 // What a single item hashes as under `encoding`, into *bytes: the item
 // itself for bytes and utf8 (false if it is not UTF-8), else its encoding (a
 // number's 4 or 8 bytes, the text twice) in per-thread scratch. No Status is
@@ -408,7 +390,7 @@ constexpr size_t kBuildScratch = size_t{1} << 18;
   if (!internal::EncodingBuildsBytes(encoding)) return false;  // SingleItemError says why
   if (encoding == Encoding::kUtf8x2 && !internal::IsUtf8(item)) return false;
   std::string& scratch = internal::Scratch().built_item;
-  if (scratch.capacity() > kBuildScratch) std::string().swap(scratch);
+  if (scratch.capacity() > internal::kBuildScratch) std::string().swap(scratch);
   scratch.resize(internal::BuiltSize(encoding, item));
   if (!internal::BuildItem(encoding, item, scratch.data())) return false;
   *bytes = scratch;
@@ -421,111 +403,6 @@ constexpr size_t kBuildScratch = size_t{1} << 18;
   if (encoding == Encoding::kBytes) return true;
   if (encoding == Encoding::kUtf8) return internal::IsUtf8(item);
   return BuiltItemBytes(encoding, item, bytes);
-}
-
-// Why SingleItemBytes refused `item`: the funnel's own error, built again
-// off the hot path.
-[[gnu::noinline]] Status SingleItemError(Encoding encoding, std::string_view item) {
-  std::string scratch;
-  std::string_view bytes;
-  Status s = EncodeItem(encoding, item, &scratch, &bytes);
-  return s.ok() ? Status::Internal("an item refused once was accepted when encoded again") : s;
-}
-
-[[gnu::noinline]] Status BatchItemError(Encoding encoding, std::string_view item, size_t index) {
-  return SingleItemError(encoding, item).WithContext("item " + std::to_string(index + 1));
-}
-
-// The first item of `items` that is not UTF-8 as a utf8 filter's error
-// ("item N", counting from base + 1), or Ok.
-Status CheckUtf8(std::span<const std::string_view> items, size_t base) {
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (!internal::IsUtf8(items[i])) {
-      return InvalidUtf8Item().WithContext("item " + std::to_string(base + i + 1));
-    }
-  }
-  return Status::Ok();
-}
-
-// int32, int64 and utf8x2 items, whose bytes are built: kBuildChunk at a
-// time into one buffer, then hashed together (hash_many where the strategy
-// has it). utf8x2's UTF-8 is checked only when the hash saw a byte that is
-// not ASCII.
-constexpr size_t kBuildChunk = 256;
-
-Status HashBuiltItems(Encoding encoding, const internal::StrategyDef& strategy,
-                      std::span<const std::string_view> items, Hash128* out) {
-  std::string& scratch = internal::Scratch().built_items;
-  std::string own;
-  std::array<std::string_view, kBuildChunk> views;
-  for (size_t base = 0; base < items.size(); base += kBuildChunk) {
-    const auto chunk = items.subspan(base, std::min(kBuildChunk, items.size() - base));
-    size_t total = 0;
-    for (std::string_view item : chunk) total += internal::BuiltSize(encoding, item);
-    std::string& buffer = total <= kBuildScratch ? scratch : own;
-    if (buffer.size() < total) buffer.resize(total);
-    char* p = buffer.data();
-    for (size_t i = 0; i < chunk.size(); ++i) {
-      if (!internal::BuildItem(encoding, chunk[i], p)) {
-        return BatchItemError(encoding, chunk[i], base + i);
-      }
-      views[i] = std::string_view(p, internal::BuiltSize(encoding, chunk[i]));
-      p += views[i].size();
-    }
-    const std::span<const std::string_view> built(views.data(), chunk.size());
-    bool ascii = false;
-    if (strategy.hash_many != nullptr) {
-      ascii = strategy.hash_many(built, out + base);
-    } else {
-      for (size_t i = 0; i < built.size(); ++i) out[base + i] = strategy.hash(built[i]);
-    }
-    if (encoding == Encoding::kUtf8x2 && !ascii) REDBLOOM_RETURN_IF_ERROR(CheckUtf8(chunk, base));
-  }
-  return Status::Ok();
-}
-
-// The hashes of a batch's items under `config`, into out[0 .. items.size()).
-// Nothing else is written, so a bad item found halfway leaves no trace.
-Status HashItems(const FilterConfig& config, std::span<const std::string_view> items,
-                 Hash128* out) {
-  const internal::StrategyDef& strategy = internal::StrategyOf(config.strategy);
-  if (ItemsAreTheirBytes(config.encoding)) {
-    // The item is its own bytes: validated and hashed while in L1, without
-    // a Status per item (a quarter of a batched `block` check went there).
-    // Measured in one process over 1e6 and 1e7 ORD-i items (best of 9
-    // passes, CPU ns per item): validate all, then hash all 7.4-7.9;
-    // the same with the items 16 ahead prefetched 7.6-8.6; one loop 6.7-7.0
-    // (block, before it had Xxh3_128Many; the loop below now serves the
-    // strategies without a batch hash).
-    const bool utf8 = config.encoding == Encoding::kUtf8;
-    if (strategy.hash_many != nullptr) {
-      // All at once, and validated only when not all ASCII, which the hash
-      // tells from the words it reads: a separate check of 11-byte ids cost
-      // a batched guava64 check 2.3 ns of its 16 here.
-      if (strategy.hash_many(items, out) || !utf8) return Status::Ok();
-      return CheckUtf8(items, 0);
-    }
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (utf8 && !internal::IsUtf8(items[i])) {
-        return InvalidUtf8Item().WithContext("item " + std::to_string(i + 1));
-      }
-      out[i] = strategy.hash(items[i]);
-    }
-    return Status::Ok();
-  }
-  if (internal::EncodingBuildsBytes(config.encoding)) {
-    return HashBuiltItems(config.encoding, strategy, items, out);
-  }
-  return items.empty() ? Status::Ok() : BatchItemError(config.encoding, items[0], 0);
-}
-
-// Scratch for a batch's hashes: per thread for batches of ordinary size, so
-// that a call allocates nothing, and the call's own for huge ones, so that a
-// thread does not keep the memory of its largest batch ever.
-constexpr size_t kScratchHashes = size_t{1} << 14;
-
-std::vector<Hash128>& HashScratch(size_t items, std::vector<Hash128>& own) {
-  return items <= kScratchHashes ? internal::Scratch().hashes : own;
 }
 
 }  // namespace
@@ -545,7 +422,7 @@ struct BloomFilter::Hashed {
     strategy = config.strategy;
     encoding = config.encoding;
     hashes->resize(items.size());
-    return HashItems(config, items, hashes->data());
+    return internal::HashItems(config, items, hashes->data());
   }
   // `items`, to be hashed into `hashes` (Make).
   static Hashed Items(std::span<const std::string_view> items, std::vector<Hash128>* hashes) {
@@ -591,7 +468,7 @@ Status BloomFilter::OneItem(One op, std::string_view item, bool* answer) {
     // Hashed here, under the state's config: a reopen may change the strategy.
     std::string_view bytes;
     if (!SingleItemBytes(st.config.encoding, item, &bytes)) {
-      return SingleItemError(st.config.encoding, item);
+      return internal::ItemError(st.config.encoding, item);
     }
     const Hash128 hash = st.strategy->hash(bytes);
     const std::span<const Hash128> one(&hash, 1);
@@ -641,7 +518,7 @@ Status BloomFilter::Add(std::string_view item, bool* added) {
   if (const State& st = state(); st.single != nullptr) {
     std::string_view bytes;
     if (!SingleItemBytes(st.config.encoding, item, &bytes)) {
-      return SingleItemError(st.config.encoding, item);
+      return internal::ItemError(st.config.encoding, item);
     }
     bool fresh = false;
     if (st.single->AddOne(st.strategy->hash(bytes), *st.strategy->word_kernels, st.single_set_one,
@@ -662,7 +539,7 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
   // rebuilt filter) goes the general way.
   if (const State& st = state(); st.single_add_items) {
     if (st.config.encoding == Encoding::kUtf8) {
-      if (Status s = CheckUtf8(items, 0); !s.ok()) return Refused(std::move(s), added);
+      if (Status s = internal::CheckUtf8(items, 0); !s.ok()) return Refused(std::move(s), added);
     }
     if (added != nullptr) added->resize(items.size());
     if (st.single->AddItems(items, *st.strategy->word_kernels, st.single_check.geometry,
@@ -671,7 +548,7 @@ Status BloomFilter::AddMany(std::span<const std::string_view> items, std::vector
     }
   }
   std::vector<Hash128> own;
-  Hashed batch = Hashed::Items(items, &HashScratch(items.size(), own));
+  Hashed batch = Hashed::Items(items, &internal::HashScratch(items.size(), own));
   if (Status s = batch.Make(state().config); !s.ok()) return Refused(std::move(s), added);
   return AddHashed(batch, added);
 }
@@ -716,7 +593,7 @@ Result<bool> BloomFilter::Contains(std::string_view item) {
   if (const State& st = state(); st.single != nullptr) {
     std::string_view bytes;
     if (!SingleItemBytes(st.config.encoding, item, &bytes)) {
-      return SingleItemError(st.config.encoding, item);
+      return internal::ItemError(st.config.encoding, item);
     }
     bool present = false;
     if (st.single->TestOne(st.strategy->hash(bytes), *st.strategy->word_kernels,
@@ -738,18 +615,18 @@ Status BloomFilter::ContainsMany(std::span<const std::string_view> items,
   // the general way below.
   if (const State& st = state(); st.single != nullptr && present != nullptr &&
                                  st.strategy->word_kernels->test_items != nullptr &&
-                                 ItemsAreTheirBytes(st.config.encoding)) {
+                                 internal::ItemsAreTheirBytes(st.config.encoding)) {
     present->resize(items.size());
     bool ascii = false;
     if (st.single->TestItems(items, *st.strategy->word_kernels, st.single_check.geometry,
                              present->data(), &ascii)) {
       if (ascii || st.config.encoding == Encoding::kBytes) return Status::Ok();
-      if (Status s = CheckUtf8(items, 0); !s.ok()) return Refused(std::move(s), present);
+      if (Status s = internal::CheckUtf8(items, 0); !s.ok()) return Refused(std::move(s), present);
       return Status::Ok();
     }
   }
   std::vector<Hash128> own;
-  Hashed batch = Hashed::Items(items, &HashScratch(items.size(), own));
+  Hashed batch = Hashed::Items(items, &internal::HashScratch(items.size(), own));
   if (Status s = batch.Make(state().config); !s.ok()) return Refused(std::move(s), present);
   return ContainsHashed(batch, present);
 }
@@ -761,7 +638,7 @@ Status BloomFilter::Remove(std::string_view item, bool* removed) {
 Status BloomFilter::RemoveMany(std::span<const std::string_view> items,
                                std::vector<uint8_t>* removed) {
   std::vector<Hash128> own;
-  Hashed batch = Hashed::Items(items, &HashScratch(items.size(), own));
+  Hashed batch = Hashed::Items(items, &internal::HashScratch(items.size(), own));
   if (Status s = batch.Make(state().config); !s.ok()) return Refused(std::move(s), removed);
   return RemoveHashed(batch, removed);
 }
@@ -881,23 +758,6 @@ Status BloomFilter::RemoveRefused(Status s, const State& st) {
 
 namespace {
 
-// FilterConfig is a plain struct: one a caller filled in by hand reached
-// the hashing kernels unchecked (a divide by zero for guava64 with no bits,
-// reads past a block builder's empty array, offsets past m).
-Status CheckMadeConfig(const FilterConfig& config) {
-  // A filter an older build stored with a TTL or window past today's limit
-  // opens as it was stored (config_codec.cc); what the kernels read, the
-  // strategy, encoding, kind and geometry, is checked.
-  FilterConfig c = config;
-  c.ttl_seconds = 0;
-  c.window_millis = std::min(c.window_millis, kMaxTtlSeconds * 1000);
-  Result<FilterConfig> again = MakeConfig(OptionsOf(c));
-  if (again.ok() && *again == c) return Status::Ok();
-  return Status::InvalidArgument(
-      "the FilterConfig (" + config.ToString() + ") is not one MakeConfig made" +
-      (again.ok() ? std::string(": its fields disagree") : ": " + again.status().message()));
-}
-
 // ItemOffsets of a config known to be valid (a handle's, read from a store).
 Result<std::vector<uint64_t>> OffsetsOf(const FilterConfig& config, std::string_view item) {
   Hash128 hash;
@@ -911,7 +771,7 @@ Result<std::vector<uint64_t>> OffsetsOf(const FilterConfig& config, std::string_
 }  // namespace
 
 Result<std::vector<uint64_t>> ItemOffsets(const FilterConfig& config, std::string_view item) {
-  REDBLOOM_RETURN_IF_ERROR(CheckMadeConfig(config));
+  REDBLOOM_RETURN_IF_ERROR(internal::CheckMadeConfig(config));
   return OffsetsOf(config, item);
 }
 
@@ -1214,203 +1074,6 @@ Status BloomFilter::OrBitmap(std::string_view bitmap, uint64_t new_items) {
         return st.bits->OrBits(0, bitmap, new_items);
       },
       Same::kFilter);
-}
-
-struct BitmapBuilder::Words {
-  internal::Words words;
-};
-
-namespace {
-
-// Faults in a fresh anonymous mapping, writable and zeroed; false if the
-// kernel does not offer it.
-bool Prefault(void* p, size_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-  return ::madvise(p, bytes, MADV_POPULATE_WRITE) == 0;
-#else
-  (void)p;
-  (void)bytes;
-  return false;
-#endif
-}
-
-}  // namespace
-
-BitmapBuilder::BitmapBuilder(const FilterConfig& config)
-    : config_(config), words_(std::make_unique<Words>()) {
-  if (Status s = CheckMadeConfig(config); !s.ok()) throw std::invalid_argument(s.message());
-  // Its one array is what OrBitmap takes, and only from a filter of one:
-  // a scaling, window or sharded filter's builder built bits nothing takes.
-  if (!config.one_array()) {
-    throw std::invalid_argument(
-        "a builder makes one bit array: a " + std::string(FilterKindName(config.kind)) +
-        (config.shards > 1 ? " filter of " + std::to_string(config.shards) + " shards"
-                           : " filter") +
-        " has several");
-  }
-  // Whole 64-byte lines: the kernels touch a `block` item's line as words.
-  const uint64_t bytes = (config.data_bytes() + 63) / 64 * 64;
-  words_->words = internal::NewWords(bytes);
-  if (!words_->words) throw std::bad_alloc();
-  // A mapping is faulted in now, as a std::string's zeroing used to: pages
-  // the kernel zeroes on first touch come in cold, and at 1e7 items (12 MB) a
-  // load into them was slower than adding the items to the filter. The
-  // kernel does it in one pass with MADV_POPULATE_WRITE (Linux 5.14): 1.2 ms
-  // of this thread's CPU at 1e7 here, against 7-28 ms for a memset that
-  // faults each page in and then writes it again. Older kernels refuse the
-  // advice and get the memset. (Smaller arrays come zeroed by NewWords.)
-  if (words_->words.get_deleter().mapped && !Prefault(words_->words.get(), bytes)) {
-    std::memset(words_->words.get(), 0, bytes);
-  }
-}
-
-BitmapBuilder::~BitmapBuilder() = default;
-BitmapBuilder::BitmapBuilder(BitmapBuilder&&) noexcept = default;
-BitmapBuilder& BitmapBuilder::operator=(BitmapBuilder&&) noexcept = default;
-
-std::string_view BitmapBuilder::bitmap() const {
-  // The words hold bytes in Redis order (word_bits.h).
-  return {reinterpret_cast<const char*>(words_->words.get()),
-          static_cast<size_t>(config_.data_bytes())};
-}
-
-Result<BitmapBuilder> BitmapBuilder::Make(const FilterConfig& config) {
-  try {
-    return BitmapBuilder(config);  // checks the config (CheckMadeConfig)
-  } catch (const std::invalid_argument& e) {
-    return Status::InvalidArgument(e.what());
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("no memory for " + std::to_string(config.data_bytes()) +
-                                     " bytes of cells to build in");
-  }
-}
-
-Result<BitmapBuilder> BitmapBuilder::StartingFrom(BloomFilter& filter) {
-  const FilterConfig config = filter.config();
-  if (config.cell_bits() != 1) {
-    return Status::InvalidArgument("filter '" + filter.name() +
-                                   "': only a plain filter's builder starts from its bits");
-  }
-  Result<BitmapBuilder> builder = Make(config);
-  if (!builder.ok()) return builder.status().WithContext("filter '" + filter.name() + "'");
-  REDBLOOM_RETURN_IF_ERROR(filter.ReadBitmap(
-      std::span<char>(reinterpret_cast<char*>(builder->words_->words.get()), config.data_bytes())));
-  return builder;
-}
-
-BitmapBuilder::BitmapBuilder(const FilterConfig& config, std::string_view bitmap)
-    : BitmapBuilder(config) {
-  // A counting filter's OrBitmap adds the builder's counters to its own: a
-  // builder holding them already would count every item in it twice, and a
-  // later Remove would leave it present.
-  if (config.cell_bits() != 1) {
-    throw std::invalid_argument("only a plain filter's builder starts from its bitmap");
-  }
-  // Another length is another filter's bitmap: it was cut or padded with
-  // zeros, and the builder's bits answered for neither.
-  if (bitmap.size() != config.data_bytes()) {
-    throw std::invalid_argument("bitmap has " + std::to_string(bitmap.size()) +
-                                " bytes; the filter's has " + std::to_string(config.data_bytes()));
-  }
-  std::memcpy(words_->words.get(), bitmap.data(), bitmap.size());
-}
-
-namespace {
-
-// The in-memory stores' kernels, where they build a bitmap of `config`: one
-// array of 1-bit cells and a k they take; else null.
-const internal::WordKernels* KernelsFor(const FilterConfig& config) {
-  const internal::WordKernels* kernels = internal::StrategyOf(config.strategy).word_kernels;
-  if (kernels == nullptr || !config.one_array() || config.cell_bits() != 1 ||
-      config.geometry.hashes > kernels->max_hashes) {
-    return nullptr;
-  }
-  return kernels;
-}
-
-}  // namespace
-
-Status BitmapBuilder::Add(std::span<const std::string_view> items) {
-  // As BloomFilter::AddMany: validated first, then hashed and set in one
-  // pass where the kernels take it.
-  if (const internal::WordKernels* kernels = KernelsFor(config_);
-      kernels != nullptr && kernels->set_items_exclusive != nullptr &&
-      ItemsAreTheirBytes(config_.encoding)) {
-    if (config_.encoding == Encoding::kUtf8) REDBLOOM_RETURN_IF_ERROR(CheckUtf8(items, 0));
-    const int64_t fresh =
-        kernels->set_items_exclusive(items, config_.geometry, words_->words.get(), nullptr);
-    if (fresh != internal::WordKernels::kSetItemsNotTaken) {
-      items_ += items.size();
-      new_items_ += static_cast<uint64_t>(fresh);
-      return Status::Ok();
-    }
-  }
-  std::vector<Hash128> own;
-  std::vector<Hash128>& hashes = HashScratch(items.size(), own);
-  hashes.resize(items.size());
-  REDBLOOM_RETURN_IF_ERROR(HashItems(config_, items, hashes.data()));
-  return AddHashes(hashes);
-}
-
-Status BitmapBuilder::AddHashes(std::span<const Hash128> hashes) {
-  if (!config_.one_array()) {
-    return Status::InvalidArgument("a " + std::string(FilterKindName(config_.kind)) +
-                                   " filter has several bit arrays; bulk bitmaps are built for "
-                                   "plain and counting filters");
-  }
-  const internal::StrategyDef& strategy = internal::StrategyOf(config_.strategy);
-  const Geometry& g = config_.geometry;
-  const uint32_t k = g.hashes;
-  const bool counters = config_.cell_bits() == 4;
-  uint64_t* words = words_->words.get();
-  items_ += hashes.size();
-  if (const internal::WordKernels* kernels = KernelsFor(config_); kernels != nullptr) {
-    // The in-memory stores' own add (word_kernels.h), as the bitmap's only
-    // writer: without it a load of 1e7 items was slower than adding them.
-    new_items_ += static_cast<uint64_t>(kernels->set_exclusive(hashes, g, words, nullptr));
-    return Status::Ok();
-  }
-  auto* bytes = reinterpret_cast<uint8_t*>(words);
-  // Offsets a slice at a time, then the cells with the lines of the items
-  // 16 ahead prefetched, as the stores' batches do (word_bits.cc).
-  constexpr size_t kSlice = 1024;
-  constexpr size_t kAhead = 16;
-  for (size_t start = 0; start < hashes.size(); start += kSlice) {
-    const size_t n = std::min(kSlice, hashes.size() - start);
-    offsets_.resize(n * k);
-    strategy.offsets(hashes.subspan(start, n), g, offsets_.data());
-    for (size_t i = 0; i < n; ++i) {
-      if (i + kAhead < n) {
-        for (uint32_t j = 0; j < k; ++j) {
-          const uint64_t o = offsets_[(i + kAhead) * k + j];
-          internal::PrefetchForWrite(&bytes[counters ? o >> 1 : o >> 3]);
-        }
-      }
-      const uint64_t* item = &offsets_[i * k];
-      if (counters) {
-        // Counter i is nibble i in Redis order: byte i/2, high nibble when
-        // even. Every add counts, as a counting filter's adds do: each needs
-        // a remove.
-        for (uint32_t j = 0; j < k; ++j) {
-          const uint64_t o = item[j];
-          const unsigned shift = (o & 1) ? 0 : 4;
-          uint8_t& byte = bytes[o >> 1];
-          if (((byte >> shift) & 0xF) != 0xF) byte = static_cast<uint8_t>(byte + (1u << shift));
-        }
-        continue;
-      }
-      uint8_t fresh = 0;
-      for (uint32_t j = 0; j < k; ++j) {
-        const uint64_t o = item[j];
-        const auto mask = static_cast<uint8_t>(0x80u >> (o & 7));
-        fresh |= static_cast<uint8_t>(~bytes[o >> 3] & mask);
-        bytes[o >> 3] |= mask;
-      }
-      new_items_ += fresh != 0 ? 1 : 0;
-    }
-  }
-  if (counters) new_items_ += hashes.size();
-  return Status::Ok();
 }
 
 Result<FilterInfo> BloomFilter::Info() {

@@ -22,8 +22,8 @@ namespace redbloom::internal {
 // One member per place that uses it: no two of them are ever one buffer.
 struct ThreadScratch {
   std::string built_item;                           // bloom_filter.cc: BuiltItemBytes
-  std::string built_items;                          // bloom_filter.cc: HashBuiltItems
-  std::vector<Hash128> hashes;                      // bloom_filter.cc: HashScratch
+  std::string built_items;                          // item_hashing.cc: HashBuiltItems
+  std::vector<Hash128> hashes;                      // item_hashing.cc: HashScratch
   std::vector<uint64_t> existing_parts;             // filter_context.cc: TestIn
   std::vector<std::vector<uint64_t>> part_offsets;  // filter_context.cc: TestInStore
   std::vector<std::vector<uint8_t>> part_answers;   // filter_context.cc: TestInStore
