@@ -703,6 +703,70 @@ bool HttpServer::Screen(const Request& req, Response& res) {
   return false;
 }
 
+namespace {
+
+// A body through httplib's ContentReader, into *body; false when it is
+// refused (too large, timed out, cut short), with `res` holding the answer.
+bool ReadBody(const Request& req, const httplib::ContentReader& reader, size_t max_body,
+              std::string* body, Response& res) {
+  // Reading through a ContentReader enforces the limit on chunked bodies
+  // too, which httplib's own body reading does not.
+  body->reserve(std::min<uint64_t>(req.get_header_value<uint64_t>("Content-Length"), max_body));
+  bool too_large = false;
+  const bool ok = reader([&](const char* data, size_t n) {
+    if (body->size() + n > max_body) {
+      too_large = true;
+      return false;
+    }
+    body->append(data, n);
+    return true;
+  });
+  if (!ok) {
+    const std::optional<std::string> timed_out = RequestReadTimeout();
+    Reply r = too_large
+                  ? ErrorReply(413, "too_large",
+                               "request body is larger than " + std::to_string(max_body) + " bytes")
+              : timed_out ? ErrorReply(408, "request_timeout", *timed_out)
+                          : ErrorReply(400, "invalid_argument",
+                                       "the request body was truncated or could not be read");
+    r.headers.emplace_back("Connection", "close");
+    Apply(std::move(r), res);
+    return false;
+  }
+  return true;
+}
+
+// The answer to a handler's exception: 503 for a process short of memory,
+// which another instance or a later try may serve; 500 otherwise.
+void AnswerException(const Request& req, Response& res, std::exception_ptr ep) {
+  std::string what = "unknown exception";
+  bool no_memory = false;
+  try {
+    if (ep) std::rethrow_exception(ep);
+  } catch (const std::bad_alloc& e) {
+    what = e.what();
+    no_memory = true;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "redbloomd: exception while serving %s: %s\n", req.method.c_str(),
+               what.c_str());
+  if (no_memory) {
+    // The process, not the request, is short of memory: another instance
+    // or a later try may serve it.
+    res.set_header("Retry-After", "1");
+    Apply(ErrorReply(503, "unavailable",
+                     "redbloomd ran out of memory serving the request; retry on another "
+                     "instance or later"),
+          res);
+    return;
+  }
+  Apply(ErrorReply(500, "internal", "internal error: " + what), res);
+}
+
+}  // namespace
+
 void HttpServer::Install() {
   httplib::Server& s = *processor_;
   // Only for the Keep-Alive response header: ConnectionServer enforces both.
@@ -744,57 +808,7 @@ void HttpServer::Install() {
   });
 
   const auto dispatch = [this](const Request& req, std::string_view body, Response& res) {
-    const RequestContext& ctx = Ctx();
-    if (!ctx.active) {
-      Apply(ErrorReply(500, "internal", "request reached a handler without routing"), res);
-      return;
-    }
-    const Target& t = ctx.target;
-    const std::string& m = req.method;
-    Reply r;
-    switch (t.route) {
-      case Route::kHealthz:
-        r = service_->Health();
-        break;
-      case Route::kReadyz:
-        r = service_->Ready();
-        break;
-      case Route::kMetrics:
-        r = service_->MetricsText();
-        break;
-      case Route::kFilters:
-        r = service_->ListFilters();
-        break;
-      case Route::kFilter:
-        if (m == "PUT") {
-          r = service_->PutFilter(t.name, body);
-        } else if (m == "DELETE") {
-          r = service_->DeleteFilter(t.name);
-        } else {
-          r = service_->GetFilter(t.name);
-        }
-        break;
-      case Route::kItems:
-        r = service_->AddItems(t.name, body);
-        break;
-      case Route::kCheck:
-        r = service_->CheckItems(t.name, body);
-        break;
-      case Route::kItem:
-        r = m == "DELETE" ? service_->RemoveItem(t.name, t.item)
-                          : service_->CheckItem(t.name, t.item);
-        break;
-      case Route::kRemove:
-        r = service_->RemoveItems(t.name, body);
-        break;
-      case Route::kOpenApi:
-        r.body = std::string(OpenApiJson());
-        break;
-      case Route::kUnmatched:
-        r = ErrorReply(404, "not_found", "no such route");
-        break;
-    }
-    Apply(std::move(r), res);
+    Apply(Dispatch(req, body), res);
   };
 
   const auto plain = [dispatch](const Request& req, Response& res) {
@@ -803,33 +817,8 @@ void HttpServer::Install() {
   const size_t max_body = options_.max_body_bytes;
   const auto streamed = [dispatch, max_body](const Request& req, Response& res,
                                              const httplib::ContentReader& reader) {
-    // Reading through a ContentReader enforces the limit on chunked bodies
-    // too, which httplib's own body reading does not.
     std::string body;
-    body.reserve(std::min<uint64_t>(req.get_header_value<uint64_t>("Content-Length"), max_body));
-    bool too_large = false;
-    const bool ok = reader([&](const char* data, size_t n) {
-      if (body.size() + n > max_body) {
-        too_large = true;
-        return false;
-      }
-      body.append(data, n);
-      return true;
-    });
-    if (!ok) {
-      const std::optional<std::string> timed_out = RequestReadTimeout();
-      Reply r =
-          too_large
-              ? ErrorReply(413, "too_large",
-                           "request body is larger than " + std::to_string(max_body) + " bytes")
-          : timed_out ? ErrorReply(408, "request_timeout", *timed_out)
-                      : ErrorReply(400, "invalid_argument",
-                                   "the request body was truncated or could not be read");
-      r.headers.emplace_back("Connection", "close");
-      Apply(std::move(r), res);
-      return;
-    }
-    dispatch(req, body, res);
+    if (ReadBody(req, reader, max_body, &body, res)) dispatch(req, body, res);
   };
   // Routing is ParseTarget's, in the pre-routing handler; httplib's patterns
   // only have to take every request it let through. They match httplib's
@@ -859,93 +848,108 @@ void HttpServer::Install() {
               res);
         return HandlerResponse::Handled;
       }));
-  s.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    bool no_memory = false;
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::bad_alloc& e) {
-      what = e.what();
-      no_memory = true;
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    std::fprintf(stderr, "redbloomd: exception while serving %s: %s\n", req.method.c_str(),
-                 what.c_str());
-    if (no_memory) {
-      // The process, not the request, is short of memory: another instance
-      // or a later try may serve it.
-      res.set_header("Retry-After", "1");
-      Apply(ErrorReply(503, "unavailable",
-                       "redbloomd ran out of memory serving the request; retry on another "
-                       "instance or later"),
-            res);
-      return;
-    }
-    Apply(ErrorReply(500, "internal", "internal error: " + what), res);
-  });
+  s.set_exception_handler(AnswerException);
 
-  s.set_logger([this](const Request& req, const Response& res) {
-    RequestContext& ctx = Ctx();
-    ctx.keep_alive = res.get_header_value("Connection") != "close";
-    std::chrono::nanoseconds latency{0};
-    Route route = Route::kUnmatched;
-    // A request the parser rejected (a header line too long, a space in
-    // the target) was never routed (kUnmatched): its target may still name
-    // an item.
-    if (ctx.active) {
-      latency = Clock::now() - ctx.start;
-      route = ctx.target.route;
-      metrics_->RecordRequest(route, req.method, res.status, latency);
-      metrics_->RequestFinished();
-      ctx.active = false;
-    } else {
-      latency = Clock::now() - ctx.head_read;
-      metrics_->CountRequest(route, req.method, res.status);
+  s.set_logger([this](const Request& req, const Response& res) { LogRequest(req, res); });
+}
+
+Reply HttpServer::Dispatch(const Request& req, std::string_view body) {
+  const RequestContext& ctx = Ctx();
+  if (!ctx.active) return ErrorReply(500, "internal", "request reached a handler without routing");
+  const Target& t = ctx.target;
+  const std::string& m = req.method;
+  switch (t.route) {
+    case Route::kHealthz:
+      return service_->Health();
+    case Route::kReadyz:
+      return service_->Ready();
+    case Route::kMetrics:
+      return service_->MetricsText();
+    case Route::kFilters:
+      return service_->ListFilters();
+    case Route::kFilter:
+      if (m == "PUT") return service_->PutFilter(t.name, body);
+      if (m == "DELETE") return service_->DeleteFilter(t.name);
+      return service_->GetFilter(t.name);
+    case Route::kItems:
+      return service_->AddItems(t.name, body);
+    case Route::kCheck:
+      return service_->CheckItems(t.name, body);
+    case Route::kItem:
+      return m == "DELETE" ? service_->RemoveItem(t.name, t.item)
+                           : service_->CheckItem(t.name, t.item);
+    case Route::kRemove:
+      return service_->RemoveItems(t.name, body);
+    case Route::kOpenApi: {
+      Reply r;
+      r.body = OpenApiJson();
+      return r;
     }
-    const bool failed = res.status >= 500;
-    if (!failed && !log_->enabled()) return;
-    const bool parsed = !req.method.empty();
-    const RawRequestLine& raw = ctx.request_line;
-    // Other routes hold no item: a filter may be named "items"
-    // (/v1/filters/items/check).
-    const Redact redact = options_.log_items           ? Redact::kNone
-                          : route == Route::kItem      ? Redact::kItemRoute
-                          : route == Route::kUnmatched ? Redact::kAnywhere
-                                                       : Redact::kNone;
-    // A request line not split at spaces (tabs) is all in the method.
-    const std::string method = LoggedTarget(parsed ? req.method : raw.method,
-                                            options_.log_items ? Redact::kNone : Redact::kAnywhere);
-    const std::string target =
-        LoggedTarget(parsed ? req.target : raw.target, redact, parsed || raw.whole);
-    if (failed) {
-      Failures().Note(res.status, method, target,
-                      ctx.failure_body.empty() ? res.body : ctx.failure_body);
-    }
-    if (!log_->enabled()) return;
-    char tail[96];
-    // The body bytes sent: none for HEAD, whose answer carries the length
-    // a GET's body would have.
-    const size_t sent = req.method == "HEAD" ? 0 : res.body.size();
-    std::snprintf(tail, sizeof(tail), "\" %d %zu %.3fms\n", res.status, sent,
-                  std::chrono::duration<double, std::milli>(latency).count());
-    std::string line = UtcTimestamp();
-    const std::string& peer = req.remote_addr.empty() ? ctx.peer : req.remote_addr;
-    const bool v6 = peer.find(':') != std::string::npos;  // [::1]:P, not ::1:P
-    line.append(v6 ? " [" : " ")
-        .append(peer)
-        .append(v6 ? "]:" : ":")
-        .append(std::to_string(req.remote_addr.empty() ? ctx.peer_port : req.remote_port))
-        .append(" \"")
-        .append(method)
-        .append(" ")
-        .append(target)
-        .append(" ")
-        .append(LoggedTarget(parsed ? req.version : raw.version, Redact::kNone))
-        .append(tail);
-    log_->Write(line);
-  });
+    case Route::kUnmatched:
+      break;
+  }
+  return ErrorReply(404, "not_found", "no such route");
+}
+
+void HttpServer::LogRequest(const Request& req, const Response& res) {
+  RequestContext& ctx = Ctx();
+  ctx.keep_alive = res.get_header_value("Connection") != "close";
+  std::chrono::nanoseconds latency{0};
+  Route route = Route::kUnmatched;
+  // A request the parser rejected (a header line too long, a space in
+  // the target) was never routed (kUnmatched): its target may still name
+  // an item.
+  if (ctx.active) {
+    latency = Clock::now() - ctx.start;
+    route = ctx.target.route;
+    metrics_->RecordRequest(route, req.method, res.status, latency);
+    metrics_->RequestFinished();
+    ctx.active = false;
+  } else {
+    latency = Clock::now() - ctx.head_read;
+    metrics_->CountRequest(route, req.method, res.status);
+  }
+  const bool failed = res.status >= 500;
+  if (!failed && !log_->enabled()) return;
+  const bool parsed = !req.method.empty();
+  const RawRequestLine& raw = ctx.request_line;
+  // Other routes hold no item: a filter may be named "items"
+  // (/v1/filters/items/check).
+  const Redact redact = options_.log_items           ? Redact::kNone
+                        : route == Route::kItem      ? Redact::kItemRoute
+                        : route == Route::kUnmatched ? Redact::kAnywhere
+                                                     : Redact::kNone;
+  // A request line not split at spaces (tabs) is all in the method.
+  const std::string method = LoggedTarget(parsed ? req.method : raw.method,
+                                          options_.log_items ? Redact::kNone : Redact::kAnywhere);
+  const std::string target =
+      LoggedTarget(parsed ? req.target : raw.target, redact, parsed || raw.whole);
+  if (failed) {
+    Failures().Note(res.status, method, target,
+                    ctx.failure_body.empty() ? res.body : ctx.failure_body);
+  }
+  if (!log_->enabled()) return;
+  char tail[96];
+  // The body bytes sent: none for HEAD, whose answer carries the length
+  // a GET's body would have.
+  const size_t sent = req.method == "HEAD" ? 0 : res.body.size();
+  std::snprintf(tail, sizeof(tail), "\" %d %zu %.3fms\n", res.status, sent,
+                std::chrono::duration<double, std::milli>(latency).count());
+  std::string line = UtcTimestamp();
+  const std::string& peer = req.remote_addr.empty() ? ctx.peer : req.remote_addr;
+  const bool v6 = peer.find(':') != std::string::npos;  // [::1]:P, not ::1:P
+  line.append(v6 ? " [" : " ")
+      .append(peer)
+      .append(v6 ? "]:" : ":")
+      .append(std::to_string(req.remote_addr.empty() ? ctx.peer_port : req.remote_port))
+      .append(" \"")
+      .append(method)
+      .append(" ")
+      .append(target)
+      .append(" ")
+      .append(LoggedTarget(parsed ? req.version : raw.version, Redact::kNone))
+      .append(tail);
+  log_->Write(line);
 }
 
 }  // namespace redbloom::server

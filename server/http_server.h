@@ -80,6 +80,10 @@ class HttpServer {
   // The checks of a request's line and headers (http_server.cc); true when
   // it refused the request and `res` holds the answer.
   bool Screen(const httplib::Request& req, httplib::Response& res);
+  // The answer of the route Screen found for the request, `body` read.
+  Reply Dispatch(const httplib::Request& req, std::string_view body);
+  // Metrics for every request, and its access-log line (failures always).
+  void LogRequest(const httplib::Request& req, const httplib::Response& res);
   // Serves one request from `stream` (ConnectionServer's RequestHandler).
   bool Serve(httplib::Stream& stream, const RequestStart& start, bool last);
 
