@@ -4,7 +4,10 @@
 // changes who is who.
 #include "redis_sentinel.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -144,6 +147,30 @@ TEST_F(RedisSentinelTest, UsesTheMasterTheSentinelNames) {
   EXPECT_TRUE(*(*filter)->Contains("ORD-1"));
   EXPECT_EQ(master_->Cli({"EXISTS", "orders"}), "1\n");
   EXPECT_EQ(Calls(*replica_, "bitfield_ro"), 0) << "read_from=master reads from the master";
+}
+
+// A program started with stdout closed (`cmd >&-`) keeps it closed while a
+// Sentinel store is open: the store's descriptors stay off 0, 1 and 2
+// (fd_above_stdio.h). Its watcher's wake-up eventfd took descriptor 1: the
+// program's output went into the counter, which stayed readable, and the
+// watcher, woken each time it waited, reconnected to the sentinel about 50
+// times a second for the store's life.
+TEST_F(RedisSentinelTest, TheStoresDescriptorsStayOffAClosedStdout) {
+  StartAll();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(1);
+    auto store = Store::Open(Url());
+    if (!store.ok()) ::_exit(10);
+    auto filter = BloomFilter::Create(**store, "orders", Options(1000));
+    if (!filter.ok() || !(*filter)->Add("ORD-1").ok()) ::_exit(11);
+    ::_exit(::fcntl(1, F_GETFD) == -1 && errno == EBADF ? 0 : 12);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no store, 11: no add, 12: a descriptor on 1";
 }
 
 TEST_F(RedisSentinelTest, FailoverDuringAddsLosesNoAcknowledgedAdd) {

@@ -746,9 +746,10 @@ int RunExport(Context& ctx, const std::string& name, const std::string& format,
     return Fail(wrote.status());
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;  // the rename's, not the cleanup's
     std::remove(tmp.c_str());
     return Fail(Status::Unavailable("cannot rename to " + target.string() + ": " +
-                                    internal::ErrnoText(errno)));
+                                    internal::ErrnoText(err)));
   }
   if (Status synced = SyncLinked(dir, file); !synced.ok()) return Fail(synced);
   return Exported(name, *wrote, format, file);

@@ -77,6 +77,21 @@ int OpenNoStdio(const char* path, int flags, mode_t mode = 0) {
   return fd;
 }
 
+// opendir(3) through OpenNoStdio: a listing's descriptor is off 0-2 too
+// (another thread's output to a closed stdout would go to it meanwhile).
+// `flags` adds to O_RDONLY | O_DIRECTORY | O_CLOEXEC. Null with errno set.
+DIR* OpenDirNoStdio(const char* path, int flags = 0) {
+  const int fd = OpenNoStdio(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | flags);
+  if (fd < 0) return nullptr;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+  }
+  return d;
+}
+
 // ErrnoText, with what the store's own refusals mean.
 std::string WhyNot(int err) {
   if (err == ELOOP) return "it is a symbolic link, which the store does not follow";
@@ -453,7 +468,7 @@ class FileStore final : public Store {
   }
 
   Result<std::vector<std::string>> List() override {
-    DIR* d = ::opendir(dir_.c_str());
+    DIR* d = OpenDirNoStdio(dir_.c_str());
     if (d == nullptr) {
       if (errno == ENOENT) return std::vector<std::string>();
       return IoError("cannot list", dir_, errno);
@@ -639,17 +654,11 @@ class FileStore final : public Store {
     const std::string dir = PartsDir(name);
     // Not through a symbolic link: another directory's parts would read as
     // this filter's (CheckPartsDir).
-    const int fd = OpenNoStdio(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
+    DIR* d = OpenDirNoStdio(dir.c_str(), O_NOFOLLOW);
+    if (d == nullptr) {
       if (errno == ENOENT) return parts;
       if (errno == ELOOP || errno == ENOTDIR) return NotAPartsDir(dir, errno == ELOOP);
       return IoError("cannot list", dir, errno);
-    }
-    DIR* d = ::fdopendir(fd);
-    if (d == nullptr) {
-      const int err = errno;
-      ::close(fd);
-      return IoError("cannot list", dir, err);
     }
     REDBLOOM_RETURN_IF_ERROR(ForEachEntry(d, dir, [&](std::string_view file) {
       if (!file.ends_with(kSuffix)) return;
@@ -1037,7 +1046,7 @@ class FileStore final : public Store {
       }
       return Status::Ok();
     }
-    DIR* d = ::opendir(parts.c_str());
+    DIR* d = OpenDirNoStdio(parts.c_str());
     if (d == nullptr) {
       return errno == ENOENT ? Status::Ok() : IoError("cannot list", parts, errno);
     }

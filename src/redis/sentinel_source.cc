@@ -13,6 +13,7 @@
 
 #include "redis/redis_client.h"
 #include "redis/redis_pipeline.h"
+#include "util/fd_above_stdio.h"
 #include "util/start_thread.h"
 
 namespace redbloom::internal {
@@ -111,7 +112,11 @@ namespace {
 class SentinelSource final : public ConnectionSource {
  public:
   explicit SentinelSource(const RedisUrl& url)
-      : ConnectionSource(url.options), url_(url), wake_fd_(::eventfd(0, EFD_CLOEXEC)) {}
+      : ConnectionSource(url.options),
+        url_(url),
+        // Off 0, 1 and 2: on a closed stdout it took the program's output,
+        // and stayed readable, so that each wait woke the watcher at once.
+        wake_fd_(AboveStdio(::eventfd(0, EFD_CLOEXEC))) {}
 
   // Starts the thread that watches the sentinels (+switch-master).
   Status Start() {
