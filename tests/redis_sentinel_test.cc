@@ -173,6 +173,38 @@ TEST_F(RedisSentinelTest, TheStoresDescriptorsStayOffAClosedStdout) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no store, 11: no add, 12: a descriptor on 1";
 }
 
+// A child of fork() that lets go of a Sentinel store it never called leaves
+// the parent's failover watcher alone. Its stop went into the parent's
+// eventfd, which nothing reads: the parent's watcher, woken at every wait
+// from then on, reconnected to the sentinel about 50 times a second.
+TEST_F(RedisSentinelTest, AChildLettingGoOfTheStoreLeavesTheParentsWatcherAlone) {
+  StartAll();
+  auto store = MustOpen(Url());
+  ASSERT_NE(store, nullptr);
+  auto filter = BloomFilter::Create(*store, "orders", Options(1000));
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    filter->reset();
+    store.reset();
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  const auto received = [&] {
+    const std::string stats = sentinel_->Cli({"INFO", "stats"}, sentinel_auth_);
+    const std::string field = "total_connections_received:";
+    return std::stoull(stats.substr(stats.find(field) + field.size()));
+  };
+  const uint64_t before = received();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // One is the second redis-cli's.
+  EXPECT_LE(received() - before, 3u) << "the parent's watcher kept reconnecting";
+  EXPECT_TRUE((*filter)->Add("ORD-1").ok());
+}
+
 TEST_F(RedisSentinelTest, FailoverDuringAddsLosesNoAcknowledgedAdd) {
   StartAll();
   // wait_replicas=1: an add is acknowledged once the replica has it, so the

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -361,6 +362,60 @@ TEST_F(RedisStoreTest, AConnectionLeftWithUnreadRepliesIsNotReused) {
     ASSERT_TRUE(absent.ok()) << round << ": " << absent.status().ToString();
     EXPECT_FALSE(*absent) << round;
   }
+}
+
+// Adds NAME-0 .. NAME-(n-1) one at a time, each checked at once: 0, else 11
+// for an error, 12 for an added item read absent. For a child of fork().
+int AddAndCheck(BloomFilter& filter, const std::string& name, int n) {
+  for (int i = 0; i < n; ++i) {
+    const std::string item = name + "-" + std::to_string(i);
+    if (!filter.Add(item).ok()) return 11;
+    Result<bool> present = filter.Contains(item);
+    if (!present.ok()) return 11;
+    if (!*present) return 12;
+  }
+  return 0;
+}
+
+// A program that forks keeps using its store in both processes: the child
+// calls over connections of its own. It used the parent's pooled sockets:
+// both sent commands on one connection and each read the other's replies
+// (the fork audit: errors, and items just added read "absent").
+TEST_F(RedisStoreTest, AChildOfForkCallsOverConnectionsOfItsOwn) {
+  auto filter = BloomFilter::Create(*store_, "forked", {.capacity = 100'000, .error_rate = 0.0001});
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  ASSERT_TRUE((*filter)->Add("before").ok());  // leaves a connection idle in the pool
+  const auto connections = [&] {
+    const std::string stats = raw_->Str({"INFO", "stats"});
+    const std::string field = "total_connections_received:";
+    return std::stoull(stats.substr(stats.find(field) + field.size()));
+  };
+  const uint64_t before = connections();
+  // The child calls once while the parent waits, so that a connection it
+  // opens is the only new one; then both call at once.
+  int told[2];
+  ASSERT_EQ(::pipe(told), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(told[0]);
+    Result<bool> first = (*filter)->Contains("before");
+    if (!first.ok() || !*first) ::_exit(10);
+    if (::write(told[1], "x", 1) != 1) ::_exit(10);
+    ::_exit(AddAndCheck(**filter, "child", 2000));
+  }
+  ::close(told[1]);
+  char byte = 0;
+  const bool first_call_done = ::read(told[0], &byte, 1) == 1;
+  ::close(told[0]);
+  const uint64_t after_first_call = connections();
+  EXPECT_EQ(AddAndCheck(**filter, "parent", 2000), 0) << "11: an error, 12: a false negative";
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: its first call, 11: an error, 12: a false negative";
+  EXPECT_TRUE(first_call_done);
+  EXPECT_EQ(after_first_call, before + 1) << "the child's first call opened its own connection";
 }
 
 // A filter dropped and made again with the same bits and hashes per part

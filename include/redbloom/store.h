@@ -22,7 +22,9 @@
 // maybe present.
 //
 // Thread safety: Store and BitStore methods may be called concurrently. A
-// Store must outlive the BitStores and BloomFilters opened from it.
+// Store must outlive the BitStores and BloomFilters opened from it. Both
+// processes may go on using them after a fork() made while no other thread
+// was inside a call: a child's Redis calls go over connections of its own.
 #ifndef REDBLOOM_STORE_H_
 #define REDBLOOM_STORE_H_
 

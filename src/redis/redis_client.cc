@@ -11,6 +11,7 @@
 #include "redis/redis_url.h"
 #include "redis/tls_transport.h"
 #include "status_reasons.h"
+#include "util/fork_generation.h"
 
 namespace redbloom::internal {
 namespace {
@@ -868,7 +869,14 @@ Connection::Wake Connection::WaitForInput(int wake_fd, std::chrono::milliseconds
 // ---- ConnectionPool --------------------------------------------------------
 
 ConnectionPool::ConnectionPool(ServerParams server, int size)
-    : server_(std::move(server)), size_(size < 1 ? 1 : size) {}
+    : server_(std::move(server)), size_(size < 1 ? 1 : size), fork_generation_(ForkGeneration()) {}
+
+void ConnectionPool::LeaveToParent(std::vector<std::unique_ptr<Connection>>* closing) {
+  std::move(idle_.begin(), idle_.end(), std::back_inserter(*closing));
+  idle_.clear();
+  open_ = 0;
+  fork_generation_ = ForkGeneration();
+}
 
 ConnectionPool::~ConnectionPool() = default;
 
@@ -883,7 +891,10 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
   // their slots are the ones a new connection needs.
   std::vector<std::unique_ptr<Connection>> expired;
   std::unique_lock lock(mu_);
+  // Before anything reads or writes a socket: one a parent shares answers it.
+  if (fork_generation_ != ForkGeneration()) LeaveToParent(&expired);
   TakeExpired(called, &expired);
+  const uint64_t generation = fork_generation_;
   while (true) {
     while (!idle_.empty()) {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
@@ -894,6 +905,7 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
       // means that reply, not a closed socket.
       const bool usable = conn->Settle() && (conn->owed_replies_ > 0 || !conn->LooksClosed());
       if (usable) {
+        conn->fork_generation_ = generation;
         conn->wrote_ = false;
         conn->saw_readonly_ = false;
         conn->saw_oom_ = false;
@@ -940,6 +952,7 @@ Result<ConnectionPool::Lease> ConnectionPool::Acquire() {
           return RestartedStatus(server_.display, was, now);
         }
       }
+      (*conn)->fork_generation_ = generation;
       return Lease(this, std::move(conn).value());
     }
     if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
@@ -990,14 +1003,20 @@ void ConnectionPool::TakeExpired(std::chrono::steady_clock::time_point now,
 void ConnectionPool::Release(std::unique_ptr<Connection> conn) {
   const bool reusable =
       !conn->broken() && conn->unanswered_ == static_cast<size_t>(conn->owed_replies_);
-  if (!reusable) conn.reset();
   std::vector<std::unique_ptr<Connection>> expired;  // closed on return, after `lock`
   std::lock_guard lock(mu_);
+  if (conn->fork_generation_ != fork_generation_) {
+    // Lent before a fork() and handed back in the child, whose pool no
+    // longer counts it (LeaveToParent): the parent's socket, closed unused.
+    expired.push_back(std::move(conn));
+    return;
+  }
   const auto now = std::chrono::steady_clock::now();
   if (reusable) {
     conn->idle_since_ = now;
     idle_.push_back(std::move(conn));
   } else {
+    expired.push_back(std::move(conn));
     --open_;
   }
   TakeExpired(now, &expired);

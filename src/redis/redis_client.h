@@ -355,6 +355,7 @@ class Connection {
   bool saw_readonly_ = false;
   bool saw_oom_ = false;
   bool script_reads_ = false;
+  uint64_t fork_generation_ = 0;  // its pool's when lent (util/fork_generation.h)
   std::chrono::steady_clock::time_point oom_until_{};   // kept across leases
   std::chrono::steady_clock::time_point idle_since_{};  // when last handed back
   std::string run_id_;  // INFO server's run_id at connect; "" if INFO is denied
@@ -425,6 +426,11 @@ class ConnectionPool {
 
  private:
   void Release(std::unique_ptr<Connection> conn);
+  // In a child of fork() (ForkGeneration moved on): moves the idle
+  // connections, the parent's sockets, to `closing`, to be closed without a
+  // byte sent or read, and forgets those lent in the parent, which never
+  // come back here. Called with mu_ held.
+  void LeaveToParent(std::vector<std::unique_ptr<Connection>>* closing);
   // Moves the idle connections unused for server_.idle_timeout to `closing`
   // (the caller closes them outside mu_). Called with mu_ held.
   void TakeExpired(std::chrono::steady_clock::time_point now,
@@ -438,6 +444,10 @@ class ConnectionPool {
   std::vector<std::unique_ptr<Connection>> idle_;
   int open_ = 0;        // idle + on loan + connecting; mu_
   std::string run_id_;  // the server's, as last seen; mu_
+  // The process's ForkGeneration when the pool last looked; mu_. In a child
+  // of fork(), its connections are the parent's sockets: they are let go of
+  // unused (LeaveToParent), and the child opens its own.
+  uint64_t fork_generation_;
 };
 
 // A reply as text for messages (status, error or string); "" otherwise.
