@@ -648,6 +648,21 @@ TEST_F(CliSyncFaultTest, ADropOrASwapWhoseSyncFailsSaysSo) {
   EXPECT_EQ(r.exit_code, 0) << "the swap was made: " << r.out << r.err;
 }
 
+// The final sync of an add or a remove failing is an error (exit 3): the
+// change is in the page cache only, which a power loss takes. Nothing made
+// it fail before (the coverage audit: a mutation ignoring it survived).
+TEST_F(CliSyncFaultTest, AnAddOrARemoveWhoseFinalSyncFailsIsAnError) {
+  Create("a");
+  auto r = RunFaulty(kMsync, dir_.path() + "/a.rbf", {"add", "-q", "a", "x", "y"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cannot sync " + dir_.path() + "/a.rbf"), std::string::npos) << r.err;
+  Create("c", {"--counting"});
+  ASSERT_EQ(Run({"add", "-q", "c", "x", "y"}).exit_code, 0);
+  r = RunFaulty(kMsync, dir_.path() + "/c.rbf", {"remove", "-q", "c", "x"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cannot sync " + dir_.path() + "/c.rbf"), std::string::npos) << r.err;
+}
+
 // An import that created its filter and whose final sync failed had already
 // written its own item count: the undo read it as other clients' adds, left
 // the filter half imported, and blamed them. The count now follows the sync.

@@ -364,6 +364,32 @@ TEST_F(RedisStoreTest, AConnectionLeftWithUnreadRepliesIsNotReused) {
   }
 }
 
+// A sharded counting filter's removes go to each item's shard, in batches
+// and one at a time. No test removed from one (the coverage audit: sending
+// every remove to shard 0 survived).
+TEST_F(RedisStoreTest, ARemoveFromAShardedCountingFilterReachesEachItemsShard) {
+  FilterOptions options{.capacity = 10'000, .error_rate = 0.001, .kind = FilterKind::kCounting};
+  options.shards = 4;
+  ASSERT_OK_AND_ASSIGN(auto filter, BloomFilter::Create(*store_, "sharded-counts", options));
+  std::vector<std::string> items;
+  for (int i = 0; i < 2000; ++i) items.push_back("item-" + std::to_string(i));
+  const std::vector<std::string_view> all = Views(items);
+  ASSERT_TRUE(filter->AddMany(all).ok());
+  const auto gone = std::span(all).first(1000);
+  const auto kept = std::span(all).subspan(1000);
+  std::vector<uint8_t> removed;
+  ASSERT_TRUE(filter->RemoveMany(gone.first(999), &removed).ok());
+  EXPECT_EQ(std::count(removed.begin(), removed.end(), 1), 999);
+  bool last = false;
+  ASSERT_TRUE(filter->Remove(gone.back(), &last).ok());
+  EXPECT_TRUE(last);
+  std::vector<uint8_t> present;
+  ASSERT_TRUE(filter->ContainsMany(kept, &present).ok());
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 1000) << "a kept item went absent";
+  ASSERT_TRUE(filter->ContainsMany(gone, &present).ok());
+  EXPECT_LE(std::count(present.begin(), present.end(), 1), 10) << "removed items stayed";
+}
+
 // Adds NAME-0 .. NAME-(n-1) one at a time, each checked at once: 0, else 11
 // for an error, 12 for an added item read absent. For a child of fork().
 int AddAndCheck(BloomFilter& filter, const std::string& name, int n) {

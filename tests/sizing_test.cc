@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "redbloom/filter_config.h"
 #include "test_util.h"
@@ -261,3 +262,22 @@ TEST(SizingTest, StoredPartsAreWhatAFilterInUseHolds) {
 
 }  // namespace
 }  // namespace redbloom
+
+// A window's slice is sized for its share of the capacity rounded up, at
+// the rate over the slices: 10 items over 4 slices is 3 a slice, not 2
+// (rounded down, the window held fewer items than asked at its rate), and 3
+// over 4 is 1, not 0. The coverage audit: a mutation rounding down survived.
+TEST(SizingTest, AWindowSliceHoldsItsShareOfTheCapacityRoundedUp) {
+  for (const auto& [capacity, slices, share] :
+       {std::tuple<uint64_t, uint32_t, uint64_t>{10, 4, 3}, {3, 4, 1}, {8, 4, 2}}) {
+    redbloom::FilterOptions options{.capacity = capacity,
+                                    .error_rate = 0.01,
+                                    .kind = redbloom::FilterKind::kWindow,
+                                    .window_millis = 60'000,
+                                    .slices = slices};
+    ASSERT_OK_AND_ASSIGN(redbloom::FilterConfig config, redbloom::MakeConfig(options));
+    ASSERT_OK_AND_ASSIGN(redbloom::PartSizing part, redbloom::SizePart(config, 0));
+    EXPECT_EQ(part.capacity, share) << capacity << " over " << slices;
+    EXPECT_DOUBLE_EQ(part.error_rate, 0.01 / slices) << capacity << " over " << slices;
+  }
+}

@@ -32,7 +32,7 @@ enum class FilterKind : uint8_t {
   kScaling = 2,
   // A ring of `slices` sub-filters, one per time slice of window/slices: adds
   // go to the current slice, checks look at the live ones, old ones expire.
-  // Each slice is sized for capacity/slices items at p/slices.
+  // Each slice is sized for capacity/slices items (rounded up) at p/slices.
   kWindow = 3,
 };
 
