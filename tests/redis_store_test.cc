@@ -444,6 +444,34 @@ TEST_F(RedisStoreTest, AChildOfForkCallsOverConnectionsOfItsOwn) {
   EXPECT_EQ(after_first_call, before + 1) << "the child's first call opened its own connection";
 }
 
+// Filters two processes of one fork() create get incarnations of their own.
+// The thread's generator, copied by fork(), drew the same numbers in both:
+// sibling workers re-creating a filter at the same point wrote the same
+// incarnation, which a handle's drop-and-re-create check then could not
+// tell apart (and OrBitmap's upload keys had the same names).
+TEST_F(RedisStoreTest, ProcessesOfOneForkDrawIncarnationsOfTheirOwn) {
+  ASSERT_TRUE(BloomFilter::Create(*store_, "inc-before", {.capacity = 100, .error_rate = 0.01})
+                  .ok());  // the generator has drawn
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const bool made =
+        BloomFilter::Create(*store_, "inc-child", {.capacity = 100, .error_rate = 0.01}).ok();
+    ::_exit(made ? 0 : 10);
+  }
+  ASSERT_TRUE(
+      BloomFilter::Create(*store_, "inc-parent", {.capacity = 100, .error_rate = 0.01}).ok());
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  const std::string parent = raw_->Str({"HGET", "{inc-parent}:meta", "incarnation"});
+  const std::string child_made = raw_->Str({"HGET", "{inc-child}:meta", "incarnation"});
+  ASSERT_EQ(parent.size(), 16u) << parent;
+  ASSERT_EQ(child_made.size(), 16u) << child_made;
+  EXPECT_NE(parent, child_made);
+}
+
 // A filter dropped and made again with the same bits and hashes per part
 // but another window, expansion or TTL passed the seven checked fields: a
 // handle opened before wrote into it as the old filter. Adds went to window

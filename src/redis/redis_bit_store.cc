@@ -6,7 +6,6 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <random>
 
 #include "kinds/kind_def.h"
 #include "redis/redis_bit_store_impl.h"
@@ -16,6 +15,7 @@
 #include "redis/redis_pipeline.h"
 #include "redis/redis_scripts.h"
 #include "stores.h"
+#include "util/fork_generation.h"
 
 namespace redbloom::internal {
 namespace {
@@ -1075,9 +1075,8 @@ Status RedisBitStore::OrBitsAt(uint64_t part, uint64_t at, std::string_view bitm
   // one for all: a SET still in flight on a connection given up for lost
   // would otherwise put another piece's bytes under the name a retry's
   // merge reads, at its offset.
-  thread_local std::mt19937_64 rng(std::random_device{}());
   char call[17];
-  std::snprintf(call, sizeof(call), "%016llx", static_cast<unsigned long long>(rng()));
+  std::snprintf(call, sizeof(call), "%016llx", static_cast<unsigned long long>(UniqueRandom64()));
   // Non-zero pieces only; the item count rides with the last one.
   std::vector<size_t> pieces;
   for (size_t offset = 0; offset < bitmap.size(); offset += chunk) {

@@ -2,11 +2,11 @@
 
 #include <charconv>
 #include <cstdio>
-#include <random>
 
 #include "config_codec.h"
 #include "kinds/kind_def.h"
 #include "redis/redis_client.h"
+#include "util/fork_generation.h"
 
 namespace redbloom::internal {
 
@@ -15,9 +15,8 @@ std::string_view MetaFormat(const FilterConfig& c) {
 }
 
 std::string NewIncarnation() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
   char token[17];
-  std::snprintf(token, sizeof(token), "%016llx", static_cast<unsigned long long>(rng()));
+  std::snprintf(token, sizeof(token), "%016llx", static_cast<unsigned long long>(UniqueRandom64()));
   return token;
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <random>
 #include <vector>
 
 namespace redbloom::internal {
@@ -28,6 +29,25 @@ void AbandonParentsThread(std::thread& thread) {
   static auto* abandoned = new std::vector<std::thread>();  // never destroyed
   std::lock_guard lock(mu);
   abandoned->push_back(std::move(thread));
+}
+
+uint64_t UniqueRandom64() {
+  // Trivially destructible: no thread-exit hook to register (see
+  // thread_scratch.h).
+  struct Engine {
+    std::mt19937_64 rng;
+    uint64_t generation = 0;
+    bool seeded = false;
+  };
+  thread_local Engine engine;
+  if (const uint64_t now = ForkGeneration(); !engine.seeded || engine.generation != now) {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), device(), device()};
+    engine.rng.seed(seed);
+    engine.generation = now;
+    engine.seeded = true;
+  }
+  return engine.rng();
 }
 
 }  // namespace redbloom::internal

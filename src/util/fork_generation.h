@@ -24,6 +24,12 @@ uint64_t ForkGeneration();
 // never destroyed, where it stays reachable (no leak reported).
 void AbandonParentsThread(std::thread& thread);
 
+// A random number for a token another process must not draw (a filter's
+// incarnation, an upload key's name): a thread's generator, copied into a
+// child by fork(), would draw the parent's numbers there; it is seeded
+// again in each process it finds itself in.
+uint64_t UniqueRandom64();
+
 }  // namespace redbloom::internal
 
 #endif  // REDBLOOM_SRC_UTIL_FORK_GENERATION_H_
