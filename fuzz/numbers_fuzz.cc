@@ -114,7 +114,9 @@ void CheckDuration(std::string_view text) {
   const auto got = redbloom::ParseDurationMillis(text);
   const std::optional<u128> number = ValueOf(text.substr(0, n));
   // Taken while its milliseconds, in microseconds, fit in 64 bits.
-  const bool fits = n > 0 && scale != 0 && number && *number * scale * 1000 <= UINT64_MAX;
+  // (A number past 2^64 first: times 86,400,000 it could wrap 128 bits.)
+  const bool fits = n > 0 && scale != 0 && number && *number <= UINT64_MAX &&
+                    *number * scale * 1000 <= UINT64_MAX;
   if (got.ok() != fits) Fail("ParseDurationMillis took another set", text);
   if (got.ok() && *got != static_cast<uint64_t>(*number * scale)) Fail("a duration's value", text);
 }
@@ -131,7 +133,9 @@ void CheckByteSize(std::string_view text) {
   if (unit == "t" || unit == "tib") shift = 40;
   const auto got = redbloom::server::ParseByteSize(text);
   const std::optional<u128> number = ValueOf(text.substr(0, n));
-  const bool fits = n > 0 && shift >= 0 && number && (*number << shift) <= INT64_MAX;
+  // (A number past 2^63 first: shifted by 40 it could wrap 128 bits.)
+  const bool fits =
+      n > 0 && shift >= 0 && number && *number <= INT64_MAX && (*number << shift) <= INT64_MAX;
   if (got.ok() != fits) {
     Fail("ParseByteSize took another set", text,
          got.ok() ? std::to_string(*got) : got.status().message());
