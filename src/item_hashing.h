@@ -30,7 +30,7 @@ inline bool ItemsAreTheirBytes(Encoding encoding) {
 
 // Why `item` has no bytes under `encoding`: the funnel's own error, built
 // again off the hot path (the hot paths only learn that it has none).
-Status ItemError(Encoding encoding, std::string_view item);
+[[gnu::noinline]] Status ItemError(Encoding encoding, std::string_view item);
 
 // The first item of `items` that is not UTF-8 as a utf8 filter's error
 // ("item N", counting from base + 1), or Ok.
