@@ -382,6 +382,16 @@ class DumpTest : public ::testing::Test {
     delete redis_a_;
     delete redis_b_;
   }
+  // A mem: store (*store) with a plain filter "f" holding "x", and its dump.
+  static std::string DumpOfOneItem(std::unique_ptr<Store>* store) {
+    *store = testing::ValueOrFail(Store::Open("mem:"));
+    auto f = testing::ValueOrFail(
+        BloomFilter::Create(**store, "f", {.capacity = 1000, .error_rate = 0.01}));
+    EXPECT_TRUE(f->Add("x").ok());
+    std::stringstream dump;
+    EXPECT_TRUE(ExportDump(*f, dump).ok());
+    return dump.str();
+  }
   std::vector<std::pair<std::string, std::string>> Urls() {
     return {{"mem", "mem:"},
             {"file", "file:" + dir_.path()},
@@ -520,17 +530,11 @@ TEST_F(DumpTest, LoadNeverClearsConcurrentAdds) {
 }
 
 TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
-  auto store = Store::Open("mem:");
-  ASSERT_TRUE(store.ok());
-  auto f = BloomFilter::Create(**store, "f", {.capacity = 1000, .error_rate = 0.01});
-  ASSERT_TRUE(f.ok());
-  ASSERT_TRUE((*f)->Add("x").ok());
-  std::stringstream dump;
-  ASSERT_TRUE(ExportDump(**f, dump).ok());
-  const std::string good = dump.str();
+  std::unique_ptr<Store> store;
+  const std::string good = DumpOfOneItem(&store);
   auto import = [&](const std::string& bytes) {
     std::istringstream in(bytes);
-    return ImportDump(**store, "copy", in).status();
+    return ImportDump(*store, "copy", in).status();
   };
   for (size_t cut : {size_t{5}, size_t{40}, good.size() - 30, good.size() - 1}) {
     EXPECT_EQ(import(good.substr(0, cut)).code(), StatusCode::kDataLoss) << "cut at " << cut;
@@ -540,11 +544,11 @@ TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
     bad[pos] ^= 0x40;
     EXPECT_EQ(import(bad).code(), StatusCode::kDataLoss) << "flip at " << pos;
   }
-  EXPECT_EQ((*store)->ReadConfig("copy").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->ReadConfig("copy").status().code(), StatusCode::kNotFound);
   // Restoring onto a filter with other parameters is a conflict.
-  ASSERT_TRUE(BloomFilter::Create(**store, "other", {.capacity = 999, .error_rate = 0.01}).ok());
+  ASSERT_TRUE(BloomFilter::Create(*store, "other", {.capacity = 999, .error_rate = 0.01}).ok());
   std::istringstream in(good);
-  EXPECT_EQ(ImportDump(**store, "other", in).status().code(), StatusCode::kConflict);
+  EXPECT_EQ(ImportDump(*store, "other", in).status().code(), StatusCode::kConflict);
 }
 
 // `dump` with its first chunk's offset set to `offset`, every checksum made
@@ -586,27 +590,22 @@ std::string WithFirstChunkAt(const std::string& dump, uint64_t offset) {
 // would answer success without them. The coverage audit: a mutation taking
 // the bound out survived.
 TEST_F(DumpTest, AChunkPastTheBitmapIsDataLossWithItsChecksumsRight) {
-  auto store = Store::Open("mem:");
-  ASSERT_TRUE(store.ok());
-  auto f = BloomFilter::Create(**store, "f", {.capacity = 1000, .error_rate = 0.01});
-  ASSERT_TRUE(f.ok());
-  ASSERT_TRUE((*f)->Add("x").ok());
-  std::stringstream dump;
-  ASSERT_TRUE(ExportDump(**f, dump).ok());
-  const uint64_t bytes = (*f)->config().data_bytes();
+  std::unique_ptr<Store> store;
+  const std::string dump = DumpOfOneItem(&store);
+  const uint64_t bytes = testing::ValueOrFail(store->ReadConfig("f")).data_bytes();
   auto import = [&](const std::string& from) {
     std::istringstream in(from);
-    return ImportDump(**store, "copy", in).status();
+    return ImportDump(*store, "copy", in).status();
   };
-  ASSERT_TRUE(import(WithFirstChunkAt(dump.str(), 0)).ok()) << "the checksums are made right";
-  ASSERT_TRUE(BloomFilter::Drop(**store, "copy").ok());
+  ASSERT_TRUE(import(WithFirstChunkAt(dump, 0)).ok()) << "the checksums are made right";
+  ASSERT_TRUE(BloomFilter::Drop(*store, "copy").ok());
   for (uint64_t offset : {bytes, bytes + 1, bytes - 1, uint64_t{1} << 62}) {
-    const Status s = import(WithFirstChunkAt(dump.str(), offset));
+    const Status s = import(WithFirstChunkAt(dump, offset));
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << offset << ": " << s.ToString();
     EXPECT_NE(s.message().find("lies outside the filter's bitmap"), std::string::npos)
         << offset << ": " << s.ToString();
   }
-  EXPECT_EQ((*store)->ReadConfig("copy").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->ReadConfig("copy").status().code(), StatusCode::kNotFound);
 }
 
 // The library answers in a Status: a caller's stream with exceptions() set
