@@ -6,7 +6,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 
 #include "redbloom/bloom_filter.h"
 #include "redbloom/store.h"
+#include "redis/redis_client.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
 #include "test_util.h"
@@ -35,6 +35,7 @@ namespace {
 
 using testing::RawRedis;
 using testing::RedisSentinel;
+using testing::ExitCodeOfChild;
 using testing::RedisServer;
 using Clock = std::chrono::steady_clock;
 
@@ -157,20 +158,15 @@ TEST_F(RedisSentinelTest, UsesTheMasterTheSentinelNames) {
 // times a second for the store's life.
 TEST_F(RedisSentinelTest, TheStoresDescriptorsStayOffAClosedStdout) {
   StartAll();
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int exit_code = ExitCodeOfChild([&] {
     ::close(1);
     auto store = Store::Open(Url());
-    if (!store.ok()) ::_exit(10);
+    if (!store.ok()) return 10;
     auto filter = BloomFilter::Create(**store, "orders", Options(1000));
-    if (!filter.ok() || !(*filter)->Add("ORD-1").ok()) ::_exit(11);
-    ::_exit(::fcntl(1, F_GETFD) == -1 && errno == EBADF ? 0 : 12);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no store, 11: no add, 12: a descriptor on 1";
+    if (!filter.ok() || !(*filter)->Add("ORD-1").ok()) return 11;
+    return ::fcntl(1, F_GETFD) == -1 && errno == EBADF ? 0 : 12;
+  });
+  EXPECT_EQ(exit_code, 0) << "10: no store, 11: no add, 12: a descriptor on 1";
 }
 
 // A child of fork() that lets go of a Sentinel store it never called leaves
@@ -183,20 +179,15 @@ TEST_F(RedisSentinelTest, AChildLettingGoOfTheStoreLeavesTheParentsWatcherAlone)
   ASSERT_NE(store, nullptr);
   auto filter = BloomFilter::Create(*store, "orders", Options(1000));
   ASSERT_TRUE(filter.ok()) << filter.status().ToString();
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    filter->reset();
-    store.reset();
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(ExitCodeOfChild([&] {
+              filter->reset();
+              store.reset();
+              return 0;
+            }),
+            0);
   const auto received = [&] {
-    const std::string stats = sentinel_->Cli({"INFO", "stats"}, sentinel_auth_);
-    const std::string field = "total_connections_received:";
-    return std::stoull(stats.substr(stats.find(field) + field.size()));
+    return std::stoull(internal::InfoField(sentinel_->Cli({"INFO", "stats"}, sentinel_auth_),
+                                           "total_connections_received"));
   };
   const uint64_t before = received();
   std::this_thread::sleep_for(std::chrono::seconds(1));

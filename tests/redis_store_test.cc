@@ -41,6 +41,7 @@ namespace redbloom {
 namespace {
 
 using testing::RawRedis;
+using testing::ExitCodeOfChild;
 using testing::RedisServer;
 using testing::SharedRedisTest;
 
@@ -412,9 +413,8 @@ TEST_F(RedisStoreTest, AChildOfForkCallsOverConnectionsOfItsOwn) {
   ASSERT_TRUE(filter.ok()) << filter.status().ToString();
   ASSERT_TRUE((*filter)->Add("before").ok());  // leaves a connection idle in the pool
   const auto connections = [&] {
-    const std::string stats = raw_->Str({"INFO", "stats"});
-    const std::string field = "total_connections_received:";
-    return std::stoull(stats.substr(stats.find(field) + field.size()));
+    return std::stoull(
+        internal::InfoField(raw_->Str({"INFO", "stats"}), "total_connections_received"));
   };
   const uint64_t before = connections();
   // The child calls once while the parent waits, so that a connection it
@@ -452,19 +452,14 @@ TEST_F(RedisStoreTest, AChildOfForkCallsOverConnectionsOfItsOwn) {
 TEST_F(RedisStoreTest, ProcessesOfOneForkDrawIncarnationsOfTheirOwn) {
   ASSERT_TRUE(BloomFilter::Create(*store_, "inc-before", {.capacity = 100, .error_rate = 0.01})
                   .ok());  // the generator has drawn
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const bool made =
-        BloomFilter::Create(*store_, "inc-child", {.capacity = 100, .error_rate = 0.01}).ok();
-    ::_exit(made ? 0 : 10);
-  }
+  const int child = ExitCodeOfChild([&] {
+    return BloomFilter::Create(*store_, "inc-child", {.capacity = 100, .error_rate = 0.01}).ok()
+               ? 0
+               : 10;
+  });
+  ASSERT_EQ(child, 0);
   ASSERT_TRUE(
       BloomFilter::Create(*store_, "inc-parent", {.capacity = 100, .error_rate = 0.01}).ok());
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
   const std::string parent = raw_->Str({"HGET", "{inc-parent}:meta", "incarnation"});
   const std::string child_made = raw_->Str({"HGET", "{inc-child}:meta", "incarnation"});
   ASSERT_EQ(parent.size(), 16u) << parent;

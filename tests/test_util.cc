@@ -233,6 +233,17 @@ int FreePort() {
                            std::to_string(high));
 }
 
+int ExitCodeOfChild(const std::function<int()>& child) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork: " + internal::ErrnoText(errno));
+  if (pid == 0) ::_exit(child());
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error("waitpid: " + internal::ErrnoText(errno));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 bool TakeEveryMapping() {
   const long page = ::sysconf(_SC_PAGESIZE);
   constexpr size_t kPages = 2 * 1024 * 1024;  // address space only

@@ -104,6 +104,11 @@ bool LockByte(int fd, int offset);
 // there, so callers run it in the normal build.
 bool TakeEveryMapping();
 
+// Runs `child` in a child of fork() and returns its exit code (what it
+// returns; it leaves with _exit, no destructor or atexit handler run), or
+// -1 if a signal ended it. For tests of what a store does across a fork.
+int ExitCodeOfChild(const std::function<int()>& child);
+
 // Adds `items` from `threads` threads at once, each its own equal share in
 // calls of `per_call` items; each thread's first failure (or Ok).
 std::vector<Status> AddFromThreads(BloomFilter& filter, std::span<const std::string_view> items,
