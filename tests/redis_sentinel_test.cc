@@ -33,9 +33,9 @@
 namespace redbloom {
 namespace {
 
+using testing::ExitCodeOfChild;
 using testing::RawRedis;
 using testing::RedisSentinel;
-using testing::ExitCodeOfChild;
 using testing::RedisServer;
 using Clock = std::chrono::steady_clock;
 

@@ -40,8 +40,8 @@
 namespace redbloom {
 namespace {
 
-using testing::RawRedis;
 using testing::ExitCodeOfChild;
+using testing::RawRedis;
 using testing::RedisServer;
 using testing::SharedRedisTest;
 
