@@ -22,7 +22,8 @@ RedisCluster::RedisCluster(int masters, int replicas_per_master)
     nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
         "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
         std::to_string(FreePort()), "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay",
-        "0", "--cluster-replica-validity-factor", "0", "--repl-ping-replica-period", "1"}));
+        "0", "--cluster-replica-validity-factor", "0", "--repl-ping-replica-period", "1",
+        "--loglevel", "notice"}));
   }
 }
 
@@ -78,6 +79,24 @@ void RedisCluster::WaitUntilOk(bool replicas_up) {
 // it the replica holds data (a replication offset above 0), which can lag the
 // replica's own link by seconds. A store opened before would send every
 // read_from=replica check to the masters.
+std::string RedisCluster::Describe() const {
+  std::string out;
+  const RedisServer* running = nullptr;
+  for (const auto& n : nodes_) {
+    out += "node 127.0.0.1:" + std::to_string(n->port());
+    if (n->running()) {
+      if (running == nullptr) running = n.get();
+      const std::string repl = n->Cli({"INFO", "replication"});
+      out += repl.find("role:master") != std::string::npos ? " (master)" : " (replica)";
+    } else {
+      out += " (stopped)";
+    }
+    out += ", its log's end:\n" + FileTail(n->dir() + "/redis.log", 3000) + "\n";
+  }
+  if (running != nullptr) out += "CLUSTER NODES:\n" + running->Cli({"CLUSTER", "NODES"});
+  return out;
+}
+
 bool RedisCluster::ReplicasKnownEverywhere() {
   std::vector<std::string> replica_ids;
   for (auto& n : nodes_) {

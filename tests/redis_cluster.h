@@ -48,6 +48,10 @@ class RedisCluster {
   // config) that joins as a replica of `master`, as an operator replaces a
   // failed machine; waits until it is in sync.
   void ReplaceAsReplica(RedisServer& stopped, RedisServer& master);
+  // For a failed test's output: each node's port and role, the end of its
+  // log (failovers, resyncs and state changes: the nodes log at notice
+  // level), and CLUSTER NODES as a running node sees it.
+  std::string Describe() const;
 
  private:
   bool ReplicasKnownEverywhere();

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -72,6 +73,11 @@ class RedisClusterTest : public ::testing::Test {
     cluster_->FlushAll();
     store_ = MustOpen(cluster_->url());
     ASSERT_NE(store_, nullptr);
+  }
+  // What the nodes did (a failover, a resync) tells a failure of the code
+  // from one of the test's cluster, which a loaded host can cause.
+  void TearDown() override {
+    if (HasFailure() && cluster_ != nullptr) std::cerr << cluster_->Describe();
   }
 
   // redis-cli in cluster mode (follows redirects).
