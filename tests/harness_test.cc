@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -38,18 +39,22 @@ bool Running(pid_t pid) {
 
 struct Started {
   pid_t server = -1;
+  pid_t reaper = -1;
   char dir[256] = {};
 };
 
-TEST(HarnessTest, ServersOfABinaryThatDiesAreKilled) {
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
+// Forks a test binary that starts a server from a helper thread and is then
+// killed without stopping it: no destructor, no atexit handler runs. `first`
+// is called with what the binary started before it is killed. Whether the
+// server outlived the binary by 10 s (if so, it is stopped here, by its id).
+bool ServerOutlivesItsBinary(const std::function<void(const Started&)>& first) {
+  int report[2], go[2];
+  if (::pipe(report) != 0 || ::pipe(go) != 0) throw std::runtime_error("pipe");
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
+  if (child < 0) throw std::runtime_error("fork");
   if (child == 0) {
-    // A test binary that starts a server from a helper thread, then is
-    // killed without stopping it: no destructor, no atexit handler runs.
-    ::close(fds[0]);
+    ::close(report[0]);
+    ::close(go[1]);
     Started started;
     std::thread([&] {
       auto* server = new RedisServer();
@@ -57,29 +62,50 @@ TEST(HarnessTest, ServersOfABinaryThatDiesAreKilled) {
       started.server = server->pid();
       std::strncpy(started.dir, server->dir().c_str(), sizeof started.dir - 1);
     }).join();
-    (void)::write(fds[1], &started, sizeof started);
+    started.reaper = ReaperPid();
+    (void)::write(report[1], &started, sizeof started);
+    char byte;
+    (void)::read(go[0], &byte, 1);
     ::raise(SIGKILL);
   }
-  ::close(fds[1]);
+  ::close(report[1]);
+  ::close(go[0]);
   Started started;
-  const ssize_t n = ::read(fds[0], &started, sizeof started);
-  ::close(fds[0]);
+  const ssize_t n = ::read(report[0], &started, sizeof started);
+  ::close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof started)) first(started);
+  ::close(go[1]);
   int status = 0;
   ::waitpid(child, &status, 0);
-  ASSERT_EQ(n, static_cast<ssize_t>(sizeof started)) << "the child did not start its server";
-  ASSERT_GT(started.server, 0);
+  EXPECT_EQ(n, static_cast<ssize_t>(sizeof started)) << "the child did not start its server";
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  if (started.server <= 0) return false;
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (Running(started.server) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const bool left_running = Running(started.server);
-  if (left_running) ::kill(started.server, SIGKILL);  // stop it ourselves, by its id
+  if (left_running) ::kill(started.server, SIGKILL);
   std::error_code ec;
   std::filesystem::remove_all(started.dir, ec);
-  EXPECT_FALSE(left_running) << "redis-server " << started.server
-                             << " outlived the test process that started it";
+  return left_running;
+}
+
+TEST(HarnessTest, ServersOfABinaryThatDiesAreKilled) {
+  EXPECT_FALSE(ServerOutlivesItsBinary([](const Started&) {}))
+      << "a redis-server outlived the test process that started it";
+}
+
+// `pkill -f tests/kinds_test` (the reaper's command line is the binary's), a
+// terminal's hangup or ^C reach the reaper as well as the binary: it ended,
+// and the servers it was to kill stayed up.
+TEST(HarnessTest, SignalsToTheWholeBinaryLeaveNoServer) {
+  EXPECT_FALSE(ServerOutlivesItsBinary([](const Started& started) {
+    ASSERT_GT(started.reaper, 0);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::kill(started.reaper, sig);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  })) << "a redis-server outlived the test process that started it";
 }
 
 // A port the kernel may hand to an outgoing connection can be taken between

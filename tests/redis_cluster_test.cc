@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "redbloom/store.h"
 #include "redis/redis_keys.h"
 #include "redis_server.h"
+#include "slow_relay.h"
 #include "test_util.h"
 
 namespace redbloom {
@@ -744,6 +746,62 @@ TEST_F(RedisClusterTest, ARemoveFollowedAcrossAMigrationRemovesEachBatchOnce) {
     EXPECT_EQ(std::count(removed.begin(), removed.end(), 1), 100);
   }
   EXPECT_EQ(CountPresent(**f, kept), 100) << "items still added read absent";
+}
+
+// A create, or a counting add, whose answer a lost connection took has run:
+// none is sent again on the Cluster (its node announces a relay that drops
+// the answer), as on a single server (RedisStoreTest's
+// ACreateOrACountingWriteWhoseAnswerWasLostIsNotSentAgain). Sent again, the
+// create answered "exists" for the filter it made, and the add counted its
+// item twice, so that one remove left it present.
+TEST_F(RedisClusterTest, AWriteWhoseAnswerWasLostIsNotSentAgain) {
+  const std::string name = "lost-answer";
+  RedisServer& master = cluster_->MasterOf(
+      internal::KeySlot(internal::KeysFor(name, internal::KeyMode::kPlain).meta));
+  testing::SlowRelay relay(master.port(), std::chrono::milliseconds(0));
+  // Every node tells clients the relay's port for the master's slots (its
+  // replica follows it there too), until the test ends.
+  const auto announce = [&](int port) {
+    master.Cli({"CONFIG", "SET", "cluster-announce-port", std::to_string(port)});
+    const std::string seen = "127.0.0.1:" + std::to_string(port == 0 ? master.port() : port) + "@";
+    for (int i = 0; i < 400; ++i) {
+      bool everywhere = true;
+      for (size_t n = 0; n < cluster_->size(); ++n) {
+        everywhere = everywhere &&
+                     (!cluster_->node(n).running() ||
+                      cluster_->node(n).Cli({"CLUSTER", "NODES"}).find(seen) != std::string::npos);
+      }
+      if (everywhere) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return false;
+  };
+  struct Restore {
+    std::function<bool(int)> announce;
+    ~Restore() { EXPECT_TRUE(announce(0)) << "the master's own port is not back"; }
+  } restore{announce};
+  ASSERT_TRUE(announce(relay.port())) << "the nodes never learnt the relay's port";
+  auto via = MustOpen(cluster_->url() + "?max_retries=8");
+  ASSERT_NE(via, nullptr);
+
+  FilterOptions o{.capacity = 1000, .error_rate = 0.01, .kind = FilterKind::kCounting};
+  relay.DropReplyOnce("$4\r\nEVAL\r\n");
+  auto created = BloomFilter::Create(*via, name, o);
+  ASSERT_TRUE(relay.dropped());
+  EXPECT_EQ(created.status().code(), StatusCode::kUnavailable) << created.status().ToString();
+
+  ASSERT_OK_AND_ASSIGN(auto mine, BloomFilter::Open(*store_, name));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*via, name));
+  const std::vector<std::string_view> item = {"ORD-1"};
+  std::vector<uint8_t> present;
+  ASSERT_TRUE(f->ContainsMany(item, &present).ok());  // the handle's cells are read
+  relay.DropReplyOnce("$4\r\nEVAL\r\n");
+  const Status added = f->AddMany(item, nullptr);
+  ASSERT_TRUE(relay.dropped());
+  EXPECT_EQ(added.code(), StatusCode::kUnavailable) << added.ToString();
+  ASSERT_TRUE(mine->RemoveMany(item, nullptr).ok());
+  ASSERT_TRUE(mine->ContainsMany(item, &present).ok());
+  EXPECT_EQ(present[0], 0) << "the item was added twice";
 }
 
 TEST_F(RedisClusterTest, ReshardingWhileAddingLosesNothing) {

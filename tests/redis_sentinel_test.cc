@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -24,6 +25,7 @@
 #include "redis/redis_client.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
+#include "slow_relay.h"
 #include "test_util.h"
 #include "tls_certs.h"
 #ifdef REDBLOOMD_PATH
@@ -74,8 +76,11 @@ class RedisSentinelTest : public ::testing::Test {
   // `server_args` go to both servers (either may be master later);
   // `sentinel_config` lines to sentinel.conf. Throws if the set-up fails,
   // so that the test stops there.
+  // `front`, if given, is called with the master once it runs and returns
+  // the port the sentinel is to watch as the master's (a relay's).
   void StartAll(std::vector<std::string> server_args = {},
-                std::vector<std::string> sentinel_config = {}) {
+                std::vector<std::string> sentinel_config = {},
+                const std::function<int(RedisServer&)>& front = nullptr) {
     // Diskless sync waits 5 s by default for more replicas to join.
     server_args.insert(server_args.end(), {"--repl-diskless-sync-delay", "0"});
     master_ = std::make_unique<RedisServer>(server_args);
@@ -88,7 +93,8 @@ class RedisSentinelTest : public ::testing::Test {
     if (!Eventually([&] { return InSync(*replica_) && Online(*master_); })) {
       throw std::runtime_error("the replica never came in sync with the master");
     }
-    sentinel_ = std::make_unique<RedisSentinel>(master_->port(), kMaster, sentinel_config);
+    sentinel_ = std::make_unique<RedisSentinel>(front ? front(*master_) : master_->port(), kMaster,
+                                                sentinel_config);
     sentinel_->Start();
     sentinel_->WaitForReplica(replica_->port(), sentinel_auth_);
   }
@@ -194,6 +200,45 @@ TEST_F(RedisSentinelTest, AChildLettingGoOfTheStoreLeavesTheParentsWatcherAlone)
   // One is the second redis-cli's.
   EXPECT_LE(received() - before, 3u) << "the parent's watcher kept reconnecting";
   EXPECT_TRUE((*filter)->Add("ORD-1").ok());
+}
+
+// A create, or a counting add, whose answer a lost connection took has run:
+// none is sent again on the master the sentinels name (a relay in front of
+// it drops the answer), as on a single server (RedisStoreTest's
+// ACreateOrACountingWriteWhoseAnswerWasLostIsNotSentAgain). Sent again, the
+// create answered "exists" for the filter it made, and the add counted its
+// item twice, so that one remove left it present.
+TEST_F(RedisSentinelTest, AWriteWhoseAnswerWasLostIsNotSentAgain) {
+  std::unique_ptr<testing::SlowRelay> relay;
+  StartAll({}, {}, [&](RedisServer& master) {
+    relay = std::make_unique<testing::SlowRelay>(master.port(), std::chrono::milliseconds(0));
+    return relay->port();
+  });
+  auto via = MustOpen(Url("max_retries=8"));
+  ASSERT_NE(via, nullptr);
+  EXPECT_EQ(via->Master(), "127.0.0.1:" + std::to_string(relay->port()));
+  FilterOptions o = Options(1000);
+  o.kind = FilterKind::kCounting;
+  ASSERT_TRUE(BloomFilter::Create(*via, "warm", o).ok());
+  relay->DropReplyOnce("$4\r\nEVAL\r\n");
+  auto created = BloomFilter::Create(*via, "lost-answer", o);
+  ASSERT_TRUE(relay->dropped());
+  EXPECT_EQ(created.status().code(), StatusCode::kUnavailable) << created.status().ToString();
+
+  auto direct = MustOpen(master_->url());
+  ASSERT_NE(direct, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto mine, BloomFilter::Open(*direct, "lost-answer"));
+  ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*via, "lost-answer"));
+  const std::vector<std::string_view> item = {"ORD-1"};
+  std::vector<uint8_t> present;
+  ASSERT_TRUE(f->ContainsMany(item, &present).ok());  // the handle's cells are read
+  relay->DropReplyOnce("$4\r\nEVAL\r\n");
+  const Status added = f->AddMany(item, nullptr);
+  ASSERT_TRUE(relay->dropped());
+  EXPECT_EQ(added.code(), StatusCode::kUnavailable) << added.ToString();
+  ASSERT_TRUE(mine->RemoveMany(item, nullptr).ok());
+  ASSERT_TRUE(mine->ContainsMany(item, &present).ok());
+  EXPECT_EQ(present[0], 0) << "the item was added twice";
 }
 
 TEST_F(RedisSentinelTest, FailoverDuringAddsLosesNoAcknowledgedAdd) {

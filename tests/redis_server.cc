@@ -35,6 +35,10 @@ class Reaper {
  public:
   void Started(pid_t pid) { Send(pid); }
   void Stopping(pid_t pid) { Send(-pid); }
+  pid_t pid() {
+    std::lock_guard lock(mu_);
+    return owner_ == ::getpid() ? pid_ : -1;
+  }
 
  private:
   static constexpr int kMaxPids = 4096;
@@ -52,6 +56,7 @@ class Reaper {
   void Fork() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
+    pid_ = -1;
     owner_ = ::getpid();
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return;
@@ -64,6 +69,7 @@ class Reaper {
     if (pid == 0) Run(fds[1]);
     ::close(fds[1]);
     fd_ = fds[0];
+    pid_ = pid;
   }
 
   [[noreturn]] static void Run(int fd) {
@@ -73,6 +79,12 @@ class Reaper {
     // every holder of a test's output, and inherited sockets must not stay
     // open here.
     ::setsid();
+    // Only the binary's end closing ends it: `pkill -f` of the binary's
+    // name, a terminal's hangup or ^C reach the reaper too (its command
+    // line is the binary's), and ended it before it could kill anything.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &ignore, nullptr);
     ::dup2(fd, 0);
     const int null_fd = ::open("/dev/null", O_RDWR);
     ::dup2(null_fd, 1);
@@ -106,6 +118,7 @@ class Reaper {
 
   std::mutex mu_;
   pid_t owner_ = -1;
+  pid_t pid_ = -1;
   int fd_ = -1;
 };
 
@@ -118,6 +131,7 @@ Reaper& TheReaper() {
 
 void WatchServerProcess(pid_t pid) { TheReaper().Started(pid); }
 void ForgetServerProcess(pid_t pid) { TheReaper().Stopping(pid); }
+pid_t ReaperPid() { return TheReaper().pid(); }
 
 RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
   std::string tmpl = std::filesystem::temp_directory_path().string() + "/redbloom-redis-XXXXXX";

@@ -15,6 +15,8 @@ namespace redbloom::testing {
 // forget it before killing and reaping it.
 void WatchServerProcess(pid_t pid);
 void ForgetServerProcess(pid_t pid);
+// That process's pid, once this process has registered a server (else -1).
+pid_t ReaperPid();
 
 class RedisServer {
  public:
