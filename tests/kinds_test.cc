@@ -56,6 +56,18 @@ class KindsTest : public testing::StoreFixture {
                                           uint64_t slice_ms, uint32_t slices) {
     return Make(name, WindowOptions(capacity, slice_ms, slices));
   }
+  // A window of three one-hour slices, the clock moved through them, with
+  // 100 items "sI-" added in slice I; *first is the oldest slice's number.
+  std::unique_ptr<BloomFilter> ThreeFilledSlices(const std::string& name, uint64_t* first) {
+    constexpr uint64_t kSlice = 3'600'000;
+    auto f = MakeWindow(name, 2'000'000, kSlice, 3);
+    *first = clock_->NowMillis() / kSlice;
+    for (int i = 0; f != nullptr && i < 3; ++i) {
+      if (i > 0) clock_->Advance(std::chrono::milliseconds(kSlice));
+      EXPECT_TRUE(f->AddMany(Views(Items("s" + std::to_string(i) + "-", 100))).ok());
+    }
+    return f;
+  }
   static FilterOptions WindowOptions(uint64_t capacity, uint64_t slice_ms, uint32_t slices) {
     return {.capacity = capacity,
             .error_rate = 0.01,
@@ -1158,16 +1170,11 @@ TEST_P(KindsTest, ReadPartsNeverJoinsTheFiltersOfARebuild) {
 // slice as the header is written, and its key goes, as Redis expires it.
 TEST_P(KindsTest, AnExportOutlivesASliceThatExpiresAsItReads) {
   if (!is_redis()) GTEST_SKIP() << "file: and mem: keep what a handle maps until it lets go";
-  constexpr uint64_t kSlice = 3'600'000;
-  auto f = MakeWindow("wx", 2'000'000, kSlice, 3);
+  uint64_t first = 0;
+  auto f = ThreeFilledSlices("wx", &first);
   ASSERT_NE(f, nullptr);
-  const uint64_t first = clock_->NowMillis() / kSlice;
-  for (int i = 0; i < 3; ++i) {
-    if (i > 0) clock_->Advance(std::chrono::milliseconds(kSlice));
-    ASSERT_TRUE(f->AddMany(Views(Items("s" + std::to_string(i) + "-", 100))).ok());
-  }
   OnFirstWrite buf([&] {
-    clock_->Advance(std::chrono::milliseconds(2 * kSlice));
+    clock_->Advance(std::chrono::hours(2));  // two slices on
     Cli({"DEL", "{wx}/part/" + std::to_string(first)});
   });
   std::ostream out(&buf);
@@ -1185,14 +1192,9 @@ TEST_P(KindsTest, AnExportOutlivesASliceThatExpiresAsItReads) {
 // while the clock stays, as a lost key would.
 TEST_P(KindsTest, AnExportOfALiveSliceThatCannotBeReadFails) {
   if (!is_redis()) GTEST_SKIP() << "file: and mem: keep what a handle maps until it lets go";
-  constexpr uint64_t kSlice = 3'600'000;
-  auto f = MakeWindow("wl", 2'000'000, kSlice, 3);
+  uint64_t first = 0;
+  auto f = ThreeFilledSlices("wl", &first);
   ASSERT_NE(f, nullptr);
-  const uint64_t first = clock_->NowMillis() / kSlice;
-  for (int i = 0; i < 3; ++i) {
-    if (i > 0) clock_->Advance(std::chrono::milliseconds(kSlice));
-    ASSERT_TRUE(f->AddMany(Views(Items("s" + std::to_string(i) + "-", 100))).ok());
-  }
   OnFirstWrite buf([&] { Cli({"DEL", "{wl}/part/" + std::to_string(first)}); });
   std::ostream out(&buf);
   const Status s = ExportDump(*f, out);
