@@ -354,6 +354,30 @@ class RedisStore final : public Store {
                        uint64_t expires_at) {
     const std::string fresh = NewIncarnation();
     std::string token = fresh;
+    REDBLOOM_RETURN_IF_ERROR(ClaimSharded(name, config, keys, &token, &expires_at));
+    Status placed = PlaceShards(name, config, token, expires_at);
+    if (placed.code() == StatusCode::kResourceExhausted && token == fresh) {
+      // Out of memory (a shard refused, or OOM): the shards placed so far
+      // would hold the server past its limit for a filter no one can use,
+      // and every write to any filter would fail OOM. This create made the
+      // filter, so it takes it back, unless another create has finished it
+      // (or the name was dropped and made again) meanwhile.
+      if (std::optional<Status> back = TakeBackUnready(name, config, keys, token, placed)) {
+        return *back;
+      }
+    }
+    REDBLOOM_RETURN_IF_ERROR(
+        placed.WithContext("creating the shards of filter '" + std::string(name) + "'"));
+    return MarkShardsReady(name, config, keys, token);
+  }
+
+  // The sharded create's metadata step: OK when this create goes on to place
+  // the shards, with *token and *expires_at those of the create it finishes
+  // (its own, or one that stopped before its shards were all placed).
+  Status ClaimSharded(std::string_view name, const FilterConfig& config, const FilterKeys& keys,
+                      std::string* token_out, uint64_t* expires_at_out) {
+    std::string& token = *token_out;
+    uint64_t& expires_at = *expires_at_out;
     bool won = false;
     uint64_t room = 0;
     Status s = shared_->source->Run(
@@ -397,7 +421,13 @@ class RedisStore final : public Store {
           if (code == 7) return LeftPartsStatus(name, "created");
           return MetaWrongType(r.get(), name);
         });
-    if (!won) return s;
+    return won ? Status::Ok() : s;
+  }
+
+  // Places shards 1.. of a sharded create (token `token`); each server's in
+  // turn, servers in parallel.
+  Status PlaceShards(std::string_view name, const FilterConfig& config, const std::string& token,
+                     uint64_t expires_at) {
     std::vector<std::string> routes;
     std::vector<ConnectionSource::Op> ops;
     for (uint32_t shard = 1; shard < config.shards; ++shard) {
@@ -430,45 +460,48 @@ class RedisStore final : public Store {
       });
     }
     // Idempotent: placing a shard twice leaves the same empty shard.
-    Status placed = shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops,
-                                             ConnectionSource::OnFailure::kStopThatServer);
-    if (placed.code() == StatusCode::kResourceExhausted && token == fresh) {
-      // Out of memory (a shard refused, or OOM): the shards placed so far
-      // would hold the server past its limit for a filter no one can use,
-      // and every write to any filter would fail OOM. This create made the
-      // filter, so it takes it back, unless another create has finished it
-      // (or the name was dropped and made again) meanwhile.
-      bool taken = false;
-      (void)shared_->source->Run(
-          keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
-            CommandBuffer cmd;
-            BeginEval(&cmd, scripts::kDropUnready, {keys.meta, keys.bitmap}, 1);
-            cmd.Arg(token);
-            REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
-            taken = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-            return Status::Ok();
-          });
-      if (taken) {
-        // Said as it is: a shard's server that failed now too keeps what it
-        // holds (it said "were dropped" whatever the drop answered).
-        const Status left = DropShards(name, config.shards, token);
-        const ShardKeys first = ShardKeysFor(name, shared_->keys, 1, config.shards);
-        return placed.WithContext(
-            "filter '" + std::string(name) + "' was not created (" +
-            (left.ok()
-                 ? std::string("its shards placed so far were dropped")
-                 : "its shards placed so far could not all be dropped (" + left.message() +
-                       "): the next create of the name with " + std::to_string(config.shards) +
-                       " shards replaces them, or delete "
-                       "them by hand (" +
-                       DisplayKey(first.meta, shared_->keys) + " and " +
-                       DisplayKey(first.bitmap, shared_->keys) +
-                       " for shard 1, alike for the others)") +
-            ")");
-      }
+    return shared_->source->RunEach(routes, Access::kMaster, /*idempotent=*/true, ops,
+                                    ConnectionSource::OnFailure::kStopThatServer);
+  }
+
+  // After `placed` found no room: takes the filter back if it is still this
+  // create's and not ready, and says so (nullopt if another create has it).
+  std::optional<Status> TakeBackUnready(std::string_view name, const FilterConfig& config,
+                                        const FilterKeys& keys, const std::string& token,
+                                        const Status& placed) {
+    bool taken = false;
+    (void)shared_->source->Run(
+        keys.meta, Access::kMaster, /*idempotent=*/true, [&](Connection& c) -> Status {
+          CommandBuffer cmd;
+          BeginEval(&cmd, scripts::kDropUnready, {keys.meta, keys.bitmap}, 1);
+          cmd.Arg(token);
+          REDBLOOM_ASSIGN_OR_RETURN(ReplyPtr r, Call(c, cmd));
+          taken = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+          return Status::Ok();
+        });
+    if (taken) {
+      // Said as it is: a shard's server that failed now too keeps what it
+      // holds (it said "were dropped" whatever the drop answered).
+      const Status left = DropShards(name, config.shards, token);
+      const ShardKeys first = ShardKeysFor(name, shared_->keys, 1, config.shards);
+      return placed.WithContext(
+          "filter '" + std::string(name) + "' was not created (" +
+          (left.ok() ? std::string("its shards placed so far were dropped")
+                     : "its shards placed so far could not all be dropped (" + left.message() +
+                           "): the next create of the name with " + std::to_string(config.shards) +
+                           " shards replaces them, or delete "
+                           "them by hand (" +
+                           DisplayKey(first.meta, shared_->keys) + " and " +
+                           DisplayKey(first.bitmap, shared_->keys) +
+                           " for shard 1, alike for the others)") +
+          ")");
     }
-    REDBLOOM_RETURN_IF_ERROR(
-        placed.WithContext("creating the shards of filter '" + std::string(name) + "'"));
+    return std::nullopt;
+  }
+
+  // Marks a sharded create's shards ready: the filter is there for readers.
+  Status MarkShardsReady(std::string_view name, const FilterConfig& config, const FilterKeys& keys,
+                         const std::string& token) {
     // Of identical creates racing, the one that marks the shards ready made
     // the filter; the others finished it too, and say it exists (each was
     // told "created": 2-6 of 6 concurrent PUTs answered 201, an audit). A
