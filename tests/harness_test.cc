@@ -97,9 +97,10 @@ TEST(HarnessTest, ServersOfABinaryThatDiesAreKilled) {
       << "a redis-server outlived the test process that started it";
 }
 
-// `pkill -f tests/kinds_test` (the reaper's command line is the binary's), a
-// terminal's hangup or ^C reach the reaper as well as the binary: it ended,
-// and the servers it was to kill stayed up.
+// `pkill -f tests/kinds_test` or `killall` reach the reaper as well as the
+// binary (its command line is the binary's): it ended, and the servers it
+// was to kill stayed up (seven redis-servers, once). Every signal a name
+// can send is tried.
 TEST(HarnessTest, SignalsToTheWholeBinaryLeaveNoServer) {
   EXPECT_FALSE(ServerOutlivesItsBinary([](const Started& started) {
     ASSERT_GT(started.reaper, 0);

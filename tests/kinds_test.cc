@@ -521,10 +521,11 @@ TEST_P(KindsTest, AWindowAddThatStalledIntoTheNextSliceLastsFromItsReturn) {
 }
 
 // A window add that failed in its slice fails, though the clock moved into
-// the next slice meanwhile and that slice took the items: the answers of
-// the first slice's add, which the call returns, were never made. (It went
-// on as if the first slice had answered: the mutation audit.) The slice's
-// key is a string, which its add cannot take.
+// the next slice meanwhile, with the slice it began in still live. Without
+// the check it went on to add in the next slice as if the first had
+// answered, and returned success with answers no add made (the mutation
+// audit). Here a string that no parts list names stands in the slice's
+// place (data_loss).
 TEST_P(KindsTest, AWindowAddThatFailedInItsSliceFailsThoughTheClockMovedOn) {
   if (!is_redis()) GTEST_SKIP() << "a key in a slice's place is a Redis case";
   constexpr uint64_t kSlice = 60'000, kSlices = 3;

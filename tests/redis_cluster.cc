@@ -74,11 +74,6 @@ void RedisCluster::WaitUntilOk(bool replicas_up) {
   throw std::runtime_error("the Redis Cluster did not become ok within 30 s");
 }
 
-// Every running replica is listed by every running node's CLUSTER SLOTS,
-// where clients learn of replicas: a node lists one only once gossip has told
-// it the replica holds data (a replication offset above 0), which can lag the
-// replica's own link by seconds. A store opened before would send every
-// read_from=replica check to the masters.
 std::string RedisCluster::Describe() const {
   std::string out;
   const RedisServer* running = nullptr;
@@ -97,6 +92,11 @@ std::string RedisCluster::Describe() const {
   return out;
 }
 
+// Every running replica is listed by every running node's CLUSTER SLOTS,
+// where clients learn of replicas: a node lists one only once gossip has told
+// it the replica holds data (a replication offset above 0), which can lag the
+// replica's own link by seconds. A store opened before would send every
+// read_from=replica check to the masters.
 bool RedisCluster::ReplicasKnownEverywhere() {
   std::vector<std::string> replica_ids;
   for (auto& n : nodes_) {

@@ -79,9 +79,10 @@ class Reaper {
     // every holder of a test's output, and inherited sockets must not stay
     // open here.
     ::setsid();
-    // Only the binary's end closing ends it: `pkill -f` of the binary's
-    // name, a terminal's hangup or ^C reach the reaper too (its command
-    // line is the binary's), and ended it before it could kill anything.
+    // Only the binary's end closing ends it: a signal sent by name reaches
+    // the reaper too (`pkill -f` of the binary's name or `killall`: its
+    // command line is the binary's), and ended it before it could kill
+    // anything. (setsid() above keeps a terminal's ^C and hangup away.)
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &ignore, nullptr);

@@ -2025,6 +2025,9 @@ TEST_F(RedisStoreTest, ACreateOrACountingWriteWhoseAnswerWasLostIsNotSentAgain) 
     const Status added = f->AddMany(batch, nullptr);
     ASSERT_TRUE(relay.dropped());
     EXPECT_EQ(added.code(), StatusCode::kUnavailable) << added.ToString();
+    ASSERT_TRUE(direct->ContainsMany(batch, &present).ok());
+    ASSERT_EQ(std::count(present.begin(), present.end(), 1), static_cast<long>(batch.size()))
+        << "the add whose answer was lost did not run";
     // Counted once: one remove takes each item out.
     ASSERT_TRUE(direct->RemoveMany(batch, nullptr).ok());
     ASSERT_TRUE(direct->ContainsMany(batch, &present).ok());

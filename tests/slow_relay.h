@@ -126,8 +126,12 @@ class SlowRelay {
             holding_ = true;
             continue;
           }
-          if (n > 0 && Drops(buf, static_cast<size_t>(n))) dropping_server_ = server;
-          if (n > 0) WriteAll(server, buf, static_cast<size_t>(n));
+          if (n <= 0) {
+            Close(i);  // the client went: a closed socket polls readable for ever
+            break;     // fds no longer lines up with pairs_
+          }
+          if (Drops(buf, static_cast<size_t>(n))) dropping_server_ = server;
+          WriteAll(server, buf, static_cast<size_t>(n));
           if (throttle_) std::this_thread::sleep_for(gap_);
         }
         if (fds[2 + 2 * i].revents & (POLLIN | POLLHUP)) {
@@ -135,18 +139,33 @@ class SlowRelay {
             const ssize_t ignored = ::read(server, buf, sizeof(buf));
             (void)ignored;
             dropped_ = true;  // before the client can see the connection go
-            ::close(client);
-            ::close(server);
-            pairs_.erase(pairs_.begin() + static_cast<std::ptrdiff_t>(i));
+            Close(i);
             dropping_server_ = -1;
-            break;  // fds no longer lines up with pairs_
+            break;
           }
           const ssize_t n = ::read(server, buf, trickle_ ? 1 : sizeof(buf));
-          if (n > 0) WriteAll(client, buf, static_cast<size_t>(n));
+          if (n <= 0) {
+            Close(i);
+            break;
+          }
+          WriteAll(client, buf, static_cast<size_t>(n));
           if (trickle_) std::this_thread::sleep_for(gap_);
         }
       }
     }
+  }
+
+  // Closes pair i's two sockets and forgets it.
+  void Close(size_t i) {
+    if (pairs_[i].second == dropping_server_) dropping_server_ = -1;
+    if (pairs_[i].second == held_server_) {  // what it held has nowhere to go
+      held_.clear();
+      held_server_ = -1;
+      holding_ = false;
+    }
+    ::close(pairs_[i].first);
+    ::close(pairs_[i].second);
+    pairs_.erase(pairs_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
   bool Holds(const char* data, size_t n) {
