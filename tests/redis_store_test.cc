@@ -2019,19 +2019,7 @@ TEST_F(RedisStoreTest, ACreateOrACountingWriteWhoseAnswerWasLostIsNotSentAgain) 
   for (const auto& [batch, text] : {std::pair{one, "$4\r\nEVAL\r\n"}, {ten, "$4\r\nEXEC\r\n"}}) {
     SCOPED_TRACE(batch.size());
     ASSERT_OK_AND_ASSIGN(auto f, BloomFilter::Open(*via, "lost-answer"));
-    std::vector<uint8_t> present;
-    ASSERT_TRUE(f->ContainsMany(batch, &present).ok());  // the handle's cells are read
-    relay.DropReplyOnce(text);
-    const Status added = f->AddMany(batch, nullptr);
-    ASSERT_TRUE(relay.dropped());
-    EXPECT_EQ(added.code(), StatusCode::kUnavailable) << added.ToString();
-    ASSERT_TRUE(direct->ContainsMany(batch, &present).ok());
-    ASSERT_EQ(std::count(present.begin(), present.end(), 1), static_cast<long>(batch.size()))
-        << "the add whose answer was lost did not run";
-    // Counted once: one remove takes each item out.
-    ASSERT_TRUE(direct->RemoveMany(batch, nullptr).ok());
-    ASSERT_TRUE(direct->ContainsMany(batch, &present).ok());
-    EXPECT_EQ(std::count(present.begin(), present.end(), 1), 0) << "an item was added twice";
+    ASSERT_NO_FATAL_FAILURE(testing::ExpectALostAddRanOnce(relay, *f, *direct, batch, text));
   }
 
   // Added twice, removed once through a lost answer: still present.

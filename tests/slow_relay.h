@@ -25,13 +25,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "redbloom/bloom_filter.h"
 
 namespace redbloom::testing {
 
@@ -212,6 +216,29 @@ class SlowRelay {
   std::vector<std::pair<int, int>> pairs_;  // client, server; the relay's thread only
   std::thread thread_;
 };
+
+// A counting add of `items` through `via` (a filter on a store that reaches
+// its server through `relay`) whose answer the relay drops (after the first
+// piece the client sends holding `text`): the add fails unavailable, ran
+// (each item is present through `mine`, on a store of its own), and ran once
+// (one remove through `mine` takes each out). Sent again, it counted its
+// items twice. Call it with ASSERT_NO_FATAL_FAILURE.
+inline void ExpectALostAddRanOnce(SlowRelay& relay, BloomFilter& via, BloomFilter& mine,
+                                  std::span<const std::string_view> items,
+                                  const std::string& text) {
+  std::vector<uint8_t> present;
+  ASSERT_TRUE(via.ContainsMany(items, &present).ok());  // the handle's cells are read
+  relay.DropReplyOnce(text);
+  const Status added = via.AddMany(items, nullptr);
+  ASSERT_TRUE(relay.dropped());
+  EXPECT_EQ(added.code(), StatusCode::kUnavailable) << added.ToString();
+  ASSERT_TRUE(mine.ContainsMany(items, &present).ok());
+  ASSERT_EQ(std::count(present.begin(), present.end(), 1), std::ssize(items))
+      << "the add whose answer was lost did not run";
+  ASSERT_TRUE(mine.RemoveMany(items, nullptr).ok());
+  ASSERT_TRUE(mine.ContainsMany(items, &present).ok());
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 0) << "an item was added twice";
+}
 
 }  // namespace redbloom::testing
 
