@@ -130,11 +130,9 @@ class SentinelSource final : public ConnectionSource {
 
   ~SentinelSource() override {
     if (fork_generation_.load(std::memory_order_relaxed) != ForkGeneration()) {
-      // A child's copy it never called: the watcher is the parent's thread
-      // and wake_fd_ the parent's eventfd, where a stop written would wake
-      // the parent's watcher at every wait from then on.
-      AbandonParentsThread(watcher_);
-      if (wake_fd_ >= 0) ::close(wake_fd_);
+      // A child's copy it never called: a stop written to the parent's
+      // eventfd would wake the parent's watcher at every wait from then on.
+      LetGoOfParentsWatcher();
       return;
     }
     {
@@ -615,6 +613,14 @@ class SentinelSource final : public ConnectionSource {
     return stopping_;
   }
 
+  // In a child of fork(): watcher_ is the parent's thread, which does not
+  // run here, and wake_fd_ the parent's eventfd. Lets go of this process's
+  // copies without telling the parent's anything.
+  void LetGoOfParentsWatcher() {
+    AbandonParentsThread(watcher_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+  }
+
   // In a child of fork(), at its first call: the watcher is the parent's
   // thread, which does not run here, so a failover went unnoticed (a child
   // kept writing to the demoted master: 73 of 100 acknowledged adds lost),
@@ -624,8 +630,7 @@ class SentinelSource final : public ConnectionSource {
     if (fork_generation_.load(std::memory_order_relaxed) == ForkGeneration()) return Status::Ok();
     std::lock_guard lock(fork_mu_);
     if (fork_generation_.load(std::memory_order_relaxed) == ForkGeneration()) return Status::Ok();
-    AbandonParentsThread(watcher_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
+    LetGoOfParentsWatcher();
     wake_fd_ = AboveStdio(::eventfd(0, EFD_CLOEXEC));
     SetWatchLost("");
     MarkMasterStale();
