@@ -383,6 +383,11 @@ class DumpTest : public ::testing::Test {
     delete redis_b_;
   }
   // A mem: store (*store) with a plain filter "f" holding "x", and its dump.
+  // ImportDump of `bytes` into `store` as "copy".
+  static Status ImportCopy(Store& store, const std::string& bytes) {
+    std::istringstream in(bytes);
+    return ImportDump(store, "copy", in).status();
+  }
   static std::string DumpOfOneItem(std::unique_ptr<Store>* store) {
     *store = testing::ValueOrFail(Store::Open("mem:"));
     auto f = testing::ValueOrFail(
@@ -532,10 +537,7 @@ TEST_F(DumpTest, LoadNeverClearsConcurrentAdds) {
 TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
   std::unique_ptr<Store> store;
   const std::string good = DumpOfOneItem(&store);
-  auto import = [&](const std::string& bytes) {
-    std::istringstream in(bytes);
-    return ImportDump(*store, "copy", in).status();
-  };
+  auto import = [&](const std::string& bytes) { return ImportCopy(*store, bytes); };
   for (size_t cut : {size_t{5}, size_t{40}, good.size() - 30, good.size() - 1}) {
     EXPECT_EQ(import(good.substr(0, cut)).code(), StatusCode::kDataLoss) << "cut at " << cut;
   }
@@ -551,38 +553,42 @@ TEST_F(DumpTest, CorruptDumpsAreDataLossAndWriteNothing) {
   EXPECT_EQ(ImportDump(*store, "other", in).status().code(), StatusCode::kConflict);
 }
 
+// A dump's big-endian integer of `bytes` bytes at `at`, and one written so.
+uint64_t GetBE(const std::string& dump, size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = v << 8 | uint8_t(dump[at + i]);
+  return v;
+}
+std::string PutBE(uint64_t v, int bytes) {
+  std::string out(bytes, '\0');
+  for (int i = bytes - 1; i >= 0; --i, v >>= 8) out[i] = char(v & 0xFF);
+  return out;
+}
+// zlib's CRC-32 of `bytes`, continuing from `seed`, as a dump's checksums.
+uint32_t Crc32(const std::string& bytes, uint32_t seed = 0) {
+  return static_cast<uint32_t>(
+      ::crc32(seed, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
 // `dump` with its first chunk's offset set to `offset`, every checksum made
 // again (docs/dump-format.md: a chunk's CRC-32 runs over its offset, length
 // and bytes; the end marker's over the chunks' CRCs), so that only the
 // reader's bounds stand between the chunk and the filter.
 std::string WithFirstChunkAt(const std::string& dump, uint64_t offset) {
-  const auto get = [&](size_t at, int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v = v << 8 | uint8_t(dump[at + i]);
-    return v;
-  };
-  const auto put = [](uint64_t v, int bytes) {
-    std::string out(bytes, '\0');
-    for (int i = bytes - 1; i >= 0; --i, v >>= 8) out[i] = char(v & 0xFF);
-    return out;
-  };
-  const auto crc = [](const std::string& bytes, uint32_t seed) {
-    return static_cast<uint32_t>(::crc32(seed, reinterpret_cast<const Bytef*>(bytes.data()),
-                                         static_cast<uInt>(bytes.size())));
-  };
-  size_t at = 16 + get(12, 4) + 4;  // past the magic, version, header and its CRC
+  size_t at = 16 + GetBE(dump, 12, 4) + 4;  // past the magic, version, header and its CRC
   std::string out = dump.substr(0, at);
   uint32_t running = 0;
-  for (bool first = true; get(at, 8) != UINT64_MAX; first = false) {
-    const size_t length = get(at + 8, 4);
-    const std::string frame = put(first ? offset : get(at, 8), 8) + dump.substr(at + 8, 4);
+  for (bool first = true; GetBE(dump, at, 8) != UINT64_MAX; first = false) {
+    const size_t length = GetBE(dump, at + 8, 4);
+    const std::string frame =
+        PutBE(first ? offset : GetBE(dump, at, 8), 8) + dump.substr(at + 8, 4);
     const std::string bytes = dump.substr(at + 12, length);
-    const std::string chunk_crc = put(crc(bytes, crc(frame, 0)), 4);
+    const std::string chunk_crc = PutBE(Crc32(bytes, Crc32(frame)), 4);
     out += frame + bytes + chunk_crc;
-    running = crc(chunk_crc, running);
+    running = Crc32(chunk_crc, running);
     at += 12 + length + 4;
   }
-  return out + dump.substr(at, 16) + put(running, 4);
+  return out + dump.substr(at, 16) + PutBE(running, 4);
 }
 
 // A chunk placed past the filter's bitmap, its checksums right, is
@@ -593,10 +599,7 @@ TEST_F(DumpTest, AChunkPastTheBitmapIsDataLossWithItsChecksumsRight) {
   std::unique_ptr<Store> store;
   const std::string dump = DumpOfOneItem(&store);
   const uint64_t bytes = testing::ValueOrFail(store->ReadConfig("f")).data_bytes();
-  auto import = [&](const std::string& from) {
-    std::istringstream in(from);
-    return ImportDump(*store, "copy", in).status();
-  };
+  auto import = [&](const std::string& bytes) { return ImportCopy(*store, bytes); };
   ASSERT_TRUE(import(WithFirstChunkAt(dump, 0)).ok()) << "the checksums are made right";
   ASSERT_TRUE(BloomFilter::Drop(*store, "copy").ok());
   for (uint64_t offset : {bytes, bytes + 1, bytes - 1, uint64_t{1} << 62}) {
@@ -614,19 +617,11 @@ TEST_F(DumpTest, AChunkPastTheBitmapIsDataLossWithItsChecksumsRight) {
 // says stand between it and the store.
 std::string WithHeader(const std::string& dump, uint32_t version,
                        const std::function<void(std::string*)>& edit) {
-  const auto be32 = [](uint32_t v) {
-    std::string out(4, '\0');
-    for (int i = 3; i >= 0; --i, v >>= 8) out[i] = char(v & 0xFF);
-    return out;
-  };
-  uint32_t length = 0;
-  for (int i = 12; i < 16; ++i) length = length << 8 | uint8_t(dump[i]);
+  const auto length = static_cast<size_t>(GetBE(dump, 12, 4));
   std::string header = dump.substr(16, length);
   edit(&header);
-  const auto crc = static_cast<uint32_t>(
-      ::crc32(0, reinterpret_cast<const Bytef*>(header.data()), static_cast<uInt>(header.size())));
-  return dump.substr(0, 8) + be32(version) + be32(static_cast<uint32_t>(header.size())) + header +
-         be32(crc) + dump.substr(16 + length + 4);
+  return dump.substr(0, 8) + PutBE(version, 4) + PutBE(header.size(), 4) + header +
+         PutBE(Crc32(header), 4) + dump.substr(16 + length + 4);
 }
 
 // A dump of another format version, or whose part table does not add up to
@@ -637,10 +632,7 @@ std::string WithHeader(const std::string& dump, uint32_t version,
 TEST_F(DumpTest, AnotherVersionOrATableThatDoesNotAddUpIsDataLoss) {
   std::unique_ptr<Store> store;
   const std::string dump = DumpOfOneItem(&store);
-  auto import = [&](const std::string& from) {
-    std::istringstream in(from);
-    return ImportDump(*store, "copy", in).status();
-  };
+  auto import = [&](const std::string& bytes) { return ImportCopy(*store, bytes); };
   ASSERT_TRUE(import(WithHeader(dump, 1, [](std::string*) {})).ok()) << "the checksums are right";
   ASSERT_TRUE(BloomFilter::Drop(*store, "copy").ok());
 
