@@ -44,6 +44,23 @@ int CountPresent(BloomFilter& f, const std::vector<std::string>& items) {
   return n;
 }
 
+// A clock that answers `first` to the next reading after Stall(), and `rest`
+// otherwise: a caller that read the time, then stalled.
+class StallingClock final : public Clock {
+ public:
+  explicit StallingClock(uint64_t rest) : rest_(rest) {}
+  uint64_t NowMillis() const override {
+    const uint64_t first = first_.exchange(0);
+    return first != 0 ? first : rest_.load();
+  }
+  void Stall(uint64_t first) { first_.store(first); }
+  void Set(uint64_t rest) { rest_.store(rest); }
+
+ private:
+  mutable std::atomic<uint64_t> first_{0};
+  std::atomic<uint64_t> rest_;
+};
+
 class KindsTest : public testing::StoreFixture {
  protected:
   std::unique_ptr<BloomFilter> Make(const std::string& name, FilterOptions o) {
@@ -67,6 +84,27 @@ class KindsTest : public testing::StoreFixture {
       EXPECT_TRUE(f->AddMany(Views(Items("s" + std::to_string(i) + "-", 100))).ok());
     }
     return f;
+  }
+  // A window filter of three one-minute slices, on a store of its own whose
+  // clock stands mid-slice (`wall`) and can stall: a test of an add that
+  // read its slice and then stalled.
+  struct StallingWindow {
+    static constexpr uint64_t kSlice = 60'000, kSlices = 3;
+    uint64_t wall = 0;
+    std::shared_ptr<StallingClock> clock;
+    std::unique_ptr<Store> store;
+    std::unique_ptr<BloomFilter> filter;
+  };
+  StallingWindow MidSliceWindow(const std::string& name) {
+    StallingWindow w;
+    w.wall = (testing::WallMillis() / w.kSlice) * w.kSlice + w.kSlice / 2;
+    w.clock = std::make_shared<StallingClock>(w.wall);
+    w.store = OpenOn(w.clock);
+    if (w.store == nullptr) return w;
+    auto f = BloomFilter::Create(*w.store, name, WindowOptions(1000, w.kSlice, w.kSlices));
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    if (f.ok()) w.filter = std::move(f).value();
+    return w;
   }
   static FilterOptions WindowOptions(uint64_t capacity, uint64_t slice_ms, uint32_t slices) {
     return {.capacity = capacity,
@@ -440,23 +478,6 @@ TEST_P(KindsTest, AWindowWithEverySliceFullKeepsTheErrorRate) {
   EXPECT_LE(fpp, 0.01 + 3 * std::sqrt(0.01 * 0.99 / kProbes)) << "the window's rate, 1% asked";
 }
 
-// A clock that answers `first` to the next reading after Stall(), and `rest`
-// otherwise: a caller that read the time, then stalled.
-class StallingClock final : public Clock {
- public:
-  explicit StallingClock(uint64_t rest) : rest_(rest) {}
-  uint64_t NowMillis() const override {
-    const uint64_t first = first_.exchange(0);
-    return first != 0 ? first : rest_.load();
-  }
-  void Stall(uint64_t first) { first_.store(first); }
-  void Set(uint64_t rest) { rest_.store(rest); }
-
- private:
-  mutable std::atomic<uint64_t> first_{0};
-  std::atomic<uint64_t> rest_;
-};
-
 // A window add that read its slice, then stalled until that slice had left
 // the window, is done in the slice current when it goes on. It failed
 // not_found ("part ... does not exist"), as each store removes an expired
@@ -498,13 +519,11 @@ TEST_P(KindsTest, AWindowAddThatOutlivesItsSliceLandsInTheCurrentOne) {
 // slice after the stall: an audit's add, held 2.3 s by a stalled Redis
 // (window 3 s, 3 slices), was answered and read absent 0.8 s later.
 TEST_P(KindsTest, AWindowAddThatStalledIntoTheNextSliceLastsFromItsReturn) {
-  constexpr uint64_t kSlice = 60'000, kSlices = 3;
-  const uint64_t wall = (testing::WallMillis() / kSlice) * kSlice + kSlice / 2;
-  auto clock = std::make_shared<StallingClock>(wall);
-  auto store = OpenOn(clock);
-  ASSERT_NE(store, nullptr);
-  ASSERT_OK_AND_ASSIGN(auto f,
-                       BloomFilter::Create(*store, "w", WindowOptions(1000, kSlice, kSlices)));
+  StallingWindow w = MidSliceWindow("w");
+  ASSERT_NE(w.filter, nullptr);
+  const uint64_t kSlice = w.kSlice, kSlices = w.kSlices, wall = w.wall;
+  StallingClock* clock = w.clock.get();
+  BloomFilter* f = w.filter.get();
   const auto answered = Items("answered-", 200);
   clock->Stall(wall - kSlice);  // the slice before, still in the window
   std::vector<uint8_t> added;
@@ -528,17 +547,12 @@ TEST_P(KindsTest, AWindowAddThatStalledIntoTheNextSliceLastsFromItsReturn) {
 // place (data_loss).
 TEST_P(KindsTest, AWindowAddThatFailedInItsSliceFailsThoughTheClockMovedOn) {
   if (!is_redis()) GTEST_SKIP() << "a key in a slice's place is a Redis case";
-  constexpr uint64_t kSlice = 60'000, kSlices = 3;
-  const uint64_t wall = (testing::WallMillis() / kSlice) * kSlice + kSlice / 2;
-  auto clock = std::make_shared<StallingClock>(wall);
-  auto store = OpenOn(clock);
-  ASSERT_NE(store, nullptr);
-  ASSERT_OK_AND_ASSIGN(auto f,
-                       BloomFilter::Create(*store, "wf", WindowOptions(1000, kSlice, kSlices)));
-  Cli({"SET", "{wf}/part/" + std::to_string(wall / kSlice - 1), "not a bitmap"});
-  clock->Stall(wall - kSlice);  // the slice before, still in the window
+  StallingWindow w = MidSliceWindow("wf");
+  ASSERT_NE(w.filter, nullptr);
+  Cli({"SET", "{wf}/part/" + std::to_string(w.wall / w.kSlice - 1), "not a bitmap"});
+  w.clock->Stall(w.wall - w.kSlice);  // the slice before, still in the window
   std::vector<uint8_t> added;
-  const Status s = f->AddMany(Views(Items("x-", 20)), &added);
+  const Status s = w.filter->AddMany(Views(Items("x-", 20)), &added);
   EXPECT_FALSE(s.ok()) << "the add in the slice before failed";
 }
 
