@@ -16,6 +16,9 @@
 
 namespace redbloom::cli {
 
+// "[unavailable]", or with the failure's reason "[unavailable: answers_lost]".
+std::string CodeTag(const Status& s);
+
 // Prints "redbloom: error: <message> [<code>]" and returns the exit code.
 int Fail(const Status& s);
 

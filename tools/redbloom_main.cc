@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,24 +26,21 @@
 #include "frontend/existing_ttl.h"
 #include "frontend/info_json.h"
 #include "item_reader.h"
+#include "items_command.h"
 #include "redbloom/bloom_filter.h"
 #include "redbloom/filter_config.h"
 #include "redbloom/store.h"
-#include "stop_signals.h"
 #include "util/errno_text.h"
 #include "util/fd_above_stdio.h"
 #include "util/out_of_memory.h"
 
 namespace redbloom::cli {
 
-namespace {
-// "[unavailable]", or with the failure's reason "[unavailable: answers_lost]".
 std::string CodeTag(const Status& s) {
   std::string tag = "[" + std::string(StatusCodeName(s.code()));
   if (s.reason() != StatusReason::kNone) tag += ": " + std::string(StatusReasonName(s.reason()));
   return tag + "]";
 }
-}  // namespace
 
 std::string OneLine(std::string_view message) {
   std::string out;
@@ -127,10 +123,6 @@ Status Context::OpenStore() {
 }
 
 namespace {
-
-// Items are read and written in chunks of this many, so a file of any size
-// streams through bounded memory while each chunk is still one batch.
-constexpr size_t kChunkItems = 65536;
 
 std::string Yes(bool b) { return b ? "yes" : "no"; }
 
@@ -216,256 +208,6 @@ int RunCreate(Context& ctx, const std::string& name, const SizingFlags& flags, b
               << FormatDouble(c.error_rate) << "\n";
   }
   return 0;
-}
-
-enum class ItemOp { kAdd, kCheck, kRemove };
-
-// add/check/remove --json: one document, written as the items go so a file of
-// any size streams through bounded memory:
-//   {"filter":"orders","items":[
-//   {"item":"ORD-1","new":true},
-//   ...
-//   ],"count":2,"new":1}
-// The per-item key and the counts: add "new"; check "present" and "absent";
-// remove "removed" and "not_removed". An error once the filter is open still
-// ends the document, with the items done before it and "error":{"code",
-// "message"}, plus "unconfirmed":N when the call that failed may have
-// written some of its N items before it failed (a store error, or a scaling
-// filter out of layers, part-way through a chunk). Items that are not UTF-8 (a bytes filter) show
-// U+FFFD for each bad byte, as JSON can only hold text.
-class JsonItemsWriter {
- public:
-  JsonItemsWriter(const std::string& filter, ItemOp op) : op_(op) {
-    std::cout << "{\"filter\":" << Quote(filter) << ",\"items\":[";
-  }
-
-  // The text of a chunk's items, for the caller to write.
-  [[nodiscard]] std::string Chunk(const std::vector<std::string>& items,
-                                  const std::vector<uint8_t>& answers) {
-    const char* key = op_ == ItemOp::kAdd ? "new" : op_ == ItemOp::kCheck ? "present" : "removed";
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i) {
-      out += count_ + i == 0 ? "\n{\"item\":" : ",\n{\"item\":";
-      out += Quote(items[i]);
-      out += ",\"";
-      out += key;
-      out += answers[i] ? "\":true}" : "\":false}";
-      yes_ += answers[i] ? 1 : 0;
-    }
-    count_ += items.size();
-    return out;
-  }
-
-  // The document's end, for the caller to write.
-  [[nodiscard]] std::string End(const Status& error, uint64_t unconfirmed = 0) const {
-    std::string out = "\n],\"count\":" + std::to_string(count_);
-    switch (op_) {
-      case ItemOp::kAdd:
-        out += ",\"new\":" + std::to_string(yes_);
-        break;
-      case ItemOp::kCheck:
-        out +=
-            ",\"present\":" + std::to_string(yes_) + ",\"absent\":" + std::to_string(count_ - yes_);
-        break;
-      case ItemOp::kRemove:
-        out += ",\"removed\":" + std::to_string(yes_) +
-               ",\"not_removed\":" + std::to_string(count_ - yes_);
-        break;
-    }
-    if (!error.ok()) {
-      out += ",\"error\":{\"code\":" + Quote(std::string(StatusCodeName(error.code())));
-      if (error.reason() != StatusReason::kNone) {
-        out += ",\"reason\":" + Quote(std::string(StatusReasonName(error.reason())));
-      }
-      out += ",\"message\":" + Quote(error.message()) + "}";
-      if (unconfirmed > 0) out += ",\"unconfirmed\":" + std::to_string(unconfirmed);
-    }
-    return out + "}\n";
-  }
-
- private:
-  static std::string Quote(const std::string& text) {
-    return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
-
-  ItemOp op_;
-  uint64_t count_ = 0;
-  uint64_t yes_ = 0;
-};
-
-// add, check and remove share everything but the call and the meaning of "0".
-int RunItems(Context& ctx, const std::string& name, const std::vector<std::string>& args,
-             const std::string& file, bool quiet, bool json, ItemOp op) {
-  if (args.empty() && file.empty()) {
-    return Fail(Status::InvalidArgument("no items: give them as arguments or with --file PATH|-"));
-  }
-  ItemReader source(args, file);
-  if (Status s = source.Open(); !s.ok()) return Fail(s);
-  if (Status s = ctx.OpenStore(); !s.ok()) return Fail(s);
-  auto filter = BloomFilter::Open(*ctx.store, name);
-  if (!filter.ok()) return Fail(filter.status());
-
-  std::optional<JsonItemsWriter> json_out;
-  if (json) json_out.emplace(name, op);
-  std::vector<std::string> chunk;
-  std::vector<std::string_view> views;
-  std::vector<uint8_t> answers;
-  uint64_t done = 0;
-  bool any_absent = false;
-  std::string out;
-  // Stops the run: says what was done before the error, ends the JSON.
-  // `unconfirmed`: items of the failed call that it may have written before
-  // failing (a bad item fails its call before anything is written).
-  const auto stop = [&](const Status& s, uint64_t unconfirmed = 0) {
-    if (op == ItemOp::kCheck) unconfirmed = 0;
-    const std::string verb = op == ItemOp::kAdd ? "added" : "processed";
-    // "the first item was", "the first 2 items were".
-    const auto items = [](uint64_t n) {
-      return n == 1 ? std::string("item") : std::to_string(n) + " items";
-    };
-    const std::string first = "the first " + items(done) + (done == 1 ? " was " : " were ") + verb;
-    std::string what;
-    if (done > 0 && unconfirmed > 0) {
-      what =
-          first + ", and " +
-          (unconfirmed == 1 ? "the next item" : "some of the next " + std::to_string(unconfirmed)) +
-          " may have been";
-    } else if (done > 0) {
-      what = first;
-    } else if (unconfirmed > 0) {
-      what = (unconfirmed == 1 ? "the first item" : "some of the first " + items(unconfirmed)) +
-             " may have been " + verb;
-    }
-    if (!what.empty()) {
-      std::cerr << "redbloom: " << OneLine(what) << "; nothing after "
-                << (done + unconfirmed == 1 ? "it" : "them") << " was"
-                << (op == ItemOp::kAdd ? " (adding again is harmless)" : "") << "\n";
-    }
-    if (json_out) (void)WriteStdout(json_out->End(s, unconfirmed));
-    const bool wrote = op != ItemOp::kCheck && (done > 0 || unconfirmed > 0);
-    return wrote ? FailAfterWrites(s, **filter) : Fail(s);
-  };
-  // Prints (or adds to the JSON) each item of `chunk` with its answer, and
-  // counts the chunk as done. A write that fails is the run's error: it
-  // names the items whose answers may be lost (the chunk is done all the
-  // same: an add or remove has happened).
-  const auto report = [&]() -> Status {
-    Status wrote;
-    if (json_out) {
-      wrote = WriteStdout(json_out->Chunk(chunk, answers));
-    } else if (!quiet) {
-      out.clear();
-      for (size_t i = 0; i < chunk.size(); ++i) {
-        out += answers[i] ? "1\t" : "0\t";
-        out += chunk[i];
-        out += '\n';
-      }
-      wrote = WriteStdout(out);
-    }
-    done += chunk.size();
-    if (wrote.ok() || chunk.empty()) return wrote;
-    return wrote.WithSuffix("; the answers for " + source.Where(0) + " to " +
-                            source.Where(chunk.size() - 1) + " may not have been written" +
-                            (op == ItemOp::kAdd      ? ", though those items were added"
-                             : op == ItemOp::kRemove ? ", though those items were removed"
-                                                     : ""));
-  };
-  // An add or remove stopped by SIGINT, SIGTERM or SIGHUP ends after the
-  // chunk in hand, its answers printed and the filter synced: killed, it
-  // left the adds it had printed unsynced (a file: store's pages), where
-  // the README says a run syncs before it exits.
-  std::optional<StopSignals> stop_signals;
-  if (op != ItemOp::kCheck) {
-    stop_signals.emplace();
-    source.set_stop(&g_stop_signal);
-  }
-  // `unwritten`: the write of the last answers that the signal cut short.
-  const auto stopped = [&](const Status& unwritten = Status::Ok()) {
-    const int sig = g_stop_signal;
-    Status synced = (*filter)->Flush();
-    std::cerr << "redbloom: " << (op == ItemOp::kAdd ? "add to " : "remove from ") << name
-              << " stopped by signal " << sig << " after " << done
-              << (done == 1 ? " item" : " items") << (synced.ok() ? ", synced" : "")
-              << "; nothing after " << (done == 1 ? "it" : "them") << " was "
-              << (op == ItemOp::kAdd ? "added" : "removed") << "\n";
-    if (!unwritten.ok()) std::cerr << "redbloom: " << OneLine(unwritten.message()) << "\n";
-    if (!synced.ok()) {
-      std::cerr << "redbloom: error: and what was written may not be durable: "
-                << OneLine(synced.message()) << " " << CodeTag(synced) << "\n";
-    }
-    if (json_out) {
-      (void)WriteStdout(
-          json_out->End(Status::Unavailable("stopped by signal " + std::to_string(sig))));
-    }
-    return 128 + sig;
-  };
-  // Without answers to write, a closed stdout is no reason to stop. With
-  // them, a chunk also ends when no more input is ready, so answers to a
-  // pipe that stalls (`tail -f log | redbloom check`) come as lines arrive,
-  // not after 65,536 of them; a quiet add keeps whole chunks.
-  const bool answering = json || !quiet;
-  if (answering) source.set_output(1);
-  Revalidator revalidator(**filter);
-  while (true) {
-    if (g_stop_signal != 0 && stop_signals) return stopped();
-    auto more = source.Next(&chunk, kChunkItems, /*streaming=*/answering);
-    if (!more.ok() && g_stop_signal != 0 && stop_signals) return stopped();
-    if (!more.ok()) return stop(more.status());
-    if (!*more) break;
-    if (Status s = revalidator.Due(); !s.ok()) return stop(s);
-    views.assign(chunk.begin(), chunk.end());
-    // A quiet add asks for no answers, so the store may send again an add
-    // whose answer a lost connection took (it cannot tell what was new then).
-    answers.clear();
-    Status s = op == ItemOp::kCheck ? (*filter)->ContainsMany(views, &answers)
-               : op == ItemOp::kAdd ? (*filter)->AddMany(views, quiet && !json ? nullptr : &answers)
-                                    : (*filter)->RemoveMany(views, &answers);
-    if (!s.ok()) {
-      const char* what = op == ItemOp::kCheck ? "check" : op == ItemOp::kAdd ? "add" : "remove";
-      // A bad item is named by its place in the input (a line number); it
-      // failed the call before anything was written.
-      if (s.code() == StatusCode::kInvalidArgument) {
-        return stop(source.Locate(s, (*filter)->config().encoding, chunk));
-      }
-      // Refused before anything was written: the filter cannot do it (a
-      // remove on a filter that does not count), or is not there.
-      if (s.code() == StatusCode::kUnimplemented || s.code() == StatusCode::kNotFound ||
-          s.code() == StatusCode::kTooLarge) {
-        return stop(s.WithContext(what));
-      }
-      // An add keeps the answers of the items the store confirmed before it
-      // failed (BloomFilter::AddMany): they are reported, as done.
-      if (op == ItemOp::kAdd && !answers.empty()) {
-        chunk.resize(answers.size());
-        (void)report();  // the store's error is the one to say
-      }
-      // A store's failure names the filter: a script that touches many
-      // filters learns which one failed.
-      return stop(s.WithContext(std::string(what) + " '" + name + "'"),
-                  views.size() - answers.size());
-    }
-    if (Status wrote = report(); !wrote.ok()) {
-      // A stop signal that came while the answers were written (to a reader
-      // that stalled) cut the write short: the run was stopped, as it says,
-      // not failed (exit 3 blamed stdout).
-      if (g_stop_signal != 0 && stop_signals) return stopped(wrote);
-      return stop(wrote);
-    }
-    for (uint8_t a : answers) any_absent |= (a == 0);
-  }
-  if (op != ItemOp::kCheck) {
-    if (Status s = (*filter)->Flush(); !s.ok()) {
-      if (json_out) (void)WriteStdout(json_out->End(s));
-      return Fail(s);
-    }
-  }
-  if (Status wrote = json_out ? WriteStdout(json_out->End(Status::Ok())) : FlushStdout();
-      !wrote.ok()) {
-    return Fail(wrote.WithSuffix(op == ItemOp::kAdd      ? "; every item was added"
-                                 : op == ItemOp::kRemove ? "; every item was removed"
-                                                         : ""));
-  }
-  return op != ItemOp::kAdd && any_absent ? kExitAbsent : 0;
 }
 
 int RunInfo(Context& ctx, const std::string& name, bool json) {
