@@ -1057,6 +1057,45 @@ TEST_F(FileStoreTest, TheStoreFollowsNoLinksAndOpensNoFifos) {
       << opened.status().ToString();
 }
 
+// Something the store never makes, at a filter's path (a symbolic link, a
+// FIFO, a directory), is refused as kDataLoss: it was kUnavailable, which
+// callers retry and redbloomd answered 503 "retry" for ever.
+TEST_F(FileStoreTest, SomethingElseAtAFiltersPathIsDataLossNotAnOutage) {
+  ASSERT_OK_AND_ASSIGN(auto real,
+                       BloomFilter::Create(*store_, "real", {.capacity = 10, .error_rate = 0.01}));
+  real.reset();
+  std::filesystem::create_symlink(dir_.path() + "/real.rbf", dir_.path() + "/link.rbf");
+  ASSERT_EQ(::mkfifo((dir_.path() + "/fifo.rbf").c_str(), 0600), 0);
+  std::filesystem::create_directory(dir_.path() + "/dir.rbf");
+  for (const std::string name : {"link", "fifo", "dir"}) {
+    SCOPED_TRACE(name);
+    auto opened = BloomFilter::Open(*store_, name);
+    ASSERT_FALSE(opened.ok());
+    EXPECT_EQ(opened.status().code(), StatusCode::kDataLoss) << opened.status().ToString();
+    EXPECT_FALSE(opened.status().IsTransient());
+    const Status dropped = BloomFilter::Drop(*store_, name);
+    EXPECT_EQ(dropped.code(), StatusCode::kDataLoss) << dropped.ToString();
+    auto created = BloomFilter::Create(*store_, name, {.capacity = 10, .error_rate = 0.01});
+    ASSERT_FALSE(created.ok());
+    EXPECT_EQ(created.status().code(), StatusCode::kDataLoss) << created.status().ToString();
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(dir_.path() + "/dir.rbf"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_.path() + "/link.rbf"));
+  ASSERT_OK_AND_ASSIGN(real, BloomFilter::Open(*store_, "real"));
+
+  // A parts directory that is a link: the scaling filter's open fails so.
+  ASSERT_OK_AND_ASSIGN(
+      auto grow,
+      BloomFilter::Create(*store_, "grow",
+                          {.capacity = 10, .error_rate = 0.01, .kind = FilterKind::kScaling}));
+  grow.reset();
+  std::filesystem::remove_all(dir_.path() + "/.grow.parts");
+  std::filesystem::create_directory_symlink(dir_.path(), dir_.path() + "/.grow.parts");
+  auto grow_again = BloomFilter::Open(*store_, "grow");
+  const Status grown = grow_again.ok() ? (*grow_again)->Add("x") : grow_again.status();
+  EXPECT_EQ(grown.code(), StatusCode::kDataLoss) << grown.ToString();
+}
+
 // Temporary names cannot be taken in advance: files named .tmp.PID.0 to
 // .tmp.PID.1999, made by whoever could write the directory, refused every
 // create ("File exists") while the process lived.

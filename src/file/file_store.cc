@@ -54,8 +54,15 @@ namespace {
 constexpr std::string_view kSuffix = kFilterFileSuffix;
 
 // The errno OpenNoStdio sets for a path that is no regular file (a FIFO, a
-// device, a socket); open(2) itself never sets it for a local path.
+// device, a socket, a directory); open(2) itself never sets it for a local
+// path.
 constexpr int kNotRegular = EMEDIUMTYPE;
+
+// Whether `err` says the path holds something the store never makes there
+// (a symbolic link, a FIFO, a directory): no retry changes that, so it is
+// kDataLoss ("holding something we cannot read"), not a retryable
+// kUnavailable (503 with Retry-After from redbloomd, for ever).
+bool IsForeignFile(int err) { return err == ELOOP || err == kNotRegular; }
 
 // open(2), never onto descriptors 0-2 (util/fd_above_stdio.h). A file (not
 // O_DIRECTORY) is opened only if it is a regular file and not a symbolic
@@ -65,7 +72,10 @@ constexpr int kNotRegular = EMEDIUMTYPE;
 int OpenNoStdio(const char* path, int flags, mode_t mode = 0) {
   if ((flags & O_DIRECTORY) != 0) return AboveStdio(::open(path, flags, mode));
   const int fd = AboveStdio(::open(path, flags | O_NOFOLLOW | O_NONBLOCK, mode));
-  if (fd < 0) return fd;
+  if (fd < 0) {
+    if (errno == EISDIR) errno = kNotRegular;  // opened to write
+    return fd;
+  }
   struct stat st;
   const bool stated = ::fstat(fd, &st) == 0;
   const int err = errno;
@@ -106,6 +116,7 @@ Status IoError(const std::string& what, const std::string& path, int err) {
   if (err == ENOSPC || err == EDQUOT || err == ENOMEM) {
     return Status::ResourceExhausted(what + " " + path + ": " + WhyNot(err));
   }
+  if (IsForeignFile(err)) return Status::DataLoss(what + " " + path + ": " + WhyNot(err));
   return Status::Unavailable(what + " " + path + ": " + WhyNot(err));
 }
 
@@ -171,8 +182,8 @@ Status ForEachEntry(DIR* d, const std::string& path, Fn&& each) {
 
 // A parts directory that is no directory (`link`: a symbolic link).
 Status NotAPartsDir(const std::string& parts, bool link) {
-  return Status::Unavailable(parts + " is not a directory" +
-                             (link ? " but a symbolic link, which the store does not follow" : ""));
+  return Status::DataLoss(parts + " is not a directory" +
+                          (link ? " but a symbolic link, which the store does not follow" : ""));
 }
 
 // A filter's parts directory must be a directory of its own, not a symbolic
@@ -1089,10 +1100,12 @@ class FileStore final : public Store {
   }
 
   static Status CannotFlag(const char* verb, const std::string& path, int err) {
-    return Status::Unavailable(std::string("will not ") + verb + " " + path +
-                               ": it cannot be opened to flag it for the processes that map it, "
-                               "which would go on using it: " +
-                               WhyNot(err));
+    std::string message = std::string("will not ") + verb + " " + path +
+                          ": it cannot be opened to flag it for the processes that map it, "
+                          "which would go on using it: " +
+                          WhyNot(err);
+    if (IsForeignFile(err)) return Status::DataLoss(std::move(message));
+    return Status::Unavailable(std::move(message));
   }
 
   // The file was removed or replaced, but FlagReplaced failed (`err`).
