@@ -222,6 +222,11 @@ int Run(int argc, char** argv) {
     return 0;
   }
 
+  // A filter file past the process's file-size limit (a unit's LimitFSIZE,
+  // a container's fsize) is a create that fails with EFBIG (507), not
+  // SIGXFSZ, which killed the service.
+  ::signal(SIGXFSZ, SIG_IGN);
+
   // Signals are taken by one thread with sigwait(), so every other thread
   // (httplib's pool, the store's) must start with them blocked.
   sigset_t signals;

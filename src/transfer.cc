@@ -48,7 +48,7 @@ uint32_t Crc(std::string_view bytes, uint32_t crc = 0) {
 // leaves one in errno. A full disk is kResourceExhausted, as everywhere
 // (it was "unavailable: write failed", retryable).
 Status WriteFailed(int err) {
-  if (err == ENOSPC || err == EDQUOT || err == ENOMEM) {
+  if (internal::IsNoRoom(err) || err == ENOMEM) {
     return Status::ResourceExhausted("write failed: " + internal::ErrnoText(err));
   }
   return Status::Unavailable(err == 0 ? std::string("write failed")

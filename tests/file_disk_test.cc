@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -279,6 +281,71 @@ TEST_F(FileDiskTest, ServiceAnswers507WhenTheDiskIsFull) {
   Answer health = Call(*client, "GET", "/healthz");
   EXPECT_EQ(health.status, 200) << "the service survived the adds: " << health.body;
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Stderr();
+}
+
+// This process's file-size limit (RLIMIT_FSIZE, `ulimit -f`) lowered to
+// `bytes` while it lives, for the processes it starts meanwhile.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ok_ = ::getrlimit(RLIMIT_FSIZE, &old_) == 0;
+    rlimit lowered = old_;
+    lowered.rlim_cur = bytes;
+    ok_ = ok_ && ::setrlimit(RLIMIT_FSIZE, &lowered) == 0;
+  }
+  ~FileSizeLimit() { (void)::setrlimit(RLIMIT_FSIZE, &old_); }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit old_{};
+  bool ok_ = false;
+};
+
+// A file past the process's file-size limit (`ulimit -f`, a container's
+// fsize, a unit's LimitFSIZE) is "File too large", answered as a full disk
+// (exit 3, 507) with nothing left behind: SIGXFSZ killed the CLI (153, no
+// message) and would have killed redbloomd.
+TEST_F(FileDiskTest, AFileSizeLimitIsResourceExhaustedNotAKill) {
+  const std::string store = dir_.path() + "/s";
+  ASSERT_EQ(Run(store, {"create", "f", "-n", "500000", "-p", "0.01"}).exit_code, 0);  // 600 kB
+  ASSERT_EQ(Run(store, {"add", "f", "a"}).exit_code, 0);
+  const std::string dump = dir_.path() + "/f.dump";
+  {
+    FileSizeLimit limit(100 * 1024);
+    ASSERT_TRUE(limit.ok()) << std::strerror(errno);
+    auto big = Run(store, {"create", "big", "-n", "500000", "-p", "0.01"});
+    EXPECT_EQ(big.exit_code, 3) << big.err;
+    EXPECT_NE(big.err.find("File too large [resource_exhausted]"), std::string::npos) << big.err;
+    auto exported = Run(store, {"export", "f", "--format", "redbloom", "-f", dump});
+    EXPECT_EQ(exported.exit_code, 3) << exported.err;
+    EXPECT_NE(exported.err.find("File too large [resource_exhausted]"), std::string::npos)
+        << exported.err;
+    EXPECT_EQ(Run(store, {"create", "small", "-n", "1000", "-p", "0.01"}).exit_code, 0)
+        << "a filter under the limit is still made";
+  }
+  EXPECT_FALSE(std::filesystem::exists(dump));
+  EXPECT_EQ(Run(store, {"list"}).out, "f\nsmall\n") << "a half-made filter was left";
+  for (const auto& e : std::filesystem::directory_iterator(store)) {
+    const std::string file = e.path().filename();
+    EXPECT_TRUE(file == "f.rbf" || file == "small.rbf") << "left behind: " << file;
+  }
+
+  std::optional<RedbloomdProcess> server;
+  {
+    FileSizeLimit limit(100 * 1024);
+    ASSERT_TRUE(limit.ok()) << std::strerror(errno);
+    server.emplace("file:" + store);
+    server->Start();
+  }
+  auto client = server->Client();
+  Answer big = Call(*client, "PUT", "/v1/filters/big", R"({"capacity":500000,"error_rate":0.01})");
+  EXPECT_EQ(big.status, 507) << big.body;
+  EXPECT_EQ(big.error(), "resource_exhausted") << big.body;
+  EXPECT_TRUE(server->running()) << server->Stderr();
+  EXPECT_EQ(Call(*client, "GET", "/v1/filters/f/items/a").status, 200);
+  EXPECT_EQ(server->Stop(SIGTERM), 0) << server->Stderr();
 }
 
 // A filter file with no room to fill its holes (a sparse copy on a full

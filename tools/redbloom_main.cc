@@ -81,7 +81,7 @@ int FailAfterWrites(const Status& s, BloomFilter& filter) {
 
 Status WriteError(const std::string& what, int err) {
   const std::string message = "cannot write " + what + ": " + internal::ErrnoText(err);
-  if (err == ENOSPC || err == EDQUOT) return Status::ResourceExhausted(message);
+  if (internal::IsNoRoom(err)) return Status::ResourceExhausted(message);
   return Status::Unavailable(message);
 }
 
@@ -558,6 +558,11 @@ int main(int argc, char** argv) {
   // SIGPIPE that kills it silently (141) with lines in the filter that were
   // never delivered.
   ::signal(SIGPIPE, SIG_IGN);
+  // A file past the process's file-size limit (`ulimit -f`, a container's
+  // fsize) is a write that fails with EFBIG, said as any full disk is
+  // (exit 3), not SIGXFSZ, which killed a create with no message (153) and
+  // an export with its dump half written.
+  ::signal(SIGXFSZ, SIG_IGN);
   // Before anything is opened: a filter file on a closed stdout would take
   // this program's output over its header. Output to a closed stdout still
   // fails (exit 3), as to a full device: dedup's lines and an export's dump

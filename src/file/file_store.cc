@@ -113,7 +113,7 @@ Status IoError(const std::string& what, const std::string& path, int err) {
   // ENOMEM: no address space or memory to map the filter (a limit, or
   // overcommit off), which waiting does not cure: as a full disk, not as
   // an outage (503, "safe to retry", for ever).
-  if (err == ENOSPC || err == EDQUOT || err == ENOMEM) {
+  if (IsNoRoom(err) || err == ENOMEM) {
     return Status::ResourceExhausted(what + " " + path + ": " + WhyNot(err));
   }
   if (IsForeignFile(err)) return Status::DataLoss(what + " " + path + ": " + WhyNot(err));

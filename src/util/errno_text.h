@@ -5,6 +5,7 @@
 #ifndef REDBLOOM_UTIL_ERRNO_TEXT_H_
 #define REDBLOOM_UTIL_ERRNO_TEXT_H_
 
+#include <errno.h>
 #include <string.h>
 
 #include <string>
@@ -24,6 +25,13 @@ inline std::string ErrnoText(int err) {
   char buffer[128] = "";
   return errno_text_internal::Message(::strerror_r(err, buffer, sizeof(buffer)), buffer);
 }
+
+// Whether a failed write or allocation of file space (`err`) means there is
+// no room for it: a full disk (ENOSPC), a quota (EDQUOT), or a file past the
+// process's file-size limit (EFBIG: `ulimit -f`, a container's fsize) or
+// the file system's largest file. None passes with a retry: the stores and
+// the CLI answer them kResourceExhausted, not a retryable kUnavailable.
+inline bool IsNoRoom(int err) { return err == ENOSPC || err == EDQUOT || err == EFBIG; }
 
 }  // namespace redbloom::internal
 
