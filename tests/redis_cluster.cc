@@ -13,7 +13,7 @@ namespace redbloom::testing {
 RedisCluster::RedisCluster(int masters, int replicas_per_master)
     : masters_(masters), replicas_(replicas_per_master) {
   for (int i = 0; i < masters * (1 + replicas_per_master); ++i) {
-    // A short node timeout so a failover takes ~2 s, not 15; no diskless-sync
+    // A short node timeout to join (kSteadyNodeTimeoutMs); no diskless-sync
     // delay so replicas are in sync at once; a ping to replicas every second
     // (not 10) so that their replication offset, which a node waits for
     // before it lists a replica in CLUSTER SLOTS, moves at once.
@@ -39,6 +39,7 @@ void RedisCluster::Start() {
     throw std::runtime_error("redis-cli --cluster create failed: " + r.out + r.err);
   }
   WaitUntilOk();
+  SetNodeTimeout(node_timeout_ms_);
 }
 
 std::string RedisCluster::url() const {
@@ -142,11 +143,26 @@ void RedisCluster::ReplaceAsReplica(RedisServer& stopped, RedisServer& master) {
     if (repl.find("role:slave") != std::string::npos &&
         repl.find("master_link_status:up") != std::string::npos) {
       WaitUntilOk();
+      SetNodeTimeout(stopped, node_timeout_ms_);
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   throw std::runtime_error("the replacement replica did not sync within 30 s");
+}
+
+void RedisCluster::SetNodeTimeout(int ms) {
+  node_timeout_ms_ = ms;
+  for (auto& n : nodes_) {
+    if (n->running()) SetNodeTimeout(*n, ms);
+  }
+}
+
+void RedisCluster::SetNodeTimeout(RedisServer& node, int ms) {
+  const std::string said = node.Cli({"CONFIG", "SET", "cluster-node-timeout", std::to_string(ms)});
+  if (said.find("OK") == std::string::npos) {
+    throw std::runtime_error("CONFIG SET cluster-node-timeout " + std::to_string(ms) + ": " + said);
+  }
 }
 
 void RedisCluster::FlushAll() {

@@ -5,7 +5,6 @@
 
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "redis_server.h"
@@ -15,6 +14,14 @@ namespace redbloom::testing {
 class RedisCluster {
  public:
   explicit RedisCluster(int masters = 3, int replicas_per_master = 1);
+  // The nodes' cluster-node-timeout once the cluster is up, after which a
+  // master that does not answer the others' pings is failed over: 5 s, so
+  // a master starved of CPU on a loaded machine keeps its slots (a failover
+  // under a test that wants none loses the writes not yet on the replica).
+  // The nodes join with 1 s, whose quicker gossip lists the replicas sooner
+  // (a start took 6-8 s at 5 s, 3.5 s at 1 s). A test that kills masters
+  // lowers it (SetNodeTimeout), so its failovers take ~2 s, not 6.
+  static constexpr int kSteadyNodeTimeoutMs = 5000;
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
   ~RedisCluster();
@@ -44,6 +51,9 @@ class RedisCluster {
   RedisServer& WaitForFailover(int slot, const RedisServer& old);
   // The running nodes that are masters now.
   std::vector<RedisServer*> Masters();
+  // CONFIG SET cluster-node-timeout on every running node, and on those
+  // ReplaceAsReplica starts later.
+  void SetNodeTimeout(int ms);
   // Replaces a stopped node by a fresh one on its port (no data, no cluster
   // config) that joins as a replica of `master`, as an operator replaces a
   // failed machine; waits until it is in sync.
@@ -57,7 +67,10 @@ class RedisCluster {
   bool ReplicasKnownEverywhere();
 
   int masters_;
+  static void SetNodeTimeout(RedisServer& node, int ms);
+
   int replicas_;
+  int node_timeout_ms_ = kSteadyNodeTimeoutMs;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
 

@@ -63,6 +63,22 @@ std::string Trim(std::string s) {
   return s;
 }
 
+// The cluster's node timeout at 1 s while it lives (the suite's is 5 s), so
+// a killed master is failed over in ~2 s: a call rides out a failover for
+// 10 s, which 5 s of timeout and the election came close to.
+class FastFailovers {
+ public:
+  explicit FastFailovers(RedisCluster& cluster) : cluster_(cluster) {
+    cluster_.SetNodeTimeout(1000);
+  }
+  ~FastFailovers() { cluster_.SetNodeTimeout(RedisCluster::kSteadyNodeTimeoutMs); }
+  FastFailovers(const FastFailovers&) = delete;
+  FastFailovers& operator=(const FastFailovers&) = delete;
+
+ private:
+  RedisCluster& cluster_;
+};
+
 class RedisClusterTest : public ::testing::Test {
  protected:
   static void TearDownTestSuite() {
@@ -933,6 +949,7 @@ TEST_F(RedisClusterTest, RedisCliReshardWhileLoadsRunLosesNothing) {
 // answered its first call 503 "restarted", a warning about writes the old
 // master owned, which the promoted replica has.
 TEST_F(RedisClusterTest, ACallToAKilledMasterRidesOutTheFailover) {
+  FastFailovers fast(*cluster_);
   auto store = MustOpen(cluster_->url() + "?max_retries=0");
   ASSERT_NE(store, nullptr);
   auto f = BloomFilter::Create(*store, "ride", {.capacity = 1000, .error_rate = 0.01});
@@ -960,6 +977,7 @@ TEST_F(RedisClusterTest, ACallToAKilledMasterRidesOutTheFailover) {
 // errors (never "absent"), and the same store object goes on working once
 // the killed node is back as the new master's replica.
 TEST_F(RedisClusterTest, KilledMasterLosesNoAcknowledgedAdd) {
+  FastFailovers fast(*cluster_);
   auto store = MustOpen(cluster_->url() + "?wait_replicas=1&wait_timeout_ms=500");
   ASSERT_NE(store, nullptr);
   auto f = BloomFilter::Create(*store, "durable", {.capacity = 200000, .error_rate = 0.01});

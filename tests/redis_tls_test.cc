@@ -21,6 +21,7 @@
 #include "redis/connection_source.h"
 #include "redis/redis_client.h"
 #include "redis/redis_url.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 #include "redis_test_raw.h"
 #include "slow_relay.h"
@@ -497,6 +498,13 @@ TEST_F(RedisTlsTest, ClusterOverTls) {
   while (!all_ok()) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the TLS cluster never became ok";
     std::this_thread::sleep_for(Millis(50));
+  }
+  // Joined with 1 s of node timeout, then as RedisCluster's: with no
+  // replicas, a master starved of CPU past it would take the cluster down.
+  for (auto& n : nodes) {
+    ASSERT_EQ(n->Cli({"CONFIG", "SET", "cluster-node-timeout",
+                      std::to_string(testing::RedisCluster::kSteadyNodeTimeoutMs)}),
+              "OK\n");
   }
 
   for (const std::string scheme : {"rediss-cluster://", "redis-cluster://"}) {
