@@ -175,13 +175,7 @@ TEST(RedisRestartTest, AMasterDemotedDuringAWaitIsUnavailable) {
   master.Start();
   testing::RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
   replica.Start();
-  bool synced = false;
-  for (int i = 0; i < 100 && !synced; ++i) {
-    synced =
-        replica.Cli({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
-    if (!synced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(synced);
+  ASSERT_TRUE(replica.WaitForMasterLink());
   auto store = Store::Open(master.url() + "?wait_replicas=1&wait_timeout_ms=20000&max_retries=0");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   auto f = BloomFilter::Create(**store, "w", FilterOptions{.capacity = 1000, .error_rate = 0.01});

@@ -221,6 +221,15 @@ void RedisServer::Stop(bool hard) {
   pid_ = -1;
 }
 
+bool RedisServer::WaitForMasterLink() const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Cli({"INFO", "replication"}).find("master_link_status:up") == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 std::string RedisServer::Cli(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {"/usr/bin/env", "redis-cli", "-p", std::to_string(port_)};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -46,6 +46,9 @@ class RedisServer {
   const std::string& dir() const { return dir_; }
   // Runs redis-cli against this server and returns its stdout.
   std::string Cli(const std::vector<std::string>& args) const;
+  // For a replica: waits up to 30 s (a loaded machine's first sync) until
+  // its link to its master is up. False if it never was.
+  bool WaitForMasterLink() const;
 
  private:
   std::vector<std::string> extra_args_;
