@@ -13,6 +13,8 @@ packages=(
   libhighwayhash-dev libxxhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools wrk curl clang-format
+  # cli_test kills an export at a known write (strace's fault injection)
+  strace
   # TLS tests make their CA and certificates at run time
   openssl
   # docs/openapi.json's test validates real answers with Debian's JSON Schema library
