@@ -449,7 +449,7 @@ class FileStore final : public Store {
           REDBLOOM_RETURN_IF_ERROR(RemoveParts(name).WithContext(
               "filter '" + std::string(name) + "' cannot be created: an earlier filter's parts"));
         }
-        s = CreateFile(dir_, PathOf(name), &f);
+        s = CreateFile(dir_, PathOf(name), &f, /*undo_unsynced=*/true);
       }
       if (s.code() != StatusCode::kAlreadyExists) return s;
       Result<FileHeader> existing = ReadMain(name, nullptr, &unremoved);
@@ -879,8 +879,11 @@ class FileStore final : public Store {
   }
 
   // Writes a complete file, unnamed (O_TMPFILE) or under a temporary name in
-  // `dir`, and links it to `path`; kAlreadyExists if `path` exists.
-  Status CreateFile(const std::string& dir, const std::string& path, FileHeader* f) {
+  // `dir`, and links it to `path`; kAlreadyExists if `path` exists. With
+  // `undo_unsynced` (a caller holding the directory lock exclusively), a
+  // file linked whose name could not be made durable is unlinked again.
+  Status CreateFile(const std::string& dir, const std::string& path, FileHeader* f,
+                    bool undo_unsynced = false) {
     // Made already (by a racing creator, or before): reserving a second
     // full copy could fail for want of space, a false "no space" for a
     // filter that exists.
@@ -947,10 +950,23 @@ class FileStore final : public Store {
       return IoError("cannot create", path, err);
     }
     // A create is not acknowledged before its name is durable: a crash would
-    // otherwise lose a filter its creator went on to use. The file stays (a
-    // retry finds it: kAlreadyExists, with the same parameters).
+    // otherwise lose a filter its creator went on to use.
     if (const int sync_err = SyncDirErrno(dir); sync_err != 0) {
-      return IoError("cannot sync the directory of", path, sync_err);
+      Status failed = IoError("cannot sync the directory of", path, sync_err);
+      if (!undo_unsynced) return failed;  // a part: a racing maker may use it already
+      // Nor is it left: every caller reads a failed create as nothing made,
+      // so an import left an empty filter it said it had dropped, and a
+      // rebuild its temporary filter, which refused the next rebuild (both
+      // out of descriptors, an audit). Under the exclusive directory lock no
+      // create or drop has taken the name since; a process that opened the
+      // file meanwhile is told it was replaced (a reopen finds it gone).
+      if (::unlink(path.c_str()) != 0) {
+        return failed.WithSuffix("; the new filter's file stays, as removing it failed too: " +
+                                 WhyNot(errno));
+      }
+      const uint64_t flag = 1;
+      (void)::pwrite(fd, &flag, sizeof(flag), static_cast<off_t>(f->superseded_offset));
+      return failed.WithSuffix("; nothing was created");
     }
     return Status::Ok();
   }
