@@ -1905,18 +1905,24 @@ int SignalWhenFileAppears(pid_t pid, const std::string& file, int sig, bool* sig
 
 // In a forked child about to run the CLI: stderr to `err_path`, and the
 // stop signals at their default. A runner that ignores them (a job without
-// job control) would pass them on ignored, and make the test no test.
-void ChildStderrAndStops(const std::string& err_path) {
+// job control) would pass them on ignored, and make the test no test. With
+// `blocked`, they are blocked, as a parent's mask can pass them on.
+void ChildStderrAndStops(const std::string& err_path, bool blocked = false) {
   const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ::dup2(err, 2);
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+  ::sigprocmask(blocked ? SIG_BLOCK : SIG_UNBLOCK, &stops, nullptr);
 }
 
 // Starts the CLI on the file: store at `dir` with `args`, its stderr to
-// `err_path` and the stop signals at their default: its pid, or -1.
+// `err_path` and the stop signals at their default (`blocked`: blocked):
+// its pid, or -1.
 pid_t StartCli(const std::string& dir, const std::vector<std::string>& args,
-               const std::string& err_path) {
+               const std::string& err_path, bool blocked = false) {
   std::vector<std::string> all = {"redbloom", "--store", "file:" + dir};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -1924,7 +1930,7 @@ pid_t StartCli(const std::string& dir, const std::vector<std::string>& args,
   argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ChildStderrAndStops(err_path);
+    ChildStderrAndStops(err_path, blocked);
     ::execv(REDBLOOM_CLI_PATH, argv.data());
     ::_exit(127);
   }
@@ -2019,6 +2025,52 @@ TEST_F(CliTest, AQuietAddStoppedWhileItWaitsAddsTheLinesItRead) {
       << err;
   EXPECT_EQ(Run({"check", "q", "q1", "q2"}).exit_code, 0);
   EXPECT_EQ(Run({"check", "q", "q3-unended"}).exit_code, 1);
+}
+
+// The stop signals inherited blocked (a parent's mask, which exec keeps) are
+// heard all the same: an add waiting for input stopped by SIGTERM, synced
+// (128 + 15), and a check ended by it. Both ran on until SIGKILL (an audit).
+TEST_F(CliTest, StopSignalsInheritedBlockedAreHeard) {
+  Create("b");
+  for (const std::string command : {"add", "check"}) {
+    SCOPED_TRACE(command);
+    const std::string fifo = dir_.path() + "/blocked-" + command;
+    const int held = HeldFifo(fifo);
+    ASSERT_GE(held, 0);
+    const std::string err_path = dir_.path() + "/err-blocked-" + command;
+    const pid_t pid = StartCli(dir_.path(), {command, "b", "--quiet", "--file", fifo}, err_path,
+                               /*blocked=*/true);
+    ASSERT_GE(pid, 0);
+    ASSERT_EQ(::write(held, "x\n", 2), 2);
+    int queued = 1;
+    for (int i = 0; i < 1000 && queued > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ASSERT_EQ(::ioctl(held, FIONREAD, &queued), 0);
+    }
+    ASSERT_EQ(queued, 0) << "the CLI did not read its input";
+    ASSERT_EQ(::kill(pid, SIGTERM), 0);
+    int status = 0;
+    bool exited = false;
+    for (int i = 0; i < 1000 && !(exited = ::waitpid(pid, &status, WNOHANG) == pid); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!exited) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+    }
+    ::close(held);
+    ASSERT_TRUE(exited) << "SIGTERM went unheard";
+    const std::string err = FileText(err_path);
+    if (command == "add") {
+      ASSERT_TRUE(WIFEXITED(status)) << err;
+      EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << err;
+      EXPECT_NE(err.find("add to b stopped by signal 15 after 1 item, synced"), std::string::npos)
+          << err;
+    } else {
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << " " << err;
+    }
+  }
+  EXPECT_EQ(Run({"check", "b", "x"}).exit_code, 0);
 }
 
 // A stop signal that comes while an add or a dedup is blocked writing its

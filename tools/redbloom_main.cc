@@ -563,6 +563,14 @@ int main(int argc, char** argv) {
   // (exit 3), not SIGXFSZ, which killed a create with no message (153) and
   // an export with its dump half written.
   ::signal(SIGXFSZ, SIG_IGN);
+  // A parent that runs this with the stop signals blocked (a mask exec
+  // keeps: some supervisors and language runtimes leave one) made it deaf
+  // to them: an add never stopped for SIGTERM (128 + N, synced), and a
+  // check was not ended by it. An ignored signal stays ignored (nohup).
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+  ::sigprocmask(SIG_UNBLOCK, &stops, nullptr);
   // Before anything is opened: a filter file on a closed stdout would take
   // this program's output over its header. Output to a closed stdout still
   // fails (exit 3), as to a full device: dedup's lines and an export's dump
