@@ -1057,6 +1057,35 @@ TEST_F(FileStoreTest, TheStoreFollowsNoLinksAndOpensNoFifos) {
       << opened.status().ToString();
 }
 
+// Files and directories take the process's umask: under 002 a group may
+// share the store. Fixed modes (0644, 0755) made that impossible (an audit).
+TEST_F(FileStoreTest, ModesFollowTheUmask) {
+  const FilterOptions scaling{.capacity = 10, .error_rate = 0.01, .kind = FilterKind::kScaling};
+  const auto mode = [&](const std::string& name) {
+    struct stat st {};
+    EXPECT_EQ(::stat((dir_.path() + "/" + name).c_str(), &st), 0) << name;
+    return st.st_mode & 07777;
+  };
+  for (const mode_t umask : {mode_t{002}, mode_t{022}, mode_t{077}}) {
+    SCOPED_TRACE(umask);
+    const std::string store_dir = "s" + std::to_string(umask);
+    const mode_t was = ::umask(umask);
+    auto store = Store::Open("file:" + dir_.path() + "/" + store_dir);
+    Status grown = store.status();
+    if (store.ok()) {
+      auto f = BloomFilter::Create(**store, "f", scaling);
+      grown = f.ok() ? (*f)->AddMany(std::vector<std::string_view>(100, "x")) : f.status();
+      for (int i = 0; grown.ok() && i < 100; ++i) grown = (*f)->Add("g" + std::to_string(i));
+    }
+    ::umask(was);
+    ASSERT_TRUE(grown.ok()) << grown.ToString();
+    EXPECT_EQ(mode(store_dir), 0777 & ~umask);
+    EXPECT_EQ(mode(store_dir + "/f.rbf"), 0666 & ~umask);
+    EXPECT_EQ(mode(store_dir + "/.f.parts"), 0777 & ~umask);
+    EXPECT_EQ(mode(store_dir + "/.f.parts/1.rbf"), 0666 & ~umask);
+  }
+}
+
 // Something the store never makes, at a filter's path (a symbolic link, a
 // FIFO, a directory), is refused as kDataLoss: it was kUnavailable, which
 // callers retry and redbloomd answered 503 "retry" for ever.

@@ -345,8 +345,11 @@ Status SyncDirAfter(const std::string& done, const std::string& dir) {
 // mkdir(), made durable in its parent: the files linked into a directory
 // are only as durable as its own entry (on file systems that do not order
 // metadata, such as ext2). An existing directory is left as it is.
+// Modes are 0777 and, for files, 0666, less the umask, as for any program's
+// files: 0755 and 0644 under the usual 022, group-writable under 002 (a store
+// shared by a group, its directory setgid), which fixed modes ruled out.
 Status MakeDir(const std::string& dir, const std::string& what) {
-  if (::mkdir(dir.c_str(), 0755) != 0) {
+  if (::mkdir(dir.c_str(), 0777) != 0) {
     if (errno == EEXIST) return Status::Ok();
     return IoError("cannot create " + what, dir, errno);
   }
@@ -900,7 +903,7 @@ class FileStore final : public Store {
     // write the directory refused every create with "File exists".
     static const bool proc_fds = ::access("/proc/self/fd", X_OK) == 0;
     std::string tmp;
-    int fd = proc_fds ? OpenNoStdio(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644) : -1;
+    int fd = proc_fds ? OpenNoStdio(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666) : -1;
     const bool unnamed = fd >= 0;
     if (!unnamed && proc_fds && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
       return IoError("cannot create", path + " (in " + dir + ")", errno);
@@ -908,7 +911,7 @@ class FileStore final : public Store {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
       tmp = dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(rng());
-      fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+      fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) return IoError("cannot create", path + " (in " + tmp + ")", errno);
