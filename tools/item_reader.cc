@@ -155,7 +155,7 @@ bool ItemReader::InputReady() const {
 }
 
 Status ItemReader::Fill() {
-  char chunk[1 << 16];
+  chunk_.resize(size_t{1} << 16);
   const auto interrupted = [&] {
     return Status::Unavailable("reading " + Name() + " was interrupted by a signal");
   };
@@ -197,7 +197,7 @@ Status ItemReader::Fill() {
       if (watch_output && (p[1].revents & POLLNVAL) != 0) output_ = -1;
       if (p[0].revents == 0) continue;  // only the output spoke
     }
-    const ssize_t r = ::read(fd_, chunk, sizeof(chunk));
+    const ssize_t r = ::read(fd_, chunk_.data(), chunk_.size());
     if (r < 0 && errno == EINTR) {
       if (stop_ != nullptr && *stop_ != 0) return interrupted();
       continue;
@@ -206,7 +206,7 @@ Status ItemReader::Fill() {
       return Status::Unavailable("read error on " + Name() + ": " + internal::ErrnoText(errno));
     }
     if (r == 0) eof_ = true;
-    buf_.append(chunk, static_cast<size_t>(r));
+    buf_.append(chunk_.data(), static_cast<size_t>(r));
     bytes_read_ += static_cast<uint64_t>(r);
     return Status::Ok();
   }

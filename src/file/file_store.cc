@@ -131,8 +131,10 @@ Status MapError(const std::string& path, int err) {
   const auto read_all = [](const char* file, const auto& on_bytes) {
     const int fd = OpenNoStdio(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
-    char buf[65536];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) on_bytes(buf, static_cast<size_t>(n));
+    std::vector<char> buf(65536);  // not on the stack: a program's may be small
+    for (ssize_t n; (n = ::read(fd, buf.data(), buf.size())) > 0;) {
+      on_bytes(buf.data(), static_cast<size_t>(n));
+    }
     ::close(fd);
   };
   uint64_t maps = 0;
