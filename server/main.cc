@@ -2,8 +2,10 @@
 //
 // Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 after a second
 // one cut it short (its flush done), 2 for invalid flags or config, 3 when the store cannot be
-// opened, the address cannot be bound, flushing filters at shutdown failed, or an exception reached
-// main (out of memory, no thread could be started).
+// opened, the address cannot be bound, flushing filters at shutdown failed, an exception reached
+// main (out of memory, no thread could be started), or what --print-config, --version or --help
+// printed could not be written.
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -12,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <iostream>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -31,6 +35,7 @@
 #include "metrics.h"
 #include "redbloom/store.h"
 #include "service.h"
+#include "util/errno_text.h"
 #include "util/fd_above_stdio.h"
 #include "util/start_thread.h"
 
@@ -42,6 +47,27 @@ using redbloom::server::Metrics;
 using redbloom::server::Service;
 
 void Fail(const std::string& message) { std::fprintf(stderr, "redbloomd: %s\n", message.c_str()); }
+
+// Whether stdout was closed at the start (it is /dev/null since, where the
+// service's output may go, but not what a flag asked it to print).
+bool g_stdout_closed = false;
+
+// `rc`, once what was printed to stdout (--print-config, --version, --help)
+// is written; 3 if it could not be (a full device, a closed stdout), which
+// exited 0 with the output lost.
+int AfterOutput(int rc) {
+  if (g_stdout_closed) {
+    Fail("cannot write to stdout: it was closed when redbloomd started");
+    return 3;
+  }
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return rc;
+  Fail(std::string("cannot write to stdout: ") +
+       (errno != 0 ? redbloom::internal::ErrnoText(errno) : "write failed"));
+  return 3;
+}
 
 // The thread that takes the signals (in sigwait), stopped and joined however
 // Run leaves: a joinable std::thread destroyed by an exception's unwinding
@@ -200,7 +226,7 @@ int Run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
-    return app.exit(e);
+    return AfterOutput(app.exit(e));
   } catch (const CLI::ParseError& e) {
     // One line with the program's name, as every other error of redbloomd
     // (CLI11's own print had neither).
@@ -219,7 +245,7 @@ int Run(int argc, char** argv) {
   }
   if (print_config) {
     std::printf("%s\n", redbloom::server::ConfigToJson(*config).c_str());
-    return 0;
+    return AfterOutput(0);
   }
 
   // A filter file past the process's file-size limit (a unit's LimitFSIZE,
@@ -374,6 +400,7 @@ int Run(int argc, char** argv) {
 int main(int argc, char** argv) {
   // Before anything is opened: a filter file or a socket on a closed stderr
   // would take the log's lines.
+  g_stdout_closed = ::fcntl(1, F_GETFD) == -1 && errno == EBADF;
   if (!redbloom::internal::OpenClosedStdio()) return 3;
   LimitMallocArenas();  // before any thread
   try {

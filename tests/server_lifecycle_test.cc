@@ -806,6 +806,24 @@ TEST_F(ServerLifecycleTest, OutOfMemoryIsAnsweredAndTheProcessServesOn) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+// What --print-config, --version and --help print, to a full device or a
+// closed stdout, is an error (exit 3, said on stderr): it exited 0 with the
+// output lost (an audit).
+TEST_F(ServerLifecycleTest, OutputThatCannotBeWrittenIsExitThree) {
+  for (const std::string flag : {"--print-config", "--version", "--help"}) {
+    for (const std::string to : {"> /dev/full", ">&-"}) {
+      SCOPED_TRACE(flag + " " + to);
+      const CommandResult r = RunCommand(
+          {"/bin/sh", "-c", "exec \"$0\" " + flag + " " + to, REDBLOOMD_PATH, "--store", "mem:"});
+      EXPECT_EQ(r.exit_code, 3) << r.err;
+      EXPECT_NE(r.err.find("redbloomd: cannot write to stdout"), std::string::npos) << r.err;
+    }
+    const CommandResult written = RunCommand({REDBLOOMD_PATH, flag, "--store", "mem:"});
+    EXPECT_EQ(written.exit_code, 0) << written.err;
+    EXPECT_FALSE(written.out.empty());
+  }
+}
+
 // The default largest filter is a quarter of the memory redbloomd may use:
 // under an address-space limit (or a cgroup's memory.max), of that, not of
 // the machine's RAM (an audit: a 1.5 GB mem: PUT passed the check in a
