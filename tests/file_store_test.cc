@@ -1663,6 +1663,28 @@ TEST(FileStoreDirTest, OutOfDescriptorsIsNotReady) {
   EXPECT_TRUE(store->Ping().ok());
 }
 
+// A relative store path in a working directory that was removed (or a
+// store directory removed): access() still passes there, but nothing can be
+// made, and Ping said ready while every create failed (an audit).
+TEST(FileStoreDirTest, AStoreInARemovedDirectoryIsNotReady) {
+  testing::TempDir dir;
+  const std::string gone = dir.path() + "/gone";
+  ASSERT_EQ(::mkdir(gone.c_str(), 0700), 0);
+  const std::string here = std::filesystem::current_path().string();
+  ASSERT_EQ(::chdir(gone.c_str()), 0);
+  auto under = Store::Open("file:./s");  // its directory not made yet
+  auto at = Store::Open("file:.");       // the removed directory itself
+  const Status ready_before = under.ok() ? (*under)->Ping() : under.status();
+  ::rmdir(gone.c_str());
+  const Status under_gone = under.ok() ? (*under)->Ping() : under.status();
+  const Status at_gone = at.ok() ? (*at)->Ping() : at.status();
+  ASSERT_EQ(::chdir(here.c_str()), 0);
+  EXPECT_TRUE(ready_before.ok()) << ready_before.ToString();
+  EXPECT_EQ(under_gone.code(), StatusCode::kUnavailable) << under_gone.ToString();
+  EXPECT_NE(under_gone.message().find("was removed"), std::string::npos) << under_gone.ToString();
+  EXPECT_EQ(at_gone.code(), StatusCode::kUnavailable) << at_gone.ToString();
+}
+
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {
   testing::TempDir dir;
   const std::string store = dir.path() + "/d";

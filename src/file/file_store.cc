@@ -586,12 +586,26 @@ class FileStore final : public Store {
     } else if (errno == EMFILE || errno == ENFILE) {
       return IoError("cannot open", dir_, errno);
     }
-    if (::access(dir_.c_str(), W_OK) == 0) return Status::Ok();
+    // A directory removed while a process has it as its working directory
+    // (a relative store path) still passes access(), but nothing can be made
+    // in it: ready was said, and every create failed (an audit).
+    const auto removed = [](const std::string& path) {
+      struct stat st {};
+      return ::stat(path.c_str(), &st) == 0 && st.st_nlink == 0;
+    };
+    if (::access(dir_.c_str(), W_OK) == 0) {
+      if (removed(dir_)) return Status::Unavailable("store directory " + dir_ + " was removed");
+      return Status::Ok();
+    }
     if (errno != ENOENT) return IoError("cannot write to", dir_, errno);
     const std::string parent = std::filesystem::path(dir_).parent_path().string();
     const std::string where = parent.empty() ? "." : parent;
     if (::access(where.c_str(), W_OK) != 0) {
       return IoError("cannot create store directory " + dir_ + " in", where, errno);
+    }
+    if (removed(where)) {
+      return Status::Unavailable("cannot create store directory " + dir_ + ": " + where +
+                                 " was removed");
     }
     return Status::Ok();
   }
