@@ -40,10 +40,30 @@ const StoreScheme kSchemes[] = {
     {"rediss-sentinel://", "rediss-sentinel://... (TLS)", kServer, &internal::NewRedisStore},
 };
 
+// A URL that starts or ends with white space is refused: a file: path
+// ending in a space (or the CR of an environment file with Windows line
+// ends) was a directory of that name, made silently by the first create
+// beside the one meant (an audit).
+Status CheckNoSpaceAround(std::string_view url) {
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  if (url.empty() || (kSpace.find(url.front()) == std::string_view::npos &&
+                      kSpace.find(url.back()) == std::string_view::npos)) {
+    return Status::Ok();
+  }
+  std::string shown;
+  for (const char c : internal::RedactUrl(url)) {
+    shown += c == '\r' ? "\\r" : c == '\n' ? "\\n" : c == '\t' ? "\\t" : std::string(1, c);
+  }
+  return Status::InvalidArgument("store URL '" + shown +
+                                 "' starts or ends with white space (a space, a tab, or the CR of "
+                                 "a file with Windows line ends): remove it");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::Open(std::string_view url, const StoreOptions& options) {
   if (!options.clock) return Status::InvalidArgument("StoreOptions::clock is null");
+  REDBLOOM_RETURN_IF_ERROR(CheckNoSpaceAround(url));
   for (const StoreScheme& s : kSchemes) {
     if (url.starts_with(s.prefix)) return s.open(url, options);
   }
@@ -51,6 +71,7 @@ Result<std::unique_ptr<Store>> Store::Open(std::string_view url, const StoreOpti
 }
 
 Status Store::CheckScheme(std::string_view url) {
+  REDBLOOM_RETURN_IF_ERROR(CheckNoSpaceAround(url));
   if (TraitsOf(url).has_value()) return Status::Ok();
   std::string forms;
   for (const std::string& form : UrlForms()) forms += (forms.empty() ? "" : ", ") + form;

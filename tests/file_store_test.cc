@@ -1685,6 +1685,29 @@ TEST(FileStoreDirTest, AStoreInARemovedDirectoryIsNotReady) {
   EXPECT_EQ(at_gone.code(), StatusCode::kUnavailable) << at_gone.ToString();
 }
 
+// A store URL with white space around it is refused, by Open and by
+// CheckScheme (redbloomd's config check): "file:DIR " was a directory named
+// "DIR ", made silently beside DIR by the first create (an audit).
+TEST(FileStoreDirTest, AStoreUrlWithWhiteSpaceAroundIsRefused) {
+  testing::TempDir dir;
+  const std::string base = dir.path() + "/s";
+  for (const std::string url : {"file:" + base + " ", " file:" + base, "file:" + base + "\r",
+                                std::string("mem:\n"), std::string("redis://127.0.0.1:1\t")}) {
+    SCOPED_TRACE(url);
+    auto store = Store::Open(url);
+    ASSERT_FALSE(store.ok());
+    EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << store.status().ToString();
+    EXPECT_NE(store.status().message().find("white space"), std::string::npos)
+        << store.status().ToString();
+    EXPECT_EQ(Store::CheckScheme(url).code(), StatusCode::kInvalidArgument);
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    ADD_FAILURE() << "made: '" << e.path().filename().string() << "'";
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, Store::Open("file:" + base));
+  EXPECT_TRUE(Store::CheckScheme("file:" + base).ok());
+}
+
 TEST(FileStoreDirTest, OnlyCreateMakesTheStoreDirectory) {
   testing::TempDir dir;
   const std::string store = dir.path() + "/d";

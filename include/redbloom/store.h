@@ -243,7 +243,8 @@ class Store {
   };
   static std::optional<Traits> TraitsOf(std::string_view url);
   // OK for a URL of a registered scheme; else the kInvalidArgument Open
-  // gives ("unknown store URL '...' (expected mem:, file:DIR, ...)"). The
+  // gives ("unknown store URL '...' (expected mem:, file:DIR, ...)", or one
+  // for a URL that starts or ends with white space, which Open refuses). The
   // rest of the URL is checked when the store opens.
   static Status CheckScheme(std::string_view url);
 
