@@ -35,6 +35,7 @@
 #include "header_text.h"
 #include "request_head.h"
 #include "util/errno_text.h"
+#include "util/start_thread.h"
 
 namespace redbloom::server {
 namespace {
@@ -1082,7 +1083,8 @@ void ConnectionServer::Loop::Run() {
     ::close(epoll_fd_);
     epoll_fd_ = -1;
     throw std::runtime_error("cannot start request worker " + std::to_string(started + 1) + " of " +
-                             std::to_string(o_.workers + kReservedWorkers) + ": " + e.what());
+                             std::to_string(o_.workers + kReservedWorkers) + ": " +
+                             redbloom::internal::ThreadStartError(e));
   }
 
   // Anything else the loop throws (no memory where a connection could not

@@ -271,6 +271,8 @@ TEST_F(ServerLifecycleTest, NoThreadForAWorkerIsExit3WithTheReason) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("redbloomd: fatal: "), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  // The limits that may be the cause, the address space among them.
+  EXPECT_NE(r.err.find("ulimit -v"), std::string::npos) << r.err;
 }
 
 // Every thread redbloomd starts, when it cannot start, is named in the
