@@ -60,12 +60,14 @@ int AfterOutput(int rc) {
     Fail("cannot write to stdout: it was closed when redbloomd started");
     return 3;
   }
-  errno = 0;
+  // A write that failed already (CLI11 ends its text with std::endl) left
+  // its errno; a flush that fails now sets its own.
+  int err = std::ferror(stdout) != 0 ? errno : 0;
   std::cout.flush();
-  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
-  if (!failed) return rc;
+  if (std::fflush(stdout) != 0) err = errno;
+  if (std::cout && std::ferror(stdout) == 0) return rc;
   Fail(std::string("cannot write to stdout: ") +
-       (errno != 0 ? redbloom::internal::ErrnoText(errno) : "write failed"));
+       (err != 0 ? redbloom::internal::ErrnoText(err) : "write failed"));
   return 3;
 }
 

@@ -13,7 +13,7 @@ namespace redbloom::testing {
 RedisCluster::RedisCluster(int masters, int replicas_per_master)
     : masters_(masters), replicas_(replicas_per_master) {
   for (int i = 0; i < masters * (1 + replicas_per_master); ++i) {
-    // A short node timeout to join (kSteadyNodeTimeoutMs); no diskless-sync
+    // A node timeout of 1 s to join (then kSteadyNodeTimeoutMs); no diskless-sync
     // delay so replicas are in sync at once; a ping to replicas every second
     // (not 10) so that their replication offset, which a node waits for
     // before it lists a replica in CLUSTER SLOTS, moves at once.

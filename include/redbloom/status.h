@@ -33,13 +33,13 @@ enum class StatusCode : int {
   kUnavailable,       // store unreachable or connection lost; retryable
   kDeadlineExceeded,  // store timed out; retryable
   // The store has no room left: Redis answered OOM (maxmemory), the disk is
-  // full (ENOSPC, EDQUOT), memory for a filter could not be allocated, or a
-  // scaling filter reached its last layer. A store error, not a bad request:
-  // the same request succeeds once there is room (a larger maxmemory, free
-  // disk, a rebuilt filter).
+  // full (ENOSPC, EDQUOT; EFBIG, a file past the file-size limit), memory for a filter could not be
+  // allocated, or a scaling filter reached its last layer. A store error, not a bad request: the
+  // same request succeeds once there is room (a larger maxmemory, free disk, a rebuilt filter).
   kResourceExhausted,
   kTooLarge,       // the request is over a size limit (body, items, item length); send less
-  kDataLoss,       // a stored filter is corrupt or of a foreign format
+  kDataLoss,       // a stored filter is corrupt or of a foreign format, or a file:
+                   // filter's path holds no regular file (a link, a FIFO, a directory)
   kUnimplemented,  // not supported by this store or filter kind
   kInternal,       // a bug, or a store answer we do not understand
 };

@@ -58,11 +58,16 @@ constexpr std::string_view kSuffix = kFilterFileSuffix;
 // path.
 constexpr int kNotRegular = EMEDIUMTYPE;
 
+// The errno OpenNoStdio sets for a file that is a symbolic link, which it
+// does not follow (open(2)'s ELOOP also says a loop elsewhere in the path,
+// such as in the store's own directory, which is no foreign file).
+constexpr int kLinkNotFollowed = ENOLINK;
+
 // Whether `err` says the path holds something the store never makes there
-// (a symbolic link, a FIFO, a directory): no retry changes that, so it is
-// kDataLoss ("holding something we cannot read"), not a retryable
-// kUnavailable (503 with Retry-After from redbloomd, for ever).
-bool IsForeignFile(int err) { return err == ELOOP || err == kNotRegular; }
+// (a symbolic link, a FIFO, a socket, a device, a directory): no retry
+// changes that, so it is kDataLoss ("holding something we cannot read"),
+// not a retryable kUnavailable (503 with Retry-After from redbloomd).
+bool IsForeignFile(int err) { return err == kLinkNotFollowed || err == kNotRegular; }
 
 // open(2), never onto descriptors 0-2 (util/fd_above_stdio.h). A file (not
 // O_DIRECTORY) is opened only if it is a regular file and not a symbolic
@@ -73,7 +78,9 @@ int OpenNoStdio(const char* path, int flags, mode_t mode = 0) {
   if ((flags & O_DIRECTORY) != 0) return AboveStdio(::open(path, flags, mode));
   const int fd = AboveStdio(::open(path, flags | O_NOFOLLOW | O_NONBLOCK, mode));
   if (fd < 0) {
-    if (errno == EISDIR) errno = kNotRegular;  // opened to write
+    // A directory opened to write, a socket, a device without its driver.
+    if (errno == EISDIR || errno == ENXIO || errno == ENODEV) errno = kNotRegular;
+    if (errno == ELOOP) errno = kLinkNotFollowed;  // the last component (O_NOFOLLOW)
     return fd;
   }
   struct stat st;
@@ -104,7 +111,7 @@ DIR* OpenDirNoStdio(const char* path, int flags = 0) {
 
 // ErrnoText, with what the store's own refusals mean.
 std::string WhyNot(int err) {
-  if (err == ELOOP) return "it is a symbolic link, which the store does not follow";
+  if (err == kLinkNotFollowed) return "it is a symbolic link, which the store does not follow";
   if (err == kNotRegular) return "it is not a regular file";
   return ErrnoText(err);
 }
@@ -347,11 +354,15 @@ Status SyncDirAfter(const std::string& done, const std::string& dir) {
 // mkdir(), made durable in its parent: the files linked into a directory
 // are only as durable as its own entry (on file systems that do not order
 // metadata, such as ext2). An existing directory is left as it is.
-// Modes are 0777 and, for files, 0666, less the umask, as for any program's
-// files: 0755 and 0644 under the usual 022, group-writable under 002 (a store
-// shared by a group, its directory setgid), which fixed modes ruled out.
+// Modes are 0775 and, for files, 0664, less the umask: 0755 and 0644 under
+// the usual 022, group-writable under 002 (a store shared by a group, its
+// directory setgid), which fixed modes ruled out; never writable by others,
+// even under umask 0, where any local user could clear a filter's bits.
+constexpr mode_t kDirMode = 0775;
+constexpr mode_t kFileMode = 0664;
+
 Status MakeDir(const std::string& dir, const std::string& what) {
-  if (::mkdir(dir.c_str(), 0777) != 0) {
+  if (::mkdir(dir.c_str(), kDirMode) != 0) {
     if (errno == EEXIST) return Status::Ok();
     return IoError("cannot create " + what, dir, errno);
   }
@@ -897,6 +908,20 @@ class FileStore final : public Store {
     return RecordPart(name, part);
   }
 
+  // Whether bytes [from, to) of `fd` read as zeros (false if they cannot be
+  // read).
+  static bool CellsAllZero(int fd, uint64_t from, uint64_t to) {
+    std::vector<char> buf(size_t{1} << 20);
+    for (uint64_t at = from; at < to;) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), to - at));
+      const ssize_t got = ::pread(fd, buf.data(), want, static_cast<off_t>(at));
+      if (got <= 0) return false;
+      if (std::any_of(buf.begin(), buf.begin() + got, [](char c) { return c != 0; })) return false;
+      at += static_cast<uint64_t>(got);
+    }
+    return true;
+  }
+
   // Writes a complete file, unnamed (O_TMPFILE) or under a temporary name in
   // `dir`, and links it to `path`; kAlreadyExists if `path` exists. With
   // `undo_unsynced` (a caller holding the directory lock exclusively), a
@@ -919,7 +944,7 @@ class FileStore final : public Store {
     // write the directory refused every create with "File exists".
     static const bool proc_fds = ::access("/proc/self/fd", X_OK) == 0;
     std::string tmp;
-    int fd = proc_fds ? OpenNoStdio(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666) : -1;
+    int fd = proc_fds ? OpenNoStdio(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, kFileMode) : -1;
     const bool unnamed = fd >= 0;
     if (!unnamed && proc_fds && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
       return IoError("cannot create", path + " (in " + dir + ")", errno);
@@ -927,7 +952,7 @@ class FileStore final : public Store {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
       tmp = dir + "/.tmp." + std::to_string(::getpid()) + "." + std::to_string(rng());
-      fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+      fd = OpenNoStdio(tmp.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, kFileMode);
       if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) return IoError("cannot create", path + " (in " + tmp + ")", errno);
@@ -946,7 +971,7 @@ class FileStore final : public Store {
     if (s.ok()) {
       const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
       if (err != 0) {
-        no_room = err == ENOSPC || err == EDQUOT;
+        no_room = IsNoRoom(err);
         s = IoError("cannot reserve " + std::to_string(size) + " bytes for", path, err);
       }
     }
@@ -973,18 +998,36 @@ class FileStore final : public Store {
     if (const int sync_err = SyncDirErrno(dir); sync_err != 0) {
       Status failed = IoError("cannot sync the directory of", path, sync_err);
       if (!undo_unsynced) return failed;  // a part: a racing maker may use it already
-      // Nor is it left: every caller reads a failed create as nothing made,
-      // so an import left an empty filter it said it had dropped, and a
-      // rebuild its temporary filter, which refused the next rebuild (both
-      // out of descriptors, an audit). Under the exclusive directory lock no
-      // create or drop has taken the name since; a process that opened the
-      // file meanwhile is told it was replaced (a reopen finds it gone).
-      if (::unlink(path.c_str()) != 0) {
-        return failed.WithSuffix("; the new filter's file stays, as removing it failed too: " +
-                                 WhyNot(errno));
+      // Nor is it left, where that is safe: every caller reads a failed
+      // create as nothing made, so an import left an empty filter it said it
+      // had dropped, and a rebuild its temporary filter, which refused the
+      // next rebuild (both out of descriptors, an audit). Under the exclusive
+      // directory lock no create or drop has taken the name since, but an
+      // open takes no lock: another process may have opened the file, added
+      // to it and been answered (and exited). A write lease is granted only
+      // while no other process has the file open or mapped, and holds off
+      // any open until it is released: under one, a file whose cells are
+      // all still zero was written by nobody, and is unlinked (and flagged
+      // replaced, for an open held off). Else it stays, as a retry finds it.
+      if (::fcntl(fd, F_SETLEASE, F_WRLCK) != 0) {
+        return failed.WithSuffix(
+            "; the new filter's file stays (it may be in use: " + WhyNot(errno) + ")");
       }
-      const uint64_t flag = 1;
-      (void)::pwrite(fd, &flag, sizeof(flag), static_cast<off_t>(f->superseded_offset));
+      if (!CellsAllZero(fd, kHeaderBytes, kHeaderBytes + f->data_bytes)) {
+        (void)::fcntl(fd, F_SETLEASE, F_UNLCK);
+        return failed.WithSuffix("; the new filter's file stays: another process added to it");
+      }
+      const bool removed = ::unlink(path.c_str()) == 0;
+      const int unlink_err = errno;
+      if (removed) {
+        const uint64_t flag = 1;
+        (void)::pwrite(fd, &flag, sizeof(flag), static_cast<off_t>(f->superseded_offset));
+      }
+      (void)::fcntl(fd, F_SETLEASE, F_UNLCK);
+      if (!removed) {
+        return failed.WithSuffix("; the new filter's file stays, as removing it failed too: " +
+                                 WhyNot(unlink_err));
+      }
       return failed.WithSuffix("; nothing was created");
     }
     return Status::Ok();
@@ -1192,7 +1235,7 @@ class FileStore final : public Store {
     if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
     if (static_cast<uint64_t>(st.st_blocks) * 512 >= size) return Status::Ok();
     if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) == 0) return Status::Ok();
-    if (errno == ENOSPC || errno == EDQUOT) {
+    if (IsNoRoom(errno)) {
       return IoError("cannot reserve " + std::to_string(size) + " bytes for", path, errno);
     }
     return Status::Ok();
