@@ -1951,6 +1951,29 @@ int HeldFifo(const std::string& path) {
   return ::open(path.c_str(), O_RDWR | O_CLOEXEC);
 }
 
+// Waits up to 10 s until whatever reads the FIFO held as `held` has taken
+// all that was written to it; false if it did not.
+bool WaitUntilRead(int held) {
+  int queued = 1;
+  for (int i = 0; i < 1000 && queued > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (::ioctl(held, FIONREAD, &queued) != 0) return false;
+  }
+  return queued == 0;
+}
+
+// Waits up to 10 s for child `pid` to exit (its wait status in *status);
+// kills it (SIGKILL) and returns false if it did not.
+bool ExitsOrIsKilled(pid_t pid, int* status) {
+  for (int i = 0; i < 1000; ++i) {
+    if (::waitpid(pid, status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, status, 0);
+  return false;
+}
+
 std::string FileText(const std::string& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -2005,24 +2028,12 @@ TEST_F(CliTest, AQuietAddStoppedWhileItWaitsAddsTheLinesItRead) {
   ASSERT_GE(pid, 0);
   const std::string items = "q1\nq2\nq3-unended";
   ASSERT_EQ(::write(held, items.data(), items.size()), static_cast<ssize_t>(items.size()));
-  int queued = 1;
-  for (int i = 0; i < 1000 && queued > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ASSERT_EQ(::ioctl(held, FIONREAD, &queued), 0);
-  }
-  ASSERT_EQ(queued, 0) << "the CLI did not read its input";
+  ASSERT_TRUE(WaitUntilRead(held)) << "the CLI did not read its input";
   // At once: a signal that lands before the CLI waits again must not be
   // missed (it waited for input that never came; the review).
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   int status = 0;
-  bool exited = false;
-  for (int i = 0; i < 1000 && !(exited = ::waitpid(pid, &status, WNOHANG) == pid); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!exited) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
+  const bool exited = ExitsOrIsKilled(pid, &status);
   ::close(held);
   ASSERT_TRUE(exited) << "the stop was missed: the add went on waiting for input";
   const std::string err = FileText(err_path);
@@ -2049,22 +2060,10 @@ TEST_F(CliTest, StopSignalsInheritedBlockedAreHeard) {
                                /*blocked=*/true);
     ASSERT_GE(pid, 0);
     ASSERT_EQ(::write(held, "x\n", 2), 2);
-    int queued = 1;
-    for (int i = 0; i < 1000 && queued > 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      ASSERT_EQ(::ioctl(held, FIONREAD, &queued), 0);
-    }
-    ASSERT_EQ(queued, 0) << "the CLI did not read its input";
+    ASSERT_TRUE(WaitUntilRead(held)) << "the CLI did not read its input";
     ASSERT_EQ(::kill(pid, SIGTERM), 0);
     int status = 0;
-    bool exited = false;
-    for (int i = 0; i < 1000 && !(exited = ::waitpid(pid, &status, WNOHANG) == pid); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (!exited) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-    }
+    const bool exited = ExitsOrIsKilled(pid, &status);
     ::close(held);
     ASSERT_TRUE(exited) << "SIGTERM went unheard";
     const std::string err = FileText(err_path);
@@ -2136,11 +2135,7 @@ TEST_F(CliTest, ACreateWhoseSyncFailsKeepsAFileAnotherProcessUsed) {
                         dir_.path() + "/err-holder");
       // Open once it has read its first line (the filter is open by then).
       EXPECT_EQ(::write(held, "x\n", 2), 2);
-      int queued = 1;
-      for (int i = 0; i < 200 && queued > 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        (void)::ioctl(held, FIONREAD, &queued);
-      }
+      EXPECT_TRUE(WaitUntilRead(held));
     } else if (linked) {
       const CommandResult added = Run({"add", name, "answered"});
       EXPECT_EQ(added.exit_code, 0) << added.err;
