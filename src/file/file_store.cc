@@ -116,15 +116,18 @@ std::string WhyNot(int err) {
   return ErrnoText(err);
 }
 
-Status IoError(const std::string& what, const std::string& path, int err) {
+// `message`, with the code a failed system call's `err` calls for.
+Status ErrnoStatus(int err, std::string message) {
   // ENOMEM: no address space or memory to map the filter (a limit, or
   // overcommit off), which waiting does not cure: as a full disk, not as
   // an outage (503, "safe to retry", for ever).
-  if (IsNoRoom(err) || err == ENOMEM) {
-    return Status::ResourceExhausted(what + " " + path + ": " + WhyNot(err));
-  }
-  if (IsForeignFile(err)) return Status::DataLoss(what + " " + path + ": " + WhyNot(err));
-  return Status::Unavailable(what + " " + path + ": " + WhyNot(err));
+  if (IsNoRoom(err) || err == ENOMEM) return Status::ResourceExhausted(std::move(message));
+  if (IsForeignFile(err)) return Status::DataLoss(std::move(message));
+  return Status::Unavailable(std::move(message));
+}
+
+Status IoError(const std::string& what, const std::string& path, int err) {
+  return ErrnoStatus(err, what + " " + path + ": " + WhyNot(err));
 }
 
 // mmap() of `path` failed with `err`. ENOMEM is most often the process's
@@ -1178,12 +1181,10 @@ class FileStore final : public Store {
   }
 
   static Status CannotFlag(const char* verb, const std::string& path, int err) {
-    std::string message = std::string("will not ") + verb + " " + path +
-                          ": it cannot be opened to flag it for the processes that map it, "
-                          "which would go on using it: " +
-                          WhyNot(err);
-    if (IsForeignFile(err)) return Status::DataLoss(std::move(message));
-    return Status::Unavailable(std::move(message));
+    return ErrnoStatus(err, std::string("will not ") + verb + " " + path +
+                                ": it cannot be opened to flag it for the processes that map it, "
+                                "which would go on using it: " +
+                                WhyNot(err));
   }
 
   // The file was removed or replaced, but FlagReplaced failed (`err`).
