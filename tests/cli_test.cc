@@ -1925,23 +1925,29 @@ void ChildStderrAndStops(const std::string& err_path, bool blocked = false) {
   ::sigprocmask(blocked ? SIG_BLOCK : SIG_UNBLOCK, &stops, nullptr);
 }
 
-// Starts the CLI on the file: store at `dir` with `args`, its stderr to
+// Starts program `path` with `args` (its argv, name first), its stderr to
 // `err_path` and the stop signals at their default (`blocked`: blocked):
 // its pid, or -1.
-pid_t StartCli(const std::string& dir, const std::vector<std::string>& args,
-               const std::string& err_path, bool blocked = false) {
-  std::vector<std::string> all = {"redbloom", "--store", "file:" + dir};
-  all.insert(all.end(), args.begin(), args.end());
+pid_t StartCommand(const std::string& path, std::vector<std::string> args,
+                   const std::string& err_path, bool blocked = false) {
   std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
+  for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ChildStderrAndStops(err_path, blocked);
-    ::execv(REDBLOOM_CLI_PATH, argv.data());
+    ::execv(path.c_str(), argv.data());
     ::_exit(127);
   }
   return pid;
+}
+
+// StartCommand for the CLI on the file: store at `dir` with `args`.
+pid_t StartCli(const std::string& dir, const std::vector<std::string>& args,
+               const std::string& err_path, bool blocked = false) {
+  std::vector<std::string> all = {"redbloom", "--store", "file:" + dir};
+  all.insert(all.end(), args.begin(), args.end());
+  return StartCommand(REDBLOOM_CLI_PATH, std::move(all), err_path, blocked);
 }
 
 // A FIFO made at `path` and held open (read and write, so the open does not
@@ -2111,15 +2117,7 @@ TEST_F(CliTest, ACreateWhoseSyncFailsKeepsAFileAnotherProcessUsed) {
         "1000",
         "-p",
         "0.01"};
-    std::vector<char*> argv;
-    for (std::string& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t creator = ::fork();
-    if (creator == 0) {
-      ChildStderrAndStops(err_path);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    const pid_t creator = StartCommand(all[0], all, err_path);
     ASSERT_GT(creator, 0);
     const std::string file = dir_.path() + "/" + name + ".rbf";
     for (int i = 0; i < 1000 && !std::filesystem::exists(file); ++i) {
@@ -2155,7 +2153,9 @@ TEST_F(CliTest, ACreateWhoseSyncFailsKeepsAFileAnotherProcessUsed) {
               std::string::npos)
         << err;
     EXPECT_TRUE(std::filesystem::exists(file)) << "the file was taken back";
-    if (!holds) EXPECT_EQ(Run({"check", name, "answered"}).exit_code, 0) << "the answered add";
+    if (!holds) {
+      EXPECT_EQ(Run({"check", name, "answered"}).exit_code, 0) << "the answered add";
+    }
   }
 }
 
